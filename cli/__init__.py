@@ -1,0 +1,1 @@
+"""pitlog's command line: thin Typer commands over the library."""

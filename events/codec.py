@@ -1,0 +1,248 @@
+"""Avro codec: the only module that knows fastavro.
+
+Wire format: Avro single-object encoding (spec, "Single object encoding"): the two marker bytes
+C3 01, the 8-byte little-endian CRC-64-AVRO fingerprint of the writer schema's parsing canonical
+form, then the Avro binary body. The writer schema is looked up in schemas/ by that fingerprint,
+so every version ever published stays readable; the body is then resolved to the newest version
+of its event type (new fields take their defaults), which is how old events are upcast.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import struct
+import typing
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, fields
+from datetime import UTC, datetime, timedelta
+from enum import Enum
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import fastavro
+from fastavro.schema import fingerprint, to_parsing_canonical_form
+
+from events import model
+from events.errors import DecodeError, EncodeError, SchemaError
+
+MAGIC = b"\xc3\x01"
+HEADER_LEN = 10
+HASH_LEN = 32
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_ENVELOPE = ("event_id", "table_id", "shoe_id", "round_no", "seq", "occurred_at",
+             "recorded_at", "actor", "prev_hash", "hash")
+_RANK_FIELDS = ("rank",)
+
+
+def schemas_dir() -> Path:
+    return Path(os.environ.get("PITLOG_SCHEMAS", Path(__file__).resolve().parent.parent / "schemas"))
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaVersion:
+    """One published .avsc file."""
+
+    event_type: str
+    version: int
+    path: Path
+    parsed: dict[str, Any]  # as the codec reads and writes it
+    raw_parsed: dict[str, Any]  # logical types stripped: timestamps stay integer micros (fast path)
+    fingerprint: bytes  # 8 bytes, little-endian CRC-64-AVRO
+
+    @property
+    def header(self) -> bytes:
+        return MAGIC + self.fingerprint
+
+
+def _strip_logical_types(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {k: _strip_logical_types(v) for k, v in node.items() if k != "logicalType"}
+    if isinstance(node, list):
+        return [_strip_logical_types(v) for v in node]
+    return node
+
+
+class SchemaRegistry:
+    """Every published schema in a folder, by fingerprint and by event type."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.by_fingerprint: dict[bytes, SchemaVersion] = {}
+        self.latest: dict[str, SchemaVersion] = {}
+        files = sorted(folder.glob("*.avsc"))
+        if not files:
+            raise SchemaError(f"no .avsc files in {folder}: set PITLOG_SCHEMAS to the schemas/ folder")
+        for path in files:
+            try:
+                event_type, vtag, _ = path.name.split(".")
+                version = int(vtag.lstrip("v"))
+                raw = json.loads(path.read_text())
+                parsed = fastavro.parse_schema(raw)
+                canonical = to_parsing_canonical_form(raw)
+                fp = int(fingerprint(canonical, "CRC-64-AVRO"), 16).to_bytes(8, "little")
+                raw_parsed = fastavro.parse_schema(_strip_logical_types(raw))
+            except (ValueError, KeyError, fastavro.schema.SchemaParseException) as exc:
+                raise SchemaError(f"{path}: cannot parse schema ({exc}); fix or restore the file") from exc
+            if event_type not in model.EVENT_TYPES:
+                raise SchemaError(f"{path}: no event type {event_type} in events/model.py")
+            sv = SchemaVersion(event_type, version, path, parsed, raw_parsed, fp)
+            self.by_fingerprint[fp] = sv
+            if event_type not in self.latest or version > self.latest[event_type].version:
+                self.latest[event_type] = sv
+        missing = set(model.EVENT_TYPES) - set(self.latest)
+        if missing:
+            raise SchemaError(f"{folder}: no schema for {sorted(missing)}")
+
+    def writer_for(self, data: bytes) -> SchemaVersion:
+        if len(data) < HEADER_LEN + HASH_LEN or data[:2] != MAGIC:
+            raise DecodeError(
+                f"not an Avro single-object message (starts {data[:2].hex() or 'empty'}, "
+                f"{len(data)} bytes); expected marker c301")
+        sv = self.by_fingerprint.get(bytes(data[2:HEADER_LEN]))
+        if sv is None:
+            raise DecodeError(
+                f"unknown schema fingerprint {bytes(data[2:HEADER_LEN]).hex()}: no file in "
+                f"{self.folder} has it; add the writer's .avsc to schemas/")
+        return sv
+
+
+@cache
+def registry() -> SchemaRegistry:
+    return SchemaRegistry(schemas_dir())
+
+
+# --- dataclass <-> Avro record -----------------------------------------------------------------
+
+
+def _converter(tp: Any) -> Callable[[Any], Any]:
+    """How to turn a decoded Avro value into the dataclass field's Python type."""
+    args = [a for a in typing.get_args(tp) if a is not type(None)]
+    if typing.get_origin(tp) in (typing.Union, __import__("types").UnionType):
+        inner = _converter(args[0])
+        return lambda v: None if v is None else inner(v)
+    if typing.get_origin(tp) is tuple:
+        return lambda v: tuple(model.Card(rank=c["rank"], suit=model.Suit(c["suit"])) for c in v)
+    if isinstance(tp, type) and issubclass(tp, Enum):
+        return tp
+    return lambda v: v
+
+
+@cache
+def _field_converters(cls: type) -> tuple[tuple[str, Callable[[Any], Any]], ...]:
+    hints = typing.get_type_hints(cls)
+    return tuple((f.name, _converter(hints[f.name])) for f in fields(cls))
+
+
+def _to_avro_value(v: Any) -> Any:
+    if isinstance(v, Enum):
+        return v.value
+    if isinstance(v, tuple):
+        return [{"rank": c.rank, "suit": c.suit.value} for c in v]
+    return v
+
+
+def to_record(env: model.Envelope) -> dict[str, Any]:
+    rec: dict[str, Any] = {
+        "event_id": env.event_id, "table_id": env.table_id, "shoe_id": env.shoe_id,
+        "round_no": env.round_no, "seq": env.seq, "occurred_at": env.occurred_at,
+        "recorded_at": env.recorded_at, "actor": env.actor, "prev_hash": env.prev_hash,
+        "hash": env.hash,
+    }
+    for name, _ in _field_converters(type(env.event)):
+        rec[name] = _to_avro_value(getattr(env.event, name))
+    return rec
+
+
+def validate_record(event_type: str, rec: dict[str, Any]) -> None:
+    """Structural checks Avro cannot express. 13:47-20.31(a)2ii: ranks are 2 to 14."""
+    rank = rec.get("rank")
+    if rank is not None and not 2 <= rank <= 14:
+        raise DecodeError(f"{event_type} seq {rec.get('seq')}: card rank {rank} is not 2..14")
+    for card in rec.get("cards") or ():
+        if not 2 <= card["rank"] <= 14:
+            raise DecodeError(f"{event_type} seq {rec.get('seq')}: racked card rank {card['rank']} is not 2..14")
+    if rec.get("seq", 1) < 1:
+        raise DecodeError(f"{event_type}: sequence number {rec.get('seq')} is below 1")
+
+
+def from_record(event_type: str, rec: dict[str, Any]) -> model.Envelope:
+    cls = model.EVENT_TYPES[event_type]
+    payload = {name: conv(rec[name]) for name, conv in _field_converters(cls)}
+    return model.Envelope(
+        event_id=rec["event_id"], table_id=rec["table_id"], shoe_id=rec["shoe_id"],
+        round_no=rec["round_no"], seq=rec["seq"], occurred_at=rec["occurred_at"],
+        recorded_at=rec["recorded_at"], actor=rec["actor"], event=cls(**payload),
+        prev_hash=rec["prev_hash"], hash=rec["hash"])
+
+
+# --- bytes -------------------------------------------------------------------------------------
+
+
+def encode(env: model.Envelope, reg: SchemaRegistry | None = None) -> bytes:
+    """The exact bytes that go on the wire, written with the newest schema of the event type."""
+    sv = (reg or registry()).latest[env.event_type]
+    buf = io.BytesIO()
+    buf.write(sv.header)
+    rec = to_record(env)
+    validate_record(env.event_type, rec)
+    try:
+        fastavro.schemaless_writer(buf, sv.parsed, rec, strict_allow_default=True)
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise EncodeError(f"{env.event_type} seq {env.seq}: {exc}") from exc
+    return buf.getvalue()
+
+
+def _read_body(sv: SchemaVersion, data: bytes, schema: dict[str, Any],
+               reader: dict[str, Any] | None) -> dict[str, Any]:
+    buf = io.BytesIO(data)
+    buf.seek(HEADER_LEN)
+    try:
+        rec = fastavro.schemaless_reader(buf, schema, reader)
+    except Exception as exc:  # fastavro raises many types on corrupt input; all mean "corrupt"
+        raise DecodeError(f"{sv.event_type} v{sv.version}: corrupt body ({type(exc).__name__}: {exc})") from exc
+    if buf.tell() != len(data):
+        raise DecodeError(
+            f"{sv.event_type} v{sv.version}: {len(data) - buf.tell()} trailing bytes after the body")
+    if not isinstance(rec, dict):
+        raise DecodeError(f"{sv.event_type} v{sv.version}: body is not a record")
+    return rec
+
+
+def decode(data: bytes, reg: SchemaRegistry | None = None) -> model.Envelope:
+    """Bytes to an event, resolved to the newest schema of its type; DecodeError otherwise."""
+    reg = reg or registry()
+    sv = reg.writer_for(data)
+    latest = reg.latest[sv.event_type]
+    rec = _read_body(sv, data, sv.parsed, None if latest is sv else latest.parsed)
+    validate_record(sv.event_type, rec)
+    try:
+        return from_record(sv.event_type, rec)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise DecodeError(f"{sv.event_type} v{sv.version}: {exc}") from exc
+
+
+def decode_raw(data: bytes, reg: SchemaRegistry) -> tuple[str, dict[str, Any]]:
+    """The projection's hot path: a plain dict, timestamps as integer micros, no dataclasses."""
+    sv = reg.writer_for(data)
+    latest = reg.latest[sv.event_type]
+    rec = _read_body(sv, data, sv.raw_parsed, None if latest is sv else latest.raw_parsed)
+    validate_record(sv.event_type, rec)
+    return sv.event_type, rec
+
+
+def micros(ts: datetime) -> int:
+    return (ts - _EPOCH) // timedelta(microseconds=1)
+
+
+def from_micros(us: int) -> datetime:
+    return _EPOCH + timedelta(microseconds=us)
+
+
+def iter_schema_versions(reg: SchemaRegistry | None = None) -> Iterable[SchemaVersion]:
+    return (reg or registry()).by_fingerprint.values()
+
+
+_STRUCT_FP = struct.Struct("<Q")

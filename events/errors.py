@@ -1,0 +1,50 @@
+"""The one exception tree of pitlog: the CLI turns any PitlogError into `Error: ...`.
+
+Every class says what went wrong; the message says where (file, line, offset) and what to do.
+"""
+
+
+class PitlogError(Exception):
+    """Base of every error pitlog raises on purpose."""
+
+
+class RuleError(PitlogError):
+    """A rule or paytable is violated or ill-formed."""
+
+
+class SchemaError(PitlogError):
+    """The schemas/ folder is missing a schema or holds one that does not parse."""
+
+
+class DecodeError(PitlogError):
+    """Bytes that are not a pitlog event: bad framing, unknown fingerprint, corrupt body,
+    or a structurally impossible value (a rank of 15). Such input is quarantined, never used."""
+
+
+class EncodeError(PitlogError):
+    """An event that cannot be encoded (a value outside its schema)."""
+
+
+class LogError(PitlogError):
+    """The event log cannot be opened, read or appended to."""
+
+
+class LogCorruptError(LogError):
+    """A segment file is damaged somewhere other than a torn tail."""
+
+
+class ConcurrencyError(PitlogError):
+    """Another writer appended to the same table first: the expected sequence number is taken.
+    Reload the table's head and retry."""
+
+
+class ProjectionError(PitlogError):
+    """The DuckDB views cannot be built or queried."""
+
+
+class NotFoundError(PitlogError):
+    """The shoe, table, round or file asked for does not exist."""
+
+
+class IngestError(PitlogError):
+    """A device line could not be turned into an event."""

@@ -1,0 +1,76 @@
+"""The event log contract, shared by the embedded log and Kafka.
+
+A log is a set of partitions; each partition is an append-only sequence of (key, value) records
+at gapless offsets from 0. The key is the table id, so every table's events stay in one
+partition, in order. Values are the codec's exact bytes. Only the backends know their storage.
+"""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from events.errors import LogError
+
+DEFAULT_DATA_DIR = Path("pitlog-data")
+
+
+@dataclass(frozen=True, slots=True)
+class LogRecord:
+    partition: int
+    offset: int
+    key: bytes
+    value: bytes
+
+
+class EventLog(ABC):
+    """Append-only, partitioned by key, ordered per partition."""
+
+    uri: str
+
+    @abstractmethod
+    def append(self, items: Sequence[tuple[bytes, bytes]]) -> list[tuple[int, int]]:
+        """Append (key, value) pairs in order; return each one's (partition, offset).
+
+        Durable once it returns: fsynced (embedded) or acknowledged by all in-sync replicas
+        (Kafka). A failure raises LogError and nothing after the failed record is appended."""
+
+    @abstractmethod
+    def end_offsets(self) -> dict[int, int]:
+        """Next offset to be written, per partition (the log's current end)."""
+
+    @abstractmethod
+    def read(self, start: Mapping[int, int] | None = None, *,
+             max_batch: int = 5000) -> Iterator[list[LogRecord]]:
+        """Batches of records from `start` (partition -> first offset, default 0) up to the end
+        as it was when reading began. Each batch holds records of one partition, in order."""
+
+    def close(self) -> None:  # noqa: B027 - optional for backends with nothing to release
+        """Release files, sockets and locks."""
+
+    def __enter__(self) -> EventLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def default_log_uri(data_dir: Path = DEFAULT_DATA_DIR) -> str:
+    return os.environ.get("PITLOG_LOG") or f"file://{(data_dir / 'log').resolve()}"
+
+
+def open_log(uri: str | None = None, *, partitions: int | None = None) -> EventLog:
+    """`file:///path` or a bare path: the embedded log; `kafka://host:port/topic`: Kafka."""
+    uri = uri or default_log_uri()
+    if uri.startswith("kafka://"):
+        from events.kafka_log import KafkaLog  # imported lazily: only this backend knows Kafka
+
+        return KafkaLog.from_uri(uri, partitions=partitions)
+    if "://" in uri and not uri.startswith("file://"):
+        raise LogError(f"unknown log address {uri!r}: use file:///path/to/log or kafka://host:port/topic")
+    from events.embedded_log import EmbeddedLog
+
+    return EmbeddedLog(Path(uri.removeprefix("file://")), partitions=partitions)
