@@ -82,7 +82,8 @@ class SchemaRegistry:
                 raw = json.loads(path.read_text())
                 parsed = fastavro.parse_schema(raw)
                 canonical = to_parsing_canonical_form(raw)
-                fp = int(fingerprint(canonical, "CRC-64-AVRO"), 16).to_bytes(8, "little")
+                # fastavro gives the fingerprint as the hex of its little-endian bytes.
+                fp = bytes.fromhex(fingerprint(canonical, "CRC-64-AVRO"))
                 raw_parsed = fastavro.parse_schema(_strip_logical_types(raw))
             except (ValueError, KeyError, fastavro.schema.SchemaParseException) as exc:
                 raise SchemaError(f"{path}: cannot parse schema ({exc}); fix or restore the file") from exc

@@ -137,8 +137,8 @@ def find_java() -> str:
     found = shutil.which("java")
     if not found:
         raise KafkaBrokerError(
-            "java not found: install a Java 17+ JDK/JRE (e.g. `apt-get install openjdk-17-jre-headless`)"
-            " or set JAVA_HOME"
+            "java not found: install a Java 17+ runtime"
+            " (e.g. `apt-get install openjdk-17-jre-headless`) or set JAVA_HOME"
         )
     return found
 
@@ -202,7 +202,9 @@ def _locked(lock_path: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def _run_mvn(mvn: str, info: PomInfo, out_dir: Path, offline: bool) -> subprocess.CompletedProcess[str]:
+def _run_mvn(
+    mvn: str, info: PomInfo, out_dir: Path, offline: bool
+) -> subprocess.CompletedProcess[str]:
     cmd = [
         mvn,
         "-q",  # only errors
@@ -219,7 +221,12 @@ def _run_mvn(mvn: str, info: PomInfo, out_dir: Path, offline: bool) -> subproces
         "-DincludeScope=runtime",  # runtime = compile + runtime; no test/provided jars
     ]
     return subprocess.run(
-        cmd, cwd=POM_PATH.parent, capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL
+        cmd,
+        cwd=POM_PATH.parent,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        stdin=subprocess.DEVNULL,
     )
 
 
@@ -327,7 +334,11 @@ def _server_properties(state_dir: Path, broker_port: int, controller_port: int) 
             " (controller.quorum.bootstrap.servers + format --standalone) buys nothing here",
         ),
         ("controller.listener.names", "CONTROLLER", ""),
-        ("listeners", f"PLAINTEXT://{HOST}:{broker_port},CONTROLLER://{HOST}:{controller_port}", ""),
+        (
+            "listeners",
+            f"PLAINTEXT://{HOST}:{broker_port},CONTROLLER://{HOST}:{controller_port}",
+            "",
+        ),
         ("advertised.listeners", f"PLAINTEXT://{HOST}:{broker_port}", "what clients get back"),
         ("inter.broker.listener.name", "PLAINTEXT", ""),
         ("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT", ""),
@@ -813,7 +824,9 @@ def _log(msg: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="kafka_broker.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="kafka_broker.py",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "--dir",
@@ -842,8 +855,11 @@ def main(argv: list[str] | None = None) -> int:
             print(fetch_jars(force=args.force))
         elif args.command == "start":
             started = time.monotonic()
-            broker = start_broker(state_dir, timeout_s=args.timeout, heap=args.heap, stop_at_exit=False)
-            _log(f"broker pid {broker.pid} ready in {time.monotonic() - started:.1f}s; log: {broker.log_path}")
+            broker = start_broker(
+                state_dir, timeout_s=args.timeout, heap=args.heap, stop_at_exit=False
+            )
+            elapsed = time.monotonic() - started
+            _log(f"broker pid {broker.pid} ready in {elapsed:.1f}s; log: {broker.log_path}")
             print(broker.bootstrap)
         elif args.command == "restart":
             started = time.monotonic()

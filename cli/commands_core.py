@@ -1,0 +1,190 @@
+"""Core commands: demo, simulate, project, shoes, replay, theo."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from cli import demo as demo_mod
+from cli.options import DbOpt, FormatOpt, LogOpt, OutOpt, db_path, log_uri
+from cli.output import Format, plain, render
+from cli.progress import progress_bar
+from events import theory
+from events.errors import PitlogError
+from events.log import open_log
+from events.rules import STANDARD_PAYTABLE
+from events.simulator import SimConfig, simulate
+
+
+def register(app: typer.Typer) -> None:
+    commands = {"demo": demo, "simulate": simulate_cmd, "project": project_cmd,
+                "shoes": shoes, "replay": replay, "theo": theo}
+    for name, command in commands.items():
+        app.command(name=name)(command)
+
+
+def demo(
+    data_dir: Annotated[Path, typer.Option(help="Where the demo writes its log and database.")]
+    = Path("pitlog-data"),
+    seed: Annotated[int, typer.Option(help="Simulator seed; the same seed gives the same evening.")] = 2026,
+    format: FormatOpt = Format.table,
+) -> None:
+    """Simulate a short evening at four tables, with irregularities, project it, and print
+    the summary and the anomalies.
+
+    Example: pitlog demo
+    """
+    report = demo_mod.run_demo(data_dir, seed=seed)
+    demo_mod.print_report(report, format)
+
+
+def simulate_cmd(
+    tables: Annotated[int, typer.Option(min=1, max=500, help="Number of tables.")] = 4,
+    rounds: Annotated[int, typer.Option(min=1, help="Rounds per table.")] = 200,
+    decks: Annotated[int, typer.Option(min=1, max=8, help="Decks per shoe (casino-night tables use 1).")] = 6,
+    seats: Annotated[int, typer.Option(min=1, max=7, help="Seats per table.")] = 6,
+    raise_from: Annotated[int | None, typer.Option(min=1, max=11, help="Players raise from this spread up; omit for never.")] = 7,
+    sit_out: Annotated[float, typer.Option(min=0.0, max=1.0, help="Chance a seat skips a round.")] = 0.25,
+    profile: Annotated[list[str] | None, typer.Option(help="Jurisdiction profile, repeatable (assigned to tables in turn): nj-casino, nj-casino-night, gaming-authority.")] = None,
+    seed: Annotated[int, typer.Option(help="Random seed: the same seed gives a byte-identical log.")] = 7,
+    irregularities: Annotated[float, typer.Option(min=0.0, max=1.0, help="Chance per round of each injectable irregularity.")] = 0.0,
+    rate: Annotated[list[str] | None, typer.Option(help="Per-code rate, CODE=RATE, repeatable (e.g. LATE_RAISE=0.05).")] = None,
+    truth: Annotated[Path | None, typer.Option(help="Write the ground-truth labels of injected irregularities here (JSON lines).")] = None,
+    log: LogOpt = None,
+    format: FormatOpt = Format.table,
+) -> None:
+    """Play a seeded evening at the tables and record every event to the log.
+
+    Example: pitlog simulate --tables 8 --rounds 500 --irregularities 0.01 --truth truth.jsonl
+    """
+    from events import rules
+
+    profiles = tuple(profile or ["nj-casino"])
+    for p in profiles:
+        rules.profile_rules(p)  # an unknown profile is an Error: line, before any event is written
+    per_code: dict[str, float] = {}
+    for item in rate or []:
+        code, sep, value = item.partition("=")
+        try:
+            per_code[code.strip().upper()] = float(value)
+        except ValueError:
+            sep = ""
+        if not sep:
+            raise PitlogError(f"--rate {item!r}: write CODE=RATE, e.g. --rate LATE_RAISE=0.05")
+    config = SimConfig(seed=seed, tables=tables, rounds=rounds, decks=decks, seats=seats,
+                       raise_from=raise_from, sit_out=sit_out, profiles=profiles,
+                       irregularities=irregularities, per_code=per_code)
+    with open_log(log_uri(log)) as event_log, progress_bar("simulating", None) as update:
+        report = simulate(event_log, config, progress=update)
+        uri = event_log.uri
+    if truth is not None:
+        with truth.open("w") as f:
+            for label in report.truth:
+                f.write(json.dumps(asdict(label)) + "\n")
+    render([{"log": uri, "events": report.events, "tables": report.tables,
+             "rounds": report.rounds, "shoes": report.shoes,
+             "irregularities_injected": len(report.truth),
+             "truth_file": str(truth) if truth else None}], format)
+
+
+def project_cmd(
+    log: LogOpt = None,
+    db: DbOpt = None,
+    follow: Annotated[bool, typer.Option(help="Keep following the log until Ctrl-C or SIGTERM.")] = False,
+    format: FormatOpt = Format.table,
+) -> None:
+    """Bring the DuckDB views up to date with the log (only new events are read).
+
+    Example: pitlog project --db pitlog-data/pitlog.duckdb
+    """
+    from projections.projector import project
+
+    path = db_path(db)
+    with open_log(log_uri(log)) as event_log:
+        total = sum(event_log.end_offsets().values())
+        with progress_bar("projecting", total) as update:
+            if follow:
+                from projections.follow import follow as follow_log
+
+                report = follow_log(event_log, path, progress=update)
+            else:
+                report = project(event_log, path, progress=update)
+    render([{k: plain(v) for k, v in report.as_row().items()}], format)
+
+
+def shoes(
+    table: Annotated[str | None, typer.Option(help="Only this table, e.g. T01.")] = None,
+    db: DbOpt = None, format: FormatOpt = Format.table, out: OutOpt = None,
+) -> None:
+    """List the shoes: table, decks, when opened and closed, rounds, cards, burns, dealers.
+
+    Example: pitlog shoes --table T01 --format json
+    """
+    from projections.queries import list_shoes
+    from projections.store import open_for_reading
+
+    with open_for_reading(db_path(db)) as con:
+        render(list_shoes(con, table=table), format, out=out, title="shoes")
+
+
+def replay(
+    shoe: Annotated[str, typer.Argument(help="Shoe id as listed by `pitlog shoes`, e.g. T01-S0001.")],
+    db: DbOpt = None, format: FormatOpt = Format.table, out: OutOpt = None,
+) -> None:
+    """Replay one shoe event by event (times, cards, announcements, wagers, settlements),
+    then its hands in discard-rack order.
+
+    Example: pitlog replay T01-S0001
+    """
+    from projections.queries import replay_shoe
+    from projections.store import open_for_reading
+
+    with open_for_reading(db_path(db)) as con:
+        result = replay_shoe(con, shoe)
+    if format is Format.table and out is None:
+        render(result.events, format, title=f"shoe {shoe}: events")
+        render(result.hands, format, title=f"shoe {shoe}: hands in discard-rack order")
+    else:
+        rows = [{"kind": "event", **r} for r in result.events] + \
+               [{"kind": "hand", **r} for r in result.hands]
+        columns = list(dict.fromkeys(k for r in rows for k in r))
+        render(rows, format, out=out, columns=columns)
+
+
+def theo(
+    decks: Annotated[int, typer.Option(min=1, max=8, help="Decks in the shoe.")] = 6,
+    raise_from: Annotated[int | None, typer.Option(min=1, max=11, help="The player raises the full wager from this spread up; omit for never.")] = None,
+    format: FormatOpt = Format.table,
+) -> None:
+    """The exact house edge from the combinatorics, as a fraction and a percentage.
+
+    Example: pitlog theo --decks 6 --raise-from 7
+    """
+    edge = theory.house_edge(decks, raise_from, STANDARD_PAYTABLE)
+    rows = [
+        {"measure": "house edge per original wager", "exact": edge.per_original_wager,
+         "percent": _pct(edge.per_original_wager)},
+        {"measure": "house edge per unit wagered (element of risk)",
+         "exact": edge.per_total_wagered, "percent": _pct(edge.per_total_wagered)},
+        {"measure": "expected units wagered per original wager",
+         "exact": edge.expected_wagered_per_original, "percent": None},
+    ]
+    for row in rows:
+        row.update(decks=decks, raise_from=raise_from)
+    render(rows, format, columns=["decks", "raise_from", "measure", "exact", "percent"])
+
+
+def _pct(x: object) -> str:
+    from fractions import Fraction
+
+    assert isinstance(x, Fraction)
+    # Exact rounding to 4 decimals of a percent, with no float in between.
+    scaled = x * 100 * 10_000
+    n = (scaled.numerator * 2 + scaled.denominator) // (2 * scaled.denominator)
+    sign = "-" if n < 0 else ""
+    whole, frac = divmod(abs(n), 10_000)
+    return f"{sign}{whole}.{frac:04d}%"

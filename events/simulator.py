@@ -1,0 +1,360 @@
+"""A seeded red dog table simulator: ground truth for tests, demos and benchmarks.
+
+Same config, same seed: byte-identical log. Each table runs from its own random stream; tables
+are merged by time, so the log interleaves them as a real floor would. The dealer follows the
+rules (13:47-20.31(d); 13:69F-6) unless an irregularity is injected: `Irregularities` draws from
+a stream of its own, so turning injection on or off never changes the clean parts of the game,
+and every injection is written down as a ground-truth `TruthLabel`.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from events import rules
+from events.log import EventLog
+from events.model import (
+    Announced, BurnReason, Card, CardBurned, CardDrawn, CardsCut, CardsLoaded, CardsRacked,
+    CuttingCardPlaced, CuttingCardReached, DealerTappedIn, DealerTappedOut, DomainEvent,
+    Instrument, Meaning, RaisePlaced, SettledAs, ShoeClosed, ShuffleCompleted, ShuffleMethod,
+    ShuffleStarted, Suit, TableOpened, WagerKind, WagerPlaced, WagerSettled, Box,
+)
+from events.recorder import Recorder
+
+SUITS = (Suit.SPADES, Suit.HEARTS, Suit.DIAMONDS, Suit.CLUBS)
+WAGER_SIZES_CENTS = (500, 500, 1000, 1000, 2500, 2500, 5000, 10000)
+DEFAULT_START = datetime(2026, 11, 28, 23, 0, tzinfo=UTC)  # 18:00 on the US east coast
+RANK_WORDS = {2: "Two", 3: "Three", 4: "Four", 5: "Five", 6: "Six", 7: "Seven", 8: "Eight",
+              9: "Nine", 10: "Ten", 11: "Jack", 12: "Queen", 13: "King", 14: "Ace"}
+
+# The dealer's exact words per jurisdiction: 13:47-20.31(d)7-10 and GA (5)-(8).
+PHRASES: dict[str, dict[Meaning, str]] = {
+    "nj": {
+        Meaning.CONSECUTIVE: "The cards are consecutive--tie hand",
+        Meaning.PAIR: "We have a pair",
+        Meaning.THREE_OF_A_KIND: "Three of a kind",
+        Meaning.NO_THREE_OF_A_KIND: "No three of a kind--tie hand",
+        Meaning.RAISES_CLOSED: "Raises closed",
+    },
+    "ga": {
+        Meaning.CONSECUTIVE: "The cards are consecutive, Tie Hand",
+        Meaning.PAIR: "We have a pair",
+        Meaning.THREE_OF_A_KIND: "3 of a kind",
+        Meaning.NO_THREE_OF_A_KIND: "No 3 of a kind, Tie hand",
+        Meaning.RAISES_CLOSED: "Raises closed",
+    },
+}
+
+
+def phrase(profile: str, meaning: Meaning, value: int | None = None) -> str:
+    if meaning is Meaning.SPREAD:
+        return f"Spread {value}"
+    if meaning is Meaning.THIRD_CARD:
+        return RANK_WORDS[value or 0]
+    return PHRASES["ga" if profile == rules.Profile.GAMING_AUTHORITY else "nj"][meaning]
+
+
+@dataclass(frozen=True, slots=True)
+class TruthLabel:
+    """One injected irregularity: the anomaly code the read side should raise, and where."""
+
+    code: str
+    table_id: str
+    shoe_id: str | None
+    round_no: int | None
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    seed: int = 7
+    tables: int = 4
+    rounds: int = 200  # per table
+    decks: int = 6
+    seats: int = 6
+    raise_from: int | None = 7  # players raise the full wager from this spread up
+    sit_out: float = 0.25  # chance a seat has no wager in a round
+    profiles: tuple[str, ...] = ("nj-casino",)  # assigned to tables in turn
+    dealer_shift_rounds: int = 120  # a new dealer (with a burn) after this many rounds
+    start: datetime = DEFAULT_START
+    irregularities: float = 0.0  # chance per round of each injectable irregularity
+    per_code: Mapping[str, float] = field(default_factory=dict)  # overrides by anomaly code
+
+    def profile_for(self, table_index: int) -> str:
+        return self.profiles[table_index % len(self.profiles)]
+
+    def decks_for(self, table_index: int) -> int:
+        # 13:47-20.31(a)2: casino nights deal from "a deck".
+        return 1 if self.profile_for(table_index) == rules.Profile.NJ_CASINO_NIGHT else self.decks
+
+
+class Irregularities:
+    """The seam where irregularities are injected; draws from its own random stream."""
+
+    def __init__(self, config: SimConfig, table_seed: str) -> None:
+        self.config = config
+        self.rng = random.Random(f"{table_seed}:irregularities")
+        self.labels: list[TruthLabel] = []
+
+    def rate(self, code: str) -> float:
+        return self.config.per_code.get(code, self.config.irregularities)
+
+    def roll(self, code: str) -> bool:
+        rate = self.rate(code)
+        return rate > 0 and self.rng.random() < rate
+
+    def label(self, code: str, table: TableSim, note: str = "") -> None:
+        self.labels.append(TruthLabel(code, table.table_id, table.shoe_id, table.round_no, note))
+
+
+@dataclass(slots=True)
+class Step:
+    """One event as the table produced it, before the recorder stamps it."""
+
+    at_us: int
+    table_index: int
+    n: int  # tie-breaker: a table's own order
+    event: DomainEvent
+    actor: str
+    shoe_id: str | None
+    round_no: int | None
+    delay_us: int  # recorded_at - occurred_at
+    event_id: str
+
+    def __lt__(self, other: Step) -> bool:
+        return (self.at_us, self.table_index, self.n) < (other.at_us, other.table_index, other.n)
+
+
+class TableSim:
+    """One table's evening, as a generator of steps."""
+
+    def __init__(self, config: SimConfig, index: int) -> None:
+        self.config = config
+        self.index = index
+        self.table_id = f"T{index + 1:02d}"
+        seed = f"{config.seed}:{self.table_id}"
+        self.rng = random.Random(seed)
+        self.inject = Irregularities(config, seed)
+        self.profile = config.profile_for(index)
+        self.decks = config.decks_for(index)
+        self.paytable = rules.STANDARD_PAYTABLE
+        self.clock_us = int((config.start - datetime(1970, 1, 1, tzinfo=UTC)) / timedelta(microseconds=1))
+        self.clock_us += index * 7_000_000  # tables open a few seconds apart
+        self.n = 0
+        self.shoe_no = 0
+        self.shoe_id: str | None = None
+        self.round_no: int | None = None  # the round in play, None between rounds
+        self.round_count = 0  # rounds dealt from the current shoe
+        self.dealer_no = 0
+        self.dealer = ""
+        self.shoe: list[Card] = []
+        self.cut_behind = 0
+        self.steps: list[Step] = []
+        self.players = {seat: f"P-{self.table_id}-{seat}-0" for seat in range(1, config.seats + 1)}
+
+    # --- emitting -------------------------------------------------------------------------------
+
+    def emit(self, event: DomainEvent, *, actor: str | None = None, gap: float = 1.5) -> None:
+        self.clock_us += int(self.rng.uniform(0.3, 2 * gap) * 1_000_000)
+        self.n += 1
+        self.steps.append(Step(
+            self.clock_us, self.index, self.n, event, actor or self.dealer, self.shoe_id,
+            self.round_no, self.rng.randrange(5_000, 400_000),
+            str(uuid.UUID(int=self.rng.getrandbits(128), version=4))))
+
+    def draw(self) -> Card:
+        return self.shoe.pop()
+
+    # --- the evening ----------------------------------------------------------------------------
+
+    def run(self) -> Iterator[Step]:
+        pt = self.paytable
+        self.emit(TableOpened(
+            profile=self.profile, pays_spread_1=pt.spread_1, pays_spread_2=pt.spread_2,
+            pays_spread_3=pt.spread_3, pays_spread_4_to_11=pt.spread_4_to_11,
+            pays_three_of_a_kind=pt.three_of_a_kind), actor="pit-terminal")
+        self.change_dealer(burn=False)
+        yield from self.flush()
+        self.open_shoe()
+        for played in range(1, self.config.rounds + 1):
+            if played % self.config.dealer_shift_rounds == 0:
+                self.change_dealer(burn=True)
+            self.play_round()
+            if len(self.shoe) <= self.cut_behind:
+                self.close_shoe()
+                if played < self.config.rounds:
+                    self.open_shoe()
+            yield from self.flush()
+        if self.shoe_id is not None:
+            self.close_shoe()
+        self.emit(DealerTappedOut(dealer_id=self.dealer))
+        yield from self.flush()
+
+    def flush(self) -> Iterator[Step]:
+        steps, self.steps = self.steps, []
+        yield from steps
+
+    def change_dealer(self, *, burn: bool) -> None:
+        if self.dealer:
+            self.emit(DealerTappedOut(dealer_id=self.dealer))
+        self.dealer_no += 1
+        self.dealer = f"D-{self.table_id}-{self.dealer_no}"
+        self.emit(DealerTappedIn(dealer_id=self.dealer), gap=20)
+        if burn:
+            # 13:47-20.31(d)1; 13:69F-6.4: each new dealer burns one card before dealing.
+            card = self.draw()
+            self.emit(CardBurned(rank=card.rank, suit=card.suit, reason=BurnReason.NEW_DEALER))
+
+    def open_shoe(self) -> None:
+        self.shoe_no += 1
+        self.round_no = None
+        self.shoe_id = f"{self.table_id}-S{self.shoe_no:04d}"
+        method = ShuffleMethod.AUTOMATIC_SHUFFLER if self.decks > 1 else ShuffleMethod.HAND
+        device = f"SHUF-{self.table_id}" if method is ShuffleMethod.AUTOMATIC_SHUFFLER else None
+        self.emit(ShuffleStarted(method=method, device_id=device), gap=30)
+        self.shoe = [Card(r, s) for _ in range(self.decks) for r in range(2, 15) for s in SUITS]
+        self.rng.shuffle(self.shoe)
+        self.emit(ShuffleCompleted(method=method, device_id=device), gap=30)
+        cut = self.rng.randrange(10, len(self.shoe) - 10)
+        self.shoe = self.shoe[cut:] + self.shoe[:cut]
+        self.emit(CardsCut(position=cut))
+        # The cutting card goes about a quarter of the way from the back.
+        self.cut_behind = max(8, int(len(self.shoe) * self.rng.uniform(0.2, 0.3)))
+        self.emit(CuttingCardPlaced(cards_behind=self.cut_behind))
+        self.shoe.reverse()  # pop() deals from the front
+        self.emit(CardsLoaded(decks=self.decks))
+        # 13:47-20.31(d)1: the first card of a new shoe is burned face down to the rack.
+        card = self.draw()
+        self.emit(CardBurned(rank=card.rank, suit=card.suit, reason=BurnReason.NEW_SHOE))
+        self.round_count = 0
+
+    def close_shoe(self) -> None:
+        self.emit(ShoeClosed(cards_remaining=len(self.shoe)), gap=3)
+
+    # --- one round ------------------------------------------------------------------------------
+
+    def place_wagers(self) -> dict[int, int]:
+        wagers: dict[int, int] = {}
+        for seat, player in self.players.items():
+            if self.rng.random() < self.config.sit_out:
+                continue
+            if self.rng.random() < 0.02:  # a new player sits down
+                player = self.players[seat] = f"{player.rsplit('-', 1)[0]}-{self.rng.randrange(10**6)}"
+            amount = self.rng.choice(WAGER_SIZES_CENTS)
+            instrument = Instrument.PLAQUES if amount >= 10000 else Instrument.CHIPS
+            wagers[seat] = amount
+            self.emit(WagerPlaced(seat=seat, area=seat, player_id=player, amount_cents=amount,
+                                  instrument=instrument), gap=0.8)
+        return wagers
+
+    def announce(self, meaning: Meaning, value: int | None = None) -> None:
+        self.emit(Announced(phrase=phrase(self.profile, meaning, value), meaning=meaning,
+                            value=value), gap=0.7)
+
+    def deal(self, box: Box) -> Card:
+        card = self.draw()
+        if len(self.shoe) == self.cut_behind:
+            # 13:47-20.31(d)16: the round in progress is completed, then the cards reshuffled.
+            self.emit(CuttingCardReached(), gap=0.3)
+        self.emit(CardDrawn(rank=card.rank, suit=card.suit, face_up=True, destination=box), gap=1)
+        return card
+
+    def settle(self, seat: int, kind: WagerKind, amount: int, left: Card, right: Card,
+               third: Card | None) -> None:
+        expected = rules.settle_wager(self.paytable, left.rank, right.rank,
+                                      third.rank if third else None, amount,
+                                      is_raise=kind is WagerKind.RAISE)
+        outcome = SettledAs(expected.outcome.value.upper())
+        value = {SettledAs.WON: expected.paid_cents, SettledAs.LOST: expected.collected_cents,
+                 SettledAs.VOID: expected.returned_cents}[outcome]
+        self.emit(WagerSettled(seat=seat, area=seat, wager_kind=kind, outcome=outcome,
+                               amount_cents=value, odds=expected.odds), gap=0.8)
+
+    def play_round(self) -> None:
+        self.round_count += 1
+        self.round_no = self.round_count
+        self.clock_us += int(self.rng.uniform(4, 12) * 1_000_000)
+        wagers = self.place_wagers()
+        # 13:47-20.31(d)5: first card to the left box, second to the right.
+        left, right = self.deal(Box.LEFT), self.deal(Box.RIGHT)
+        dealt = [left, right]
+        third: Card | None = None
+        raises: dict[int, int] = {}
+        hand = rules.classify(left.rank, right.rank)
+        if hand.kind is rules.HandKind.CONSECUTIVE:
+            self.announce(Meaning.CONSECUTIVE)  # (d)7: all wagers void, no third card
+        elif hand.kind is rules.HandKind.PAIR:
+            self.announce(Meaning.PAIR)  # (d)8: draw the third card at once
+            third = self.deal(Box.MIDDLE)
+            dealt.append(third)
+            self.announce(Meaning.THREE_OF_A_KIND if third.rank == left.rank
+                          else Meaning.NO_THREE_OF_A_KIND)
+        else:
+            assert hand.spread is not None
+            self.announce(Meaning.SPREAD, hand.spread)  # (d)11
+            raise_from = self.config.raise_from
+            for seat, amount in wagers.items():
+                # (d)12: a raise may not exceed the original wager.
+                if raise_from is not None and hand.spread >= raise_from and self.rng.random() < 0.9:
+                    raises[seat] = amount
+                    self.emit(RaisePlaced(seat=seat, area=seat, amount_cents=amount), gap=1)
+            self.announce(Meaning.RAISES_CLOSED)  # (d)13
+            third = self.deal(Box.MIDDLE)
+            dealt.append(third)
+            self.announce(Meaning.THIRD_CARD, third.rank)
+        for seat, amount in wagers.items():
+            self.settle(seat, WagerKind.ORIGINAL, amount, left, right, third)
+            if seat in raises:
+                self.settle(seat, WagerKind.RAISE, raises[seat], left, right, third)
+        # (d)15: the cards are picked up into the discard rack in order.
+        self.emit(CardsRacked(cards=tuple(dealt)), gap=2)
+        self.round_no = None
+
+
+@dataclass
+class SimReport:
+    events: int
+    tables: int
+    rounds: int
+    shoes: int
+    truth: list[TruthLabel]
+
+
+def generate(config: SimConfig) -> tuple[Iterator[Step], list[TableSim]]:
+    """Every table's steps, merged in time order (deterministic tie-breaks)."""
+    sims = [TableSim(config, i) for i in range(config.tables)]
+    return heapq.merge(*(sim.run() for sim in sims)), sims
+
+
+def simulate(log: EventLog, config: SimConfig,
+             progress: Callable[[int], None] | None = None) -> SimReport:
+    """Play the evening and record it to `log`; returns counts and the ground truth."""
+    steps, sims = generate(config)
+    recorder = Recorder(log)
+    n = 0
+    for step in steps:
+        occurred = _at(step.at_us)
+        recorder.record(sims[step.table_index].table_id, step.event, shoe_id=step.shoe_id,
+                        round_no=step.round_no, actor=step.actor, occurred_at=occurred,
+                        recorded_at=_at(step.at_us + step.delay_us), event_id=step.event_id)
+        n += 1
+        if progress and n % 5000 == 0:
+            progress(n)
+    recorder.flush()
+    if progress:
+        progress(n)
+    truth = [label for sim in sims for label in sim.inject.labels]
+    return SimReport(n, config.tables, config.rounds * config.tables,
+                     sum(sim.shoe_no for sim in sims), truth)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _at(us: int) -> datetime:
+    return _EPOCH + timedelta(microseconds=us)

@@ -1,0 +1,208 @@
+"""The DuckDB file of the read side: opening it, and the DDL of its raw tables.
+
+Three tables hold everything the projector writes; the views (views.py) are computed from them:
+
+- `events`: one wide row per decoded event. Its columns are derived from the Avro schemas, not
+  written out by hand, so a new schema version's new field becomes a new column (added by
+  `ALTER TABLE` the next time the file is opened for writing). Its primary key is the log
+  position, so projecting the same record twice fails loudly instead of double counting (the
+  tracking record of eventsourcing's projections).
+- `quarantine`: log records that are not pitlog events, with the reason (DESIGN, principle 1).
+- `checkpoints`: the next log offset to project, per source and partition, committed in the same
+  transaction as the rows (principle 3).
+
+Only projections/ imports duckdb (STYLE, idiom 4).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from events import codec
+from events.errors import ProjectionError
+
+# Where a row came from in the log. Not Avro fields: the projector adds them.
+POSITION_COLUMNS = (("log_partition", "INTEGER", pa.int32()),
+                    ("log_offset", "BIGINT", pa.int64()),
+                    ("event_type", "VARCHAR", pa.string()))
+
+QUARANTINE_DDL = """
+CREATE TABLE IF NOT EXISTS quarantine (
+    source VARCHAR NOT NULL,
+    log_partition INTEGER NOT NULL,
+    log_offset BIGINT NOT NULL,
+    "key" BLOB,
+    "value" BLOB,
+    reason VARCHAR NOT NULL,
+    quarantined_at TIMESTAMPTZ NOT NULL,
+    PRIMARY KEY (source, log_partition, log_offset)
+)"""
+
+CHECKPOINTS_DDL = """
+CREATE TABLE IF NOT EXISTS checkpoints (
+    source VARCHAR NOT NULL,
+    log_partition INTEGER NOT NULL,
+    next_offset BIGINT NOT NULL,
+    PRIMARY KEY (source, log_partition)
+)"""
+
+QUARANTINE_ARROW = pa.schema([
+    ("source", pa.string()), ("log_partition", pa.int32()), ("log_offset", pa.int64()),
+    ("key", pa.binary()), ("value", pa.binary()), ("reason", pa.string()),
+    ("quarantined_at", pa.timestamp("us", tz="UTC")),
+])
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    name: str
+    sql_type: str  # as DuckDB spells it in DDL
+    arrow_type: pa.DataType  # what the projector builds, matching sql_type
+
+
+_PRIMITIVES: dict[str, tuple[str, pa.DataType]] = {
+    "boolean": ("BOOLEAN", pa.bool_()),
+    "int": ("INTEGER", pa.int32()),
+    "long": ("BIGINT", pa.int64()),
+    "float": ("FLOAT", pa.float32()),
+    "double": ("DOUBLE", pa.float64()),
+    "string": ("VARCHAR", pa.string()),
+    "bytes": ("BLOB", pa.binary()),
+}
+# decode_raw leaves timestamps as integers; Arrow reinterprets them in the unit given here.
+_LOGICAL: dict[str, tuple[str, pa.DataType]] = {
+    "timestamp-micros": ("TIMESTAMPTZ", pa.timestamp("us", tz="UTC")),
+    "timestamp-millis": ("TIMESTAMPTZ", pa.timestamp("ms", tz="UTC")),
+    "date": ("DATE", pa.date32()),
+}
+# An int field may become a long in a later version (Avro promotes int to long).
+_WIDER = {frozenset({"INTEGER", "BIGINT"}): ("BIGINT", pa.int64())}
+
+
+def _avro_type(node: Any, names: dict[str, tuple[str, pa.DataType]], where: str,
+               ) -> tuple[str, pa.DataType]:
+    """The DuckDB and Arrow types of one Avro type node (as fastavro.parse_schema leaves it)."""
+    if isinstance(node, str):
+        if node in _PRIMITIVES:
+            return _PRIMITIVES[node]
+        if node in names:  # a reference to a named type defined earlier in the schema
+            return names[node]
+        raise ProjectionError(f"{where}: Avro type {node!r} has no DuckDB column type")
+    if isinstance(node, list):
+        # Unions are nullable columns: every column is nullable anyway.
+        branches = [b for b in node if b != "null"]
+        if len(branches) != 1:
+            raise ProjectionError(f"{where}: union {node} of several types cannot be one column")
+        return _avro_type(branches[0], names, where)
+    kind = node["type"]
+    if node.get("logicalType") in _LOGICAL:
+        result = _LOGICAL[node["logicalType"]]
+    elif kind == "enum":
+        result = ("VARCHAR", pa.string())  # VARCHAR, not ENUM: a new symbol needs no migration
+    elif kind == "fixed":
+        result = ("BLOB", pa.binary())
+    elif kind == "array":
+        sql, arrow = _avro_type(node["items"], names, where)
+        result = (f"{sql}[]", pa.list_(arrow))
+    elif kind == "record":
+        members = [(f["name"], *_avro_type(f["type"], names, f"{where}.{f['name']}"))
+                   for f in node["fields"]]
+        result = ("STRUCT(" + ", ".join(f'"{n}" {s}' for n, s, _ in members) + ")",
+                  pa.struct([(n, a) for n, _, a in members]))
+    else:
+        result = _avro_type(kind, names, where)
+    if kind in ("enum", "fixed", "record") and "name" in node:
+        names[node["name"]] = result
+    return result
+
+
+def event_columns(reg: codec.SchemaRegistry | None = None) -> tuple[Column, ...]:
+    """The columns of `events`: the log position, the envelope, then the union of the payload
+    fields of the newest schema of every event type (decode_raw resolves every event to it)."""
+    reg = reg or codec.registry()
+    found: dict[str, tuple[str, pa.DataType, str]] = {}
+    envelope: list[str] | None = None
+    for event_type in sorted(reg.latest):
+        sv = reg.latest[event_type]
+        names: dict[str, tuple[str, pa.DataType]] = {}
+        field_names = []
+        for f in sv.parsed["fields"]:
+            where = f"{sv.path.name} field {f['name']}"
+            sql, arrow = _avro_type(f["type"], names, where)
+            field_names.append(f["name"])
+            if f["name"] not in found:
+                found[f["name"]] = (sql, arrow, where)
+                continue
+            sql0, _, where0 = found[f["name"]]
+            if sql0 != sql:
+                wider = _WIDER.get(frozenset({sql0, sql}))
+                if wider is None:
+                    raise ProjectionError(
+                        f"{where} is {sql} but {where0} is {sql0}: one `events` column cannot "
+                        f"hold both; rename the field in a new schema version")
+                found[f["name"]] = (*wider, where0)
+        envelope = field_names if envelope is None else [n for n in envelope if n in field_names]
+    assert envelope is not None  # the registry refuses to load without every event type
+    order = envelope + [n for n in found if n not in envelope]
+    return tuple(Column(n, s, a) for n, s, a in POSITION_COLUMNS) + tuple(
+        Column(n, found[n][0], found[n][1]) for n in order)
+
+
+def arrow_schema(columns: tuple[Column, ...]) -> pa.Schema:
+    return pa.schema([(c.name, c.arrow_type) for c in columns])
+
+
+def _events_ddl(columns: tuple[Column, ...]) -> str:
+    body = ",\n    ".join(f'"{c.name}" {c.sql_type}' for c in columns)
+    # The tracking record: a log position can be projected only once.
+    return (f"CREATE TABLE IF NOT EXISTS events (\n    {body},\n"
+            f"    PRIMARY KEY (log_partition, log_offset)\n)")
+
+
+def _normalise(sql_type: str) -> str:
+    return sql_type.replace('"', "").replace(" ", "").upper()
+
+
+def ensure_schema(con: duckdb.DuckDBPyConnection) -> tuple[Column, ...]:
+    """Create the raw tables if missing, and add a column for every new schema field.
+
+    Returns the columns of `events` as the schemas define them. Raises ProjectionError when a
+    stored column has another type than the schemas now give it.
+    """
+    columns = event_columns()
+    con.execute(_events_ddl(columns))
+    con.execute(QUARANTINE_DDL)
+    con.execute(CHECKPOINTS_DDL)
+    stored = {name: _normalise(typ) for name, typ in con.execute(
+        "SELECT column_name, data_type FROM information_schema.columns "
+        "WHERE table_schema = 'main' AND table_name = 'events'").fetchall()}
+    for c in columns:
+        if c.name not in stored:
+            # A new schema version's new field (STYLE, idiom 5): old rows read it as NULL.
+            con.execute(f'ALTER TABLE events ADD COLUMN "{c.name}" {c.sql_type}')
+        elif stored[c.name] != _normalise(c.sql_type):
+            raise ProjectionError(
+                f"events.{c.name} is {stored[c.name]} in the database but {c.sql_type} in the "
+                f"schemas; rebuild the database with `pitlog project` into a fresh file")
+    return columns
+
+
+def open_store(path: str | Path, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """Open (and, read-write, create and migrate) the DuckDB file with its tables and views."""
+    try:
+        con = duckdb.connect(str(path), read_only=read_only)
+    except duckdb.IOException as exc:
+        raise ProjectionError(f"cannot open {path}: {exc}") from exc
+    except duckdb.ConnectionException as exc:  # open read-write elsewhere in this process
+        raise ProjectionError(f"cannot open {path}: {exc}") from exc
+    if not read_only:
+        from projections.views import create_views  # views.py needs the tables to exist
+
+        ensure_schema(con)
+        create_views(con)
+    return con

@@ -1,0 +1,159 @@
+"""The codec: every event type survives encode then decode; bad bytes fail with DecodeError."""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from datetime import UTC, datetime, timedelta
+from enum import Enum
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from events import chain, codec, model
+from events.errors import DecodeError
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+timestamps = st.integers(0, 4_102_444_800_000_000).map(lambda us: EPOCH + timedelta(microseconds=us))
+ranks = st.integers(2, 14)
+ints = st.integers(0, 2**31 - 1)
+cents = st.integers(0, 2**63 - 1)
+text = st.text(max_size=20)
+CENT_FIELDS = {"amount_cents", "min_wager_cents", "max_wager_cents", "corrects_seq"}
+
+
+def strategy_for(name: str, tp: typing.Any) -> st.SearchStrategy[typing.Any]:
+    args = [a for a in typing.get_args(tp) if a is not type(None)]
+    if type(None) in typing.get_args(tp):
+        return st.none() | strategy_for(name, args[0])
+    if typing.get_origin(tp) is tuple:
+        return st.lists(st.builds(model.Card, ranks, st.sampled_from(model.Suit)), max_size=6).map(tuple)
+    if isinstance(tp, type) and issubclass(tp, Enum):
+        return st.sampled_from(tp)
+    if tp is bool:
+        return st.booleans()
+    if tp is int:
+        return ranks if name == "rank" else cents if name in CENT_FIELDS else ints
+    return text
+
+
+def event_strategy(cls: type) -> st.SearchStrategy[typing.Any]:
+    hints = typing.get_type_hints(cls)
+    return st.builds(cls, **{f.name: strategy_for(f.name, hints[f.name])
+                             for f in dataclasses.fields(cls)})
+
+
+envelopes = st.builds(
+    model.Envelope,
+    event_id=st.uuids().map(str), table_id=text, shoe_id=st.none() | text,
+    round_no=st.none() | ints, seq=st.integers(1, 2**63 - 1), occurred_at=timestamps,
+    recorded_at=timestamps, actor=text,
+    event=st.one_of([event_strategy(c) for c in model.EVENT_TYPES.values()]),
+    prev_hash=st.binary(min_size=32, max_size=32), hash=st.binary(min_size=32, max_size=32))
+
+
+@given(envelopes)
+def test_any_event_survives_encode_then_decode(env: model.Envelope) -> None:
+    assert codec.decode(codec.encode(env)) == env
+
+
+@pytest.mark.parametrize("event_type", sorted(model.EVENT_TYPES))
+def test_every_event_type_has_a_schema_whose_fields_match_the_dataclass(event_type: str) -> None:
+    sv = codec.registry().latest[event_type]
+    names = [f["name"] for f in sv.parsed["fields"]]
+    payload = [f.name for f in dataclasses.fields(model.EVENT_TYPES[event_type])]
+    assert names[:9] == ["event_id", "table_id", "shoe_id", "round_no", "seq", "occurred_at",
+                         "recorded_at", "actor", "prev_hash"]
+    assert names[9:-1] == payload
+    assert names[-1] == "hash"  # last, so the chain hash is the message's last 32 bytes
+
+
+def _card_drawn(rank: int = 7) -> model.Envelope:
+    t = datetime(2026, 11, 28, 23, 0, tzinfo=UTC)
+    return model.Envelope(
+        event_id="e1", table_id="T07", shoe_id="T07-S0001", round_no=3, seq=41, occurred_at=t,
+        recorded_at=t, actor="D-7", event=model.CardDrawn(
+            rank=rank, suit=model.Suit.SPADES, face_up=True, destination=model.Box.LEFT))
+
+
+def test_message_starts_with_the_single_object_marker_and_the_schema_fingerprint() -> None:
+    data = codec.encode(_card_drawn())
+    sv = codec.registry().latest["CardDrawn"]
+    assert data[:2] == b"\xc3\x01"
+    assert data[2:10] == sv.fingerprint
+    # CRC-64-AVRO of the parsing canonical form, computed independently (Avro spec's algorithm).
+    from fastavro.schema import to_parsing_canonical_form
+
+    assert data[2:10] == _crc64_avro(to_parsing_canonical_form(
+        __import__("json").loads(sv.path.read_text())).encode()).to_bytes(8, "little")
+
+
+def _crc64_avro(data: bytes) -> int:
+    empty = 0xC15D213AA4D7A795
+    table = []
+    for i in range(256):
+        fp = i
+        for _ in range(8):
+            fp = (fp >> 1) ^ (empty & -(fp & 1))
+        table.append(fp)
+    fp = empty
+    for b in data:
+        fp = (fp >> 8) ^ table[(fp ^ b) & 0xFF]
+    return fp
+
+
+def test_unknown_fingerprint_is_a_decode_error_naming_it() -> None:
+    data = bytearray(codec.encode(_card_drawn()))
+    data[2:10] = b"\x01" * 8
+    with pytest.raises(DecodeError, match="unknown schema fingerprint 0101010101010101"):
+        codec.decode(bytes(data))
+
+
+@pytest.mark.parametrize("data", [b"", b"\x00" * 50, b"garbage bytes that are not avro at all!!"])
+def test_bytes_without_the_marker_are_a_decode_error(data: bytes) -> None:
+    with pytest.raises(DecodeError, match="not an Avro single-object message"):
+        codec.decode(data)
+
+
+def test_truncated_body_is_a_decode_error() -> None:
+    data = codec.encode(_card_drawn())
+    with pytest.raises(DecodeError):
+        codec.decode(data[:-40])
+
+
+def test_trailing_bytes_are_a_decode_error() -> None:
+    with pytest.raises(DecodeError, match="trailing bytes"):
+        codec.decode(codec.encode(_card_drawn()) + b"\x00")
+
+
+def test_rank_of_15_encoded_by_a_foreign_writer_is_refused() -> None:
+    import io
+
+    import fastavro
+
+    sv = codec.registry().latest["CardDrawn"]
+    rec = codec.to_record(_card_drawn())
+    rec["rank"] = 15
+    buf = io.BytesIO()
+    buf.write(sv.header)
+    fastavro.schemaless_writer(buf, sv.parsed, rec)
+    with pytest.raises(DecodeError, match="card rank 15 is not 2..14"):
+        codec.decode(buf.getvalue())
+
+
+def test_decode_raw_gives_the_same_values_as_decode() -> None:
+    env = _card_drawn()
+    event_type, rec = codec.decode_raw(codec.encode(env), codec.registry())
+    assert event_type == "CardDrawn"
+    assert rec["rank"] == 7 and rec["suit"] == "S" and rec["destination"] == "LEFT"
+    assert rec["occurred_at"] == codec.micros(env.occurred_at)
+
+
+def test_sealed_message_hash_is_its_last_32_bytes_and_verifies() -> None:
+    prev = bytes(range(32))
+    message = chain.seal(codec.encode(_card_drawn()), prev)
+    assert chain.verifies(prev, message)
+    assert codec.decode(message).hash == message[-32:]
+    tampered = message[:20] + bytes([message[20] ^ 1]) + message[21:]
+    assert not chain.verifies(prev, tampered)
