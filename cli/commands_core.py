@@ -125,7 +125,7 @@ def shoes(
     Example: pitlog shoes --table T01 --format json
     """
     from projections.queries import list_shoes
-    from projections.store import open_for_reading
+    from projections.snapshot import open_for_reading
 
     with open_for_reading(db_path(db)) as con:
         render(list_shoes(con, table=table), format, out=out, title="shoes")
@@ -141,7 +141,7 @@ def replay(
     Example: pitlog replay T01-S0001
     """
     from projections.queries import replay_shoe
-    from projections.store import open_for_reading
+    from projections.snapshot import open_for_reading
 
     with open_for_reading(db_path(db)) as con:
         result = replay_shoe(con, shoe)
@@ -149,8 +149,8 @@ def replay(
         render(result.events, format, title=f"shoe {shoe}: events")
         render(result.hands, format, title=f"shoe {shoe}: hands in discard-rack order")
     else:
-        rows = [{"kind": "event", **r} for r in result.events] + \
-               [{"kind": "hand", **r} for r in result.hands]
+        rows = [{"section": "event", **r} for r in result.events] + \
+               [{"section": "hand", **r} for r in result.hands]
         columns = list(dict.fromkeys(k for r in rows for k in r))
         render(rows, format, out=out, columns=columns)
 

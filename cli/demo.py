@@ -54,7 +54,7 @@ def _claim(data_dir: Path) -> None:
 def run_demo(data_dir: Path, *, seed: int) -> DemoReport:
     from projections.projector import project
     from projections.queries import demo_summary
-    from projections.store import open_for_reading
+    from projections.snapshot import open_for_reading
 
     started = time.perf_counter()
     _claim(data_dir)

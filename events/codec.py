@@ -35,6 +35,9 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ENVELOPE = ("event_id", "table_id", "shoe_id", "round_no", "seq", "occurred_at",
              "recorded_at", "actor", "prev_hash", "hash")
 _RANK_FIELDS = ("rank",)
+_MIN_US = (datetime(1, 1, 1, tzinfo=UTC) - _EPOCH) // timedelta(microseconds=1)
+_MAX_US = (datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC) - _EPOCH) // timedelta(
+    microseconds=1)
 
 
 def schemas_dir() -> Path:
@@ -148,8 +151,8 @@ def _to_avro_value(v: Any) -> Any:
 def to_record(env: model.Envelope) -> dict[str, Any]:
     rec: dict[str, Any] = {
         "event_id": env.event_id, "table_id": env.table_id, "shoe_id": env.shoe_id,
-        "round_no": env.round_no, "seq": env.seq, "occurred_at": env.occurred_at,
-        "recorded_at": env.recorded_at, "actor": env.actor, "prev_hash": env.prev_hash,
+        "round_no": env.round_no, "seq": env.seq, "occurred_at": micros(env.occurred_at),
+        "recorded_at": micros(env.recorded_at), "actor": env.actor, "prev_hash": env.prev_hash,
         "hash": env.hash,
     }
     for name, _ in _field_converters(type(env.event)):
@@ -167,6 +170,13 @@ def validate_record(event_type: str, rec: dict[str, Any]) -> None:
             raise DecodeError(f"{event_type} seq {rec.get('seq')}: racked card rank {card['rank']} is not 2..14")
     if rec.get("seq", 1) < 1:
         raise DecodeError(f"{event_type}: sequence number {rec.get('seq')} is below 1")
+    # decode_raw leaves timestamps as integer micros, decode makes datetimes (years 1..9999):
+    # both must refuse the same bytes (a disagreement found by tests/test_fuzz.py).
+    for name in ("occurred_at", "recorded_at"):
+        us = rec.get(name)
+        if isinstance(us, int) and not _MIN_US <= us <= _MAX_US:
+            raise DecodeError(f"{event_type} seq {rec.get('seq')}: {name} {us} is not a time "
+                              f"between the years 1 and 9999")
 
 
 def from_record(event_type: str, rec: dict[str, Any]) -> model.Envelope:
@@ -182,18 +192,40 @@ def from_record(event_type: str, rec: dict[str, Any]) -> model.Envelope:
 # --- bytes -------------------------------------------------------------------------------------
 
 
-def encode(env: model.Envelope, reg: SchemaRegistry | None = None) -> bytes:
-    """The exact bytes that go on the wire, written with the newest schema of the event type."""
-    sv = (reg or registry()).latest[env.event_type]
+def encode(env: model.Envelope, reg: SchemaRegistry | None = None, *,
+           version: int | None = None) -> bytes:
+    """The exact bytes that go on the wire, written with the newest schema of the event type.
+
+    `version` writes with an older published version instead (what an old writer still in
+    service produces; tests of schema evolution need it). A field that version does not have
+    must hold its default (None), or the value would be silently lost: EncodeError."""
+    reg = reg or registry()
+    sv = reg.latest[env.event_type]
+    rec = to_record(env)
+    if version is not None and version != sv.version:
+        sv = _version(reg, env.event_type, version)
+        known = {f["name"] for f in sv.parsed["fields"]}
+        lost = sorted(k for k, v in rec.items() if k not in known and v is not None)
+        if lost:
+            raise EncodeError(f"{env.event_type} v{version} has no field {', '.join(lost)}: "
+                              f"write it with v{reg.latest[env.event_type].version}")
     buf = io.BytesIO()
     buf.write(sv.header)
-    rec = to_record(env)
     validate_record(env.event_type, rec)
     try:
-        fastavro.schemaless_writer(buf, sv.parsed, rec, strict_allow_default=True)
+        # Timestamps are already integer micros, so the schema without logical types writes
+        # the same bytes, faster. to_record sets every field, so no strict mode is needed.
+        fastavro.schemaless_writer(buf, sv.raw_parsed, rec)
     except (ValueError, TypeError, AttributeError) as exc:
         raise EncodeError(f"{env.event_type} seq {env.seq}: {exc}") from exc
     return buf.getvalue()
+
+
+def _version(reg: SchemaRegistry, event_type: str, version: int) -> SchemaVersion:
+    for sv in reg.by_fingerprint.values():
+        if sv.event_type == event_type and sv.version == version:
+            return sv
+    raise EncodeError(f"no schemas/{event_type}.v{version}.avsc: publish it or pick another version")
 
 
 def _read_body(sv: SchemaVersion, data: bytes, schema: dict[str, Any],

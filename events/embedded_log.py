@@ -22,10 +22,10 @@ import os
 import struct
 import zlib
 from array import array
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
-from events.errors import LogCorruptError, LogError
+from events.errors import ConcurrencyError, LogCorruptError, LogError
 from events.log import EventLog, LogRecord
 
 FRAME = struct.Struct("<IIH")
@@ -139,6 +139,10 @@ class EmbeddedLog(EventLog):
         self._parts = [_Partition(folder, i) for i in range(self.n_partitions)]
         self._lock_path = folder / "writer.lock"
         self._recovered = False
+        # Each key's last value, and per partition how many records it reflects: the
+        # optimistic concurrency check reads only what other writers appended since.
+        self._tails: dict[bytes, bytes] = {}
+        self._tails_upto: dict[int, int] = {}
 
     # --- writing --------------------------------------------------------------------------------
 
@@ -156,6 +160,17 @@ class EmbeddedLog(EventLog):
         return _Flock(self._lock_path)
 
     def append(self, items: Sequence[tuple[bytes, bytes]]) -> list[tuple[int, int]]:
+        return self.append_expecting(items, None)
+
+    def append_expecting(self, items: Sequence[tuple[bytes, bytes]],
+                         expected: Mapping[bytes, bytes | None] | None) -> list[tuple[int, int]]:
+        """`append`, if each key's last value still ends with `expected[key]` (None: the key
+        has no records yet); otherwise ConcurrencyError and nothing is appended.
+
+        Optimistic concurrency for writers of one table in several processes (issue 6): the
+        recorder passes the hash its batch continues from. Checked under the writer flock, so
+        check and append are atomic; it costs one index stat per partition when no one else
+        wrote since this object's last append."""
         by_part: dict[int, list[int]] = {}
         for i, (key, _) in enumerate(items):
             by_part.setdefault(partition_for(key, self.n_partitions), []).append(i)
@@ -163,6 +178,15 @@ class EmbeddedLog(EventLog):
         with self._writer_lock():
             if not self._recovered:
                 self._recover_locked()
+            if expected:
+                self._refresh_tails({partition_for(k, self.n_partitions) for k in expected})
+                moved = [k for k, tail in expected.items()
+                         if not _ends_with(self._tails.get(k), tail)]
+                if moved:
+                    names = ", ".join(k.decode("utf-8", "backslashreplace") for k in moved)
+                    raise ConcurrencyError(
+                        f"{names}: another writer appended since this writer read the head; "
+                        f"nothing was appended: reload the head and retry")
             for number, indices in by_part.items():
                 part = self._parts[number]
                 first = part.count()
@@ -188,7 +212,27 @@ class EmbeddedLog(EventLog):
                     os.fsync(idx.fileno())
                 for k, i in enumerate(indices):
                     result[i] = (number, first + k)
+                if self._tails_upto.get(number) == first:  # the cache stays current for free
+                    for i in indices:
+                        self._tails[items[i][0]] = items[i][1]
+                    self._tails_upto[number] = first + len(indices)
         return result
+
+    def last_values(self) -> dict[bytes, bytes]:
+        """Each key's last value (for the recorder's heads), read once and then kept current."""
+        self._refresh_tails(range(self.n_partitions))
+        return dict(self._tails)
+
+    def _refresh_tails(self, numbers: Iterable[int]) -> None:
+        for number in numbers:
+            part = self._parts[number]
+            upto, end = self._tails_upto.get(number, 0), part.count()
+            if upto < end:
+                with part.seg_path.open("rb") as seg:
+                    for start in range(upto, end, 5000):
+                        for rec in self._read_range(part, seg, start, min(end, start + 5000)):
+                            self._tails[rec.key] = rec.value
+                self._tails_upto[number] = end
 
     # --- reading --------------------------------------------------------------------------------
 
@@ -214,7 +258,10 @@ class EmbeddedLog(EventLog):
         f.seek(first)  # type: ignore[attr-defined]
         # One read for the whole batch: the last record ends where its own frame says.
         f.seek(positions[-1])  # type: ignore[attr-defined]
-        last_len = FRAME.unpack(f.read(FRAME.size))[0]  # type: ignore[attr-defined]
+        last_frame = f.read(FRAME.size)  # type: ignore[attr-defined]
+        if len(last_frame) < FRAME.size:  # a LogCorruptError below, not a struct.error here
+            last_frame = FRAME.pack(0, 0, 0)
+        last_len = FRAME.unpack(last_frame)[0]
         f.seek(first)  # type: ignore[attr-defined]
         buf = f.read(positions[-1] + FRAME.size + last_len - first)  # type: ignore[attr-defined]
         out: list[LogRecord] = []
@@ -234,6 +281,10 @@ class EmbeddedLog(EventLog):
         """Where a record's frame starts on disk (for error messages and tamper tests)."""
         part = self._parts[partition]
         return part.seg_path, part.positions(offset, offset + 1)[0]
+
+
+def _ends_with(value: bytes | None, tail: bytes | None) -> bool:
+    return value is None if tail is None else value is not None and value.endswith(tail)
 
 
 class _Flock:

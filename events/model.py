@@ -217,6 +217,9 @@ class CardDrawn:
     suit: Suit
     face_up: bool
     destination: Box
+    # Added in schemas/CardDrawn.v2.avsc: the card's position in the shoe as counted by a
+    # card-reading shoe. None when not reported, which is also what v1 events decode to.
+    shoe_position: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

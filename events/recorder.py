@@ -26,10 +26,14 @@ class TableHead:
 
 def scan_heads(log: EventLog) -> dict[str, TableHead]:
     """Each table's head, read from the log (only the last record per table is decoded)."""
+    last_values = getattr(log, "last_values", None)  # the embedded log keeps them current
     last: dict[bytes, bytes] = {}
-    for batch in log.read():
-        for rec in batch:
-            last[rec.key] = rec.value
+    if last_values is not None:
+        last = last_values()
+    else:
+        for batch in log.read():
+            for rec in batch:
+                last[rec.key] = rec.value
     heads: dict[str, TableHead] = {}
     for key, value in last.items():
         env = codec.decode(value)
@@ -50,6 +54,9 @@ class Recorder:
         self.new_id = new_id
         self.now = now
         self._pending: list[tuple[bytes, bytes]] = []
+        # Per table in _pending: the hash its first pending event continues from (None: the
+        # table's first event). The log re-checks it at flush, under its writer lock.
+        self._continues: dict[bytes, bytes | None] = {}
         self.recorded = 0
         self._registry = codec.registry()
 
@@ -73,14 +80,41 @@ class Recorder:
             recorded_at=recorded_at or self.now(), actor=actor, event=event,
             prev_hash=head.hash)
         message = chain.seal(codec.encode(env, self._registry), head.hash)
+        key = table_id.encode()
+        if key not in self._continues:
+            self._continues[key] = head.hash if head.seq else None
         head.seq, head.hash = seq, chain.stored_hash(message)
-        self._pending.append((table_id.encode(), message))
+        self._pending.append((key, message))
         if len(self._pending) >= self.batch_size:
             self.flush()
         return seq
 
     def flush(self) -> None:
-        if self._pending:
-            self.log.append(self._pending)
-            self.recorded += len(self._pending)
-            self._pending = []
+        """Append the buffered events. Another writer may have appended to one of their tables
+        since this recorder read its head: then nothing is appended, the buffered events are
+        dropped, the heads of their tables are reloaded, and ConcurrencyError says so; record
+        them again to retry. (Call flush after each record to learn it at once.)"""
+        if not self._pending:
+            return
+        append_expecting = getattr(self.log, "append_expecting", None)
+        try:
+            if append_expecting is None:  # no optimistic check on this backend (docs/integrity.md)
+                self.log.append(self._pending)
+            else:
+                append_expecting(self._pending, self._continues)
+        except ConcurrencyError as exc:
+            dropped, tables = len(self._pending), [k.decode() for k in self._continues]
+            self._pending, self._continues = [], {}
+            self.reload_heads(tables)
+            heads = ", ".join(f"{t} at seq {self.heads[t].seq}" for t in tables)
+            raise ConcurrencyError(
+                f"{exc}. The {dropped} buffered event(s) were not recorded; heads reloaded "
+                f"({heads}): record them again") from exc
+        self.recorded += len(self._pending)
+        self._pending, self._continues = [], {}
+
+    def reload_heads(self, table_ids: list[str]) -> None:
+        """Re-read these tables' heads from the log (after a ConcurrencyError)."""
+        fresh = scan_heads(self.log)
+        for t in table_ids:
+            self.heads[t] = fresh.get(t, TableHead())

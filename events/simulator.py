@@ -2,9 +2,11 @@
 
 Same config, same seed: byte-identical log. Each table runs from its own random stream; tables
 are merged by time, so the log interleaves them as a real floor would. The dealer follows the
-rules (13:47-20.31(d); 13:69F-6) unless an irregularity is injected: `Irregularities` draws from
-a stream of its own, so turning injection on or off never changes the clean parts of the game,
-and every injection is written down as a ground-truth `TruthLabel`.
+rules (13:47-20.31(d); 13:69F-6) unless an irregularity is injected: `Irregularities`
+(events/irregularities.py) draws from a stream of its own, so turning injection on or off never
+changes the clean parts of the game, and every injection is written down as a ground-truth
+`TruthLabel`. The round below calls the injector at each point where a dealer or player can go
+wrong; with every rate at 0 those calls do nothing and draw nothing.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from events import rules
+from events.irregularities import Irregularities, RoundStopped, TruthLabel, record_tampered
 from events.log import EventLog
 from events.model import (
     Announced, BurnReason, Card, CardBurned, CardDrawn, CardsCut, CardsLoaded, CardsRacked,
@@ -25,6 +28,9 @@ from events.model import (
     ShuffleStarted, Suit, TableOpened, WagerKind, WagerPlaced, WagerSettled, Box,
 )
 from events.recorder import Recorder
+
+__all__ = ["Hand", "Irregularities", "SimConfig", "SimReport", "Step", "TableSim", "TruthLabel",
+           "generate", "phrase", "simulate"]
 
 SUITS = (Suit.SPADES, Suit.HEARTS, Suit.DIAMONDS, Suit.CLUBS)
 WAGER_SIZES_CENTS = (500, 500, 1000, 1000, 2500, 2500, 5000, 10000)
@@ -59,17 +65,6 @@ def phrase(profile: str, meaning: Meaning, value: int | None = None) -> str:
     return PHRASES["ga" if profile == rules.Profile.GAMING_AUTHORITY else "nj"][meaning]
 
 
-@dataclass(frozen=True, slots=True)
-class TruthLabel:
-    """One injected irregularity: the anomaly code the read side should raise, and where."""
-
-    code: str
-    table_id: str
-    shoe_id: str | None
-    round_no: int | None
-    note: str = ""
-
-
 @dataclass(frozen=True)
 class SimConfig:
     seed: int = 7
@@ -82,7 +77,7 @@ class SimConfig:
     profiles: tuple[str, ...] = ("nj-casino",)  # assigned to tables in turn
     dealer_shift_rounds: int = 120  # a new dealer (with a burn) after this many rounds
     start: datetime = DEFAULT_START
-    irregularities: float = 0.0  # chance per round of each injectable irregularity
+    irregularities: float = 0.0  # chance per opportunity of each injectable irregularity
     per_code: Mapping[str, float] = field(default_factory=dict)  # overrides by anomaly code
 
     def profile_for(self, table_index: int) -> str:
@@ -91,25 +86,6 @@ class SimConfig:
     def decks_for(self, table_index: int) -> int:
         # 13:47-20.31(a)2: casino nights deal from "a deck".
         return 1 if self.profile_for(table_index) == rules.Profile.NJ_CASINO_NIGHT else self.decks
-
-
-class Irregularities:
-    """The seam where irregularities are injected; draws from its own random stream."""
-
-    def __init__(self, config: SimConfig, table_seed: str) -> None:
-        self.config = config
-        self.rng = random.Random(f"{table_seed}:irregularities")
-        self.labels: list[TruthLabel] = []
-
-    def rate(self, code: str) -> float:
-        return self.config.per_code.get(code, self.config.irregularities)
-
-    def roll(self, code: str) -> bool:
-        rate = self.rate(code)
-        return rate > 0 and self.rng.random() < rate
-
-    def label(self, code: str, table: TableSim, note: str = "") -> None:
-        self.labels.append(TruthLabel(code, table.table_id, table.shoe_id, table.round_no, note))
 
 
 @dataclass(slots=True)
@@ -125,9 +101,26 @@ class Step:
     round_no: int | None
     delay_us: int  # recorded_at - occurred_at
     event_id: str
+    tamper: str | None = None  # an integrity irregularity applied when it is recorded
 
     def __lt__(self, other: Step) -> bool:
         return (self.at_us, self.table_index, self.n) < (other.at_us, other.table_index, other.n)
+
+
+Key = tuple[int, int]  # (seat, betting area)
+
+
+@dataclass(slots=True)
+class Hand:
+    """The round in play: what is owed and what is on the layout."""
+
+    wagers: dict[Key, int]  # the original wagers as they stood when the first card came out
+    raises: dict[Key, int] = field(default_factory=dict)
+    dealt: list[Card] = field(default_factory=list)  # every card drawn, in order (the rack)
+    left: Card | None = None
+    right: Card | None = None
+    third: Card | None = None  # the card that decides the round
+    settled: set[Key] = field(default_factory=set)  # refunded early (voided, 13:47-20.31(g)3)
 
 
 class TableSim:
@@ -148,8 +141,11 @@ class TableSim:
         self.n = 0
         self.shoe_no = 0
         self.shoe_id: str | None = None
+        self.shoe_open = False
+        self.reshuffle_now = False  # set when a round ends the shoe early (a jam, the cut card)
         self.round_no: int | None = None  # the round in play, None between rounds
         self.round_count = 0  # rounds dealt from the current shoe
+        self.rounds_played = 0
         self.dealer_no = 0
         self.dealer = ""
         self.shoe: list[Card] = []
@@ -165,7 +161,8 @@ class TableSim:
         self.steps.append(Step(
             self.clock_us, self.index, self.n, event, actor or self.dealer, self.shoe_id,
             self.round_no, self.rng.randrange(5_000, 400_000),
-            str(uuid.UUID(int=self.rng.getrandbits(128), version=4))))
+            str(uuid.UUID(int=self.rng.getrandbits(128), version=4)),
+            self.inject.tamper_next()))
 
     def draw(self) -> Card:
         return self.shoe.pop()
@@ -173,11 +170,7 @@ class TableSim:
     # --- the evening ----------------------------------------------------------------------------
 
     def run(self) -> Iterator[Step]:
-        pt = self.paytable
-        self.emit(TableOpened(
-            profile=self.profile, pays_spread_1=pt.spread_1, pays_spread_2=pt.spread_2,
-            pays_spread_3=pt.spread_3, pays_spread_4_to_11=pt.spread_4_to_11,
-            pays_three_of_a_kind=pt.three_of_a_kind), actor="pit-terminal")
+        self.open_table(self.paytable)
         self.change_dealer(burn=False)
         yield from self.flush()
         self.open_shoe()
@@ -185,8 +178,11 @@ class TableSim:
             if played % self.config.dealer_shift_rounds == 0:
                 self.change_dealer(burn=True)
             self.play_round()
-            if len(self.shoe) <= self.cut_behind:
-                self.close_shoe()
+            if self.inject.enabled and len(self.shoe) <= self.cut_behind:
+                self.inject.after_cutting_card_round(self)
+            if self.reshuffle_now or len(self.shoe) <= self.cut_behind:
+                if self.shoe_open:
+                    self.close_shoe()
                 if played < self.config.rounds:
                     self.open_shoe()
             yield from self.flush()
@@ -199,14 +195,22 @@ class TableSim:
         steps, self.steps = self.steps, []
         yield from steps
 
+    def open_table(self, pt: rules.Paytable) -> None:
+        """The profile and paytable in force until the next TableOpened."""
+        self.paytable = pt
+        self.emit(TableOpened(
+            profile=self.profile, pays_spread_1=pt.spread_1, pays_spread_2=pt.spread_2,
+            pays_spread_3=pt.spread_3, pays_spread_4_to_11=pt.spread_4_to_11,
+            pays_three_of_a_kind=pt.three_of_a_kind), actor="pit-terminal")
+
     def change_dealer(self, *, burn: bool) -> None:
         if self.dealer:
             self.emit(DealerTappedOut(dealer_id=self.dealer))
         self.dealer_no += 1
         self.dealer = f"D-{self.table_id}-{self.dealer_no}"
         self.emit(DealerTappedIn(dealer_id=self.dealer), gap=20)
-        if burn:
-            # 13:47-20.31(d)1; 13:69F-6.4: each new dealer burns one card before dealing.
+        # 13:47-20.31(d)1; 13:69F-6.4: each new dealer burns one card before dealing.
+        if burn and not self.inject.skip_burn(self, self.round_count + 1):
             card = self.draw()
             self.emit(CardBurned(rank=card.rank, suit=card.suit, reason=BurnReason.NEW_DEALER))
 
@@ -214,9 +218,13 @@ class TableSim:
         self.shoe_no += 1
         self.round_no = None
         self.shoe_id = f"{self.table_id}-S{self.shoe_no:04d}"
+        self.shoe_open, self.reshuffle_now = True, False
+        self.inject.shoe_opening(self)
         method = ShuffleMethod.AUTOMATIC_SHUFFLER if self.decks > 1 else ShuffleMethod.HAND
         device = f"SHUF-{self.table_id}" if method is ShuffleMethod.AUTOMATIC_SHUFFLER else None
         self.emit(ShuffleStarted(method=method, device_id=device), gap=30)
+        if device is not None:
+            self.inject.shuffling(self, method, device)
         self.shoe = [Card(r, s) for _ in range(self.decks) for r in range(2, 15) for s in SUITS]
         self.rng.shuffle(self.shoe)
         self.emit(ShuffleCompleted(method=method, device_id=device), gap=30)
@@ -229,17 +237,19 @@ class TableSim:
         self.shoe.reverse()  # pop() deals from the front
         self.emit(CardsLoaded(decks=self.decks))
         # 13:47-20.31(d)1: the first card of a new shoe is burned face down to the rack.
-        card = self.draw()
-        self.emit(CardBurned(rank=card.rank, suit=card.suit, reason=BurnReason.NEW_SHOE))
+        if not self.inject.skip_burn(self, 1):
+            card = self.draw()
+            self.emit(CardBurned(rank=card.rank, suit=card.suit, reason=BurnReason.NEW_SHOE))
         self.round_count = 0
 
     def close_shoe(self) -> None:
+        self.shoe_open = False
         self.emit(ShoeClosed(cards_remaining=len(self.shoe)), gap=3)
 
     # --- one round ------------------------------------------------------------------------------
 
-    def place_wagers(self) -> dict[int, int]:
-        wagers: dict[int, int] = {}
+    def place_wagers(self) -> dict[Key, int]:
+        wagers: dict[Key, int] = {}
         for seat, player in self.players.items():
             if self.rng.random() < self.config.sit_out:
                 continue
@@ -247,73 +257,117 @@ class TableSim:
                 player = self.players[seat] = f"{player.rsplit('-', 1)[0]}-{self.rng.randrange(10**6)}"
             amount = self.rng.choice(WAGER_SIZES_CENTS)
             instrument = Instrument.PLAQUES if amount >= 10000 else Instrument.CHIPS
-            wagers[seat] = amount
+            wagers[seat, seat] = amount
             self.emit(WagerPlaced(seat=seat, area=seat, player_id=player, amount_cents=amount,
-                                  instrument=instrument), gap=0.8)
+                                  instrument=self.inject.instrument(self, instrument)), gap=0.8)
         return wagers
 
     def announce(self, meaning: Meaning, value: int | None = None) -> None:
-        self.emit(Announced(phrase=phrase(self.profile, meaning, value), meaning=meaning,
-                            value=value), gap=0.7)
+        said = self.inject.announcement(self, meaning, value)  # WRONG_ANNOUNCEMENT
+        if said is not None:
+            meaning, value = said
+            self.emit(Announced(phrase=phrase(self.profile, meaning, value), meaning=meaning,
+                                value=value), gap=0.7)
 
-    def deal(self, box: Box) -> Card:
+    def deal(self, box: Box, hand: Hand) -> Card:
+        self.inject.before_card(self, hand)  # a card found face up in the shoe
         card = self.draw()
         if len(self.shoe) == self.cut_behind:
             # 13:47-20.31(d)16: the round in progress is completed, then the cards reshuffled.
             self.emit(CuttingCardReached(), gap=0.3)
+            self.inject.cutting_card_reached(self, hand, card)
         self.emit(CardDrawn(rank=card.rank, suit=card.suit, face_up=True, destination=box), gap=1)
+        hand.dealt.append(card)
         return card
 
-    def settle(self, seat: int, kind: WagerKind, amount: int, left: Card, right: Card,
-               third: Card | None) -> None:
-        expected = rules.settle_wager(self.paytable, left.rank, right.rank,
-                                      third.rank if third else None, amount,
-                                      is_raise=kind is WagerKind.RAISE)
+    def settle(self, key: Key, kind: WagerKind, amount: int, hand: Hand) -> None:
+        assert hand.left is not None and hand.right is not None
+        third = hand.third.rank if hand.third else None
+        if third is None and rules.classify(hand.left.rank, hand.right.rank).kind \
+                is not rules.HandKind.CONSECUTIVE:
+            # Only after an injected irregularity (a pair without its third card): the dealer
+            # treats the round as a tie and returns the wager.
+            expected = rules.ExpectedSettlement(rules.Outcome.VOID, None, 0, 0, amount)
+        else:
+            expected = rules.settle_wager(self.paytable, hand.left.rank, hand.right.rank, third,
+                                          amount, is_raise=kind is WagerKind.RAISE)
         outcome = SettledAs(expected.outcome.value.upper())
         value = {SettledAs.WON: expected.paid_cents, SettledAs.LOST: expected.collected_cents,
                  SettledAs.VOID: expected.returned_cents}[outcome]
-        self.emit(WagerSettled(seat=seat, area=seat, wager_kind=kind, outcome=outcome,
-                               amount_cents=value, odds=expected.odds), gap=0.8)
+        made = self.inject.settlement(self, hand, amount, outcome, value, expected.odds)
+        if made is not None:
+            outcome, value, odds = made
+            self.emit(WagerSettled(seat=key[0], area=key[1], wager_kind=kind, outcome=outcome,
+                                   amount_cents=value, odds=odds), gap=0.8)
+
+    def settle_all(self, hand: Hand) -> None:
+        for key, amount in hand.wagers.items():
+            if key in hand.settled:
+                continue
+            self.settle(key, WagerKind.ORIGINAL, amount, hand)
+            if key in hand.raises:
+                self.settle(key, WagerKind.RAISE, hand.raises[key], hand)
+        for key, amount in hand.raises.items():  # a raise with no wager (injected only)
+            if key not in hand.wagers:
+                self.settle(key, WagerKind.RAISE, amount, hand)
+
+    def rack(self, hand: Hand) -> None:
+        # (d)15: the cards are picked up into the discard rack in order.
+        cards = self.inject.racking(self, hand.dealt)
+        if cards is not None:
+            self.emit(CardsRacked(cards=tuple(cards)), gap=2)
+
+    def raise_wagers(self, hand: Hand, spread: int) -> None:
+        raise_from = self.config.raise_from
+        for key, amount in hand.wagers.items():
+            # (d)12: a raise may not exceed the original wager.
+            if raise_from is not None and spread >= raise_from and self.rng.random() < 0.9:
+                hand.raises[key] = amount
+                self.emit(RaisePlaced(seat=key[0], area=key[1], amount_cents=amount), gap=1)
 
     def play_round(self) -> None:
         self.round_count += 1
+        self.rounds_played += 1
         self.round_no = self.round_count
         self.clock_us += int(self.rng.uniform(4, 12) * 1_000_000)
-        wagers = self.place_wagers()
-        # 13:47-20.31(d)5: first card to the left box, second to the right.
-        left, right = self.deal(Box.LEFT), self.deal(Box.RIGHT)
-        dealt = [left, right]
-        third: Card | None = None
-        raises: dict[int, int] = {}
-        hand = rules.classify(left.rank, right.rank)
-        if hand.kind is rules.HandKind.CONSECUTIVE:
-            self.announce(Meaning.CONSECUTIVE)  # (d)7: all wagers void, no third card
-        elif hand.kind is rules.HandKind.PAIR:
-            self.announce(Meaning.PAIR)  # (d)8: draw the third card at once
-            third = self.deal(Box.MIDDLE)
-            dealt.append(third)
-            self.announce(Meaning.THREE_OF_A_KIND if third.rank == left.rank
-                          else Meaning.NO_THREE_OF_A_KIND)
-        else:
-            assert hand.spread is not None
-            self.announce(Meaning.SPREAD, hand.spread)  # (d)11
-            raise_from = self.config.raise_from
-            for seat, amount in wagers.items():
-                # (d)12: a raise may not exceed the original wager.
-                if raise_from is not None and hand.spread >= raise_from and self.rng.random() < 0.9:
-                    raises[seat] = amount
-                    self.emit(RaisePlaced(seat=seat, area=seat, amount_cents=amount), gap=1)
-            self.announce(Meaning.RAISES_CLOSED)  # (d)13
-            third = self.deal(Box.MIDDLE)
-            dealt.append(third)
-            self.announce(Meaning.THIRD_CARD, third.rank)
-        for seat, amount in wagers.items():
-            self.settle(seat, WagerKind.ORIGINAL, amount, left, right, third)
-            if seat in raises:
-                self.settle(seat, WagerKind.RAISE, raises[seat], left, right, third)
-        # (d)15: the cards are picked up into the discard rack in order.
-        self.emit(CardsRacked(cards=tuple(dealt)), gap=2)
+        self.inject.round_starting(self)
+        hand = Hand(self.place_wagers())
+        self.inject.wagers_placed(self, hand)
+        try:
+            self.play_cards(hand)
+        except RoundStopped:
+            pass  # the injector ended the round and racked its cards
         self.round_no = None
+
+    def play_cards(self, hand: Hand) -> None:
+        x = self.inject
+        # 13:47-20.31(d)5: first card to the left box, second to the right.
+        hand.left = left = self.deal(Box.LEFT, hand)
+        x.first_card_out(self, hand)
+        hand.right = right = self.deal(Box.RIGHT, hand)
+        kind = rules.classify(left.rank, right.rank)
+        if kind.kind is rules.HandKind.CONSECUTIVE:
+            self.announce(Meaning.CONSECUTIVE)  # (d)7: all wagers void, no third card
+            x.consecutive_round(self, hand)
+        elif kind.kind is rules.HandKind.PAIR:
+            self.announce(Meaning.PAIR)  # (d)8: draw the third card at once
+            if x.pair_round(self, hand):
+                hand.third = third = self.deal(Box.MIDDLE, hand)
+                self.announce(Meaning.THREE_OF_A_KIND if third.rank == left.rank
+                              else Meaning.NO_THREE_OF_A_KIND)
+        else:
+            assert kind.spread is not None
+            self.announce(Meaning.SPREAD, kind.spread)  # (d)11
+            self.raise_wagers(hand, kind.spread)
+            x.raises_made(self, hand)
+            if not x.early_third_card(self, hand):  # (g)3, when injected
+                self.announce(Meaning.RAISES_CLOSED)  # (d)13
+                x.raises_closed(self, hand)
+                hand.third = third = self.deal(Box.MIDDLE, hand)
+                self.announce(Meaning.THIRD_CARD, third.rank)
+                x.third_card_announced(self, hand)
+        self.settle_all(hand)
+        self.rack(hand)
 
 
 @dataclass
@@ -339,9 +393,14 @@ def simulate(log: EventLog, config: SimConfig,
     n = 0
     for step in steps:
         occurred = _at(step.at_us)
-        recorder.record(sims[step.table_index].table_id, step.event, shoe_id=step.shoe_id,
-                        round_no=step.round_no, actor=step.actor, occurred_at=occurred,
-                        recorded_at=_at(step.at_us + step.delay_us), event_id=step.event_id)
+        table_id = sims[step.table_index].table_id
+        stamp = dict(shoe_id=step.shoe_id, round_no=step.round_no, actor=step.actor,
+                     occurred_at=occurred, recorded_at=_at(step.at_us + step.delay_us),
+                     event_id=step.event_id)
+        if step.tamper is None:
+            recorder.record(table_id, step.event, **stamp)
+        else:
+            record_tampered(recorder, log, step.tamper, table_id, step.event, **stamp)
         n += 1
         if progress and n % 5000 == 0:
             progress(n)
@@ -349,7 +408,7 @@ def simulate(log: EventLog, config: SimConfig,
     if progress:
         progress(n)
     truth = [label for sim in sims for label in sim.inject.labels]
-    return SimReport(n, config.tables, config.rounds * config.tables,
+    return SimReport(n, config.tables, sum(sim.rounds_played for sim in sims),
                      sum(sim.shoe_no for sim in sims), truth)
 
 

@@ -16,6 +16,7 @@ Only projections/ imports duckdb (STYLE, idiom 4).
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,10 @@ import pyarrow as pa
 
 from events import codec
 from events.errors import ProjectionError
+from projections.snapshot import open_for_reading, publish_snapshot, snapshot_path
+
+__all__ = ["Column", "arrow_schema", "ensure_schema", "event_columns", "open_for_reading",
+           "open_store", "prepare", "publish_snapshot", "snapshot_path"]
 
 # Where a row came from in the log. Not Avro fields: the projector adds them.
 POSITION_COLUMNS = (("log_partition", "INTEGER", pa.int32()),
@@ -181,28 +186,48 @@ def ensure_schema(con: duckdb.DuckDBPyConnection) -> tuple[Column, ...]:
     stored = {name: _normalise(typ) for name, typ in con.execute(
         "SELECT column_name, data_type FROM information_schema.columns "
         "WHERE table_schema = 'main' AND table_name = 'events'").fetchall()}
-    for c in columns:
+    # DuckDB's own spelling of each type (TIMESTAMPTZ is TIMESTAMP WITH TIME ZONE), to compare.
+    (canonical,) = con.execute("SELECT " + ", ".join(
+        f"typeof(CAST(NULL AS {c.sql_type}))" for c in columns)).fetchall()
+    for c, spelled in zip(columns, canonical, strict=True):
         if c.name not in stored:
             # A new schema version's new field (STYLE, idiom 5): old rows read it as NULL.
             con.execute(f'ALTER TABLE events ADD COLUMN "{c.name}" {c.sql_type}')
-        elif stored[c.name] != _normalise(c.sql_type):
+        elif stored[c.name] != _normalise(spelled):
             raise ProjectionError(
                 f"events.{c.name} is {stored[c.name]} in the database but {c.sql_type} in the "
                 f"schemas; rebuild the database with `pitlog project` into a fresh file")
     return columns
 
 
+# Connections whose tables and views are known to be current: the schemas and SQL files do
+# not change while a process runs, and re-creating every view costs a few catalog commits
+# (a follow-mode projector calls project() on the same connection again and again).
+_PREPARED: weakref.WeakSet[duckdb.DuckDBPyConnection] = weakref.WeakSet()
+
+
+def prepare(con: duckdb.DuckDBPyConnection) -> None:
+    """ensure_schema and create_views, once per read-write connection."""
+    if con in _PREPARED:
+        return
+    from projections.views import create_views  # views.py needs the tables to exist
+
+    try:
+        ensure_schema(con)
+    except duckdb.Error as exc:  # e.g. a read-only connection
+        raise ProjectionError(f"cannot create or migrate the pitlog tables: {exc}") from exc
+    create_views(con)
+    _PREPARED.add(con)
+
+
 def open_store(path: str | Path, read_only: bool = False) -> duckdb.DuckDBPyConnection:
     """Open (and, read-write, create and migrate) the DuckDB file with its tables and views."""
     try:
         con = duckdb.connect(str(path), read_only=read_only)
-    except duckdb.IOException as exc:
-        raise ProjectionError(f"cannot open {path}: {exc}") from exc
-    except duckdb.ConnectionException as exc:  # open read-write elsewhere in this process
+    except (duckdb.IOException, duckdb.ConnectionException) as exc:
+        # IOException: another process holds the file; ConnectionException: this process has
+        # it open with another configuration (read-only versus read-write).
         raise ProjectionError(f"cannot open {path}: {exc}") from exc
     if not read_only:
-        from projections.views import create_views  # views.py needs the tables to exist
-
-        ensure_schema(con)
-        create_views(con)
+        prepare(con)
     return con

@@ -1,0 +1,230 @@
+"""`pitlog ingest`: JSON lines from card-reading shoes, shufflers and dealer terminals into events.
+
+The line format is documented in docs/ingest.md and parsed in events/device_line.py. A line's
+`seq` is the sending device's own counter for that table (per `actor` and `table`): it must
+increase, so a line that arrives late or twice is refused here.
+
+Only *structurally* bad lines are refused (DESIGN, principle 1): malformed JSON, an unknown
+type, a missing or unknown field, a value of the wrong type, an invalid card, a device
+sequence out of order. A line that breaks a game rule (a raise after "Raises closed") is
+structurally fine and is recorded: the read side judges it. Each refused line is reported
+and written to the quarantine file with its line number, raw text and reason; never dropped.
+
+Memory is bounded: lines are read one at a time (each at most MAX_LINE_BYTES), the recorder
+holds at most one batch, and the only other state is one counter per device and table.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+from events.device_line import DeviceLine, LineRejected, parse_line
+from events.errors import ConcurrencyError, EncodeError
+from events.log import DEFAULT_DATA_DIR, EventLog
+from events.recorder import Recorder
+
+__all__ = ["BadLine", "IngestReport", "LineRejected", "default_quarantine", "ingest",
+           "parse_line"]
+
+MAX_LINE_BYTES = 64 * 1024
+BATCH_LINES = 2000
+MAX_RETRIES = 5
+
+
+@dataclass(frozen=True, slots=True)
+class BadLine:
+    """A refused line: where, why, what to do, and its exact bytes."""
+
+    line: int
+    reason: str
+    hint: str
+    raw: bytes
+
+    @property
+    def message(self) -> str:
+        return f"line {self.line}: {self.reason}; {self.hint}"
+
+
+@dataclass(slots=True)
+class IngestReport:
+    source: str
+    log: str
+    quarantine: str
+    lines: int = 0
+    recorded: int = 0
+    rejected: int = 0
+    device_seq_gaps: int = 0  # a device's seq jumped: lines may be missing upstream
+    tables: set[str] = field(default_factory=set)
+    seconds: float = 0.0
+
+    @property
+    def exit_code(self) -> int:
+        """0: every line recorded; 1: at least one line rejected (docs/ingest.md)."""
+        return 1 if self.rejected else 0
+
+    def as_row(self) -> dict[str, Any]:
+        return {"source": self.source, "lines": self.lines, "recorded": self.recorded,
+                "rejected": self.rejected, "tables": len(self.tables),
+                "device_seq_gaps": self.device_seq_gaps, "quarantine": self.quarantine,
+                "log": self.log, "lines_per_second": round(self.lines / self.seconds)
+                if self.seconds else None}
+
+
+# --- a whole input --------------------------------------------------------------------------
+
+
+def default_quarantine(log_uri: str) -> Path:
+    """Next to the log: `pitlog-data/log` -> `pitlog-data/log-quarantine.jsonl`. A Kafka log
+    has no folder: `pitlog-data/kafka-TOPIC-quarantine.jsonl`."""
+    if log_uri.startswith("kafka://"):
+        topic = log_uri.rstrip("/").rsplit("/", 1)[-1].split("?", 1)[0]
+        return DEFAULT_DATA_DIR / f"kafka-{topic}-quarantine.jsonl"
+    folder = Path(log_uri.removeprefix("file://"))
+    return folder.parent / f"{folder.name}-quarantine.jsonl"
+
+
+def _lines(stream: IO[bytes]) -> Iterator[tuple[int, bytes, bool]]:
+    """(line number, bytes without the newline, too long?), one line in memory at a time."""
+    n = 0
+    while True:
+        raw = stream.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        n += 1
+        too_long = len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n")
+        if too_long:
+            while True:  # skip the rest of the line without holding it
+                rest = stream.readline(MAX_LINE_BYTES)
+                if not rest or rest.endswith(b"\n"):
+                    break
+        yield n, raw.rstrip(b"\r\n"), too_long
+
+
+class _Quarantine:
+    """Refused lines, appended as JSON lines: an audit record too, so never truncated."""
+
+    def __init__(self, path: Path, source: str) -> None:
+        self.path, self.source = path, source
+        self.file: IO[str] | None = None
+
+    def add(self, bad: BadLine) -> None:
+        if self.file is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.file = self.path.open("a", encoding="utf-8")
+        entry: dict[str, Any] = {
+            "source": self.source, "line": bad.line, "reason": bad.reason,
+            "raw": bad.raw.decode("utf-8", "replace"),
+            "quarantined_at": datetime.now(UTC).isoformat()}
+        try:
+            bad.raw.decode("utf-8")
+        except UnicodeDecodeError:
+            entry["raw_base64"] = base64.b64encode(bad.raw).decode()  # the exact bytes
+        self.file.write(json.dumps(entry) + "\n")
+
+    def sync(self) -> None:
+        if self.file is not None:
+            self.file.flush()
+            os.fsync(self.file.fileno())
+
+    def close(self) -> None:
+        if self.file is not None:
+            self.sync()
+            self.file.close()
+
+
+def ingest(stream: IO[bytes], log: EventLog, *, source: str, quarantine: Path,
+           on_reject: Callable[[BadLine], None] | None = None,
+           now: Callable[[], datetime] = lambda: datetime.now(UTC),
+           batch_lines: int = BATCH_LINES) -> IngestReport:
+    """Record every good line of `stream` through the Recorder; quarantine every bad one."""
+    started = time.perf_counter()
+    report = IngestReport(source, log.uri, str(quarantine))
+    recorder = Recorder(log, batch_size=2**62, now=now)  # flushed here, to retry conflicts
+    last_seq: dict[tuple[str, str], int] = {}
+    batch: list[DeviceLine] = []
+    bad_lines = _Quarantine(quarantine, source)
+
+    def reject(n: int, raw: bytes, reason: str, hint: str) -> None:
+        bad = BadLine(n, reason, hint, raw)
+        report.rejected += 1
+        bad_lines.add(bad)
+        if on_reject is not None:
+            on_reject(bad)
+
+    try:
+        for n, raw, too_long in _lines(stream):
+            report.lines += 1
+            if too_long:
+                reject(n, raw, f"line longer than {MAX_LINE_BYTES} bytes (first ones kept)",
+                       "a device line is one small JSON object: check the sender")
+                continue
+            if not raw.strip():
+                reject(n, raw, "empty line", "remove it or send an event")
+                continue
+            try:
+                line = parse_line(raw)
+                last = _check_order(line, last_seq)
+                _record(recorder, line)
+            except LineRejected as exc:
+                reject(n, raw, exc.reason, exc.hint)
+                continue
+            except EncodeError as exc:
+                reject(n, raw, f"not encodable ({exc})", "check the values against the schema")
+                continue
+            if last and line.seq > last + 1:
+                report.device_seq_gaps += 1
+            last_seq[(line.actor, line.table)] = line.seq  # only once the line is accepted
+            batch.append(line)
+            if len(batch) >= batch_lines:
+                _flush(recorder, batch)
+                bad_lines.sync()
+                report.recorded += len(batch)
+                report.tables.update(x.table for x in batch)
+                batch = []
+        _flush(recorder, batch)
+        report.recorded += len(batch)
+        report.tables.update(x.table for x in batch)
+    finally:
+        bad_lines.close()
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _check_order(line: DeviceLine, last_seq: dict[tuple[str, str], int]) -> int:
+    """The device's last accepted seq for this table; LineRejected unless this one is above."""
+    last = last_seq.get((line.actor, line.table), 0)
+    if line.seq <= last:
+        raise LineRejected(
+            f"sequence out of order: {line.actor} seq {line.seq} for table {line.table} "
+            f"after seq {last}", "a device's seq must increase: resend its lines in order "
+                                 "(a line sent twice is refused too)")
+    return last
+
+
+def _record(recorder: Recorder, line: DeviceLine) -> None:
+    recorder.record(line.table, line.event, shoe_id=line.shoe, round_no=line.round_no,
+                    actor=line.actor, occurred_at=line.at,
+                    event_id=line.event_id or str(uuid.uuid4()))
+
+
+def _flush(recorder: Recorder, batch: list[DeviceLine]) -> None:
+    """Another writer of one of these tables may append first: the recorder then drops the
+    batch and reloads its heads, and the batch is recorded again on top (issue 6)."""
+    for attempt in range(MAX_RETRIES + 1):
+        try:
+            recorder.flush()
+            return
+        except ConcurrencyError:
+            if attempt == MAX_RETRIES:
+                raise
+            for line in batch:
+                _record(recorder, line)

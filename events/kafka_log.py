@@ -1,0 +1,405 @@
+"""The Kafka log backend: one topic, keyed by table id, through kafka-python only.
+
+Address: ``kafka://HOST:PORT[,HOST2:PORT...]/TOPIC[?partitions=N&replication_factor=R]``.
+Other query parameters: ``timeout_s`` (how long connecting, flushing or a stalled read may take
+before LogError; default 120), ``client_id``, and ``assign=0-3,8``: read only these partitions,
+so several projectors can share a topic, each with its own DuckDB file (docs/operating.md).
+
+Write side. The producer is idempotent with ``acks=all`` and unlimited retries inside the
+delivery timeout, and at most 5 requests in flight (the most idempotence allows while keeping
+order), so a retried batch is neither duplicated nor reordered. Records are keyed by table id,
+so each table lives in one partition, in order. `append` sends every record, flushes, and
+checks every acknowledgement: it returns only once all in-sync replicas have them.
+
+The topic is created when missing, with ``retention.ms=-1`` and ``cleanup.policy=delete``: an
+audit log is never expired and never compacted (compaction would keep only each table's last
+event); with ``replication_factor`` 3 or more also ``min.insync.replicas=2``. On a real
+cluster create it yourself (docs/operating.md).
+
+Read side. A consumer with manual ``assign`` + ``seek`` and no consumer group: the position
+lives in DuckDB, committed with the projected rows (DESIGN, principle 3), so committing
+offsets to Kafka as well would only create a second, disagreeing truth.
+
+TLS and SASL are passed through to kafka-python from these environment variables (unset ones
+keep kafka-python's defaults):
+
+    PITLOG_KAFKA_SECURITY_PROTOCOL     PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL
+    PITLOG_KAFKA_SSL_CAFILE            CA bundle (PEM) that signed the brokers' certificates
+    PITLOG_KAFKA_SSL_CERTFILE          client certificate (PEM), for mutual TLS
+    PITLOG_KAFKA_SSL_KEYFILE           client private key (PEM)
+    PITLOG_KAFKA_SSL_PASSWORD          password of the private key
+    PITLOG_KAFKA_SSL_CRLFILE           certificate revocation list
+    PITLOG_KAFKA_SSL_CHECK_HOSTNAME    "false" to skip hostname verification (test clusters only)
+    PITLOG_KAFKA_SASL_MECHANISM        PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, GSSAPI or OAUTHBEARER
+    PITLOG_KAFKA_SASL_PLAIN_USERNAME   SASL user (PLAIN and SCRAM)
+    PITLOG_KAFKA_SASL_PLAIN_PASSWORD   SASL password (PLAIN and SCRAM)
+    PITLOG_KAFKA_SASL_KERBEROS_SERVICE_NAME   GSSAPI service name (default "kafka")
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import KafkaAdminClient
+from kafka.errors import KafkaError, TopicAlreadyExistsError
+
+from events.errors import LogError
+from events.log import EventLog, LogRecord
+
+DEFAULT_PARTITIONS = 4  # the embedded log's default too
+DEFAULT_TIMEOUT_S = 120.0
+# Topic settings of an audit log: keep everything forever, never compact.
+TOPIC_CONFIG = {"retention.ms": "-1", "cleanup.policy": "delete"}
+
+
+
+def topic_config(replication_factor: int) -> dict[str, str]:
+    """Settings of a topic pitlog creates. With 3 or more replicas an append needs 2 in-sync
+    copies (acks=all counts only in-sync replicas), so one broker may fail without losing an
+    acknowledged event or stopping the tables."""
+    config = {**TOPIC_CONFIG, "unclean.leader.election.enable": "false"}
+    if replication_factor >= 3:
+        config["min.insync.replicas"] = "2"
+    return config
+
+
+_ENV_SETTINGS: dict[str, str] = {
+    "PITLOG_KAFKA_SECURITY_PROTOCOL": "security_protocol",
+    "PITLOG_KAFKA_SSL_CAFILE": "ssl_cafile",
+    "PITLOG_KAFKA_SSL_CERTFILE": "ssl_certfile",
+    "PITLOG_KAFKA_SSL_KEYFILE": "ssl_keyfile",
+    "PITLOG_KAFKA_SSL_PASSWORD": "ssl_password",
+    "PITLOG_KAFKA_SSL_CRLFILE": "ssl_crlfile",
+    "PITLOG_KAFKA_SSL_CHECK_HOSTNAME": "ssl_check_hostname",
+    "PITLOG_KAFKA_SASL_MECHANISM": "sasl_mechanism",
+    "PITLOG_KAFKA_SASL_PLAIN_USERNAME": "sasl_plain_username",
+    "PITLOG_KAFKA_SASL_PLAIN_PASSWORD": "sasl_plain_password",
+    "PITLOG_KAFKA_SASL_KERBEROS_SERVICE_NAME": "sasl_kerberos_service_name",
+}
+
+
+def _partition_list(text: str) -> list[int]:
+    """"0-3,8" -> [0, 1, 2, 3, 8]."""
+    out: list[int] = []
+    for part in text.split(","):
+        first, _, last = part.strip().partition("-")
+        out.extend(range(int(first), int(last or first) + 1))
+    return out
+
+
+def security_settings(env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """kafka-python connection settings from the PITLOG_KAFKA_* variables that are set."""
+    env = os.environ if env is None else env
+    settings: dict[str, Any] = {}
+    for var, name in _ENV_SETTINGS.items():
+        value = env.get(var)
+        if value:
+            settings[name] = value.lower() not in ("0", "false", "no") \
+                if name == "ssl_check_hostname" else value
+    return settings
+
+
+def producer_settings(timeout_s: float = DEFAULT_TIMEOUT_S) -> dict[str, Any]:
+    """The producer's delivery settings; the benchmark gives bare kafka-python the same ones."""
+    return {
+        "enable_idempotence": True,
+        "acks": "all",
+        "retries": 2**31 - 1,  # bounded by delivery_timeout_ms, as in the Java client
+        # Idempotence keeps order with up to 5 in-flight requests per connection (KIP-98).
+        "max_in_flight_requests_per_connection": 5,
+        "delivery_timeout_ms": int(timeout_s * 1000),
+        "request_timeout_ms": 30_000,
+        # Appends come in batches of thousands: big batches and a linger wake the sender thread
+        # less often, which doubled send() throughput here (it contends for the GIL).
+        "batch_size": 256 * 1024,
+        "linger_ms": 100,  # flush() at the end of append sends at once anyway
+    }
+
+
+def consumer_settings() -> dict[str, Any]:
+    """The reader's settings; the benchmark gives bare kafka-python the same ones."""
+    return {
+        "group_id": None,  # manual assign + seek: the checkpoint lives in DuckDB
+        "enable_auto_commit": False,
+        # A checkpoint outside the topic is an error to report, not to paper over.
+        "auto_offset_reset": "none",
+        "max_partition_fetch_bytes": 4 * 1024 * 1024,
+        # kafka-python 3.0.12 never fetches again a partition that was paused and resumed in
+        # an incremental fetch session (read() pauses each partition at its end): full fetch
+        # requests instead, which cost a little more per request with many partitions.
+        "enable_incremental_fetch_sessions": False,
+        "request_timeout_ms": 30_000,
+    }
+
+
+class KafkaLog(EventLog):
+    """One Kafka topic as an EventLog; see the module docstring."""
+
+    def __init__(self, bootstrap: str, topic: str, *, partitions: int | None = None,
+                 replication_factor: int = 1, timeout_s: float = DEFAULT_TIMEOUT_S,
+                 client_id: str = "pitlog", settings: Mapping[str, Any] | None = None,
+                 assign: Sequence[int] | None = None) -> None:
+        self.bootstrap = bootstrap
+        self.topic = topic
+        self.uri = f"kafka://{bootstrap}/{topic}"
+        self.timeout_s = timeout_s
+        self.client_id = client_id
+        self._settings = dict(security_settings() if settings is None else settings)
+        self._producer: KafkaProducer | None = None
+        self._consumer: KafkaConsumer | None = None
+        self.n_partitions = self._ensure_topic(partitions, replication_factor)
+        # Reading only some partitions: one projector (and one DuckDB file) per share of the
+        # tables, assigned statically (docs/operating.md). Appends still go to any partition.
+        self.assigned = sorted(set(assign)) if assign is not None else list(
+            range(self.n_partitions))
+        outside = [p for p in self.assigned if not 0 <= p < self.n_partitions]
+        if outside or not self.assigned:
+            raise LogError(f"topic {topic} has partitions 0..{self.n_partitions - 1}; cannot "
+                           f"assign {list(assign or [])}: fix the assign= parameter")
+
+    @classmethod
+    def from_uri(cls, uri: str, *, partitions: int | None = None) -> KafkaLog:
+        """`kafka://host:port[,host:port]/topic?partitions=N&replication_factor=R&timeout_s=S`;
+        the `partitions` argument wins over the query."""
+        parts = urlsplit(uri)
+        topic = parts.path.lstrip("/")
+        if parts.scheme != "kafka" or not parts.netloc or not topic or "/" in topic:
+            raise LogError(f"bad Kafka log address {uri!r}: write kafka://HOST:PORT/TOPIC, "
+                           f"e.g. kafka://127.0.0.1:9092/pitlog.reddog.events")
+        query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+        unknown = set(query) - {"partitions", "replication_factor", "timeout_s", "client_id",
+                                "assign"}
+        if unknown:
+            raise LogError(f"{uri}: unknown parameter(s) {sorted(unknown)}; known are "
+                           f"partitions, replication_factor, timeout_s, client_id, assign")
+        try:  # parse everything first: the constructor's own errors must not read as these
+            n = partitions if partitions is not None else (
+                int(query["partitions"]) if "partitions" in query else None)
+            replication_factor = int(query.get("replication_factor", 1))
+            timeout_s = float(query.get("timeout_s", DEFAULT_TIMEOUT_S))
+            assign = _partition_list(query["assign"]) if "assign" in query else None
+        except ValueError as exc:
+            raise LogError(f"{uri}: {exc}; partitions and replication_factor are whole "
+                           f"numbers, timeout_s is seconds, assign is like 0-3,8") from exc
+        return cls(parts.netloc, topic, partitions=n, replication_factor=replication_factor,
+                   timeout_s=timeout_s, client_id=query.get("client_id", "pitlog"),
+                   assign=assign)
+
+    # --- topic ----------------------------------------------------------------------------------
+
+    def _ensure_topic(self, partitions: int | None, replication_factor: int) -> int:
+        """Create the topic if missing; return its partition count."""
+        timeout_ms = int(self.timeout_s * 1000)
+        try:
+            admin = KafkaAdminClient(bootstrap_servers=self.bootstrap.split(","),
+                                     client_id=f"{self.client_id}-admin",
+                                     bootstrap_timeout_ms=min(timeout_ms, 30_000),
+                                     request_timeout_ms=30_000, **self._settings)
+        except KafkaError as exc:
+            raise LogError(f"cannot reach Kafka at {self.bootstrap} for topic {self.topic}: "
+                           f"{exc}; is the broker running and the address right?") from exc
+        try:
+            found = self._partition_count(admin)
+            if found is None:
+                try:
+                    admin.create_topics(
+                        {self.topic: {"num_partitions": partitions or DEFAULT_PARTITIONS,
+                                      "replication_factor": replication_factor,
+                                      "configs": topic_config(replication_factor)}},
+                        timeout_ms=30_000)
+                except TopicAlreadyExistsError:
+                    pass  # another process created it first: use theirs, checked below
+                admin.wait_for_topics([self.topic], timeout_ms=timeout_ms)
+                found = self._partition_count(admin)
+        except KafkaError as exc:
+            raise LogError(f"cannot create or describe topic {self.topic} on {self.bootstrap}: "
+                           f"{exc}; check the broker log and the client's ACLs") from exc
+        finally:
+            admin.close()
+        if found is None:
+            raise LogError(f"topic {self.topic} on {self.bootstrap} did not appear after "
+                           f"creation; check the broker log")
+        if partitions is not None and partitions != found:
+            raise LogError(f"topic {self.topic} has {found} partitions, not {partitions}: "
+                           f"partitions are fixed when a log is created (adding some would "
+                           f"move tables to other partitions); drop the partitions setting")
+        return found
+
+    def _partition_count(self, admin: KafkaAdminClient) -> int | None:
+        for t in admin.describe_topics([self.topic]):
+            if t.get("name") == self.topic and t.get("error_code", 0) == 0 and t["partitions"]:
+                return len(t["partitions"])
+        return None
+
+    # --- writing --------------------------------------------------------------------------------
+
+    def _get_producer(self) -> KafkaProducer:
+        if self._producer is None:
+            try:
+                self._producer = KafkaProducer(
+                    bootstrap_servers=self.bootstrap.split(","),
+                    client_id=f"{self.client_id}-producer",
+                    max_block_ms=int(self.timeout_s * 1000),
+                    **producer_settings(self.timeout_s), **self._settings)
+            except KafkaError as exc:
+                raise LogError(f"cannot start a producer for topic {self.topic} on "
+                               f"{self.bootstrap}: {exc}; is the broker running?") from exc
+        return self._producer
+
+    def append(self, items: Sequence[tuple[bytes, bytes]]) -> list[tuple[int, int]]:
+        """Send all, flush, then check every acknowledgement (durable on return).
+
+        On failure LogError is raised. Records of *other* partitions than the failed one may
+        have been written, so re-read each table's head (`scan_heads`) before recording more.
+        """
+        if not items:
+            return []
+        producer = self._get_producer()
+        try:
+            futures = [producer.send(self.topic, key=key, value=value) for key, value in items]
+            producer.flush(timeout=self.timeout_s + 30)
+        except KafkaError as exc:
+            raise LogError(f"append to topic {self.topic} on {self.bootstrap} failed: {exc}; "
+                           f"nothing is confirmed: check the broker, then re-read the table "
+                           f"heads and retry") from exc
+        result: list[tuple[int, int]] = []
+        failed: list[tuple[int, Exception]] = []
+        for i, future in enumerate(futures):
+            try:
+                meta = future.get(timeout=0)  # flush() returned: every future is done
+            except KafkaError as exc:
+                failed.append((i, exc))
+                continue
+            result.append((meta.partition, meta.offset))
+        if failed:
+            i, exc = failed[0]
+            raise LogError(
+                f"append to topic {self.topic}: {len(failed)} of {len(items)} records were not "
+                f"acknowledged (first: record {i}, key {items[i][0]!r}: {exc}); the others "
+                f"are on the topic. Re-read the table heads (scan_heads) before recording "
+                f"again") from exc
+        return result
+
+    # --- reading --------------------------------------------------------------------------------
+
+    def _get_consumer(self) -> KafkaConsumer:
+        if self._consumer is None:
+            try:
+                self._consumer = KafkaConsumer(
+                    bootstrap_servers=self.bootstrap.split(","),
+                    client_id=f"{self.client_id}-reader",
+                    bootstrap_timeout_ms=min(int(self.timeout_s * 1000), 30_000),
+                    **consumer_settings(), **self._settings)
+            except KafkaError as exc:
+                raise LogError(f"cannot start a consumer for topic {self.topic} on "
+                               f"{self.bootstrap}: {exc}; is the broker running?") from exc
+        return self._consumer
+
+    def _partitions(self) -> list[TopicPartition]:
+        return [TopicPartition(self.topic, p) for p in self.assigned]
+
+    def end_offsets(self) -> dict[int, int]:
+        try:
+            ends = self._get_consumer().end_offsets(self._partitions(),
+                                                    timeout_ms=int(self.timeout_s * 1000))
+        except KafkaError as exc:
+            raise LogError(f"cannot read the end offsets of topic {self.topic} on "
+                           f"{self.bootstrap}: {exc}; is the broker up?") from exc
+        return {tp.partition: int(offset) for tp, offset in ends.items()}
+
+    def read(self, start: Mapping[int, int] | None = None, *,
+             max_batch: int = 5000) -> Iterator[list[LogRecord]]:
+        start = start or {}
+        ends = self.end_offsets()  # the end as of the call: later appends wait for next time
+        for p, offset in start.items():
+            if p in ends and offset > ends[p]:
+                raise LogError(
+                    f"topic {self.topic} partition {p} ends at offset {ends[p]} but reading "
+                    f"was asked to start at {offset}: the topic was deleted and recreated; "
+                    f"project into a fresh database")
+        todo = {p: (start.get(p, 0), end) for p, end in ends.items() if start.get(p, 0) < end}
+        if not todo:
+            return
+        consumer = self._get_consumer()
+        tps = {p: TopicPartition(self.topic, p) for p in todo}
+        try:
+            consumer.assign(list(tps.values()))
+            consumer.resume(*tps.values())  # pause() of an earlier read outlives assign()
+            for p, tp in tps.items():
+                consumer.seek(tp, todo[p][0])
+        except KafkaError as exc:
+            raise LogError(f"cannot seek topic {self.topic}: {exc}") from exc
+        yield from self._drain(consumer, tps, todo, max_batch)
+
+    def _drain(self, consumer: KafkaConsumer, tps: dict[int, TopicPartition],
+               todo: dict[int, tuple[int, int]], max_batch: int) -> Iterator[list[LogRecord]]:
+        nxt = {p: first for p, (first, _) in todo.items()}
+        buffers: dict[int, list[LogRecord]] = {p: [] for p in todo}
+        pending = set(todo)
+        last_progress = time.monotonic()
+        while pending:
+            try:
+                polled = consumer.poll(timeout_ms=500, max_records=max_batch)
+            except KafkaError as exc:
+                raise LogError(f"reading topic {self.topic} failed near offsets "
+                               f"{ {p: nxt[p] for p in sorted(pending)} }: {exc}") from exc
+            if not polled:
+                self._skip_unreturned_offsets(consumer, tps, todo, nxt, pending)
+                if time.monotonic() - last_progress > self.timeout_s:
+                    raise LogError(
+                        f"no records from topic {self.topic} on {self.bootstrap} for "
+                        f"{self.timeout_s:.0f}s while partitions {sorted(pending)} still had "
+                        f"some before offsets { {p: todo[p][1] for p in sorted(pending)} }; "
+                        f"is the broker up? Rerun to continue from the checkpoint")
+            for tp, records in polled.items():
+                p = tp.partition
+                if p not in pending:
+                    continue
+                end, buf = todo[p][1], buffers[p]
+                for r in records:
+                    if r.offset < nxt[p]:
+                        continue  # already returned (a fetch raced a seek)
+                    if r.offset >= end:
+                        break
+                    buf.append(LogRecord(p, r.offset, r.key or b"", r.value or b""))
+                    nxt[p] = r.offset + 1
+                    if len(buf) >= max_batch:
+                        yield buf
+                        buf = buffers[p] = []
+                last_progress = time.monotonic()
+            for p in [p for p in pending if nxt[p] >= todo[p][1]]:
+                pending.discard(p)
+                consumer.pause(tps[p])  # stop fetching past the end as of the call
+                if buffers[p]:
+                    yield buffers[p]
+                    buffers[p] = []
+        consumer.assign([])
+
+    def _skip_unreturned_offsets(self, consumer: KafkaConsumer, tps: dict[int, TopicPartition],
+                                 todo: dict[int, tuple[int, int]], nxt: dict[int, int],
+                                 pending: set[int]) -> None:
+        """Offsets that hold no record (transaction markers of a foreign transactional producer)
+        never come back from poll: trust the fetch position for those."""
+        for p in pending:
+            try:
+                position = consumer.position(tps[p], timeout_ms=1000)
+            except KafkaError:
+                continue
+            if position is not None and position > nxt[p]:
+                nxt[p] = min(position, todo[p][1])
+
+    def close(self) -> None:
+        if self._producer is not None:
+            producer, self._producer = self._producer, None
+            try:
+                producer.close(timeout=self.timeout_s)
+            except KafkaError as exc:
+                raise LogError(f"closing the producer of topic {self.topic}: {exc}") from exc
+        if self._consumer is not None:
+            consumer, self._consumer = self._consumer, None
+            consumer.close(autocommit=False)

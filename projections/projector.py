@@ -1,0 +1,252 @@
+"""The projector: log records in, DuckDB rows out, exactly once.
+
+Each batch of log records is decoded, loaded as ONE Arrow table with one INSERT, and committed
+together with the new log position in ONE DuckDB transaction (DESIGN, principle 3). A process
+killed at any instant therefore leaves either the whole batch and its checkpoint, or neither,
+and the next run continues from the checkpoint. Records that are not pitlog events go to the
+quarantine with their reason, in the same transaction (principle 1): never dropped, never fatal.
+
+The per-record work is the codec's decode and three dict stores; Arrow turns the dicts into
+columns in C++ (principle 5: no executemany, no per-row SQL).
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from events import codec
+from events.errors import DecodeError, ProjectionError
+from events.log import EventLog, LogRecord
+from projections import store as _store
+from projections.snapshot import publish_snapshot
+
+DEFAULT_BATCH_SIZE = 5000
+
+# Connections already checked against lost checkpoints, per log (see _project).
+_VERIFIED: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, set[str]] = \
+    weakref.WeakKeyDictionary()
+
+_UPSERT_CHECKPOINT = (
+    "INSERT INTO checkpoints VALUES (?, ?, ?) "
+    "ON CONFLICT (source, log_partition) DO UPDATE SET next_offset = excluded.next_offset")
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectionReport:
+    """What one `project` call did. `positions` is the next offset per partition afterwards."""
+
+    source: str
+    events: int = 0
+    quarantined: int = 0
+    batches: int = 0
+    positions: dict[int, int] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    @property
+    def events_per_second(self) -> float:
+        return (self.events + self.quarantined) / self.seconds if self.seconds else 0.0
+
+    @property
+    def done(self) -> int:
+        """Log records covered by the checkpoints: compare with sum(log.end_offsets())."""
+        return sum(self.positions.values())
+
+    def as_row(self) -> dict[str, object]:
+        """One flat row for the CLI's table, json and csv output."""
+        return {"source": self.source, "events": self.events, "quarantined": self.quarantined,
+                "batches": self.batches, "seconds": round(self.seconds, 3),
+                "events_per_second": round(self.events_per_second),
+                "positions": " ".join(f"p{p}={o}" for p, o in sorted(self.positions.items()))}
+
+
+def project(log: EventLog, store: str | Path | duckdb.DuckDBPyConnection, *,
+            progress: Callable[[int], None] | None = None,
+            batch_size: int = DEFAULT_BATCH_SIZE,
+            snapshot: bool = False) -> ProjectionReport:
+    """Bring the DuckDB tables up to date with `log`, from the stored checkpoint to the end of
+    the log as it is now. `store` is a file path (opened, and closed afterwards) or an open
+    read-write connection. `progress` is called after each committed batch with the number of
+    log records now covered by the checkpoints (ProjectionReport.done), so a progress bar's
+    total is sum(log.end_offsets().values()), also when resuming. With `snapshot`, a
+    read-only copy for live readers is published at the end (see snapshot.py).
+
+    Raises ProjectionError if the log's positions were already projected without a matching
+    checkpoint (a lost checkpoint): rows are never inserted twice.
+    """
+    if isinstance(store, duckdb.DuckDBPyConnection):
+        _store.prepare(store)
+        return _project_and_publish(store, log, progress, batch_size, snapshot)
+    with _store.open_store(store) as con:
+        return _project_and_publish(con, log, progress, batch_size, snapshot)
+
+
+def _project_and_publish(con: duckdb.DuckDBPyConnection, log: EventLog,
+                         progress: Callable[[int], None] | None, batch_size: int,
+                         snapshot: bool) -> ProjectionReport:
+    report = _project(con, log, progress, batch_size)
+    if snapshot:
+        publish_snapshot(con)
+    return report
+
+
+def checkpoints(con: duckdb.DuckDBPyConnection, source: str) -> dict[int, int]:
+    """The next offset to project, per partition, for one log."""
+    return dict(con.execute(
+        "SELECT log_partition, next_offset FROM checkpoints WHERE source = ? ORDER BY 1",
+        [source]).fetchall())
+
+
+def _project(con: duckdb.DuckDBPyConnection, log: EventLog,
+             progress: Callable[[int], None] | None,
+             batch_size: int) -> ProjectionReport:
+    started = time.perf_counter()
+    source = log.uri
+    positions = checkpoints(con, source)
+    if source not in _VERIFIED.setdefault(con, set()):
+        # Once per connection and log: afterwards only this connection writes (it holds the
+        # file's lock), and each of its commits keeps rows and checkpoints in step.
+        _check_source(con, source)
+        _check_not_ahead(con, source, positions)
+        _VERIFIED[con].add(source)
+    columns = _store.event_columns()
+    loader = _BatchLoader(con, source, _store.arrow_schema(columns), codec.registry())
+    # Every partition in the report, also those that never had a record.
+    report = ProjectionReport(source, positions={**dict.fromkeys(log.end_offsets(), 0),
+                                                 **positions})
+    for batch in log.read(positions, max_batch=batch_size):
+        if not batch:
+            continue
+        projected, quarantined, ends = loader.load(batch)
+        report = replace(report, events=report.events + projected,
+                         quarantined=report.quarantined + quarantined,
+                         batches=report.batches + 1, positions={**report.positions, **ends},
+                         seconds=time.perf_counter() - started)
+        if progress is not None:
+            progress(report.done)
+    return replace(report, seconds=time.perf_counter() - started)
+
+
+class _BatchLoader:
+    """Decodes one batch and commits it, with its quarantine and checkpoint, atomically."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, source: str, schema: pa.Schema,
+                 reg: codec.SchemaRegistry) -> None:
+        self.con = con
+        self.source = source
+        self.schema = schema
+        self.reg = reg
+        # INSERT BY NAME: the table's column order may differ from the schemas' order once a
+        # migration has appended a column (store.ensure_schema).
+        self.insert_sql = "INSERT INTO events BY NAME SELECT * FROM pitlog_batch"
+
+    def load(self, batch: list[LogRecord]) -> tuple[int, int, dict[int, int]]:
+        """Commit one batch; return (events, quarantined, next offset per partition)."""
+        rows, bad = self.decode(batch)
+        ends: dict[int, int] = {}
+        for rec in batch:  # one partition per batch is the contract, but be exact anyway
+            if rec.offset >= ends.get(rec.partition, 0):
+                ends[rec.partition] = rec.offset + 1
+        con = self.con
+        # Registered outside the transaction: unregistering inside an aborted one would fail
+        # and hide the error that aborted it.
+        if rows:
+            con.register("pitlog_batch", pa.Table.from_pylist(rows, schema=self.schema))
+        if bad:
+            con.register("pitlog_quarantine", self._quarantine_table(bad))
+        try:
+            con.begin()
+            try:
+                if rows:
+                    con.execute(self.insert_sql)
+                if bad:
+                    con.execute("INSERT INTO quarantine BY NAME SELECT * FROM pitlog_quarantine")
+                for partition, end in ends.items():
+                    con.execute(_UPSERT_CHECKPOINT, [self.source, partition, end])
+                con.commit()
+            except duckdb.ConstraintException as exc:
+                con.rollback()
+                first, last = batch[0], batch[-1]
+                raise ProjectionError(
+                    f"{self.source}: log records p{first.partition}@{first.offset}.."
+                    f"p{last.partition}@{last.offset} are already projected or repeat a "
+                    f"position ({exc}); nothing of this batch was written. Rebuild into a "
+                    f"fresh database if the checkpoints were lost") from exc
+            except BaseException:
+                # Whatever stopped us (an error, KeyboardInterrupt): nothing partial remains.
+                con.rollback()
+                raise
+        finally:
+            if rows:
+                con.unregister("pitlog_batch")
+            if bad:
+                con.unregister("pitlog_quarantine")
+        return len(rows), len(bad), ends
+
+    def decode(self, batch: list[LogRecord]) -> tuple[list[dict[str, object]],
+                                                      list[tuple[LogRecord, str]]]:
+        """The hot path: decode_raw plus three dict stores per record."""
+        decode_raw, reg = codec.decode_raw, self.reg
+        rows: list[dict[str, object]] = []
+        bad: list[tuple[LogRecord, str]] = []
+        append = rows.append
+        for rec in batch:
+            try:
+                event_type, row = decode_raw(rec.value, reg)
+            except DecodeError as exc:
+                bad.append((rec, str(exc)))
+                continue
+            row["log_partition"] = rec.partition
+            row["log_offset"] = rec.offset
+            row["event_type"] = event_type
+            append(row)
+        return rows, bad
+
+    def _quarantine_table(self, bad: list[tuple[LogRecord, str]]) -> pa.Table:
+        now = datetime.now(UTC)
+        return pa.Table.from_pylist([
+            {"source": self.source, "log_partition": rec.partition, "log_offset": rec.offset,
+             "key": bytes(rec.key), "value": bytes(rec.value), "reason": reason,
+             "quarantined_at": now}
+            for rec, reason in bad], schema=_store.QUARANTINE_ARROW)
+
+
+def _check_source(con: duckdb.DuckDBPyConnection, source: str) -> None:
+    """One database, one log: positions of two logs would collide in `events`' primary key."""
+    others = [s for (s,) in con.execute(
+        "SELECT DISTINCT source FROM checkpoints WHERE source <> ? ORDER BY 1", [source]
+    ).fetchall()]
+    if others:
+        raise ProjectionError(
+            f"this database was projected from {others[0]}, not {source}; project into a "
+            f"fresh database file (--db) for another log")
+
+
+def _check_not_ahead(con: duckdb.DuckDBPyConnection, source: str,
+                     positions: dict[int, int]) -> None:
+    """Fail loudly, before any insert, if rows exist at or past the checkpoint: the checkpoint
+    was lost or rolled back, and projecting from it would insert those positions again."""
+    ahead = con.execute(
+        """
+        SELECT log_partition, min(log_offset), count(*) FROM (
+            SELECT log_partition, log_offset FROM events
+            UNION ALL
+            SELECT log_partition, log_offset FROM quarantine WHERE source = $source)
+        LEFT JOIN (SELECT log_partition, next_offset FROM checkpoints WHERE source = $source)
+            USING (log_partition)
+        WHERE log_offset >= coalesce(next_offset, 0)
+        GROUP BY ALL ORDER BY 1
+        """, {"source": source}).fetchall()
+    if ahead:
+        p, first, n = ahead[0]
+        raise ProjectionError(
+            f"partition {p} has {n} projected rows from offset {first} on, but its checkpoint "
+            f"is {positions.get(p, 0)}: the checkpoint was lost, so projecting would count "
+            f"them twice. Rebuild into a fresh database file")

@@ -1,0 +1,124 @@
+"""The read side's questions, as plain functions over an open connection (the CLI calls these).
+
+Every query is parameterised: user input is bound, never pasted into SQL. Rows are fetched
+through Arrow, which gives timezone-aware datetimes without the optional pytz package that
+DuckDB's own Python conversion of TIMESTAMPTZ needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+
+from events.errors import NotFoundError, ProjectionError
+
+Row = dict[str, Any]
+
+SHOE_COLUMNS = ("table_id", "shoe_id", "decks", "opened_at", "closed_at", "rounds",
+                "cards_dealt", "burns", "cutting_card_reached_at", "dealers")
+
+
+def rows(con: duckdb.DuckDBPyConnection, sql: str,
+         params: Sequence[object] | dict[str, object] | None = None) -> list[Row]:
+    """Run one read-only query with bound parameters; a dict per row."""
+    try:
+        return con.sql(sql, params=params).to_arrow_table().to_pylist()
+    except duckdb.CatalogException as exc:
+        raise ProjectionError(
+            f"the database has no pitlog views ({exc}); run `pitlog project` first") from exc
+
+
+def list_shoes(con: duckdb.DuckDBPyConnection, table: str | None = None) -> list[Row]:
+    """Every shoe (or one table's), in table order then opening order."""
+    cols = ", ".join(SHOE_COLUMNS)
+    return rows(con, f"SELECT {cols} FROM shoes WHERE $table IS NULL OR table_id = $table "
+                     "ORDER BY table_id, opened_at, shoe_id", {"table": table})
+
+
+@dataclass(frozen=True, slots=True)
+class ShoeReplay:
+    """One shoe, event by event, and its discard rack read back hand by hand."""
+
+    shoe: Row
+    events: list[Row] = field(default_factory=list)
+    hands: list[Row] = field(default_factory=list)
+
+
+_REPLAY_EVENTS = """
+SELECT seq, occurred_at, round_no, actor, event_type, description
+FROM timeline WHERE table_id = $table AND shoe_id = $shoe
+ORDER BY seq, log_offset
+"""
+
+# One row per racking: a burn, a card found face up, or one CardsRacked (a round's hand), in
+# rack order, beside the hand as dealt and the round's cards and result.
+_REPLAY_HANDS = """
+WITH racking AS (
+    SELECT table_id, shoe_id, source, round_no, seq,
+           min(rack_position) AS first_position, max(rack_position) AS last_position,
+           string_agg(card, ' ' ORDER BY rack_position) AS racked
+    FROM rack WHERE table_id = $table AND shoe_id = $shoe
+    GROUP BY table_id, shoe_id, source, round_no, seq
+)
+SELECT
+    CASE WHEN first_position = last_position THEN CAST(first_position AS VARCHAR)
+         ELSE first_position || '-' || last_position END AS rack_positions,
+    k.source, k.round_no, k.racked,
+    CASE WHEN k.source = 'round' THEN h.dealt END AS dealt,
+    CASE WHEN k.source = 'round' THEN h.racked_in_dealing_order END AS racked_in_dealing_order,
+    CASE WHEN k.source = 'round' THEN r.kind END AS kind,
+    CASE WHEN k.source = 'round' THEN r.spread END AS spread,
+    CASE WHEN k.source = 'round' THEN r.outcome END AS outcome,
+    CASE WHEN k.source = 'round' THEN r.dealer END AS dealer
+FROM racking AS k
+-- Filtered on each side: the planner does not carry the filter across these outer joins.
+LEFT JOIN (SELECT * FROM hands WHERE table_id = $table AND shoe_id = $shoe) AS h
+    USING (table_id, shoe_id, round_no)
+LEFT JOIN (SELECT * FROM rounds WHERE table_id = $table AND shoe_id = $shoe) AS r
+    USING (table_id, shoe_id, round_no)
+ORDER BY k.first_position
+"""
+
+
+def replay_shoe(con: duckdb.DuckDBPyConnection, shoe_id: str,
+                table: str | None = None) -> ShoeReplay:
+    """The shoe's events in order (time, type, a one-line description) and its hands in
+    discard-rack order. Raises NotFoundError for an unknown shoe, and ProjectionError if two
+    tables used the same shoe id and `table` does not say which one."""
+    found = rows(con, f"SELECT {', '.join(SHOE_COLUMNS)} FROM shoes WHERE shoe_id = $shoe "
+                      "AND ($table IS NULL OR table_id = $table) ORDER BY table_id",
+                 {"shoe": shoe_id, "table": table})
+    if not found:
+        where = f" at table {table}" if table else ""
+        raise NotFoundError(f"no shoe {shoe_id!r}{where}; `pitlog shoes` lists the shoes")
+    if len(found) > 1:
+        tables = ", ".join(r["table_id"] for r in found)
+        raise ProjectionError(f"shoe {shoe_id!r} was used at tables {tables}; name the table")
+    shoe = found[0]
+    params = {"table": shoe["table_id"], "shoe": shoe_id}
+    return ShoeReplay(shoe, rows(con, _REPLAY_EVENTS, params), rows(con, _REPLAY_HANDS, params))
+
+
+def demo_summary(con: duckdb.DuckDBPyConnection) -> tuple[list[Row], list[Row]]:
+    """Per table: profile, shoes, rounds and money; and the anomalies by code, when the
+    `anomalies` view exists (it is built elsewhere on the read side)."""
+    summary = rows(con, """
+        SELECT s.table_id,
+               (SELECT arg_max(profile, seq) FROM events AS e
+                WHERE e.table_id = s.table_id AND e.event_type = 'TableOpened') AS profile,
+               count(*) AS shoes, sum(s.rounds)::BIGINT AS rounds,
+               arg_min(s.shoe_id, s.opened_at) AS first_shoe,
+               (SELECT sum(amount_cents) FROM wagers AS w
+                WHERE w.table_id = s.table_id)::BIGINT AS handle_cents,
+               (SELECT sum(collected_cents) - sum(paid_cents) FROM settlements AS st
+                WHERE st.table_id = s.table_id)::BIGINT AS win_cents
+        FROM shoes AS s GROUP BY s.table_id ORDER BY s.table_id
+    """)
+    has_anomalies = rows(con, "SELECT count(*) AS n FROM duckdb_views() "
+                              "WHERE view_name = 'anomalies' AND NOT internal")[0]["n"]
+    anomalies = rows(con, "SELECT code, count(*) AS count FROM anomalies "
+                          "GROUP BY code ORDER BY code") if has_anomalies else []
+    return summary, anomalies

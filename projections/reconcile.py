@@ -1,0 +1,349 @@
+"""Reconciliation for auditors: handle, win and hold per table, dealer, shift, gaming day and
+shoe, against the exact theoretical win; and the conservation check, to the cent.
+
+The money comes from the `ledger` view (ledger.sql); the queries are in reconcile.sql. The
+house edges are exact Fractions from events/theory.py, loaded into a temporary table as integer
+numerators over one denominator per deck count, so every theoretical figure stays exact until
+it is presented: a Decimal rounded to hundredths of a cent, next to the exact fraction.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import date
+from decimal import Decimal
+from fractions import Fraction
+from functools import cache
+from math import sqrt
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from events import theory
+from events.errors import ProjectionError
+from events.rules import Paytable, PaytableError
+
+RECONCILE_SQL = Path(__file__).with_name("reconcile.sql")
+
+# The groupings auditors ask for, and the columns that name a group. A shift is a shift on a
+# given gaming day, so grouping by shift groups by day too.
+GROUPINGS: dict[str, tuple[str, ...]] = {
+    "table": ("table_id",),
+    "dealer": ("dealer",),
+    "day": ("gaming_day",),
+    "shift": ("gaming_day", "shift"),
+    "shoe": ("table_id", "shoe_id"),
+}
+DEFAULT_SIGMA = 3.0
+
+Row = dict[str, Any]
+
+
+class ReconcileError(ProjectionError):
+    """A reconciliation was asked for with a grouping, time zone, gaming-day start or shift
+    list that pitlog cannot use."""
+
+
+# --- the calendar ----------------------------------------------------------------------------
+
+_HHMM = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
+_OFFSET = re.compile(r"^(?:UTC|GMT)?([+-])(\d{1,2})(?::?(\d{2}))?$", re.IGNORECASE)
+
+
+def parse_hhmm(text: str, what: str) -> int:
+    """'06:00' -> 360 minutes after midnight."""
+    m = _HHMM.match(text.strip())
+    if not m:
+        raise ReconcileError(f"{what} {text!r} is not a time of day: write HH:MM, e.g. 06:00")
+    return int(m.group(1)) * 60 + int(m.group(2))
+
+
+def hhmm(minutes: int) -> str:
+    return f"{minutes // 60:02d}:{minutes % 60:02d}"
+
+
+def zone_name(tz: str) -> str:
+    """The DuckDB (ICU) name of a time zone: IANA names as given; a fixed offset such as
+    '-05:00', '+0530' or 'UTC+2' becomes 'GMT-05:00' (ICU's custom zones, east positive)."""
+    m = _OFFSET.match(tz.strip())
+    if m is None:
+        return tz.strip()
+    sign, hours, minutes = m.group(1), int(m.group(2)), int(m.group(3) or 0)
+    if hours > 18 or minutes > 59:
+        raise ReconcileError(f"time zone offset {tz!r} is out of range (-18:00..+18:00)")
+    return f"GMT{sign}{hours:02d}:{minutes:02d}"
+
+
+@dataclass(frozen=True, slots=True)
+class Calendar:
+    """Where gaming days and shifts begin, on the wall clock of `tz`.
+
+    `day_start` and `shift_starts` are minutes after local midnight; `shift_starts` is sorted.
+    """
+
+    tz: str = "UTC"
+    day_start: int = 6 * 60
+    shift_starts: tuple[int, ...] = (6 * 60, 14 * 60, 22 * 60)
+
+    @classmethod
+    def parse(cls, tz: str = "UTC", gaming_day_start: str = "06:00",
+              shifts: str = "06:00,14:00,22:00") -> Calendar:
+        starts = sorted({parse_hhmm(s, "shift start") for s in shifts.split(",") if s.strip()})
+        if not starts:
+            raise ReconcileError("--shifts needs at least one start time, e.g. 06:00,14:00,22:00")
+        return cls(zone_name(tz), parse_hhmm(gaming_day_start, "gaming-day start"),
+                   tuple(starts))
+
+    @property
+    def shift_names(self) -> list[str]:
+        """'06:00-14:00', ..., '22:00-06:00': each shift runs to the next one's start."""
+        s = self.shift_starts
+        return [f"{hhmm(a)}-{hhmm(s[(i + 1) % len(s)])}" for i, a in enumerate(s)]
+
+    def params(self) -> dict[str, Any]:
+        return {"tz": self.tz, "day_start_minutes": self.day_start,
+                "shift_starts": list(self.shift_starts), "shift_names": self.shift_names}
+
+
+def check_calendar(con: duckdb.DuckDBPyConnection, calendar: Calendar) -> None:
+    """ReconcileError unless DuckDB knows the calendar's time zone."""
+    try:
+        con.execute(query_sql("calendar_check"), {"tz": calendar.tz}).fetchall()
+    except duckdb.Error as exc:
+        raise ReconcileError(
+            f"unknown time zone {calendar.tz!r}: give an IANA name such as America/New_York, "
+            f"UTC, or a fixed offset such as -05:00") from exc
+
+
+# --- the SQL ---------------------------------------------------------------------------------
+
+
+@cache
+def _sections() -> dict[str, str]:
+    """reconcile.sql split at its `-- name: NAME` lines."""
+    sections: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in RECONCILE_SQL.read_text().splitlines():
+        if line.startswith("-- name: "):
+            current = sections.setdefault(line.removeprefix("-- name: ").strip(), [])
+        elif current is not None:
+            current.append(line)
+    return {name: "\n".join(lines).strip().rstrip(";") for name, lines in sections.items()}
+
+
+def query_sql(name: str, keys: Sequence[str] = ()) -> str:
+    text = _sections()[name]
+    if "{keys}" in text:
+        text = text.replace("{keys}", ", ".join(f'"{k}"' for k in keys))
+    if "{by_round}" in text:
+        text = text.replace("{by_round}", _sections()["by_round"])
+    return text
+
+
+def group_columns(by: Iterable[str]) -> tuple[str, ...]:
+    """The group-naming columns of one or more groupings, in order, without repeats."""
+    cols: list[str] = []
+    for name in by:
+        if name not in GROUPINGS:
+            raise ReconcileError(
+                f"cannot group by {name!r}: choose from {', '.join(GROUPINGS)}")
+        cols.extend(c for c in GROUPINGS[name] if c not in cols)
+    if not cols:
+        raise ReconcileError(f"group by at least one of {', '.join(GROUPINGS)}")
+    return tuple(cols)
+
+
+def run_rows(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any]) -> list[Row]:
+    # Through Arrow: timezone-aware datetimes without the optional pytz package.
+    try:
+        return con.sql(sql, params=params).to_arrow_table().to_pylist()
+    except duckdb.CatalogException as exc:
+        raise ProjectionError(
+            f"the database has no pitlog ledger ({exc}); run `pitlog project` first") from exc
+    except duckdb.Error as exc:
+        raise ProjectionError(f"reconciliation query failed ({exc})") from exc
+
+
+# --- exact theoretical edges -----------------------------------------------------------------
+
+
+def edge_denominator(decks: int) -> int:
+    """One denominator for every edge of a deck count: N(N-1)(N-2) for N = 52 * decks cards
+    (the ordered draws of the first two cards, then the cards left for the third)."""
+    n = 52 * decks
+    return n * (n - 1) * (n - 2)
+
+
+def edge_rows(decks: int, paytable: Paytable) -> list[Row]:
+    """The exact edges of one deck count and paytable as integers over edge_denominator:
+    spread 0 for an original wager (theory.original_wager_edge), 1..11 for a raise at that
+    spread (theory.raise_edge)."""
+    den = edge_denominator(decks)
+    edges = {0: theory.original_wager_edge(decks, paytable)}
+    edges.update((s, theory.raise_edge(decks, s, paytable)) for s in theory.SPREADS)
+    rows = []
+    for spread, edge in edges.items():
+        num = edge * den
+        assert num.denominator == 1, f"edge {edge} is not over {den}"
+        rows.append({"decks": decks, "pays_spread_1": paytable.spread_1,
+                     "pays_spread_2": paytable.spread_2, "pays_spread_3": paytable.spread_3,
+                     "pays_spread_4_to_11": paytable.spread_4_to_11,
+                     "pays_three_of_a_kind": paytable.three_of_a_kind, "spread": spread,
+                     "edge_num": int(num), "edge_den": den})
+    return rows
+
+
+_EDGE_SCHEMA = pa.schema([(n, pa.int64()) for n in (
+    "decks", "pays_spread_1", "pays_spread_2", "pays_spread_3", "pays_spread_4_to_11",
+    "pays_three_of_a_kind", "spread", "edge_num", "edge_den")])
+
+
+def load_edges(con: duckdb.DuckDBPyConnection) -> int:
+    """(Re)create the temporary table theo_edges for every (decks, paytable) in the ledger;
+    returns its row count. Temporary, so it works on a read-only database."""
+    rows: list[Row] = []
+    for key in run_rows(con, query_sql("edge_keys"), {}):
+        try:
+            paytable = Paytable(key["pays_spread_1"], key["pays_spread_2"], key["pays_spread_3"],
+                                key["pays_spread_4_to_11"], key["pays_three_of_a_kind"])
+        except PaytableError:
+            continue  # an ill-formed table has no edge; the ledger names its violation
+        if key["decks"] >= 1:
+            rows.extend(edge_rows(key["decks"], paytable))
+    edges = pa.Table.from_pylist(rows, schema=_EDGE_SCHEMA)  # noqa: F841 - scanned by name
+    con.execute("CREATE OR REPLACE TEMP TABLE theo_edges AS SELECT * FROM edges")
+    return len(rows)
+
+
+# --- presentation ----------------------------------------------------------------------------
+
+
+def exact_decimal(x: Fraction | int, places: int) -> Decimal:
+    """x rounded half-even to `places` decimals, with no float in between."""
+    n = round(Fraction(x) * 10**places)  # Fraction rounding is exact, half to even
+    return Decimal(n).scaleb(-places).quantize(Decimal(1).scaleb(-places))
+
+
+def percent(part: Fraction | int, whole: int) -> Decimal | None:
+    """part / whole as a percentage with four decimals, exactly rounded; None if whole is 0."""
+    if not whole:
+        return None
+    return exact_decimal(Fraction(part) * 100 / whole, 4)
+
+
+# --- the reports -----------------------------------------------------------------------------
+
+_SUMMED = ("rounds", "wagers", "handle_cents", "raises_cents", "paid_cents", "collected_cents",
+           "returned_cents", "net_win_cents", "expected_win_cents", "exceptions",
+           "invalid_paytable_wagers", "unknown_decks_wagers")
+
+
+def reconcile(con: duckdb.DuckDBPyConnection, by: Sequence[str] = ("table",),
+              calendar: Calendar | None = None, *, day: date | None = None,
+              table: str | None = None, sigma: float = DEFAULT_SIGMA) -> list[Row]:
+    """Handle, paid, collected, returned, net win, hold, theoretical win and variance per group.
+
+    Handle counts every original wager and raise in force at its decision, void ones included.
+    Theoretical win applies the exact edge for the shoe's deck count and the table's paytable
+    to the wagers actually made: an original wager W contributes W * original_wager_edge, a
+    raise R at spread s contributes R * raise_edge(s). The variance statistic is documented in
+    docs/auditing.md: z = (sum of per-round deviations) / sqrt(sum of their squares), flagged
+    HOLD_VARIANCE when |z| > sigma.
+    """
+    calendar = calendar or Calendar()
+    keys = group_columns(by)
+    check_calendar(con, calendar)
+    load_edges(con)
+    params = {**calendar.params(), "day": day, "table": table}
+    groups: dict[tuple[Any, ...], Row] = {}
+    for part in run_rows(con, query_sql("reconcile", keys), params):
+        key = tuple(part[k] for k in keys)
+        g = groups.get(key)
+        if g is None:
+            g = groups[key] = {k: part[k] for k in keys} | {s: 0 for s in _SUMMED}
+            g["_theo"], g["_sq"] = Fraction(0), 0.0
+        for s in _SUMMED:
+            g[s] += int(part[s] or 0)
+        if part["theo_den"]:
+            g["_theo"] += Fraction(int(part["theo_num"]), int(part["theo_den"]))
+        g["_sq"] += float(part["sum_sq_deviation"] or 0.0)
+    return [_finish(g, sigma) for g in groups.values()]
+
+
+def _finish(g: Row, sigma: float) -> Row:
+    theo: Fraction = g.pop("_theo")
+    sq: float = g.pop("_sq")
+    handle, net = g["handle_cents"], g["net_win_cents"]
+    variance = net - theo
+    sd = sqrt(sq)
+    z = float(variance) / sd if sd > 0 else None
+    flags = []
+    if z is not None and abs(z) > sigma:
+        flags.append("HOLD_VARIANCE")
+    if g["exceptions"]:
+        flags.append("LEDGER_EXCEPTIONS")
+    if g["invalid_paytable_wagers"]:
+        flags.append("INVALID_PAYTABLE")
+    if g["unknown_decks_wagers"]:
+        flags.append("DECKS_UNKNOWN")
+    row = {k: v for k, v in g.items() if k not in _SUMMED}
+    row.update(
+        rounds=g["rounds"], wagers=g["wagers"], handle_cents=handle,
+        raises_cents=g["raises_cents"], paid_cents=g["paid_cents"],
+        collected_cents=g["collected_cents"], returned_cents=g["returned_cents"],
+        net_win_cents=net, hold_pct=percent(net, handle),
+        theo_win_cents=exact_decimal(theo, 2), theo_win_exact=theo,
+        theo_hold_pct=percent(theo, handle),
+        variance_cents=exact_decimal(variance, 2), variance_pct=percent(variance, handle),
+        sd_cents=Decimal(f"{sd:.2f}"), z_score=None if z is None else round(z, 3),
+        expected_win_cents=g["expected_win_cents"],
+        settlement_difference_cents=net - g["expected_win_cents"],
+        exceptions=g["exceptions"], invalid_paytable_wagers=g["invalid_paytable_wagers"],
+        flags=",".join(flags))
+    return row
+
+
+def conservation(con: duckdb.DuckDBPyConnection, by: Sequence[str] = ("table", "day"),
+                 calendar: Calendar | None = None, *, day: date | None = None,
+                 table: str | None = None) -> list[Row]:
+    """Money in = money out + net win, per group, to the cent (reconcile.sql explains the
+    terms). `balanced` is False, and `difference_cents` says by how much, when it fails."""
+    calendar = calendar or Calendar()
+    keys = group_columns(by)
+    check_calendar(con, calendar)
+    rows = run_rows(con, query_sql("conservation", keys),
+                {**calendar.params(), "day": day, "table": table})
+    for r in rows:
+        r["balanced"] = r["difference_cents"] == 0
+    return rows
+
+
+LEDGER_STATUSES = ("OK", "REMOVED", "IN_PLAY", "UNSETTLED", "DOUBLE_SETTLED", "WRONG_OUTCOME",
+                   "WRONG_AMOUNT", "WRONG_ODDS", "NOT_OWED", "SETTLED_BEFORE_DECISION")
+
+
+def ledger_rows(con: duckdb.DuckDBPyConnection, *, table: str | None = None,
+                shoe: str | None = None, status: str | None = None,
+                exceptions_only: bool = False) -> list[Row]:
+    """Rows of the ledger view, optionally only one table, shoe or status, or only the
+    exceptions (every status but OK, REMOVED and IN_PLAY)."""
+    if status is not None and status.upper() not in LEDGER_STATUSES:
+        raise ReconcileError(f"unknown ledger status {status!r}: choose from "
+                             f"{', '.join(LEDGER_STATUSES)}")
+    return run_rows(con, query_sql("ledger"), {"table": table, "shoe": shoe,
+                                      "status": status.upper() if status else None,
+                                      "exceptions_only": exceptions_only})
+
+
+def parse_day(text: str | None) -> date | None:
+    """'2026-11-28' -> a date; None passes through."""
+    if text is None:
+        return None
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise ReconcileError(f"gaming day {text!r} is not a date: write YYYY-MM-DD") from None

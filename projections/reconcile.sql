@@ -1,0 +1,199 @@
+-- pitlog reconciliation queries (projections/reconcile.py runs them; docs/auditing.md explains).
+--
+-- Each query is a section starting with a `-- name: NAME` line. Parameters are named ($tz,
+-- $day_start_minutes, $shift_starts, $shift_names, $day, $table) and always bound, never pasted.
+-- `{keys}` is replaced by column names from reconcile.GROUPINGS (a fixed whitelist), never by
+-- user input.
+--
+-- The calendar: a casino's gaming day does not start at midnight. A round belongs to the
+-- gaming day and shift in which it started, on the wall clock of $tz:
+--   gaming_day = the local date of (started_at - $day_start_minutes);
+--   shift      = the last of $shift_starts (minutes after local midnight) at or before the
+--                local time of day; before the first one, the last one (it runs past midnight).
+
+-- name: calendar_check
+SELECT timezone($tz, TIMESTAMPTZ '2000-01-01 00:00:00+00') AS local_time;
+
+-- name: edge_keys
+-- Every (deck count, paytable) pair a table could have wagered on (each shoe's decks with each
+-- paytable its table ever opened with, and the standard table the ledger assumes before any):
+-- reconcile.py computes their exact edges. A superset is harmless and cheaper than the ledger.
+WITH decks AS (
+    SELECT DISTINCT table_id, decks FROM events
+    WHERE event_type = 'CardsLoaded' AND decks IS NOT NULL
+),
+tables AS (
+    SELECT table_id, pays_spread_1, pays_spread_2, pays_spread_3, pays_spread_4_to_11,
+           pays_three_of_a_kind
+    FROM paytables
+    UNION
+    SELECT DISTINCT table_id, 5, 4, 2, 1, 11 FROM decks
+)
+SELECT DISTINCT d.decks, t.pays_spread_1, t.pays_spread_2, t.pays_spread_3,
+       t.pays_spread_4_to_11, t.pays_three_of_a_kind
+FROM decks AS d JOIN tables AS t USING (table_id)
+ORDER BY ALL;
+
+-- name: by_round
+-- One row per round of the `rounds` view (rounds without wagers count as dealt), with its
+-- calendar place, its money from the ledger, and its theoretical win as an exact fraction
+-- theo_num / theo_den of cents. theo_edges is the temporary table reconcile.py loads: per
+-- (decks, paytable, spread) the exact edge times theo_den (spread 0 = an original wager).
+WITH money AS (
+    SELECT
+        l.table_id, l.shoe_id, l.round_no,
+        count(*) FILTER (NOT l.removed AND l.status <> 'NOT_OWED') AS wagers,
+        -- Handle: every original wager and raise in force when its decision came, void ones
+        -- included (theory's edges count a tie hand as a wager that won 0).
+        sum(l.amount_cents)::BIGINT AS handle_cents,
+        sum(l.amount_cents) FILTER (l.wager_kind = 'RAISE')::BIGINT AS raises_cents,
+        sum(l.actual_paid_cents)::BIGINT AS paid_cents,
+        sum(l.actual_collected_cents)::BIGINT AS collected_cents,
+        sum(l.actual_returned_cents)::BIGINT AS returned_cents,
+        sum(l.expected_net_win_cents)::BIGINT AS expected_win_cents,
+        count(*) FILTER (l.status NOT IN ('OK', 'REMOVED', 'IN_PLAY')) AS exceptions,
+        count(*) FILTER (NOT l.paytable_valid) AS invalid_paytable_wagers,
+        count(*) FILTER (l.decks IS NULL AND l.amount_cents > 0) AS unknown_decks_wagers,
+        -- Exact: cents times an integer edge numerator, all over the deck count's theo_den.
+        sum(CAST(l.amount_cents AS HUGEINT) * coalesce(e.edge_num, 0)) AS theo_num,
+        max(e.edge_den) AS theo_den
+    FROM ledger AS l
+    LEFT JOIN theo_edges AS e
+        ON e.decks = l.decks
+       AND e.pays_spread_1 = l.pays_spread_1 AND e.pays_spread_2 = l.pays_spread_2
+       AND e.pays_spread_3 = l.pays_spread_3 AND e.pays_spread_4_to_11 = l.pays_spread_4_to_11
+       AND e.pays_three_of_a_kind = l.pays_three_of_a_kind
+       -- An original wager has the edge of the whole round; a raise that of its spread
+       -- (13:47-20.31(d)12: raises only on a spread; any other raise has no edge here).
+       AND e.spread = CASE WHEN l.wager_kind = 'ORIGINAL' THEN 0 ELSE l.spread END
+    WHERE l.round_no IS NOT NULL
+    GROUP BY l.table_id, l.shoe_id, l.round_no
+)
+SELECT
+    r.table_id, r.shoe_id, r.round_no, r.dealer, r.started_at,
+    gaming_day(r.started_at, $tz, $day_start_minutes) AS gaming_day,
+    shift_name(r.started_at, $tz, $shift_starts, $shift_names) AS shift,
+    coalesce(m.wagers, 0) AS wagers, coalesce(m.handle_cents, 0) AS handle_cents,
+    coalesce(m.raises_cents, 0) AS raises_cents,
+    coalesce(m.paid_cents, 0) AS paid_cents, coalesce(m.collected_cents, 0) AS collected_cents,
+    coalesce(m.returned_cents, 0) AS returned_cents,
+    coalesce(m.collected_cents, 0) - coalesce(m.paid_cents, 0) AS net_win_cents,
+    coalesce(m.expected_win_cents, 0) AS expected_win_cents,
+    coalesce(m.exceptions, 0) AS exceptions,
+    coalesce(m.invalid_paytable_wagers, 0) AS invalid_paytable_wagers,
+    coalesce(m.unknown_decks_wagers, 0) AS unknown_decks_wagers,
+    coalesce(m.theo_num, 0) AS theo_num, m.theo_den
+FROM rounds AS r
+LEFT JOIN money AS m USING (table_id, shoe_id, round_no)
+
+-- name: reconcile
+-- One row per group and deck-count denominator: reconcile.py adds the fractions exactly.
+-- deviation = net win - theoretical win of one round; its square sums the statistic (DOUBLE:
+-- a statistic for a flag, never money).
+WITH by_round AS ({by_round})
+SELECT
+    {keys}, theo_den,
+    count(*) AS rounds, sum(wagers)::BIGINT AS wagers,
+    sum(handle_cents)::BIGINT AS handle_cents, sum(raises_cents)::BIGINT AS raises_cents,
+    sum(paid_cents)::BIGINT AS paid_cents, sum(collected_cents)::BIGINT AS collected_cents,
+    sum(returned_cents)::BIGINT AS returned_cents, sum(net_win_cents)::BIGINT AS net_win_cents,
+    sum(expected_win_cents)::BIGINT AS expected_win_cents,
+    sum(theo_num) AS theo_num,
+    sum(power(net_win_cents - CASE WHEN theo_den IS NULL THEN 0
+                                   ELSE CAST(theo_num AS DOUBLE) / theo_den END, 2))
+        AS sum_sq_deviation,
+    sum(exceptions)::BIGINT AS exceptions,
+    sum(invalid_paytable_wagers)::BIGINT AS invalid_paytable_wagers,
+    sum(unknown_decks_wagers)::BIGINT AS unknown_decks_wagers
+FROM by_round
+WHERE ($day IS NULL OR gaming_day = $day) AND ($table IS NULL OR table_id = $table)
+GROUP BY {keys}, theo_den
+ORDER BY {keys}, theo_den;
+
+-- name: conservation
+-- Money in = money out + net win, to the cent, per group (docs/auditing.md):
+--   money in  = handle: the stakes of every wager and raise in force at its decision;
+--   money out = paid winnings + stakes returned to winners + void wagers returned;
+--   net win   = collected - paid.
+-- Stakes still in play (no decision yet) are set aside as open_cents. Anything else left
+-- over - an unsettled or doubly settled stake, a short collection or return, a settlement
+-- with no wager - is the difference.
+WITH placed AS (
+    SELECT *, gaming_day(started_at, $tz, $day_start_minutes) AS gaming_day,
+           shift_name(started_at, $tz, $shift_starts, $shift_names) AS shift
+    FROM ledger
+),
+sums AS (
+    SELECT
+        {keys},
+        count(*) FILTER (NOT removed AND status <> 'NOT_OWED') AS wagers,
+        sum(amount_cents)::BIGINT AS handle_cents,
+        sum(actual_paid_cents)::BIGINT AS paid_cents,
+        sum(actual_winner_stake_cents)::BIGINT AS winner_stakes_cents,
+        sum(actual_returned_cents)::BIGINT AS returned_cents,
+        sum(actual_collected_cents)::BIGINT AS collected_cents,
+        coalesce(sum(amount_cents) FILTER (status = 'IN_PLAY'), 0)::BIGINT AS open_cents,
+        count(*) FILTER (status NOT IN ('OK', 'REMOVED', 'IN_PLAY')) AS exceptions
+    FROM placed
+    WHERE ($day IS NULL OR gaming_day = $day) AND ($table IS NULL OR table_id = $table)
+    GROUP BY {keys}
+)
+SELECT
+    {keys}, wagers, handle_cents AS money_in_cents,
+    paid_cents, winner_stakes_cents, returned_cents,
+    paid_cents + winner_stakes_cents + returned_cents AS money_out_cents,
+    collected_cents, collected_cents - paid_cents AS net_win_cents, open_cents,
+    handle_cents - open_cents
+        - (paid_cents + winner_stakes_cents + returned_cents)
+        - (collected_cents - paid_cents) AS difference_cents,
+    exceptions
+FROM sums
+ORDER BY {keys};
+
+-- name: ledger
+-- The ledger, filtered. Exceptions are the rows an auditor must look at: everything but a
+-- correct settlement (OK), a legally removed wager (REMOVED) and a round still in play.
+SELECT *
+FROM ledger
+WHERE ($table IS NULL OR table_id = $table)
+  AND ($shoe IS NULL OR shoe_id = $shoe)
+  AND ($status IS NULL OR status = $status)
+  AND (NOT $exceptions_only OR status NOT IN ('OK', 'REMOVED', 'IN_PLAY'))
+ORDER BY table_id, shoe_id, round_no, seat, area, wager_kind;
+
+-- name: latest_day
+-- The latest gaming day with a round: the report's default.
+SELECT max(gaming_day(started_at, $tz, $day_start_minutes)) AS day FROM rounds;
+
+-- name: day_span
+-- The local wall-clock span of a gaming day's play, and its rounds.
+SELECT min(timezone($tz, started_at)) AS first_local, max(timezone($tz, started_at)) AS last_local,
+       count(*) AS rounds
+FROM rounds
+WHERE gaming_day(started_at, $tz, $day_start_minutes) = $day;
+
+-- name: outcomes
+-- The outcome of every round of the day whose cards decide one, by the shoe's deck count:
+-- consecutive (13:47-20.31(d)7), trips or pair_no_trips ((d)9-10), spread_1..spread_11 ((d)11).
+SELECT s.decks,
+       CASE r.kind WHEN 'consecutive' THEN 'consecutive'
+                   WHEN 'spread' THEN 'spread_' || r.spread
+                   ELSE CASE WHEN r.middle_rank = r.left_rank THEN 'trips'
+                             ELSE 'pair_no_trips' END END AS outcome,
+       count(*) AS rounds
+FROM rounds AS r
+JOIN (SELECT table_id, shoe_id, arg_min(decks, seq) AS decks
+      FROM events WHERE event_type = 'CardsLoaded' GROUP BY ALL) AS s
+    USING (table_id, shoe_id)
+WHERE gaming_day(r.started_at, $tz, $day_start_minutes) = $day
+  AND r.kind IS NOT NULL AND (r.kind <> 'pair' OR r.middle_rank IS NOT NULL)
+GROUP BY ALL
+ORDER BY ALL;
+
+-- name: statuses
+-- The ledger's statuses on one gaming day.
+SELECT status, count(*) AS wagers, sum(amount_cents)::BIGINT AS amount_cents
+FROM ledger
+WHERE gaming_day(started_at, $tz, $day_start_minutes) = $day
+GROUP BY status
+ORDER BY wagers DESC, status;

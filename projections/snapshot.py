@@ -1,0 +1,86 @@
+"""Live readers while a projector writes (DESIGN, principle 6).
+
+A process holding a DuckDB file read-write locks every other process out, readers included.
+So the projector can publish a read-only copy, `<name>.snapshot.duckdb` beside the database:
+CHECKPOINT (the WAL is folded into the file, so the file alone is the whole database), copy the
+file to a temporary name, fsync, and rename it over the old snapshot. The rename is atomic, so a
+reader sees the old snapshot or the new one, never half of one; a reader that has the old one
+open keeps reading it (the inode lives until it closes). Readers call `open_for_reading`, which
+uses the real file when it is free and the snapshot when a writer holds it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import duckdb
+
+from events.errors import NotFoundError, ProjectionError
+
+
+def snapshot_path(db_path: str | Path) -> Path:
+    """`pitlog.duckdb` -> `pitlog.snapshot.duckdb`, in the same folder (so rename is atomic)."""
+    p = Path(db_path)
+    return p.with_name(f"{p.stem}.snapshot.duckdb")
+
+
+def database_path(con: duckdb.DuckDBPyConnection) -> Path:
+    """The file behind a connection's current database; ProjectionError for in-memory ones."""
+    # fetchall, not fetchone: in DuckDB 2.0 an unread result keeps the connection busy.
+    rows = con.execute(
+        "SELECT path FROM duckdb_databases() WHERE database_name = current_database()"
+    ).fetchall()
+    row = rows[0] if rows else None
+    if row is None or not row[0]:
+        raise ProjectionError("an in-memory database has no file to snapshot; use a --db file")
+    return Path(row[0])
+
+
+def publish_snapshot(con: duckdb.DuckDBPyConnection, db_path: str | Path | None = None) -> Path:
+    """Publish a read-only copy of the database `con` has open read-write; returns its path.
+
+    Call it between transactions (the projector does, after a commit).
+    """
+    src = Path(db_path) if db_path is not None else database_path(con)
+    dest = snapshot_path(src)
+    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
+    # CHECKPOINT writes the WAL into the file: afterwards the file is self-contained and stays
+    # unchanged until our next write, which cannot happen while we copy (we are the writer).
+    con.execute("CHECKPOINT")
+    try:
+        with src.open("rb") as fin, tmp.open("wb") as fout:
+            shutil.copyfileobj(fin, fout, length=16 * 1024 * 1024)
+            fout.flush()
+            os.fsync(fout.fileno())
+        os.replace(tmp, dest)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise ProjectionError(f"cannot publish the snapshot {dest}: {exc}") from exc
+    return dest
+
+
+def open_for_reading(db_path: str | Path) -> duckdb.DuckDBPyConnection:
+    """A read-only connection to the database, or to its snapshot while a writer holds it.
+
+    Raises NotFoundError when neither file exists, and ProjectionError when the database is
+    locked and no snapshot has been published (run the projector with a snapshot).
+    """
+    path = Path(db_path)
+    snap = snapshot_path(path)
+    if not path.exists() and not snap.exists():
+        raise NotFoundError(f"no database at {path}: run `pitlog project` first")
+    try:
+        return duckdb.connect(str(path), read_only=True)
+    except (duckdb.IOException, duckdb.ConnectionException) as exc:
+        # IOException: another process holds the write lock; ConnectionException: this very
+        # process has the file open read-write (DuckDB allows one configuration per file).
+        if not snap.exists():
+            raise ProjectionError(
+                f"{path} is locked by a writer ({exc}) and no snapshot {snap.name} exists; "
+                f"run the projector with snapshots on, or stop it first") from exc
+    try:
+        return duckdb.connect(str(snap), read_only=True)
+    except duckdb.Error as exc:
+        raise ProjectionError(f"cannot open the snapshot {snap}: {exc}") from exc

@@ -1,0 +1,225 @@
+"""The two statistical anomalies: HOLD_VARIANCE and OUTCOME_FREQUENCY.
+
+Neither is a rule break that one event proves: each compares many rounds with what the
+combinatorics of red dog say they should look like, so each has a false-alarm rate, chosen
+here and documented in docs/anomalies.md (with the rates measured on clean simulations by
+benchmarks/bench_detection.py).
+
+- HOLD_VARIANCE: the net win of a group (a table, a gaming day, a shift) against its exact
+  theoretical win, from projections/reconcile.py: z = (net win - theoretical win) /
+  sqrt(sum over rounds of (round net win - round theoretical win)^2). Flagged when
+  |z| > HOLD_Z (3.29: two-sided 1 in 1,000 under the normal approximation) and the group has
+  at least MIN_HOLD_ROUNDS rounds (below that, the 11-to-1 three of a kind makes the sum too
+  skewed for the approximation).
+- OUTCOME_FREQUENCY: per table and deck count, the rounds' first two cards and a pair's third
+  (consecutive, three of a kind, pair without, spread 1..11) against their exact probabilities
+  (events/theory.py, outcome_probabilities) by Pearson's chi-square; cells expected below 5
+  are pooled. Flagged when the p-value is below OUTCOME_ALPHA (1 in 1,000) with at least
+  MIN_FREQUENCY_ROUNDS rounds.
+
+The chi-square tail probability is computed here (the regularized upper incomplete gamma
+function), so no SciPy is needed.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from fractions import Fraction
+from typing import Any
+
+import duckdb
+
+from events import theory
+from projections.queries import rows as query_rows
+from projections.reconcile import Calendar, reconcile
+
+Row = dict[str, Any]
+
+HOLD_Z = 3.29  # two-sided P(|Z| > 3.29) = 0.001
+MIN_HOLD_ROUNDS = 200
+OUTCOME_ALPHA = 0.001
+MIN_FREQUENCY_ROUNDS = 500
+MIN_EXPECTED = 5.0  # Pearson's rule of thumb for a chi-square cell
+HOLD_RULE = "statistical reports in the style of the minimum internal control standards"
+FREQUENCY_RULE = "deck-integrity statistics"
+CATEGORIES = ("consecutive", "trips", "pair_no_trips", *(f"spread_{s}" for s in theory.SPREADS))
+
+
+# --- the chi-square distribution ---------------------------------------------------------------
+
+
+def chi_square_sf(x: float, df: int) -> float:
+    """P(X > x) for X chi-square with df degrees of freedom: Q(df/2, x/2), the regularized
+    upper incomplete gamma function (series below a+1, continued fraction above)."""
+    if x <= 0:
+        return 1.0
+    a, z = df / 2.0, x / 2.0
+    log_front = a * math.log(z) - z - math.lgamma(a)
+    if z < a + 1:
+        term = total = 1.0 / a
+        n = a
+        for _ in range(1000):
+            n += 1
+            term *= z / n
+            total += term
+            if abs(term) < abs(total) * 1e-15:
+                break
+        return max(0.0, 1.0 - total * math.exp(log_front))
+    # Lentz's continued fraction for Q.
+    tiny = 1e-300
+    b = z + 1.0 - a
+    c = 1.0 / tiny
+    d = 1.0 / b
+    h = d
+    for i in range(1, 1000):
+        an = -i * (i - a)
+        b += 2.0
+        d = an * d + b
+        d = tiny if abs(d) < tiny else d
+        c = b + an / c
+        c = tiny if abs(c) < tiny else c
+        d = 1.0 / d
+        delta = d * c
+        h *= delta
+        if abs(delta - 1.0) < 1e-15:
+            break
+    return math.exp(log_front) * h
+
+
+def pearson(observed: list[int], expected: list[float]) -> tuple[float, int]:
+    """(chi-square statistic, degrees of freedom) after pooling the cells expected below
+    MIN_EXPECTED into their smallest neighbours in expectation."""
+    cells = sorted(zip(expected, observed, strict=True))
+    while len(cells) > 1 and cells[0][0] < MIN_EXPECTED:
+        (e1, o1), (e2, o2) = cells[0], cells[1]
+        cells = sorted([(e1 + e2, o1 + o2), *cells[2:]])
+    stat = sum((o - e) ** 2 / e for e, o in cells if e > 0)
+    return stat, len(cells) - 1
+
+
+# --- OUTCOME_FREQUENCY -------------------------------------------------------------------------
+
+_OUTCOMES = """
+SELECT r.table_id, s.decks, count(*) AS rounds, max(r.started_at) AS last_at,
+       count(*) FILTER (r.kind = 'consecutive') AS consecutive,
+       count(*) FILTER (r.kind = 'pair' AND r.middle_rank = r.left_rank) AS trips,
+       count(*) FILTER (r.kind = 'pair' AND r.middle_rank <> r.left_rank) AS pair_no_trips,
+       list(r.spread ORDER BY r.spread) FILTER (r.kind = 'spread') AS spreads
+FROM rounds AS r
+JOIN shoes AS s USING (table_id, shoe_id)
+WHERE r.kind IS NOT NULL AND s.decks IS NOT NULL
+  AND NOT (r.kind = 'pair' AND r.middle_rank IS NULL)  -- a pair with no third card is unknown
+GROUP BY r.table_id, s.decks
+ORDER BY r.table_id, s.decks
+"""
+
+
+def outcome_frequency(con: duckdb.DuckDBPyConnection, *, alpha: float = OUTCOME_ALPHA,
+                      min_rounds: int = MIN_FREQUENCY_ROUNDS) -> list[Row]:
+    """One row per table and deck count tested: counts, chi-square, p-value and `flagged`."""
+    out = []
+    for g in query_rows(con, _OUTCOMES):
+        if g["rounds"] < min_rounds:
+            continue
+        counts = {"consecutive": g["consecutive"], "trips": g["trips"],
+                  "pair_no_trips": g["pair_no_trips"]}
+        counts |= {f"spread_{s}": 0 for s in theory.SPREADS}
+        for s in g["spreads"] or []:
+            counts[f"spread_{s}"] += 1
+        probs = theory.outcome_probabilities(int(g["decks"]))
+        n = g["rounds"]
+        observed = [counts[c] for c in CATEGORIES]
+        expected = [float(probs[c] * n) for c in CATEGORIES]
+        stat, df = pearson(observed, expected)
+        p = chi_square_sf(stat, df)
+        worst = max(CATEGORIES, key=lambda c: abs(counts[c] - float(probs[c] * n))
+                    / math.sqrt(max(float(probs[c] * n), 1e-9)))
+        out.append({**{k: g[k] for k in ("table_id", "decks", "rounds", "last_at")},
+                    **counts, "chi_square": round(stat, 3), "df": df, "p_value": p,
+                    "worst": worst, "worst_observed": counts[worst],
+                    "worst_expected": round(float(probs[worst] * n), 1),
+                    "flagged": p < alpha})
+    return out
+
+
+# --- HOLD_VARIANCE -----------------------------------------------------------------------------
+
+_GROUP_TIMES = """
+SELECT table_id, gaming_day(started_at, $tz, $day_start_minutes) AS gaming_day,
+       shift_name(started_at, $tz, $shift_starts, $shift_names) AS shift,
+       max(started_at) AS last_at
+FROM rounds
+GROUP BY ALL
+"""
+GROUPINGS = {"table": ("table_id",), "day": ("gaming_day",), "shift": ("gaming_day", "shift")}
+
+
+def hold_variance(con: duckdb.DuckDBPyConnection, calendar: Calendar | None = None, *,
+                  z_limit: float = HOLD_Z, min_rounds: int = MIN_HOLD_ROUNDS) -> list[Row]:
+    """One row per table, gaming day and shift with at least `min_rounds` rounds: the reconcile
+    figures, `grouping`, `last_at` and `flagged` (|z| > z_limit)."""
+    calendar = calendar or Calendar()
+    times = query_rows(con, _GROUP_TIMES, calendar.params())
+    out = []
+    for grouping, keys in GROUPINGS.items():
+        last: dict[tuple[Any, ...], datetime] = {}
+        for t in times:
+            k = tuple(t[c] for c in keys)
+            last[k] = max(last.get(k, t["last_at"]), t["last_at"])
+        for g in reconcile(con, (grouping,), calendar, sigma=z_limit):
+            if g["rounds"] < min_rounds or g["z_score"] is None:
+                continue
+            z = float(g["z_score"])
+            out.append({**g, "grouping": grouping, "last_at": last.get(tuple(g[c] for c in keys)),
+                        "flagged": abs(z) > z_limit})
+    return out
+
+
+# --- as anomaly rows ---------------------------------------------------------------------------
+
+
+def _money(cents: Any) -> str:
+    value = Fraction(str(cents)) if not isinstance(cents, int) else Fraction(cents)
+    sign = "-" if value < 0 else ""
+    whole = abs(value)
+    return f"{sign}${float(whole) / 100:,.2f}"
+
+
+def _group_name(g: Row) -> str:
+    if g["grouping"] == "table":
+        return f"Table {g['table_id']}"
+    if g["grouping"] == "day":
+        return f"Gaming day {g['gaming_day']}"
+    return f"Shift {g['shift']} of gaming day {g['gaming_day']}"
+
+
+def statistical_anomalies(con: duckdb.DuckDBPyConnection,
+                          calendar: Calendar | None = None) -> list[Row]:
+    """HOLD_VARIANCE and OUTCOME_FREQUENCY as rows of the anomaly schema."""
+    found: list[Row] = []
+    for g in hold_variance(con, calendar):
+        if not g["flagged"]:
+            continue
+        found.append({
+            "code": "HOLD_VARIANCE", "severity": "low",
+            "table_id": g.get("table_id"), "shoe_id": None, "round_no": None, "seqs": [],
+            "explanation": (
+                f"{_group_name(g)} held {g['hold_pct']}% of {_money(g['handle_cents'])} "
+                f"(net win {_money(g['net_win_cents'])}) against a theoretical "
+                f"{g['theo_hold_pct']}% ({_money(g['theo_win_cents'])}) over {g['rounds']} "
+                f"rounds: z = {g['z_score']}, beyond +/-{HOLD_Z} (1 in 1,000 by chance)"),
+            "rule": HOLD_RULE, "occurred_at": g["last_at"]})
+    for g in outcome_frequency(con):
+        if not g["flagged"]:
+            continue
+        found.append({
+            "code": "OUTCOME_FREQUENCY", "severity": "low", "table_id": g["table_id"],
+            "shoe_id": None, "round_no": None, "seqs": [],
+            "explanation": (
+                f"Table {g['table_id']} ({g['decks']}-deck shoes, {g['rounds']} rounds): outcome "
+                f"frequencies off the combinatorics, chi-square {g['chi_square']} on {g['df']} "
+                f"df, p = {g['p_value']:.2g} < {OUTCOME_ALPHA}; most off: {g['worst']} "
+                f"{g['worst_observed']} seen, {g['worst_expected']} expected"),
+            "rule": FREQUENCY_RULE, "occurred_at": g["last_at"]})
+    return found

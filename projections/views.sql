@@ -1,0 +1,311 @@
+-- pitlog views over the raw `events` table (one row per event; see projections/store.py).
+--
+-- Written for auditors: plain DuckDB SQL, no Python functions, so these views work in any
+-- DuckDB client that opens the file. Rules are cited as in DESIGN.md:
+--   13:47-20.31 (casino nights), 13:69F-6 (casinos), GA (n) (the other gaming authority).
+--
+-- Ordering: within a table, events are ordered by their gapless sequence number `seq`, with
+-- the log offset as a tie-breaker (a table's events all live in one log partition), so every
+-- view is a pure function of the log's contents: a rebuild gives the same rows, bit for bit.
+
+-- A card as surveillance reads it aloud: rank (2..10, J, Q, K, A) then suit: "AS", "10H".
+-- 13:47-20.31(a)2ii: J=11, Q=12, K=13, A=14.
+CREATE OR REPLACE MACRO card_label(rank, suit) AS
+    CASE rank WHEN 11 THEN 'J' WHEN 12 THEN 'Q' WHEN 13 THEN 'K' WHEN 14 THEN 'A'
+              ELSE CAST(rank AS VARCHAR) END || suit;
+
+-- Integer cents as dollars: 2500 -> '$25.00'. Money is never a float.
+CREATE OR REPLACE MACRO dollars(cents) AS
+    CASE WHEN cents < 0 THEN '-' ELSE '' END
+    || printf('$%d.%02d', abs(cents) // 100, abs(cents) % 100);
+
+-- Every event with a readable one-line description, in table order (pitlog replay).
+CREATE OR REPLACE VIEW timeline AS
+SELECT
+    table_id, shoe_id, round_no, seq, occurred_at, recorded_at, actor, event_type,
+    CASE event_type
+        WHEN 'TableOpened' THEN printf('table opened: %s, pays %d/%d/%d/%d, three of a kind %d to 1, wagers %s to %s',
+            profile, pays_spread_1, pays_spread_2, pays_spread_3, pays_spread_4_to_11,
+            pays_three_of_a_kind, dollars(min_wager_cents), dollars(max_wager_cents))
+        WHEN 'TableClosed' THEN 'table closed' || CASE WHEN reason <> '' THEN ': ' || reason ELSE '' END
+        WHEN 'DealerTappedIn' THEN 'dealer ' || dealer_id || ' taps in'
+        WHEN 'DealerTappedOut' THEN 'dealer ' || dealer_id || ' taps out'
+        WHEN 'ShuffleStarted' THEN 'shuffle started (' || lower(method)
+            || coalesce(', device ' || device_id, '') || ')'
+        WHEN 'ShuffleCompleted' THEN 'shuffle completed (' || lower(method)
+            || coalesce(', device ' || device_id, '') || ')'
+        WHEN 'CardsCut' THEN printf('cards cut at %d', "position")
+        WHEN 'CuttingCardPlaced' THEN printf('cutting card placed, %d cards behind it', cards_behind)
+        WHEN 'CardsLoaded' THEN printf('%d deck%s loaded into shoe %s', decks,
+            CASE WHEN decks = 1 THEN '' ELSE 's' END, shoe_id)
+        WHEN 'CardBurned' THEN 'burns ' || card_label(rank, suit)
+            || ' face down to the rack (' || lower(reason) || ')'
+        WHEN 'BurnDisclosed' THEN 'burnt card disclosed: ' || card_label(rank, suit)
+            || coalesce(printf(' (asked by seat %d)', requested_by_seat), '')
+        WHEN 'CuttingCardReached' THEN 'cutting card reached'
+        WHEN 'ShoeClosed' THEN printf('shoe closed, %d cards remaining', cards_remaining)
+        WHEN 'DeviceFaulted' THEN 'device ' || device_id || ' fault: ' || lower(fault)
+            || CASE WHEN detail <> '' THEN ' (' || detail || ')' ELSE '' END
+        WHEN 'CardDrawn' THEN card_label(rank, suit)
+            || CASE WHEN face_up THEN ' face up' ELSE ' face down' END
+            || CASE destination WHEN 'DISCARD_RACK' THEN ' to the discard rack'
+                   ELSE ' to the ' || lower(destination) || ' box' END
+        WHEN 'CardFoundFaceUp' THEN card_label(rank, suit) || ' found face up in the shoe (not used)'
+        WHEN 'CardDrawnInError' THEN card_label(rank, suit) || ' drawn in error (used as the next card)'
+        WHEN 'CardsRacked' THEN 'racks ' || array_to_string(
+            list_transform(cards, lambda c: card_label(c.rank, c.suit)), ' ')
+        WHEN 'Announced' THEN '"' || phrase || '" (' || lower(meaning)
+            || coalesce(' ' || CAST("value" AS VARCHAR), '') || ')'
+        WHEN 'RoundVoided' THEN 'round voided: ' || reason
+        WHEN 'WagerPlaced' THEN printf('seat %d wagers %s (%s)', seat, dollars(amount_cents),
+            replace(lower(instrument), '_', ' '))
+            || CASE WHEN area <> seat THEN printf(' on area %d', area) ELSE '' END
+        WHEN 'WagerChanged' THEN printf('seat %d changes the wager to %s', seat, dollars(amount_cents))
+        WHEN 'WagerRemoved' THEN printf('seat %d removes the wager', seat)
+        WHEN 'RaisePlaced' THEN printf('seat %d raises %s', seat, dollars(amount_cents))
+        WHEN 'VoidOrPlayChosen' THEN printf('seat %d chooses to %s', seat,
+            CASE choice WHEN 'VOID' THEN 'void the round' ELSE 'play the round out' END)
+        WHEN 'WagerSettled' THEN printf('seat %d %s %s', seat,
+            CASE wager_kind WHEN 'RAISE' THEN 'raise' ELSE 'wager' END,
+            CASE outcome
+                WHEN 'WON' THEN printf('won: paid %s at %d to 1', dollars(amount_cents), odds)
+                WHEN 'LOST' THEN printf('lost: %s collected', dollars(amount_cents))
+                ELSE printf('void: %s returned', dollars(amount_cents)) END)
+        WHEN 'EventCorrected' THEN printf('corrects seq %d: %s', corrects_seq, reason)
+        ELSE event_type
+    END AS description,
+    log_partition, log_offset
+FROM events
+ORDER BY table_id, seq, log_offset;
+
+-- Every card that entered the discard rack, in rack order, per shoe (13:47-20.31(d)15; GA (12)):
+-- burns (13:47-20.31(d)1, face down to the rack), cards found face up in the shoe
+-- (13:47-20.31(g)1, not used, to the rack), and each round's cards in the order the dealer
+-- actually racked them (CardsRacked). A hand is read back by its round_no.
+CREATE OR REPLACE VIEW rack AS
+WITH entries AS (
+    SELECT table_id, shoe_id, NULL::INTEGER AS round_no, 'burn' AS source, rank, suit,
+           seq, log_offset, 1::BIGINT AS card_index, occurred_at
+    FROM events WHERE event_type = 'CardBurned'
+    UNION ALL
+    SELECT table_id, shoe_id, round_no, 'face_up', rank, suit,
+           seq, log_offset, 1::BIGINT, occurred_at
+    FROM events WHERE event_type = 'CardFoundFaceUp'
+    UNION ALL
+    -- unnest in the select list (not a lateral join), so that a filter on the table and shoe
+    -- is pushed down to the scan of events.
+    SELECT table_id, shoe_id, round_no, 'round', card.rank, card.suit,
+           seq, log_offset, card_index, occurred_at
+    FROM (SELECT table_id, shoe_id, round_no, seq, log_offset, occurred_at,
+                 unnest(cards) AS card, generate_subscripts(cards, 1) AS card_index
+          FROM events WHERE event_type = 'CardsRacked')
+)
+SELECT
+    table_id, shoe_id,
+    row_number() OVER (PARTITION BY table_id, shoe_id
+                       ORDER BY seq, log_offset, card_index) AS rack_position,
+    round_no, source, rank, suit, card_label(rank, suit) AS card,
+    seq, card_index, occurred_at
+FROM entries
+ORDER BY table_id, shoe_id, rack_position;
+
+-- One row per round. The dealer is the one whose DealerTappedIn is the table's latest at or
+-- before the round's first event. The left and right cards are the first drawn to those boxes;
+-- the middle card is the LAST drawn to the middle box, since a third card exposed before
+-- "Raises closed" is discarded and replaced (13:47-20.31(g)3).
+CREATE OR REPLACE VIEW rounds AS
+WITH per_round AS (
+    SELECT
+        table_id, shoe_id, round_no,
+        min(occurred_at) AS started_at, max(occurred_at) AS ended_at,
+        min(seq) AS first_seq, max(seq) AS last_seq, count(*) AS events,
+        arg_min(rank, (seq, log_offset)) FILTER (event_type = 'CardDrawn' AND destination = 'LEFT') AS left_rank,
+        arg_min(suit, (seq, log_offset)) FILTER (event_type = 'CardDrawn' AND destination = 'LEFT') AS left_suit,
+        arg_min(rank, (seq, log_offset)) FILTER (event_type = 'CardDrawn' AND destination = 'RIGHT') AS right_rank,
+        arg_min(suit, (seq, log_offset)) FILTER (event_type = 'CardDrawn' AND destination = 'RIGHT') AS right_suit,
+        arg_max(rank, (seq, log_offset)) FILTER (event_type = 'CardDrawn' AND destination = 'MIDDLE') AS middle_rank,
+        arg_max(suit, (seq, log_offset)) FILTER (event_type = 'CardDrawn' AND destination = 'MIDDLE') AS middle_suit,
+        count(*) FILTER (event_type = 'CardDrawn' AND destination = 'MIDDLE') AS middle_cards_drawn,
+        string_agg(phrase, ' | ' ORDER BY seq, log_offset) FILTER (event_type = 'Announced') AS announcements,
+        list(meaning ORDER BY seq, log_offset) FILTER (event_type = 'Announced') AS announced,
+        count(*) FILTER (event_type = 'RoundVoided') > 0 AS voided
+    FROM events
+    WHERE round_no IS NOT NULL
+    GROUP BY table_id, shoe_id, round_no
+),
+dealer_taps AS (
+    SELECT table_id, seq, dealer_id FROM events WHERE event_type = 'DealerTappedIn'
+),
+classified AS (
+    SELECT
+        r.*, t.dealer_id AS dealer,
+        -- 13:47-20.31(d)7-8, (d)11; GA (5), (6), (9)-(10)
+        CASE WHEN left_rank IS NULL OR right_rank IS NULL THEN NULL
+             WHEN left_rank = right_rank THEN 'pair'
+             WHEN abs(left_rank - right_rank) = 1 THEN 'consecutive'
+             ELSE 'spread' END AS kind,
+        CASE WHEN abs(left_rank - right_rank) >= 2 THEN abs(left_rank - right_rank) - 1 END AS spread
+    FROM per_round AS r
+    ASOF LEFT JOIN dealer_taps AS t ON r.table_id = t.table_id AND r.first_seq >= t.seq
+)
+SELECT
+    table_id, shoe_id, round_no, started_at, ended_at, dealer,
+    left_rank, left_suit, card_label(left_rank, left_suit) AS left_card,
+    right_rank, right_suit, card_label(right_rank, right_suit) AS right_card,
+    middle_rank, middle_suit, card_label(middle_rank, middle_suit) AS middle_card,
+    middle_cards_drawn, kind, spread, announcements, announced, voided,
+    -- The players' result, from the cards (settlements are judged against it elsewhere):
+    CASE WHEN voided THEN 'void'                   -- 13:69F-34.16(n) by analogy: a voided round
+         WHEN kind IS NULL THEN NULL               -- the first two cards are not both out
+         WHEN kind = 'consecutive' THEN 'void'     -- 13:47-20.31(d)7: tie hand, wagers returned
+         WHEN middle_rank IS NULL THEN NULL        -- no third card (yet)
+         WHEN kind = 'pair' THEN CASE WHEN middle_rank = left_rank
+                                      THEN 'won'   -- (d)9: three of a kind
+                                      ELSE 'void' END  -- (d)10: no three of a kind, tie hand
+         -- (d)14; GA (11)(a): strictly between wins; equal to either card loses.
+         WHEN middle_rank > least(left_rank, right_rank)
+              AND middle_rank < greatest(left_rank, right_rank) THEN 'won'
+         ELSE 'lost' END AS outcome,
+    first_seq, last_seq, events
+FROM classified
+ORDER BY table_id, shoe_id, round_no;
+
+-- One row per shoe. Dealers are listed in the order they first dealt or tapped in.
+CREATE OR REPLACE VIEW shoes AS
+WITH per_shoe AS (
+    SELECT
+        table_id, shoe_id,
+        arg_min(decks, (seq, log_offset)) FILTER (event_type = 'CardsLoaded') AS decks,
+        min(occurred_at) AS opened_at,
+        min(occurred_at) FILTER (event_type = 'CardsLoaded') AS loaded_at,
+        min(occurred_at) FILTER (event_type = 'ShoeClosed') AS closed_at,
+        count(DISTINCT round_no) AS rounds,
+        count(*) FILTER (event_type = 'CardDrawn') AS cards_dealt,
+        count(*) FILTER (event_type = 'CardBurned') AS burns,
+        count(*) FILTER (event_type = 'CardFoundFaceUp') AS cards_found_face_up,
+        min(occurred_at) FILTER (event_type = 'CuttingCardReached') AS cutting_card_reached_at,
+        arg_min(cards_remaining, (seq, log_offset)) FILTER (event_type = 'ShoeClosed') AS cards_remaining,
+        min(seq) AS first_seq, max(seq) AS last_seq, count(*) AS events
+    FROM events
+    WHERE shoe_id IS NOT NULL
+    GROUP BY table_id, shoe_id
+),
+shoe_dealers AS (
+    SELECT table_id, shoe_id, list(dealer ORDER BY first_seq, dealer) AS dealers
+    FROM (
+        SELECT table_id, shoe_id, dealer, min(at_seq) AS first_seq
+        FROM (
+            SELECT table_id, shoe_id, dealer, first_seq AS at_seq
+            FROM rounds WHERE dealer IS NOT NULL AND shoe_id IS NOT NULL
+            UNION ALL
+            SELECT table_id, shoe_id, dealer_id, seq
+            FROM events WHERE event_type = 'DealerTappedIn' AND shoe_id IS NOT NULL
+        )
+        GROUP BY table_id, shoe_id, dealer
+    )
+    GROUP BY table_id, shoe_id
+)
+SELECT
+    s.table_id, s.shoe_id, decks, opened_at, loaded_at, closed_at, rounds, cards_dealt, burns,
+    cards_found_face_up, cutting_card_reached_at, cards_remaining,
+    coalesce(d.dealers, []::VARCHAR[]) AS dealers, first_seq, last_seq, events
+FROM per_shoe AS s LEFT JOIN shoe_dealers AS d USING (table_id, shoe_id)
+ORDER BY s.table_id, s.opened_at, s.shoe_id;
+
+-- One row per settlement (WagerSettled). `amount_cents` is paid if WON, collected if LOST,
+-- returned if VOID; the three money columns split it for reconciliation.
+CREATE OR REPLACE VIEW settlements AS
+SELECT
+    table_id, shoe_id, round_no, seat, area, wager_kind, outcome, amount_cents, odds,
+    CASE WHEN outcome = 'WON' THEN amount_cents ELSE 0 END AS paid_cents,
+    CASE WHEN outcome = 'LOST' THEN amount_cents ELSE 0 END AS collected_cents,
+    CASE WHEN outcome = 'VOID' THEN amount_cents ELSE 0 END AS returned_cents,
+    seq, occurred_at, actor, log_partition, log_offset
+FROM events
+WHERE event_type = 'WagerSettled'
+ORDER BY table_id, seq, log_offset;
+
+-- One row per wager (ORIGINAL) and per raise (RAISE) per seat, area and round, with its
+-- settlement. `amount_cents` is the wager as it stood at its decision: the last placed or
+-- changed amount, or 0 if it was removed afterwards; raises on one area are summed.
+CREATE OR REPLACE VIEW wagers AS
+WITH originals AS (
+    SELECT
+        table_id, shoe_id, round_no, seat, area, 'ORIGINAL' AS wager_kind,
+        arg_min(player_id, (seq, log_offset)) FILTER (event_type = 'WagerPlaced') AS player_id,
+        arg_min(instrument, (seq, log_offset)) FILTER (event_type = 'WagerPlaced') AS instrument,
+        arg_min(amount_cents, (seq, log_offset)) FILTER (event_type = 'WagerPlaced') AS placed_cents,
+        arg_max(amount_cents, (seq, log_offset)) FILTER (event_type <> 'WagerRemoved') AS last_cents,
+        max(seq) FILTER (event_type <> 'WagerRemoved') AS last_set_seq,
+        max(seq) FILTER (event_type = 'WagerRemoved') AS removed_seq,
+        min(seq) AS first_seq,
+        min(occurred_at) AS placed_at,
+        count(*) FILTER (event_type = 'WagerChanged') AS changes,
+        count(*) FILTER (event_type = 'WagerPlaced') AS placements
+    FROM events
+    WHERE event_type IN ('WagerPlaced', 'WagerChanged', 'WagerRemoved')
+    GROUP BY table_id, shoe_id, round_no, seat, area
+),
+raises AS (
+    SELECT
+        table_id, shoe_id, round_no, seat, area, 'RAISE' AS wager_kind,
+        sum(amount_cents)::BIGINT AS placed_cents, min(seq) AS first_seq,
+        min(occurred_at) AS placed_at, count(*) AS placements
+    FROM events
+    WHERE event_type = 'RaisePlaced'
+    GROUP BY table_id, shoe_id, round_no, seat, area
+),
+all_wagers AS (
+    SELECT table_id, shoe_id, round_no, seat, area, wager_kind, player_id, instrument,
+           placed_cents,
+           CASE WHEN removed_seq > last_set_seq THEN 0 ELSE last_cents END AS amount_cents,
+           coalesce(removed_seq > last_set_seq, false) AS removed,
+           changes, placements, first_seq, placed_at
+    FROM originals
+    UNION ALL
+    SELECT r.table_id, r.shoe_id, r.round_no, r.seat, r.area, r.wager_kind, o.player_id,
+           NULL, r.placed_cents, r.placed_cents, false, 0, r.placements, r.first_seq,
+           r.placed_at
+    FROM raises AS r LEFT JOIN originals AS o USING (table_id, shoe_id, round_no, seat, area)
+),
+settled AS (
+    SELECT table_id, shoe_id, round_no, seat, area, wager_kind,
+           count(*) AS settlements,
+           arg_max(outcome, (seq, log_offset)) AS settled_outcome,
+           arg_max(amount_cents, (seq, log_offset)) AS settled_cents,
+           arg_max(odds, (seq, log_offset)) AS settled_odds
+    FROM settlements
+    GROUP BY table_id, shoe_id, round_no, seat, area, wager_kind
+)
+SELECT w.*, coalesce(s.settlements, 0) AS settlements, s.settled_outcome, s.settled_cents,
+       s.settled_odds
+FROM all_wagers AS w
+LEFT JOIN settled AS s USING (table_id, shoe_id, round_no, seat, area, wager_kind)
+ORDER BY table_id, shoe_id, round_no, seat, area, wager_kind;
+
+-- Per round, the cards as dealt (every card drawn from the shoe in the round, in order) next
+-- to the cards as racked (13:47-20.31(d)15: "in order", so the two should be equal).
+CREATE OR REPLACE VIEW hands AS
+WITH dealt AS (
+    SELECT table_id, shoe_id, round_no,
+           list(card_label(rank, suit) ORDER BY seq, log_offset) AS dealt_cards
+    FROM events
+    WHERE event_type = 'CardDrawn' AND round_no IS NOT NULL
+    GROUP BY table_id, shoe_id, round_no
+),
+racked AS (
+    SELECT table_id, shoe_id, round_no,
+           list(card ORDER BY rack_position) AS racked_cards,
+           min(rack_position) AS first_rack_position,
+           max(rack_position) AS last_rack_position
+    FROM rack
+    WHERE source = 'round'
+    GROUP BY table_id, shoe_id, round_no
+)
+SELECT
+    table_id, shoe_id, round_no,
+    array_to_string(dealt_cards, ' ') AS dealt, array_to_string(racked_cards, ' ') AS racked,
+    coalesce(dealt_cards IS NOT DISTINCT FROM racked_cards, false) AS racked_in_dealing_order,
+    dealt_cards, racked_cards, first_rack_position, last_rack_position
+FROM dealt FULL OUTER JOIN racked USING (table_id, shoe_id, round_no)
+ORDER BY table_id, shoe_id, round_no;

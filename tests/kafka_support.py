@@ -1,0 +1,117 @@
+"""Helpers for the tests that need a real Kafka broker (tools/kafka_broker.py), and content
+digests of a DuckDB file to compare projections.
+
+No mocks (STYLE, idiom 9): every Kafka test talks to a real single-node KRaft broker, either the
+one CI started (PITLOG_KAFKA_BOOTSTRAP) or one this pytest session starts for itself.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import duckdb
+from kafka import KafkaProducer
+
+# tools/ is not a package. Import it under the plain name "kafka_broker", like
+# test_kafka_broker.py, so the whole session shares one registry of the JVMs it launched.
+TOOLS_DIR = Path(__file__).resolve().parent.parent / "tools"
+if str(TOOLS_DIR) not in sys.path:
+    sys.path.insert(0, str(TOOLS_DIR))
+import kafka_broker as kb  # noqa: E402
+
+BOOTSTRAP_ENV = "PITLOG_KAFKA_BOOTSTRAP"
+# Columns that differ between two correct projections of the same events: where a record sits
+# in the log (partitioners differ between backends) and when a record was quarantined.
+POSITION_COLUMNS = ("log_partition", "log_offset")
+WALL_CLOCK_COLUMNS = ("quarantined_at",)
+
+
+@contextmanager
+def session_bootstrap(state_dir: Path) -> Iterator[str]:
+    """The broker CI started (PITLOG_KAFKA_BOOTSTRAP), else a fresh one in `state_dir` that is
+    stopped on exit."""
+    reused = os.environ.get(BOOTSTRAP_ENV)
+    if reused:
+        yield reused
+        return
+    broker = kb.start_broker(state_dir, timeout_s=120)
+    try:
+        yield broker.bootstrap
+    finally:
+        broker.stop()
+
+
+@contextmanager
+def dedicated_broker(state_dir: Path) -> Iterator[kb.Broker]:
+    """A broker of the test's own, for tests that stop or restart it."""
+    broker = kb.start_broker(state_dir, timeout_s=120)
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+def topic_for(test_name: str) -> str:
+    """A fresh topic per test: its name plus a random suffix (STYLE, idiom 10). Kafka allows
+    [a-zA-Z0-9._-] up to 249 characters."""
+    base = re.sub(r"[^a-zA-Z0-9._-]+", "-", test_name).strip("-")[:180]
+    return f"pitlog.test.{base}.{uuid.uuid4().hex[:8]}"
+
+
+def produce_raw(bootstrap: str, topic: str,
+                items: Sequence[tuple[bytes | None, bytes]]) -> list[tuple[int, int]]:
+    """Write with bare kafka-python, as a foreign or broken producer would; (partition, offset)
+    of each."""
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
+    try:
+        futures = [producer.send(topic, key=k, value=v) for k, v in items]
+        producer.flush(timeout=60)
+        return [(m.partition, m.offset) for m in (f.get(timeout=0) for f in futures)]
+    finally:
+        producer.close()
+
+
+def relations(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Every table and view the projector's DDL made in the main schema, sorted."""
+    return [name for (name,) in con.execute(
+        "SELECT table_name FROM information_schema.tables "
+        "WHERE table_schema = 'main' ORDER BY table_name").fetchall()]
+
+
+def relation_digest(con: duckdb.DuckDBPyConnection, relation: str,
+                    columns: Sequence[str]) -> tuple[int, str]:
+    """(row count, MD5 over the sorted MD5s of each row's `columns`) of a table, view or
+    subquery: the same contents give the same digest, whatever the row order."""
+    cols = ", ".join(f'"{c}"' for c in columns)
+    ((count, digest),) = con.execute(
+        f"SELECT count(*), coalesce(md5(string_agg(h, '' ORDER BY h)), '') FROM "
+        f"(SELECT md5(CAST(row({cols}) AS VARCHAR)) AS h FROM {relation})").fetchall()
+    return int(count), str(digest)
+
+
+def content_digests(db: Path, *, exclude: Sequence[str] = WALL_CLOCK_COLUMNS,
+                    skip: Sequence[str] = ()) -> dict[str, tuple[int, str]]:
+    """(row count, MD5 over the sorted MD5s of each row) of every table and view, without the
+    `exclude`d columns: equal digests mean equal contents, whatever the row order."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        con.execute("SET TimeZone = 'UTC'")  # timestamps render the same in every session
+        out: dict[str, tuple[int, str]] = {}
+        for name in relations(con):
+            if name in skip:
+                continue
+            columns = [c for (c,) in con.execute(
+                "SELECT column_name FROM information_schema.columns "
+                "WHERE table_schema = 'main' AND table_name = ? ORDER BY ordinal_position",
+                [name]).fetchall() if c not in exclude]
+            count, digest = relation_digest(con, f'"{name}"', columns)
+            out[name] = (count, digest)
+        return out
+    finally:
+        con.close()

@@ -1,0 +1,125 @@
+"""The command line: help everywhere, one-line errors, machine-readable output."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.main import get_command
+from typer.testing import CliRunner
+
+from cli.app import app
+
+runner = CliRunner()
+PITLOG = [sys.executable, "-m", "cli.app"]
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _commands() -> list[str]:
+    group = get_command(app)
+    return sorted(group.commands)  # type: ignore[attr-defined]
+
+
+def test_core_commands_exist() -> None:
+    assert {"demo", "simulate", "project", "shoes", "replay", "theo"} <= set(_commands())
+
+
+@pytest.mark.parametrize("command", _commands())
+def test_every_command_has_help_with_an_example(command: str) -> None:
+    result = runner.invoke(app, [command, "--help"])
+    assert result.exit_code == 0, result.output
+    assert "Example: pitlog " + command in " ".join(result.output.split())
+
+
+def test_theo_json_gives_the_exact_single_deck_house_edge() -> None:
+    result = runner.invoke(app, ["theo", "--decks", "1", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.output)
+    assert rows[0]["exact"] == "1523/16575" and rows[0]["percent"] == "9.1885%"
+
+
+def test_theo_csv_with_raising_from_seven() -> None:
+    result = runner.invoke(app, ["theo", "--decks", "6", "--raise-from", "7", "--format", "csv"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0] == "decks,raise_from,measure,exact,percent"
+    assert lines[1] == "6,7,house edge per original wager,17533/626665,2.7978%"
+
+
+def _run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*PITLOG, *args], capture_output=True, text=True, cwd=cwd or REPO,
+                          timeout=120)
+
+
+def test_bad_argument_is_one_error_line_and_exit_code_1() -> None:
+    proc = _run("theo", "--decks", "nine")
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("Error: ") and len(proc.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in proc.stderr + proc.stdout
+
+
+def test_unknown_profile_is_an_error_before_anything_is_written(tmp_path: Path) -> None:
+    proc = _run("simulate", "--profile", "atlantis", "--log", str(tmp_path / "log"))
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("Error: ") and "atlantis" in proc.stderr
+    assert not (tmp_path / "log").exists()
+
+
+def test_replay_of_a_missing_database_is_an_error_line(tmp_path: Path) -> None:
+    proc = _run("replay", "T01-S0001", "--db", str(tmp_path / "nothing.duckdb"))
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("Error: ") and "Traceback" not in proc.stderr
+
+
+def test_simulate_then_project_then_shoes_and_replay(tmp_path: Path) -> None:
+    log, db = str(tmp_path / "log"), str(tmp_path / "v.duckdb")
+    sim = _run("simulate", "--tables", "2", "--rounds", "30", "--log", log, "--format", "json")
+    assert sim.returncode == 0, sim.stderr
+    summary = json.loads(sim.stdout)[0]
+    assert summary["tables"] == 2 and summary["rounds"] == 60
+    proj = _run("project", "--log", log, "--db", db, "--format", "json")
+    assert proj.returncode == 0, proj.stderr
+    assert json.loads(proj.stdout)[0]["events"] == summary["events"]
+    shoes = json.loads(_run("shoes", "--db", db, "--format", "json").stdout)
+    assert {s["table_id"] for s in shoes} == {"T01", "T02"}
+    replay = _run("replay", shoes[0]["shoe_id"], "--db", db, "--format", "json")
+    assert replay.returncode == 0, replay.stderr
+    rows = json.loads(replay.stdout)
+    assert rows[0]["section"] == "event" and rows[0]["event_type"] == "ShuffleStarted"
+    hands = [r for r in rows if r["section"] == "hand"]
+    assert hands[0]["source"] == "burn" and hands[1]["source"] == "round"
+    assert hands[1]["racked"] == hands[1]["dealt"]
+
+
+def readme_commands() -> list[str]:
+    """The README's first two commands: the first code block's lines."""
+    text = (REPO / "README.md").read_text()
+    block = text.split("```", 2)[1]
+    lines = [ln.strip() for ln in block.splitlines()[1:] if ln.strip() and not ln.startswith("#")]
+    return lines[:2]
+
+
+def test_readme_opens_with_the_demo_and_the_test_command() -> None:
+    demo, tests = readme_commands()
+    assert demo.endswith("pitlog demo")
+    assert tests == ".venv/bin/python -m pytest"
+    ci = (REPO / ".ci" / "run").read_text()
+    assert "\n.venv/bin/python -m pytest || status=$?\n" in ci  # CI runs the README's tests
+
+
+def test_readme_demo_command_runs_on_the_embedded_default(tmp_path: Path) -> None:
+    demo, _ = readme_commands()
+    # The setup part (venv + pip install) is what .ci/run does; the demo part runs verbatim,
+    # with this interpreter's installed `pitlog`, in an empty folder.
+    invocation = demo.rsplit("&&", 1)[1].split()
+    assert invocation[0].endswith("pitlog") and invocation[1:] == ["demo"]
+    pitlog = Path(sys.executable).parent / "pitlog"
+    proc = subprocess.run([str(pitlog), *invocation[1:]], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "Simulated 400 rounds at 4 tables" in proc.stdout
+    assert (tmp_path / "pitlog-data" / "pitlog.duckdb").exists()
+    assert "Traceback" not in proc.stderr

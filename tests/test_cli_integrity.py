@@ -1,0 +1,108 @@
+"""`pitlog ingest` and `pitlog verify` as a user runs them: exit codes, `Error:` lines, output."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from events.embedded_log import EmbeddedLog
+
+PITLOG = [sys.executable, "-m", "cli.app"]
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = REPO / "examples"
+
+
+def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*PITLOG, *args], capture_output=True, text=True, cwd=REPO,
+                          input=stdin, timeout=120, env={"PATH": "/usr/bin:/bin",
+                                                         "PYTHONPATH": str(REPO)})
+
+
+def test_ingest_of_the_example_records_every_line_and_exits_0(tmp_path: Path) -> None:
+    log = tmp_path / "data" / "log"
+    proc = run("ingest", str(EXAMPLES / "devices.jsonl"), "--log", str(log), "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    (row,) = json.loads(proc.stdout)
+    assert (row["lines"], row["recorded"], row["rejected"], row["tables"]) == (21, 21, 0, 1)
+    assert row["quarantine"] == str(tmp_path / "data" / "log-quarantine.jsonl")
+    assert proc.stderr == ""
+
+
+def test_ingest_reports_each_bad_line_quarantines_it_and_exits_1(tmp_path: Path) -> None:
+    log = tmp_path / "data" / "log"
+    proc = run("ingest", str(EXAMPLES / "bad-devices.jsonl"), "--log", str(log),
+               "--format", "json")
+    assert proc.returncode == 1
+    errors = proc.stderr.splitlines()
+    assert [e.split(";")[0] for e in errors[:6]] == [
+        "Error: line 2: malformed JSON (Expecting ',' delimiter at column 125)",
+        'Error: line 3: unknown event type "CardTeleported"',
+        "Error: line 4: invalid card: rank 15 is not 2..14",
+        'Error: line 5: invalid card: suit "X" is not one of S, H, D, C',
+        "Error: line 6: missing field 'suit' for CardDrawn",
+        "Error: line 8: sequence out of order: SHOE-9 seq 6 for table T09 after seq 7",
+    ]
+    quarantine = tmp_path / "data" / "log-quarantine.jsonl"
+    assert errors[6] == (f"Error: 6 of 9 lines rejected; they are in {quarantine} with their "
+                         f"reasons: fix and resend them")
+    assert "Traceback" not in proc.stderr
+    assert [json.loads(x)["line"] for x in quarantine.read_text().splitlines()] == [2, 3, 4, 5,
+                                                                                   6, 8]
+    (row,) = json.loads(proc.stdout)
+    assert (row["recorded"], row["rejected"]) == (3, 6)
+
+
+def test_ingest_reads_standard_input_with_a_dash(tmp_path: Path) -> None:
+    lines = (EXAMPLES / "devices.jsonl").read_text().splitlines()[:4]
+    proc = run("ingest", "-", "--log", str(tmp_path / "log"), "--format", "csv",
+               stdin="\n".join(lines) + "\n")
+    assert proc.returncode == 0, proc.stderr
+    header, row = proc.stdout.splitlines()
+    assert header.startswith("source,lines,recorded,rejected")
+    assert row.startswith("<stdin>,4,4,0")
+
+
+def test_ingest_of_a_missing_file_is_one_error_line(tmp_path: Path) -> None:
+    proc = run("ingest", str(tmp_path / "nope.jsonl"), "--log", str(tmp_path / "log"))
+    assert proc.returncode == 1
+    assert proc.stderr == (f"Error: no file {tmp_path / 'nope.jsonl'}: pass a JSON lines file, "
+                           f"or - for stdin\n")
+
+
+def test_verify_of_a_clean_log_exits_0_with_a_row_per_table(tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    assert run("ingest", str(EXAMPLES / "devices.jsonl"), "--log", str(log)).returncode == 0
+    proc = run("verify", "--log", str(log), "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    (row,) = json.loads(proc.stdout)
+    assert (row["kind_of_row"], row["table"], row["events"], row["first_seq"], row["last_seq"],
+            row["status"]) == ("table", "T07", 21, 1, 21, "ok")
+
+
+def test_verify_of_a_tampered_log_locates_it_and_exits_1(tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    run("ingest", str(EXAMPLES / "devices.jsonl"), "--log", str(log))
+    embedded = EmbeddedLog(log)
+    (partition,) = [p for p, n in embedded.end_offsets().items() if n]
+    path, _ = embedded.segment_position(partition, 10)  # seq 11: a CardDrawn
+    _, end = embedded.segment_position(partition, 11)
+    data = bytearray(path.read_bytes())
+    data[end - 33] ^= 0x20  # its last byte before the hash: shoe_position 2 becomes 18
+    path.write_bytes(bytes(data))
+    proc = run("verify", "--log", str(log), "--format", "json")
+    assert proc.returncode == 1
+    rows = json.loads(proc.stdout)
+    anomalies = [r for r in rows if r["kind_of_row"] == "anomaly"]
+    assert [(a["code"], a["kind"], a["partition"], a["offset"], a["expected_seq"])
+            for a in anomalies] == [("CHAIN_BROKEN", "altered", partition, 10, 11)]
+    assert [r["status"] for r in rows if r["kind_of_row"] == "table"] == ["broken"]
+
+
+def test_verify_of_a_missing_log_is_an_error_and_creates_nothing(tmp_path: Path) -> None:
+    proc = run("verify", "--log", str(tmp_path / "absent"))
+    assert proc.returncode == 1
+    assert proc.stderr == (f"Error: no event log at {tmp_path / 'absent'}: pass --log or set "
+                           f"PITLOG_LOG\n")
+    assert not (tmp_path / "absent").exists()

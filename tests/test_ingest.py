@@ -1,0 +1,274 @@
+"""Device ingestion: good lines become events; each bad line is refused with its line number
+and reason, and quarantined; big inputs stream in bounded memory (docs/ingest.md)."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import multiprocessing as mp
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from events import codec, model
+from events.embedded_log import EmbeddedLog
+from events.ingest import (
+    MAX_LINE_BYTES,
+    BadLine,
+    LineRejected,
+    default_quarantine,
+    ingest,
+    parse_line,
+)
+from events.verify import verify_log
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def card_line(seq: int, *, table: str = "T09", actor: str = "SHOE-9",
+              **over: Any) -> dict[str, Any]:
+    line = {"type": "CardDrawn", "table": table, "shoe": f"{table}-S0001", "round": 1,
+            "seq": seq, "at": "2026-11-28T22:00:01.250Z", "actor": actor, "rank": 12,
+            "suit": "H", "face_up": True, "destination": "MIDDLE"}
+    line.update(over)
+    return line
+
+
+def run(tmp_path: Path, text: str | bytes, **kw: Any) -> tuple[Any, list[BadLine], EmbeddedLog]:
+    log = EmbeddedLog(tmp_path / "log", partitions=2)
+    bad: list[BadLine] = []
+    data = text.encode() if isinstance(text, str) else text
+    report = ingest(io.BytesIO(data), log, source="test", quarantine=tmp_path / "q.jsonl",
+                    on_reject=bad.append, **kw)
+    return report, bad, log
+
+
+def events_of(log: EmbeddedLog) -> list[model.Envelope]:
+    return sorted((codec.decode(r.value) for b in log.read() for r in b),
+                  key=lambda e: (e.table_id, e.seq))
+
+
+def test_the_example_file_is_recorded_line_for_line(tmp_path: Path) -> None:
+    text = (EXAMPLES / "devices.jsonl").read_text()
+    report, bad, log = run(tmp_path, text)
+    assert (report.lines, report.recorded, report.rejected, report.exit_code) == (21, 21, 0, 0)
+    assert bad == [] and not (tmp_path / "q.jsonl").exists()
+    events = events_of(log)
+    lines = [json.loads(x) for x in text.splitlines()]
+    assert [e.seq for e in events] == list(range(1, 22))  # the table's gapless seq, in file order
+    assert [e.event_type for e in events] == [x["type"] for x in lines]
+    assert [e.actor for e in events] == [x["actor"] for x in lines]
+    drawn = [e for e in events if isinstance(e.event, model.CardDrawn)]
+    cards = [e.event for e in drawn if isinstance(e.event, model.CardDrawn)]
+    assert [(c.rank, c.suit, c.destination, c.shoe_position) for c in cards] == [
+        (4, model.Suit.HEARTS, model.Box.LEFT, 2), (10, model.Suit.SPADES, model.Box.RIGHT, 3),
+        (8, model.Suit.DIAMONDS, model.Box.MIDDLE, 4)]
+    assert drawn[2].occurred_at == datetime(2026, 11, 28, 21, 3, 3, 120000, tzinfo=UTC)
+    assert drawn[2].round_no == 1 and drawn[2].shoe_id == "T07-S0003"
+    assert verify_log(log).ok
+
+
+def test_the_bad_example_refuses_each_bad_line_and_records_the_rest(tmp_path: Path) -> None:
+    raw_lines = (EXAMPLES / "bad-devices.jsonl").read_text().splitlines()
+    report, bad, log = run(tmp_path, "\n".join(raw_lines) + "\n")
+    assert [(b.line, b.reason) for b in bad] == [
+        (2, "malformed JSON (Expecting ',' delimiter at column 125)"),
+        (3, 'unknown event type "CardTeleported"'),
+        (4, "invalid card: rank 15 is not 2..14"),
+        (5, 'invalid card: suit "X" is not one of S, H, D, C'),
+        (6, "missing field 'suit' for CardDrawn"),
+        (8, "sequence out of order: SHOE-9 seq 6 for table T09 after seq 7"),
+    ]
+    assert (report.recorded, report.rejected, report.exit_code) == (3, 6, 1)
+    assert report.device_seq_gaps == 1  # SHOE-9 jumped from 1 to 7 (its lines 2-6 refused)
+    assert [(e.seq, e.event.rank) for e in events_of(log)] == [(1, 9), (2, 12), (3, 5)]  # type: ignore[union-attr]
+    quarantined = [json.loads(x) for x in (tmp_path / "q.jsonl").read_text().splitlines()]
+    assert [(q["source"], q["line"], q["raw"], q["reason"]) for q in quarantined] == [
+        ("test", b.line, raw_lines[b.line - 1], b.reason) for b in bad]
+
+
+@pytest.mark.parametrize(("line", "reason"), [
+    ("not json", "malformed JSON (Expecting value at column 1)"),
+    ("[1, 2]", "a line must be a JSON object, not list"),
+    (json.dumps({k: v for k, v in card_line(1).items() if k != "type"}), "missing field 'type'"),
+    (json.dumps(card_line(1, type="CardDrawnX")), 'unknown event type "CardDrawnX"'),
+    (json.dumps(card_line(1, type=7)), "unknown event type 7"),
+    (json.dumps({k: v for k, v in card_line(1).items() if k != "at"}),
+     "missing field 'at' for CardDrawn"),
+    (json.dumps({k: v for k, v in card_line(1).items() if k != "face_up"}),
+     "missing field 'face_up' for CardDrawn"),
+    (json.dumps(card_line(1, colour="red")), "unknown field 'colour' for CardDrawn"),
+    (json.dumps(card_line(1, rank=15)), "invalid card: rank 15 is not 2..14"),
+    (json.dumps(card_line(1, rank=1)), "invalid card: rank 1 is not 2..14"),
+    (json.dumps(card_line(1, rank="12")), "field 'rank' must be an integer, not \"12\""),
+    (json.dumps(card_line(1, rank=12.0)), "field 'rank' must be an integer, not 12.0"),
+    (json.dumps(card_line(1, suit="X")), 'invalid card: suit "X" is not one of S, H, D, C'),
+    (json.dumps(card_line(1, face_up=1)), "field 'face_up' must be true or false, not 1"),
+    (json.dumps(card_line(1, destination="TOP")),
+     'destination "TOP" is not one of LEFT, RIGHT, MIDDLE, DISCARD_RACK'),
+    (json.dumps(card_line(1, shoe_position=2**31)),
+     "field 'shoe_position' is 2147483648, outside the int range"),
+    (json.dumps(card_line(1, suit=None)), "field 'suit' may not be null"),
+    (json.dumps(card_line(0)), "seq 0 is below 1"),
+    (json.dumps(card_line(True)), "field 'seq' must be an integer, not true"),
+    (json.dumps(card_line(1, at="yesterday")), 'field \'at\' is not a time: "yesterday"'),
+    (json.dumps(card_line(1, at="2026-11-28T22:00:01")),
+     'field \'at\' has no time zone: "2026-11-28T22:00:01"'),
+    (json.dumps(card_line(1, table="")), 'table id "" must be 1 to 64 characters'),
+    (json.dumps({**card_line(1), "actor": 7}), "field 'actor' must be a string, not 7"),
+    (json.dumps({"type": "CardsRacked", "table": "T1", "seq": 1, "at": "2026-11-28T22:00:01Z",
+                 "actor": "D-1", "cards": [{"rank": 2, "suit": "Z"}]}),
+     'invalid card: suit "Z" is not one of S, H, D, C'),
+    (json.dumps({"type": "CardsRacked", "table": "T1", "seq": 1, "at": "2026-11-28T22:00:01Z",
+                 "actor": "D-1", "cards": ["QH"]}), 'invalid card in \'cards\': "QH"'),
+])
+def test_a_structurally_bad_line_is_refused_with_its_reason(line: str, reason: str) -> None:
+    with pytest.raises(LineRejected) as exc:
+        parse_line(line)
+    assert exc.value.reason == reason
+    assert exc.value.hint  # and always says what to do
+
+
+def test_a_line_that_breaks_a_game_rule_is_still_recorded(tmp_path: Path) -> None:
+    # DESIGN principle 1: a raise after "Raises closed" and a call bet are structurally fine;
+    # the read side flags them (LATE_RAISE, CALL_BET).
+    base = {"table": "T01", "at": "2026-11-28T22:00:01Z", "actor": "TERM-1", "round": 4}
+    lines = [
+        {**base, "seq": 1, "type": "Announced", "phrase": "Raises closed",
+         "meaning": "RAISES_CLOSED"},
+        {**base, "seq": 2, "type": "RaisePlaced", "seat": 2, "area": 1, "amount_cents": 500},
+        {**base, "seq": 3, "type": "WagerPlaced", "seat": 4, "area": 1, "player_id": "P-1",
+         "amount_cents": 10_000, "instrument": "CALL_BET"},
+    ]
+    report, bad, log = run(tmp_path, "".join(json.dumps(x) + "\n" for x in lines))
+    assert (report.recorded, bad) == (3, [])
+    assert [e.event_type for e in events_of(log)] == ["Announced", "RaisePlaced", "WagerPlaced"]
+
+
+def test_each_device_numbers_its_own_lines_and_a_repeated_line_is_refused(tmp_path: Path) -> None:
+    lines = [card_line(1, actor="SHOE-9"), card_line(1, actor="TERM-9", type="Announced",
+                                                     phrase="Eight", meaning="THIRD_CARD",
+                                                     value=8, rank=None),
+             card_line(2, actor="SHOE-9"), card_line(2, actor="SHOE-9")]
+    del lines[1]["rank"], lines[1]["suit"], lines[1]["face_up"], lines[1]["destination"]
+    report, bad, log = run(tmp_path, "".join(json.dumps(x) + "\n" for x in lines))
+    assert [(b.line, b.reason) for b in bad] == [
+        (4, "sequence out of order: SHOE-9 seq 2 for table T09 after seq 2")]
+    assert [e.seq for e in events_of(log)] == [1, 2, 3]
+
+
+def test_an_overlong_a_non_utf8_and_an_empty_line_are_quarantined_exactly(tmp_path: Path) -> None:
+    long_line = json.dumps(card_line(1, shoe="S" * (MAX_LINE_BYTES + 10)))
+    latin1 = json.dumps(card_line(2, actor="SHOE-\xe9"), ensure_ascii=False).encode("latin-1")
+    data = (long_line.encode() + b"\n" + latin1 + b"\n\n" + json.dumps(card_line(3)).encode()
+            + b"\n")
+    report, bad, log = run(tmp_path, data)
+    assert [(b.line, b.reason) for b in bad] == [
+        (1, f"line longer than {MAX_LINE_BYTES} bytes (first ones kept)"),
+        (2, "the line is not UTF-8 text"), (3, "empty line")]
+    assert [e.seq for e in events_of(log)] == [1]  # line 4 recorded
+    q = [json.loads(x) for x in (tmp_path / "q.jsonl").read_text().splitlines()]
+    assert len(q[0]["raw"]) == MAX_LINE_BYTES + 1
+    assert base64.b64decode(q[1]["raw_base64"]) == latin1
+
+
+def test_docs_list_every_event_type_with_exactly_its_fields() -> None:
+    import re
+
+    from events.device_line import payload_fields
+
+    doc = (EXAMPLES.parent / "docs" / "ingest.md").read_text()
+    rows = dict(re.findall(r"^\| `(\w+)` \| (.*) \|$", doc, flags=re.M))
+    for name, specs in payload_fields().items():
+        listed = re.findall(r"`(\w+)(\??)`", rows[name])
+        assert listed == [(s.name, "" if s.required else "?") for s in specs], name
+
+
+def test_the_default_quarantine_file_sits_next_to_the_log() -> None:
+    assert default_quarantine("file:///srv/pitlog-data/log") == Path(
+        "/srv/pitlog-data/log-quarantine.jsonl")
+    assert default_quarantine("kafka://10.0.0.5:9092/pitlog.reddog.events?partitions=8") == \
+        Path("pitlog-data/kafka-pitlog.reddog.events-quarantine.jsonl")
+
+
+def _ingest_worker(folder: str, actor: str, n: int, start: Any, out: Any) -> None:
+    lines = "".join(json.dumps(card_line(i, table="T07", actor=actor)) + "\n"
+                    for i in range(1, n + 1))
+    log = EmbeddedLog(Path(folder))
+    start.wait()
+    report = ingest(io.BytesIO(lines.encode()), log, source=actor,
+                    quarantine=Path(folder).parent / f"{actor}.q", batch_lines=25)
+    out.put((actor, report.recorded, report.rejected))
+
+
+def test_two_concurrent_ingests_of_one_table_both_land_gapless(tmp_path: Path) -> None:
+    folder = tmp_path / "log"
+    EmbeddedLog(folder, partitions=1)
+    ctx = mp.get_context("spawn")
+    start, out = ctx.Barrier(2), ctx.Queue()
+    procs = [ctx.Process(target=_ingest_worker, args=(str(folder), a, 300, start, out))
+             for a in ("SHOE-A", "SHOE-B")]
+    for p in procs:
+        p.start()
+    results = sorted(out.get(timeout=120) for _ in procs)
+    for p in procs:
+        p.join(timeout=60)
+    assert results == [("SHOE-A", 300, 0), ("SHOE-B", 300, 0)]
+    log = EmbeddedLog(folder)
+    events = events_of(log)
+    assert [e.seq for e in events] == list(range(1, 601))
+    assert verify_log(log).ok
+
+
+_RSS_SCRIPT = """
+import io, resource, sys
+from pathlib import Path
+from events.embedded_log import EmbeddedLog
+from events.ingest import ingest
+
+n, folder = int(sys.argv[1]), Path(sys.argv[2])
+
+class Lines(io.RawIOBase):
+    '''n device lines, generated while read: the input never exists whole, anywhere.'''
+    def __init__(self):
+        self.i, self.buf = 0, b""
+    def readable(self):
+        return True
+    def readinto(self, b):
+        while len(self.buf) < len(b) and self.i < n:
+            self.i += 1
+            t = f"T{self.i % 8:02d}"
+            self.buf += (('{"type": "CardDrawn", "table": "%s", "shoe": "%s-S0001", '
+                          '"round": %d, "seq": %d, "at": "2026-11-28T22:00:01Z", '
+                          '"actor": "SHOE", "rank": %d, "suit": "H", "face_up": true, '
+                          '"destination": "LEFT"}\\n') % (t, t, self.i, self.i, 2 + self.i % 13)
+                         ).encode()
+        k = min(len(b), len(self.buf))
+        b[:k], self.buf = self.buf[:k], self.buf[k:]
+        return k
+
+report = ingest(io.BufferedReader(Lines()), EmbeddedLog(folder / "log"), source="gen",
+                quarantine=folder / "q.jsonl")
+assert report.recorded == n and report.rejected == 0, report
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, report.seconds)
+"""
+
+
+@pytest.mark.slow
+def test_a_200k_line_input_streams_in_bounded_memory(tmp_path: Path) -> None:
+    def peak_kib(n: int) -> int:
+        folder = tmp_path / str(n)
+        folder.mkdir()
+        out = subprocess.run([sys.executable, "-c", _RSS_SCRIPT, str(n), str(folder)],
+                             check=True, capture_output=True, text=True).stdout.split()
+        print(f"{n} lines: peak RSS {int(out[0]) // 1024} MiB, {n / float(out[1]):.0f} lines/s")
+        return int(out[0])
+
+    small, large = peak_kib(10_000), peak_kib(200_000)
+    # Twenty times the lines; the peak may not grow with them (a few MiB of noise allowed).
+    assert large < small + 8 * 1024, (small, large)

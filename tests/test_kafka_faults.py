@@ -1,0 +1,270 @@
+"""Faults against a real Kafka broker: a projector killed mid-stream, a broker restarted under a
+producer, and records on the topic that are not pitlog events (issue 3, item 5).
+
+Every test here uses the real broker and real DuckDB files; nothing is mocked.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import defaultdict
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import duckdb
+import pytest
+from kafka_support import content_digests, dedicated_broker, produce_raw, topic_for
+
+from events import chain, codec, model
+from events.errors import PitlogError
+from events.kafka_log import KafkaLog
+from events.log import open_log
+from events.recorder import Recorder, scan_heads
+from events.simulator import SimConfig, simulate
+from projections.projector import project
+from projections.snapshot import snapshot_path
+
+pytestmark = pytest.mark.kafka
+
+REPO = Path(__file__).resolve().parent.parent
+START = datetime(2026, 11, 28, 23, 0, tzinfo=UTC)
+
+
+def _snapshot_progress(db: Path) -> int:
+    """Log records the follower has committed, as its latest snapshot shows (0 if none yet)."""
+    snap = snapshot_path(db)
+    if not snap.exists():
+        return 0
+    con = duckdb.connect(str(snap), read_only=True)
+    try:
+        ((done,),) = con.execute("SELECT coalesce(sum(next_offset), 0) FROM checkpoints").fetchall()
+        return int(done)
+    finally:
+        con.close()
+
+
+def _wait_for_progress(db: Path, *, beyond: int, follower: subprocess.Popen[bytes],
+                       err_log: Path, timeout_s: float = 90.0) -> int:
+    deadline = time.monotonic() + timeout_s
+    while (done := _snapshot_progress(db)) <= beyond:
+        assert follower.poll() is None, f"follower exited: {err_log.read_text()}"
+        assert time.monotonic() < deadline, f"follower made no progress past {beyond}"
+        time.sleep(0.1)
+    return done
+
+
+def _start_follower(uri: str, db: Path, log_file: Path) -> subprocess.Popen[bytes]:
+    with log_file.open("ab") as err:
+        return subprocess.Popen(
+            [sys.executable, "-m", "cli.app", "project", "--follow", "--log", uri, "--db",
+             str(db), "--format", "json"],
+            cwd=REPO, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL)
+
+
+def test_projector_killed_at_random_points_ends_with_the_views_of_an_uninterrupted_run(
+        kafka_uri: str, tmp_path: Path) -> None:
+    # ~100k events (8 tables x 760 rounds), simulated straight into Kafka while it is followed.
+    config = SimConfig(seed=2027, tables=8, rounds=760, irregularities=0.01)
+    db, err_log = tmp_path / "followed.duckdb", tmp_path / "follower.err"
+    with KafkaLog.from_uri(kafka_uri, partitions=4):
+        pass  # create the topic first, so the follower never sees it missing
+    simulated: dict[str, int] = {}
+
+    def produce() -> None:
+        with open_log(kafka_uri) as log:
+            simulated["events"] = simulate(log, config).events
+
+    producer = threading.Thread(target=produce)
+    producer.start()
+    rng = random.Random(3)  # the kill points are random, but the same on every run
+    kills: list[int] = []
+    follower = _start_follower(kafka_uri, db, err_log)
+    try:
+        while len(kills) < 4:
+            # Kill only once this run has committed (and published) something of its own, then
+            # at a random instant: mid-batch, mid-snapshot, or idle.
+            _wait_for_progress(db, beyond=kills[-1] if kills else 0, follower=follower,
+                               err_log=err_log)
+            time.sleep(rng.uniform(0.0, 2.0))
+            # SIGKILL: no handler runs, a transaction may be half done; DuckDB must drop it.
+            follower.send_signal(signal.SIGKILL)
+            assert follower.wait(timeout=30) == -signal.SIGKILL
+            kills.append(_snapshot_progress(db))
+            follower = _start_follower(kafka_uri, db, err_log)
+        # A live reader in another process, while the follower holds the database.
+        shoes = subprocess.run([sys.executable, "-m", "cli.app", "shoes", "--db", str(db),
+                                "--format", "json"], cwd=REPO, capture_output=True, timeout=60)
+        assert shoes.returncode == 0, shoes.stderr.decode()
+        assert {row["table_id"] for row in json.loads(shoes.stdout)} <= \
+            {f"T{i:02d}" for i in range(1, 9)}
+        producer.join(timeout=300)
+        assert not producer.is_alive()
+        total = simulated["events"]
+        assert total >= 100_000
+        deadline = time.monotonic() + 120
+        while _snapshot_progress(db) < total:  # the snapshot lags at most a few seconds
+            assert time.monotonic() < deadline, f"follower stuck at {_snapshot_progress(db)}"
+            assert follower.poll() is None, err_log.read_text()
+            time.sleep(0.5)
+        follower.send_signal(signal.SIGTERM)
+        out, _ = follower.communicate(timeout=60)
+        assert follower.returncode == 0, err_log.read_text()
+    finally:
+        if follower.poll() is None:
+            follower.kill()
+            follower.wait()
+        producer.join(timeout=300)
+    # The kills hit a moving stream: progress was made between them, and work was left.
+    assert kills == sorted(kills) and kills[-1] < total
+    (row,) = json.loads(out)
+    assert sum(int(p.split("=")[1]) for p in row["positions"].split()) == total
+
+    reference = tmp_path / "uninterrupted.duckdb"
+    with open_log(kafka_uri) as log:
+        report = project(log, reference)
+    assert report.events == total and report.quarantined == 0
+    followed, expected = content_digests(db), content_digests(reference)
+    assert followed["events"][0] == total
+    assert followed["checkpoints"] == expected["checkpoints"]
+    assert followed == expected
+
+
+def test_events_appended_across_a_broker_restart_are_on_the_topic_exactly_once(
+        tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    # A broker of its own: restarting the session's broker would disturb the other tests.
+    with dedicated_broker(tmp_path / "broker") as broker:
+        uri = f"kafka://{broker.bootstrap}/{topic_for(request.node.name)}?partitions=3"
+        acked: dict[str, int] = defaultdict(int)  # per table: events whose append returned
+        errors: list[BaseException] = []
+        restarted = threading.Event()
+        after_restart = [0]
+        flush_seconds: list[float] = []
+
+        def produce() -> None:
+            with open_log(uri) as log:
+                recorder = Recorder(log, heads={}, batch_size=10**9)  # we flush by hand
+                clock = START
+                try:
+                    n = 0
+                    while not restarted.is_set() or after_restart[0] < 1500:
+                        pending: dict[str, int] = defaultdict(int)
+                        for _ in range(250):
+                            n += 1
+                            table = f"T{n % 6:02d}"
+                            clock += timedelta(seconds=1)
+                            recorder.record(table, model.DealerTappedIn(dealer_id=f"D{n}"),
+                                            shoe_id=None, round_no=None, actor="pit",
+                                            occurred_at=clock)
+                            pending[table] += 1
+                        started = time.monotonic()
+                        recorder.flush()  # returns only once the broker acknowledged them
+                        flush_seconds.append(time.monotonic() - started)
+                        for table, count in pending.items():
+                            acked[table] += count
+                        if restarted.is_set():
+                            after_restart[0] += 250
+                except BaseException as exc:  # reported by the main thread's assertion
+                    errors.append(exc)
+
+        producer = threading.Thread(target=produce)
+        producer.start()
+        deadline = time.monotonic() + 60
+        while sum(acked.values()) < 3000 and not errors:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        before_stop = sum(acked.values())
+        broker.stop()  # SIGTERM: the producer now gets errors and retries
+        time.sleep(2)
+        broker.start()  # same ports, same data
+        restarted.set()
+        producer.join(timeout=180)
+        assert not producer.is_alive()
+        assert errors == []
+        assert before_stop < sum(acked.values())
+        # Some append was in flight across the outage: it waited for the broker, then succeeded.
+        assert max(flush_seconds) > 1.5
+
+        with open_log(uri) as log:
+            by_table: dict[str, list[bytes]] = defaultdict(list)
+            for batch in log.read():
+                for rec in batch:
+                    by_table[rec.key.decode()].append(rec.value)
+    assert set(by_table) == set(acked)
+    for table, messages in by_table.items():
+        seqs = [codec.decode(m).seq for m in messages]
+        # Exactly once, in order: 1..N with no gap and no duplicate, N = what was acknowledged.
+        assert seqs == list(range(1, acked[table] + 1)), table
+        prev = model.GENESIS_HASH
+        for m in messages:  # and the hash chain links every event to the one before
+            assert chain.verifies(prev, m)
+            prev = chain.stored_hash(m)
+
+
+def test_records_that_are_not_pitlog_events_are_quarantined_and_projection_goes_on(
+        kafka_uri: str, kafka_broker: str, tmp_path: Path) -> None:
+    topic = kafka_uri.rsplit("/", 1)[1]
+    with open_log(kafka_uri, partitions=2) as log:
+        before = simulate(log, SimConfig(seed=5, tables=3, rounds=10)).events
+        heads = scan_heads(log)  # before the garbage: the recorder continues from here
+        seq_before = {table: head.seq for table, head in heads.items()}  # heads get updated
+        garbage = b"\x00\xffnot avro at all" * 3
+        unknown = codec.MAGIC + bytes.fromhex("0123456789abcdef") + b"\x02" * 48
+        bad_positions = produce_raw(kafka_broker, topic,
+                                    [(b"T01", garbage), (b"rogue-device", unknown)])
+        recorder = Recorder(log, heads=heads)
+        for i in range(25):  # good events after the bad ones, on the same partitions
+            recorder.record("T01" if i % 2 else "T02", model.DealerTappedIn(dealer_id=f"D{i}"),
+                            shoe_id=None, round_no=None, actor="pit",
+                            occurred_at=START + timedelta(hours=5, seconds=i))
+        recorder.flush()
+        report = project(log, tmp_path / "views.duckdb")
+        ends = log.end_offsets()
+    assert report.events == before + 25
+    assert report.quarantined == 2
+    assert report.positions == ends  # projection went past the bad records to the end
+    con = duckdb.connect(str(tmp_path / "views.duckdb"), read_only=True)
+    try:
+        rows = con.execute("SELECT log_partition, log_offset, key, value, reason FROM "
+                           "quarantine ORDER BY log_partition, log_offset").fetchall()
+        resumed = con.execute("SELECT table_id, min(seq), max(seq), count(*) FROM events "
+                              "WHERE actor = 'pit' GROUP BY 1 ORDER BY 1").fetchall()
+    finally:
+        con.close()
+    found = {(p, o): (bytes(k), bytes(v), reason) for p, o, k, v, reason in rows}
+    assert set(found) == set(bad_positions)
+    garbage_at, unknown_at = bad_positions
+    assert found[garbage_at][:2] == (b"T01", garbage)
+    assert "not an Avro single-object message" in found[garbage_at][2]
+    assert found[unknown_at][:2] == (b"rogue-device", unknown)
+    assert "unknown schema fingerprint 0123456789abcdef" in found[unknown_at][2]
+    # The good events after the bad ones were projected, continuing each table's sequence.
+    assert resumed == [("T01", seq_before["T01"] + 1, seq_before["T01"] + 12, 12),
+                       ("T02", seq_before["T02"] + 1, seq_before["T02"] + 13, 13)]
+
+
+def test_an_unreachable_broker_is_a_log_error_naming_the_address() -> None:
+    with pytest.raises(PitlogError, match=r"cannot reach Kafka at 127\.0\.0\.1:1 for topic t"):
+        KafkaLog.from_uri("kafka://127.0.0.1:1/t?timeout_s=2")
+
+
+def test_security_settings_come_from_pitlog_kafka_variables() -> None:
+    from events.kafka_log import security_settings
+
+    settings = security_settings({
+        "PITLOG_KAFKA_SECURITY_PROTOCOL": "SASL_SSL",
+        "PITLOG_KAFKA_SSL_CAFILE": "/etc/ca.pem",
+        "PITLOG_KAFKA_SSL_CHECK_HOSTNAME": "false",
+        "PITLOG_KAFKA_SASL_MECHANISM": "SCRAM-SHA-512",
+        "PITLOG_KAFKA_SASL_PLAIN_USERNAME": "pitlog",
+        "PITLOG_KAFKA_SASL_PLAIN_PASSWORD": "s3cret",
+        "PITLOG_KAFKA_BOOTSTRAP": "ignored: not a client setting",
+    })
+    assert settings == {"security_protocol": "SASL_SSL", "ssl_cafile": "/etc/ca.pem",
+                        "ssl_check_hostname": False, "sasl_mechanism": "SCRAM-SHA-512",
+                        "sasl_plain_username": "pitlog", "sasl_plain_password": "s3cret"}

@@ -1,0 +1,311 @@
+"""The settlement ledger (projections/ledger.sql): every wager and raise with the one decision
+the rules and the table's paytable require, next to what was actually settled. Exact cents."""
+
+from __future__ import annotations
+
+import tempfile
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+from audit_scenarios import ORIGINAL, RAISE, Floor
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from events import model, rules
+from events.model import Box, Choice, Meaning, SettledAs
+from events.rules import STANDARD_PAYTABLE, Paytable, PaytableError
+from projections.reconcile import ledger_rows
+
+WON, LOST, VOID = SettledAs.WON, SettledAs.LOST, SettledAs.VOID
+LEDGER_SQL = Path(__file__).resolve().parents[1] / "projections" / "ledger.sql"
+
+
+def _ledger(db: Path, **filters: Any) -> dict[tuple[int, int, str], dict[str, Any]]:
+    """(round_no, seat, kind) -> ledger row."""
+    with duckdb.connect(str(db), read_only=True) as con:
+        return {(r["round_no"], r["seat"], r["wager_kind"]): r for r in ledger_rows(con, **filters)}
+
+
+def _money(row: dict[str, Any]) -> tuple[Any, ...]:
+    return (row["amount_cents"], row["expected_outcome"], row["expected_odds"],
+            row["expected_paid_cents"], row["expected_collected_cents"],
+            row["expected_returned_cents"], row["status"])
+
+
+def test_promotional_three_of_a_kind_pays_twelve_to_one_at_an_nj_casino(tmp_path: Path) -> None:
+    floor = Floor(tmp_path)
+    t = floor.table("T01")
+    t.open_table("nj-casino", Paytable(three_of_a_kind=12))  # 13:69F-6: above the floor is fine
+    t.new_shoe("T01-S1", decks=6)
+    # 13:47-20.31(d)9 at the table's promotional odds; seat 2 is paid the standard 11 to 1.
+    t.play("7S 7H 7D", {1: 2500, 2: 1000}, override={(2, ORIGINAL): [(WON, 11000, 11)]})
+    rows = _ledger(floor.build())
+    assert _money(rows[1, 1, "ORIGINAL"]) == (2500, "WON", 12, 30000, 0, 0, "OK")
+    seat2 = rows[1, 2, "ORIGINAL"]
+    assert _money(seat2) == (1000, "WON", 12, 12000, 0, 0, "WRONG_AMOUNT")
+    assert (seat2["actual_paid_cents"], seat2["actual_odds"]) == (11000, 11)
+    assert seat2["net_win_difference_cents"] == 1000  # the player was shorted $10.00
+    assert seat2["paytable_valid"] is True and seat2["profile"] == "nj-casino"
+
+
+@pytest.mark.parametrize(("approved", "valid"), [(False, False), (True, True)])
+def test_gaming_authority_promotion_needs_the_boards_approval(
+        tmp_path: Path, approved: bool, valid: bool) -> None:
+    floor = Floor(tmp_path)
+    t = floor.table("T03")
+    promo = Paytable(three_of_a_kind=12)
+    t.open_table("gaming-authority", promo, board_approved=approved)
+    t.new_shoe("T03-S1", decks=6)
+    t.play("QS QH QD", {1: 500})
+    db = floor.build()
+    rows = _ledger(db)
+    row = rows[1, 1, "ORIGINAL"]
+    # The table's posted odds are what is owed; its validity is reported beside them.
+    assert _money(row) == (500, "WON", 12, 6000, 0, 0, "OK")
+    assert row["paytable_valid"] is valid
+    with duckdb.connect(str(db), read_only=True) as con:
+        (violation,) = con.execute("SELECT violation FROM paytables WHERE table_id = 'T03'"
+                                   ).fetchall()
+    if approved:
+        assert violation[0] is None
+    else:
+        with pytest.raises(PaytableError) as err:
+            rules.validate_paytable("gaming-authority", promo, board_approved=False)
+        assert violation[0] == str(err.value) == (
+            "gaming-authority paytable line three_of_a_kind pays 12 to 1, above the table's "
+            "11 to 1, without the Board's approval (GA (11)(c))")
+
+
+def test_casino_night_single_deck_spread_win_raise_and_a_loss_on_an_equal_card(
+        tmp_path: Path) -> None:
+    floor = Floor(tmp_path)
+    t = floor.table("T02")
+    t.open_table("nj-casino-night")
+    t.new_shoe("T02-S1", decks=1)
+    t.play("4S 7H 5D", {1: 500, 2: 1000}, raises={1: 500})  # spread 2 pays 4 to 1 ((e))
+    t.play("4C 9H 9D", {1: 500}, raises={1: 500})  # (d)14: equal to an end card loses
+    rows = _ledger(floor.build())
+    assert _money(rows[1, 1, "ORIGINAL"]) == (500, "WON", 4, 2000, 0, 0, "OK")
+    assert _money(rows[1, 1, "RAISE"]) == (500, "WON", 4, 2000, 0, 0, "OK")
+    assert _money(rows[1, 2, "ORIGINAL"]) == (1000, "WON", 4, 4000, 0, 0, "OK")
+    assert _money(rows[2, 1, "ORIGINAL"]) == (500, "LOST", None, 0, 500, 0, "OK")
+    assert _money(rows[2, 1, "RAISE"]) == (500, "LOST", None, 0, 500, 0, "OK")
+    assert rows[1, 1, "ORIGINAL"]["decks"] == 1 and rows[1, 1, "ORIGINAL"]["spread"] == 2
+
+
+def test_a_voided_round_returns_every_wager(tmp_path: Path) -> None:
+    floor = Floor(tmp_path)
+    t = floor.table("T01")
+    t.open_table("nj-casino")
+    t.new_shoe("T01-S1")
+    t.begin()
+    t.wager(1, 2500)
+    t.wager(2, 500)
+    t.draw("9S", Box.LEFT)
+    # 13:69F-34.16(n) by analogy: a dealing-shoe jam voids the round.
+    t.emit(model.DeviceFaulted(device_id="SHOE-1", fault=model.Fault.SHOE_JAM))
+    t.emit(model.RoundVoided(reason="dealing shoe jammed"))
+    t.settle(1, ORIGINAL, VOID, 2500)
+    t.settle(2, ORIGINAL, LOST, 500)  # wrongly collected
+    t.end(["9S"])
+    rows = _ledger(floor.build())
+    assert _money(rows[1, 1, "ORIGINAL"]) == (2500, "VOID", None, 0, 0, 2500, "OK")
+    assert _money(rows[1, 2, "ORIGINAL"]) == (500, "VOID", None, 0, 0, 500, "WRONG_OUTCOME")
+    assert rows[1, 2, "ORIGINAL"]["round_voided"] is True
+
+
+def test_consecutive_and_pair_without_trips_are_tie_hands(tmp_path: Path) -> None:
+    floor = Floor(tmp_path)
+    t = floor.table("T01")
+    t.open_table("nj-casino")
+    t.new_shoe("T01-S1")
+    t.play("8S 9H", {1: 1000})  # (d)7
+    t.play("KS KH 2D", {1: 1000})  # (d)10
+    rows = _ledger(floor.build())
+    assert _money(rows[1, 1, "ORIGINAL"]) == (1000, "VOID", None, 0, 0, 1000, "OK")
+    assert _money(rows[2, 1, "ORIGINAL"]) == (1000, "VOID", None, 0, 0, 1000, "OK")
+    assert rows[1, 1, "ORIGINAL"]["hand"] == "consecutive"
+
+
+def test_wager_changes_count_before_the_first_card_and_not_after(tmp_path: Path) -> None:
+    floor = Floor(tmp_path)
+    t = floor.table("T01")
+    t.open_table("nj-casino")
+    t.new_shoe("T01-S1")
+    t.begin()
+    for seat in (1, 2, 3, 4):
+        t.wager(seat, 1000)
+    t.emit(model.WagerChanged(seat=1, area=1, amount_cents=2500))  # (d)3: legal, owed 2500
+    t.emit(model.WagerRemoved(seat=2, area=2))  # legal: nothing owed
+    t.draw("3S", Box.LEFT)
+    t.emit(model.WagerChanged(seat=3, area=3, amount_cents=5000))  # (d)6: not allowed
+    t.emit(model.WagerRemoved(seat=4, area=4))  # (d)6: not allowed, still owed
+    t.wager(5, 500)  # (d)3: a late wager
+    t.draw("8H", Box.RIGHT)
+    t.say(Meaning.SPREAD, 4)
+    t.say(Meaning.RAISES_CLOSED)
+    t.draw("KD", Box.MIDDLE)  # loses
+    t.settle(1, ORIGINAL, LOST, 2500)
+    t.settle(3, ORIGINAL, LOST, 5000)
+    t.settle(5, ORIGINAL, LOST, 500)
+    t.end(["3S", "8H", "KD"])
+    rows = _ledger(floor.build())
+    assert _money(rows[1, 1, "ORIGINAL"]) == (2500, "LOST", None, 0, 2500, 0, "OK")
+    assert _money(rows[1, 2, "ORIGINAL"]) == (0, None, None, 0, 0, 0, "REMOVED")
+    seat3 = rows[1, 3, "ORIGINAL"]
+    assert _money(seat3) == (1000, "LOST", None, 0, 1000, 0, "WRONG_AMOUNT")
+    assert seat3["altered_after_first_card"] is True and seat3["placed_cents"] == 1000
+    seat4 = rows[1, 4, "ORIGINAL"]
+    assert _money(seat4) == (1000, "LOST", None, 0, 1000, 0, "UNSETTLED")
+    assert seat4["altered_after_first_card"] is True and seat4["removed"] is False
+    seat5 = rows[1, 5, "ORIGINAL"]
+    assert _money(seat5) == (500, "LOST", None, 0, 500, 0, "OK") and seat5["late"] is True
+
+
+def test_unsettled_double_settled_not_owed_and_in_play_are_listed(tmp_path: Path) -> None:
+    floor = Floor(tmp_path)
+    t = floor.table("T01")
+    t.open_table("nj-casino")
+    t.new_shoe("T01-S1")
+    t.play("2S 10H 6D", {1: 1000, 2: 1000, 3: 1000}, override={
+        (1, ORIGINAL): [],  # never settled
+        (2, ORIGINAL): [(WON, 1000, 1), (WON, 1000, 1)],  # paid twice
+        (3, ORIGINAL): [(LOST, 1000, None)],  # a winner collected
+    })
+    t.begin()
+    t.settle(6, ORIGINAL, WON, 500, 1)  # seat 6 had no wager in round 2
+    t.end([])
+    t.begin()
+    t.wager(1, 500)
+    t.draw("2H", Box.LEFT)
+    t.draw("9C", Box.RIGHT)  # no third card yet: the round is in play
+    t.recorder.flush()
+    rows = _ledger(floor.build())
+    assert rows[1, 1, "ORIGINAL"]["status"] == "UNSETTLED"
+    seat2 = rows[1, 2, "ORIGINAL"]
+    assert (seat2["status"], seat2["settlement_count"], seat2["actual_paid_cents"],
+            seat2["actual_outcome"]) == ("DOUBLE_SETTLED", 2, 2000, "WON+WON")
+    assert len(seat2["settlement_seqs"]) == 2
+    assert rows[1, 3, "ORIGINAL"]["status"] == "WRONG_OUTCOME"
+    ghost = rows[2, 6, "ORIGINAL"]
+    assert (ghost["status"], ghost["amount_cents"], ghost["actual_paid_cents"]) == \
+        ("NOT_OWED", 0, 500)
+    assert rows[3, 1, "ORIGINAL"]["status"] == "IN_PLAY"
+    exceptions = _ledger(floor.build(), exceptions_only=True)
+    assert sorted(exceptions) == [(1, 1, "ORIGINAL"), (1, 2, "ORIGINAL"), (1, 3, "ORIGINAL"),
+                                  (2, 6, "ORIGINAL")]
+
+
+def test_a_player_who_voids_after_an_early_third_card_gets_a_void(tmp_path: Path) -> None:
+    floor = Floor(tmp_path)
+    t = floor.table("T01")
+    t.open_table("nj-casino")
+    t.new_shoe("T01-S1")
+    t.begin()
+    t.wager(1, 1000)
+    t.wager(2, 1000)
+    t.draw("3S", Box.LEFT)
+    t.draw("10H", Box.RIGHT)
+    t.say(Meaning.SPREAD, 6)
+    t.draw("5D", Box.MIDDLE)  # 13:47-20.31(g)3: exposed before "Raises closed"
+    t.emit(model.VoidOrPlayChosen(seat=1, area=1, choice=Choice.VOID))
+    t.emit(model.VoidOrPlayChosen(seat=2, area=2, choice=Choice.PLAY))
+    t.settle(1, ORIGINAL, VOID, 1000)  # returned before another third card
+    t.emit(model.RaisePlaced(seat=2, area=2, amount_cents=1000))
+    t.say(Meaning.RAISES_CLOSED)
+    t.draw("QC", Box.MIDDLE)  # the third card that counts: not between 3 and 10
+    t.settle(2, ORIGINAL, LOST, 1000)
+    t.settle(2, RAISE, LOST, 1000)
+    t.end(["3S", "10H", "5D", "QC"])
+    rows = _ledger(floor.build())
+    assert _money(rows[1, 1, "ORIGINAL"]) == (1000, "VOID", None, 0, 0, 1000, "OK")
+    assert rows[1, 1, "ORIGINAL"]["voided_by_choice"] is True
+    assert _money(rows[1, 2, "ORIGINAL"]) == (1000, "LOST", None, 0, 1000, 0, "OK")
+    assert _money(rows[1, 2, "RAISE"]) == (1000, "LOST", None, 0, 1000, 0, "OK")
+
+
+# --- SQL against Python: the ledger's expected settlement is rules.settle_wager's ----------------
+
+RANKS = st.integers(min_value=2, max_value=14)
+ODDS = st.integers(min_value=1, max_value=15)
+_LABEL = {11: "J", 12: "Q", 13: "K", 14: "A"}
+
+
+def _label(rank: int, suit: str) -> str:
+    return f"{_LABEL.get(rank, rank)}{suit}"
+
+
+round_strategy = st.tuples(
+    RANKS, RANKS, RANKS,
+    st.dictionaries(st.integers(1, 6), st.integers(1, 200).map(lambda n: n * 25), min_size=1,
+                    max_size=4),
+    st.booleans())
+paytable_strategy = st.builds(Paytable, ODDS, ODDS, ODDS, ODDS, ODDS)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(paytable=paytable_strategy, decks=st.integers(1, 8),
+       played=st.lists(round_strategy, min_size=1, max_size=10))
+def test_sql_expected_settlement_equals_settle_wager(
+        paytable: Paytable, decks: int, played: list[tuple[Any, ...]]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        floor = Floor(Path(tmp))
+        t = floor.table("T01")
+        t.open_table("nj-casino", paytable)
+        t.new_shoe("T01-S1", decks=decks)
+        for left, right, third, wagers, raise_all in played:
+            spread = rules.classify(left, right).kind is rules.HandKind.SPREAD
+            raises = {s: a for s, a in wagers.items()} if raise_all and spread else {}
+            t.play(f"{_label(left, 'S')} {_label(right, 'H')} {_label(third, 'D')}",
+                   wagers, raises)
+        rows = _ledger(floor.build())
+        assert len(rows) == sum(len(w) + (len(w) if r and rules.classify(a, b).kind is
+                                          rules.HandKind.SPREAD else 0)
+                                for a, b, _, w, r in played)
+        for (round_no, _seat, kind), row in rows.items():
+            left, right, third, _, _ = played[round_no - 1]
+            consecutive = rules.classify(left, right).kind is rules.HandKind.CONSECUTIVE
+            e = rules.settle_wager(paytable, left, right, None if consecutive else third,
+                                   row["amount_cents"], is_raise=kind == "RAISE")
+            assert (row["expected_outcome"], row["expected_odds"], row["expected_paid_cents"],
+                    row["expected_collected_cents"], row["expected_returned_cents"]) == (
+                e.outcome.value.upper(), e.odds, e.paid_cents, e.collected_cents,
+                e.returned_cents)
+            assert row["status"] == "OK"
+
+
+@settings(max_examples=300, deadline=None)
+@given(profile=st.sampled_from(["nj-casino", "nj-casino-night", "gaming-authority"]),
+       lines=st.tuples(*(st.integers(0, 14) for _ in range(5))), approved=st.booleans())
+def test_sql_paytable_violation_equals_validate_paytable(
+        profile: str, lines: tuple[int, ...], approved: bool) -> None:
+    try:
+        rules.validate_paytable(profile, Paytable(*lines), board_approved=approved)
+        expected = None
+    except PaytableError as exc:
+        expected = str(exc)
+    (got,) = _macros().execute("SELECT paytable_violation(?, ?, ?, ?, ?, ?, ?)",
+                               [profile, approved, *lines]).fetchall()
+    assert got[0] == expected
+
+
+@cache
+def _macros() -> duckdb.DuckDBPyConnection:
+    """An in-memory database with ledger.sql's macros only (they need no events table)."""
+    con = duckdb.connect()
+    con.execute(LEDGER_SQL.read_text().split("-- One row per TableOpened")[0])
+    return con
+
+
+def test_standard_paytable_is_valid_under_every_profile(tmp_path: Path) -> None:
+    floor = Floor(tmp_path)
+    for table_id, profile in (("T1", "nj-casino"), ("T2", "nj-casino-night"),
+                              ("T3", "gaming-authority")):
+        floor.table(table_id).open_table(profile, STANDARD_PAYTABLE)
+    with duckdb.connect(str(floor.build()), read_only=True) as con:
+        got = con.execute("SELECT table_id, valid, violation FROM paytables ORDER BY table_id"
+                          ).fetchall()
+    assert got == [("T1", True, None), ("T2", True, None), ("T3", True, None)]

@@ -1,0 +1,346 @@
+"""The projector against a real embedded log and real DuckDB files: exactly once, restartable,
+quarantining, and serving readers while it writes (DESIGN, principles 1, 3 and 6)."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+
+import duckdb
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from events.embedded_log import EmbeddedLog
+from events.errors import NotFoundError, ProjectionError
+from events.log import EventLog, LogRecord
+from projections.projector import checkpoints, project
+from projections.store import event_columns, open_for_reading, open_store, snapshot_path
+from projections.views import digest_views
+
+REPO = Path(__file__).resolve().parent.parent
+RANKS = "2 3 4 5 6 7 8 9 10 J Q K A".split()
+
+
+def record_evening(table: Callable[..., object], tables: int = 2, rounds: int = 30,
+                   seed: int = 1, first: int = 1) -> None:
+    """A deterministic evening: per table a dealer, a 6-deck shoe with its burn, then rounds
+    dealt from it by the rules, with a few wagers and raises each."""
+    rng = random.Random(seed)
+    for t in range(first, first + tables):
+        tb = table(f"T{t:02d}")
+        shoe = [r + s for r in RANKS for s in "SHDC"] * 6
+        rng.shuffle(shoe)
+        tb.tap_in(f"D{t}")
+        tb.new_shoe(f"T{t:02d}-S1", burn=shoe.pop())
+        for n in range(1, rounds + 1):
+            left, right = shoe.pop(), shoe.pop()
+            gap = abs(RANKS.index(left[:-1]) - RANKS.index(right[:-1]))
+            cards = f"{left} {right}" if gap == 1 else f"{left} {right} {shoe.pop()}"
+            wagers = {s: rng.choice((500, 1000, 2500)) for s in range(1, 4) if rng.random() < .8}
+            raises = {s: c for s, c in wagers.items() if gap >= 8}
+            tb.play(n, cards, wagers, raises)
+        tb.flush()
+
+
+@pytest.fixture
+def evening(log: EmbeddedLog, table: Callable[..., object]) -> EmbeddedLog:
+    record_evening(table)
+    return log
+
+
+def counts(con: duckdb.DuckDBPyConnection) -> tuple[int, int, int]:
+    """(events rows, quarantine rows, sum of checkpoints)."""
+    ((e, q, c),) = con.execute(
+        "SELECT (SELECT count(*) FROM events), (SELECT count(*) FROM quarantine), "
+        "(SELECT coalesce(sum(next_offset), 0) FROM checkpoints)").fetchall()
+    return e, q, c
+
+
+def digests_of(db: Path) -> dict[str, tuple[int, str]]:
+    with duckdb.connect(str(db), read_only=True) as con:
+        return digest_views(con)
+
+
+def test_projecting_twice_adds_nothing_and_keeps_identical_views(evening: EmbeddedLog,
+                                                                 tmp_path: Path) -> None:
+    db = tmp_path / "p.duckdb"
+    total = sum(evening.end_offsets().values())
+    first = project(evening, db, batch_size=100)
+    before = digests_of(db)
+    second = project(evening, db, batch_size=100)
+    assert (first.events, first.quarantined) == (total, 0)
+    assert first.batches >= total // 100
+    assert (second.events, second.quarantined, second.batches) == (0, 0, 0)
+    assert second.positions == evening.end_offsets() == first.positions
+    assert digests_of(db) == before
+    assert before["rounds"][0] == 60 and before["shoes"][0] == 2
+
+
+def test_rebuild_from_offset_zero_is_bit_identical_whatever_the_batch_size(
+        evening: EmbeddedLog, tmp_path: Path) -> None:
+    project(evening, tmp_path / "a.duckdb", batch_size=7)
+    project(evening, tmp_path / "b.duckdb", batch_size=5000)
+    a, b = digests_of(tmp_path / "a.duckdb"), digests_of(tmp_path / "b.duckdb")
+    assert a == b
+    assert a["timeline"][0] == sum(evening.end_offsets().values())
+
+
+def test_incremental_projection_equals_one_run_over_the_whole_log(
+        log: EmbeddedLog, table: Callable[..., object], tmp_path: Path) -> None:
+    record_evening(table, tables=1, rounds=10, seed=3)
+    inc = tmp_path / "inc.duckdb"
+    before = sum(log.end_offsets().values())
+    assert project(log, inc).events == before
+    record_evening(table, tables=1, rounds=10, seed=4, first=2)  # table T02 opens later
+    report = project(log, inc)
+    assert report.events == sum(log.end_offsets().values()) - before > 0
+    project(log, tmp_path / "once.duckdb")
+    assert digests_of(inc) == digests_of(tmp_path / "once.duckdb")
+
+
+class RedeliveringLog(EventLog):
+    """The real log, except that batch `at` hands one of its records over twice, as an
+    at-least-once consumer may: that batch's INSERT fails on the primary key mid-batch."""
+
+    def __init__(self, inner: EventLog, at: int) -> None:
+        self.inner, self.at, self.uri = inner, at, inner.uri
+
+    def append(self, items: Sequence[tuple[bytes, bytes]]) -> list[tuple[int, int]]:
+        return self.inner.append(items)
+
+    def end_offsets(self) -> dict[int, int]:
+        return self.inner.end_offsets()
+
+    def read(self, start: Mapping[int, int] | None = None, *,
+             max_batch: int = 5000) -> Iterator[list[LogRecord]]:
+        for i, batch in enumerate(self.inner.read(start, max_batch=max_batch)):
+            yield batch[:50] + [batch[10]] + batch[50:] if i == self.at else batch
+
+
+def test_failed_batch_leaves_nothing_partial_and_a_restart_completes_exactly(
+        evening: EmbeddedLog, tmp_path: Path) -> None:
+    db = tmp_path / "p.duckdb"
+    with pytest.raises(ProjectionError, match="already projected or repeat a position"):
+        project(RedeliveringLog(evening, at=1), db, batch_size=100)
+    with duckdb.connect(str(db), read_only=True) as con:
+        # Exactly the first batch: none of the second batch's 100 rows, checkpoint unchanged.
+        assert counts(con) == (100, 0, 100)
+        assert checkpoints(con, evening.uri) == {1: 100}  # T02's partition is read first
+    resumed = project(evening, db, batch_size=100)
+    assert resumed.events == sum(evening.end_offsets().values()) - 100
+    project(evening, tmp_path / "clean.duckdb", batch_size=100)
+    assert digests_of(db) == digests_of(tmp_path / "clean.duckdb")
+
+
+def test_interrupt_between_batches_keeps_committed_batches_and_resumes(
+        evening: EmbeddedLog, tmp_path: Path) -> None:
+    db = tmp_path / "p.duckdb"
+    seen: list[int] = []
+
+    def stop_after_three(done: int) -> None:
+        seen.append(done)
+        if len(seen) == 3:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        project(evening, db, batch_size=100, progress=stop_after_three)
+    assert seen == [100, 200, 300]
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert counts(con) == (300, 0, 300)
+    project(evening, db, batch_size=100)
+    project(evening, tmp_path / "clean.duckdb")
+    assert digests_of(db) == digests_of(tmp_path / "clean.duckdb")
+
+
+_KILLABLE = """
+import sys
+from pathlib import Path
+from events.embedded_log import EmbeddedLog
+from projections.projector import project
+project(EmbeddedLog(Path(sys.argv[1])), sys.argv[2], batch_size=20,
+        progress=lambda done: print(done, flush=True))
+"""
+
+
+def test_projector_killed_mid_run_restarts_to_identical_views(evening: EmbeddedLog,
+                                                              tmp_path: Path) -> None:
+    db = tmp_path / "p.duckdb"
+    proc = subprocess.Popen([sys.executable, "-c", _KILLABLE, str(evening.folder), str(db)],
+                            stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.stdout is not None
+    for _ in range(5):  # five batches committed, then SIGKILL wherever the sixth has got to
+        assert proc.stdout.readline().strip()
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    total = sum(evening.end_offsets().values())
+    with duckdb.connect(str(db), read_only=True) as con:
+        events, quarantined, covered = counts(con)
+    assert events + quarantined == covered  # whole batches only
+    assert covered % 20 == 0 and 100 <= covered < total
+    project(evening, db)
+    project(evening, tmp_path / "clean.duckdb")
+    assert digests_of(db) == digests_of(tmp_path / "clean.duckdb")
+
+
+def _rank_15(message: bytes, prev_hash: bytes) -> bytes:
+    """A CardDrawn whose rank reads 15: rank is the first payload field, right after
+    prev_hash, and 14 and 15 are the one-byte zigzag varints 0x1c and 0x1e."""
+    at = message.index(prev_hash) + len(prev_hash)
+    assert message[at] == 0x1C
+    return message[:at] + b"\x1e" + message[at + 1:]
+
+
+def test_garbage_in_the_log_is_quarantined_with_its_reason_and_projection_continues(
+        log: EmbeddedLog, table: Callable[..., object], tmp_path: Path) -> None:
+    tb = table("T01")
+    tb.tap_in("D1")
+    tb.new_shoe("T01-S1", burn="7D")
+    tb.flush()
+    burned = [r.value for b in log.read() for r in b][-1]  # CardBurned 7D
+    drawn = log.end_offsets()
+    tb.play(1, "AS 5H 9C", {1: 500})
+    tb.flush()
+    wager, ace = [r.value for b in log.read(drawn) for r in b][:2]  # WagerPlaced, CardDrawn AS
+    garbage = [b"hello, not an event",
+               b"\xc3\x01" + b"\x99" * 8 + bytes(40),
+               burned[:-40] + burned[-20:],
+               _rank_15(ace, prev_hash=wager[-32:])]
+    # Under another key: the recorder checks that T01's last record is still its own.
+    positions = log.append([(b"junk", g) for g in garbage])
+    tb.play(2, "2S 2H 2D", {1: 500})
+    tb.flush()
+    db = tmp_path / "p.duckdb"
+    report = project(log, db)
+    total = sum(log.end_offsets().values())
+    assert (report.events, report.quarantined) == (total - 4, 4)
+    with duckdb.connect(str(db), read_only=True) as con:
+        rows = con.execute("SELECT source, log_partition, log_offset, key, value, reason "
+                           "FROM quarantine ORDER BY log_offset").fetchall()
+        last_round = con.execute("SELECT outcome FROM rounds WHERE round_no = 2").fetchall()
+    assert [(r[0], r[1], r[2], r[3], r[4]) for r in rows] == [
+        (log.uri, p, o, b"junk", g) for (p, o), g in zip(positions, garbage, strict=True)]
+    reasons = [r[5] for r in rows]
+    assert "expected marker c301" in reasons[0]
+    assert "unknown schema fingerprint 9999999999999999" in reasons[1]
+    assert reasons[2].startswith("CardBurned v1:")
+    assert "card rank 15 is not 2..14" in reasons[3]
+    assert last_round == [("won",)]  # the round recorded after the garbage was projected
+
+
+def test_lost_checkpoint_fails_loudly_instead_of_counting_twice(evening: EmbeddedLog,
+                                                                tmp_path: Path) -> None:
+    db = tmp_path / "p.duckdb"
+    project(evening, db)
+    with duckdb.connect(str(db)) as con:
+        con.execute("DELETE FROM checkpoints")
+        before = counts(con)
+    with pytest.raises(ProjectionError, match="checkpoint was lost"):
+        project(evening, db)
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert counts(con) == before
+
+
+def test_a_database_projects_one_log_only(evening: EmbeddedLog, tmp_path: Path) -> None:
+    db = tmp_path / "p.duckdb"
+    project(evening, db)
+    other = EmbeddedLog(tmp_path / "other-log", partitions=4)
+    with pytest.raises(ProjectionError, match=f"projected from {evening.uri}"):
+        project(other, db)
+
+
+def test_events_columns_come_from_the_schemas_including_new_versions() -> None:
+    columns = {c.name: c.sql_type for c in event_columns()}
+    assert list(columns)[:4] == ["log_partition", "log_offset", "event_type", "event_id"]
+    assert columns["occurred_at"] == "TIMESTAMPTZ" and columns["amount_cents"] == "BIGINT"
+    assert columns["cards"] == 'STRUCT("rank" INTEGER, "suit" VARCHAR)[]'
+    assert columns["prev_hash"] == "BLOB" and columns["pays_spread_4_to_11"] == "INTEGER"
+    assert columns["shoe_position"] == "INTEGER"  # added by schemas/CardDrawn.v2.avsc
+
+
+def test_an_older_database_gains_the_columns_of_new_schema_fields(evening: EmbeddedLog,
+                                                                 tmp_path: Path) -> None:
+    db = tmp_path / "p.duckdb"
+    project(evening, db, batch_size=500)
+    with duckdb.connect(str(db)) as con:  # as a database made before CardDrawn v2 would be
+        con.execute("ALTER TABLE events DROP COLUMN shoe_position")
+    with open_store(db) as con:
+        cols = [r[0] for r in con.execute("DESCRIBE events").fetchall()]
+        nulls = con.execute("SELECT count(*) FROM events WHERE shoe_position IS NULL").fetchall()
+    assert cols[-1] == "shoe_position"
+    assert nulls == [(sum(evening.end_offsets().values()),)]
+
+
+def test_snapshot_serves_readers_in_other_processes_while_the_writer_holds_the_file(
+        evening: EmbeddedLog, tmp_path: Path) -> None:
+    db = tmp_path / "p.duckdb"
+    reader = ("import sys; from projections.store import open_for_reading; "
+              "con = open_for_reading(sys.argv[1]); "
+              "print(con.execute('SELECT count(*) FROM rounds').fetchall()[0][0])")
+    with open_store(db) as writer:
+        project(evening, writer, snapshot=True)
+        out = subprocess.run([sys.executable, "-c", reader, str(db)], capture_output=True,
+                             text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip() == "60"
+        with open_for_reading(db) as con:  # in this process too
+            assert con.execute("SELECT count(*) FROM shoes").fetchall() == [(2,)]
+    assert snapshot_path(db) == tmp_path / "p.snapshot.duckdb"
+    with open_for_reading(db) as con:  # the writer is gone: the real file is used
+        assert con.execute("SELECT current_database()").fetchall() == [("p",)]
+
+
+def test_reading_a_locked_database_without_snapshot_says_what_to_do(
+        evening: EmbeddedLog, tmp_path: Path) -> None:
+    db = tmp_path / "p.duckdb"
+    with open_store(db) as writer:
+        project(evening, writer)
+        with pytest.raises(ProjectionError, match="no snapshot p.snapshot.duckdb exists"):
+            open_for_reading(db)
+    with pytest.raises(NotFoundError):
+        open_for_reading(tmp_path / "missing.duckdb")
+
+
+@pytest.fixture(scope="module")
+def shared_evening(tmp_path_factory: pytest.TempPathFactory) -> tuple[EmbeddedLog, dict]:
+    """One evening and its uninterrupted projection's digests, for the property test."""
+    from conftest import HandBuiltTable
+
+    folder = tmp_path_factory.mktemp("shared")
+    log = EmbeddedLog(folder / "log", partitions=4)
+    record_evening(lambda table_id="T01": HandBuiltTable(log, table_id), rounds=15, seed=9)
+    project(log, folder / "clean.duckdb")
+    return log, digests_of(folder / "clean.duckdb")
+
+
+def _stop_after(batches: int) -> Callable[[int], None]:
+    calls: list[int] = []
+
+    def progress(done: int) -> None:
+        calls.append(done)
+        if len(calls) == batches:
+            raise KeyboardInterrupt
+
+    return progress
+
+
+@settings(max_examples=8, deadline=None)
+@given(batch_size=st.integers(1, 400), stops=st.lists(st.integers(1, 6), max_size=3))
+def test_any_batch_size_and_any_interruptions_give_the_same_views(
+        shared_evening: tuple[EmbeddedLog, dict], tmp_path_factory: pytest.TempPathFactory,
+        batch_size: int, stops: list[int]) -> None:
+    log, expected = shared_evening
+    db = tmp_path_factory.mktemp("prop") / "p.duckdb"
+    for stop in stops:  # each run is stopped after `stop` batches, then resumed
+        try:
+            project(log, db, batch_size=batch_size, progress=_stop_after(stop))
+        except KeyboardInterrupt:
+            pass
+    project(log, db, batch_size=batch_size)
+    assert digests_of(db) == expected

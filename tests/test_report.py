@@ -1,0 +1,185 @@
+"""The HTML report: self-contained, the exact figures in it, and (with Chromium) it renders."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import struct
+import subprocess
+from datetime import date
+from decimal import Decimal
+from fractions import Fraction
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+from audit_scenarios import MONEY, THEO, evening
+
+from events.theory import outcome_probabilities
+from projections.reconcile import Calendar
+from projections.report import build_report, chi2_sf, chi_square, outcome_rows
+
+REPO = Path(__file__).resolve().parents[1]
+CHROMIUM = Path("/usr/bin/chromium")
+NEW_YORK = Calendar.parse("America/New_York")
+
+
+class Cells(HTMLParser):
+    """section id -> group -> column -> data-value, from the report's tables and cards."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.section = ""
+        self.group = ""
+        self.cells: dict[str, dict[str, dict[str, str]]] = {}
+        self.tags: set[str] = set()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        self.tags.add(tag)
+        if tag == "section":
+            self.section = a.get("id") or ""
+        elif tag == "tr" and "data-group" in a:
+            self.group = a["data-group"] or ""
+        elif "data-col" in a and "data-value" in a:
+            group = self.group if tag == "td" else "summary"
+            (self.cells.setdefault(self.section, {}).setdefault(group, {})
+             [a["data-col"] or ""]) = a["data-value"] or ""
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return evening(tmp_path_factory.mktemp("evening"))
+
+
+@pytest.fixture(scope="module")
+def report_html(db: Path) -> str:
+    with duckdb.connect(str(db), read_only=True) as con:
+        return build_report(con, NEW_YORK).html
+
+
+def _cells(html: str) -> Cells:
+    parser = Cells()
+    parser.feed(html)
+    return parser
+
+
+def test_report_is_self_contained_no_scripts_no_fetches(report_html: str) -> None:
+    parser = _cells(report_html)
+    assert "script" not in parser.tags and "link" not in parser.tags and "img" not in parser.tags
+    assert not re.search(r"(src|href)\s*=|@import|url\(", report_html)
+    assert report_html.count("<svg") == 3  # hold by table, by dealer, outcomes
+    assert "gaming day 2026-11-28" in report_html
+
+
+def test_report_holds_by_table_are_the_exact_figures(report_html: str) -> None:
+    tables = _cells(report_html).cells["hold-by-table"]
+    for table, (n, handle, paid, collected, returned, net, hold) in MONEY.items():
+        row = tables[table]
+        assert [row[c] for c in ("rounds", "handle_cents", "paid_cents", "collected_cents",
+                                 "returned_cents", "net_win_cents", "hold_pct")] == \
+            [str(n), str(handle), str(paid), str(collected), str(returned), str(net), str(hold)]
+        assert Decimal(row["theo_win_cents"]) == Decimal(round(THEO[table] * 100)) / 100
+        theo_pct = THEO[table] * 100 / handle
+        assert Decimal(row["theo_hold_pct"]) == Decimal(round(theo_pct * 10_000)) / 10_000
+
+
+def test_report_holds_by_dealer_and_the_summary(report_html: str) -> None:
+    cells = _cells(report_html).cells
+    dealers = cells["hold-by-dealer"]
+    assert {d: int(r["net_win_cents"]) for d, r in dealers.items()} == \
+        {"D1": -32500, "D4": 2000, "D2": -3000, "D3": -5000}
+    # The summary cards are in the header, before any section.
+    assert cells[""]["summary"]["handle_cents"] == "31500"
+    assert cells[""]["summary"]["net_win_cents"] == str(-30500 - 3000 - 5000)
+    assert cells[""]["summary"]["balanced"] == "True"
+
+
+def test_report_outcome_frequencies_against_the_exact_probabilities(report_html: str) -> None:
+    outcomes = _cells(report_html).cells["outcomes"]
+    observed = {o: int(r["observed"]) for o, r in outcomes.items() if int(r["observed"])}
+    # The voided round of T03 never had its two cards: it has no outcome.
+    assert observed == {"consecutive": 1, "trips": 1, "pair_no_trips": 1, "spread_2": 1,
+                        "spread_4": 2, "spread_5": 1, "spread_7": 1, "spread_11": 1}
+    six, one = outcome_probabilities(6), outcome_probabilities(1)
+    for outcome, row in outcomes.items():
+        expected = 6 * six[outcome] + 3 * one[outcome]  # six 6-deck rounds, three 1-deck
+        assert row["expected"] == f"{expected.numerator}/{expected.denominator}"
+
+
+def test_report_conservation_and_ledger_sections(report_html: str) -> None:
+    cells = _cells(report_html).cells
+    assert {t: (r["difference_cents"], r["balanced"]) for t, r in
+            cells["conservation"].items()} == {t: ("0", "true") for t in MONEY}
+    assert cells["conservation"]["T01"]["money_out_cents"] == "41000"
+    assert cells["ledger"] == {"OK": {"wagers": "16", "amount_cents": "31500"}}
+
+
+def test_report_says_so_when_there_is_no_anomalies_view(db: Path) -> None:
+    with duckdb.connect(str(db), read_only=True) as con:
+        report = build_report(con, NEW_YORK)
+    assert report.anomalies_note is not None and "no anomalies view" in report.anomalies_note
+    assert "no anomalies view" in report.html
+
+
+def test_report_charts_an_anomalies_view_when_there_is_one(tmp_path: Path) -> None:
+    db = evening(tmp_path)
+    with duckdb.connect(str(db)) as con:  # an anomalies view as the anomaly engine may make it
+        con.execute("CREATE VIEW anomalies AS SELECT 'WRONG_PAYOUT' AS code, table_id, "
+                    "shoe_id, round_no, started_at AS occurred_at FROM rounds "
+                    "WHERE table_id = 'T01' AND round_no <= 2")
+    with duckdb.connect(str(db), read_only=True) as con:
+        report = build_report(con, NEW_YORK)
+    assert report.anomalies_note is None
+    assert _cells(report.html).cells["anomalies"] == {"WRONG_PAYOUT": {"count": "2"}}
+    assert report.html.count("<svg") == 4
+
+
+def test_a_day_without_rounds_is_a_clear_error(db: Path) -> None:
+    from events.errors import NotFoundError
+
+    with duckdb.connect(str(db), read_only=True) as con, \
+            pytest.raises(NotFoundError, match="no rounds on gaming day 2026-11-27"):
+        build_report(con, NEW_YORK, day=date(2026, 11, 27))
+
+
+def test_chi_square_pools_small_cells_and_its_p_value_is_right() -> None:
+    rows: list[dict[str, Any]] = outcome_rows(
+        [{"decks": 6, "outcome": "consecutive", "rounds": 143},
+         {"decks": 6, "outcome": "spread_1", "rounds": 131},
+         {"decks": 6, "outcome": "trips", "rounds": 3}])
+    total = sum(r["expected"] for r in rows)
+    assert total == Fraction(277) and len(rows) == 14
+    test = chi_square(rows)
+    assert test is not None and test[1] == len([r for r in rows if r["expected"] >= 5])
+    # Known values of the chi-square survival function.
+    assert chi2_sf(3.841458820694124, 1) == pytest.approx(0.05, abs=1e-9)
+    assert chi2_sf(18.307038053275146, 10) == pytest.approx(0.05, abs=1e-9)
+    assert chi2_sf(2.0, 2) == pytest.approx(0.36787944117144233, abs=1e-12)
+
+
+def _png_size(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", data[16:24])
+    return width, height
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium "
+                    "(apt-get update && apt-get install -y chromium)")
+def test_report_renders_in_headless_chromium(tmp_path: Path, report_html: str) -> None:
+    page = tmp_path / "report.html"
+    page.write_text(report_html, encoding="utf-8")
+    png = tmp_path / "report.png"
+    proc = subprocess.run([str(REPO / "scripts" / "render_report.sh"), str(page), str(png),
+                           "1280,2400"], capture_output=True, text=True, timeout=180,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert _png_size(png) == (1280, 2400)
+    # A blank page compresses to a few kilobytes; charts and tables make it far larger.
+    assert png.stat().st_size > 40_000
+    if shutil.which("file"):
+        assert "PNG image" in subprocess.run(["file", str(png)], capture_output=True,
+                                             text=True, check=False).stdout
