@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import sys
 
-import click
 import typer
 
 from events.errors import PitlogError
@@ -49,11 +48,13 @@ def main(argv: list[str] | None = None) -> None:
     except PitlogError as exc:
         fail(str(exc))
         sys.exit(1)
-    except click.exceptions.Abort:
+    except typer.Abort:
         fail("interrupted")
         sys.exit(130)
-    except click.exceptions.ClickException as exc:  # bad argument, missing option, no such file
-        fail(exc.format_message())
+    except typer.TyperException as exc:  # bad argument, missing option, no such command or file
+        if type(exc).__name__ == "NoArgsIsHelpError":
+            sys.exit(0)  # `pitlog` alone: the help was printed, nothing went wrong
+        fail(exc.format_message())  # type: ignore[attr-defined]
         sys.exit(1)
     except KeyboardInterrupt:
         fail("interrupted")

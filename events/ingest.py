@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import random
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -37,7 +38,7 @@ __all__ = ["BadLine", "IngestReport", "LineRejected", "default_quarantine", "ing
 
 MAX_LINE_BYTES = 64 * 1024
 BATCH_LINES = 2000
-MAX_RETRIES = 5
+MAX_RETRIES = 20  # conflicts: another writer of the same table appended first
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,7 +219,8 @@ def _record(recorder: Recorder, line: DeviceLine) -> None:
 
 def _flush(recorder: Recorder, batch: list[DeviceLine]) -> None:
     """Another writer of one of these tables may append first: the recorder then drops the
-    batch and reloads its heads, and the batch is recorded again on top (issue 6)."""
+    batch and reloads its heads, and the batch is recorded again on top (issue 6). Between
+    attempts, a random and growing pause, so two writers in step stop colliding."""
     for attempt in range(MAX_RETRIES + 1):
         try:
             recorder.flush()
@@ -226,5 +228,6 @@ def _flush(recorder: Recorder, batch: list[DeviceLine]) -> None:
         except ConcurrencyError:
             if attempt == MAX_RETRIES:
                 raise
+            time.sleep(random.uniform(0, 0.002 * 2 ** min(attempt, 8)))
             for line in batch:
                 _record(recorder, line)

@@ -49,6 +49,7 @@ from kafka.admin import KafkaAdminClient
 from kafka.errors import KafkaError, TopicAlreadyExistsError
 
 from events.errors import LogError
+from events.kafka_fencing import TableFencing
 from events.log import EventLog, LogRecord
 
 DEFAULT_PARTITIONS = 4  # the embedded log's default too
@@ -134,6 +135,9 @@ def consumer_settings() -> dict[str, Any]:
         # requests instead, which cost a little more per request with many partitions.
         "enable_incremental_fetch_sessions": False,
         "request_timeout_ms": 30_000,
+        # Records of aborted transactions (a writer fenced by another writer of its table,
+        # events/kafka_fencing.py) are never read; reading stops at the last stable offset.
+        "isolation_level": "read_committed",
     }
 
 
@@ -152,6 +156,7 @@ class KafkaLog(EventLog):
         self._settings = dict(security_settings() if settings is None else settings)
         self._producer: KafkaProducer | None = None
         self._consumer: KafkaConsumer | None = None
+        self._fencing: TableFencing | None = None
         self.n_partitions = self._ensure_topic(partitions, replication_factor)
         # Reading only some partitions: one projector (and one DuckDB file) per share of the
         # tables, assigned statically (docs/operating.md). Appends still go to any partition.
@@ -277,13 +282,39 @@ class KafkaLog(EventLog):
                 continue
             result.append((meta.partition, meta.offset))
         if failed:
-            i, exc = failed[0]
+            first, error = failed[0]
             raise LogError(
                 f"append to topic {self.topic}: {len(failed)} of {len(items)} records were not "
-                f"acknowledged (first: record {i}, key {items[i][0]!r}: {exc}); the others "
-                f"are on the topic. Re-read the table heads (scan_heads) before recording "
-                f"again") from exc
+                f"acknowledged (first: record {first}, key {items[first][0]!r}: {error}); the "
+                f"others are on the topic. Re-read the table heads (scan_heads) before "
+                f"recording again") from error
         return result
+
+    def _get_fencing(self) -> TableFencing:
+        if self._fencing is None:
+            self._fencing = TableFencing(
+                bootstrap=self.bootstrap, topic=self.topic, partitions=self.n_partitions,
+                timeout_s=self.timeout_s, client_id=self.client_id,
+                producer_config={**producer_settings(self.timeout_s), **self._settings},
+                consumer_config={**consumer_settings(), **self._settings},
+                read_ranges=self._read_ranges)
+        return self._fencing
+
+    def append_expecting(self, items: Sequence[tuple[bytes, bytes]],
+                         expected: Mapping[bytes, bytes | None] | None) -> list[tuple[int, int]]:
+        """`append`, if each key's last event still ends with `expected[key]` (None: the key
+        has none yet); otherwise ConcurrencyError. One transaction per key, by a producer whose
+        transactional.id is the key's own, so two writers of a table fence each other
+        (events/kafka_fencing.py). The recorder uses it: two recorders of a table can never
+        both take a seq. Durable on return, like `append`."""
+        if not items:
+            return []
+        return self._get_fencing().append_expecting(items, expected)
+
+    def last_values(self) -> dict[bytes, bytes]:
+        """Each key's last event in the assigned partitions, read up to the end once every
+        transaction is decided; kept current for `append_expecting` (the recorder's heads)."""
+        return self._get_fencing().last_values(self.assigned)
 
     # --- reading --------------------------------------------------------------------------------
 
@@ -325,7 +356,11 @@ class KafkaLog(EventLog):
         todo = {p: (start.get(p, 0), end) for p, end in ends.items() if start.get(p, 0) < end}
         if not todo:
             return
-        consumer = self._get_consumer()
+        yield from self._read_ranges(self._get_consumer(), todo, max_batch)
+
+    def _read_ranges(self, consumer: KafkaConsumer, todo: dict[int, tuple[int, int]],
+                     max_batch: int = 5000) -> Iterator[list[LogRecord]]:
+        """Batches of each partition's records in [first, end) of `todo`."""
         tps = {p: TopicPartition(self.topic, p) for p in todo}
         try:
             consumer.assign(list(tps.values()))
@@ -349,7 +384,6 @@ class KafkaLog(EventLog):
                 raise LogError(f"reading topic {self.topic} failed near offsets "
                                f"{ {p: nxt[p] for p in sorted(pending)} }: {exc}") from exc
             if not polled:
-                self._skip_unreturned_offsets(consumer, tps, todo, nxt, pending)
                 if time.monotonic() - last_progress > self.timeout_s:
                     raise LogError(
                         f"no records from topic {self.topic} on {self.bootstrap} for "
@@ -372,6 +406,9 @@ class KafkaLog(EventLog):
                         yield buf
                         buf = buffers[p] = []
                 last_progress = time.monotonic()
+            # Transaction markers and aborted records are never returned: see how far the fetch
+            # position got, so a partition that ends with a marker ends without an idle poll.
+            self._skip_unreturned_offsets(consumer, tps, todo, nxt, pending)
             for p in [p for p in pending if nxt[p] >= todo[p][1]]:
                 pending.discard(p)
                 consumer.pause(tps[p])  # stop fetching past the end as of the call
@@ -383,8 +420,8 @@ class KafkaLog(EventLog):
     def _skip_unreturned_offsets(self, consumer: KafkaConsumer, tps: dict[int, TopicPartition],
                                  todo: dict[int, tuple[int, int]], nxt: dict[int, int],
                                  pending: set[int]) -> None:
-        """Offsets that hold no record (transaction markers of a foreign transactional producer)
-        never come back from poll: trust the fetch position for those."""
+        """Offsets that hold no record (transaction markers, aborted transactions) never come
+        back from poll: trust the fetch position for those."""
         for p in pending:
             try:
                 position = consumer.position(tps[p], timeout_ms=1000)
@@ -394,6 +431,9 @@ class KafkaLog(EventLog):
                 nxt[p] = min(position, todo[p][1])
 
     def close(self) -> None:
+        if self._fencing is not None:
+            fencing, self._fencing = self._fencing, None
+            fencing.close()
         if self._producer is not None:
             producer, self._producer = self._producer, None
             try:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from events import chain, codec, model
-from events.errors import ConcurrencyError
+from events.errors import ConcurrencyError, DecodeError
 from events.log import EventLog
 
 
@@ -24,8 +24,19 @@ class TableHead:
     hash: bytes = model.GENESIS_HASH
 
 
+def _head_of(value: bytes) -> TableHead | None:
+    try:
+        return TableHead(codec.decode(value).seq, chain.stored_hash(value))
+    except DecodeError:
+        return None
+
+
 def scan_heads(log: EventLog) -> dict[str, TableHead]:
-    """Each table's head, read from the log (only the last record per table is decoded)."""
+    """Each table's head, read from the log (only the last record per table is decoded).
+
+    A table whose newest record is not a pitlog event (foreign bytes on a Kafka topic, which
+    the read side quarantines) continues from its newest record that is: one bad message must
+    not stop every writer of the topic."""
     last_values = getattr(log, "last_values", None)  # the embedded log keeps them current
     last: dict[bytes, bytes] = {}
     if last_values is not None:
@@ -35,9 +46,18 @@ def scan_heads(log: EventLog) -> dict[str, TableHead]:
             for rec in batch:
                 last[rec.key] = rec.value
     heads: dict[str, TableHead] = {}
+    unreadable: set[bytes] = set()
     for key, value in last.items():
-        env = codec.decode(value)
-        heads[key.decode()] = TableHead(env.seq, chain.stored_hash(value))
+        head = _head_of(value)
+        if head is None:
+            unreadable.add(key)
+        else:
+            heads[key.decode()] = head
+    if unreadable:  # rare: a second pass, for those tables only
+        for batch in log.read():
+            for rec in batch:
+                if rec.key in unreadable and (head := _head_of(rec.value)) is not None:
+                    heads[rec.key.decode()] = head
     return heads
 
 
@@ -103,13 +123,21 @@ class Recorder:
             else:
                 append_expecting(self._pending, self._continues)
         except ConcurrencyError as exc:
-            dropped, tables = len(self._pending), [k.decode() for k in self._continues]
+            # Kafka appends each table in its own transaction: a conflict can come after some
+            # tables of the batch were appended. Those stay recorded (their heads are right).
+            kept = set(getattr(exc, "recorded", ()))
+            self.recorded += sum(1 for k, _ in self._pending if k in kept)
+            dropped = sum(1 for k, _ in self._pending if k not in kept)
+            tables = [k.decode() for k in self._continues if k not in kept]
             self._pending, self._continues = [], {}
             self.reload_heads(tables)
             heads = ", ".join(f"{t} at seq {self.heads[t].seq}" for t in tables)
-            raise ConcurrencyError(
-                f"{exc}. The {dropped} buffered event(s) were not recorded; heads reloaded "
-                f"({heads}): record them again") from exc
+            also = f" (those of {', '.join(k.decode() for k in kept)} were)" if kept else ""
+            error = ConcurrencyError(
+                f"{exc}. The {dropped} buffered event(s) were not recorded{also}; heads "
+                f"reloaded ({heads}): record them again")
+            error.recorded = tuple(kept)  # type: ignore[attr-defined]
+            raise error from exc
         self.recorded += len(self._pending)
         self._pending, self._continues = [], {}
 

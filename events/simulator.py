@@ -14,18 +14,24 @@ from __future__ import annotations
 import heapq
 import random
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from events import rules
+from events import model, rules
 from events.irregularities import Irregularities, RoundStopped, TruthLabel, record_tampered
 from events.log import EventLog
 from events.model import (
-    Announced, BurnReason, Card, CardBurned, CardDrawn, CardsCut, CardsLoaded, CardsRacked,
-    CuttingCardPlaced, CuttingCardReached, DealerTappedIn, DealerTappedOut, DomainEvent,
-    Instrument, Meaning, RaisePlaced, SettledAs, ShoeClosed, ShuffleCompleted, ShuffleMethod,
-    ShuffleStarted, Suit, TableOpened, WagerKind, WagerPlaced, WagerSettled, Box,
+    Box,
+    BurnReason,
+    Card,
+    DomainEvent,
+    Instrument,
+    Meaning,
+    SettledAs,
+    ShuffleMethod,
+    Suit,
+    WagerKind,
 )
 from events.recorder import Recorder
 
@@ -136,7 +142,8 @@ class TableSim:
         self.profile = config.profile_for(index)
         self.decks = config.decks_for(index)
         self.paytable = rules.STANDARD_PAYTABLE
-        self.clock_us = int((config.start - datetime(1970, 1, 1, tzinfo=UTC)) / timedelta(microseconds=1))
+        self.clock_us = int((config.start - datetime(1970, 1, 1, tzinfo=UTC))
+                            / timedelta(microseconds=1))
         self.clock_us += index * 7_000_000  # tables open a few seconds apart
         self.n = 0
         self.shoe_no = 0
@@ -188,7 +195,7 @@ class TableSim:
             yield from self.flush()
         if self.shoe_id is not None:
             self.close_shoe()
-        self.emit(DealerTappedOut(dealer_id=self.dealer))
+        self.emit(model.DealerTappedOut(dealer_id=self.dealer))
         yield from self.flush()
 
     def flush(self) -> Iterator[Step]:
@@ -198,21 +205,22 @@ class TableSim:
     def open_table(self, pt: rules.Paytable) -> None:
         """The profile and paytable in force until the next TableOpened."""
         self.paytable = pt
-        self.emit(TableOpened(
+        self.emit(model.TableOpened(
             profile=self.profile, pays_spread_1=pt.spread_1, pays_spread_2=pt.spread_2,
             pays_spread_3=pt.spread_3, pays_spread_4_to_11=pt.spread_4_to_11,
             pays_three_of_a_kind=pt.three_of_a_kind), actor="pit-terminal")
 
     def change_dealer(self, *, burn: bool) -> None:
         if self.dealer:
-            self.emit(DealerTappedOut(dealer_id=self.dealer))
+            self.emit(model.DealerTappedOut(dealer_id=self.dealer))
         self.dealer_no += 1
         self.dealer = f"D-{self.table_id}-{self.dealer_no}"
-        self.emit(DealerTappedIn(dealer_id=self.dealer), gap=20)
+        self.emit(model.DealerTappedIn(dealer_id=self.dealer), gap=20)
         # 13:47-20.31(d)1; 13:69F-6.4: each new dealer burns one card before dealing.
         if burn and not self.inject.skip_burn(self, self.round_count + 1):
             card = self.draw()
-            self.emit(CardBurned(rank=card.rank, suit=card.suit, reason=BurnReason.NEW_DEALER))
+            self.emit(model.CardBurned(rank=card.rank, suit=card.suit,
+                                       reason=BurnReason.NEW_DEALER))
 
     def open_shoe(self) -> None:
         self.shoe_no += 1
@@ -222,29 +230,30 @@ class TableSim:
         self.inject.shoe_opening(self)
         method = ShuffleMethod.AUTOMATIC_SHUFFLER if self.decks > 1 else ShuffleMethod.HAND
         device = f"SHUF-{self.table_id}" if method is ShuffleMethod.AUTOMATIC_SHUFFLER else None
-        self.emit(ShuffleStarted(method=method, device_id=device), gap=30)
+        self.emit(model.ShuffleStarted(method=method, device_id=device), gap=30)
         if device is not None:
             self.inject.shuffling(self, method, device)
         self.shoe = [Card(r, s) for _ in range(self.decks) for r in range(2, 15) for s in SUITS]
         self.rng.shuffle(self.shoe)
-        self.emit(ShuffleCompleted(method=method, device_id=device), gap=30)
+        self.emit(model.ShuffleCompleted(method=method, device_id=device), gap=30)
         cut = self.rng.randrange(10, len(self.shoe) - 10)
         self.shoe = self.shoe[cut:] + self.shoe[:cut]
-        self.emit(CardsCut(position=cut))
+        self.emit(model.CardsCut(position=cut))
         # The cutting card goes about a quarter of the way from the back.
         self.cut_behind = max(8, int(len(self.shoe) * self.rng.uniform(0.2, 0.3)))
-        self.emit(CuttingCardPlaced(cards_behind=self.cut_behind))
+        self.emit(model.CuttingCardPlaced(cards_behind=self.cut_behind))
         self.shoe.reverse()  # pop() deals from the front
-        self.emit(CardsLoaded(decks=self.decks))
+        self.emit(model.CardsLoaded(decks=self.decks))
         # 13:47-20.31(d)1: the first card of a new shoe is burned face down to the rack.
         if not self.inject.skip_burn(self, 1):
             card = self.draw()
-            self.emit(CardBurned(rank=card.rank, suit=card.suit, reason=BurnReason.NEW_SHOE))
+            self.emit(model.CardBurned(rank=card.rank, suit=card.suit,
+                                       reason=BurnReason.NEW_SHOE))
         self.round_count = 0
 
     def close_shoe(self) -> None:
         self.shoe_open = False
-        self.emit(ShoeClosed(cards_remaining=len(self.shoe)), gap=3)
+        self.emit(model.ShoeClosed(cards_remaining=len(self.shoe)), gap=3)
 
     # --- one round ------------------------------------------------------------------------------
 
@@ -254,11 +263,12 @@ class TableSim:
             if self.rng.random() < self.config.sit_out:
                 continue
             if self.rng.random() < 0.02:  # a new player sits down
-                player = self.players[seat] = f"{player.rsplit('-', 1)[0]}-{self.rng.randrange(10**6)}"
+                player = f"{player.rsplit('-', 1)[0]}-{self.rng.randrange(10**6)}"
+                self.players[seat] = player
             amount = self.rng.choice(WAGER_SIZES_CENTS)
             instrument = Instrument.PLAQUES if amount >= 10000 else Instrument.CHIPS
             wagers[seat, seat] = amount
-            self.emit(WagerPlaced(seat=seat, area=seat, player_id=player, amount_cents=amount,
+            self.emit(model.WagerPlaced(seat=seat, area=seat, player_id=player, amount_cents=amount,
                                   instrument=self.inject.instrument(self, instrument)), gap=0.8)
         return wagers
 
@@ -266,7 +276,7 @@ class TableSim:
         said = self.inject.announcement(self, meaning, value)  # WRONG_ANNOUNCEMENT
         if said is not None:
             meaning, value = said
-            self.emit(Announced(phrase=phrase(self.profile, meaning, value), meaning=meaning,
+            self.emit(model.Announced(phrase=phrase(self.profile, meaning, value), meaning=meaning,
                                 value=value), gap=0.7)
 
     def deal(self, box: Box, hand: Hand) -> Card:
@@ -274,9 +284,10 @@ class TableSim:
         card = self.draw()
         if len(self.shoe) == self.cut_behind:
             # 13:47-20.31(d)16: the round in progress is completed, then the cards reshuffled.
-            self.emit(CuttingCardReached(), gap=0.3)
+            self.emit(model.CuttingCardReached(), gap=0.3)
             self.inject.cutting_card_reached(self, hand, card)
-        self.emit(CardDrawn(rank=card.rank, suit=card.suit, face_up=True, destination=box), gap=1)
+        self.emit(model.CardDrawn(rank=card.rank, suit=card.suit, face_up=True,
+                                  destination=box), gap=1)
         hand.dealt.append(card)
         return card
 
@@ -297,7 +308,7 @@ class TableSim:
         made = self.inject.settlement(self, hand, amount, outcome, value, expected.odds)
         if made is not None:
             outcome, value, odds = made
-            self.emit(WagerSettled(seat=key[0], area=key[1], wager_kind=kind, outcome=outcome,
+            self.emit(model.WagerSettled(seat=key[0], area=key[1], wager_kind=kind, outcome=outcome,
                                    amount_cents=value, odds=odds), gap=0.8)
 
     def settle_all(self, hand: Hand) -> None:
@@ -315,7 +326,7 @@ class TableSim:
         # (d)15: the cards are picked up into the discard rack in order.
         cards = self.inject.racking(self, hand.dealt)
         if cards is not None:
-            self.emit(CardsRacked(cards=tuple(cards)), gap=2)
+            self.emit(model.CardsRacked(cards=tuple(cards)), gap=2)
 
     def raise_wagers(self, hand: Hand, spread: int) -> None:
         raise_from = self.config.raise_from
@@ -323,7 +334,7 @@ class TableSim:
             # (d)12: a raise may not exceed the original wager.
             if raise_from is not None and spread >= raise_from and self.rng.random() < 0.9:
                 hand.raises[key] = amount
-                self.emit(RaisePlaced(seat=key[0], area=key[1], amount_cents=amount), gap=1)
+                self.emit(model.RaisePlaced(seat=key[0], area=key[1], amount_cents=amount), gap=1)
 
     def play_round(self) -> None:
         self.round_count += 1
@@ -379,21 +390,30 @@ class SimReport:
     truth: list[TruthLabel]
 
 
-def generate(config: SimConfig) -> tuple[Iterator[Step], list[TableSim]]:
-    """Every table's steps, merged in time order (deterministic tie-breaks)."""
-    sims = [TableSim(config, i) for i in range(config.tables)]
+def generate(config: SimConfig, only: Sequence[int] | None = None,
+             ) -> tuple[Iterator[Step], list[TableSim]]:
+    """Every table's steps (or those of the table indexes in `only`), merged in time order
+    (deterministic tie-breaks)."""
+    sims = [TableSim(config, i) for i in (range(config.tables) if only is None else only)]
     return heapq.merge(*(sim.run() for sim in sims)), sims
 
 
 def simulate(log: EventLog, config: SimConfig,
-             progress: Callable[[int], None] | None = None) -> SimReport:
-    """Play the evening and record it to `log`; returns counts and the ground truth."""
-    steps, sims = generate(config)
+             progress: Callable[[int], None] | None = None, *,
+             only: Sequence[int] | None = None) -> SimReport:
+    """Play the evening and record it to `log`; returns counts and the ground truth.
+
+    `only` plays just these table indexes (0-based): each table is its own seeded stream, so
+    several processes can share one evening's tables between them, each recording its own
+    tables to the same log, and together record exactly what one process would (in another
+    interleaving of tables)."""
+    steps, sims = generate(config, only)
     recorder = Recorder(log)
+    by_index = {sim.index: sim for sim in sims}
     n = 0
     for step in steps:
         occurred = _at(step.at_us)
-        table_id = sims[step.table_index].table_id
+        table_id = by_index[step.table_index].table_id
         stamp = dict(shoe_id=step.shoe_id, round_no=step.round_no, actor=step.actor,
                      occurred_at=occurred, recorded_at=_at(step.at_us + step.delay_us),
                      event_id=step.event_id)
@@ -408,7 +428,7 @@ def simulate(log: EventLog, config: SimConfig,
     if progress:
         progress(n)
     truth = [label for sim in sims for label in sim.inject.labels]
-    return SimReport(n, config.tables, sum(sim.rounds_played for sim in sims),
+    return SimReport(n, len(sims), sum(sim.rounds_played for sim in sims),
                      sum(sim.shoe_no for sim in sims), truth)
 
 

@@ -29,6 +29,7 @@ from projections import reconcile as rc
 from projections.report_svg import hold_chart, outcome_chart, timeline_chart
 
 TEMPLATE = Path(__file__).with_name("report_template.html")
+CHART_MAX = 30  # bars per hold chart; the tables always list every group
 OUTCOMES = ("consecutive", "trips", "pair_no_trips", *(f"spread_{s}" for s in SPREADS))
 Row = dict[str, Any]
 
@@ -98,13 +99,18 @@ def _hold_section(rows: list[Row], key: str, label: str) -> str:
             + _cell("variance_pct", r["variance_pct"], _pct(r["variance_pct"]))
             + _cell("z_score", r["z_score"])
             + f'<td class="flags">{escape(r["flags"].replace(",", ", "))}</td></tr>')
+    charted, note = rows, ""
+    if len(rows) > CHART_MAX:  # a big floor: chart the groups furthest from theory
+        charted = sorted(rows, key=lambda r: -abs(r["z_score"] or 0.0))[:CHART_MAX]
+        note = (f" The chart shows the {CHART_MAX} of {len(rows)} furthest from theory "
+                f"(largest |z| first); the table lists them all.")
     chart = hold_chart([(str(r[key] if r[key] is not None else "(none)"), r["hold_pct"],
-                         r["theo_hold_pct"], bool(r["flags"])) for r in rows])
+                         r["theo_hold_pct"], bool(r["flags"])) for r in charted])
     legend = ('<span class="legend" style="background:#2f6db5"></span>hold (net win / handle)'
               '<span class="legend" style="background:#9aa5b5"></span>theoretical hold')
     return (f"<figure>{chart}<figcaption>{legend}. A red name is flagged (HOLD_VARIANCE: "
-            f"|z| above the limit; LEDGER_EXCEPTIONS; INVALID_PAYTABLE).</figcaption></figure>"
-            + _table(head, body))
+            f"|z| above the limit; LEDGER_EXCEPTIONS; INVALID_PAYTABLE).{escape(note)}"
+            f"</figcaption></figure>" + _table(head, body))
 
 
 def _find(columns: Sequence[str], *names: str) -> str | None:

@@ -80,6 +80,8 @@ def hold_chart(items: Sequence[tuple[str, Decimal | None, Decimal | None, bool]]
             body.append(f'<rect x="{x0:.1f}" y="{y + dy}" width="{max(x1 - x0, 1):.1f}" '
                         f'height="{h}" fill="{color}" rx="1.5"/>')
             anchor, tx = ("start", x1 + 5) if v >= 0 else ("end", x0 - 5)
+            if v < 0 and x0 - 50 < left:  # no room left of the bar: write it right of zero
+                anchor, tx = "start", x(0) + 5
             body.append(f'<text x="{tx:.1f}" y="{y + dy + h - 2}" font-size="11" '
                         f'text-anchor="{anchor}" fill="{MUTED}">{v:.2f}%</text>')
     body.append(f'<text x="{left + plot / 2:.0f}" y="{height - 6}" font-size="11" '

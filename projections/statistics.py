@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from datetime import datetime
-from fractions import Fraction
+from decimal import Decimal
 from typing import Any
 
 import duckdb
@@ -180,10 +180,9 @@ def hold_variance(con: duckdb.DuckDBPyConnection, calendar: Calendar | None = No
 
 
 def _money(cents: Any) -> str:
-    value = Fraction(str(cents)) if not isinstance(cents, int) else Fraction(cents)
-    sign = "-" if value < 0 else ""
-    whole = abs(value)
-    return f"{sign}${float(whole) / 100:,.2f}"
+    """Cents (an int, or reconcile's Decimal hundredths of a cent) as dollars, no floats."""
+    dollars = (Decimal(str(cents)) / 100).quantize(Decimal("0.01"))
+    return f"{'-' if dollars < 0 else ''}${abs(dollars):,}"
 
 
 def _group_name(g: Row) -> str:

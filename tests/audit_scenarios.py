@@ -26,6 +26,7 @@ from events.model import (
 )
 from events.recorder import Recorder
 from events.rules import STANDARD_PAYTABLE, Paytable
+from events.simulator import phrase
 from events.theory import original_wager_edge, raise_edge
 from projections.projector import project
 
@@ -54,6 +55,7 @@ class Pit:
     clock: datetime = EVENING
     dealer: str = "D1"
     paytable: Paytable = STANDARD_PAYTABLE
+    profile: str = "nj-casino"
     shoe_id: str | None = None
     round_no: int | None = None
     rounds_in_shoe: int = 0
@@ -67,7 +69,7 @@ class Pit:
 
     def open_table(self, profile: str, paytable: Paytable = STANDARD_PAYTABLE, *,
                    board_approved: bool = False) -> int:
-        self.paytable = paytable
+        self.paytable, self.profile = paytable, profile
         return self.emit(model.TableOpened(
             profile=profile, pays_spread_1=paytable.spread_1, pays_spread_2=paytable.spread_2,
             pays_spread_3=paytable.spread_3, pays_spread_4_to_11=paytable.spread_4_to_11,
@@ -100,7 +102,9 @@ class Pit:
         return self.emit(CardDrawn(rank=c.rank, suit=c.suit, face_up=True, destination=box))
 
     def say(self, meaning: Meaning, value: int | None = None) -> None:
-        self.emit(Announced(phrase=meaning.value.lower(), meaning=meaning, value=value))
+        """The dealer's exact words under the table's profile (13:47-20.31(d)7-13; GA (5)-(11))."""
+        self.emit(Announced(phrase=phrase(self.profile, meaning, value), meaning=meaning,
+                            value=value))
 
     def settle(self, seat: int, kind: WagerKind, outcome: SettledAs, cents: int,
                odds: int | None = None) -> int:
@@ -148,6 +152,13 @@ class Pit:
             else:
                 self.say(Meaning.PAIR)
             self.draw(dealt[2], Box.MIDDLE)
+            third = card(dealt[2]).rank
+            if kind.kind is rules.HandKind.SPREAD:
+                self.say(Meaning.THIRD_CARD, third)  # (d)13: the third card's value
+            elif third == card(dealt[0]).rank:
+                self.say(Meaning.THREE_OF_A_KIND)  # (d)9
+            else:
+                self.say(Meaning.NO_THREE_OF_A_KIND)  # (d)10
         for seat, cents in wagers.items():
             self._settle(seat, ORIGINAL, cents, dealt, override)
             if seat in raises:

@@ -4,6 +4,8 @@ tests/test_kafka_faults.py follows a real Kafka topic in a subprocess)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -82,30 +84,23 @@ def test_follow_waits_for_a_reader_to_release_the_database(tmp_path: Path) -> No
     db = tmp_path / "busy.duckdb"
     events = simulate(log, SimConfig(seed=3, tables=1, rounds=5)).events
     duckdb.connect(str(db)).close()  # an empty file a reader can open
+    # Another process holds the file read-only for a moment, as `pitlog shoes` would.
+    reader = subprocess.Popen(
+        [sys.executable, "-c", f"import duckdb, time; c = duckdb.connect({str(db)!r}, "
+         f"read_only=True); print('open', flush=True); time.sleep(1.5)"],
+        stdout=subprocess.PIPE)
+    assert reader.stdout is not None and reader.stdout.readline() == b"open\n"
     stop = threading.Event()
     result: list[ProjectionReport] = []
-    reader_done = threading.Event()
-
-    def reader() -> None:
-        import subprocess
-        import sys
-        # Another process holds the file read-only for a second, as `pitlog shoes` would.
-        subprocess.run([sys.executable, "-c", f"import duckdb, time; "
-                        f"c = duckdb.connect({str(db)!r}, read_only=True); time.sleep(1.5)"],
-                       check=True)
-        reader_done.set()
-
-    holder = threading.Thread(target=reader)
-    holder.start()
-    time.sleep(0.8)  # the reader has the file by now
     follower = threading.Thread(target=lambda: result.append(
         follow(log, db, poll_interval=0.1, stop_event=stop, snapshot_every=0.5)))
     follower.start()
     try:
         _wait_for(db, events, within_s=30)
-        assert reader_done.is_set()  # it could only have started after the reader left
+        # The follower could only open the file after the reader let go of it.
+        assert reader.poll() == 0
     finally:
         stop.set()
         follower.join(timeout=30)
-        holder.join(timeout=30)
+        reader.wait(timeout=30)
     assert result[0].events == events

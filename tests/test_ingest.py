@@ -201,8 +201,12 @@ def _ingest_worker(folder: str, actor: str, n: int, start: Any, out: Any) -> Non
                     for i in range(1, n + 1))
     log = EmbeddedLog(Path(folder))
     start.wait()
-    report = ingest(io.BytesIO(lines.encode()), log, source=actor,
-                    quarantine=Path(folder).parent / f"{actor}.q", batch_lines=25)
+    try:
+        report = ingest(io.BytesIO(lines.encode()), log, source=actor,
+                        quarantine=Path(folder).parent / f"{actor}.q", batch_lines=25)
+    except Exception as exc:  # noqa: BLE001 - reported to the test, which then fails
+        out.put((actor, repr(exc), -1))
+        return
     out.put((actor, report.recorded, report.rejected))
 
 

@@ -15,8 +15,9 @@ from typing import Any
 
 import duckdb
 import pytest
-from audit_scenarios import MONEY, THEO, evening
+from audit_scenarios import MONEY, ORIGINAL, THEO, Floor, evening
 
+from events.model import SettledAs
 from events.theory import outcome_probabilities
 from projections.reconcile import Calendar
 from projections.report import build_report, chi2_sf, chi_square, outcome_rows
@@ -117,24 +118,44 @@ def test_report_conservation_and_ledger_sections(report_html: str) -> None:
     assert cells["ledger"] == {"OK": {"wagers": "16", "amount_cents": "31500"}}
 
 
-def test_report_says_so_when_there_is_no_anomalies_view(db: Path) -> None:
+def test_report_of_a_clean_evening_has_no_anomalies(report_html: str) -> None:
+    assert "No anomalies on this gaming day." in report_html
+
+
+def test_report_says_so_when_there_is_no_anomalies_view(tmp_path: Path) -> None:
+    db = evening(tmp_path)
+    with duckdb.connect(str(db)) as con:  # a database from before the anomaly views
+        con.execute("DROP VIEW anomalies")
     with duckdb.connect(str(db), read_only=True) as con:
         report = build_report(con, NEW_YORK)
     assert report.anomalies_note is not None and "no anomalies view" in report.anomalies_note
     assert "no anomalies view" in report.html
 
 
-def test_report_charts_an_anomalies_view_when_there_is_one(tmp_path: Path) -> None:
+def test_report_charts_the_anomalies_of_the_day(tmp_path: Path) -> None:
+    floor = Floor(tmp_path)
+    t = floor.table("T08")
+    t.open_table("nj-casino")
+    t.tap_in("D8")
+    t.new_shoe("T08-S1")
+    t.play("3C 9H 5D", {1: 1000}, override={(1, ORIGINAL): [(SettledAs.WON, 500, 1)]})
+    t.play("3D 9S KD", {1: 1000})
+    with duckdb.connect(str(floor.build()), read_only=True) as con:
+        report = build_report(con, NEW_YORK)
+    assert report.anomalies_note is None
+    assert "WRONG_PAYOUT" in _cells(report.html).cells["anomalies"]
+    assert report.html.count("<svg") == 4
+
+
+def test_report_reads_an_anomalies_view_placed_by_round(tmp_path: Path) -> None:
     db = evening(tmp_path)
-    with duckdb.connect(str(db)) as con:  # an anomalies view as the anomaly engine may make it
-        con.execute("CREATE VIEW anomalies AS SELECT 'WRONG_PAYOUT' AS code, table_id, "
-                    "shoe_id, round_no, started_at AS occurred_at FROM rounds "
+    with duckdb.connect(str(db)) as con:  # the least an anomalies view may have
+        con.execute("CREATE OR REPLACE VIEW anomalies AS SELECT 'WRONG_PAYOUT' AS code, "
+                    "table_id, shoe_id, round_no FROM rounds "
                     "WHERE table_id = 'T01' AND round_no <= 2")
     with duckdb.connect(str(db), read_only=True) as con:
         report = build_report(con, NEW_YORK)
-    assert report.anomalies_note is None
     assert _cells(report.html).cells["anomalies"] == {"WRONG_PAYOUT": {"count": "2"}}
-    assert report.html.count("<svg") == 4
 
 
 def test_a_day_without_rounds_is_a_clear_error(db: Path) -> None:

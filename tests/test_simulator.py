@@ -81,3 +81,20 @@ def test_shoe_is_reshuffled_after_the_cutting_card(tmp_path: Path) -> None:
         # the round in progress is completed (13:47-20.31(d)16): racked before the shoe closes
         after = types[i:]
         assert after.index("CardsRacked") < after.index("ShoeClosed")
+
+
+def test_a_recorder_continues_past_a_foreign_record_at_a_tables_tail(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    from events.model import DealerTappedIn
+    from events.recorder import Recorder, scan_heads
+
+    log = EmbeddedLog(tmp_path / "log", partitions=1)
+    simulate(log, SimConfig(seed=4, tables=1, rounds=3))
+    good = scan_heads(log)["T01"]
+    log.append([(b"T01", b"not a pitlog event")])
+    assert scan_heads(log)["T01"] == good
+    recorder = Recorder(log, heads={"T01": good})
+    seq = recorder.record("T01", DealerTappedIn(dealer_id="D9"), shoe_id=None, round_no=None,
+                          actor="D9", occurred_at=datetime(2026, 11, 29, tzinfo=UTC))
+    assert seq == good.seq + 1

@@ -1,0 +1,263 @@
+"""One measurement in its own process: `python benchmarks/measure.py NAME '{json args}'`.
+
+run.py starts one child per measurement, so the peak memory it reports (VmHWM, the high-water
+mark of the resident set, from /proc/self/status) belongs to that measurement alone. The child
+prints one JSON object on its last stdout line: wall and CPU seconds of the timed part, events,
+`rss_base_mb` (after imports and setup) and `rss_peak_mb`, plus whatever the measurement adds.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import sys
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(REPO), str(REPO / "benchmarks")]
+
+import duckdb  # noqa: E402
+import floor  # noqa: E402  (benchmarks/floor.py)
+
+from events.embedded_log import EmbeddedLog  # noqa: E402
+from events.simulator import SimConfig, simulate  # noqa: E402
+from projections import store  # noqa: E402
+from projections.projector import DEFAULT_BATCH_SIZE, project  # noqa: E402
+
+APPEND_BATCH = 2000  # events.recorder.Recorder's batch
+Args = dict[str, Any]
+
+
+def rss_mb(field: str) -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+class Timer:
+    def __enter__(self) -> Timer:
+        self.base = rss_mb("VmRSS")
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.wall = time.perf_counter() - self.wall
+        self.cpu = time.process_time() - self.cpu
+
+    def result(self, events: int, **extra: Any) -> dict[str, Any]:
+        return {"seconds": self.wall, "cpu_seconds": self.cpu, "events": events,
+                "rss_base_mb": round(self.base, 1), "rss_peak_mb": round(rss_mb("VmHWM"), 1),
+                **extra}
+
+
+def fresh(path: Path) -> Path:
+    shutil.rmtree(path, ignore_errors=True)
+    for p in (path, Path(f"{path}.wal")):
+        if p.is_file():
+            p.unlink()
+    return path
+
+
+def m_simulate(a: Args) -> dict[str, Any]:
+    """The seeded simulator recording through the Recorder into a fresh embedded log."""
+    out = fresh(Path(a["log"]))
+    config = SimConfig(seed=a.get("seed", 42), tables=a["tables"], rounds=a["rounds"])
+    with Timer() as t, EmbeddedLog(out, partitions=a.get("partitions", 4)) as log:
+        report = simulate(log, config)
+    return t.result(report.events, rounds=report.rounds, shoes=report.shoes)
+
+
+def m_append(a: Args) -> dict[str, Any]:
+    """Appends of recorder-sized batches (read from the dataset outside the timed calls)."""
+    source = EmbeddedLog(Path(a["source"]), create=False)
+    with EmbeddedLog(fresh(Path(a["log"])), partitions=source.n_partitions) as log:
+        n, spent, cpu = 0, 0.0, 0.0
+        with Timer() as t:
+            for items in _recorder_batches(source):
+                w, c = time.perf_counter(), time.process_time()
+                log.append(items)
+                spent += time.perf_counter() - w
+                cpu += time.process_time() - c
+                n += len(items)
+    shutil.rmtree(a["log"], ignore_errors=True)
+    return {**t.result(n), "seconds": spent, "cpu_seconds": cpu}
+
+
+def _recorder_batches(source: EmbeddedLog) -> Any:
+    """The dataset's records in APPEND_BATCH-sized lists of (key, value), partition by
+    partition (as the recorder appends one table's events at a time)."""
+    for batch in source.read(max_batch=APPEND_BATCH):
+        yield [(r.key, r.value) for r in batch]
+
+
+def m_kafka_produce(a: Args) -> dict[str, Any]:
+    from events.kafka_log import KafkaLog
+
+    source = EmbeddedLog(Path(a["source"]), create=False)
+    with KafkaLog(a["bootstrap"], a["topic"], partitions=source.n_partitions) as log:
+        n, spent, cpu = 0, 0.0, 0.0
+        with Timer() as t:
+            for items in _recorder_batches(source):
+                w, c = time.perf_counter(), time.process_time()
+                log.append(items)
+                spent += time.perf_counter() - w
+                cpu += time.process_time() - c
+                n += len(items)
+    return {**t.result(n), "seconds": spent, "cpu_seconds": cpu}
+
+
+def m_kafka_consume(a: Args) -> dict[str, Any]:
+    from events.kafka_log import KafkaLog
+
+    with KafkaLog(a["bootstrap"], a["topic"]) as log, Timer() as t:
+        n = sum(len(batch) for batch in log.read(max_batch=5000))
+    return t.result(n)
+
+
+def m_project(a: Args) -> dict[str, Any]:
+    """`pitlog project`: open (tables and views created), project everything, close."""
+    db = fresh(Path(a["db"]))
+    source = EmbeddedLog(Path(a["source"]), create=False)
+    if a.get("variant") == "per_message":
+        floor.use_per_message_decode()
+    batch_size = a.get("batch_size", DEFAULT_BATCH_SIZE)
+    with Timer() as t:
+        with store.open_store(db) as con:
+            report = project(source, con, batch_size=batch_size)
+    return t.result(report.events + report.quarantined, quarantined=report.quarantined,
+                    batch_size=batch_size)
+
+
+def m_floor(a: Args) -> dict[str, Any]:
+    db = fresh(Path(a["db"]))
+    source = EmbeddedLog(Path(a["source"]), create=False)
+    batch_size = a.get("batch_size", DEFAULT_BATCH_SIZE)
+    with Timer() as t:
+        n = floor.floor_projection(source, db, batch_size)
+    fresh(db)
+    return t.result(n, batch_size=batch_size)
+
+
+def m_decode_ideas(a: Args) -> dict[str, Any]:
+    import decode_ideas
+
+    source = EmbeddedLog(Path(a["source"]), create=False)
+    with Timer() as t:
+        results = decode_ideas.compare(source, a["messages"], a.get("batch_size", 5000))
+    return t.result(a["messages"], ideas=results)
+
+
+def _latencies(con: duckdb.DuckDBPyConnection, calls: list[Callable[[], object]],
+               budget_s: float = 300.0) -> dict[str, Any]:
+    """Each call timed on its own; stops early (and says so) once `budget_s` is spent, so a
+    query that does not scale cannot stall the suite."""
+    times: list[float] = []
+    with Timer() as t:
+        for call in calls:
+            started = time.perf_counter()
+            call()
+            times.append(time.perf_counter() - started)
+            if sum(times) > budget_s:
+                break
+    return {**t.result(0), "latencies": times, "asked": len(calls)}
+
+
+def m_replay(a: Args) -> dict[str, Any]:
+    from projections.queries import replay_shoe
+
+    with duckdb.connect(a["db"], read_only=True) as con:
+        shoes = con.execute("SELECT DISTINCT table_id, shoe_id FROM events WHERE shoe_id "
+                            "IS NOT NULL ORDER BY ALL").fetchall()
+        picks = random.Random(a.get("seed", 1)).sample(shoes, min(a["lookups"], len(shoes)))
+        found = []
+        res = _latencies(con, [lambda t=t, s=s: found.append(len(replay_shoe(con, s, t).events))
+                               for t, s in picks])
+    return {**res, "events_per_replay": sorted(found)[len(found) // 2]}
+
+
+def m_dispute(a: Args) -> dict[str, Any]:
+    from projections.dispute import dispute
+
+    with duckdb.connect(a["db"], read_only=True) as con:
+        spans = con.execute("SELECT table_id, min(occurred_at), max(occurred_at) FROM events "
+                            "GROUP BY ALL ORDER BY ALL").fetchall()
+        rng = random.Random(a.get("seed", 2))
+        picks = []
+        for _ in range(a["lookups"]):
+            table, lo, hi = rng.choice(spans)
+            picks.append((table, lo + timedelta(seconds=rng.uniform(0, (hi - lo).total_seconds()))))
+        cards = []
+        res = _latencies(con, [lambda t=t, at=at: cards.append(len(dispute(con, t, at=at).cards))
+                               for t, at in picks])
+    return {**res, "cards_per_dispute": sorted(cards)[len(cards) // 2]}
+
+
+def m_reconcile_day(a: Args) -> dict[str, Any]:
+    from projections.reconcile import reconcile
+
+    with duckdb.connect(a["db"], read_only=True) as con:
+        # The busiest gaming day (06:00 to 06:00 UTC, the default calendar).
+        ((day,),) = con.execute(
+            "SELECT CAST(occurred_at - INTERVAL 6 HOUR AS DATE) AS d FROM events "
+            "GROUP BY d ORDER BY count(*) DESC, d LIMIT 1").fetchall()
+        rows: list[int] = []
+        res = _latencies(con, [lambda: rows.append(len(reconcile(con, ("table",), day=day)))
+                               for _ in range(a["lookups"])])
+    return {**res, "day": str(day), "groups": rows[0] if rows else 0}
+
+
+def m_dispute_parts(a: Args) -> dict[str, Any]:
+    """The dispute lookup's queries one by one, to show which of them grow with the store."""
+    from projections import dispute as d
+    from projections.anomalies import anomalies_touching
+    from projections.queries import rows
+
+    with duckdb.connect(a["db"], read_only=True) as con:
+        spans = con.execute("SELECT table_id, min(occurred_at), max(occurred_at) FROM events "
+                            "GROUP BY ALL ORDER BY ALL").fetchall()
+        rng = random.Random(a.get("seed", 2))
+        parts: dict[str, list[float]] = {}
+        t = Timer().__enter__()
+        for _ in range(a["lookups"]):
+            table, lo, hi = rng.choice(spans)
+            at = lo + timedelta(seconds=rng.uniform(0, (hi - lo).total_seconds()))
+
+            def timed(name: str, call: Callable[[], Any]) -> Any:
+                started = time.perf_counter()
+                out = call()
+                parts.setdefault(name, []).append(time.perf_counter() - started)
+                return out
+
+            shoe, rnd = timed("round_at", lambda tb=table, at=at: d.round_at(con, tb, at))
+            p = {"table": table, "shoe": shoe, "round": rnd}
+            (head,) = timed("round", lambda p=p: rows(con, d._ROUND, p))
+            timed("cards", lambda p=p: rows(con, d._CARDS, p))
+            timed("announcements", lambda p=p: rows(con, d._ANNOUNCEMENTS, p))
+            timed("wagers", lambda p=p: rows(con, d._WAGERS, {**p, "seat": None}))
+            timed("settlements (ledger view)",
+                  lambda p=p: rows(con, d._SETTLEMENTS, {**p, "seat": None}))
+            timed("anomalies (anomalies view)", lambda h=head, tb=table, s=shoe, r=rnd:
+                  anomalies_touching(con, tb, s, r, h["first_seq"], h["last_seq"]))
+            if sum(sum(v) for v in parts.values()) > a.get("budget_s", 300.0):
+                break
+        t.__exit__()
+    return {**t.result(0), "parts": parts}
+
+
+MEASUREMENTS: dict[str, Callable[[Args], dict[str, Any]]] = {
+    "simulate": m_simulate, "append": m_append, "kafka_produce": m_kafka_produce,
+    "kafka_consume": m_kafka_consume, "project": m_project, "floor": m_floor,
+    "decode_ideas": m_decode_ideas, "replay": m_replay, "dispute": m_dispute,
+    "dispute_parts": m_dispute_parts,
+    "reconcile_day": m_reconcile_day,
+}
+
+if __name__ == "__main__":
+    name, args = sys.argv[1], json.loads(sys.argv[2])
+    print(json.dumps(MEASUREMENTS[name](args)))

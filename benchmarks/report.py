@@ -1,0 +1,210 @@
+"""results.json (every run, raw) and results.md (medians, ratios, scaling) from run.py's rows."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+Row = dict[str, Any]
+LABELS = {
+    ("simulate", ""): "simulate (simulator -> recorder -> embedded log)",
+    ("append", ""): "append to the embedded log (2000-event batches, fsync each)",
+    ("kafka_produce", ""): "produce to Kafka (KafkaLog.append, 2000-event batches, acks=all)",
+    ("kafka_consume", ""): "consume from Kafka (KafkaLog.read)",
+    ("floor", "floor"): "floor: bare fastavro per message + Arrow insert",
+    ("project", "batch"): "project: pitlog projector (batch decode)",
+    ("project", "per_message"): "project: pitlog projector, previous per-message decode",
+    ("replay", ""): "replay one shoe (queries.replay_shoe)",
+    ("dispute", ""): "dispute lookup by table and time (dispute.dispute)",
+    ("reconcile_day", ""): "reconcile a gaming day by table (reconcile.reconcile)",
+}
+LATENCY = {"replay", "dispute", "reconcile_day"}
+
+
+def describe(name: str, r: Row) -> str:
+    if name == "dispute_parts":
+        return ", ".join(f"{k} {statistics.median(v) * 1000:.0f} ms" for k, v in r["parts"].items())
+    if "latencies" in r:
+        p50, p95 = percentiles(r["latencies"])
+        return f"p50 {p50 * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms, peak {r['rss_peak_mb']:.0f} MB"
+    if name == "decode_ideas":
+        return "done"
+    return (f"{r['events']:,} events in {r['seconds']:.1f} s = {r['events'] / r['seconds']:,.0f}"
+            f"/s, peak {r['rss_peak_mb']:.0f} MB")
+
+
+def percentiles(xs: list[float]) -> tuple[float, float]:
+    s = sorted(xs)
+    return statistics.median(s), s[min(len(s) - 1, max(0, round(0.95 * len(s)) - 1))]
+
+
+def _key(r: Row) -> tuple[str, str, int]:
+    """A projection's variant carries its batch size: ratios compare equal batch sizes."""
+    variant = r.get("variant", "")
+    if "batch_size" in r:
+        variant = f"{variant}@{r['batch_size']}"
+    return r["measure"], variant, r["size"]
+
+
+def merge(old: list[Row], new: list[Row]) -> list[Row]:
+    """Keep earlier rows for (measure, size) pairs this invocation did not measure."""
+    measured = {(r["measure"], r["size"]) for r in new}
+    return [r for r in old if (r["measure"], r["size"]) not in measured] + new
+
+
+def summarise(rows: list[Row]) -> dict[str, Any]:
+    groups: dict[tuple[str, str, int], list[Row]] = defaultdict(list)
+    for r in rows:
+        if "error" not in r:
+            groups[_key(r)].append(r)
+    lines = []
+    order = [(m, v) for m, v in LABELS]
+    for (measure, variant, size), rs in sorted(groups.items(), key=lambda kv: (
+            kv[0][2], order.index(_base(kv[0])) if _base(kv[0]) in order else 99, kv[0][1])):
+        if measure in ("decode_ideas", "dispute_parts"):
+            continue
+        line: Row = {"measure": measure, "variant": variant, "size": size, "runs": len(rs),
+                     "events": rs[0]["events"],
+                     "rss_peak_mb": max(r["rss_peak_mb"] for r in rs),
+                     "rss_base_mb": min(r["rss_base_mb"] for r in rs)}
+        if measure in LATENCY:
+            lat = [x for r in rs for x in r["latencies"]]
+            p50, p95 = percentiles(lat)
+            line |= {"lookups": len(lat), "p50_ms": p50 * 1000, "p95_ms": p95 * 1000,
+                     "max_ms": max(lat) * 1000}
+            asked = sum(r.get("asked", len(r["latencies"])) for r in rs)
+            if asked > len(lat):
+                line["cut"] = f" of {asked} asked: time budget spent"
+        else:
+            secs = statistics.median(r["seconds"] for r in rs)
+            cpu = statistics.median(r["cpu_seconds"] for r in rs)
+            line |= {"seconds": secs, "cpu_seconds": cpu,
+                     "events_per_s": rs[0]["events"] / secs,
+                     "all_seconds": [round(r["seconds"], 2) for r in rs]}
+        lines.append(line)
+    parts = []
+    for r in rows:
+        if r["measure"] == "dispute_parts" and "parts" in r:
+            for name, xs in r["parts"].items():
+                p50, p95 = percentiles(xs)
+                parts.append({"size": r["size"], "part": name, "lookups": len(xs),
+                              "p50_ms": p50 * 1000, "p95_ms": p95 * 1000})
+    return {"lines": lines, "ratios": ratios(rows), "scaling": scaling(lines),
+            "dispute_parts": parts,
+            "decode_ideas": [r for r in rows if r["measure"] == "decode_ideas" and "ideas" in r]}
+
+
+def _base(key: tuple[str, str, int]) -> tuple[str, str]:
+    return key[0], key[1].split("@")[0]
+
+
+def ratios(rows: list[Row]) -> list[Row]:
+    """Per size, per repeat: floor seconds / projector seconds (a throughput ratio), then the
+    median over the repeats: each ratio compares runs made in the same repeat."""
+    by: dict[tuple[int, int, int], dict[str, Row]] = defaultdict(dict)
+    for r in rows:
+        if r["measure"] in ("floor", "project") and "error" not in r:
+            by[(r["size"], r.get("batch_size", 0), r["repeat"])][r.get("variant", "")] = r
+    out = []
+    for size, batch in sorted({(s, b) for s, b, _ in by}):
+        reps = [v for (s, b, _), v in sorted(by.items()) if (s, b) == (size, batch)]
+        line: Row = {"size": size, "batch_size": batch}
+        for variant in ("batch", "per_message"):
+            wall = [v["floor"]["seconds"] / v[variant]["seconds"] for v in reps
+                    if "floor" in v and variant in v]
+            cpu = [v["floor"]["cpu_seconds"] / v[variant]["cpu_seconds"] for v in reps
+                   if "floor" in v and variant in v]
+            if wall:
+                line[variant] = {"wall_ratio_median": statistics.median(wall),
+                                 "cpu_ratio_median": statistics.median(cpu),
+                                 "wall_ratios": [round(x, 3) for x in wall]}
+        out.append(line)
+    return out
+
+
+def scaling(lines: list[Row]) -> list[Row]:
+    """Largest size against the smallest, for every throughput measurement in both."""
+    sizes = sorted({ln["size"] for ln in lines})
+    if len(sizes) < 2:
+        return []
+    small, big = sizes[0], sizes[-1]
+    at = {(ln["measure"], ln["variant"], ln["size"]): ln for ln in lines}
+    out = []
+    for (m, v, s), ln in at.items():
+        other = at.get((m, v, big))
+        if s != small or other is None or "seconds" not in ln:
+            continue
+        out.append({"measure": m, "variant": v, "events_ratio": other["events"] / ln["events"],
+                    "time_ratio": other["seconds"] / ln["seconds"],
+                    "rss_peak_mb": [ln["rss_peak_mb"], other["rss_peak_mb"]]})
+    return out
+
+
+def write(rows: list[Row], meta: Row, json_path: Path, md_path: Path, keep: bool) -> None:
+    old = json.loads(json_path.read_text()).get("runs", []) if keep and json_path.exists() else []
+    runs = merge(old, rows)
+    summary = summarise(runs)
+    json_path.write_text(json.dumps({"meta": meta, "summary": summary, "runs": runs}, indent=1,
+                                    default=str) + "\n")
+    md_path.write_text(markdown(summary, meta))
+    print(f"wrote {json_path} and {md_path}")
+
+
+def _label(m: str, v: str) -> str:
+    base, _, batch = v.partition("@")
+    label = LABELS.get((m, base), f"{m} {base}".strip())
+    return f"{label}, batches of {int(batch):,}" if batch else label
+
+
+def markdown(s: dict[str, Any], meta: Row) -> str:
+    out = ["# pitlog benchmark results", "",
+           f"Written by `{meta['command']}` on {meta['finished']} ({meta['minutes']:.0f} min; "
+           f"{meta['cpus']} CPUs, Python {meta['python']}). Medians over the runs; this machine "
+           "is shared, so compare ratios taken in the same run, not absolute rates across runs. "
+           "How to read this: benchmarks/README.md.", "",
+           "| measurement | events | runs | rate or latency | CPU s | peak RSS MB |",
+           "|---|---:|---:|---|---:|---:|"]
+    for ln in s["lines"]:
+        if "p50_ms" in ln:
+            rate = (f"p50 {ln['p50_ms']:.0f} ms, p95 {ln['p95_ms']:.0f} ms "
+                    f"({ln['lookups']} lookups{ln.get('cut', '')})")
+            cpu = ""
+        else:
+            rate = f"{ln['events_per_s']:,.0f} events/s ({ln['seconds']:.1f} s)"
+            cpu = f"{ln['cpu_seconds']:.1f}"
+        out.append(f"| {_label(ln['measure'], ln['variant'])} | {ln['events']:,} | {ln['runs']} "
+                   f"| {rate} | {cpu} | {ln['rss_peak_mb']:.0f} |")
+    out += ["", "## Projection against the floor (throughput ratio, same repeat, median)", "",
+            "| events | batch | pitlog projector / floor (wall) | (CPU) | per-repeat | previous "
+            "per-message projector / floor (wall) | (CPU) |", "|---:|---:|---:|---:|---|---:|---:|"]
+    for r in s["ratios"]:
+        b, p = r.get("batch", {}), r.get("per_message", {})
+        out.append(f"| {r['size']:,} | {r['batch_size']:,} | {b.get('wall_ratio_median', 0):.2f} | "
+                   f"{b.get('cpu_ratio_median', 0):.2f} | {b.get('wall_ratios', '')} | "
+                   f"{p.get('wall_ratio_median', 0):.2f} | {p.get('cpu_ratio_median', 0):.2f} |")
+    if s["scaling"]:
+        out += ["", "## Scaling (largest size against the smallest)", "",
+                "| measurement | events ratio | time ratio | peak RSS MB (small, large) |",
+                "|---|---:|---:|---|"]
+        for r in s["scaling"]:
+            out.append(f"| {_label(r['measure'], r['variant'])} | {r['events_ratio']:.2f} | "
+                       f"{r['time_ratio']:.2f} | {r['rss_peak_mb'][0]:.0f}, "
+                       f"{r['rss_peak_mb'][1]:.0f} |")
+    if s["dispute_parts"]:
+        out += ["", "## The dispute lookup's queries, one by one", "",
+                "| events | query | lookups | p50 ms | p95 ms |", "|---:|---|---:|---:|---:|"]
+        for r in s["dispute_parts"]:
+            out.append(f"| {r['size']:,} | {r['part']} | {r['lookups']} | {r['p50_ms']:.0f} | "
+                       f"{r['p95_ms']:.0f} |")
+    for ideas in s["decode_ideas"]:
+        i = ideas["ideas"]
+        out += ["", f"## Decode paths on the same {i['messages']:,} messages (µs per message, "
+                f"median of {i['rounds']} rounds, batches of {i['batch_size']})", "",
+                "| path | CPU µs | wall µs |", "|---|---:|---:|"]
+        for name, wall in i["us_per_message_wall"].items():
+            cpu = i["us_per_message_cpu"].get(name)
+            out.append(f"| {name} | {'' if cpu is None else f'{cpu:.2f}'} | {wall:.2f} |")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,171 @@
+"""The anomalies surveillance reads: the SQL views of anomalies.sql, plus the statistics.
+
+Every rule and integrity code is decided in SQL (projections/anomalies.sql: one view per code
+and the `anomalies` view over them), so an auditor can read each decision in any DuckDB client.
+Only HOLD_VARIANCE and OUTCOME_FREQUENCY, which need exact theory and a chi-square tail, are
+computed in Python (projections/statistics.py). `list_anomalies` returns both, filtered.
+
+Each row: code, severity, table_id, shoe_id, round_no, seqs (the sequence numbers of the
+events that prove it), explanation, rule, occurred_at.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+import duckdb
+
+from events.errors import ProjectionError
+from projections.queries import rows as query_rows
+from projections.reconcile import Calendar
+
+ANOMALIES_SQL = Path(__file__).with_name("anomalies.sql")
+COLUMNS = ("code", "severity", "table_id", "shoe_id", "round_no", "seqs", "explanation", "rule",
+           "occurred_at")
+SEVERITIES = ("low", "medium", "high")
+STATISTICAL = ("HOLD_VARIANCE", "OUTCOME_FREQUENCY")
+Row = dict[str, Any]
+
+
+class AnomalyQueryError(ProjectionError):
+    """An anomaly filter names a code or severity that does not exist."""
+
+
+def create_anomaly_views(con: duckdb.DuckDBPyConnection) -> None:
+    """CREATE OR REPLACE the anomaly views on a read-write connection that already has the
+    views of views.sql and ledger.sql (projections.views.create_views runs this file too)."""
+    try:
+        con.execute(ANOMALIES_SQL.read_text())
+    except duckdb.Error as exc:
+        raise ProjectionError(f"{ANOMALIES_SQL}: cannot create the anomaly views ({exc})") from exc
+
+
+def catalogue(con: duckdb.DuckDBPyConnection) -> list[Row]:
+    """The codes, severities and rules (the `anomaly_codes` view)."""
+    return query_rows(con, "SELECT code, severity, rule, flags FROM anomaly_codes ORDER BY code")
+
+
+@dataclass(frozen=True, slots=True)
+class AnomalyFilter:
+    """What `pitlog anomalies` asks for. `severity` is a minimum; `until` is exclusive."""
+
+    codes: tuple[str, ...] = ()
+    table: str | None = None
+    shoe: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    severity: str | None = None
+    statistics: bool = True
+
+
+_SELECT = """
+SELECT a.code, a.severity, a.table_id, a.shoe_id, a.round_no, a.seqs, a.explanation, a.rule,
+       a.occurred_at
+FROM anomalies AS a
+JOIN anomaly_codes AS c USING (code)
+WHERE (len($codes) = 0 OR list_contains($codes, a.code))
+  AND ($table IS NULL OR a.table_id = $table)
+  AND ($shoe IS NULL OR a.shoe_id = $shoe)
+  AND ($since IS NULL OR a.occurred_at >= $since)
+  AND ($until IS NULL OR a.occurred_at < $until)
+  AND c.severity_rank >= $min_rank
+ORDER BY a.occurred_at, a.table_id, a.code, a.seqs
+"""
+
+
+def list_anomalies(con: duckdb.DuckDBPyConnection, f: AnomalyFilter | None = None, *,
+                   calendar: Calendar | None = None) -> list[Row]:
+    """Every anomaly that passes the filter, in time order (statistical rows included unless
+    `f.statistics` is False or the codes asked for exclude them)."""
+    f = f or AnomalyFilter()
+    known = {r["code"]: r["severity"] for r in catalogue(con)}
+    codes = tuple(c.upper() for c in f.codes)
+    unknown = [c for c in codes if c not in known]
+    if unknown:
+        raise AnomalyQueryError(f"no anomaly code {', '.join(unknown)}; the codes are "
+                                f"{', '.join(sorted(known))}")
+    if f.severity is not None and f.severity not in SEVERITIES:
+        raise AnomalyQueryError(f"no severity {f.severity!r}; use {', '.join(SEVERITIES)}")
+    min_rank = SEVERITIES.index(f.severity) + 1 if f.severity else 1
+    found = query_rows(con, _SELECT, {
+        "codes": list(codes), "table": f.table, "shoe": f.shoe, "since": f.since,
+        "until": f.until, "min_rank": min_rank})
+    wants_stats = f.statistics and (not codes or any(c in STATISTICAL for c in codes))
+    if wants_stats and f.shoe is None and min_rank <= SEVERITIES.index("low") + 1:
+        from projections.statistics import statistical_anomalies
+
+        for r in statistical_anomalies(con, calendar):
+            if codes and r["code"] not in codes:
+                continue
+            if f.table is not None and r["table_id"] != f.table:
+                continue
+            at = r["occurred_at"]
+            if (f.since is not None and (at is None or at < f.since)) or \
+                    (f.until is not None and (at is None or at >= f.until)):
+                continue
+            found.append(r)
+    return found
+
+
+def anomalies_touching(con: duckdb.DuckDBPyConnection, table: str, shoe: str | None,
+                       round_no: int, first_seq: int, last_seq: int) -> list[Row]:
+    """The anomalies of one round: those located at it, and those whose proving events lie
+    within its first and last sequence numbers (a sequence gap inside it, for one)."""
+    return query_rows(con, """
+        SELECT code, severity, table_id, shoe_id, round_no, seqs, explanation, rule, occurred_at
+        FROM anomalies
+        WHERE table_id = $table
+          AND ((shoe_id IS NOT DISTINCT FROM $shoe AND round_no = $round)
+               OR len(list_filter(seqs, lambda s: s BETWEEN $first AND $last)) > 0)
+        ORDER BY occurred_at, code, seqs
+    """, {"table": table, "shoe": shoe, "round": round_no, "first": first_seq,
+          "last": last_seq})
+
+
+# --- scoring detection against the simulator's ground truth -------------------------------------
+
+
+class Labelled(Protocol):
+    code: str
+    table_id: str
+    shoe_id: str | None
+    round_no: int | None
+
+
+Key = tuple[str, str | None, int | None]  # (table, shoe, round)
+
+
+@dataclass(frozen=True, slots=True)
+class Score:
+    """Precision and recall of one code, over distinct (table, shoe, round) places."""
+
+    code: str
+    truth: int
+    found: int
+    true_positives: int
+
+    @property
+    def precision(self) -> float:
+        return self.true_positives / self.found if self.found else 1.0
+
+    @property
+    def recall(self) -> float:
+        return self.true_positives / self.truth if self.truth else 1.0
+
+
+def score(truth: Iterable[Labelled], found: Iterable[Row],
+          codes: Sequence[str] | None = None) -> list[Score]:
+    """Per code: truth labels against anomaly rows, matched on (code, table, shoe, round)."""
+    want: dict[str, set[Key]] = {}
+    for t in truth:
+        want.setdefault(t.code, set()).add((t.table_id, t.shoe_id, t.round_no))
+    got: dict[str, set[Key]] = {}
+    for r in found:
+        got.setdefault(r["code"], set()).add((r["table_id"], r["shoe_id"], r["round_no"]))
+    return [Score(c, len(want.get(c, set())), len(got.get(c, set())),
+                  len(want.get(c, set()) & got.get(c, set())))
+            for c in (codes or sorted(set(want) | set(got)))]

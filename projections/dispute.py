@@ -1,0 +1,176 @@
+"""Dispute reconstruction: "what happened at table 7, seat 3, at 21:14?"
+
+The hand in play at a moment (or named by shoe and round) is rebuilt from the events: its cards
+in discard-rack order (13:47-20.31(d)15: "in order ... to reconstruct the hand in case of a
+question or dispute") with the wall-clock time each left the shoe, so the video can be found;
+every announcement; every wager, raise and void-or-play choice per seat; the settlement the
+rules require (the ledger view) next to the one made; and the anomalies that touch the round.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import duckdb
+
+from events.errors import NotFoundError
+from projections.anomalies import anomalies_touching
+from projections.queries import rows
+
+Row = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Dispute:
+    """One round rebuilt; the lists are filtered to one seat when a seat was asked for."""
+
+    round: Row
+    cards: list[Row] = field(default_factory=list)
+    announcements: list[Row] = field(default_factory=list)
+    wagers: list[Row] = field(default_factory=list)
+    settlements: list[Row] = field(default_factory=list)
+    anomalies: list[Row] = field(default_factory=list)
+
+
+_ROUND = """
+SELECT table_id, shoe_id, round_no, dealer, started_at, ended_at, left_card, right_card,
+       middle_card, middle_cards_drawn, kind, spread, outcome AS players_result, voided,
+       announcements, first_seq, last_seq
+FROM rounds
+WHERE table_id = $table AND shoe_id = $shoe AND round_no = $round
+"""
+
+# The round in play at a moment: the one whose first and last events bracket it; between
+# rounds, the last round that had started by then (the hand just finished, still on the layout
+# or in the rack).
+_AT = """
+SELECT shoe_id, round_no FROM rounds
+WHERE table_id = $table AND started_at <= $at
+ORDER BY (ended_at >= $at) DESC, started_at DESC, first_seq DESC
+LIMIT 1
+"""
+
+# 13:47-20.31(d)15: each racked card matched to the draw it came from (the k-th copy racked of
+# a card to its k-th draw in the round), in rack order; then any card drawn but never racked.
+_CARDS = """
+WITH drawn AS (
+    SELECT seq AS drawn_seq, occurred_at AS drawn_at, rank, suit, destination, face_up,
+           row_number() OVER (PARTITION BY rank, suit ORDER BY seq) AS copy_no
+    FROM events
+    WHERE table_id = $table AND shoe_id = $shoe AND round_no = $round
+      AND event_type = 'CardDrawn'
+),
+racked AS (
+    SELECT e.seq AS racked_seq, e.occurred_at AS racked_at, c.pos, c.card.rank AS rank,
+           c.card.suit AS suit,
+           row_number() OVER (ORDER BY e.seq, c.pos) AS rack_position,
+           row_number() OVER (PARTITION BY c.card.rank, c.card.suit ORDER BY e.seq, c.pos)
+               AS copy_no
+    FROM events AS e, unnest(e.cards) WITH ORDINALITY AS c(card, pos)
+    WHERE e.table_id = $table AND e.shoe_id = $shoe AND e.round_no = $round
+      AND e.event_type = 'CardsRacked'
+),
+found AS (
+    SELECT seq, occurred_at, rank, suit FROM events
+    WHERE table_id = $table AND shoe_id = $shoe AND round_no = $round
+      AND event_type = 'CardFoundFaceUp'
+)
+SELECT r.rack_position, card_label(coalesce(r.rank, d.rank), coalesce(r.suit, d.suit)) AS card,
+       lower(d.destination) AS box, d.drawn_at, d.drawn_seq, r.racked_at, r.racked_seq,
+       CASE WHEN r.rank IS NULL THEN 'drawn but never racked'
+            WHEN d.rank IS NULL THEN 'racked but not drawn in this round'
+            ELSE '' END AS note
+FROM racked AS r
+FULL OUTER JOIN drawn AS d USING (rank, suit, copy_no)
+UNION ALL
+SELECT NULL, card_label(rank, suit), 'found face up', occurred_at, seq, occurred_at, seq,
+       'found face up in the shoe: to the discard rack, not used (13:47-20.31(g)1)'
+FROM found
+ORDER BY rack_position NULLS LAST, drawn_seq
+"""
+
+_ANNOUNCEMENTS = """
+SELECT seq, occurred_at, phrase, lower(meaning) AS meaning, "value"
+FROM events
+WHERE table_id = $table AND shoe_id = $shoe AND round_no = $round AND event_type = 'Announced'
+ORDER BY seq
+"""
+
+_WAGERS = """
+SELECT seat, area, seq, occurred_at,
+       CASE event_type WHEN 'WagerPlaced' THEN 'wager placed'
+                       WHEN 'WagerChanged' THEN 'wager changed'
+                       WHEN 'WagerRemoved' THEN 'wager removed'
+                       WHEN 'RaisePlaced' THEN 'raise placed'
+                       ELSE 'chose to ' || lower(choice) END AS action,
+       player_id, amount_cents, lower(instrument) AS instrument
+FROM events
+WHERE table_id = $table AND shoe_id = $shoe AND round_no = $round
+  AND event_type IN ('WagerPlaced', 'WagerChanged', 'WagerRemoved', 'RaisePlaced',
+                     'VoidOrPlayChosen')
+  AND ($seat IS NULL OR seat = $seat)
+ORDER BY seat, area, seq
+"""
+
+# The settlement the rules require (the ledger's expected columns) next to the one made.
+_SETTLEMENTS = """
+SELECT seat, area, wager_kind, player_id, amount_cents AS wager_cents,
+       CASE expected_outcome
+           WHEN 'WON' THEN printf('WON: pay %s at %d to 1', dollars(expected_paid_cents),
+                                  expected_odds)
+           WHEN 'LOST' THEN printf('LOST: collect %s', dollars(expected_collected_cents))
+           WHEN 'VOID' THEN printf('VOID: return %s', dollars(expected_returned_cents))
+           ELSE 'no decision yet' END AS required,
+       CASE WHEN settlement_count = 0 THEN 'not settled'
+            ELSE actual_outcome || ': '
+                 || concat_ws(', ',
+                        CASE WHEN actual_paid_cents > 0 OR actual_outcome LIKE '%WON%'
+                             THEN 'paid ' || dollars(actual_paid_cents)
+                                  || coalesce(printf(' at %d to 1', actual_odds), '') END,
+                        CASE WHEN actual_collected_cents > 0
+                             THEN 'collected ' || dollars(actual_collected_cents) END,
+                        CASE WHEN actual_returned_cents > 0 OR actual_outcome LIKE '%VOID%'
+                             THEN 'returned ' || dollars(actual_returned_cents) END) END AS made,
+       status, settlement_seqs,
+       (SELECT max(e.occurred_at) FROM events AS e
+        WHERE e.table_id = l.table_id AND list_contains(l.settlement_seqs, e.seq)) AS settled_at
+FROM ledger AS l
+WHERE table_id = $table AND shoe_id = $shoe AND round_no = $round
+  AND ($seat IS NULL OR seat = $seat)
+ORDER BY seat, area, wager_kind
+"""
+
+
+def round_at(con: duckdb.DuckDBPyConnection, table: str, at: datetime) -> tuple[str, int]:
+    """(shoe, round) of the hand in play at table `table` at `at`."""
+    found = rows(con, _AT, {"table": table, "at": at})
+    if not found:
+        raise NotFoundError(f"no round had started at table {table} by {at.isoformat()}; "
+                            f"check the table id and the time (with its time zone)")
+    return found[0]["shoe_id"], int(found[0]["round_no"])
+
+
+def dispute(con: duckdb.DuckDBPyConnection, table: str, *, at: datetime | None = None,
+            shoe: str | None = None, round_no: int | None = None,
+            seat: int | None = None) -> Dispute:
+    """Rebuild the round at `table` in play at `at`, or the round `round_no` of `shoe`."""
+    if at is not None:
+        shoe, round_no = round_at(con, table, at)
+    if shoe is None or round_no is None:
+        raise NotFoundError("name the moment (--at) or the round (--round SHOE:ROUND)")
+    params: dict[str, object] = {"table": table, "shoe": shoe, "round": round_no}
+    head = rows(con, _ROUND, params)
+    if not head:
+        raise NotFoundError(f"no round {round_no} of shoe {shoe} at table {table}; "
+                            f"`pitlog replay {shoe}` lists its rounds")
+    r = head[0]
+    return Dispute(
+        round=r,
+        cards=rows(con, _CARDS, params),
+        announcements=rows(con, _ANNOUNCEMENTS, params),
+        wagers=rows(con, _WAGERS, {**params, "seat": seat}),
+        settlements=rows(con, _SETTLEMENTS, {**params, "seat": seat}),
+        anomalies=anomalies_touching(con, table, shoe, round_no, r["first_seq"], r["last_seq"]),
+    )

@@ -1,0 +1,646 @@
+"""Every code of the anomaly catalogue, each on a small hand-built table a reader can follow.
+
+Each test records its events through the real Recorder to a real embedded log, projects them
+into a real DuckDB file, and asserts the complete list of anomalies found: the expected ones,
+exactly (code, table, shoe, round, the seqs that prove it), and so the absence of every other.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from surveillance_pit import LEFT, LOST, MIDDLE, ORIGINAL, RAISE, RIGHT, VOID, WON, Pit, opened
+
+from events import model
+from events.model import BurnReason, Choice, Fault, Instrument, Meaning, ShuffleMethod
+from events.rules import Paytable
+
+SPREAD, RAISES_CLOSED, THIRD_CARD = Meaning.SPREAD, Meaning.RAISES_CLOSED, Meaning.THIRD_CARD
+
+
+def test_a_shoe_dealt_by_the_rules_has_no_anomaly(tmp_path: Path) -> None:
+    pit = opened(tmp_path)
+    pit.play(1, "5S 6H", {1: 1000, 2: 500})  # consecutive: a tie hand
+    pit.play(2, "8S 8H 8D", {1: 500})  # three of a kind: 11 to 1
+    pit.play(3, "8C 8D 2S", {1: 500})  # no three of a kind: a tie hand
+    pit.play(4, "3S QH 7C", {1: 1000, 2: 500}, raises={1: 1000})  # spread 8, raised, won
+    pit.play(5, "2H 9C 9D", {1: 2500})  # spread 6: a card equal to an end loses
+    pit.tap_in("D2")
+    pit.burn("KC", BurnReason.NEW_DEALER)  # 13:47-20.31(d)1: a new dealer burns a card
+    pit.play(6, "4D 10S 6H", {3: 5000})
+    pit.close_shoe()
+    assert pit.judge() == []
+
+
+# --- the early third card (13:47-20.31(g)3; 13:69F-6.7) ------------------------------------------
+
+
+def _early(pit: Pit) -> int:
+    """Round 1: seats 1 and 2 wager, 4S and 9H (spread 4), then 7D exposed too early."""
+    pit.begin(1)
+    pit.wager(1, 1000)
+    pit.wager(2, 500)
+    pit.draw("4S", LEFT)
+    pit.draw("9H", RIGHT)
+    pit.say(SPREAD, 4)
+    return pit.draw("7D", MIDDLE)
+
+
+def test_early_third_card_handled_by_the_protocol_is_early_third_card_only(tmp_path: Path) -> None:
+    pit = opened(tmp_path)
+    exposed = _early(pit)
+    pit.choose(1, Choice.VOID)
+    pit.choose(2, Choice.PLAY)
+    pit.settle(1, ORIGINAL, VOID, 1000)  # the voider's wager back before another third card
+    closed = pit.say(RAISES_CLOSED)
+    pit.draw("8C", MIDDLE)
+    pit.say(THIRD_CARD, 8)
+    pit.settle(2, ORIGINAL, WON, 500, 1)
+    pit.rack("4S 9H 7D 8C")
+    pit.close_shoe()
+    assert pit.judge() == [("EARLY_THIRD_CARD", "T01", "S1", 1, [exposed, closed])]
+
+
+def test_exposed_card_used_as_the_third_card_is_also_mishandled(tmp_path: Path) -> None:
+    pit = opened(tmp_path)
+    exposed = _early(pit)
+    pit.say(THIRD_CARD, 7)  # the dealer plays on with the exposed card
+    pit.settle(1, ORIGINAL, WON, 1000, 1)
+    pit.settle(2, ORIGINAL, WON, 500, 1)
+    pit.rack("4S 9H 7D")
+    pit.close_shoe()
+    assert pit.judge() == [("EARLY_EXPOSURE_MISHANDLED", "T01", "S1", 1, [exposed]),
+                           ("EARLY_THIRD_CARD", "T01", "S1", 1, [exposed])]
+
+
+def test_voider_refunded_only_after_the_new_third_card_is_mishandled(tmp_path: Path) -> None:
+    pit = opened(tmp_path)
+    exposed = _early(pit)
+    chose = pit.choose(1, Choice.VOID)
+    pit.choose(2, Choice.PLAY)
+    closed = pit.say(RAISES_CLOSED)
+    third = pit.draw("8C", MIDDLE)
+    pit.say(THIRD_CARD, 8)
+    pit.settle(1, ORIGINAL, VOID, 1000)  # too late: the new card is already out
+    pit.settle(2, ORIGINAL, WON, 500, 1)
+    pit.rack("4S 9H 7D 8C")
+    pit.close_shoe()
+    found = pit.anomalies()
+    assert sorted((a["code"], a["seqs"]) for a in found) == [
+        ("EARLY_EXPOSURE_MISHANDLED", [exposed, third, chose]),
+        ("EARLY_THIRD_CARD", [exposed, closed])]
+    mishandled = next(a for a in found if a["code"] == "EARLY_EXPOSURE_MISHANDLED")
+    assert mishandled["explanation"] == (
+        "After 7D was exposed early: seat 1 voided but did not get the wager and raise back "
+        "before the new third card 8C")
+
+
+def test_player_offered_no_choice_after_an_early_card_is_mishandled(tmp_path: Path) -> None:
+    pit = opened(tmp_path)
+    exposed = _early(pit)
+    pit.choose(2, Choice.PLAY)  # seat 1 is never asked
+    closed = pit.say(RAISES_CLOSED)
+    third = pit.draw("8C", MIDDLE)
+    pit.say(THIRD_CARD, 8)
+    pit.settle(1, ORIGINAL, WON, 1000, 1)
+    pit.settle(2, ORIGINAL, WON, 500, 1)
+    pit.rack("4S 9H 7D 8C")
+    pit.close_shoe()
+    assert pit.judge() == [("EARLY_EXPOSURE_MISHANDLED", "T01", "S1", 1, [exposed, third]),
+                           ("EARLY_THIRD_CARD", "T01", "S1", 1, [exposed, closed])]
+
+
+# --- wagers and raises (13:47-20.31(d)3, 6, 12-13; GA (1), (2), (4), (11)) ----------------------
+
+
+def _spread_round(pit: Pit, round_no: int = 1) -> dict[str, int]:
+    """Seat 1 wagers $10; 4S and 9H (spread 4); "Raises closed"; 8C wins 1 to 1."""
+    pit.begin(round_no)
+    seqs = {"wager": pit.wager(1, 1000), "left": pit.draw("4S", LEFT),
+            "right": pit.draw("9H", RIGHT)}
+    seqs["spread"] = pit.say(SPREAD, 4)
+    return seqs
+
+
+def _finish_spread(pit: Pit) -> dict[str, int]:
+    seqs = {"closed": pit.say(RAISES_CLOSED), "third": pit.draw("8C", MIDDLE)}
+    seqs["value"] = pit.say(THIRD_CARD, 8)
+    return seqs
+
+
+def test_wager_placed_after_the_first_card_is_late(tmp_path: Path) -> None:
+    pit = opened(tmp_path)
+    pit.begin(1)
+    pit.wager(1, 1000)
+    first = pit.draw("4S", LEFT)
+    late = pit.wager(2, 500)  # past-posting after seeing the left card
+    pit.draw("9H", RIGHT)
+    pit.say(SPREAD, 4)
+    _finish_spread(pit)
+    pit.settle(1, ORIGINAL, WON, 1000, 1)
+    pit.settle(2, ORIGINAL, WON, 500, 1)
+    pit.rack("4S 9H 8C")
+    pit.close_shoe()
+    found = pit.anomalies()
+    assert [(a["code"], a["round_no"], a["seqs"]) for a in found] == [
+        ("LATE_WAGER", 1, [first, late])]
+    assert found[0]["explanation"] == (
+        "Seat 2 placed $5.00 (chips) on area 2 after the first card 4S left the shoe")
+
+
+def test_wager_changed_or_removed_after_the_first_card_is_altered(tmp_path: Path) -> None:
+    pit = opened(tmp_path)
+    pit.begin(1)
+    pit.wager(1, 1000)
+    pit.wager(2, 500)
+    first = pit.draw("4S", LEFT)
+    pit.draw("9H", RIGHT)
+    pit.say(SPREAD, 4)
+    changed = pit.emit(model.WagerChanged(seat=1, area=1, amount_cents=5000))
+    removed = pit.emit(model.WagerRemoved(seat=2, area=2))
+    _finish_spread(pit)
+    # The wagers stand as they were when the first card came out ((d)6): settled so.
+    pit.settle(1, ORIGINAL, WON, 1000, 1)
+    pit.settle(2, ORIGINAL, WON, 500, 1)
+    pit.rack("4S 9H 8C")
+    pit.close_shoe()
+    assert pit.judge() == [("WAGER_ALTERED", "T01", "S1", 1, [first, changed]),
+                           ("WAGER_ALTERED", "T01", "S1", 1, [first, removed])]
+
+
+def test_raise_above_the_original_wager_is_over_the_limit(tmp_path: Path) -> None:
+    pit = opened(tmp_path)
+    seqs = _spread_round(pit)
+    raised = pit.raise_(1, 2500)  # (d)12: not in excess of the original $10
+    _finish_spread(pit)
+    pit.settle(1, ORIGINAL, WON, 1000, 1)
+    pit.settle(1, RAISE, WON, 2500, 1)
+    pit.rack("4S 9H 8C")
+    pit.close_shoe()
+    assert pit.judge() == [("RAISE_OVER_LIMIT", "T01", "S1", 1, [seqs["wager"], raised])]
+
+
+def test_raise_on_a_consecutive_round_is_not_allowed(tmp_path: Path) -> None:
+    pit = opened(tmp_path)
+    pit.begin(1)
+    pit.wager(1, 1000)
+    left, right = pit.draw("5S", LEFT), pit.draw("6H", RIGHT)
+    pit.say(Meaning.CONSECUTIVE)
+    raised = pit.raise_(1, 1000)
+    pit.settle(1, ORIGINAL, VOID, 1000)
+    pit.settle(1, RAISE, VOID, 1000)
+    pit.rack("5S 6H")
+    pit.close_shoe()
+    assert pit.judge() == [("RAISE_NOT_ALLOWED", "T01", "S1", 1, [left, right, raised])]
+
+
+def test_raise_with_no_original_wager_is_not_allowed(tmp_path: Path) -> None:
+    pit = opened(tmp_path)
+    _spread_round(pit)
+    raised = pit.raise_(2, 500)  # seat 2 has no wager
+    _finish_spread(pit)
+    pit.settle(1, ORIGINAL, WON, 1000, 1)
+    pit.settle(2, RAISE, WON, 500, 1)
+    pit.rack("4S 9H 8C")
+    pit.close_shoe()
+    assert pit.judge() == [("RAISE_NOT_ALLOWED", "T01", "S1", 1, [raised])]
+
+
+def test_raise_after_raises_closed_is_late(tmp_path: Path) -> None:
+    pit = opened(tmp_path)
+    _spread_round(pit)
+    closed = _finish_spread(pit)["closed"]
+    raised = pit.raise_(1, 1000)  # after the third card is out
+    pit.settle(1, ORIGINAL, WON, 1000, 1)
+    pit.settle(1, RAISE, WON, 1000, 1)
+    pit.rack("4S 9H 8C")
+    pit.close_shoe()
+    found = pit.anomalies()
+    assert [(a["code"], a["seqs"]) for a in found] == [("LATE_RAISE", [closed, raised])]
+    assert found[0]["explanation"] == (
+        'Seat 1 raised $10.00 on area 1 after "Raises closed", with the third card 8C already out')
+
+
+def test_verbal_wager_at_a_gaming_authority_table_is_a_call_bet(tmp_path: Path) -> None:
+    pit = opened(tmp_path, "gaming-authority")
+    pit.begin(1)
+    called = pit.wager(1, 1000, instrument=Instrument.CALL_BET)
+    pit.draw("5S", LEFT)
+    pit.draw("6H", RIGHT)
+    pit.say(Meaning.CONSECUTIVE)
+    pit.settle(1, ORIGINAL, VOID, 1000)
+    pit.rack("5S 6H")
+    pit.close_shoe()
+    assert pit.judge() == [("CALL_BET", "T01", "S1", 1, [called])]
+
+
+def test_verbal_wager_at_an_nj_casino_is_no_anomaly(tmp_path: Path) -> None:
+    pit = opened(tmp_path, "nj-casino")
+    pit.begin(1)
+    pit.wager(1, 1000, instrument=Instrument.CALL_BET)
+    pit.draw("5S", LEFT)
+    pit.draw("6H", RIGHT)
+    pit.say(Meaning.CONSECUTIVE)
+    pit.settle(1, ORIGINAL, VOID, 1000)
+    pit.rack("5S 6H")
+    pit.close_shoe()
+    assert pit.judge() == []
+
+
+def test_one_player_on_two_areas_is_multiple_betting_areas(tmp_path: Path) -> None:
+    pit = opened(tmp_path)
+    pit.begin(1)
+    first = pit.wager(1, 1000, player="P-ANNA")
+    second = pit.wager(1, 500, area=2, player="P-ANNA")
+    pit.draw("5S", LEFT)
+    pit.draw("6H", RIGHT)
+    pit.say(Meaning.CONSECUTIVE)
+    pit.settle(1, ORIGINAL, VOID, 1000)
+    pit.settle(1, ORIGINAL, VOID, 500, area=2)
+    pit.rack("5S 6H")
+    pit.close_shoe()
+    assert pit.judge() == [("MULTIPLE_BETTING_AREAS", "T01", "S1", 1, [first, second])]
+
+
+def test_two_areas_at_a_table_that_permits_them_is_no_anomaly(tmp_path: Path) -> None:
+    pit = opened(tmp_path, multiple_areas_permitted=True)
+    pit.begin(1)
+    pit.wager(1, 1000, player="P-ANNA")
+    pit.wager(1, 500, area=2, player="P-ANNA")
+    pit.draw("5S", LEFT)
+    pit.draw("6H", RIGHT)
+    pit.say(Meaning.CONSECUTIVE)
+    pit.settle(1, ORIGINAL, VOID, 1000)
+    pit.settle(1, ORIGINAL, VOID, 500, area=2)
+    pit.rack("5S 6H")
+    pit.close_shoe()
+    assert pit.judge() == []
+
+
+# --- money (13:47-20.31(d)7-14, (e)-(f); GA (11)) -----------------------------------------------
+
+
+def test_winner_paid_under_the_table_is_a_wrong_payout(tmp_path: Path) -> None:
+    pit = opened(tmp_path)
+    pit.begin(1)
+    wager = pit.wager(1, 1000)
+    pit.draw("5S", LEFT)
+    pit.draw("7H", RIGHT)
+    pit.say(SPREAD, 1)
+    pit.say(RAISES_CLOSED)
+    pit.draw("6D", MIDDLE)
+    pit.say(THIRD_CARD, 6)
+    paid = pit.settle(1, ORIGINAL, WON, 4000, 4)  # spread 1 pays 5 to 1: $50, not $40
+    pit.rack("5S 7H 6D")
+    pit.close_shoe()
+    found = pit.anomalies()
+    assert [(a["code"], a["seqs"]) for a in found] == [("WRONG_PAYOUT", [wager, paid])]
+    assert found[0]["explanation"] == (
+        "Seat 1 wager of $10.00 won on spread 1: paid $40.00 at 4 to 1, the table pays $50.00 "
+        "at 5 to 1")
+
+
+def test_paytable_below_the_minimum_and_its_payouts_are_below_minimum_odds(tmp_path: Path) -> None:
+    pit = Pit(tmp_path)
+    table = pit.open_table("nj-casino", Paytable(spread_1=4))  # 13:69F-6: never below 5 to 1
+    pit.tap_in("D1")
+    pit.new_shoe("S1")
+    pit.begin(1)
+    wager = pit.wager(1, 1000)
+    pit.draw("5S", LEFT)
+    pit.draw("7H", RIGHT)
+    pit.say(SPREAD, 1)
+    pit.say(RAISES_CLOSED)
+    pit.draw("6D", MIDDLE)
+    pit.say(THIRD_CARD, 6)
+    paid = pit.settle(1, ORIGINAL, WON, 4000, 4)  # exactly the table's illegal line
+    pit.rack("5S 7H 6D")
+    pit.close_shoe()
+    assert pit.judge() == [("BELOW_MINIMUM_ODDS", "T01", None, None, [table]),
+                           ("BELOW_MINIMUM_ODDS", "T01", "S1", 1, [wager, paid])]
+
+
+def test_winner_collected_is_a_wrong_settlement(tmp_path: Path) -> None:
+    pit = opened(tmp_path)
+    seqs = _spread_round(pit)
+    _finish_spread(pit)
+    collected = pit.settle(1, ORIGINAL, LOST, 1000)  # 8 is between 4 and 9: a winner
+    pit.rack("4S 9H 8C")
+    pit.close_shoe()
+    assert pit.judge() == [("WRONG_SETTLEMENT", "T01", "S1", 1, [seqs["wager"], collected])]
+
+
+def test_tie_hand_wager_never_returned_is_a_wrong_settlement(tmp_path: Path) -> None:
+    pit = opened(tmp_path)
+    pit.begin(1)
+    wager = pit.wager(1, 1000)
+    pit.draw("5S", LEFT)
+    pit.draw("6H", RIGHT)
+    pit.say(Meaning.CONSECUTIVE)
+    pit.rack("5S 6H")  # no WagerSettled: the $10 was kept
+    pit.close_shoe()
+    found = pit.anomalies()
+    assert [(a["code"], a["seqs"]) for a in found] == [("WRONG_SETTLEMENT", [wager])]
+    assert found[0]["explanation"] == (
+        "Seat 1 wager of $10.00 was never settled; it should have been returned ($10.00)")
+
+
+# --- announcements and the third card (13:47-20.31(d)7-13) --------------------------------------
+
+
+def test_wrong_spread_announced_is_a_wrong_announcement(tmp_path: Path) -> None:
+    pit = opened(tmp_path)
+    pit.begin(1)
+    pit.wager(1, 1000)
+    pit.draw("3S", LEFT)
+    pit.draw("QH", RIGHT)
+    said = pit.say(SPREAD, 7)  # 4..J between 3 and Q: spread 8
+    pit.say(RAISES_CLOSED)
+    pit.draw("7C", MIDDLE)
+    pit.say(THIRD_CARD, 7)
+    pit.settle(1, ORIGINAL, WON, 1000, 1)
+    pit.rack("3S QH 7C")
+    pit.close_shoe()
+    assert pit.judge() == [("WRONG_ANNOUNCEMENT", "T01", "S1", 1, [said])]
+
+
+def test_pair_not_announced_is_a_wrong_announcement(tmp_path: Path) -> None:
+    pit = opened(tmp_path)
+    pit.begin(1)
+    pit.wager(1, 1000)
+    left, right = pit.draw("8S", LEFT), pit.draw("8H", RIGHT)
+    pit.draw("2D", MIDDLE)  # "We have a pair" was never said
+    pit.say(Meaning.NO_THREE_OF_A_KIND)
+    pit.settle(1, ORIGINAL, VOID, 1000)
+    pit.rack("8S 8H 2D")
+    pit.close_shoe()
+    assert pit.judge() == [("WRONG_ANNOUNCEMENT", "T01", "S1", 1, [left, right])]
+
+
+def test_third_card_on_a_consecutive_round_is_flagged(tmp_path: Path) -> None:
+    pit = opened(tmp_path)
+    pit.begin(1)
+    pit.wager(1, 1000)
+    pit.draw("5S", LEFT)
+    pit.draw("6H", RIGHT)
+    pit.say(Meaning.CONSECUTIVE)
+    third = pit.draw("9D", MIDDLE)
+    pit.settle(1, ORIGINAL, VOID, 1000)
+    pit.rack("5S 6H 9D")
+    pit.close_shoe()
+    assert pit.judge() == [("THIRD_CARD_ON_CONSECUTIVE", "T01", "S1", 1, [third])]
+
+
+def test_pair_with_no_third_card_is_flagged(tmp_path: Path) -> None:
+    pit = opened(tmp_path)
+    pit.begin(1)
+    pit.wager(1, 1000)
+    left, right = pit.draw("8S", LEFT), pit.draw("8H", RIGHT)
+    pit.say(Meaning.PAIR)
+    returned = pit.settle(1, ORIGINAL, VOID, 1000)  # treated as a tie without the third card
+    pit.rack("8S 8H")
+    pit.close_shoe()
+    assert pit.judge() == [("PAIR_WITHOUT_THIRD_CARD", "T01", "S1", 1, [left, right, returned])]
+
+
+# --- the shoe: burns, the cutting card, faces up (13:47-20.31(d)1, 16; (g)1) -------------------
+
+
+def test_first_card_of_a_new_shoe_dealt_without_a_burn_is_a_missing_burn(tmp_path: Path) -> None:
+    pit = Pit(tmp_path)
+    pit.open_table()
+    pit.tap_in("D1")
+    loaded = pit.load("S1")  # no CardBurned follows
+    left = pit.play(1, "4S 9H 8C", {1: 1000})["left"]
+    pit.close_shoe()
+    assert pit.judge() == [("MISSING_BURN", "T01", "S1", 1, [loaded, left])]
+
+
+def test_new_dealer_dealing_without_a_burn_is_a_missing_burn(tmp_path: Path) -> None:
+    pit = opened(tmp_path)
+    pit.play(1, "4S 9H 8C", {1: 1000})
+    tapped = pit.tap_in("D2")
+    left = pit.play(2, "5D 10C 7H", {1: 1000})["left"]
+    pit.close_shoe()
+    assert pit.judge() == [("MISSING_BURN", "T01", "S1", 2, [tapped, left])]
+
+
+def test_card_found_face_up_then_dealt_is_used(tmp_path: Path) -> None:
+    pit = opened(tmp_path)
+    pit.begin(1)
+    pit.wager(1, 1000)
+    found = pit.emit(model.CardFoundFaceUp(rank=4, suit=model.Suit.SPADES))
+    left = pit.draw("4S", LEFT)  # the very card found face up
+    pit.draw("9H", RIGHT)
+    pit.say(SPREAD, 4)
+    _finish_spread(pit)
+    pit.settle(1, ORIGINAL, WON, 1000, 1)
+    pit.rack("4S 9H 8C")
+    pit.close_shoe()
+    assert pit.judge() == [("FACE_UP_CARD_USED", "T01", "S1", 1, [found, left])]
+
+
+def test_card_found_face_up_and_discarded_is_no_anomaly(tmp_path: Path) -> None:
+    pit = opened(tmp_path)
+    pit.begin(1)
+    pit.wager(1, 1000)
+    pit.emit(model.CardFoundFaceUp(rank=13, suit=model.Suit.CLUBS))  # to the rack, unused
+    pit.draw("4S", LEFT)
+    pit.draw("9H", RIGHT)
+    pit.say(SPREAD, 4)
+    _finish_spread(pit)
+    pit.settle(1, ORIGINAL, WON, 1000, 1)
+    pit.rack("4S 9H 8C")
+    pit.close_shoe()
+    assert pit.judge() == []
+
+
+def test_round_dealt_after_the_cutting_card_is_no_reshuffle(tmp_path: Path) -> None:
+    pit = opened(tmp_path)
+    pit.begin(1)
+    pit.wager(1, 1000)
+    pit.draw("4S", LEFT)
+    cut = pit.emit(model.CuttingCardReached())
+    pit.draw("9H", RIGHT)
+    pit.say(SPREAD, 4)
+    _finish_spread(pit)
+    pit.settle(1, ORIGINAL, WON, 1000, 1)
+    pit.rack("4S 9H 8C")  # round 1 completed, as (d)16 says
+    left = pit.play(2, "5D 10C 7H", {1: 1000})["left"]  # but then another round
+    pit.close_shoe()
+    assert pit.judge() == [("NO_RESHUFFLE_AFTER_CUT_CARD", "T01", "S1", 2, [cut, left])]
+
+
+def test_round_stopped_at_the_cutting_card_is_abandoned(tmp_path: Path) -> None:
+    pit = opened(tmp_path)
+    pit.begin(1)
+    pit.wager(1, 1000)
+    left = pit.draw("4S", LEFT)
+    cut = pit.emit(model.CuttingCardReached())
+    pit.settle(1, ORIGINAL, VOID, 1000)  # the dealer stops and returns the wager
+    pit.rack("4S")
+    pit.close_shoe()
+    assert pit.judge() == [("ROUND_ABANDONED_AT_CUT_CARD", "T01", "S1", 1, [cut, left])]
+
+
+# --- the discard rack (13:47-20.31(a)2, (d)15; GA (12)) -----------------------------------------
+
+
+def test_cards_racked_out_of_dealing_order_is_flagged(tmp_path: Path) -> None:
+    pit = opened(tmp_path)
+    _spread_round(pit)
+    _finish_spread(pit)
+    pit.settle(1, ORIGINAL, WON, 1000, 1)
+    racked = pit.rack("9H 4S 8C")
+    pit.close_shoe()
+    assert pit.judge() == [("DISCARD_RACK_ORDER", "T01", "S1", 1, [racked])]
+
+
+def test_card_that_never_reaches_the_rack_is_unaccounted(tmp_path: Path) -> None:
+    pit = opened(tmp_path)
+    _spread_round(pit)
+    third = _finish_spread(pit)["third"]
+    pit.settle(1, ORIGINAL, WON, 1000, 1)
+    racked = pit.rack("4S 9H")  # 8C is gone
+    pit.close_shoe()
+    found = pit.anomalies()
+    assert [(a["code"], a["seqs"]) for a in found] == [("CARD_UNACCOUNTED", [third, racked])]
+    assert found[0]["explanation"] == (
+        "8C left the shoe but never reached the rack (dealt 4S 9H 8C, racked 4S 9H)")
+
+
+def test_second_copy_of_a_card_from_a_one_deck_shoe_is_an_extra_card(tmp_path: Path) -> None:
+    pit = opened(tmp_path, "nj-casino-night", decks=1)
+    first = pit.play(1, "4S 9H 8C", {1: 1000})["left"]
+    second = pit.play(2, "4S JD 7C", {1: 1000})["left"]  # 4S again: one deck has one
+    pit.close_shoe()
+    assert pit.judge() == [("EXTRA_CARD", "T01", "S1", 2, [first, second])]
+
+
+# --- devices (13:69F-34.16(m)-(n) by analogy) ----------------------------------------------------
+
+
+def test_shoe_jam_dealt_on_is_not_voided(tmp_path: Path) -> None:
+    pit = opened(tmp_path)
+    pit.begin(1)
+    pit.wager(1, 1000)
+    pit.draw("4S", LEFT)
+    jam = pit.emit(model.DeviceFaulted(device_id="SHOE-1", fault=Fault.SHOE_JAM), actor="SHOE-1")
+    right = pit.draw("9H", RIGHT)  # the dealer clears it and deals on
+    pit.say(SPREAD, 4)
+    _finish_spread(pit)
+    pit.settle(1, ORIGINAL, WON, 1000, 1)
+    pit.rack("4S 9H 8C")
+    pit.close_shoe()
+    assert pit.judge() == [("DEVICE_FAULT_NOT_VOIDED", "T01", "S1", 1, [jam, right])]
+
+
+def test_shoe_jam_voided_and_reshuffled_is_no_anomaly(tmp_path: Path) -> None:
+    pit = opened(tmp_path)
+    pit.begin(1)
+    pit.wager(1, 1000)
+    pit.draw("4S", LEFT)
+    pit.emit(model.DeviceFaulted(device_id="SHOE-1", fault=Fault.SHOE_JAM), actor="SHOE-1")
+    pit.emit(model.RoundVoided(reason="dealing shoe jammed"))
+    pit.settle(1, ORIGINAL, VOID, 1000)
+    pit.rack("4S")
+    pit.close_shoe()
+    pit.new_shoe("S2")  # the cards reshuffled into a new shoe
+    pit.play(1, "5D 10C 7H", {1: 1000})
+    pit.close_shoe()
+    assert pit.judge() == []
+
+
+def test_shuffler_jam_without_a_reshuffle_is_not_voided(tmp_path: Path) -> None:
+    pit = Pit(tmp_path)
+    pit.open_table()
+    pit.tap_in("D1")
+    pit.shoe_id = "S1"
+    auto = ShuffleMethod.AUTOMATIC_SHUFFLER
+    pit.emit(model.ShuffleStarted(method=auto, device_id="SHUF-1"))
+    jam = pit.emit(model.DeviceFaulted(device_id="SHUF-1", fault=Fault.SHUFFLER_JAM))
+    pit.emit(model.ShuffleCompleted(method=auto, device_id="SHUF-1"))  # no new shuffle
+    pit.load("S1")
+    burn = pit.burn("2C")
+    pit.play(1, "4S 9H 8C", {1: 1000})
+    pit.close_shoe()
+    assert pit.judge() == [("DEVICE_FAULT_NOT_VOIDED", "T01", "S1", None, [jam, burn])]
+
+
+# --- integrity (DESIGN, principle 2) -------------------------------------------------------------
+
+
+def test_missing_sequence_number_is_a_sequence_gap(tmp_path: Path) -> None:
+    pit = opened(tmp_path)
+    last = pit.play(1, "4S 9H 8C", {1: 1000})["rack"]
+    pit.begin(2)
+    after = pit.tampered("gap", model.WagerPlaced(seat=1, area=1, player_id="P1",
+                                                  amount_cents=1000))
+    pit.draw("5S", LEFT)
+    pit.draw("6H", RIGHT)
+    pit.say(Meaning.CONSECUTIVE)
+    pit.settle(1, ORIGINAL, VOID, 1000)
+    pit.rack("5S 6H")
+    pit.close_shoe()
+    assert after == last + 2
+    assert pit.judge() == [("SEQUENCE_GAP", "T01", "S1", 2, [last, after])]
+
+
+def test_event_linking_to_an_unknown_hash_breaks_the_chain(tmp_path: Path) -> None:
+    pit = opened(tmp_path)
+    last = pit.play(1, "4S 9H 8C", {1: 1000})["rack"]
+    pit.begin(2)
+    broken = pit.tampered("chain", model.WagerPlaced(seat=1, area=1, player_id="P1",
+                                                     amount_cents=1000))
+    pit.draw("5S", LEFT)
+    pit.draw("6H", RIGHT)
+    pit.say(Meaning.CONSECUTIVE)
+    pit.settle(1, ORIGINAL, VOID, 1000)
+    pit.rack("5S 6H")
+    pit.close_shoe()
+    assert pit.judge() == [("CHAIN_BROKEN", "T01", "S1", 2, [last, broken])]
+
+
+# --- what is not (yet) an anomaly ---------------------------------------------------------------
+
+
+def test_round_still_in_play_is_not_flagged_for_what_is_still_to_come(tmp_path: Path) -> None:
+    pit = opened(tmp_path)
+    pit.begin(1)
+    pit.wager(1, 1000)
+    pit.draw("4S", LEFT)
+    pit.draw("9H", RIGHT)
+    pit.say(SPREAD, 4)
+    pit.say(RAISES_CLOSED)
+    pit.draw("8C", MIDDLE)  # the log ends here: no value said, no settlement, no rack yet
+    assert pit.judge() == []
+
+
+def test_card_drawn_in_error_and_then_used_is_no_anomaly(tmp_path: Path) -> None:
+    pit = opened(tmp_path)
+    pit.begin(1)
+    pit.wager(1, 1000)
+    pit.emit(model.CardDrawnInError(rank=4, suit=model.Suit.SPADES))  # (g)2: used as the next card
+    pit.draw("4S", LEFT)
+    pit.draw("9H", RIGHT)
+    pit.say(SPREAD, 4)
+    _finish_spread(pit)
+    pit.settle(1, ORIGINAL, WON, 1000, 1)
+    pit.rack("4S 9H 8C")
+    pit.close_shoe()
+    assert pit.judge() == []
+
+
+def test_every_catalogue_code_has_its_rule_and_severity(tmp_path: Path) -> None:
+    import duckdb
+
+    from projections.anomalies import catalogue
+
+    db = opened(tmp_path).project()
+    with duckdb.connect(str(db), read_only=True) as con:
+        rows = {r["code"]: (r["severity"], r["rule"]) for r in catalogue(con)}
+    assert len(rows) == 27
+    assert rows["EARLY_THIRD_CARD"] == ("medium", "13:47-20.31(g)3; 13:69F-6.7")
+    assert rows["CALL_BET"] == ("medium", "GA (2)")
+    assert rows["CHAIN_BROKEN"] == ("high", "integrity")
+    assert {s for s, _ in rows.values()} == {"low", "medium", "high"}

@@ -1,0 +1,158 @@
+"""Dispute reconstruction: the hand in play at a table at a moment, rebuilt card by card.
+
+The hand-built pit records one event a second from 23:00:00 UTC, so the event with sequence
+number n happened at 23:00:00 + n seconds; a test can name a moment by the event at it.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import duckdb
+import pytest
+from surveillance_pit import EVENING, LEFT, MIDDLE, ORIGINAL, RIGHT, VOID, WON, Pit, opened
+
+from events.errors import NotFoundError
+from events.model import Choice, Meaning
+from projections.dispute import Dispute, dispute
+
+
+def _at(seq: int) -> object:
+    return EVENING + timedelta(seconds=seq)
+
+
+def _rebuild(pit: Pit, **where: object) -> Dispute:
+    db = pit.project()
+    with duckdb.connect(str(db), read_only=True) as con:
+        return dispute(con, "T01", **where)  # type: ignore[arg-type]
+
+
+def test_the_round_in_play_at_a_moment_is_rebuilt_card_by_card(tmp_path: Path) -> None:
+    pit = opened(tmp_path)
+    pit.play(1, "5S 6H", {1: 1000})
+    r2 = pit.play(2, "3S QH 7C", {1: 1000, 3: 2500}, raises={3: 2500})
+    pit.play(3, "8C 8D 2S", {1: 500})
+    pit.close_shoe()
+    d = _rebuild(pit, at=_at(r2["third"]))
+    assert (d.round["shoe_id"], d.round["round_no"], d.round["kind"], d.round["spread"],
+            d.round["players_result"]) == ("S1", 2, "spread", 8, "won")
+    assert [(c["rack_position"], c["card"], c["box"], c["drawn_seq"], c["drawn_at"])
+            for c in d.cards] == [
+        (1, "3S", "left", r2["left"], _at(r2["left"])),
+        (2, "QH", "right", r2["right"], _at(r2["right"])),
+        (3, "7C", "middle", r2["third"], _at(r2["third"]))]
+    assert [(a["phrase"], a["meaning"], a["value"]) for a in d.announcements] == [
+        ("Spread 8", "spread", 8), ("Raises closed", "raises_closed", None), ("Seven", "third_card", 7)]
+    assert [(w["seat"], w["action"], w["amount_cents"]) for w in d.wagers] == [
+        (1, "wager placed", 1000), (3, "wager placed", 2500), (3, "raise placed", 2500)]
+    assert [(s["seat"], s["wager_kind"], s["required"], s["made"], s["status"])
+            for s in d.settlements] == [
+        (1, "ORIGINAL", "WON: pay $10.00 at 1 to 1", "WON: paid $10.00 at 1 to 1", "OK"),
+        (3, "ORIGINAL", "WON: pay $25.00 at 1 to 1", "WON: paid $25.00 at 1 to 1", "OK"),
+        (3, "RAISE", "WON: pay $25.00 at 1 to 1", "WON: paid $25.00 at 1 to 1", "OK")]
+    assert d.anomalies == []
+
+
+def test_one_seat_shows_only_its_wagers_and_settlements(tmp_path: Path) -> None:
+    pit = opened(tmp_path)
+    r1 = pit.play(1, "3S QH 7C", {1: 1000, 3: 2500}, raises={3: 2500})
+    pit.close_shoe()
+    d = _rebuild(pit, at=_at(r1["said"]), seat=3)
+    assert {w["seat"] for w in d.wagers} == {3} and len(d.wagers) == 2
+    assert [(s["seat"], s["wager_kind"]) for s in d.settlements] == [(3, "ORIGINAL"), (3, "RAISE")]
+    assert len(d.cards) == 3  # the cards are everyone's
+
+
+def test_between_rounds_the_hand_just_finished_is_shown(tmp_path: Path) -> None:
+    pit = opened(tmp_path)
+    pit.play(1, "5S 6H", {1: 1000})
+    pit.tap_in("D2")
+    pause = pit.burn("KC")
+    pit.play(2, "3S QH 7C", {1: 1000})
+    pit.close_shoe()
+    assert _rebuild(pit, at=_at(pause)).round["round_no"] == 1
+
+
+def test_a_short_payout_shows_the_settlement_required_beside_the_one_made(tmp_path: Path) -> None:
+    pit = opened(tmp_path)
+    pit.begin(1)
+    pit.wager(1, 1000)
+    pit.draw("5S", LEFT)
+    pit.draw("7H", RIGHT)
+    pit.say(Meaning.SPREAD, 1)
+    pit.say(Meaning.RAISES_CLOSED)
+    pit.draw("6D", MIDDLE)
+    pit.say(Meaning.THIRD_CARD, 6)
+    pit.settle(1, ORIGINAL, WON, 4000, 4)
+    pit.rack("5S 7H 6D")
+    pit.close_shoe()
+    d = _rebuild(pit, shoe="S1", round_no=1)
+    assert [(s["required"], s["made"], s["status"]) for s in d.settlements] == [
+        ("WON: pay $50.00 at 5 to 1", "WON: paid $40.00 at 4 to 1", "WRONG_AMOUNT")]
+    assert [a["code"] for a in d.anomalies] == ["WRONG_PAYOUT"]
+
+
+def test_an_early_exposure_shows_both_middle_cards_the_choices_and_the_refund(
+        tmp_path: Path) -> None:
+    pit = opened(tmp_path)
+    pit.begin(1)
+    pit.wager(1, 1000)
+    pit.wager(2, 500)
+    pit.draw("4S", LEFT)
+    pit.draw("9H", RIGHT)
+    pit.say(Meaning.SPREAD, 4)
+    pit.draw("7D", MIDDLE)
+    pit.choose(1, Choice.VOID)
+    pit.choose(2, Choice.PLAY)
+    pit.settle(1, ORIGINAL, VOID, 1000)
+    pit.say(Meaning.RAISES_CLOSED)
+    pit.draw("8C", MIDDLE)
+    pit.say(Meaning.THIRD_CARD, 8)
+    pit.settle(2, ORIGINAL, WON, 500, 1)
+    pit.rack("4S 9H 7D 8C")
+    pit.close_shoe()
+    d = _rebuild(pit, shoe="S1", round_no=1)
+    assert [(c["card"], c["box"]) for c in d.cards] == [
+        ("4S", "left"), ("9H", "right"), ("7D", "middle"), ("8C", "middle")]
+    assert [(w["seat"], w["action"]) for w in d.wagers] == [
+        (1, "wager placed"), (1, "chose to void"), (2, "wager placed"), (2, "chose to play")]
+    assert [(s["seat"], s["required"], s["made"]) for s in d.settlements] == [
+        (1, "VOID: return $10.00", "VOID: returned $10.00"),
+        (2, "WON: pay $5.00 at 1 to 1", "WON: paid $5.00 at 1 to 1")]
+    assert [a["code"] for a in d.anomalies] == ["EARLY_THIRD_CARD"]
+
+
+def test_cards_racked_out_of_order_are_listed_in_rack_order_with_their_draws(
+        tmp_path: Path) -> None:
+    pit = opened(tmp_path)
+    pit.begin(1)
+    pit.wager(1, 1000)
+    left, right = pit.draw("4S", LEFT), pit.draw("9H", RIGHT)
+    pit.say(Meaning.SPREAD, 4)
+    pit.say(Meaning.RAISES_CLOSED)
+    third = pit.draw("8C", MIDDLE)
+    pit.say(Meaning.THIRD_CARD, 8)
+    pit.settle(1, ORIGINAL, WON, 1000, 1)
+    pit.rack("9H 4S")  # 8C never racked, the rest swapped
+    pit.close_shoe()
+    d = _rebuild(pit, shoe="S1", round_no=1)
+    assert [(c["rack_position"], c["card"], c["drawn_seq"], c["note"]) for c in d.cards] == [
+        (1, "9H", right, ""), (2, "4S", left, ""), (None, "8C", third, "drawn but never racked")]
+    assert [a["code"] for a in d.anomalies] == ["CARD_UNACCOUNTED"]
+
+
+def test_a_moment_before_any_round_is_not_found(tmp_path: Path) -> None:
+    pit = opened(tmp_path)
+    pit.play(1, "5S 6H", {1: 1000})
+    pit.close_shoe()
+    with pytest.raises(NotFoundError, match="no round had started at table T01"):
+        _rebuild(pit, at=EVENING - timedelta(hours=1))
+
+
+def test_an_unknown_round_is_not_found(tmp_path: Path) -> None:
+    pit = opened(tmp_path)
+    pit.play(1, "5S 6H", {1: 1000})
+    pit.close_shoe()
+    with pytest.raises(NotFoundError, match="no round 7 of shoe S1 at table T01"):
+        _rebuild(pit, shoe="S1", round_no=7)
