@@ -58,7 +58,8 @@ def merge(old: list[Row], new: list[Row]) -> list[Row]:
 def summarise(rows: list[Row]) -> dict[str, Any]:
     groups: dict[tuple[str, str, int], list[Row]] = defaultdict(list)
     for r in rows:
-        if "error" not in r:
+        if "error" not in r and (r.get("events") or "latencies" in r or "ideas" in r
+                                 or "parts" in r):
             groups[_key(r)].append(r)
     lines = []
     order = [(m, v) for m, v in LABELS]
@@ -92,8 +93,12 @@ def summarise(rows: list[Row]) -> dict[str, Any]:
                 p50, p95 = percentiles(xs)
                 parts.append({"size": r["size"], "part": name, "lookups": len(xs),
                               "p50_ms": p50 * 1000, "p95_ms": p95 * 1000})
+    left_out = [f"{r['measure']} {r.get('variant', '')} at {r['size']:,}, run {r['repeat']}: "
+                f"{r.get('error') or 'no events'}" for r in rows
+                if "error" in r or r.get("events") == 0 and r["measure"] not in LATENCY
+                and r["measure"] not in ("decode_ideas", "dispute_parts")]
     return {"lines": lines, "ratios": ratios(rows), "scaling": scaling(lines),
-            "dispute_parts": parts,
+            "dispute_parts": parts, "left_out": left_out,
             "decode_ideas": [r for r in rows if r["measure"] == "decode_ideas" and "ideas" in r]}
 
 
@@ -144,8 +149,16 @@ def scaling(lines: list[Row]) -> list[Row]:
 
 
 def write(rows: list[Row], meta: Row, json_path: Path, md_path: Path, keep: bool) -> None:
-    old = json.loads(json_path.read_text()).get("runs", []) if keep and json_path.exists() else []
-    runs = merge(old, rows)
+    before = json.loads(json_path.read_text()) if keep and json_path.exists() else {}
+    runs = merge(before.get("runs", []), rows)
+    if rows:  # an invocation that ran something joins the list of those behind the numbers
+        kept = {r["size"] for r in runs}
+        old_meta = before.get("meta", {})
+        earlier = old_meta.get("invocations") or ([{**old_meta, "sizes": sorted(
+            {r["size"] for r in before.get("runs", [])})}] if old_meta else [])
+        meta = {**meta, "invocations": [m for m in earlier if set(m.get("sizes", [])) & kept]
+                + [{**{k: v for k, v in meta.items() if k != "invocations"},
+                    "sizes": sorted({r["size"] for r in rows})}]}
     summary = summarise(runs)
     json_path.write_text(json.dumps({"meta": meta, "summary": summary, "runs": runs}, indent=1,
                                     default=str) + "\n")
@@ -160,11 +173,12 @@ def _label(m: str, v: str) -> str:
 
 
 def markdown(s: dict[str, Any], meta: Row) -> str:
-    out = ["# pitlog benchmark results", "",
-           f"Written by `{meta['command']}` on {meta['finished']} ({meta['minutes']:.0f} min; "
-           f"{meta['cpus']} CPUs, Python {meta['python']}). Medians over the runs; this machine "
-           "is shared, so compare ratios taken in the same run, not absolute rates across runs. "
-           "How to read this: benchmarks/README.md.", "",
+    runs = meta.get("invocations") or [meta]
+    out = ["# pitlog benchmark results", "", "Measured by:", ""]
+    out += [f"- `{m['command']}`, finished {m['finished']} ({m['minutes']:.0f} min)" for m in runs]
+    out += ["", f"{meta['cpus']} CPUs, Python {meta['python']}. Medians over the runs; this "
+            "machine is shared, so compare ratios taken in the same run, not absolute rates "
+            "across runs. How to read this: benchmarks/README.md.", "",
            "| measurement | events | runs | rate or latency | CPU s | peak RSS MB |",
            "|---|---:|---:|---|---:|---:|"]
     for ln in s["lines"]:
@@ -207,4 +221,6 @@ def markdown(s: dict[str, Any], meta: Row) -> str:
         for name, wall in i["us_per_message_wall"].items():
             cpu = i["us_per_message_cpu"].get(name)
             out.append(f"| {name} | {'' if cpu is None else f'{cpu:.2f}'} | {wall:.2f} |")
+    if s.get("left_out"):
+        out += ["", "## Runs left out", ""] + [f"- {x}" for x in s["left_out"]]
     return "\n".join(out) + "\n"

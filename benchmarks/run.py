@@ -151,7 +151,13 @@ def main() -> None:
     parser.add_argument("--lookups", type=int, default=20, help="replays and disputes per size")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/pitlog-bench"))
     parser.add_argument("--fresh", action="store_true", help="forget earlier results")
+    parser.add_argument("--report-only", action="store_true",
+                        help="rewrite results.md and the summary from results.json, run nothing")
     args = parser.parse_args()
+    if args.report_only:
+        meta = json.loads((HERE / "results.json").read_text())["meta"]
+        report.write([], meta, HERE / "results.json", HERE / "results.md", keep=True)
+        return
     sizes = [50_000] if args.quick else [int(s) for s in args.sizes.split(",")]
     repeats = 1 if args.quick else args.repeats
     lookups = 5 if args.quick else args.lookups

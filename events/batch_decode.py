@@ -25,7 +25,6 @@ missing one only if its strategies produce the offending value).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -35,34 +34,13 @@ import numpy as np
 import pyarrow as pa
 
 from events import codec
+from events.batch_plan import Op, Plan, Unsupported, plan
 from events.errors import DecodeError
 
-_PRIMITIVES = {"long", "int", "string", "bytes", "boolean"}
 _PAD = np.zeros(64, np.uint8)  # widest single read is a fixed(32): gathers stay in bounds
 _I32 = (-(2 ** 31), 2 ** 31 - 1)
 
 Array = np.ndarray[Any, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class _Op:
-    """How to read one field: `column` is the output name (None: read and discard)."""
-
-    kind: str  # long, int, string, bytes, fixed, boolean, enum, array
-    column: str | None
-    nullable: tuple[int, int] | None = None  # union: (null branch, value branch)
-    size: int = 0  # fixed
-    symbols: tuple[str, ...] = ()  # enum
-    items: tuple[_Op, ...] = ()  # array of a record of these fields
-
-
-@dataclass(frozen=True, slots=True)
-class _Plan:
-    """One writer schema read as the newest version of its event type."""
-
-    event_type: str
-    ops: tuple[_Op, ...]
-    defaults: tuple[tuple[str, Any], ...]  # reader-only fields: their default
 
 
 @dataclass(slots=True)
@@ -76,105 +54,6 @@ class BatchResult:
     fast: int = 0  # how many rows the vectorised path decoded (the rest went one by one)
 
 
-class _Unsupported(Exception):
-    """A schema construct the fast path does not read: its messages take the slow path."""
-
-
-def _resolve(node: Any, names: dict[str, Any], ns: str | None) -> Any:
-    if isinstance(node, str) and node not in _PRIMITIVES and node != "null":
-        full = node if "." in node or ns is None else f"{ns}.{node}"
-        if full not in names and node not in names:
-            raise _Unsupported(f"unknown named type {node}")
-        return names.get(full, names.get(node))
-    if isinstance(node, dict) and node.get("type") in ("fixed", "enum", "record"):
-        space = node.get("namespace", ns)
-        full = node["name"] if "." in node["name"] or space is None else f"{space}.{node['name']}"
-        names[full] = names[node["name"]] = node
-    return node
-
-
-def _kind(w: Any, r: Any, wn: dict[str, Any], rn: dict[str, Any], ns: str | None,
-          column: str | None) -> _Op:
-    """The read of writer type `w` as reader type `r` (r is None: the field is skipped)."""
-    w = _resolve(w, wn, ns)
-    if r is not None:
-        r = _resolve(r, rn, ns)
-    if isinstance(w, list):
-        if len(w) != 2 or "null" not in w or (r is not None and (
-                not isinstance(r, list) or r.index("null") != w.index("null"))):
-            raise _Unsupported("only [null, T] unions")
-        null = w.index("null")
-        inner = _kind(w[1 - null], None if r is None else r[1 - null], wn, rn, ns, column)
-        if inner.kind in ("array", "fixed") or inner.nullable:
-            raise _Unsupported("nullable arrays and fixed")
-        return _Op(inner.kind, column, (null, 1 - null), inner.size, inner.symbols)
-    if isinstance(r, list):
-        raise _Unsupported("a union read from a non-union")
-    wt = w if isinstance(w, str) else w["type"]
-    rt = None if r is None else (r if isinstance(r, str) else r["type"])
-    if isinstance(w, dict) and wt in _PRIMITIVES:  # {"type": "long"} after stripping logicalType
-        return _kind(wt, None if r is None else rt, wn, rn, ns, column)
-    if r is not None and wt != rt and not (wt == "int" and rt == "long"):
-        raise _Unsupported(f"{wt} read as {rt}")
-    if wt in _PRIMITIVES:
-        return _Op(wt, column)
-    if wt == "fixed":
-        if r is not None and r["size"] != w["size"]:
-            raise _Unsupported("fixed of another size")
-        return _Op("fixed", column, size=w["size"])
-    if wt == "enum":
-        if r is not None and not set(w["symbols"]) <= set(r["symbols"]):
-            raise _Unsupported("enum symbols the reader lacks")
-        return _Op("enum", column, symbols=tuple(w["symbols"]))
-    if wt == "array":
-        item = _resolve(w["items"], wn, ns)
-        ritem = None if r is None else _resolve(r["items"], rn, ns)
-        if not isinstance(item, dict) or item.get("type") != "record" or (
-                ritem is not None and _bare(ritem) != _bare(item)):
-            raise _Unsupported("arrays other than of one identical record")
-        ops = tuple(_kind(f["type"], None, wn, rn, ns, f["name"]) for f in item["fields"])
-        if any(o.kind not in ("long", "int", "boolean", "enum") or o.nullable for o in ops):
-            raise _Unsupported("array items other than numbers, booleans and enums")
-        return _Op("array", column, items=ops)
-    raise _Unsupported(f"Avro type {wt}")
-
-
-def _bare(node: Any) -> Any:
-    """A schema node without docs, to compare two versions' definitions."""
-    if isinstance(node, dict):
-        return {k: _bare(v) for k, v in node.items() if k not in ("doc", "aliases")}
-    if isinstance(node, list):
-        return [_bare(v) for v in node]
-    return node
-
-
-def _plan(sv: codec.SchemaVersion, latest: codec.SchemaVersion) -> _Plan | None:
-    writer = codec._strip_logical_types(json.loads(sv.path.read_text()))
-    reader = codec._strip_logical_types(json.loads(latest.path.read_text()))
-    wn: dict[str, Any] = {}
-    rn: dict[str, Any] = {}
-    ns = writer.get("namespace")
-    _resolve(writer, wn, None)
-    _resolve(reader, rn, None)
-    rfields = {f["name"]: f for f in reader["fields"]}
-    if any("aliases" in f for f in reader["fields"]):
-        return None  # aliased renames: fastavro's resolution, not reproduced here
-    wnames = {f["name"] for f in writer["fields"]}
-    try:
-        ops = tuple(_kind(f["type"], rfields[f["name"]]["type"] if f["name"] in rfields
-                          else None, wn, rn, ns, f["name"] if f["name"] in rfields else None)
-                    for f in writer["fields"])
-    except _Unsupported:
-        return None
-    defaults = []
-    for name, f in rfields.items():
-        if name not in wnames:
-            if "default" not in f:
-                return None  # fastavro refuses these messages: the slow path says why
-            defaults.append((name, f["default"]))
-    return _Plan(sv.event_type, ops, tuple(defaults))
-
-
 class BatchDecoder:
     """Decodes batches of messages into an Arrow table of `schema` (the `events` columns that
     come from the Avro fields, plus `event_type`). Fields not in `schema` are dropped."""
@@ -182,17 +61,17 @@ class BatchDecoder:
     def __init__(self, reg: codec.SchemaRegistry, schema: pa.Schema) -> None:
         self.reg = reg
         self.schema = schema
-        self.plans: dict[int, _Plan | None] = {}
+        self.plans: dict[int, Plan | None] = {}
         for sv in reg.by_fingerprint.values():
             fp = int.from_bytes(sv.fingerprint, "little")
-            self.plans[fp] = _plan(sv, reg.latest[sv.event_type])
+            self.plans[fp] = plan(sv, reg.latest[sv.event_type])
         # The envelope every schema starts with is read once for the whole batch; only the
         # payload fields after it are read per writer schema (fewer, smaller vector calls).
         ops = [p.ops for p in self.plans.values() if p is not None]
         k = 0
         while ops and all(len(o) > k and o[k] == ops[0][k] for o in ops):
             k += 1
-        self.prefix: tuple[_Op, ...] = ops[0][:k] if ops else ()
+        self.prefix: tuple[Op, ...] = ops[0][:k] if ops else ()
         head = {op.column for op in self.prefix} | {"event_type"}
         self.payload = pa.schema([f for f in schema if f.name not in head])
         self.empty = schema.empty_table()
@@ -230,7 +109,7 @@ class BatchDecoder:
                 return BatchResult(both.take(pa.array(order)), index[order], bad, len(fast))
         return BatchResult(table, fast, bad, len(fast))
 
-    def _fast(self, plans: list[_Plan | None], group: Array, buf: Array, p: Array,
+    def _fast(self, plans: list[Plan | None], group: Array, buf: Array, p: Array,
               e: Array) -> tuple[Array, pa.Table]:
         """The envelope of every message, then each writer schema's payload: (ok, table)."""
         ok, p, head, checks = _read_ops(self.prefix, buf, p, e)
@@ -348,7 +227,7 @@ def _ascii(offsets: Array, data: Array) -> Array:
     return high[offsets[1:]] == high[offsets[:-1]]
 
 
-def _read(op: _Op, buf: Array, p: Array, e: Array) -> tuple[Any, Array, Array]:
+def _read(op: Op, buf: Array, p: Array, e: Array) -> tuple[Any, Array, Array]:
     """One non-nullable value per position: (values, positions after, ok)."""
     if op.kind in ("long", "int"):
         value, p, ok = _varint(buf, p, e)
@@ -374,7 +253,7 @@ def _read(op: _Op, buf: Array, p: Array, e: Array) -> tuple[Any, Array, Array]:
     return _read_array(op, buf, p, e)
 
 
-def _read_array(op: _Op, buf: Array, p: Array, e: Array) -> tuple[Any, Array, Array]:
+def _read_array(op: Op, buf: Array, p: Array, e: Array) -> tuple[Any, Array, Array]:
     """An array of records, written as one block then the zero terminator."""
     count, p, ok = _varint(buf, p, e)
     ok &= (count >= 0) & (count <= np.minimum(e - p, 64))
@@ -411,7 +290,7 @@ def _symbols(symbols: tuple[str, ...]) -> tuple[Array, Array]:
     return np.frombuffer(b"".join(encoded), np.uint8), offsets
 
 
-def _arrow(op: _Op, value: Any, valid: Array | None, n: int) -> pa.Array:
+def _arrow(op: Op, value: Any, valid: Array | None, n: int) -> pa.Array:
     mask = None if valid is None or valid.all() else pa.py_buffer(
         np.packbits(valid, bitorder="little"))
     if op.kind in ("long", "int"):
@@ -443,7 +322,7 @@ def _arrow(op: _Op, value: Any, valid: Array | None, n: int) -> pa.Array:
     return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), struct)
 
 
-def _read_ops(ops: Sequence[_Op], buf: Array, p: Array, e: Array,
+def _read_ops(ops: Sequence[Op], buf: Array, p: Array, e: Array,
               ) -> tuple[Array, Array, dict[str, pa.Array], dict[str, Any]]:
     """Fields in writer order at `p`: (ok, positions after, columns, raw values to check)."""
     n = len(p)
@@ -472,7 +351,7 @@ def _read_ops(ops: Sequence[_Op], buf: Array, p: Array, e: Array,
     return ok, p, columns, checks
 
 
-def _scatter(op: _Op, sub: Any, present: Array, n: int) -> Any:
+def _scatter(op: Op, sub: Any, present: Array, n: int) -> Any:
     """Values read for the rows in `present`, spread over all n rows (absent rows empty)."""
     if op.kind in ("string", "bytes"):
         offsets, data = sub
@@ -482,7 +361,7 @@ def _scatter(op: _Op, sub: Any, present: Array, n: int) -> Any:
         np.cumsum(length, out=full[1:])
         return full, data
     if op.kind == "fixed":
-        raise _Unsupported("nullable fixed")  # no schema has one; _kind refuses it first
+        raise Unsupported("nullable fixed")  # no schema has one; _kind refuses it first
     out = np.zeros(n, sub.dtype)
     out[present] = sub
     return out

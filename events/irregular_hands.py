@@ -88,7 +88,7 @@ class HandSlips:
             seat = self.rng.choice(free)
             amount = self.rng.choice(EXTRA_SIZES_CENTS)
             table.emit(model.WagerPlaced(seat=seat, area=seat, player_id=table.players[seat],
-                                   amount_cents=amount), gap=0.8)
+                                         amount_cents=amount), gap=0.8)
             hand.wagers[seat, seat] = amount
             self.label("LATE_WAGER", table, f"seat {seat}")
         elif hand.wagers and self.roll("WAGER_ALTERED"):  # (d)6; GA (4)
@@ -97,7 +97,7 @@ class HandSlips:
                 table.emit(model.WagerRemoved(seat=seat, area=area), gap=0.8)
             else:
                 table.emit(model.WagerChanged(seat=seat, area=area,
-                                        amount_cents=2 * hand.wagers[seat, area]), gap=0.8)
+                                              amount_cents=2 * hand.wagers[seat, area]), gap=0.8)
             # The wager still stands as it was when the first card came out: it is settled so.
             self.label("WAGER_ALTERED", table, f"seat {seat}")
 
@@ -107,7 +107,7 @@ class HandSlips:
         the jam and deals on (DEVICE_FAULT_NOT_VOIDED)."""
         device = f"SHOE-{table.table_id}"
         table.emit(model.DeviceFaulted(device_id=device, fault=Fault.SHOE_JAM,
-                                 detail="stopped dealing"), actor=device)
+                                       detail="stopped dealing"), actor=device)
         if self.rng.random() < 0.5:
             self.label("DEVICE_FAULT_NOT_VOIDED", table, "shoe jam, dealt on")
             return
@@ -123,7 +123,7 @@ class HandSlips:
                             *((k, (WagerKind.RAISE, a)) for k, a in hand.raises.items())]:
             kind, cents = amount
             table.emit(model.WagerSettled(seat=key[0], area=key[1], wager_kind=kind,
-                                    outcome=SettledAs.VOID, amount_cents=cents), gap=0.8)
+                                          outcome=SettledAs.VOID, amount_cents=cents), gap=0.8)
         if hand.dealt:
             table.emit(model.CardsRacked(cards=tuple(hand.dealt)), gap=2)
 
@@ -221,8 +221,9 @@ class HandSlips:
             for kind, cents in ((WagerKind.ORIGINAL, hand.wagers[key]),
                                 (WagerKind.RAISE, hand.raises.get(key))):
                 if cents:
-                    table.emit(model.WagerSettled(seat=key[0], area=key[1], wager_kind=kind,
-                                            outcome=SettledAs.VOID, amount_cents=cents), gap=0.8)
+                    table.emit(model.WagerSettled(
+                        seat=key[0], area=key[1], wager_kind=kind, outcome=SettledAs.VOID,
+                        amount_cents=cents), gap=0.8)
             hand.settled.add(key)
 
     def raises_closed(self, table: TableSim, hand: Hand) -> None:

@@ -171,7 +171,7 @@ class Irregularities(HandSlips):
         if not (self.enabled and self.chance("DEVICE_FAULT_NOT_VOIDED")):
             return
         table.emit(model.DeviceFaulted(device_id=device, fault=Fault.SHUFFLER_JAM,
-                                 detail="stopped mid-cycle"), actor=device)
+                                       detail="stopped mid-cycle"), actor=device)
         if self.rng.random() < 0.5:
             table.emit(model.ShuffleStarted(method=method, device_id=device), gap=30)
         else:
@@ -252,7 +252,7 @@ class Irregularities(HandSlips):
             area = self.rng.choice(free)
             amount = self.rng.choice(EXTRA_SIZES_CENTS)
             table.emit(model.WagerPlaced(seat=seat, area=area, player_id=table.players[seat],
-                                   amount_cents=amount), gap=0.8)
+                                         amount_cents=amount), gap=0.8)
             hand.wagers[seat, area] = amount
             self.label("MULTIPLE_BETTING_AREAS", table, f"seat {seat} also on area {area}")
 

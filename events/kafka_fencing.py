@@ -61,21 +61,18 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaProducer
 from kafka.errors import KafkaError
-from kafka.partitioner.default import murmur2
 
-from events import codec
-from events.errors import ConcurrencyError, DecodeError, LogError
-from events.log import LogRecord
+from events.errors import ConcurrencyError, LogError
+from events.kafka_tails import RangeReader, Seen, TailReader, is_event, partition_of
 
-# The reader of KafkaLog: (consumer, {partition: (first, end)}) -> batches of records.
-RangeReader = Callable[[KafkaConsumer, dict[int, tuple[int, int]]], Iterator[list[LogRecord]]]
 # Broker default transaction.timeout.ms: an open transaction of a writer that died blocks the
 # readers of its partition at most this long (a new writer of the same table aborts it at once).
 TRANSACTION_TIMEOUT_MS = 60_000
@@ -83,11 +80,11 @@ FENCED_PATIENCE_S = 5.0  # fenced: how long to wait for the partition to be stab
 # A table's next transaction waits for the markers of its last one (CONCURRENT_TRANSACTIONS):
 # retry sooner than kafka-python's 100 ms default, which capped small batches at ~9 a second.
 RETRY_BACKOFF_MS = 20
-
-
-def partition_of(key: bytes, partitions: int) -> int:
-    """The partition kafka-python's and Java's default partitioner give a keyed record."""
-    return (murmur2(key) & 0x7FFFFFFF) % partitions
+# After a commit: how long to wait for readers to see it (its markers written) before
+# returning anyway (it is durable already).
+VISIBLE_PATIENCE_S = 5.0
+# Tables of one batch flush, commit and open in parallel, each in its own producer.
+PARALLEL_TABLES = 8
 
 
 def transactional_id(topic: str, key: bytes) -> str:
@@ -106,48 +103,6 @@ class Outcome(Enum):
 
 
 @dataclass(slots=True)
-class _Tails:
-    """Each key's last committed value, as far as this writer has read or written.
-
-    `upto[p]`: every key of partition p is current below this offset (read from there on);
-    `through[p][key]`: this key is current below this later offset (its own commits, or a read
-    of that key only). A record older than what a key is current to never replaces its value."""
-
-    value: dict[bytes, bytes] = field(default_factory=dict)
-    upto: dict[int, int] = field(default_factory=dict)
-    through: dict[int, dict[bytes, int]] = field(default_factory=dict)
-
-    def current_to(self, p: int, key: bytes) -> int:
-        return max(self.upto.get(p, 0), self.through.get(p, {}).get(key, 0))
-
-    def absorb(self, p: int, start: int, end: int, batches: Iterable[list[LogRecord]],
-               watch: Iterable[bytes]) -> dict[bytes, list[tuple[int, bytes]]]:
-        """Take in the records of partition p in [start, end); return those of `watch`."""
-        base, through = self.upto.get(p, 0), self.through.setdefault(p, {})
-        seen: dict[bytes, list[tuple[int, bytes]]] = {k: [] for k in watch}
-        for batch in batches:
-            for rec in batch:
-                if rec.offset >= max(base, through.get(rec.key, 0)):
-                    self.value[rec.key] = rec.value
-                if rec.key in seen:
-                    seen[rec.key].append((rec.offset, rec.value))
-        if start <= base:  # read from where every key was current: all are current to `end`
-            self.upto[p] = max(base, end)
-            for k in [k for k, o in through.items() if o <= end]:
-                del through[k]
-        else:  # each watched key was current to `start` or later
-            for k in seen:
-                through[k] = max(through.get(k, 0), end)
-        return seen
-
-    def committed(self, p: int, key: bytes, value: bytes, offset: int) -> None:
-        """This writer committed `value` at `offset`, the key's last record."""
-        self.value[key] = value
-        through = self.through.setdefault(p, {})
-        through[key] = max(through.get(key, 0), offset + 1)
-
-
-@dataclass(slots=True)
 class _Writer:
     producer: KafkaProducer
     partition: int
@@ -155,14 +110,6 @@ class _Writer:
 
 def _ends_with(value: bytes | None, tail: bytes | None) -> bool:
     return value is None if tail is None else value is not None and value.endswith(tail)
-
-
-def _is_event(value: bytes) -> bool:
-    try:
-        codec.decode(value)
-    except DecodeError:
-        return False
-    return True
 
 
 def _looks_fenced(producer: KafkaProducer, exc: BaseException) -> bool:
@@ -190,6 +137,50 @@ def _name(key: bytes) -> str:
     return key.decode("utf-8", "backslashreplace")
 
 
+def _attempt(fn: Callable[[bytes], None], key: bytes) -> KafkaError | None:
+    try:
+        fn(key)
+    except KafkaError as exc:
+        return exc
+    return None
+
+
+class _Batch:
+    """One append_expecting call: its tables, what each must continue from, its progress."""
+
+    def __init__(self, items: Sequence[tuple[bytes, bytes]],
+                 expected: Mapping[bytes, bytes | None], deadline: float,
+                 partitions: int) -> None:
+        self.items, self.expected, self.deadline = items, expected, deadline
+        self.partitions = partitions
+        self.by_key: dict[bytes, list[int]] = {}
+        for i, (key, _) in enumerate(items):
+            self.by_key.setdefault(key, []).append(i)
+        self.last = {key: items[idx[-1]][1] for key, idx in self.by_key.items()}
+        self.result: list[tuple[int, int]] = [(-1, -1)] * len(items)
+        self.todo = list(self.by_key)  # tables not appended yet
+        self.recorded: list[bytes] = []  # tables appended
+        self.errors: dict[bytes, BaseException] = {}  # this attempt's failures
+        self.settled_keys: set[bytes] = set()
+
+    def values(self, key: bytes) -> list[bytes]:
+        return [self.items[i][1] for i in self.by_key[key]]
+
+    def done(self, key: bytes, offsets: Sequence[int]) -> None:
+        p = partition_of(key, self.partitions)
+        for i, offset in zip(self.by_key[key], offsets, strict=True):
+            self.result[i] = (p, offset)
+        self.recorded.append(key)
+        self.todo.remove(key)
+
+    def settled(self, key: bytes, outcome: Outcome, seen: Seen) -> bool:
+        """Take in a table's outcome: COMMITTED marks it done; True when it is a conflict."""
+        if outcome is Outcome.COMMITTED:
+            where = {value: offset for offset, value in seen}
+            self.done(key, [where.get(v, -1) for v in self.values(key)])
+        return outcome is Outcome.MOVED
+
+
 class TableFencing:
     """The transactional writers of one KafkaLog; see the module docstring."""
 
@@ -199,12 +190,11 @@ class TableFencing:
         self.bootstrap, self.topic, self.n_partitions = bootstrap, topic, partitions
         self.timeout_s, self.client_id = timeout_s, client_id
         self._producer_config = dict(producer_config)
-        self._consumer_config = dict(consumer_config)
-        self._read_ranges = read_ranges
         self._writers: dict[bytes, _Writer] = {}
-        self._tails = _Tails()
-        self._committed_reader: KafkaConsumer | None = None  # read_committed: LSO, records
-        self._watermark_reader: KafkaConsumer | None = None  # read_uncommitted: high watermark
+        self.tails = TailReader(bootstrap=bootstrap, topic=topic, partitions=partitions,
+                                timeout_s=timeout_s, client_id=client_id,
+                                consumer_config=consumer_config, read_ranges=read_ranges)
+        self._pool: ThreadPoolExecutor | None = None
         self.opened = 0  # producers initialised (each fenced the table's previous writer)
 
     # --- appending ------------------------------------------------------------------------------
@@ -212,135 +202,134 @@ class TableFencing:
     def append_expecting(self, items: Sequence[tuple[bytes, bytes]],
                          expected: Mapping[bytes, bytes | None] | None
                          ) -> list[tuple[int, int]]:
-        expected = expected or {}
-        deadline = time.monotonic() + self.timeout_s
-        by_key: dict[bytes, list[int]] = {}
-        for i, (key, _) in enumerate(items):
-            by_key.setdefault(key, []).append(i)
-        last = {key: items[idx[-1]][1] for key, idx in by_key.items()}
-        result: list[tuple[int, int]] = [(-1, -1)] * len(items)
-        recorded: list[bytes] = []
-        todo = list(by_key)
+        batch = _Batch(items, expected or {}, time.monotonic() + self.timeout_s,
+                       self.n_partitions)
         attempt = 0
+        while True:
+            self._attempt(batch)
+            if not batch.todo:
+                return batch.result
+            attempt += 1  # transient failures: those tables are open again; retry them
+            if time.monotonic() > batch.deadline:
+                raise LogError(
+                    f"append to topic {self.topic} on {self.bootstrap}: tables "
+                    f"{', '.join(_name(k) for k in batch.todo)} still failing after {attempt} "
+                    f"attempts in {self.timeout_s:.0f}s (last: {batch.errors}); nothing of "
+                    f"theirs is committed (the batch's other tables are: "
+                    f"{', '.join(_name(k) for k in batch.recorded) or 'none'}); is the broker "
+                    f"up? Retry the flush")
+            time.sleep(random.uniform(0, min(1.0, 0.02 * 2 ** attempt)))
 
-        def done(key: bytes, offsets: Sequence[int]) -> None:
-            p = partition_of(key, self.n_partitions)
-            for i, offset in zip(by_key[key], offsets, strict=True):
-                result[i] = (p, offset)
-            recorded.append(key)
-            todo.remove(key)
-
-        def settled(key: bytes, outcome: Outcome, seen: Sequence[tuple[int, bytes]]) -> bool:
-            """Record a COMMITTED outcome; True when it is a conflict."""
-            if outcome is Outcome.COMMITTED:
-                done(key, self._offsets_in(seen, [items[i][1] for i in by_key[key]]))
-            return outcome is Outcome.MOVED
-
-        in_txn: list[bytes] = []  # open transactions, aborted if this call fails half-way
+    def _attempt(self, batch: _Batch) -> None:
+        """One try at the tables of `batch` not appended yet; ConcurrencyError on a conflict."""
+        # 1-2. Open the tables not held yet, then check every table before sending anything.
+        seen = self._open([k for k in batch.todo if k not in self._writers], batch.deadline)
+        moved = [key for key in list(batch.todo)
+                 if batch.settled(key, *self._classify(batch, key, seen.get(key, [])))]
+        if moved:
+            raise self._conflict(moved, batch.recorded)
+        # 3. One transaction per table: send all, flush all, settle failures, commit all.
+        futures: dict[bytes, list[Any]] = {}
+        batch.errors, batch.settled_keys = {}, set()
         try:
-            while True:
-                # 1-2. Open the tables not held yet, then check every table before sending.
-                seen = {k: self._open(k, deadline) for k in todo if k not in self._writers}
-                moved = [key for key in list(todo) if settled(
-                    key, *self._classify(key, last[key], seen.get(key, ()), expected))]
-                if moved:
-                    raise self._conflict(moved, recorded)
-                if not todo:
-                    return result
-                # 3. One transaction per table: send all, flush all, settle failures, commit.
-                futures: dict[bytes, list[Any]] = {}
-                failed: dict[bytes, BaseException] = {}
-                for key in todo:
-                    writer = self._writers[key]
-                    try:
-                        writer.producer.begin_transaction()
-                        in_txn.append(key)
-                        futures[key] = [
-                            writer.producer.send(self.topic, key=key, value=items[i][1],
-                                                 partition=writer.partition)
-                            for i in by_key[key]]
-                    except KafkaError as exc:
-                        failed[key] = exc
-                for key, fs in futures.items():
-                    try:
-                        self._writers[key].producer.flush(
-                            timeout=max(1.0, deadline - time.monotonic()))
-                        for f in fs:
-                            f.get(timeout=0)
-                    except KafkaError as exc:
-                        failed[key] = exc
-                for key in failed:  # _settle discards the producer, and its transaction
-                    if key in in_txn:
-                        in_txn.remove(key)
-                moved = [key for key, exc in failed.items()
-                         if settled(key, *self._settle(key, exc, last[key], expected, deadline))]
-                if moved:
-                    raise self._conflict(moved, recorded)
-                for key in [k for k in futures if k not in failed]:
-                    writer = self._writers[key]
-                    in_txn.remove(key)
-                    try:
-                        writer.producer.commit_transaction()
-                    except KafkaError as exc:
-                        if settled(key, *self._settle(key, exc, last[key], expected, deadline)):
-                            raise self._conflict([key], recorded) from exc
-                        continue
-                    offsets = [f.get(timeout=0).offset for f in futures[key]]
-                    self._tails.committed(writer.partition, key, last[key], offsets[-1])
-                    done(key, offsets)
-                if not todo:
-                    return result
-                attempt += 1  # a transient failure: those tables are open again; retry them
-                if time.monotonic() > deadline:
-                    raise LogError(
-                        f"append to topic {self.topic} on {self.bootstrap}: tables "
-                        f"{', '.join(_name(k) for k in todo)} still failing after {attempt} "
-                        f"attempts in {self.timeout_s:.0f}s (last: {failed}); nothing of theirs "
-                        f"is committed (of the batch's other tables: "
-                        f"{', '.join(_name(k) for k in recorded) or 'none'}); is the broker up? "
-                        f"Retry the flush")
-                time.sleep(random.uniform(0, min(1.0, 0.02 * 2 ** attempt)))
-        finally:
-            self._abort([k for k in in_txn if k in self._writers])
+            for key in batch.todo:
+                writer = self._writers[key]
+                try:
+                    writer.producer.begin_transaction()
+                    futures[key] = []  # open: aborted if this attempt stops half-way
+                    futures[key].extend(
+                        writer.producer.send(self.topic, key=key, value=value,
+                                             partition=writer.partition)
+                        for value in batch.values(key))
+                except KafkaError as exc:
+                    batch.errors[key] = exc
 
-    def _classify(self, key: bytes, last: bytes, seen: Sequence[tuple[int, bytes]],
-                  expected: Mapping[bytes, bytes | None]) -> tuple[Outcome, Sequence[
-                      tuple[int, bytes]]]:
-        if any(value == last for _, value in seen):
+            def flush(key: bytes) -> None:
+                self._writers[key].producer.flush(
+                    timeout=max(1.0, batch.deadline - time.monotonic()))
+                for f in futures[key]:
+                    f.get(timeout=0)
+
+            self._each([k for k in futures if k not in batch.errors], flush, batch.errors)
+            self._settle_failed(batch)  # a conflict here: every open transaction is aborted
+            healthy = [k for k in futures if k not in batch.errors]
+            for key in batch.errors:
+                futures.pop(key, None)  # discarded with its producer: nothing to abort
+            committing, futures = futures, {}  # from here on, a commit is never taken back
+            self._each(healthy, lambda k: self._writers[k].producer.commit_transaction(),
+                       batch.errors)
+            visible: dict[int, tuple[int, int]] = {}
+            for key in healthy:
+                if key not in batch.errors:
+                    offsets = [f.get(timeout=0).offset for f in committing[key]]
+                    p = self._writers[key].partition
+                    first, end = visible.get(p, (offsets[0], offsets[-1] + 1))
+                    visible[p] = (min(first, offsets[0]), max(end, offsets[-1] + 1))
+                    self.tails.cache.committed(self._writers[key].partition, key,
+                                               batch.last[key], offsets[-1])
+                    batch.done(key, offsets)
+            self._settle_failed(batch)
+            if visible:  # read-your-writes: return once readers see the batch, as if plain
+                self.tails.wait_visible(visible, VISIBLE_PATIENCE_S)
+        finally:
+            self._abort([k for k in futures if k in self._writers and k not in batch.errors])
+
+    def _settle_failed(self, batch: _Batch) -> None:
+        failed = [k for k in batch.errors if k in batch.todo and k not in batch.settled_keys]
+        moved = []
+        for key in failed:
+            batch.settled_keys.add(key)
+            if batch.settled(key, *self._settle(batch, key, batch.errors[key])):
+                moved.append(key)
+        if moved:
+            raise self._conflict(moved, batch.recorded)
+
+    def appended(self, items: Sequence[tuple[bytes, bytes]],
+                 positions: Sequence[tuple[int, int]]) -> None:
+        """This process appended these records without a transaction (`KafkaLog.append`, as
+        the simulator does for a tampered event): they are its tables' last records now."""
+        for (key, value), (p, offset) in zip(items, positions, strict=True):
+            self.tails.cache.committed(p, key, value, offset)
+
+    def forget(self, keys: Iterable[bytes]) -> None:
+        """A plain append of these tables failed part-way: re-open them before the next check."""
+        for key in set(keys):
+            writer = self._writers.pop(key, None)
+            if writer is not None:
+                _discard(writer.producer)
+
+    def _classify(self, batch: _Batch, key: bytes, seen: Seen
+                  ) -> tuple[Outcome, Seen]:
+        if any(value == batch.last[key] for _, value in seen):
             return Outcome.COMMITTED, seen
-        if key not in expected or self._continues(key, expected[key]):
+        if key not in batch.expected or self._continues(key, batch.expected[key]):
             return Outcome.SAME, seen
         return Outcome.MOVED, seen
 
     def _continues(self, key: bytes, tail: bytes | None) -> bool:
-        value = self._tails.value.get(key)
+        value = self.tails.cache.value.get(key)
         if _ends_with(value, tail):
             return True
-        if value is not None and not _is_event(value):  # a foreign record: skip it
-            return _ends_with(self._last_event(key), tail)
+        if value is not None and not is_event(value):  # a foreign record: skip it
+            return _ends_with(self.tails.last_event(key), tail)
         return False
 
-    @staticmethod
-    def _offsets_in(seen: Sequence[tuple[int, bytes]], values: Sequence[bytes]) -> list[int]:
-        where = {value: offset for offset, value in seen}
-        return [where.get(v, -1) for v in values]
-
-    def _settle(self, key: bytes, exc: BaseException, last: bytes,
-                expected: Mapping[bytes, bytes | None], deadline: float
-                ) -> tuple[Outcome, Sequence[tuple[int, bytes]]]:
+    def _settle(self, batch: _Batch, key: bytes, exc: BaseException
+                ) -> tuple[Outcome, Seen]:
         """A transaction of `key` failed: find out from the log what became of it."""
         writer = self._writers.pop(key)
         fenced = _looks_fenced(writer.producer, exc)
         _discard(writer.producer)
         if fenced:  # the new holder decides our transaction: read once it is, fence no one
-            end = self._stable_end(writer.partition, deadline, patience=FENCED_PATIENCE_S)
+            end = self.tails.stable_end(writer.partition, batch.deadline,
+                                        patience=FENCED_PATIENCE_S)
             if end is not None:
                 outcome, seen = self._classify(
-                    key, last, self._refresh(writer.partition, end, [key])[key], expected)
+                    batch, key, self.tails.refresh(writer.partition, end, [key])[key])
                 if outcome is not Outcome.SAME:
                     return outcome, seen
             time.sleep(random.uniform(0.05, 0.3))  # let the new holder finish before re-opening
-        return self._classify(key, last, self._open(key, deadline), expected)
+        return self._classify(batch, key, self._open([key], batch.deadline)[key])
 
     def _abort(self, keys: Iterable[bytes]) -> None:
         for key in keys:
@@ -366,109 +355,67 @@ class TableFencing:
 
     # --- opening a table: fence, then read its last record --------------------------------------
 
-    def _open(self, key: bytes, deadline: float) -> list[tuple[int, bytes]]:
-        """Become the table's only writer, then bring its last record up to date; return the
-        table's records read meanwhile."""
-        p = partition_of(key, self.n_partitions)
+    def _open(self, keys: Sequence[bytes], deadline: float
+              ) -> dict[bytes, Seen]:
+        """Become the only writer of these tables (fencing their previous writers), then bring
+        their last records up to date; return each table's records read meanwhile."""
+        if not keys:
+            return {}
+        producers: dict[bytes, KafkaProducer] = {}
+
+        def init(key: bytes) -> None:
+            producers[key] = KafkaProducer(
+                bootstrap_servers=self.bootstrap.split(","),
+                client_id=f"{self.client_id}-writer",
+                transactional_id=transactional_id(self.topic, key),
+                transaction_timeout_ms=TRANSACTION_TIMEOUT_MS,
+                **{**self._producer_config, "retry_backoff_ms": RETRY_BACKOFF_MS,
+                   "max_block_ms": max(1000, int((deadline - time.monotonic()) * 1000))})
+            producers[key].init_transactions()
+
         while True:
-            producer: KafkaProducer | None = None
-            try:
-                producer = KafkaProducer(
-                    bootstrap_servers=self.bootstrap.split(","),
-                    client_id=f"{self.client_id}-writer",
-                    transactional_id=transactional_id(self.topic, key),
-                    transaction_timeout_ms=TRANSACTION_TIMEOUT_MS,
-                    **{**self._producer_config,
-                       "max_block_ms": max(1000, int((deadline - time.monotonic()) * 1000)),
-                       "retry_backoff_ms": RETRY_BACKOFF_MS})
-                producer.init_transactions()
-                end = self._stable_end(p, deadline)
-                assert end is not None
-                seen = self._refresh(p, end, [key])[key]
-            except (KafkaError, LogError) as exc:
-                if producer is not None:
-                    _discard(producer)
-                if time.monotonic() > deadline:
-                    raise LogError(f"cannot become the writer of table {_name(key)} on topic "
-                                   f"{self.topic} at {self.bootstrap}: {exc}; is the broker "
-                                   f"up, with its transaction state topic?") from exc
-                time.sleep(0.2)
-                continue
-            self._writers[key] = _Writer(producer, p)
-            self.opened += 1
-            return seen
+            error: BaseException | None = next(iter(self._each(keys, init, {}).values()), None)
+            seen: dict[bytes, Seen] = {}
+            if error is None:
+                by_partition: dict[int, list[bytes]] = {}
+                for key in keys:
+                    by_partition.setdefault(partition_of(key, self.n_partitions), []).append(key)
+                try:  # only now: every transaction of these tables before the fence is decided
+                    for p, watch in by_partition.items():
+                        end = self.tails.stable_end(p, deadline)
+                        assert end is not None  # no patience given: it raises instead
+                        seen.update(self.tails.refresh(p, end, watch))
+                except (KafkaError, LogError) as exc:
+                    error = exc
+            if error is None:
+                for key, producer in producers.items():
+                    self._writers[key] = _Writer(producer, partition_of(key, self.n_partitions))
+                self.opened += len(producers)
+                return seen
+            for producer in producers.values():
+                _discard(producer)
+            producers.clear()
+            if time.monotonic() > deadline:
+                raise LogError(f"cannot become the writer of tables "
+                               f"{', '.join(_name(k) for k in keys)} on topic {self.topic} at "
+                               f"{self.bootstrap}: {error}; is the broker up, with its "
+                               f"transaction state topic?") from error
+            time.sleep(0.2)
 
-    # --- reading --------------------------------------------------------------------------------
-
-    def _readers(self) -> tuple[KafkaConsumer, KafkaConsumer]:
-        if self._committed_reader is None or self._watermark_reader is None:
-            common = {"bootstrap_servers": self.bootstrap.split(","),
-                      "bootstrap_timeout_ms": min(int(self.timeout_s * 1000), 30_000)}
-            self._committed_reader = KafkaConsumer(
-                client_id=f"{self.client_id}-fencing", **common,
-                **{**self._consumer_config, "isolation_level": "read_committed"})
-            self._watermark_reader = KafkaConsumer(
-                client_id=f"{self.client_id}-watermark", **common,
-                **{**self._consumer_config, "isolation_level": "read_uncommitted"})
-        return self._committed_reader, self._watermark_reader
-
-    def _stable_end(self, p: int, deadline: float, *, patience: float | None = None) -> int | None:
-        """The partition's high watermark as of now, once every transaction with records below
-        it is decided (the LSO reached it); None if that takes longer than `patience`."""
-        tp = TopicPartition(self.topic, p)
-        give_up = deadline if patience is None else min(deadline, time.monotonic() + patience)
-        committed, watermark = self._readers()
-        high: int | None = None
-        pause, error = 0.005, ""
-        while True:
-            try:
-                if high is None:
-                    high = int(watermark.end_offsets([tp], timeout_ms=10_000)[tp])
-                if int(committed.end_offsets([tp], timeout_ms=10_000)[tp]) >= high:
-                    return high
-                error = f"a transaction is still open below offset {high}"
-            except KafkaError as exc:
-                error = str(exc)
-            if time.monotonic() > give_up:
-                if patience is not None:
-                    return None
-                raise LogError(f"topic {self.topic} partition {p} did not become readable up "
-                               f"to its end in {self.timeout_s:.0f}s ({error}); a writer that "
-                               f"died mid-transaction is aborted after "
-                               f"{TRANSACTION_TIMEOUT_MS // 1000}s")
-            time.sleep(pause)
-            pause = min(pause * 2, 0.2)
-
-    def _refresh(self, p: int, end: int, watch: Sequence[bytes]
-                 ) -> dict[bytes, list[tuple[int, bytes]]]:
-        start = min((self._tails.current_to(p, k) for k in watch),
-                    default=self._tails.upto.get(p, 0))
-        batches: Iterable[list[LogRecord]] = ()
-        if start < end:
-            batches = self._read_ranges(self._readers()[0], {p: (start, end)})
-        return self._tails.absorb(p, start, end, batches, watch)
-
-    def _last_event(self, key: bytes) -> bytes | None:
-        """The table's last record that is a pitlog event (rare: its last record is not)."""
-        p = partition_of(key, self.n_partitions)
-        end = self._tails.current_to(p, key)
-        found: bytes | None = None
-        for batch in self._read_ranges(self._readers()[0], {p: (0, end)}):
-            for rec in batch:
-                if rec.key == key and _is_event(rec.value):
-                    found = rec.value
-        return found
-
-    def last_values(self, partitions: Sequence[int]) -> dict[bytes, bytes]:
-        """Each key's last committed value in these partitions (the recorder's heads)."""
-        deadline = time.monotonic() + self.timeout_s
-        for p in partitions:
-            end = self._stable_end(p, deadline)
-            assert end is not None
-            self._refresh(p, end, [])
-        wanted = set(partitions)
-        return {k: v for k, v in self._tails.value.items()
-                if partition_of(k, self.n_partitions) in wanted}
+    def _each(self, keys: Sequence[bytes], fn: Callable[[bytes], None],
+              errors: dict[bytes, BaseException]) -> dict[bytes, BaseException]:
+        """fn(key) for each key, in parallel when there are several; KafkaErrors into `errors`."""
+        if len(keys) <= 1:
+            outcomes = [_attempt(fn, key) for key in keys]
+        else:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(PARALLEL_TABLES,
+                                                thread_name_prefix="pitlog-tables")
+            outcomes = list(self._pool.map(lambda k: _attempt(fn, k), keys))
+        for key, error in zip(keys, outcomes, strict=True):
+            if error is not None:
+                errors[key] = error
+        return errors
 
     def close(self) -> None:
         writers, self._writers = self._writers, {}
@@ -477,7 +424,7 @@ class TableFencing:
                 writer.producer.close(timeout=self.timeout_s)
             except KafkaError:
                 _discard(writer.producer)
-        for reader in (self._committed_reader, self._watermark_reader):
-            if reader is not None:
-                reader.close(autocommit=False)
-        self._committed_reader = self._watermark_reader = None
+        self.tails.close()
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None

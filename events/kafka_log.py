@@ -50,6 +50,7 @@ from kafka.errors import KafkaError, TopicAlreadyExistsError
 
 from events.errors import LogError
 from events.kafka_fencing import TableFencing
+from events.kafka_tails import VisibleEnds
 from events.log import EventLog, LogRecord
 
 DEFAULT_PARTITIONS = 4  # the embedded log's default too
@@ -82,6 +83,10 @@ _ENV_SETTINGS: dict[str, str] = {
     "PITLOG_KAFKA_SASL_PLAIN_PASSWORD": "sasl_plain_password",
     "PITLOG_KAFKA_SASL_KERBEROS_SERVICE_NAME": "sasl_kerberos_service_name",
 }
+
+
+_BOOLEANS = {"true": True, "1": True, "yes": True, "on": True,
+             "false": False, "0": False, "no": False, "off": False}
 
 
 def _partition_list(text: str) -> list[int]:
@@ -147,7 +152,7 @@ class KafkaLog(EventLog):
     def __init__(self, bootstrap: str, topic: str, *, partitions: int | None = None,
                  replication_factor: int = 1, timeout_s: float = DEFAULT_TIMEOUT_S,
                  client_id: str = "pitlog", settings: Mapping[str, Any] | None = None,
-                 assign: Sequence[int] | None = None) -> None:
+                 assign: Sequence[int] | None = None, fencing: bool = False) -> None:
         self.bootstrap = bootstrap
         self.topic = topic
         self.uri = f"kafka://{bootstrap}/{topic}"
@@ -157,6 +162,11 @@ class KafkaLog(EventLog):
         self._producer: KafkaProducer | None = None
         self._consumer: KafkaConsumer | None = None
         self._fencing: TableFencing | None = None
+        self._visible = VisibleEnds(lambda: self._new_consumer("peek"), self._read_ranges)
+        self.fencing = fencing
+        if fencing:  # the recorder looks these up: with them, each flush checks table heads
+            self.append_expecting = self._append_expecting
+            self.last_values = self._last_values
         self.n_partitions = self._ensure_topic(partitions, replication_factor)
         # Reading only some partitions: one projector (and one DuckDB file) per share of the
         # tables, assigned statically (docs/operating.md). Appends still go to any partition.
@@ -178,10 +188,14 @@ class KafkaLog(EventLog):
                            f"e.g. kafka://127.0.0.1:9092/pitlog.reddog.events")
         query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
         unknown = set(query) - {"partitions", "replication_factor", "timeout_s", "client_id",
-                                "assign"}
+                                "assign", "fencing"}
         if unknown:
             raise LogError(f"{uri}: unknown parameter(s) {sorted(unknown)}; known are "
-                           f"partitions, replication_factor, timeout_s, client_id, assign")
+                           f"partitions, replication_factor, timeout_s, client_id, assign, "
+                           f"fencing")
+        fencing = query.get("fencing", "false").lower()
+        if fencing not in _BOOLEANS:
+            raise LogError(f"{uri}: fencing={fencing!r}; write fencing=true or fencing=false")
         try:  # parse everything first: the constructor's own errors must not read as these
             n = partitions if partitions is not None else (
                 int(query["partitions"]) if "partitions" in query else None)
@@ -193,7 +207,7 @@ class KafkaLog(EventLog):
                            f"numbers, timeout_s is seconds, assign is like 0-3,8") from exc
         return cls(parts.netloc, topic, partitions=n, replication_factor=replication_factor,
                    timeout_s=timeout_s, client_id=query.get("client_id", "pitlog"),
-                   assign=assign)
+                   assign=assign, fencing=_BOOLEANS[fencing])
 
     # --- topic ----------------------------------------------------------------------------------
 
@@ -269,6 +283,8 @@ class KafkaLog(EventLog):
             futures = [producer.send(self.topic, key=key, value=value) for key, value in items]
             producer.flush(timeout=self.timeout_s + 30)
         except KafkaError as exc:
+            if self._fencing is not None:
+                self._fencing.forget(key for key, _ in items)
             raise LogError(f"append to topic {self.topic} on {self.bootstrap} failed: {exc}; "
                            f"nothing is confirmed: check the broker, then re-read the table "
                            f"heads and retry") from exc
@@ -282,12 +298,16 @@ class KafkaLog(EventLog):
                 continue
             result.append((meta.partition, meta.offset))
         if failed:
+            if self._fencing is not None:
+                self._fencing.forget(key for key, _ in items)
             first, error = failed[0]
             raise LogError(
                 f"append to topic {self.topic}: {len(failed)} of {len(items)} records were not "
                 f"acknowledged (first: record {first}, key {items[first][0]!r}: {error}); the "
                 f"others are on the topic. Re-read the table heads (scan_heads) before "
                 f"recording again") from error
+        if self._fencing is not None:  # our own appends: the tables' last records now
+            self._fencing.appended(items, result)
         return result
 
     def _get_fencing(self) -> TableFencing:
@@ -300,48 +320,59 @@ class KafkaLog(EventLog):
                 read_ranges=self._read_ranges)
         return self._fencing
 
-    def append_expecting(self, items: Sequence[tuple[bytes, bytes]],
-                         expected: Mapping[bytes, bytes | None] | None) -> list[tuple[int, int]]:
-        """`append`, if each key's last event still ends with `expected[key]` (None: the key
-        has none yet); otherwise ConcurrencyError. One transaction per key, by a producer whose
-        transactional.id is the key's own, so two writers of a table fence each other
-        (events/kafka_fencing.py). The recorder uses it: two recorders of a table can never
-        both take a seq. Durable on return, like `append`."""
+    def _append_expecting(self, items: Sequence[tuple[bytes, bytes]],
+                          expected: Mapping[bytes, bytes | None] | None
+                          ) -> list[tuple[int, int]]:
+        """`append_expecting` with ``fencing``: `append`, if each key's last event still ends
+        with `expected[key]` (None: the key has none yet); otherwise ConcurrencyError. One
+        transaction per key, by a producer whose transactional.id is the key's own, so two
+        writers of a table fence each other (events/kafka_fencing.py). The recorder calls it:
+        two recorders of a table can never both take a seq. Durable on return, like `append`."""
         if not items:
             return []
         return self._get_fencing().append_expecting(items, expected)
 
-    def last_values(self) -> dict[bytes, bytes]:
+    def _last_values(self) -> dict[bytes, bytes]:
         """Each key's last event in the assigned partitions, read up to the end once every
         transaction is decided; kept current for `append_expecting` (the recorder's heads)."""
-        return self._get_fencing().last_values(self.assigned)
+        return self._get_fencing().tails.last_values(self.assigned)
 
     # --- reading --------------------------------------------------------------------------------
 
     def _get_consumer(self) -> KafkaConsumer:
         if self._consumer is None:
-            try:
-                self._consumer = KafkaConsumer(
-                    bootstrap_servers=self.bootstrap.split(","),
-                    client_id=f"{self.client_id}-reader",
-                    bootstrap_timeout_ms=min(int(self.timeout_s * 1000), 30_000),
-                    **consumer_settings(), **self._settings)
-            except KafkaError as exc:
-                raise LogError(f"cannot start a consumer for topic {self.topic} on "
-                               f"{self.bootstrap}: {exc}; is the broker running?") from exc
+            self._consumer = self._new_consumer("reader")
         return self._consumer
+
+    def _new_consumer(self, role: str) -> KafkaConsumer:
+        try:
+            return KafkaConsumer(
+                bootstrap_servers=self.bootstrap.split(","), client_id=f"{self.client_id}-{role}",
+                bootstrap_timeout_ms=min(int(self.timeout_s * 1000), 30_000),
+                **consumer_settings(), **self._settings)
+        except KafkaError as exc:
+            raise LogError(f"cannot start a consumer for topic {self.topic} on "
+                           f"{self.bootstrap}: {exc}; is the broker running?") from exc
 
     def _partitions(self) -> list[TopicPartition]:
         return [TopicPartition(self.topic, p) for p in self.assigned]
 
     def end_offsets(self) -> dict[int, int]:
+        """Per partition, the offset after its last record that a reader can see.
+
+        With transactions (the recorder's appends, events/kafka_fencing.py) a partition ends
+        with a commit marker, an offset that holds no record, and possibly an aborted
+        transaction: those are not part of the log a reader sees, so the end is taken after
+        the last visible record below the last stable offset. Then a projector that read every
+        record has a checkpoint equal to the end, as with the embedded log."""
         try:
             ends = self._get_consumer().end_offsets(self._partitions(),
                                                     timeout_ms=int(self.timeout_s * 1000))
         except KafkaError as exc:
             raise LogError(f"cannot read the end offsets of topic {self.topic} on "
                            f"{self.bootstrap}: {exc}; is the broker up?") from exc
-        return {tp.partition: int(offset) for tp, offset in ends.items()}
+        return {tp.partition: self._visible.end(tp.partition, int(offset))
+                for tp, offset in ends.items()}
 
     def read(self, start: Mapping[int, int] | None = None, *,
              max_batch: int = 5000) -> Iterator[list[LogRecord]]:
@@ -379,7 +410,7 @@ class KafkaLog(EventLog):
         last_progress = time.monotonic()
         while pending:
             try:
-                polled = consumer.poll(timeout_ms=500, max_records=max_batch)
+                polled = consumer.poll(timeout_ms=100, max_records=max_batch)
             except KafkaError as exc:
                 raise LogError(f"reading topic {self.topic} failed near offsets "
                                f"{ {p: nxt[p] for p in sorted(pending)} }: {exc}") from exc
@@ -440,6 +471,7 @@ class KafkaLog(EventLog):
                 producer.close(timeout=self.timeout_s)
             except KafkaError as exc:
                 raise LogError(f"closing the producer of topic {self.topic}: {exc}") from exc
+        self._visible.close()
         if self._consumer is not None:
             consumer, self._consumer = self._consumer, None
             consumer.close(autocommit=False)

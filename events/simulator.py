@@ -17,26 +17,13 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from events import model, rules
 from events.irregularities import Irregularities, RoundStopped, TruthLabel, record_tampered
 from events.log import EventLog
-from events.model import (
-    Box,
-    BurnReason,
-    Card,
-    DomainEvent,
-    Instrument,
-    Meaning,
-    SettledAs,
-    ShuffleMethod,
-    Suit,
-    WagerKind,
-)
+from events.model import Box, Card, Meaning, Suit, WagerKind
 from events.recorder import Recorder
-
-__all__ = ["Hand", "Irregularities", "SimConfig", "SimReport", "Step", "TableSim", "TruthLabel",
-           "generate", "phrase", "simulate"]
 
 SUITS = (Suit.SPADES, Suit.HEARTS, Suit.DIAMONDS, Suit.CLUBS)
 WAGER_SIZES_CENTS = (500, 500, 1000, 1000, 2500, 2500, 5000, 10000)
@@ -94,14 +81,14 @@ class SimConfig:
         return 1 if self.profile_for(table_index) == rules.Profile.NJ_CASINO_NIGHT else self.decks
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)  # merged by __lt__ alone: identity equality is enough
 class Step:
     """One event as the table produced it, before the recorder stamps it."""
 
     at_us: int
     table_index: int
     n: int  # tie-breaker: a table's own order
-    event: DomainEvent
+    event: model.DomainEvent
     actor: str
     shoe_id: str | None
     round_no: int | None
@@ -162,7 +149,7 @@ class TableSim:
 
     # --- emitting -------------------------------------------------------------------------------
 
-    def emit(self, event: DomainEvent, *, actor: str | None = None, gap: float = 1.5) -> None:
+    def emit(self, event: model.DomainEvent, *, actor: str | None = None, gap: float = 1.5) -> None:
         self.clock_us += int(self.rng.uniform(0.3, 2 * gap) * 1_000_000)
         self.n += 1
         self.steps.append(Step(
@@ -220,7 +207,7 @@ class TableSim:
         if burn and not self.inject.skip_burn(self, self.round_count + 1):
             card = self.draw()
             self.emit(model.CardBurned(rank=card.rank, suit=card.suit,
-                                       reason=BurnReason.NEW_DEALER))
+                                       reason=model.BurnReason.NEW_DEALER))
 
     def open_shoe(self) -> None:
         self.shoe_no += 1
@@ -228,8 +215,9 @@ class TableSim:
         self.shoe_id = f"{self.table_id}-S{self.shoe_no:04d}"
         self.shoe_open, self.reshuffle_now = True, False
         self.inject.shoe_opening(self)
-        method = ShuffleMethod.AUTOMATIC_SHUFFLER if self.decks > 1 else ShuffleMethod.HAND
-        device = f"SHUF-{self.table_id}" if method is ShuffleMethod.AUTOMATIC_SHUFFLER else None
+        auto = model.ShuffleMethod.AUTOMATIC_SHUFFLER
+        method = auto if self.decks > 1 else model.ShuffleMethod.HAND
+        device = f"SHUF-{self.table_id}" if method is auto else None
         self.emit(model.ShuffleStarted(method=method, device_id=device), gap=30)
         if device is not None:
             self.inject.shuffling(self, method, device)
@@ -248,7 +236,7 @@ class TableSim:
         if not self.inject.skip_burn(self, 1):
             card = self.draw()
             self.emit(model.CardBurned(rank=card.rank, suit=card.suit,
-                                       reason=BurnReason.NEW_SHOE))
+                                       reason=model.BurnReason.NEW_SHOE))
         self.round_count = 0
 
     def close_shoe(self) -> None:
@@ -266,10 +254,11 @@ class TableSim:
                 player = f"{player.rsplit('-', 1)[0]}-{self.rng.randrange(10**6)}"
                 self.players[seat] = player
             amount = self.rng.choice(WAGER_SIZES_CENTS)
-            instrument = Instrument.PLAQUES if amount >= 10000 else Instrument.CHIPS
+            instrument = model.Instrument.PLAQUES if amount >= 10000 else model.Instrument.CHIPS
             wagers[seat, seat] = amount
-            self.emit(model.WagerPlaced(seat=seat, area=seat, player_id=player, amount_cents=amount,
-                                  instrument=self.inject.instrument(self, instrument)), gap=0.8)
+            self.emit(model.WagerPlaced(
+                seat=seat, area=seat, player_id=player, amount_cents=amount,
+                instrument=self.inject.instrument(self, instrument)), gap=0.8)
         return wagers
 
     def announce(self, meaning: Meaning, value: int | None = None) -> None:
@@ -277,7 +266,7 @@ class TableSim:
         if said is not None:
             meaning, value = said
             self.emit(model.Announced(phrase=phrase(self.profile, meaning, value), meaning=meaning,
-                                value=value), gap=0.7)
+                                      value=value), gap=0.7)
 
     def deal(self, box: Box, hand: Hand) -> Card:
         self.inject.before_card(self, hand)  # a card found face up in the shoe
@@ -302,14 +291,14 @@ class TableSim:
         else:
             expected = rules.settle_wager(self.paytable, hand.left.rank, hand.right.rank, third,
                                           amount, is_raise=kind is WagerKind.RAISE)
-        outcome = SettledAs(expected.outcome.value.upper())
-        value = {SettledAs.WON: expected.paid_cents, SettledAs.LOST: expected.collected_cents,
-                 SettledAs.VOID: expected.returned_cents}[outcome]
+        outcome = model.SettledAs(expected.outcome.value.upper())
+        value = {"WON": expected.paid_cents, "LOST": expected.collected_cents,
+                 "VOID": expected.returned_cents}[outcome.value]
         made = self.inject.settlement(self, hand, amount, outcome, value, expected.odds)
         if made is not None:
             outcome, value, odds = made
             self.emit(model.WagerSettled(seat=key[0], area=key[1], wager_kind=kind, outcome=outcome,
-                                   amount_cents=value, odds=odds), gap=0.8)
+                                         amount_cents=value, odds=odds), gap=0.8)
 
     def settle_all(self, hand: Hand) -> None:
         for key, amount in hand.wagers.items():
@@ -414,9 +403,9 @@ def simulate(log: EventLog, config: SimConfig,
     for step in steps:
         occurred = _at(step.at_us)
         table_id = by_index[step.table_index].table_id
-        stamp = dict(shoe_id=step.shoe_id, round_no=step.round_no, actor=step.actor,
-                     occurred_at=occurred, recorded_at=_at(step.at_us + step.delay_us),
-                     event_id=step.event_id)
+        stamp: dict[str, Any] = dict(
+            shoe_id=step.shoe_id, round_no=step.round_no, actor=step.actor, occurred_at=occurred,
+            recorded_at=_at(step.at_us + step.delay_us), event_id=step.event_id)
         if step.tamper is None:
             recorder.record(table_id, step.event, **stamp)
         else:

@@ -46,7 +46,7 @@ def create_anomaly_views(con: duckdb.DuckDBPyConnection) -> None:
 
 def catalogue(con: duckdb.DuckDBPyConnection) -> list[Row]:
     """The codes, severities and rules (the `anomaly_codes` view)."""
-    return query_rows(con, "SELECT code, severity, rule, flags FROM anomaly_codes ORDER BY code")
+    return query_rows(con, "SELECT code, severity, rule, flagged FROM anomaly_codes ORDER BY code")
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,10 +130,16 @@ def anomalies_touching(con: duckdb.DuckDBPyConnection, table: str, shoe: str | N
 
 
 class Labelled(Protocol):
-    code: str
-    table_id: str
-    shoe_id: str | None
-    round_no: int | None
+    """A ground-truth label (events.irregularities.TruthLabel)."""
+
+    @property
+    def code(self) -> str: ...
+    @property
+    def table_id(self) -> str: ...
+    @property
+    def shoe_id(self) -> str | None: ...
+    @property
+    def round_no(self) -> int | None: ...
 
 
 Key = tuple[str, str | None, int | None]  # (table, shoe, round)

@@ -13,10 +13,11 @@
 -- round LACKS (an announcement, a settlement, the rack) is judged only once it is finished,
 -- so a live table's round in progress is never flagged for what is still to come.
 
--- The catalogue: code, severity, rule (DESIGN.md's anomaly catalogue, word for word).
+-- The catalogue of DESIGN.md: code, severity, rule (the catalogue's, with 13:47-20.31 written
+-- out) and what is flagged (word for word).
 CREATE OR REPLACE VIEW anomaly_codes AS
 SELECT code, severity, CASE severity WHEN 'high' THEN 3 WHEN 'medium' THEN 2 ELSE 1 END AS severity_rank,
-       rule, flags
+       rule, flagged
 FROM (VALUES
     ('EARLY_THIRD_CARD', 'medium', '13:47-20.31(g)3; 13:69F-6.7', 'a third card exposed before "Raises closed"'),
     ('EARLY_EXPOSURE_MISHANDLED', 'high', '13:47-20.31(g)3; 13:69F-6.7', 'after an early exposure: the exposed card used, no void-or-play choice offered, or a voiding player not refunded the wager and raise before the new third card'),
@@ -45,7 +46,7 @@ FROM (VALUES
     ('CHAIN_BROKEN', 'high', 'integrity', 'a hash link that does not verify (an event altered)'),
     ('HOLD_VARIANCE', 'low', 'statistical reports in the style of the minimum internal control standards', 'hold for a table, shift or day outside statistical bounds of theoretical'),
     ('OUTCOME_FREQUENCY', 'low', 'deck-integrity statistics', 'pairs, trips or spreads off their combinatorial frequencies (chi-square)')
-) AS catalogue(code, severity, rule, flags);
+) AS catalogue(code, severity, rule, flagged);
 
 -- "seat 2" or "seats 1, 3" in an explanation.
 CREATE OR REPLACE MACRO anomaly_seats(seats) AS

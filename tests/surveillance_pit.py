@@ -12,6 +12,7 @@ import itertools
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
@@ -208,7 +209,7 @@ class Pit:
                  for r in self.anomalies(statistics=statistics)]
         return sorted(found, key=lambda f: (f[0], f[1], f[2] or "", f[3] or 0, f[4]))
 
-    def anomalies(self, *, statistics: bool = False) -> list[dict[str, object]]:
+    def anomalies(self, *, statistics: bool = False) -> list[dict[str, Any]]:
         db = self.project()
         with duckdb.connect(str(db), read_only=True) as con:
             return list_anomalies(con, AnomalyFilter(statistics=statistics))

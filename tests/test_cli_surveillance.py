@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
@@ -36,12 +37,12 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder / "pitlog.duckdb"
 
 
-def _all(db: Path, **filters: object) -> list[dict[str, object]]:
+def _all(db: Path, **filters: Any) -> list[dict[str, Any]]:
     with duckdb.connect(str(db), read_only=True) as con:
-        return list_anomalies(con, AnomalyFilter(**filters))  # type: ignore[arg-type]
+        return list_anomalies(con, AnomalyFilter(**filters))
 
 
-def _json(*args: str) -> list[dict[str, object]]:
+def _json(*args: str) -> list[dict[str, Any]]:
     result = runner.invoke(app, [*args, "--format", "json"])
     assert result.exit_code == 0, result.output
     return json.loads(result.output)  # type: ignore[no-any-return]
@@ -93,7 +94,7 @@ def test_filters_by_code_table_shoe_and_severity(db: Path) -> None:
 def test_filters_by_time_with_since_inclusive_and_until_exclusive(db: Path) -> None:
     rows = _all(db, statistics=False)
     at = rows[len(rows) // 2]["occurred_at"]
-    iso = at.isoformat()  # type: ignore[union-attr]
+    iso = at.isoformat()
     since = _json("anomalies", "--db", str(db), "--since", iso, "--no-statistics")
     until = _json("anomalies", "--db", str(db), "--until", iso, "--no-statistics")
     assert len(since) + len(until) == len(rows)
@@ -133,7 +134,7 @@ def test_dispute_at_a_time_and_seat_in_the_table_format(db: Path) -> None:
     late = _all(db, codes=("LATE_RAISE",))[0]
     seat = str(late["explanation"]).split()[1]
     result = runner.invoke(app, ["dispute", "--db", str(db), "--table", str(late["table_id"]),
-                                 "--at", late["occurred_at"].isoformat(),  # type: ignore[union-attr]
+                                 "--at", late["occurred_at"].isoformat(),
                                  "--seat", seat], env={"COLUMNS": "250"})
     assert result.exit_code == 0, result.output
     for title in ("cards in discard-rack order", "announcements", "wagers, raises and choices",
@@ -154,7 +155,8 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
      "Error: unknown time zone 'Mars/Olympus'"),
     (["dispute", "--table", "T01"], "Error: give either --at TIME or --round SHOE:ROUND"),
     (["dispute", "--table", "T01", "--round", "T01-S0001"], "Error: --round 'T01-S0001'"),
-    (["dispute", "--table", "T09", "--round", "T09-S0001:1"], "Error: no round 1 of shoe T09-S0001"),
+    (["dispute", "--table", "T09", "--round", "T09-S0001:1"],
+     "Error: no round 1 of shoe T09-S0001"),
 ])
 def test_bad_input_is_one_error_line(db: Path, args: list[str], message: str) -> None:
     proc = _run(*args, "--db", str(db))

@@ -12,6 +12,7 @@ import multiprocessing
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
@@ -59,14 +60,14 @@ def simulate_in_parallel(folder: Path, config: SimConfig,
             [label for p in parts for label in p[2]])
 
 
-def detect(log_folder: Path, db: Path) -> list[dict[str, object]]:
+def detect(log_folder: Path, db: Path) -> list[dict[str, Any]]:
     with EmbeddedLog(log_folder) as log:
         project(log, db)
     with duckdb.connect(str(db), read_only=True) as con:
         return list_anomalies(con, AnomalyFilter(statistics=False))
 
 
-def _exact(truth: Sequence[TruthLabel], found: list[dict[str, object]],
+def _exact(truth: Sequence[TruthLabel], found: list[dict[str, Any]],
            least: int) -> dict[str, tuple[float, float, int]]:
     scores = score(truth, found, codes=INJECTABLE)
     assert all(s.truth >= least for s in scores), {s.code: s.truth for s in scores}
@@ -85,7 +86,7 @@ def test_every_injected_code_is_found_exactly_on_a_short_evening(tmp_path: Path)
 
 @pytest.mark.slow
 def test_precision_and_recall_are_one_on_100k_rounds_at_8_tables(tmp_path: Path) -> None:
-    config = SimConfig(seed=2026, tables=8, rounds=12_500, seats=3, profiles=PROFILES,
+    config = SimConfig(seed=2026, tables=8, rounds=12_500, seats=2, profiles=PROFILES,
                        per_code=RATES)
     started = time.perf_counter()
     rounds, events, truth = simulate_in_parallel(tmp_path / "log", config)

@@ -43,7 +43,8 @@ def test_the_round_in_play_at_a_moment_is_rebuilt_card_by_card(tmp_path: Path) -
         (2, "QH", "right", r2["right"], _at(r2["right"])),
         (3, "7C", "middle", r2["third"], _at(r2["third"]))]
     assert [(a["phrase"], a["meaning"], a["value"]) for a in d.announcements] == [
-        ("Spread 8", "spread", 8), ("Raises closed", "raises_closed", None), ("Seven", "third_card", 7)]
+        ("Spread 8", "spread", 8), ("Raises closed", "raises_closed", None),
+        ("Seven", "third_card", 7)]
     assert [(w["seat"], w["action"], w["amount_cents"]) for w in d.wagers] == [
         (1, "wager placed", 1000), (3, "wager placed", 2500), (3, "raise placed", 2500)]
     assert [(s["seat"], s["wager_kind"], s["required"], s["made"], s["status"])
