@@ -16,6 +16,7 @@ LABELS = {
     ("kafka_consume", ""): "consume from Kafka (KafkaLog.read)",
     ("floor", "floor"): "floor: bare fastavro per message + Arrow insert",
     ("project", "batch"): "project: pitlog projector (batch decode)",
+    ("project", "batch_memory_limit"): "project: pitlog projector, DuckDB memory_limit set",
     ("project", "per_message"): "project: pitlog projector, previous per-message decode",
     ("replay", ""): "replay one shoe (queries.replay_shoe)",
     ("dispute", ""): "dispute lookup by table and time (dispute.dispute)",
@@ -50,9 +51,9 @@ def _key(r: Row) -> tuple[str, str, int]:
 
 
 def merge(old: list[Row], new: list[Row]) -> list[Row]:
-    """Keep earlier rows for (measure, size) pairs this invocation did not measure."""
-    measured = {(r["measure"], r["size"]) for r in new}
-    return [r for r in old if (r["measure"], r["size"]) not in measured] + new
+    """Keep earlier rows of what this invocation did not measure (measure, variant, size)."""
+    measured = {_key(r) for r in new}
+    return [r for r in old if _key(r) not in measured] + new
 
 
 def summarise(rows: list[Row]) -> dict[str, Any]:
@@ -144,6 +145,7 @@ def scaling(lines: list[Row]) -> list[Row]:
             continue
         out.append({"measure": m, "variant": v, "events_ratio": other["events"] / ln["events"],
                     "time_ratio": other["seconds"] / ln["seconds"],
+                    "cpu_ratio": other["cpu_seconds"] / ln["cpu_seconds"],
                     "rss_peak_mb": [ln["rss_peak_mb"], other["rss_peak_mb"]]})
     return out
 
@@ -201,11 +203,11 @@ def markdown(s: dict[str, Any], meta: Row) -> str:
                    f"{p.get('wall_ratio_median', 0):.2f} | {p.get('cpu_ratio_median', 0):.2f} |")
     if s["scaling"]:
         out += ["", "## Scaling (largest size against the smallest)", "",
-                "| measurement | events ratio | time ratio | peak RSS MB (small, large) |",
-                "|---|---:|---:|---|"]
+                "| measurement | events ratio | wall time ratio | CPU time ratio | "
+                "peak RSS MB (small, large) |", "|---|---:|---:|---:|---|"]
         for r in s["scaling"]:
             out.append(f"| {_label(r['measure'], r['variant'])} | {r['events_ratio']:.2f} | "
-                       f"{r['time_ratio']:.2f} | {r['rss_peak_mb'][0]:.0f}, "
+                       f"{r['time_ratio']:.2f} | {r['cpu_ratio']:.2f} | {r['rss_peak_mb'][0]:.0f}, "
                        f"{r['rss_peak_mb'][1]:.0f} |")
     if s["dispute_parts"]:
         out += ["", "## The dispute lookup's queries, one by one", "",

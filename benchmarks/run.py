@@ -65,7 +65,8 @@ def events_per_round(work: Path) -> float:
 
 def run_size(size: int, slow_repeats: int, work: Path, epr: float, groups: set[str],
              bootstrap: str | None, lookups: int, batch_size: int | None,
-             per_message: bool) -> list[dict[str, Any]]:
+             per_message: bool, memory_limit: str | None, variants: set[str],
+             ) -> list[dict[str, Any]]:
     base = work / str(size)
     base.mkdir(parents=True, exist_ok=True)
     dataset, db = base / "log", base / "pitlog.duckdb"
@@ -96,16 +97,21 @@ def run_size(size: int, slow_repeats: int, work: Path, epr: float, groups: set[s
             src = {**src, "batch_size": batch_size}
         trio = [("floor", "floor", {"db": str(base / "floor.duckdb")}),
                 ("project", "batch", {"db": str(db)})]
+        if memory_limit:  # the projector again, with DuckDB's buffer pool capped
+            trio.append(("project", "batch_memory_limit", {
+                "db": str(base / "memory-limit.duckdb"), "memory_limit": memory_limit}))
         if per_message:  # the previous decode: a reference, skipped at large sizes for time
             trio.append(("project", "per_message", {"db": str(base / "per-message.duckdb"),
                                                     "variant": "per_message"}))
+        trio = [t for t in trio if t[1] in variants]
         for rep in range(slow_repeats):
             # Alternate the order, so neither side always runs first (or last) in a repeat.
             for measure, variant, extra in trio if rep % 2 == 0 else trio[::-1]:
                 record(measure, rep, child(measure, {**src, **extra},
                                            f"{measure}-{variant}-{size}-{rep}"), variant)
-        if (db.with_name("per-message.duckdb")).exists():
-            db.with_name("per-message.duckdb").unlink()
+        for other in ("per-message.duckdb", "memory-limit.duckdb"):
+            if db.with_name(other).exists():
+                db.with_name(other).unlink()
         if not db.exists():  # the store the query measurements read
             child("project", {**src, "db": str(db)}, f"project-store-{size}")
     if "ideas" in groups:
@@ -140,6 +146,11 @@ def main() -> None:
     parser.add_argument("--per-message-max", type=int, default=2_000_000,
                         help="largest size at which the previous per-message projector is "
                              "also measured (a reference, not a requirement)")
+    parser.add_argument("--memory-limit", default=None,
+                        help="also project with DuckDB's memory_limit set to this (e.g. 512MB), "
+                             "to show what of the peak RSS is DuckDB's cache of written blocks")
+    parser.add_argument("--variants", default="floor,batch,per_message,batch_memory_limit",
+                        help="which projections the project group runs")
     parser.add_argument("--quick", action="store_true",
                         help="a smoke run: 50k events, one repeat, 5 lookups")
     parser.add_argument("--only", default=",".join(GROUPS),
@@ -177,7 +188,8 @@ def main() -> None:
             print(f"size {size:,} ({slow} run(s) of the slow measurements)", flush=True)
             rows += run_size(size, slow, args.workdir, epr, groups,
                              broker.bootstrap if broker else None, lookups, args.batch_size,
-                             size <= args.per_message_max)
+                             size <= args.per_message_max, args.memory_limit,
+                             set(args.variants.split(",")))
     finally:
         if broker is not None:
             broker.stop()

@@ -21,16 +21,25 @@ from events.simulator import SimConfig, simulate
 
 
 def register(app: typer.Typer) -> None:
-    commands = {"demo": demo, "simulate": simulate_cmd, "project": project_cmd,
-                "shoes": shoes, "replay": replay, "theo": theo}
+    commands = {
+        "demo": demo,
+        "simulate": simulate_cmd,
+        "project": project_cmd,
+        "shoes": shoes,
+        "replay": replay,
+        "theo": theo,
+    }
     for name, command in commands.items():
         app.command(name=name)(command)
 
 
 def demo(
-    data_dir: Annotated[Path, typer.Option(help="Where the demo writes its log and database.")]
-    = Path("pitlog-data"),
-    seed: Annotated[int, typer.Option(help="Simulator seed; the same seed gives the same evening.")] = 2026,
+    data_dir: Annotated[
+        Path, typer.Option(help="Where the demo writes its log and database.")
+    ] = Path("pitlog-data"),
+    seed: Annotated[
+        int, typer.Option(help="Simulator seed; the same seed gives the same evening.")
+    ] = 2026,
     format: FormatOpt = Format.table,
 ) -> None:
     """Simulate a short evening at four tables, with irregularities, project it, and print
@@ -45,15 +54,45 @@ def demo(
 def simulate_cmd(
     tables: Annotated[int, typer.Option(min=1, max=500, help="Number of tables.")] = 4,
     rounds: Annotated[int, typer.Option(min=1, help="Rounds per table.")] = 200,
-    decks: Annotated[int, typer.Option(min=1, max=8, help="Decks per shoe (casino-night tables use 1).")] = 6,
+    decks: Annotated[
+        int, typer.Option(min=1, max=8, help="Decks per shoe (casino-night tables use 1).")
+    ] = 6,
     seats: Annotated[int, typer.Option(min=1, max=7, help="Seats per table.")] = 6,
-    raise_from: Annotated[int | None, typer.Option(min=1, max=11, help="Players raise from this spread up; omit for never.")] = 7,
-    sit_out: Annotated[float, typer.Option(min=0.0, max=1.0, help="Chance a seat skips a round.")] = 0.25,
-    profile: Annotated[list[str] | None, typer.Option(help="Jurisdiction profile, repeatable (assigned to tables in turn): nj-casino, nj-casino-night, gaming-authority.")] = None,
-    seed: Annotated[int, typer.Option(help="Random seed: the same seed gives a byte-identical log.")] = 7,
-    irregularities: Annotated[float, typer.Option(min=0.0, max=1.0, help="Chance per round of each injectable irregularity.")] = 0.0,
-    rate: Annotated[list[str] | None, typer.Option(help="Per-code rate, CODE=RATE, repeatable (e.g. LATE_RAISE=0.05).")] = None,
-    truth: Annotated[Path | None, typer.Option(help="Write the ground-truth labels of injected irregularities here (JSON lines).")] = None,
+    raise_from: Annotated[
+        int | None,
+        typer.Option(min=1, max=11, help="Players raise from this spread up; omit for never."),
+    ] = 7,
+    sit_out: Annotated[
+        float, typer.Option(min=0.0, max=1.0, help="Chance a seat skips a round.")
+    ] = 0.25,
+    profile: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Jurisdiction profile, repeatable (assigned to tables in turn): "
+            "nj-casino, nj-casino-night, gaming-authority."
+        ),
+    ] = None,
+    seed: Annotated[
+        int, typer.Option(help="Random seed: the same seed gives a byte-identical log.")
+    ] = 7,
+    irregularities: Annotated[
+        float,
+        typer.Option(
+            min=0.0, max=1.0,
+            help="Chance of each injectable irregularity at each opportunity for it "
+            "(docs/anomalies.md).",
+        ),
+    ] = 0.0,
+    rate: Annotated[
+        list[str] | None,
+        typer.Option(help="Per-code rate, CODE=RATE, repeatable (e.g. LATE_RAISE=0.05)."),
+    ] = None,
+    truth: Annotated[
+        Path | None,
+        typer.Option(
+            help="Write the ground-truth labels of injected irregularities here (JSON lines)."
+        ),
+    ] = None,
     log: LogOpt = None,
     format: FormatOpt = Format.table,
 ) -> None:
@@ -75,9 +114,18 @@ def simulate_cmd(
             sep = ""
         if not sep:
             raise PitlogError(f"--rate {item!r}: write CODE=RATE, e.g. --rate LATE_RAISE=0.05")
-    config = SimConfig(seed=seed, tables=tables, rounds=rounds, decks=decks, seats=seats,
-                       raise_from=raise_from, sit_out=sit_out, profiles=profiles,
-                       irregularities=irregularities, per_code=per_code)
+    config = SimConfig(
+        seed=seed,
+        tables=tables,
+        rounds=rounds,
+        decks=decks,
+        seats=seats,
+        raise_from=raise_from,
+        sit_out=sit_out,
+        profiles=profiles,
+        irregularities=irregularities,
+        per_code=per_code,
+    )
     with open_log(log_uri(log)) as event_log, progress_bar("simulating", None) as update:
         report = simulate(event_log, config, progress=update)
         uri = event_log.uri
@@ -85,16 +133,28 @@ def simulate_cmd(
         with truth.open("w") as f:
             for label in report.truth:
                 f.write(json.dumps(asdict(label)) + "\n")
-    render([{"log": uri, "events": report.events, "tables": report.tables,
-             "rounds": report.rounds, "shoes": report.shoes,
-             "irregularities_injected": len(report.truth),
-             "truth_file": str(truth) if truth else None}], format)
+    render(
+        [
+            {
+                "log": uri,
+                "events": report.events,
+                "tables": report.tables,
+                "rounds": report.rounds,
+                "shoes": report.shoes,
+                "irregularities_injected": len(report.truth),
+                "truth_file": str(truth) if truth else None,
+            }
+        ],
+        format,
+    )
 
 
 def project_cmd(
     log: LogOpt = None,
     db: DbOpt = None,
-    follow: Annotated[bool, typer.Option(help="Keep following the log until Ctrl-C or SIGTERM.")] = False,
+    follow: Annotated[
+        bool, typer.Option(help="Keep following the log until Ctrl-C or SIGTERM.")
+    ] = False,
     format: FormatOpt = Format.table,
 ) -> None:
     """Bring the DuckDB views up to date with the log (only new events are read).
@@ -118,7 +178,9 @@ def project_cmd(
 
 def shoes(
     table: Annotated[str | None, typer.Option(help="Only this table, e.g. T01.")] = None,
-    db: DbOpt = None, format: FormatOpt = Format.table, out: OutOpt = None,
+    db: DbOpt = None,
+    format: FormatOpt = Format.table,
+    out: OutOpt = None,
 ) -> None:
     """List the shoes: table, decks, when opened and closed, rounds, cards, burns, dealers.
 
@@ -132,8 +194,12 @@ def shoes(
 
 
 def replay(
-    shoe: Annotated[str, typer.Argument(help="Shoe id as listed by `pitlog shoes`, e.g. T01-S0001.")],
-    db: DbOpt = None, format: FormatOpt = Format.table, out: OutOpt = None,
+    shoe: Annotated[
+        str, typer.Argument(help="Shoe id as listed by `pitlog shoes`, e.g. T01-S0001.")
+    ],
+    db: DbOpt = None,
+    format: FormatOpt = Format.table,
+    out: OutOpt = None,
 ) -> None:
     """Replay one shoe event by event (times, cards, announcements, wagers, settlements),
     then its hands in discard-rack order.
@@ -149,15 +215,23 @@ def replay(
         render(result.events, format, title=f"shoe {shoe}: events")
         render(result.hands, format, title=f"shoe {shoe}: hands in discard-rack order")
     else:
-        rows = [{"section": "event", **r} for r in result.events] + \
-               [{"section": "hand", **r} for r in result.hands]
+        rows = [{"section": "event", **r} for r in result.events] + [
+            {"section": "hand", **r} for r in result.hands
+        ]
         columns = list(dict.fromkeys(k for r in rows for k in r))
         render(rows, format, out=out, columns=columns)
 
 
 def theo(
     decks: Annotated[int, typer.Option(min=1, max=8, help="Decks in the shoe.")] = 6,
-    raise_from: Annotated[int | None, typer.Option(min=1, max=11, help="The player raises the full wager from this spread up; omit for never.")] = None,
+    raise_from: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            max=11,
+            help="The player raises the full wager from this spread up; omit for never.",
+        ),
+    ] = None,
     format: FormatOpt = Format.table,
 ) -> None:
     """The exact house edge from the combinatorics, as a fraction and a percentage.
@@ -166,12 +240,21 @@ def theo(
     """
     edge = theory.house_edge(decks, raise_from, STANDARD_PAYTABLE)
     rows = [
-        {"measure": "house edge per original wager", "exact": edge.per_original_wager,
-         "percent": _pct(edge.per_original_wager)},
-        {"measure": "house edge per unit wagered (element of risk)",
-         "exact": edge.per_total_wagered, "percent": _pct(edge.per_total_wagered)},
-        {"measure": "expected units wagered per original wager",
-         "exact": edge.expected_wagered_per_original, "percent": None},
+        {
+            "measure": "house edge per original wager",
+            "exact": edge.per_original_wager,
+            "percent": _pct(edge.per_original_wager),
+        },
+        {
+            "measure": "house edge per unit wagered (element of risk)",
+            "exact": edge.per_total_wagered,
+            "percent": _pct(edge.per_total_wagered),
+        },
+        {
+            "measure": "expected units wagered per original wager",
+            "exact": edge.expected_wagered_per_original,
+            "percent": None,
+        },
     ]
     for row in rows:
         row.update(decks=decks, raise_from=raise_from)

@@ -32,16 +32,29 @@ MAGIC = b"\xc3\x01"
 HEADER_LEN = 10
 HASH_LEN = 32
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_ENVELOPE = ("event_id", "table_id", "shoe_id", "round_no", "seq", "occurred_at",
-             "recorded_at", "actor", "prev_hash", "hash")
+_ENVELOPE = (
+    "event_id",
+    "table_id",
+    "shoe_id",
+    "round_no",
+    "seq",
+    "occurred_at",
+    "recorded_at",
+    "actor",
+    "prev_hash",
+    "hash",
+)
 _RANK_FIELDS = ("rank",)
 _MIN_US = (datetime(1, 1, 1, tzinfo=UTC) - _EPOCH) // timedelta(microseconds=1)
 _MAX_US = (datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC) - _EPOCH) // timedelta(
-    microseconds=1)
+    microseconds=1
+)
 
 
 def schemas_dir() -> Path:
-    return Path(os.environ.get("PITLOG_SCHEMAS", Path(__file__).resolve().parent.parent / "schemas"))
+    return Path(
+        os.environ.get("PITLOG_SCHEMAS", Path(__file__).resolve().parent.parent / "schemas")
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +90,9 @@ class SchemaRegistry:
         self.latest: dict[str, SchemaVersion] = {}
         files = sorted(folder.glob("*.avsc"))
         if not files:
-            raise SchemaError(f"no .avsc files in {folder}: set PITLOG_SCHEMAS to the schemas/ folder")
+            raise SchemaError(
+                f"no .avsc files in {folder}: set PITLOG_SCHEMAS to the schemas/ folder"
+            )
         for path in files:
             try:
                 event_type, vtag, _ = path.name.split(".")
@@ -89,7 +104,9 @@ class SchemaRegistry:
                 fp = bytes.fromhex(fingerprint(canonical, "CRC-64-AVRO"))
                 raw_parsed = fastavro.parse_schema(_strip_logical_types(raw))
             except (ValueError, KeyError, fastavro.schema.SchemaParseException) as exc:
-                raise SchemaError(f"{path}: cannot parse schema ({exc}); fix or restore the file") from exc
+                raise SchemaError(
+                    f"{path}: cannot parse schema ({exc}); fix or restore the file"
+                ) from exc
             if event_type not in model.EVENT_TYPES:
                 raise SchemaError(f"{path}: no event type {event_type} in events/model.py")
             sv = SchemaVersion(event_type, version, path, parsed, raw_parsed, fp)
@@ -104,12 +121,14 @@ class SchemaRegistry:
         if len(data) < HEADER_LEN + HASH_LEN or data[:2] != MAGIC:
             raise DecodeError(
                 f"not an Avro single-object message (starts {data[:2].hex() or 'empty'}, "
-                f"{len(data)} bytes); expected marker c301")
+                f"{len(data)} bytes); expected marker c301"
+            )
         sv = self.by_fingerprint.get(bytes(data[2:HEADER_LEN]))
         if sv is None:
             raise DecodeError(
                 f"unknown schema fingerprint {bytes(data[2:HEADER_LEN]).hex()}: no file in "
-                f"{self.folder} has it; add the writer's .avsc to schemas/")
+                f"{self.folder} has it; add the writer's .avsc to schemas/"
+            )
         return sv
 
 
@@ -150,9 +169,15 @@ def _to_avro_value(v: Any) -> Any:
 
 def to_record(env: model.Envelope) -> dict[str, Any]:
     rec: dict[str, Any] = {
-        "event_id": env.event_id, "table_id": env.table_id, "shoe_id": env.shoe_id,
-        "round_no": env.round_no, "seq": env.seq, "occurred_at": micros(env.occurred_at),
-        "recorded_at": micros(env.recorded_at), "actor": env.actor, "prev_hash": env.prev_hash,
+        "event_id": env.event_id,
+        "table_id": env.table_id,
+        "shoe_id": env.shoe_id,
+        "round_no": env.round_no,
+        "seq": env.seq,
+        "occurred_at": micros(env.occurred_at),
+        "recorded_at": micros(env.recorded_at),
+        "actor": env.actor,
+        "prev_hash": env.prev_hash,
         "hash": env.hash,
     }
     for name, _ in _field_converters(type(env.event)):
@@ -167,7 +192,9 @@ def validate_record(event_type: str, rec: dict[str, Any]) -> None:
         raise DecodeError(f"{event_type} seq {rec.get('seq')}: card rank {rank} is not 2..14")
     for card in rec.get("cards") or ():
         if not 2 <= card["rank"] <= 14:
-            raise DecodeError(f"{event_type} seq {rec.get('seq')}: racked card rank {card['rank']} is not 2..14")
+            raise DecodeError(
+                f"{event_type} seq {rec.get('seq')}: racked card rank {card['rank']} is not 2..14"
+            )
     if rec.get("seq", 1) < 1:
         raise DecodeError(f"{event_type}: sequence number {rec.get('seq')} is below 1")
     # decode_raw leaves timestamps as integer micros, decode makes datetimes (years 1..9999):
@@ -175,25 +202,36 @@ def validate_record(event_type: str, rec: dict[str, Any]) -> None:
     for name in ("occurred_at", "recorded_at"):
         us = rec.get(name)
         if isinstance(us, int) and not _MIN_US <= us <= _MAX_US:
-            raise DecodeError(f"{event_type} seq {rec.get('seq')}: {name} {us} is not a time "
-                              f"between the years 1 and 9999")
+            raise DecodeError(
+                f"{event_type} seq {rec.get('seq')}: {name} {us} is not a time "
+                f"between the years 1 and 9999"
+            )
 
 
 def from_record(event_type: str, rec: dict[str, Any]) -> model.Envelope:
     cls = model.EVENT_TYPES[event_type]
     payload = {name: conv(rec[name]) for name, conv in _field_converters(cls)}
     return model.Envelope(
-        event_id=rec["event_id"], table_id=rec["table_id"], shoe_id=rec["shoe_id"],
-        round_no=rec["round_no"], seq=rec["seq"], occurred_at=rec["occurred_at"],
-        recorded_at=rec["recorded_at"], actor=rec["actor"], event=cls(**payload),
-        prev_hash=rec["prev_hash"], hash=rec["hash"])
+        event_id=rec["event_id"],
+        table_id=rec["table_id"],
+        shoe_id=rec["shoe_id"],
+        round_no=rec["round_no"],
+        seq=rec["seq"],
+        occurred_at=rec["occurred_at"],
+        recorded_at=rec["recorded_at"],
+        actor=rec["actor"],
+        event=cls(**payload),
+        prev_hash=rec["prev_hash"],
+        hash=rec["hash"],
+    )
 
 
 # --- bytes -------------------------------------------------------------------------------------
 
 
-def encode(env: model.Envelope, reg: SchemaRegistry | None = None, *,
-           version: int | None = None) -> bytes:
+def encode(
+    env: model.Envelope, reg: SchemaRegistry | None = None, *, version: int | None = None
+) -> bytes:
     """The exact bytes that go on the wire, written with the newest schema of the event type.
 
     `version` writes with an older published version instead (what an old writer still in
@@ -207,8 +245,10 @@ def encode(env: model.Envelope, reg: SchemaRegistry | None = None, *,
         known = {f["name"] for f in sv.parsed["fields"]}
         lost = sorted(k for k, v in rec.items() if k not in known and v is not None)
         if lost:
-            raise EncodeError(f"{env.event_type} v{version} has no field {', '.join(lost)}: "
-                              f"write it with v{reg.latest[env.event_type].version}")
+            raise EncodeError(
+                f"{env.event_type} v{version} has no field {', '.join(lost)}: "
+                f"write it with v{reg.latest[env.event_type].version}"
+            )
     buf = io.BytesIO()
     buf.write(sv.header)
     validate_record(env.event_type, rec)
@@ -225,20 +265,26 @@ def _version(reg: SchemaRegistry, event_type: str, version: int) -> SchemaVersio
     for sv in reg.by_fingerprint.values():
         if sv.event_type == event_type and sv.version == version:
             return sv
-    raise EncodeError(f"no schemas/{event_type}.v{version}.avsc: publish it or pick another version")
+    raise EncodeError(
+        f"no schemas/{event_type}.v{version}.avsc: publish it or pick another version"
+    )
 
 
-def _read_body(sv: SchemaVersion, data: bytes, schema: dict[str, Any],
-               reader: dict[str, Any] | None) -> dict[str, Any]:
+def _read_body(
+    sv: SchemaVersion, data: bytes, schema: dict[str, Any], reader: dict[str, Any] | None
+) -> dict[str, Any]:
     buf = io.BytesIO(data)
     buf.seek(HEADER_LEN)
     try:
         rec = fastavro.schemaless_reader(buf, schema, reader)
     except Exception as exc:  # fastavro raises many types on corrupt input; all mean "corrupt"
-        raise DecodeError(f"{sv.event_type} v{sv.version}: corrupt body ({type(exc).__name__}: {exc})") from exc
+        raise DecodeError(
+            f"{sv.event_type} v{sv.version}: corrupt body ({type(exc).__name__}: {exc})"
+        ) from exc
     if buf.tell() != len(data):
         raise DecodeError(
-            f"{sv.event_type} v{sv.version}: {len(data) - buf.tell()} trailing bytes after the body")
+            f"{sv.event_type} v{sv.version}: {len(data) - buf.tell()} trailing bytes after the body"
+        )
     if not isinstance(rec, dict):
         raise DecodeError(f"{sv.event_type} v{sv.version}: body is not a record")
     return rec

@@ -124,10 +124,14 @@ class EmbeddedLog(EventLog):
                 meta = json.loads(meta_path.read_text())
                 self.n_partitions = int(meta["partitions"])
             except (ValueError, KeyError) as exc:
-                raise LogError(f"{meta_path}: unreadable ({exc}); restore it from a backup") from exc
+                raise LogError(
+                    f"{meta_path}: unreadable ({exc}); restore it from a backup"
+                ) from exc
             if partitions is not None and partitions != self.n_partitions:
-                raise LogError(f"{folder} has {self.n_partitions} partitions, not {partitions}: "
-                               f"partitions are fixed when a log is created")
+                raise LogError(
+                    f"{folder} has {self.n_partitions} partitions, not {partitions}: "
+                    f"partitions are fixed when a log is created"
+                )
         elif create:
             folder.mkdir(parents=True, exist_ok=True)
             self.n_partitions = partitions or DEFAULT_PARTITIONS
@@ -135,7 +139,9 @@ class EmbeddedLog(EventLog):
             tmp.write_text(json.dumps({"format": FORMAT_VERSION, "partitions": self.n_partitions}))
             os.replace(tmp, meta_path)
         else:
-            raise LogError(f"no event log at {folder}: run `pitlog simulate` or `pitlog ingest` first")
+            raise LogError(
+                f"no event log at {folder}: run `pitlog simulate` or `pitlog ingest` first"
+            )
         self._parts = [_Partition(folder, i) for i in range(self.n_partitions)]
         self._lock_path = folder / "writer.lock"
         self._recovered = False
@@ -162,8 +168,9 @@ class EmbeddedLog(EventLog):
     def append(self, items: Sequence[tuple[bytes, bytes]]) -> list[tuple[int, int]]:
         return self.append_expecting(items, None)
 
-    def append_expecting(self, items: Sequence[tuple[bytes, bytes]],
-                         expected: Mapping[bytes, bytes | None] | None) -> list[tuple[int, int]]:
+    def append_expecting(
+        self, items: Sequence[tuple[bytes, bytes]], expected: Mapping[bytes, bytes | None] | None
+    ) -> list[tuple[int, int]]:
         """`append`, if each key's last value still ends with `expected[key]` (None: the key
         has no records yet); otherwise ConcurrencyError and nothing is appended.
 
@@ -180,13 +187,15 @@ class EmbeddedLog(EventLog):
                 self._recover_locked()
             if expected:
                 self._refresh_tails({partition_for(k, self.n_partitions) for k in expected})
-                moved = [k for k, tail in expected.items()
-                         if not _ends_with(self._tails.get(k), tail)]
+                moved = [
+                    k for k, tail in expected.items() if not _ends_with(self._tails.get(k), tail)
+                ]
                 if moved:
                     names = ", ".join(k.decode("utf-8", "backslashreplace") for k in moved)
                     raise ConcurrencyError(
                         f"{names}: another writer appended since this writer read the head; "
-                        f"nothing was appended: reload the head and retry")
+                        f"nothing was appended: reload the head and retry"
+                    )
             for number, indices in by_part.items():
                 part = self._parts[number]
                 first = part.count()
@@ -239,8 +248,9 @@ class EmbeddedLog(EventLog):
     def end_offsets(self) -> dict[int, int]:
         return {p.number: p.count() for p in self._parts}
 
-    def read(self, start: Mapping[int, int] | None = None, *,
-             max_batch: int = 5000) -> Iterator[list[LogRecord]]:
+    def read(
+        self, start: Mapping[int, int] | None = None, *, max_batch: int = 5000
+    ) -> Iterator[list[LogRecord]]:
         start = start or {}
         ends = self.end_offsets()
         for part in self._parts:
@@ -269,12 +279,20 @@ class EmbeddedLog(EventLog):
         for k, pos in enumerate(positions):
             rel = pos - first
             if rel + FRAME.size > len(buf):
-                raise LogCorruptError(f"{part.seg_path}: record {start + k} at byte {pos} lies past "
-                                      f"the end of the file; the segment was truncated by hand")
+                raise LogCorruptError(
+                    f"{part.seg_path}: record {start + k} at byte {pos} lies past "
+                    f"the end of the file; the segment was truncated by hand"
+                )
             length, _crc, key_len = unpack(buf, rel)
             body_start = rel + FRAME.size
-            out.append(LogRecord(part.number, start + k, buf[body_start:body_start + key_len],
-                                 buf[body_start + key_len:body_start + length]))
+            out.append(
+                LogRecord(
+                    part.number,
+                    start + k,
+                    buf[body_start : body_start + key_len],
+                    buf[body_start + key_len : body_start + length],
+                )
+            )
         return out
 
     def segment_position(self, partition: int, offset: int) -> tuple[Path, int]:

@@ -45,16 +45,17 @@ inconclusive) it opens the table again (step 1). Then: the batch's last record i
 -> it was committed (a commit whose reply was lost): success; the table's last record is still
 the expected one -> nothing happened: retry, until `timeout_s`; else -> ConcurrencyError.
 
-Tables of one batch are separate transactions (one transactional.id each): a conflict found
-before anything is committed appends nothing (checks first; a failed send aborts every
-transaction of the batch), but a fence that lands while the batch's transactions commit one by
-one can leave some tables appended and others not. Then ConcurrencyError.recorded names the
-tables whose events were appended; the recorder keeps those and drops the rest.
+Tables of one batch are separate transactions (one transactional.id each), committed in
+parallel. A conflict found before the commits appends nothing (every table is checked first,
+and a failed send aborts every transaction of the batch), but a fence that lands during the
+commits can leave some tables appended and others not: then ConcurrencyError.recorded names
+the tables appended, and the recorder keeps those and drops the rest.
 
-Only writers that go through `append_expecting` are fenced: a plain `KafkaLog.append` (the
-benchmarks) or a foreign producer on the topic is not, so run those only on tables no recorder
-writes. Records that are not pitlog events (a foreign producer's) are skipped when looking for a
-table's last record, as `events.recorder.scan_heads` skips them.
+Only writers that go through `append_expecting` are fenced. A plain `KafkaLog.append` of the
+same log object (the simulator's tampered events) updates the cache; one from elsewhere (the
+benchmarks, a foreign producer) is not seen, so run those only on tables no recorder writes.
+Records that are not pitlog events are skipped when looking for a table's last record, as
+`events.recorder.scan_heads` skips them.
 """
 
 from __future__ import annotations
@@ -161,7 +162,6 @@ class _Batch:
         self.todo = list(self.by_key)  # tables not appended yet
         self.recorded: list[bytes] = []  # tables appended
         self.errors: dict[bytes, BaseException] = {}  # this attempt's failures
-        self.settled_keys: set[bytes] = set()
 
     def values(self, key: bytes) -> list[bytes]:
         return [self.items[i][1] for i in self.by_key[key]]
@@ -221,16 +221,19 @@ class TableFencing:
             time.sleep(random.uniform(0, min(1.0, 0.02 * 2 ** attempt)))
 
     def _attempt(self, batch: _Batch) -> None:
-        """One try at the tables of `batch` not appended yet; ConcurrencyError on a conflict."""
+        """One try at the tables of `batch` not appended yet; ConcurrencyError on a conflict.
+
+        No transaction of this writer stays open while it waits for a partition to be stable
+        (it would wait for itself): a failure before the commits aborts the others first."""
         # 1-2. Open the tables not held yet, then check every table before sending anything.
         seen = self._open([k for k in batch.todo if k not in self._writers], batch.deadline)
         moved = [key for key in list(batch.todo)
                  if batch.settled(key, *self._classify(batch, key, seen.get(key, [])))]
         if moved:
             raise self._conflict(moved, batch.recorded)
-        # 3. One transaction per table: send all, flush all, settle failures, commit all.
+        # 3. One transaction per table: send all, flush all; then commit all, or abort all.
         futures: dict[bytes, list[Any]] = {}
-        batch.errors, batch.settled_keys = {}, set()
+        batch.errors = {}
         try:
             for key in batch.todo:
                 writer = self._writers[key]
@@ -251,36 +254,56 @@ class TableFencing:
                     f.get(timeout=0)
 
             self._each([k for k in futures if k not in batch.errors], flush, batch.errors)
-            self._settle_failed(batch)  # a conflict here: every open transaction is aborted
             healthy = [k for k in futures if k not in batch.errors]
-            for key in batch.errors:
-                futures.pop(key, None)  # discarded with its producer: nothing to abort
-            committing, futures = futures, {}  # from here on, a commit is never taken back
-            self._each(healthy, lambda k: self._writers[k].producer.commit_transaction(),
-                       batch.errors)
-            visible: dict[int, tuple[int, int]] = {}
-            for key in healthy:
-                if key not in batch.errors:
-                    offsets = [f.get(timeout=0).offset for f in committing[key]]
-                    p = self._writers[key].partition
-                    first, end = visible.get(p, (offsets[0], offsets[-1] + 1))
-                    visible[p] = (min(first, offsets[0]), max(end, offsets[-1] + 1))
-                    self.tails.cache.committed(self._writers[key].partition, key,
-                                               batch.last[key], offsets[-1])
-                    batch.done(key, offsets)
-            self._settle_failed(batch)
-            if visible:  # read-your-writes: return once readers see the batch, as if plain
-                self.tails.wait_visible(visible, VISIBLE_PATIENCE_S)
-        finally:
-            self._abort([k for k in futures if k in self._writers and k not in batch.errors])
+        except BaseException:
+            self._abort([k for k in futures if k not in batch.errors], batch.deadline)
+            raise
+        if batch.errors:  # all or nothing: abort the rest, find out what became of the failed
+            self._abort(healthy, batch.deadline)
+            self._settle(batch)
+            return
+        self._each(healthy, lambda k: self._writers[k].producer.commit_transaction(),
+                   batch.errors)
+        visible: dict[int, tuple[int, int]] = {}
+        for key in healthy:
+            if key not in batch.errors:
+                offsets = [f.get(timeout=0).offset for f in futures[key]]
+                p = self._writers[key].partition
+                first, end = visible.get(p, (offsets[0], offsets[-1] + 1))
+                visible[p] = (min(first, offsets[0]), max(end, offsets[-1] + 1))
+                self.tails.cache.committed(p, key, batch.last[key], offsets[-1])
+                batch.done(key, offsets)
+        if batch.errors:  # a commit failed: the others are committed, whatever comes of it
+            self._settle(batch)
+        if visible:  # read-your-writes: return once readers see the batch, as if plain
+            self.tails.wait_visible(visible, VISIBLE_PATIENCE_S)
 
-    def _settle_failed(self, batch: _Batch) -> None:
-        failed = [k for k in batch.errors if k in batch.todo and k not in batch.settled_keys]
-        moved = []
-        for key in failed:
-            batch.settled_keys.add(key)
-            if batch.settled(key, *self._settle(batch, key, batch.errors[key])):
-                moved.append(key)
+    def _settle(self, batch: _Batch) -> None:
+        """The transactions of `batch.errors` failed: find out from the log what became of each
+        (COMMITTED: done; SAME: retry; MOVED: ConcurrencyError). None of ours is open."""
+        failed = {key: self._writers.pop(key) for key in batch.errors}
+        fenced = all(_looks_fenced(w.producer, batch.errors[k]) for k, w in failed.items())
+        for writer in failed.values():
+            _discard(writer.producer)
+        moved: list[bytes] = []
+        undecided = list(failed)
+        if fenced:  # the new holders decide our transactions: read once they did, fence no one
+            undecided = []
+            for key, writer in failed.items():
+                end = self.tails.stable_end(writer.partition, batch.deadline,
+                                            patience=FENCED_PATIENCE_S)
+                seen = self.tails.refresh(writer.partition, end, [key])[key] if end else []
+                outcome, _ = self._classify(batch, key, seen)
+                if end is None or outcome is Outcome.SAME:
+                    undecided.append(key)
+                elif batch.settled(key, outcome, seen):
+                    moved.append(key)
+            if undecided:
+                time.sleep(random.uniform(0.05, 0.3))  # let the new holders finish first
+        if undecided:  # re-open: fences everyone, and aborts our own transaction if still open
+            seen_all = self._open(undecided, batch.deadline)
+            moved += [key for key in undecided
+                      if batch.settled(key, *self._classify(batch, key, seen_all[key]))]
         if moved:
             raise self._conflict(moved, batch.recorded)
 
@@ -314,32 +337,14 @@ class TableFencing:
             return _ends_with(self.tails.last_event(key), tail)
         return False
 
-    def _settle(self, batch: _Batch, key: bytes, exc: BaseException
-                ) -> tuple[Outcome, Seen]:
-        """A transaction of `key` failed: find out from the log what became of it."""
-        writer = self._writers.pop(key)
-        fenced = _looks_fenced(writer.producer, exc)
-        _discard(writer.producer)
-        if fenced:  # the new holder decides our transaction: read once it is, fence no one
-            end = self.tails.stable_end(writer.partition, batch.deadline,
-                                        patience=FENCED_PATIENCE_S)
-            if end is not None:
-                outcome, seen = self._classify(
-                    batch, key, self.tails.refresh(writer.partition, end, [key])[key])
-                if outcome is not Outcome.SAME:
-                    return outcome, seen
-            time.sleep(random.uniform(0.05, 0.3))  # let the new holder finish before re-opening
-        return self._classify(batch, key, self._open([key], batch.deadline)[key])
+    def _abort(self, keys: Sequence[bytes], deadline: float) -> None:
+        def abort(key: bytes) -> None:
+            self._writers[key].producer.abort_transaction()
 
-    def _abort(self, keys: Iterable[bytes]) -> None:
-        for key in keys:
-            writer = self._writers.pop(key)
-            try:
-                writer.producer.abort_transaction()
-            except KafkaError:
-                _discard(writer.producer)  # re-opened (and checked) on the next append
-            else:
-                self._writers[key] = writer
+        failed = list(self._each(keys, abort, {}))
+        for key in failed:  # re-open: the new producer's init aborts the old one's transaction
+            _discard(self._writers.pop(key).producer)
+        self._open(failed, deadline)
 
     def _conflict(self, moved: Sequence[bytes], recorded: Sequence[bytes]) -> ConcurrencyError:
         names = ", ".join(_name(k) for k in moved)

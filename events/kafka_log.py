@@ -2,8 +2,10 @@
 
 Address: ``kafka://HOST:PORT[,HOST2:PORT...]/TOPIC[?partitions=N&replication_factor=R]``.
 Other query parameters: ``timeout_s`` (how long connecting, flushing or a stalled read may take
-before LogError; default 120), ``client_id``, and ``assign=0-3,8``: read only these partitions,
-so several projectors can share a topic, each with its own DuckDB file (docs/operating.md).
+before LogError; default 120), ``client_id``, ``assign=0-3,8``: read only these partitions,
+so several projectors can share a topic, each with its own DuckDB file (docs/operating.md), and
+``fencing=true``: the recorder's appends check each table's head, one transaction per table,
+so two writers of a table never both take a seq (events/kafka_fencing.py, docs/integrity.md).
 
 Write side. The producer is idempotent with ``acks=all`` and unlimited retries inside the
 delivery timeout, and at most 5 requests in flight (the most idempotence allows while keeping
@@ -18,7 +20,10 @@ cluster create it yourself (docs/operating.md).
 
 Read side. A consumer with manual ``assign`` + ``seek`` and no consumer group: the position
 lives in DuckDB, committed with the projected rows (DESIGN, principle 3), so committing
-offsets to Kafka as well would only create a second, disagreeing truth.
+offsets to Kafka as well would only create a second, disagreeing truth. It reads
+``read_committed``: records of aborted transactions (a writer fenced by another writer of its
+table) are never seen, and reading stops at the last stable offset. With transactions offsets
+have gaps (each commit takes one for its marker); `end_offsets` is after the last record.
 
 TLS and SASL are passed through to kafka-python from these environment variables (unset ones
 keep kafka-python's defaults):
@@ -323,18 +328,16 @@ class KafkaLog(EventLog):
     def _append_expecting(self, items: Sequence[tuple[bytes, bytes]],
                           expected: Mapping[bytes, bytes | None] | None
                           ) -> list[tuple[int, int]]:
-        """`append_expecting` with ``fencing``: `append`, if each key's last event still ends
-        with `expected[key]` (None: the key has none yet); otherwise ConcurrencyError. One
-        transaction per key, by a producer whose transactional.id is the key's own, so two
-        writers of a table fence each other (events/kafka_fencing.py). The recorder calls it:
-        two recorders of a table can never both take a seq. Durable on return, like `append`."""
+        """`append_expecting` (with ``fencing``): `append`, if each key's last event still ends
+        with `expected[key]` (None: none yet), else ConcurrencyError (events/kafka_fencing.py).
+        The recorder calls it: two recorders of a table never both take a seq."""
         if not items:
             return []
         return self._get_fencing().append_expecting(items, expected)
 
     def _last_values(self) -> dict[bytes, bytes]:
-        """Each key's last event in the assigned partitions, read up to the end once every
-        transaction is decided; kept current for `append_expecting` (the recorder's heads)."""
+        """`last_values` (with ``fencing``): each key's last event in the assigned partitions,
+        for the recorder's heads; the same cache `append_expecting` checks against."""
         return self._get_fencing().tails.last_values(self.assigned)
 
     # --- reading --------------------------------------------------------------------------------
@@ -358,13 +361,8 @@ class KafkaLog(EventLog):
         return [TopicPartition(self.topic, p) for p in self.assigned]
 
     def end_offsets(self) -> dict[int, int]:
-        """Per partition, the offset after its last record that a reader can see.
-
-        With transactions (the recorder's appends, events/kafka_fencing.py) a partition ends
-        with a commit marker, an offset that holds no record, and possibly an aborted
-        transaction: those are not part of the log a reader sees, so the end is taken after
-        the last visible record below the last stable offset. Then a projector that read every
-        record has a checkpoint equal to the end, as with the embedded log."""
+        """Per partition, the offset after its last record a reader can see: not after a
+        trailing transaction marker or aborted transaction (events/kafka_tails.VisibleEnds)."""
         try:
             ends = self._get_consumer().end_offsets(self._partitions(),
                                                     timeout_ms=int(self.timeout_s * 1000))

@@ -42,7 +42,8 @@ class ShuffleMethod(StrEnum):
 
 
 class BurnReason(StrEnum):
-    """13:47-20.31(d)1: a burn after each full deck is placed in the shoe and for each new dealer."""
+    """13:47-20.31(d)1: a burn after each full deck is placed in the shoe, and one for each new
+    dealer."""
 
     NEW_SHOE = "NEW_SHOE"
     NEW_DEALER = "NEW_DEALER"
@@ -320,21 +321,65 @@ class EventCorrected:
 
 
 DomainEvent = (
-    TableOpened | TableClosed | DealerTappedIn | DealerTappedOut | ShuffleStarted
-    | ShuffleCompleted | CardsLoaded | CardsCut | CuttingCardPlaced | CardBurned | BurnDisclosed
-    | CuttingCardReached | ShoeClosed | DeviceFaulted | CardDrawn | CardFoundFaceUp
-    | CardDrawnInError | CardsRacked | Announced | RoundVoided | WagerPlaced | WagerChanged
-    | WagerRemoved | RaisePlaced | VoidOrPlayChosen | WagerSettled | EventCorrected
+    TableOpened
+    | TableClosed
+    | DealerTappedIn
+    | DealerTappedOut
+    | ShuffleStarted
+    | ShuffleCompleted
+    | CardsLoaded
+    | CardsCut
+    | CuttingCardPlaced
+    | CardBurned
+    | BurnDisclosed
+    | CuttingCardReached
+    | ShoeClosed
+    | DeviceFaulted
+    | CardDrawn
+    | CardFoundFaceUp
+    | CardDrawnInError
+    | CardsRacked
+    | Announced
+    | RoundVoided
+    | WagerPlaced
+    | WagerChanged
+    | WagerRemoved
+    | RaisePlaced
+    | VoidOrPlayChosen
+    | WagerSettled
+    | EventCorrected
 )
 
 EVENT_TYPES: dict[str, type] = {
     cls.__name__: cls
     for cls in (
-        TableOpened, TableClosed, DealerTappedIn, DealerTappedOut, ShuffleStarted,
-        ShuffleCompleted, CardsLoaded, CardsCut, CuttingCardPlaced, CardBurned, BurnDisclosed,
-        CuttingCardReached, ShoeClosed, DeviceFaulted, CardDrawn, CardFoundFaceUp,
-        CardDrawnInError, CardsRacked, Announced, RoundVoided, WagerPlaced, WagerChanged,
-        WagerRemoved, RaisePlaced, VoidOrPlayChosen, WagerSettled, EventCorrected,
+        TableOpened,
+        TableClosed,
+        DealerTappedIn,
+        DealerTappedOut,
+        ShuffleStarted,
+        ShuffleCompleted,
+        CardsLoaded,
+        CardsCut,
+        CuttingCardPlaced,
+        CardBurned,
+        BurnDisclosed,
+        CuttingCardReached,
+        ShoeClosed,
+        DeviceFaulted,
+        CardDrawn,
+        CardFoundFaceUp,
+        CardDrawnInError,
+        CardsRacked,
+        Announced,
+        RoundVoided,
+        WagerPlaced,
+        WagerChanged,
+        WagerRemoved,
+        RaisePlaced,
+        VoidOrPlayChosen,
+        WagerSettled,
+        EventCorrected,
     )
 }
 

@@ -171,6 +171,11 @@ class TableSim:
         for played in range(1, self.config.rounds + 1):
             if played % self.config.dealer_shift_rounds == 0:
                 self.change_dealer(burn=True)
+                if self.shoe_open and len(self.shoe) <= self.cut_behind:
+                    # The new dealer's burn brought out the cutting card between rounds: no
+                    # round is in progress, so the cards are reshuffled now (13:47-20.31(d)16).
+                    self.close_shoe()
+                    self.open_shoe()
             self.play_round()
             if self.inject.enabled and len(self.shoe) <= self.cut_behind:
                 self.inject.after_cutting_card_round(self)
@@ -180,7 +185,7 @@ class TableSim:
                 if played < self.config.rounds:
                     self.open_shoe()
             yield from self.flush()
-        if self.shoe_id is not None:
+        if self.shoe_open:
             self.close_shoe()
         self.emit(model.DealerTappedOut(dealer_id=self.dealer))
         yield from self.flush()
@@ -208,6 +213,8 @@ class TableSim:
             card = self.draw()
             self.emit(model.CardBurned(rank=card.rank, suit=card.suit,
                                        reason=model.BurnReason.NEW_DEALER))
+            if len(self.shoe) == self.cut_behind:
+                self.emit(model.CuttingCardReached(), gap=0.3)
 
     def open_shoe(self) -> None:
         self.shoe_no += 1

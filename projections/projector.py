@@ -125,13 +125,13 @@ def _project(con: duckdb.DuckDBPyConnection, log: EventLog,
     loader = _BatchLoader(con, source, _store.arrow_schema(columns), codec.registry())
     # A batch's commit can pass DuckDB's 2-second mark (it may checkpoint), and its progress
     # bar would then be printed on stdout, into the CLI's table or JSON: off while projecting.
-    (bar,) = con.execute("SELECT current_setting('enable_progress_bar')").fetchone() or (False,)
-    con.execute("SET enable_progress_bar = false")
+    ((bar,),) = con.execute("SELECT current_setting('enable_progress_bar')").fetchall()
+    con.execute("SET enable_progress_bar = false").fetchall()
     try:
         return _project_batches(con, log, loader, positions, progress, batch_size, started)
     finally:
         if bar:
-            con.execute("SET enable_progress_bar = true")
+            con.execute("SET enable_progress_bar = true").fetchall()
 
 
 def _project_batches(con: duckdb.DuckDBPyConnection, log: EventLog, loader: _BatchLoader,

@@ -15,7 +15,9 @@ from events import chain, codec, model
 from events.errors import DecodeError
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-timestamps = st.integers(0, 4_102_444_800_000_000).map(lambda us: EPOCH + timedelta(microseconds=us))
+timestamps = st.integers(0, 4_102_444_800_000_000).map(
+    lambda us: EPOCH + timedelta(microseconds=us)
+)
 ranks = st.integers(2, 14)
 ints = st.integers(0, 2**31 - 1)
 cents = st.integers(0, 2**63 - 1)
@@ -28,7 +30,9 @@ def strategy_for(name: str, tp: typing.Any) -> st.SearchStrategy[typing.Any]:
     if type(None) in typing.get_args(tp):
         return st.none() | strategy_for(name, args[0])
     if typing.get_origin(tp) is tuple:
-        return st.lists(st.builds(model.Card, ranks, st.sampled_from(model.Suit)), max_size=6).map(tuple)
+        return st.lists(st.builds(model.Card, ranks, st.sampled_from(model.Suit)), max_size=6).map(
+            tuple
+        )
     if isinstance(tp, type) and issubclass(tp, Enum):
         return st.sampled_from(tp)
     if tp is bool:
@@ -40,17 +44,25 @@ def strategy_for(name: str, tp: typing.Any) -> st.SearchStrategy[typing.Any]:
 
 def event_strategy(cls: type) -> st.SearchStrategy[typing.Any]:
     hints = typing.get_type_hints(cls)
-    return st.builds(cls, **{f.name: strategy_for(f.name, hints[f.name])
-                             for f in dataclasses.fields(cls)})
+    return st.builds(
+        cls, **{f.name: strategy_for(f.name, hints[f.name]) for f in dataclasses.fields(cls)}
+    )
 
 
 envelopes = st.builds(
     model.Envelope,
-    event_id=st.uuids().map(str), table_id=text, shoe_id=st.none() | text,
-    round_no=st.none() | ints, seq=st.integers(1, 2**63 - 1), occurred_at=timestamps,
-    recorded_at=timestamps, actor=text,
+    event_id=st.uuids().map(str),
+    table_id=text,
+    shoe_id=st.none() | text,
+    round_no=st.none() | ints,
+    seq=st.integers(1, 2**63 - 1),
+    occurred_at=timestamps,
+    recorded_at=timestamps,
+    actor=text,
     event=st.one_of([event_strategy(c) for c in model.EVENT_TYPES.values()]),
-    prev_hash=st.binary(min_size=32, max_size=32), hash=st.binary(min_size=32, max_size=32))
+    prev_hash=st.binary(min_size=32, max_size=32),
+    hash=st.binary(min_size=32, max_size=32),
+)
 
 
 @given(envelopes)
@@ -63,8 +75,17 @@ def test_every_event_type_has_a_schema_whose_fields_match_the_dataclass(event_ty
     sv = codec.registry().latest[event_type]
     names = [f["name"] for f in sv.parsed["fields"]]
     payload = [f.name for f in dataclasses.fields(model.EVENT_TYPES[event_type])]
-    assert names[:9] == ["event_id", "table_id", "shoe_id", "round_no", "seq", "occurred_at",
-                         "recorded_at", "actor", "prev_hash"]
+    assert names[:9] == [
+        "event_id",
+        "table_id",
+        "shoe_id",
+        "round_no",
+        "seq",
+        "occurred_at",
+        "recorded_at",
+        "actor",
+        "prev_hash",
+    ]
     assert names[9:-1] == payload
     assert names[-1] == "hash"  # last, so the chain hash is the message's last 32 bytes
 
@@ -72,9 +93,18 @@ def test_every_event_type_has_a_schema_whose_fields_match_the_dataclass(event_ty
 def _card_drawn(rank: int = 7) -> model.Envelope:
     t = datetime(2026, 11, 28, 23, 0, tzinfo=UTC)
     return model.Envelope(
-        event_id="e1", table_id="T07", shoe_id="T07-S0001", round_no=3, seq=41, occurred_at=t,
-        recorded_at=t, actor="D-7", event=model.CardDrawn(
-            rank=rank, suit=model.Suit.SPADES, face_up=True, destination=model.Box.LEFT))
+        event_id="e1",
+        table_id="T07",
+        shoe_id="T07-S0001",
+        round_no=3,
+        seq=41,
+        occurred_at=t,
+        recorded_at=t,
+        actor="D-7",
+        event=model.CardDrawn(
+            rank=rank, suit=model.Suit.SPADES, face_up=True, destination=model.Box.LEFT
+        ),
+    )
 
 
 def test_message_starts_with_the_single_object_marker_and_the_schema_fingerprint() -> None:
@@ -85,8 +115,9 @@ def test_message_starts_with_the_single_object_marker_and_the_schema_fingerprint
     # CRC-64-AVRO of the parsing canonical form, computed independently (Avro spec's algorithm).
     from fastavro.schema import to_parsing_canonical_form
 
-    assert data[2:10] == _crc64_avro(to_parsing_canonical_form(
-        __import__("json").loads(sv.path.read_text())).encode()).to_bytes(8, "little")
+    assert data[2:10] == _crc64_avro(
+        to_parsing_canonical_form(__import__("json").loads(sv.path.read_text())).encode()
+    ).to_bytes(8, "little")
 
 
 def _crc64_avro(data: bytes) -> int:
