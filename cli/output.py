@@ -74,7 +74,8 @@ def render(rows: Sequence[dict[str, Any]], fmt: Format, *, out: Path | None = No
     else:
         if out is not None:
             raise PitlogError("--out writes csv, json or parquet: add --format csv|json|parquet")
-        console = Console(soft_wrap=False)
+        # Piped output has no terminal width: give tables room rather than cut every cell.
+        console = Console(soft_wrap=False, width=None if sys.stdout.isatty() else 160)
         if not rows:
             console.print(f"{title + ': ' if title else ''}no rows")
             return
