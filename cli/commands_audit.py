@@ -12,12 +12,12 @@ from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 from typing import Annotated, Any
 
-import duckdb
 import typer
 
 from cli.options import DbOpt, FormatOpt, OutOpt, db_path
 from cli.output import Format, cents, render
 from events.errors import PitlogError
+from projections.reconcile import DEFAULT_SIGMA
 
 ByOpt = Annotated[list[str] | None, typer.Option(
     "--by", help="Group by table, dealer, shift, day or shoe; repeat to combine "
@@ -54,7 +54,7 @@ def register(app: typer.Typer) -> None:
 
 
 @contextmanager
-def _reading(db: Path | None) -> Iterator[duckdb.DuckDBPyConnection]:
+def _reading(db: Path | None) -> Iterator[Any]:  # a read-only DuckDB connection
     from projections.snapshot import open_for_reading
 
     con = open_for_reading(db_path(db))
@@ -94,7 +94,7 @@ def reconcile_cmd(
     table: TableOpt = None,
     sigma: Annotated[float, typer.Option(
         min=0.0, help="Flag HOLD_VARIANCE when the variance is beyond this many standard "
-                      "deviations (see docs/auditing.md).")] = 3.0,
+                      "deviations (see docs/auditing.md).")] = DEFAULT_SIGMA,
     db: DbOpt = None, format: FormatOpt = Format.table, out: OutOpt = None,
 ) -> None:
     """Handle, paid, collected, returned, net win and hold, against the exact theoretical win

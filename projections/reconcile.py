@@ -38,7 +38,7 @@ GROUPINGS: dict[str, tuple[str, ...]] = {
     "shift": ("gaming_day", "shift"),
     "shoe": ("table_id", "shoe_id"),
 }
-DEFAULT_SIGMA = 3.0
+DEFAULT_SIGMA = 3.29  # |z| beyond it: 1 in 1,000 by chance; the HOLD_VARIANCE anomaly's too
 
 Row = dict[str, Any]
 

@@ -32,11 +32,11 @@ import duckdb
 
 from events import theory
 from projections.queries import rows as query_rows
-from projections.reconcile import Calendar, reconcile
+from projections.reconcile import DEFAULT_SIGMA, Calendar, reconcile
 
 Row = dict[str, Any]
 
-HOLD_Z = 3.29  # two-sided P(|Z| > 3.29) = 0.001
+HOLD_Z = DEFAULT_SIGMA  # two-sided P(|Z| > 3.29) = 0.001, as `pitlog reconcile` flags
 MIN_HOLD_ROUNDS = 200
 OUTCOME_ALPHA = 0.001
 MIN_FREQUENCY_ROUNDS = 500
