@@ -11,7 +11,6 @@ probabilities, with a chi-square statistic; the conservation check; the ledger's
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
@@ -27,6 +26,7 @@ from events.errors import NotFoundError
 from events.theory import SPREADS, outcome_probabilities
 from projections import reconcile as rc
 from projections.report_svg import hold_chart, outcome_chart, timeline_chart
+from projections.statistics import chi_square_sf, pearson
 
 TEMPLATE = Path(__file__).with_name("report_template.html")
 CHART_MAX = 30  # bars per hold chart; the tables always list every group
@@ -161,39 +161,6 @@ def _anomalies(con: duckdb.DuckDBPyConnection, cal: rc.Calendar, day: date,
             f"round or event.</figcaption></figure>" + _table(["Code", "Count"], body)), None
 
 
-def chi2_sf(x: float, k: int) -> float:
-    """P(X >= x) for a chi-square variable with k degrees of freedom: the regularized upper
-    incomplete gamma Q(k/2, x/2), by its series or its continued fraction."""
-    a, y = k / 2.0, x / 2.0
-    if y <= 0:
-        return 1.0
-    log_front = a * math.log(y) - y - math.lgamma(a)
-    if y < a + 1:  # series for P(a, y)
-        term = total = 1.0 / a
-        n = a
-        for _ in range(500):
-            n += 1
-            term *= y / n
-            total += term
-            if abs(term) < abs(total) * 1e-15:
-                break
-        return max(0.0, 1.0 - total * math.exp(log_front))
-    b, c, d = y + 1 - a, 1e300, 1 / (y + 1 - a)  # Lentz's continued fraction for Q(a, y)
-    h = d
-    for i in range(1, 500):
-        an = -i * (i - a)
-        b += 2
-        d = an * d + b
-        d = 1e-300 if abs(d) < 1e-300 else d
-        c = b + an / c
-        c = 1e-300 if abs(c) < 1e-300 else c
-        d = 1 / d
-        h *= d * c
-        if abs(d * c - 1) < 1e-15:
-            break
-    return math.exp(log_front) * h
-
-
 def outcome_rows(counts: list[Row]) -> list[Row]:
     """Observed and expected rounds per outcome; expected = sum over deck counts of rounds
     dealt from that many decks times events.theory.outcome_probabilities (exact)."""
@@ -211,23 +178,13 @@ def outcome_rows(counts: list[Row]) -> list[Row]:
 
 
 def chi_square(rows: list[Row]) -> tuple[float, int, float] | None:
-    """(statistic, degrees of freedom, p-value); outcomes expected fewer than 5 times are
-    pooled into one cell first, as the chi-square approximation needs. None if < 2 cells."""
-    cells: list[tuple[int, float]] = []
-    pooled_o, pooled_e = 0, 0.0
-    for r in rows:
-        e = float(r["expected"])
-        if e >= 5:
-            cells.append((r["observed"], e))
-        else:
-            pooled_o, pooled_e = pooled_o + r["observed"], pooled_e + e
-    if pooled_e > 0:
-        cells.append((pooled_o, pooled_e))
-    if len(cells) < 2:
+    """(statistic, degrees of freedom, p-value): the very statistic of the OUTCOME_FREQUENCY
+    anomaly (projections/statistics.py), so the report and `pitlog anomalies` agree. None if
+    pooling leaves fewer than 2 cells."""
+    stat, df = pearson([r["observed"] for r in rows], [float(r["expected"]) for r in rows])
+    if df < 1:
         return None
-    stat = sum((o - e) ** 2 / e for o, e in cells)
-    df = len(cells) - 1
-    return stat, df, chi2_sf(stat, df)
+    return stat, df, chi_square_sf(stat, df)
 
 
 def _outcome_section(rows: list[Row]) -> str:
