@@ -69,7 +69,7 @@ def summarise(rows: list[Row]) -> dict[str, Any]:
         if measure in ("decode_ideas", "dispute_parts"):
             continue
         line: Row = {"measure": measure, "variant": variant, "size": size, "runs": len(rs),
-                     "events": rs[0]["events"],
+                     "events": rs[0]["events"] or size,  # a query's: the store's size
                      "rss_peak_mb": max(r["rss_peak_mb"] for r in rs),
                      "rss_base_mb": min(r["rss_base_mb"] for r in rs)}
         if measure in LATENCY:
@@ -198,9 +198,13 @@ def markdown(s: dict[str, Any], meta: Row) -> str:
             "per-message projector / floor (wall) | (CPU) |", "|---:|---:|---:|---:|---|---:|---:|"]
     for r in s["ratios"]:
         b, p = r.get("batch", {}), r.get("per_message", {})
-        out.append(f"| {r['size']:,} | {r['batch_size']:,} | {b.get('wall_ratio_median', 0):.2f} | "
-                   f"{b.get('cpu_ratio_median', 0):.2f} | {b.get('wall_ratios', '')} | "
-                   f"{p.get('wall_ratio_median', 0):.2f} | {p.get('cpu_ratio_median', 0):.2f} |")
+
+        def num(d: Row, k: str) -> str:
+            return f"{d[k]:.2f}" if k in d else "not measured"
+
+        out.append(f"| {r['size']:,} | {r['batch_size']:,} | {num(b, 'wall_ratio_median')} | "
+                   f"{num(b, 'cpu_ratio_median')} | {b.get('wall_ratios', '')} | "
+                   f"{num(p, 'wall_ratio_median')} | {num(p, 'cpu_ratio_median')} |")
     if s["scaling"]:
         out += ["", "## Scaling (largest size against the smallest)", "",
                 "| measurement | events ratio | wall time ratio | CPU time ratio | "

@@ -368,7 +368,10 @@ def _scatter(op: Op, sub: Any, present: Array, n: int) -> Any:
 
 
 def _validate(checks: dict[str, Any], n: int) -> Array:
-    """codec.validate_record, vectorised: rows it would refuse go to the slow path."""
+    """codec.validate_record, vectorised: rows it would refuse go to the slow path.
+
+    Its "int" range check (every writer int, in [null, int] unions and in array items too) is
+    done by `_read` as each int is read, which refuses the row here as well."""
     ok = np.ones(n, bool)
     lo, hi = codec._MIN_US, codec._MAX_US
     for name, low, high in (("rank", 2, 14), ("seq", 1, None), ("occurred_at", lo, hi),

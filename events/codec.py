@@ -45,6 +45,7 @@ _ENVELOPE = (
     "hash",
 )
 _RANK_FIELDS = ("rank",)
+_I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
 _MIN_US = (datetime(1, 1, 1, tzinfo=UTC) - _EPOCH) // timedelta(microseconds=1)
 _MAX_US = (datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC) - _EPOCH) // timedelta(
     microseconds=1
@@ -185,8 +186,52 @@ def to_record(env: model.Envelope) -> dict[str, Any]:
     return rec
 
 
-def validate_record(event_type: str, rec: dict[str, Any]) -> None:
-    """Structural checks Avro cannot express. 13:47-20.31(a)2ii: ranks are 2 to 14."""
+def _is_int(t: Any) -> bool:
+    """An Avro "int" type: bare, {"type": "int"}, or a branch of a union."""
+    if isinstance(t, list):
+        return any(_is_int(b) for b in t)
+    if isinstance(t, dict):
+        return t.get("type") == "int"
+    return t == "int"
+
+
+_INT_FIELDS: dict[bytes, tuple[tuple[str, tuple[str, ...]], ...]] = {}
+
+
+def int_fields(sv: SchemaVersion) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The writer schema's "int" fields, derived once per schema (keyed by fingerprint):
+    (name, ()) for a field, (name, item fields) for an array of records with int fields."""
+    found = _INT_FIELDS.get(sv.fingerprint)
+    if found is None:
+        out: list[tuple[str, tuple[str, ...]]] = []
+        for f in sv.raw_parsed["fields"]:
+            t = f["type"]
+            if _is_int(t):
+                out.append((f["name"], ()))
+            elif isinstance(t, dict) and t.get("type") == "array":
+                item = t["items"]
+                names = tuple(g["name"] for g in item.get("fields", ()) if _is_int(g["type"])) \
+                    if isinstance(item, dict) else ()
+                if names:
+                    out.append((f["name"], names))
+        found = _INT_FIELDS[sv.fingerprint] = tuple(out)
+    return found
+
+
+def _int_out_of_range(event_type: str, rec: dict[str, Any], name: str, v: Any) -> DecodeError:
+    return DecodeError(
+        f"{event_type} seq {rec.get('seq')}: {name} {v} is outside the Avro int range "
+        f"{_I32_MIN}..{_I32_MAX}"
+    )
+
+
+def validate_record(
+    event_type: str, rec: dict[str, Any], sv: SchemaVersion | None = None
+) -> None:
+    """Structural checks Avro cannot express. 13:47-20.31(a)2ii: ranks are 2 to 14.
+
+    With `sv` (the writer schema), every "int" field must also hold a 32-bit value: fastavro
+    reads an int as any varint, and the projection's int32 columns cannot hold more."""
     rank = rec.get("rank")
     if rank is not None and not 2 <= rank <= 14:
         raise DecodeError(f"{event_type} seq {rec.get('seq')}: card rank {rank} is not 2..14")
@@ -206,6 +251,18 @@ def validate_record(event_type: str, rec: dict[str, Any]) -> None:
                 f"{event_type} seq {rec.get('seq')}: {name} {us} is not a time "
                 f"between the years 1 and 9999"
             )
+    if sv is not None:
+        for name, items in int_fields(sv):
+            if not items:
+                v = rec.get(name)
+                if v is not None and not _I32_MIN <= v <= _I32_MAX:
+                    raise _int_out_of_range(event_type, rec, name, v)
+                continue
+            for item in rec.get(name) or ():
+                for sub in items:
+                    v = item.get(sub)
+                    if v is not None and not _I32_MIN <= v <= _I32_MAX:
+                        raise _int_out_of_range(event_type, rec, f"{name}.{sub}", v)
 
 
 def from_record(event_type: str, rec: dict[str, Any]) -> model.Envelope:
@@ -251,7 +308,7 @@ def encode(
             )
     buf = io.BytesIO()
     buf.write(sv.header)
-    validate_record(env.event_type, rec)
+    validate_record(env.event_type, rec, sv)
     try:
         # Timestamps are already integer micros, so the schema without logical types writes
         # the same bytes, faster. to_record sets every field, so no strict mode is needed.
@@ -296,7 +353,7 @@ def decode(data: bytes, reg: SchemaRegistry | None = None) -> model.Envelope:
     sv = reg.writer_for(data)
     latest = reg.latest[sv.event_type]
     rec = _read_body(sv, data, sv.parsed, None if latest is sv else latest.parsed)
-    validate_record(sv.event_type, rec)
+    validate_record(sv.event_type, rec, sv)
     try:
         return from_record(sv.event_type, rec)
     except (ValueError, KeyError, TypeError) as exc:
@@ -308,7 +365,7 @@ def decode_raw(data: bytes, reg: SchemaRegistry) -> tuple[str, dict[str, Any]]:
     sv = reg.writer_for(data)
     latest = reg.latest[sv.event_type]
     rec = _read_body(sv, data, sv.raw_parsed, None if latest is sv else latest.raw_parsed)
-    validate_record(sv.event_type, rec)
+    validate_record(sv.event_type, rec, sv)
     return sv.event_type, rec
 
 

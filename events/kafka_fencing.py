@@ -124,7 +124,7 @@ def _looks_fenced(producer: KafkaProducer, exc: BaseException) -> bool:
 
 
 def _discard(producer: KafkaProducer) -> None:
-    """Close without waiting: its records belong to a transaction that will never commit."""
+    """Close without waiting: what became of its transaction is read from the log instead."""
     try:
         producer.close(timeout=0)
     except KafkaError:  # unfinished batches: stop its sender thread anyway (kafka-python 3.0.12)
@@ -367,6 +367,7 @@ class TableFencing:
         if not keys:
             return {}
         producers: dict[bytes, KafkaProducer] = {}
+        seen: dict[bytes, Seen] = {key: [] for key in keys}  # over every try: a read counts
 
         def init(key: bytes) -> None:
             producers[key] = KafkaProducer(
@@ -380,7 +381,6 @@ class TableFencing:
 
         while True:
             error: BaseException | None = next(iter(self._each(keys, init, {}).values()), None)
-            seen: dict[bytes, Seen] = {}
             if error is None:
                 by_partition: dict[int, list[bytes]] = {}
                 for key in keys:
@@ -389,7 +389,8 @@ class TableFencing:
                     for p, watch in by_partition.items():
                         end = self.tails.stable_end(p, deadline)
                         assert end is not None  # no patience given: it raises instead
-                        seen.update(self.tails.refresh(p, end, watch))
+                        for key, records in self.tails.refresh(p, end, watch).items():
+                            seen[key].extend(records)
                 except (KafkaError, LogError) as exc:
                     error = exc
             if error is None:

@@ -55,7 +55,7 @@ from kafka.errors import KafkaError, TopicAlreadyExistsError
 
 from events.errors import LogError
 from events.kafka_fencing import TableFencing
-from events.kafka_tails import VisibleEnds
+from events.kafka_tails import SHORT_FETCH_WAIT_MS, VisibleEnds
 from events.log import EventLog, LogRecord
 
 DEFAULT_PARTITIONS = 4  # the embedded log's default too
@@ -167,7 +167,9 @@ class KafkaLog(EventLog):
         self._producer: KafkaProducer | None = None
         self._consumer: KafkaConsumer | None = None
         self._fencing: TableFencing | None = None
-        self._visible = VisibleEnds(lambda: self._new_consumer("peek"), self._read_ranges)
+        self._visible = VisibleEnds(
+            lambda: self._new_consumer("peek", fetch_max_wait_ms=SHORT_FETCH_WAIT_MS),
+            self._read_ranges)
         self.fencing = fencing
         if fencing:  # the recorder looks these up: with them, each flush checks table heads
             self.append_expecting = self._append_expecting
@@ -347,12 +349,12 @@ class KafkaLog(EventLog):
             self._consumer = self._new_consumer("reader")
         return self._consumer
 
-    def _new_consumer(self, role: str) -> KafkaConsumer:
+    def _new_consumer(self, role: str, **extra: Any) -> KafkaConsumer:
         try:
             return KafkaConsumer(
                 bootstrap_servers=self.bootstrap.split(","), client_id=f"{self.client_id}-{role}",
                 bootstrap_timeout_ms=min(int(self.timeout_s * 1000), 30_000),
-                **consumer_settings(), **self._settings)
+                **{**consumer_settings(), **self._settings, **extra})
         except KafkaError as exc:
             raise LogError(f"cannot start a consumer for topic {self.topic} on "
                            f"{self.bootstrap}: {exc}; is the broker running?") from exc

@@ -26,6 +26,9 @@ from events.log import LogRecord
 # KafkaLog's reader: (consumer, {partition: (first, end)}) -> batches of records.
 RangeReader = Callable[[KafkaConsumer, dict[int, tuple[int, int]]], Iterator[list[LogRecord]]]
 Seen = list[tuple[int, bytes]]  # (offset, value) of one key's records read
+# These consumers read short ranges and then ask for offsets on the same connection, where a
+# request waits behind a fetch the broker holds open (500 ms by default) when there is no data.
+SHORT_FETCH_WAIT_MS = 20
 
 
 def partition_of(key: bytes, partitions: int) -> int:
@@ -101,7 +104,8 @@ class TailReader:
     def _readers(self) -> tuple[KafkaConsumer, KafkaConsumer]:
         if self._committed is None or self._watermark is None:
             common = {**self._consumer_config, "bootstrap_servers": self.bootstrap.split(","),
-                      "bootstrap_timeout_ms": min(int(self.timeout_s * 1000), 30_000)}
+                      "bootstrap_timeout_ms": min(int(self.timeout_s * 1000), 30_000),
+                      "fetch_max_wait_ms": SHORT_FETCH_WAIT_MS}
             self._committed = KafkaConsumer(client_id=f"{self.client_id}-tails", **{
                 **common, "isolation_level": "read_committed"})
             self._watermark = KafkaConsumer(client_id=f"{self.client_id}-watermark", **{

@@ -113,7 +113,9 @@ class Recorder:
         """Append the buffered events. Another writer may have appended to one of their tables
         since this recorder read its head: then nothing is appended, the buffered events are
         dropped, the heads of their tables are reloaded, and ConcurrencyError says so; record
-        them again to retry. (Call flush after each record to learn it at once.)"""
+        them again to retry. (Call flush after each record to learn it at once.) On Kafka a
+        conflict can come after some tables of the batch were appended (one transaction per
+        table): those stay recorded, and ConcurrencyError.recorded names them."""
         if not self._pending:
             return
         append_expecting = getattr(self.log, "append_expecting", None)

@@ -44,6 +44,43 @@ def create_anomaly_views(con: duckdb.DuckDBPyConnection) -> None:
         raise ProjectionError(f"{ANOMALIES_SQL}: cannot create the anomaly views ({exc})") from exc
 
 
+# The `anomalies` view evaluates every rule over the whole store: seconds per million events.
+# The projector stores its rows in STORED, with the checkpoints they were computed at, so a
+# dispute or a listing reads a table; while the stored rows lag the checkpoints (a follower
+# between refreshes, a crash mid-refresh), readers fall back to the view itself.
+STORED = "anomalies_stored"
+STORED_AT = "anomalies_stored_at"
+
+
+def refresh_stored_anomalies(con: duckdb.DuckDBPyConnection) -> None:
+    """Store the view's rows and the checkpoints they reflect, in one transaction."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        con.execute(f"CREATE OR REPLACE TABLE {STORED} AS SELECT * FROM anomalies")
+        con.execute(f"CREATE OR REPLACE TABLE {STORED_AT} AS "
+                    "SELECT source, log_partition, next_offset FROM checkpoints")
+        con.execute("COMMIT")
+    except duckdb.Error as exc:
+        con.execute("ROLLBACK")
+        raise ProjectionError(f"cannot store the anomalies ({exc})") from exc
+
+
+def anomaly_source(con: duckdb.DuckDBPyConnection) -> str:
+    """`anomalies_stored` when it is as fresh as the checkpoints, else the `anomalies` view."""
+    exists = query_rows(con, "SELECT count(*) AS n FROM duckdb_tables() WHERE table_name = $t",
+                        {"t": STORED_AT})[0]["n"]
+    if not exists:
+        return "anomalies"
+    differ = query_rows(con, f"""
+        SELECT count(*) AS n FROM (
+            (SELECT source, log_partition, next_offset FROM checkpoints
+             EXCEPT SELECT * FROM {STORED_AT})
+            UNION ALL
+            (SELECT * FROM {STORED_AT}
+             EXCEPT SELECT source, log_partition, next_offset FROM checkpoints))""")[0]["n"]
+    return "anomalies" if differ else STORED
+
+
 def catalogue(con: duckdb.DuckDBPyConnection) -> list[Row]:
     """The codes, severities and rules (the `anomaly_codes` view)."""
     return query_rows(con, "SELECT code, severity, rule, flagged FROM anomaly_codes ORDER BY code")
@@ -65,7 +102,7 @@ class AnomalyFilter:
 _SELECT = """
 SELECT a.code, a.severity, a.table_id, a.shoe_id, a.round_no, a.seqs, a.explanation, a.rule,
        a.occurred_at
-FROM anomalies AS a
+FROM {source} AS a
 JOIN anomaly_codes AS c USING (code)
 WHERE (len($codes) = 0 OR list_contains($codes, a.code))
   AND ($table IS NULL OR a.table_id = $table)
@@ -91,7 +128,7 @@ def list_anomalies(con: duckdb.DuckDBPyConnection, f: AnomalyFilter | None = Non
     if f.severity is not None and f.severity not in SEVERITIES:
         raise AnomalyQueryError(f"no severity {f.severity!r}; use {', '.join(SEVERITIES)}")
     min_rank = SEVERITIES.index(f.severity) + 1 if f.severity else 1
-    found = query_rows(con, _SELECT, {
+    found = query_rows(con, _SELECT.format(source=anomaly_source(con)), {
         "codes": list(codes), "table": f.table, "shoe": f.shoe, "since": f.since,
         "until": f.until, "min_rank": min_rank})
     wants_stats = f.statistics and (not codes or any(c in STATISTICAL for c in codes))
@@ -115,9 +152,9 @@ def anomalies_touching(con: duckdb.DuckDBPyConnection, table: str, shoe: str | N
                        round_no: int, first_seq: int, last_seq: int) -> list[Row]:
     """The anomalies of one round: those located at it, and those whose proving events lie
     within its first and last sequence numbers (a sequence gap inside it, for one)."""
-    return query_rows(con, """
+    return query_rows(con, f"""
         SELECT code, severity, table_id, shoe_id, round_no, seqs, explanation, rule, occurred_at
-        FROM anomalies
+        FROM {anomaly_source(con)}
         WHERE table_id = $table
           AND ((shoe_id IS NOT DISTINCT FROM $shoe AND round_no = $round)
                OR len(list_filter(seqs, lambda s: s BETWEEN $first AND $last)) > 0)

@@ -107,7 +107,11 @@ class _Publisher:
         self.seconds: list[float] = []  # how long each publish took, logged at the end
 
     def publish(self) -> None:
+        from projections.anomalies import STORED, anomaly_source, refresh_stored_anomalies
+
         started = time.monotonic()
+        if anomaly_source(self.con) != STORED:  # readers of the snapshot get them stored
+            refresh_stored_anomalies(self.con)
         publish_snapshot(self.con, self.db_path)
         took = time.monotonic() - started
         self.seconds.append(took)
@@ -177,7 +181,9 @@ def _follow(con: duckdb.DuckDBPyConnection, log: EventLog, path: Path, flag: _St
         try:
             ends = log.end_offsets()
             if ends != projected:
-                projected = project(log, con, progress=on_batch).positions
+                # Storing the anomalies evaluates every rule: done at each publish instead.
+                projected = project(log, con, progress=on_batch,
+                                    store_anomalies=False).positions
             failures = 0
         except _Stopped:
             break

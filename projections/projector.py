@@ -75,28 +75,35 @@ class ProjectionReport:
 def project(log: EventLog, store: str | Path | duckdb.DuckDBPyConnection, *,
             progress: Callable[[int], None] | None = None,
             batch_size: int = DEFAULT_BATCH_SIZE,
-            snapshot: bool = False) -> ProjectionReport:
+            snapshot: bool = False, store_anomalies: bool = True) -> ProjectionReport:
     """Bring the DuckDB tables up to date with `log`, from the stored checkpoint to the end of
     the log as it is now. `store` is a file path (opened, and closed afterwards) or an open
     read-write connection. `progress` is called after each committed batch with the number of
     log records now covered by the checkpoints (ProjectionReport.done), so a progress bar's
     total is sum(log.end_offsets().values()), also when resuming. With `snapshot`, a
-    read-only copy for live readers is published at the end (see snapshot.py).
+    read-only copy for live readers is published at the end (see snapshot.py). With
+    `store_anomalies`, the anomaly rows are stored afresh when anything new was projected
+    (anomalies.refresh_stored_anomalies), so disputes need not evaluate every rule.
 
     Raises ProjectionError if the log's positions were already projected without a matching
     checkpoint (a lost checkpoint): rows are never inserted twice.
     """
     if isinstance(store, duckdb.DuckDBPyConnection):
         _store.prepare(store)
-        return _project_and_publish(store, log, progress, batch_size, snapshot)
+        return _project_and_publish(store, log, progress, batch_size, snapshot,
+                                    store_anomalies)
     with _store.open_store(store) as con:
-        return _project_and_publish(con, log, progress, batch_size, snapshot)
+        return _project_and_publish(con, log, progress, batch_size, snapshot, store_anomalies)
 
 
 def _project_and_publish(con: duckdb.DuckDBPyConnection, log: EventLog,
                          progress: Callable[[int], None] | None, batch_size: int,
-                         snapshot: bool) -> ProjectionReport:
+                         snapshot: bool, store_anomalies: bool) -> ProjectionReport:
+    from projections.anomalies import STORED, anomaly_source, refresh_stored_anomalies
+
     report = _project(con, log, progress, batch_size)
+    if store_anomalies and anomaly_source(con) != STORED:
+        refresh_stored_anomalies(con)
     if snapshot:
         publish_snapshot(con)
     return report

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import json
 import typing
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -80,14 +81,22 @@ def _encode(env: model.Envelope) -> bytes:
     return codec.encode(env)
 
 
+def _widened(sv: codec.SchemaVersion) -> dict[str, Any]:
+    """The writer schema with every "int" a "long": the same bytes for any value, so a foreign
+    writer can put a varint past 32 bits where an int belongs (fastavro's union check would
+    refuse it)."""
+    text = json.dumps(codec._strip_logical_types(json.loads(sv.path.read_text())))
+    return fastavro.parse_schema(json.loads(text.replace('"int"', '"long"')))
+
+
 def foreign(env: model.Envelope, **overrides: Any) -> bytes:
     """Bytes a foreign writer could send: well-formed Avro holding values the codec refuses
-    (a rank of 15, seq 0, a time past the year 9999)."""
+    (a rank of 15, seq 0, a time past the year 9999, an int past 32 bits)."""
     sv = codec.registry().latest[env.event_type]
     rec = {**codec.to_record(env), **overrides}
     buf = io.BytesIO()
     buf.write(sv.header)
-    fastavro.schemaless_writer(buf, sv.raw_parsed, rec)
+    fastavro.schemaless_writer(buf, _widened(sv), rec)
     return buf.getvalue()
 
 
@@ -233,6 +242,20 @@ def test_values_the_codec_refuses_are_refused_in_a_batch_too(decoder: BatchDecod
     assert [i for i, _ in result.bad] == [29, 30, 31, 32]
     assert "card rank 15 is not 2..14" in result.bad[0][1]
     assert_same_as_decode_raw(decoder, values)
+
+
+
+def test_an_int_past_32_bits_is_refused_in_a_batch_as_by_the_codec(decoder: BatchDecoder) -> None:
+    env = codec.decode(_card(5, 5))
+    values = [_card(s, s) for s in range(1, 30)] + [
+        foreign(env, round_no=2**38), foreign(env, shoe_position=-(2**38)),
+        foreign(env, rank=2**38), foreign(env, round_no=2**31 - 1)]
+    result = decoder.decode(values)
+    assert [i for i, _ in result.bad] == [29, 30, 31]
+    assert f"round_no {2**38} is outside the Avro int range" in result.bad[0][1]
+    assert f"shoe_position {-(2**38)} is outside the Avro int range" in result.bad[1][1]
+    assert result.rows.tolist() == [*range(29), 32]
+    assert assert_same_as_decode_raw(decoder, values) == 30
 
 
 def test_an_empty_batch_gives_an_empty_table(decoder: BatchDecoder) -> None:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import io
+import json
 import typing
 from datetime import UTC, datetime, timedelta
 from enum import Enum
 
+import fastavro
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -171,6 +174,46 @@ def test_rank_of_15_encoded_by_a_foreign_writer_is_refused() -> None:
     fastavro.schemaless_writer(buf, sv.parsed, rec)
     with pytest.raises(DecodeError, match="card rank 15 is not 2..14"):
         codec.decode(buf.getvalue())
+
+
+
+def _widened(sv: codec.SchemaVersion) -> dict[str, typing.Any]:
+    """The writer schema with every "int" a "long": the same bytes for any value, so a foreign
+    writer can put a varint past 32 bits where an int belongs (fastavro's union check would
+    refuse it)."""
+    text = json.dumps(codec._strip_logical_types(json.loads(sv.path.read_text())))
+    return fastavro.parse_schema(json.loads(text.replace('"int"', '"long"')))
+
+
+def _foreign(env: model.Envelope, **overrides: typing.Any) -> bytes:
+    """Bytes a foreign writer could send: an "int" written as any varint."""
+    sv = codec.registry().latest[env.event_type]
+    buf = io.BytesIO()
+    buf.write(sv.header)
+    fastavro.schemaless_writer(buf, _widened(sv), {**codec.to_record(env), **overrides})
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("field", ["seat", "area", "round_no"])
+@pytest.mark.parametrize("value", [2**38, -(2**31) - 1, 2**31])
+def test_an_int_field_past_32_bits_is_a_decode_error_naming_it(field: str, value: int) -> None:
+    env = dataclasses.replace(
+        _card_drawn(), event=model.WagerPlaced(seat=2, area=1, player_id="P1", amount_cents=500)
+    )
+    data = _foreign(env, **{field: value})
+    for read in (codec.decode, lambda d: codec.decode_raw(d, codec.registry())):
+        with pytest.raises(DecodeError, match=f"WagerPlaced seq 41: {field} {value} is outside"):
+            read(data)
+    assert codec.decode(_foreign(env, **{field: 2**31 - 1})).event_type == "WagerPlaced"
+
+
+def test_int_fields_are_derived_once_per_schema_including_unions_and_array_items() -> None:
+    reg = codec.registry()
+    racked = dict(codec.int_fields(reg.latest["CardsRacked"]))
+    assert racked == {"round_no": (), "cards": ("rank",)}
+    assert codec.int_fields(reg.latest["CardsRacked"]) is codec.int_fields(
+        reg.latest["CardsRacked"])
+    assert "shoe_position" in dict(codec.int_fields(reg.latest["CardDrawn"]))
 
 
 def test_decode_raw_gives_the_same_values_as_decode() -> None:

@@ -234,6 +234,42 @@ def test_garbage_in_the_log_is_quarantined_with_its_reason_and_projection_contin
     assert last_round == [("won",)]  # the round recorded after the garbage was projected
 
 
+
+def test_an_int_past_32_bits_is_quarantined_naming_the_field_and_the_rest_projected(
+        log: EmbeddedLog, table: Callable[..., object], tmp_path: Path) -> None:
+    import io
+
+    import fastavro
+
+    from events import codec
+
+    tb = table("T01")
+    tb.tap_in("D1")
+    tb.new_shoe("T01-S1", burn="7D")
+    tb.play(1, "AS 5H 9C", {1: 500})
+    tb.flush()
+    wager = next(r.value for b in log.read() for r in b
+                 if codec.decode(r.value).event_type == "WagerPlaced")
+    sv = codec.registry().writer_for(wager)
+    _, rec = codec.decode_raw(wager, codec.registry())
+    buf = io.BytesIO()
+    buf.write(sv.header)
+    fastavro.schemaless_writer(buf, sv.raw_parsed, {**rec, "seat": 2**38})  # seat: a bare int
+    [(partition, offset)] = log.append([(b"junk", buf.getvalue())])
+    tb.play(2, "2S 2H 2D", {1: 500})
+    tb.flush()
+    db = tmp_path / "p.duckdb"
+    report = project(log, db)
+    total = sum(log.end_offsets().values())
+    assert (report.events, report.quarantined) == (total - 1, 1)
+    with duckdb.connect(str(db), read_only=True) as con:
+        rows = con.execute("SELECT log_partition, log_offset, reason FROM quarantine").fetchall()
+        last_round = con.execute("SELECT outcome FROM rounds WHERE round_no = 2").fetchall()
+    assert [(p, o) for p, o, _ in rows] == [(partition, offset)]
+    assert f"WagerPlaced seq {rec['seq']}: seat {2**38} is outside" in rows[0][2]
+    assert last_round == [("won",)]
+
+
 def test_lost_checkpoint_fails_loudly_instead_of_counting_twice(evening: EmbeddedLog,
                                                                 tmp_path: Path) -> None:
     db = tmp_path / "p.duckdb"
