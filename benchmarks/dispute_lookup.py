@@ -26,8 +26,8 @@ def main(folder: Path, lookups: int = 20) -> None:
     project(EmbeddedLog(folder / "log"), db)
     print(f"project + store anomalies: {time.perf_counter() - started:.1f} s")
     with duckdb.connect(str(db), read_only=True) as con:
-        sample = con.execute("SELECT table_id, started_at FROM rounds USING SAMPLE $n ROWS",
-                             {"n": lookups}).fetchall()
+        sample = con.execute(  # an int, not user text: SAMPLE takes no parameter
+            f"SELECT table_id, started_at FROM rounds USING SAMPLE {int(lookups)} ROWS").fetchall()
         took = []
         for table, at in sample:
             t = time.perf_counter()
