@@ -12,9 +12,8 @@ from __future__ import annotations
 import io
 import json
 import os
-import struct
 import typing
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime, timedelta
 from enum import Enum
@@ -25,26 +24,13 @@ from typing import Any
 import fastavro
 from fastavro.schema import fingerprint, to_parsing_canonical_form
 
-from events import model
+from events import chain, model
 from events.errors import DecodeError, EncodeError, SchemaError
 
 MAGIC = b"\xc3\x01"
 HEADER_LEN = 10
-HASH_LEN = 32
+HASH_LEN = chain.HASH_LEN  # the hash field, fixed(32), ends every message
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_ENVELOPE = (
-    "event_id",
-    "table_id",
-    "shoe_id",
-    "round_no",
-    "seq",
-    "occurred_at",
-    "recorded_at",
-    "actor",
-    "prev_hash",
-    "hash",
-)
-_RANK_FIELDS = ("rank",)
 _I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
 _MIN_US = (datetime(1, 1, 1, tzinfo=UTC) - _EPOCH) // timedelta(microseconds=1)
 _MAX_US = (datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC) - _EPOCH) // timedelta(
@@ -375,10 +361,3 @@ def micros(ts: datetime) -> int:
 
 def from_micros(us: int) -> datetime:
     return _EPOCH + timedelta(microseconds=us)
-
-
-def iter_schema_versions(reg: SchemaRegistry | None = None) -> Iterable[SchemaVersion]:
-    return (reg or registry()).by_fingerprint.values()
-
-
-_STRUCT_FP = struct.Struct("<Q")

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from events import model, rules
+from events import codec, model, rules
 from events.irregularities import Irregularities, RoundStopped, TruthLabel, record_tampered
 from events.log import EventLog
 from events.model import Box, Card, Meaning, Suit, WagerKind
@@ -408,11 +408,11 @@ def simulate(log: EventLog, config: SimConfig,
     by_index = {sim.index: sim for sim in sims}
     n = 0
     for step in steps:
-        occurred = _at(step.at_us)
+        occurred = codec.from_micros(step.at_us)
         table_id = by_index[step.table_index].table_id
         stamp: dict[str, Any] = dict(
             shoe_id=step.shoe_id, round_no=step.round_no, actor=step.actor, occurred_at=occurred,
-            recorded_at=_at(step.at_us + step.delay_us), event_id=step.event_id)
+            recorded_at=codec.from_micros(step.at_us + step.delay_us), event_id=step.event_id)
         if step.tamper is None:
             recorder.record(table_id, step.event, **stamp)
         else:
@@ -426,10 +426,3 @@ def simulate(log: EventLog, config: SimConfig,
     truth = [label for sim in sims for label in sim.inject.labels]
     return SimReport(n, len(sims), sum(sim.rounds_played for sim in sims),
                      sum(sim.shoe_no for sim in sims), truth)
-
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-def _at(us: int) -> datetime:
-    return _EPOCH + timedelta(microseconds=us)
