@@ -8,6 +8,7 @@ prints one JSON object on its last stdout line: wall and CPU seconds of the time
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import shutil
@@ -56,6 +57,11 @@ class Timer:
                 **extra}
 
 
+def reset_peak_rss() -> None:
+    """Reset VmHWM to the current resident set (Linux: writing 5 to clear_refs)."""
+    Path("/proc/self/clear_refs").write_text("5")
+
+
 def fresh(path: Path) -> Path:
     shutil.rmtree(path, ignore_errors=True)
     for p in (path, Path(f"{path}.wal")):
@@ -73,20 +79,53 @@ def m_simulate(a: Args) -> dict[str, Any]:
     return t.result(report.events, rounds=report.rounds, shoes=report.shoes)
 
 
+class Tenths:
+    """Wall and CPU seconds spent on each tenth of a run's events. At 10M a tenth is 1M events:
+    the whole run against its first tenth is the 10M/1M scaling ratio measured within one run,
+    which the load of this shared machine cannot skew the way it skews two runs made minutes
+    apart, and a cost that grows with the log shows as later tenths costing more."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.marks: list[tuple[float, float]] = [(0.0, 0.0)]
+
+    def at(self, done: int, wall: float, cpu: float) -> None:
+        """`done` events so far took `wall` and `cpu` seconds (both counted from the start)."""
+        while len(self.marks) <= 10 and done >= self.total * len(self.marks) / 10:
+            self.marks.append((wall, cpu))
+
+    def result(self) -> list[list[float]]:
+        return [[round(b[0] - a[0], 3), round(b[1] - a[1], 3)]
+                for a, b in itertools.pairwise(self.marks)]
+
+
+def _count(source: EmbeddedLog) -> int:
+    return sum(source.end_offsets().values())
+
+
+def _timed_appends(log: Any, source: EmbeddedLog) -> dict[str, Any]:
+    """Append the dataset to `log` in recorder-sized batches; only the append calls are timed
+    (reading the dataset is not)."""
+    tenths = Tenths(_count(source))
+    n, spent, cpu = 0, 0.0, 0.0
+    with Timer() as t:
+        for items in _recorder_batches(source):
+            w, c = time.perf_counter(), time.process_time()
+            log.append(items)
+            spent += time.perf_counter() - w
+            cpu += time.process_time() - c
+            n += len(items)
+            tenths.at(n, spent, cpu)
+    return {**t.result(n), "seconds": spent, "cpu_seconds": cpu, "tenths": tenths.result()}
+
+
 def m_append(a: Args) -> dict[str, Any]:
-    """Appends of recorder-sized batches (read from the dataset outside the timed calls)."""
+    """Appends of recorder-sized batches into a fresh embedded log."""
     source = EmbeddedLog(Path(a["source"]), create=False)
     with EmbeddedLog(fresh(Path(a["log"])), partitions=source.n_partitions) as log:
-        n, spent, cpu = 0, 0.0, 0.0
-        with Timer() as t:
-            for items in _recorder_batches(source):
-                w, c = time.perf_counter(), time.process_time()
-                log.append(items)
-                spent += time.perf_counter() - w
-                cpu += time.process_time() - c
-                n += len(items)
+        result = _timed_appends(log, source)
     shutil.rmtree(a["log"], ignore_errors=True)
-    return {**t.result(n), "seconds": spent, "cpu_seconds": cpu}
+    return result
 
 
 def _recorder_batches(source: EmbeddedLog) -> Any:
@@ -101,46 +140,61 @@ def m_kafka_produce(a: Args) -> dict[str, Any]:
 
     source = EmbeddedLog(Path(a["source"]), create=False)
     with KafkaLog(a["bootstrap"], a["topic"], partitions=source.n_partitions) as log:
-        n, spent, cpu = 0, 0.0, 0.0
-        with Timer() as t:
-            for items in _recorder_batches(source):
-                w, c = time.perf_counter(), time.process_time()
-                log.append(items)
-                spent += time.perf_counter() - w
-                cpu += time.process_time() - c
-                n += len(items)
-    return {**t.result(n), "seconds": spent, "cpu_seconds": cpu}
+        return _timed_appends(log, source)
 
 
 def m_kafka_consume(a: Args) -> dict[str, Any]:
     from events.kafka_log import KafkaLog
 
-    expected = sum(EmbeddedLog(Path(a["source"]), create=False).end_offsets().values())
+    expected = _count(EmbeddedLog(Path(a["source"]), create=False))
+    tenths = Tenths(expected)
+    n = 0
     with KafkaLog(a["bootstrap"], a["topic"]) as log, Timer() as t:
-        n = sum(len(batch) for batch in log.read(max_batch=5000))
+        wall, cpu = time.perf_counter(), time.process_time()
+        for batch in log.read(max_batch=5000):
+            n += len(batch)
+            tenths.at(n, time.perf_counter() - wall, time.process_time() - cpu)
     if n != expected:  # seen once: a read that returned nothing; not a rate to report
         raise SystemExit(f"read {n} events of the {expected} produced")
-    return t.result(n)
+    return t.result(n, tenths=tenths.result())
 
 
 def m_project(a: Args) -> dict[str, Any]:
-    """`pitlog project`: open (tables and views created), project everything, close."""
+    """`pitlog project`: open (tables and views created), project everything, store the anomaly
+    rows, close. The load and the anomaly rows are timed apart, each with its own peak RSS
+    (the kernel's high-water mark is reset between them), to show which one memory follows."""
+    from projections.anomalies import refresh_stored_anomalies
+
     db = fresh(Path(a["db"]))
     source = EmbeddedLog(Path(a["source"]), create=False)
     if a.get("variant") == "per_message":
         floor.use_per_message_decode()
     batch_size = a.get("batch_size", DEFAULT_BATCH_SIZE)
     with Timer() as t:
-        with store.open_store(db) as con:
-            if a.get("memory_limit"):  # DuckDB's buffer pool keeps written blocks up to this
-                con.execute(f"SET memory_limit = '{a['memory_limit']}'").fetchall()
-            report = project(source, con, batch_size=batch_size)
-            # Where DuckDB's memory is at the end (the primary key's index grows with rows).
+        opened = time.perf_counter()
+        tenths = Tenths(_count(source))
+        cpu = time.process_time()
+        # open_store applies the projector's default memory_limit unless one is given.
+        with store.open_store(db, memory_limit=a.get("memory_limit")) as con:
+            report = project(source, con, batch_size=batch_size, store_anomalies=False,
+                             progress=lambda done: tenths.at(done, time.perf_counter() - opened,
+                                                             time.process_time() - cpu))
+            load_seconds, load_peak = time.perf_counter() - opened, rss_mb("VmHWM")
+            reset_peak_rss()
+            started = time.perf_counter()
+            refresh_stored_anomalies(con)
+            anomalies_seconds = time.perf_counter() - started
+            anomalies_peak = rss_mb("VmHWM")
+            # Where DuckDB's memory is at the end.
             memory = {tag: round(b / 2**20, 1) for tag, b in con.execute(
                 "SELECT tag, memory_usage_bytes FROM duckdb_memory() "
                 "WHERE memory_usage_bytes > 0").fetchall()}
+            (limit,) = con.execute("SELECT current_setting('memory_limit')").fetchone()
     return t.result(report.events + report.quarantined, quarantined=report.quarantined,
-                    batch_size=batch_size, duckdb_memory_mb=memory)
+                    batch_size=batch_size, duckdb_memory_mb=memory, memory_limit=limit,
+                    load_seconds=load_seconds, load_peak_mb=round(load_peak, 1),
+                    anomalies_seconds=anomalies_seconds,
+                    anomalies_peak_mb=round(anomalies_peak, 1), tenths=tenths.result())
 
 
 def m_floor(a: Args) -> dict[str, Any]:

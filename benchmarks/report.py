@@ -86,6 +86,7 @@ def summarise(rows: list[Row]) -> dict[str, Any]:
             line |= {"seconds": secs, "cpu_seconds": cpu,
                      "events_per_s": rs[0]["events"] / secs,
                      "all_seconds": [round(r["seconds"], 2) for r in rs]}
+            line |= _phases(rs)
         lines.append(line)
     parts = []
     for r in rows:
@@ -99,8 +100,43 @@ def summarise(rows: list[Row]) -> dict[str, Any]:
                 if "error" in r or r.get("events") == 0 and r["measure"] not in LATENCY
                 and r["measure"] not in ("decode_ideas", "dispute_parts")]
     return {"lines": lines, "ratios": ratios(rows), "scaling": scaling(lines),
-            "dispute_parts": parts, "left_out": left_out,
+            "tenths": tenths(rows), "dispute_parts": parts, "left_out": left_out,
             "decode_ideas": [r for r in rows if r["measure"] == "decode_ideas" and "ideas" in r]}
+
+
+def _phases(rs: list[Row]) -> Row:
+    """The projector's two phases (measure.m_project): loading the log, then storing the
+    anomaly rows; medians of seconds, the largest peak RSS of each."""
+    if not all("load_seconds" in r for r in rs):
+        return {}
+    return {"load_seconds": statistics.median(r["load_seconds"] for r in rs),
+            "load_peak_mb": max(r["load_peak_mb"] for r in rs),
+            "anomalies_seconds": statistics.median(r["anomalies_seconds"] for r in rs),
+            "anomalies_peak_mb": max(r["anomalies_peak_mb"] for r in rs)}
+
+
+def tenths(rows: list[Row]) -> list[Row]:
+    """Per run with `tenths` (measure.Tenths), at the largest size measured: its whole cost
+    against its first tenth (the 10M/1M ratio at 10M, within one run) and its dearest tenth
+    against its cheapest. The run with the median whole/first ratio stands for its line."""
+    biggest = max((r["size"] for r in rows if r.get("tenths")), default=None)
+    by: dict[tuple[str, str], list[Row]] = defaultdict(list)
+    for r in rows:
+        if r.get("tenths") and r["size"] == biggest and len(r["tenths"]) == 10:
+            by[(r["measure"], r.get("variant", ""))].append(r)
+    out = []
+    for (m, v), rs in sorted(by.items()):
+        def whole_over_first(r: Row, i: int) -> float:
+            return sum(t[i] for t in r["tenths"]) / r["tenths"][0][i]
+
+        r = sorted(rs, key=lambda r: whole_over_first(r, 0))[len(rs) // 2]
+        walls = [t[0] for t in r["tenths"]]
+        out.append({"measure": m, "variant": v, "size": biggest, "runs": len(rs),
+                    "first_tenth_s": walls[0], "whole_s": sum(walls),
+                    "wall_ratio": whole_over_first(r, 0), "cpu_ratio": whole_over_first(r, 1),
+                    "dearest_over_cheapest": max(walls) / min(walls),
+                    "tenths_s": walls})
+    return out
 
 
 def _base(key: tuple[str, str, int]) -> tuple[str, str]:
@@ -213,6 +249,32 @@ def markdown(s: dict[str, Any], meta: Row) -> str:
             out.append(f"| {_label(r['measure'], r['variant'])} | {r['events_ratio']:.2f} | "
                        f"{r['time_ratio']:.2f} | {r['cpu_ratio']:.2f} | {r['rss_peak_mb'][0]:.0f}, "
                        f"{r['rss_peak_mb'][1]:.0f} |")
+    if any("load_seconds" in ln for ln in s["lines"]):
+        out += ["", "## The projection's two phases", "",
+                "`project` above is both: loading the log (decode, insert, checkpoint), then "
+                "storing the anomaly rows (every rule evaluated over the whole store). Each "
+                "phase has its own peak RSS; the projector's DuckDB memory_limit applies to both.",
+                "", "| measurement | events | load s | load peak RSS MB | anomaly rows s | "
+                "anomaly rows peak RSS MB |", "|---|---:|---:|---:|---:|---:|"]
+        for ln in s["lines"]:
+            if "load_seconds" in ln:
+                out.append(f"| {_label(ln['measure'], ln['variant'])} | {ln['events']:,} | "
+                           f"{ln['load_seconds']:.1f} | {ln['load_peak_mb']:.0f} | "
+                           f"{ln['anomalies_seconds']:.1f} | {ln['anomalies_peak_mb']:.0f} |")
+    if s.get("tenths"):
+        out += ["", "## Scaling within one run (each tenth of the largest run)", "",
+                "At 10M events a tenth is 1M: `whole / first tenth` is the 10M/1M cost ratio "
+                "measured inside one run, which the machine's load skews far less than two runs "
+                "made minutes apart. A cost that grew with the log would make later tenths "
+                "dearer. For `project` this is the load phase only.", "",
+                "| measurement | events | runs | first tenth s | whole s | whole / first tenth "
+                "(wall) | (CPU) | dearest / cheapest tenth | wall s per tenth |",
+                "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+        for r in s["tenths"]:
+            out.append(f"| {_label(r['measure'], r['variant'])} | {r['size']:,} | {r['runs']} | "
+                       f"{r['first_tenth_s']:.1f} | {r['whole_s']:.1f} | {r['wall_ratio']:.2f} "
+                       f"| {r['cpu_ratio']:.2f} | {r['dearest_over_cheapest']:.2f} | "
+                       f"{', '.join(f'{x:.1f}' for x in r['tenths_s'])} |")
     if s["dispute_parts"]:
         out += ["", "## The dispute lookup's queries, one by one", "",
                 "| events | query | lookups | p50 ms | p95 ms |", "|---:|---|---:|---:|---:|"]

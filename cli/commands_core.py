@@ -155,11 +155,17 @@ def project_cmd(
     follow: Annotated[
         bool, typer.Option(help="Keep following the log until Ctrl-C or SIGTERM.")
     ] = False,
+    memory_limit: Annotated[
+        str | None,
+        typer.Option(envvar="PITLOG_MEMORY_LIMIT",
+                     help="DuckDB's memory while projecting, e.g. 512MB [default: 1GB]; "
+                          "beyond it DuckDB spills to <db>.tmp."),
+    ] = None,
     format: FormatOpt = Format.table,
 ) -> None:
     """Bring the DuckDB views up to date with the log (only new events are read).
 
-    Example: pitlog project --db pitlog-data/pitlog.duckdb
+    Example: pitlog project --db pitlog-data/pitlog.duckdb --memory-limit 2GB
     """
     from projections.projector import project
 
@@ -170,9 +176,10 @@ def project_cmd(
             if follow:
                 from projections.follow import follow as follow_log
 
-                report = follow_log(event_log, path, progress=update)
+                report = follow_log(event_log, path, progress=update,
+                                    memory_limit=memory_limit)
             else:
-                report = project(event_log, path, progress=update)
+                report = project(event_log, path, progress=update, memory_limit=memory_limit)
     render([{k: plain(v) for k, v in report.as_row().items()}], format)
 
 

@@ -35,7 +35,15 @@ class LogCorruptError(LogError):
 
 class ConcurrencyError(PitlogError):
     """Another writer appended to the same table first: the expected sequence number is taken.
-    Reload the table's head and retry."""
+    Reload the table's head and retry.
+
+    `recorded`: the keys (table ids) whose events of the batch were appended all the same. On
+    Kafka with fencing each table commits in its own transaction, so a conflict on one table
+    can come after others committed; retrying those would record them twice."""
+
+    def __init__(self, message: str, recorded: tuple[bytes, ...] = ()) -> None:
+        super().__init__(message)
+        self.recorded = recorded
 
 
 class ProjectionError(PitlogError):

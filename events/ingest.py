@@ -225,9 +225,13 @@ def _flush(recorder: Recorder, batch: list[DeviceLine]) -> None:
         try:
             recorder.flush()
             return
-        except ConcurrencyError:
+        except ConcurrencyError as exc:
             if attempt == MAX_RETRIES:
                 raise
+            # Tables the conflict did not stop are recorded (Kafka commits each table on its
+            # own): only the others' lines are recorded again, or theirs would be twice.
+            done = {key.decode() for key in exc.recorded}
+            batch = [line for line in batch if line.table not in done]
             time.sleep(random.uniform(0, 0.002 * 2 ** min(attempt, 8)))
             for line in batch:
                 _record(recorder, line)

@@ -353,10 +353,8 @@ class TableFencing:
             what = f"the events of {done} were appended, the others were not"
         else:
             what = "nothing was appended"
-        exc = ConcurrencyError(f"{names}: another writer appended since this writer read the "
-                               f"head; {what}: reload the head and retry")
-        exc.recorded = tuple(recorded)  # type: ignore[attr-defined]
-        return exc
+        return ConcurrencyError(f"{names}: another writer appended since this writer read the "
+                                f"head; {what}: reload the head and retry", tuple(recorded))
 
     # --- opening a table: fence, then read its last record --------------------------------------
 

@@ -127,7 +127,7 @@ class Recorder:
         except ConcurrencyError as exc:
             # Kafka appends each table in its own transaction: a conflict can come after some
             # tables of the batch were appended. Those stay recorded (their heads are right).
-            kept = set(getattr(exc, "recorded", ()))
+            kept = set(exc.recorded)
             self.recorded += sum(1 for k, _ in self._pending if k in kept)
             dropped = sum(1 for k, _ in self._pending if k not in kept)
             tables = [k.decode() for k in self._continues if k not in kept]
@@ -135,11 +135,9 @@ class Recorder:
             self.reload_heads(tables)
             heads = ", ".join(f"{t} at seq {self.heads[t].seq}" for t in tables)
             also = f" (those of {', '.join(k.decode() for k in kept)} were)" if kept else ""
-            error = ConcurrencyError(
+            raise ConcurrencyError(
                 f"{exc}. The {dropped} buffered event(s) were not recorded{also}; heads "
-                f"reloaded ({heads}): record them again")
-            error.recorded = tuple(kept)  # type: ignore[attr-defined]
-            raise error from exc
+                f"reloaded ({heads}): record them again", tuple(kept)) from exc
         self.recorded += len(self._pending)
         self._pending, self._continues = [], {}
 

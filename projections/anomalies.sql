@@ -84,7 +84,17 @@ WITH per_round AS (
         min(occurred_at) FILTER (event_type = 'CardDrawn' AND destination = 'MIDDLE') AS first_middle_at,
         list(seq ORDER BY seq) FILTER (event_type = 'CardDrawn') AS card_seqs,
         list(seq ORDER BY seq) FILTER (event_type = 'CardDrawn' AND destination = 'MIDDLE') AS middle_seqs,
-        min(seq) FILTER (event_type = 'CardsRacked') AS racked_seq
+        min(seq) FILTER (event_type = 'CardsRacked') AS racked_seq,
+        -- 13:47-20.31(d)15; GA (12): every card drawn in the round (CardDrawn, any box) and the
+        -- cards of its CardsRacked, in order (NULL when there are none).
+        list({'rank': rank, 'suit': suit} ORDER BY seq, log_offset) FILTER (event_type = 'CardDrawn') AS dealt_cards,
+        flatten(list(cards ORDER BY seq, log_offset) FILTER (event_type = 'CardsRacked')) AS racked_cards,
+        -- 13:47-20.31(d)7-11, 13: the announcements a finished round must have: how many named
+        -- the first two cards' kind, and the last seq of an outcome and of a third-card value.
+        count(seq) FILTER (event_type = 'Announced' AND meaning IN ('CONSECUTIVE', 'PAIR', 'SPREAD')) AS kind_said,
+        max(seq) FILTER (event_type = 'Announced' AND meaning IN ('THREE_OF_A_KIND', 'NO_THREE_OF_A_KIND'))
+            AS last_outcome_said_seq,
+        max(seq) FILTER (event_type = 'Announced' AND meaning = 'THIRD_CARD') AS last_value_said_seq
     FROM events
     WHERE round_no IS NOT NULL
     GROUP BY table_id, shoe_id, round_no
@@ -108,14 +118,23 @@ SELECT
     p.last_middle_seq, p.first_middle_at,
     coalesce(p.card_seqs, []::BIGINT[]) AS card_seqs,
     coalesce(p.middle_seqs, []::BIGINT[]) AS middle_seqs, p.racked_seq,
-    p.last_seq < t.table_last_seq AS finished
+    p.last_seq < t.table_last_seq AS finished,
+    p.dealt_cards, p.racked_cards, p.kind_said, p.last_outcome_said_seq, p.last_value_said_seq
 FROM per_round AS p
 JOIN table_end AS t USING (table_id);
 
 -- Every rule and integrity anomaly, with its severity and rule.
 CREATE OR REPLACE VIEW anomalies AS
 WITH
-facts AS MATERIALIZED (SELECT * FROM anomaly_round_facts),
+-- The round facts, read once. A round's dealt and racked lists are kept only where they differ
+-- (DISCARD_RACK_ORDER and CARD_UNACCOUNTED look at those rounds alone).
+facts AS MATERIALIZED (
+    SELECT * EXCLUDE (dealt_cards, racked_cards),
+           dealt_cards IS DISTINCT FROM racked_cards AS rack_differs,
+           CASE WHEN dealt_cards IS DISTINCT FROM racked_cards THEN dealt_cards END AS dealt_cards,
+           CASE WHEN dealt_cards IS DISTINCT FROM racked_cards THEN racked_cards END AS racked_cards
+    FROM anomaly_round_facts
+),
 
 -- Spread rounds with a card to the middle box before "Raises closed" (13:47-20.31(g)3), and
 -- the new third card: the first card to the middle box after "Raises closed".
@@ -211,19 +230,32 @@ late_moves AS (
 --   RAISE_NOT_ALLOWED: a raise on a consecutive or pair round, or with no original wager.
 -- Settlements made before any decision (a pair with no third card, a round abandoned at the
 -- cutting card) are left to PAIR_WITHOUT_THIRD_CARD and ROUND_ABANDONED_AT_CUT_CARD.
+-- The ledger is read once. `suspect` marks the rows that can raise a code at all: every raise,
+-- and the wagers whose status is not a clean one (the CASEs in `money` below need one of
+-- these); only those are joined to the originals and the round facts.
 ledger_rows AS MATERIALIZED (
     SELECT table_id, shoe_id, round_no, seat, area, wager_kind, amount_cents, status, hand,
            spread, profile, paytable_valid, paytable_seq, expected_outcome, expected_odds,
            expected_paid_cents, expected_collected_cents, expected_returned_cents,
            settlement_count, actual_outcome, actual_odds, actual_paid_cents,
-           actual_collected_cents, actual_returned_cents, wager_seqs, settlement_seqs, started_at
+           actual_collected_cents, actual_returned_cents, wager_seqs, settlement_seqs, started_at,
+           coalesce(wager_kind <> 'ORIGINAL'
+                    OR status IN ('WRONG_AMOUNT', 'WRONG_ODDS', 'WRONG_OUTCOME', 'DOUBLE_SETTLED',
+                                  'NOT_OWED', 'UNSETTLED')
+                    OR (status = 'OK' AND expected_outcome = 'WON' AND NOT paytable_valid), true)
+               AS suspect
     FROM ledger
 ),
+suspects AS (
+    SELECT * EXCLUDE (suspect) FROM ledger_rows WHERE suspect
+),
+-- The original wager under each suspect row's area (a raise's limit), nothing else.
 originals AS (
-    SELECT table_id, shoe_id, round_no, seat, area, max(amount_cents) AS original_cents,
-           flatten(list(wager_seqs)) AS original_seqs
-    FROM ledger_rows
-    WHERE wager_kind = 'ORIGINAL' AND status NOT IN ('NOT_OWED', 'REMOVED')
+    SELECT l.table_id, l.shoe_id, l.round_no, l.seat, l.area, max(l.amount_cents) AS original_cents,
+           flatten(list(l.wager_seqs)) AS original_seqs
+    FROM ledger_rows AS l
+    SEMI JOIN suspects AS s USING (table_id, shoe_id, round_no, seat, area)
+    WHERE l.wager_kind = 'ORIGINAL' AND l.status NOT IN ('NOT_OWED', 'REMOVED')
     GROUP BY ALL
 ),
 money AS (
@@ -252,7 +284,7 @@ money AS (
         CASE WHEN b.hand = 'pair' THEN 11 WHEN b.spread = 1 THEN 5 WHEN b.spread = 2 THEN 4
              WHEN b.spread = 3 THEN 2 ELSE 1 END AS standard_odds,
         CASE b.wager_kind WHEN 'RAISE' THEN 'raise' ELSE 'wager' END AS what
-    FROM ledger_rows AS b
+    FROM suspects AS b
     LEFT JOIN originals AS o USING (table_id, shoe_id, round_no, seat, area)
     LEFT JOIN facts AS f USING (table_id, shoe_id, round_no)
 ),
@@ -261,8 +293,10 @@ money_found AS (
     WHERE money_code IS NOT NULL OR raise_code IS NOT NULL
 ),
 
--- Announcements (13:47-20.31(d)7-11, 13; GA (5)-(11)) with the last card to the middle box
--- before each: the card a third-card value or a "three of a kind" is about.
+-- Announcements (13:47-20.31(d)7-11, 13; GA (5)-(11)) that can contradict the cards, and for
+-- those about the third card ("three of a kind", "no three of a kind", a third card's value)
+-- the last card to the middle box before each: the card it is about. The other meanings never
+-- look at that card, so only the third-card announcements pay for the ASOF join.
 said AS (
     SELECT a.table_id, a.shoe_id, a.round_no, a.seq, a.occurred_at, a.phrase, a.meaning, a."value",
            f.kind, f.spread, f.left_rank, f.left_card, f.right_card, m.rank AS middle_rank_before
@@ -273,41 +307,36 @@ said AS (
         ON m.table_id = a.table_id AND m.shoe_id = a.shoe_id AND m.round_no = a.round_no
        AND a.seq > m.seq
     WHERE a.event_type = 'Announced' AND f.kind IS NOT NULL
+      AND a.meaning IN ('THREE_OF_A_KIND', 'NO_THREE_OF_A_KIND', 'THIRD_CARD')
+    UNION ALL
+    SELECT a.table_id, a.shoe_id, a.round_no, a.seq, a.occurred_at, a.phrase, a.meaning, a."value",
+           f.kind, f.spread, f.left_rank, f.left_card, f.right_card, NULL::INTEGER
+    FROM events AS a
+    JOIN facts AS f USING (table_id, shoe_id, round_no)
+    WHERE a.event_type = 'Announced' AND f.kind IS NOT NULL
+      AND a.meaning IN ('CONSECUTIVE', 'PAIR', 'SPREAD', 'RAISES_CLOSED')
 ),
+-- What a finished, unvoided round announced, from the round facts (a round whose shoe_id is
+-- NULL matches no announcement: it joins nothing by table, shoe and round).
 said_per_round AS (
-    SELECT f.table_id, f.shoe_id, f.round_no, f.kind, f.spread, f.left_card, f.right_card,
-           f.middle_card, f.last_middle_seq, f.card_seqs, f.ended_at,
-           count(s.seq) FILTER (s.meaning IN ('CONSECUTIVE', 'PAIR', 'SPREAD')) AS kind_said,
-           count(s.seq) FILTER (s.meaning IN ('THREE_OF_A_KIND', 'NO_THREE_OF_A_KIND')
-                                AND s.seq > f.last_middle_seq) AS outcome_said,
-           count(s.seq) FILTER (s.meaning = 'THIRD_CARD' AND s.seq > f.last_middle_seq) AS value_said
-    FROM facts AS f
-    LEFT JOIN said AS s USING (table_id, shoe_id, round_no)
-    WHERE f.kind IS NOT NULL AND f.finished AND NOT f.voided
-    GROUP BY ALL
+    SELECT table_id, shoe_id, round_no, kind, spread, left_card, right_card,
+           middle_card, last_middle_seq, card_seqs, ended_at,
+           CASE WHEN shoe_id IS NULL THEN 0 ELSE kind_said END AS kind_said,
+           shoe_id IS NOT NULL AND coalesce(last_outcome_said_seq > last_middle_seq, false) AS outcome_said,
+           shoe_id IS NOT NULL AND coalesce(last_value_said_seq > last_middle_seq, false) AS value_said
+    FROM facts
+    WHERE kind IS NOT NULL AND finished AND NOT voided
 ),
 
 -- The discard rack round by round (13:47-20.31(d)15; GA (12)): every card drawn in a round
--- (CardDrawn, any box) against the cards of its CardsRacked, as lists and, where they differ,
--- as multisets (copies of each card).
-dealt_lists AS (
-    SELECT table_id, shoe_id, round_no,
-           list({'rank': rank, 'suit': suit} ORDER BY seq, log_offset) AS cards
-    FROM events WHERE event_type = 'CardDrawn' AND round_no IS NOT NULL
-    GROUP BY ALL
-),
-racked_lists AS (
-    SELECT table_id, shoe_id, round_no, flatten(list(cards ORDER BY seq, log_offset)) AS cards
-    FROM events WHERE event_type = 'CardsRacked' AND round_no IS NOT NULL
-    GROUP BY ALL
-),
+-- (CardDrawn, any box) against the cards of its CardsRacked, as lists (the round facts'
+-- dealt_cards and racked_cards) and, where they differ, as multisets (copies of each card).
+-- A round whose shoe_id is NULL is not judged (it matches no round by table, shoe and round).
 rack_differs AS MATERIALIZED (
-    SELECT table_id, shoe_id, round_no, d.cards AS dealt, r.cards AS racked, f.card_seqs,
-           f.racked_seq, f.finished, f.ended_at
-    FROM dealt_lists AS d
-    FULL OUTER JOIN racked_lists AS r USING (table_id, shoe_id, round_no)
-    JOIN facts AS f USING (table_id, shoe_id, round_no)
-    WHERE d.cards IS DISTINCT FROM r.cards
+    SELECT table_id, shoe_id, round_no, dealt_cards AS dealt, racked_cards AS racked, card_seqs,
+           racked_seq, finished, ended_at
+    FROM facts
+    WHERE rack_differs AND shoe_id IS NOT NULL
 ),
 rack_copies AS (
     SELECT table_id, shoe_id, round_no, c.rank, c.suit,
@@ -419,6 +448,20 @@ faults AS (
         ON r.table_id = f.table_id AND r.shoe_id = f.shoe_id AND r.round_no = f.round_no
     WHERE f.event_type = 'DeviceFaulted'
     GROUP BY ALL
+),
+
+-- MULTIPLE_BETTING_AREAS looks only at a player's wagers in a round where that player wagered
+-- on more than one area at all (min(area) < max(area)): the paytable in force can only take
+-- areas away, never add one.
+multi_area_wagers AS (
+    SELECT e.table_id, e.shoe_id, e.round_no, e.player_id, e.seq, e.area, e.occurred_at
+    FROM events AS e
+    SEMI JOIN (SELECT table_id, shoe_id, round_no, player_id FROM events
+               WHERE event_type = 'WagerPlaced' AND round_no IS NOT NULL
+               GROUP BY ALL HAVING min(area) < max(area)) AS m
+        ON e.table_id IS NOT DISTINCT FROM m.table_id AND e.shoe_id IS NOT DISTINCT FROM m.shoe_id
+       AND e.round_no = m.round_no AND e.player_id IS NOT DISTINCT FROM m.player_id
+    WHERE e.event_type = 'WagerPlaced' AND e.round_no IS NOT NULL
 ),
 
 -- Each table's stream in seq order (DESIGN, principle 2).
@@ -608,13 +651,13 @@ found AS (
            printf('No "three of a kind" or "no three of a kind" announced after the pair %s and %s drew %s',
                   left_card, right_card, middle_card),
            ended_at
-    FROM said_per_round WHERE kind = 'pair' AND last_middle_seq IS NOT NULL AND outcome_said = 0
+    FROM said_per_round WHERE kind = 'pair' AND last_middle_seq IS NOT NULL AND NOT outcome_said
     UNION ALL
     SELECT 'WRONG_ANNOUNCEMENT', table_id, shoe_id, round_no, [last_middle_seq],
            printf('The third card %s was never announced (%s and %s, spread %d)',
                   middle_card, left_card, right_card, spread),
            ended_at
-    FROM said_per_round WHERE kind = 'spread' AND last_middle_seq IS NOT NULL AND value_said = 0
+    FROM said_per_round WHERE kind = 'spread' AND last_middle_seq IS NOT NULL AND NOT value_said
 
     UNION ALL
     -- THIRD_CARD_ON_CONSECUTIVE (13:47-20.31(d)7): a consecutive round ends with no third card.
@@ -739,10 +782,9 @@ found AS (
            printf('Player %s wagered on areas %s in one round; the table permits one area',
                   e.player_id, array_to_string(list_sort(list_distinct(list(e.area))), ', ')),
            max(e.occurred_at)
-    FROM events AS e
+    FROM multi_area_wagers AS e
     ASOF LEFT JOIN paytables AS p ON e.table_id = p.table_id AND e.seq >= p.seq
-    WHERE e.event_type = 'WagerPlaced' AND e.round_no IS NOT NULL
-      AND NOT coalesce(p.multiple_areas_permitted, false)
+    WHERE NOT coalesce(p.multiple_areas_permitted, false)
     GROUP BY e.table_id, e.shoe_id, e.round_no, e.player_id
     HAVING count(DISTINCT e.area) > 1
 

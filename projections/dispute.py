@@ -44,13 +44,25 @@ WHERE table_id = $table AND shoe_id = $shoe AND round_no = $round
 
 # The round in play at a moment: the one whose first and last events bracket it; between
 # rounds, the last round that had started by then (the hand just finished, still on the layout
-# or in the rack).
+# or in the rack). started_at, ended_at and first_seq as the rounds view has them, computed
+# here from the three columns they need: the view would also work out every round's cards and
+# dealer, which costs more than this whole lookup.
 _AT = """
-SELECT shoe_id, round_no FROM rounds
-WHERE table_id = $table AND started_at <= $at
+SELECT shoe_id, round_no FROM (
+    SELECT shoe_id, round_no, min(occurred_at) AS started_at, max(occurred_at) AS ended_at,
+           min(seq) AS first_seq
+    FROM events
+    WHERE table_id = $table AND round_no IS NOT NULL
+    GROUP BY shoe_id, round_no
+)
+WHERE started_at <= $at
 ORDER BY (ended_at >= $at) DESC, started_at DESC, first_seq DESC
 LIMIT 1
 """
+
+# The queries below read the round's events between its first and last seq (every one of them
+# lies there, by the rounds view's definition): events are stored in log order, so DuckDB skips
+# the row groups outside that range instead of scanning the whole table.
 
 # 13:47-20.31(d)15: each racked card matched to the draw it came from (the k-th copy racked of
 # a card to its k-th draw in the round), in rack order; then any card drawn but never racked.
@@ -60,22 +72,23 @@ WITH drawn AS (
            row_number() OVER (PARTITION BY rank, suit ORDER BY seq) AS copy_no
     FROM events
     WHERE table_id = $table AND shoe_id = $shoe AND round_no = $round
-      AND event_type = 'CardDrawn'
+      AND seq BETWEEN $first AND $last AND event_type = 'CardDrawn'
 ),
 racked AS (
-    SELECT e.seq AS racked_seq, e.occurred_at AS racked_at, c.pos, c.card.rank AS rank,
-           c.card.suit AS suit,
-           row_number() OVER (ORDER BY e.seq, c.pos) AS rack_position,
-           row_number() OVER (PARTITION BY c.card.rank, c.card.suit ORDER BY e.seq, c.pos)
-               AS copy_no
-    FROM events AS e, unnest(e.cards) WITH ORDINALITY AS c(card, pos)
-    WHERE e.table_id = $table AND e.shoe_id = $shoe AND e.round_no = $round
-      AND e.event_type = 'CardsRacked'
+    SELECT seq AS racked_seq, occurred_at AS racked_at, pos, card.rank AS rank,
+           card.suit AS suit,
+           row_number() OVER (ORDER BY seq, pos) AS rack_position,
+           row_number() OVER (PARTITION BY card.rank, card.suit ORDER BY seq, pos) AS copy_no
+    -- unnest in the select list, not a lateral join: the filter then reaches the scan.
+    FROM (SELECT seq, occurred_at, unnest(cards) AS card, generate_subscripts(cards, 1) AS pos
+          FROM events
+          WHERE table_id = $table AND shoe_id = $shoe AND round_no = $round
+            AND seq BETWEEN $first AND $last AND event_type = 'CardsRacked')
 ),
 found AS (
     SELECT seq, occurred_at, rank, suit FROM events
     WHERE table_id = $table AND shoe_id = $shoe AND round_no = $round
-      AND event_type = 'CardFoundFaceUp'
+      AND seq BETWEEN $first AND $last AND event_type = 'CardFoundFaceUp'
 )
 SELECT r.rack_position, card_label(coalesce(r.rank, d.rank), coalesce(r.suit, d.suit)) AS card,
        lower(d.destination) AS box, d.drawn_at, d.drawn_seq, r.racked_at, r.racked_seq,
@@ -94,7 +107,8 @@ ORDER BY rack_position NULLS LAST, drawn_seq
 _ANNOUNCEMENTS = """
 SELECT seq, occurred_at, phrase, lower(meaning) AS meaning, "value"
 FROM events
-WHERE table_id = $table AND shoe_id = $shoe AND round_no = $round AND event_type = 'Announced'
+WHERE table_id = $table AND shoe_id = $shoe AND round_no = $round
+  AND seq BETWEEN $first AND $last AND event_type = 'Announced'
 ORDER BY seq
 """
 
@@ -108,13 +122,16 @@ SELECT seat, area, seq, occurred_at,
        player_id, amount_cents, lower(instrument) AS instrument
 FROM events
 WHERE table_id = $table AND shoe_id = $shoe AND round_no = $round
+  AND seq BETWEEN $first AND $last
   AND event_type IN ('WagerPlaced', 'WagerChanged', 'WagerRemoved', 'RaisePlaced',
                      'VoidOrPlayChosen')
   AND ($seat IS NULL OR seat = $seat)
 ORDER BY seat, area, seq
 """
 
-# The settlement the rules require (the ledger's expected columns) next to the one made.
+# The settlement the rules require (the ledger's expected columns) next to the one made: the
+# ledger's rows of this round, from ledger_of (ledger.sql), which computes them from the round's
+# events only (the `ledger` view builds every round's before a filter can apply).
 _SETTLEMENTS = """
 SELECT seat, area, wager_kind, player_id, amount_cents AS wager_cents,
        CASE expected_outcome
@@ -135,10 +152,10 @@ SELECT seat, area, wager_kind, player_id, amount_cents AS wager_cents,
                              THEN 'returned ' || dollars(actual_returned_cents) END) END AS made,
        status, settlement_seqs,
        (SELECT max(e.occurred_at) FROM events AS e
-        WHERE e.table_id = l.table_id AND list_contains(l.settlement_seqs, e.seq)) AS settled_at
-FROM ledger AS l
-WHERE table_id = $table AND shoe_id = $shoe AND round_no = $round
-  AND ($seat IS NULL OR seat = $seat)
+        WHERE e.table_id = l.table_id AND e.seq BETWEEN $first AND $last
+          AND list_contains(l.settlement_seqs, e.seq)) AS settled_at
+FROM ledger_of($table, $shoe, $round, $first, $last) AS l
+WHERE $seat IS NULL OR seat = $seat
 ORDER BY seat, area, wager_kind
 """
 
@@ -166,6 +183,7 @@ def dispute(con: duckdb.DuckDBPyConnection, table: str, *, at: datetime | None =
         raise NotFoundError(f"no round {round_no} of shoe {shoe} at table {table}; "
                             f"`pitlog replay {shoe}` lists its rounds")
     r = head[0]
+    params.update(first=r["first_seq"], last=r["last_seq"])
     return Dispute(
         round=r,
         cards=rows(con, _CARDS, params),

@@ -127,7 +127,7 @@ class _Publisher:
 def follow(log: EventLog, db_path: str | Path, *,
            progress: Callable[[int], None] | None = None, poll_interval: float = 0.5,
            stop_event: threading.Event | None = None,
-           snapshot_every: float = 2.0) -> ProjectionReport:
+           snapshot_every: float = 2.0, memory_limit: str | None = None) -> ProjectionReport:
     """Project `log` into `db_path` until SIGINT/SIGTERM (or `stop_event` is set); return the
     totals of the whole run. A LogError while the log is unreachable (a broker restart) is
     logged and retried with backoff, once the first round has succeeded; the first round's
@@ -135,20 +135,21 @@ def follow(log: EventLog, db_path: str | Path, *,
     flag = _StopFlag(stop_event)
     path = Path(db_path)
     with _signals_set(flag):
-        con = _open_when_free(path, flag)
+        con = _open_when_free(path, flag, memory_limit)
         try:
             return _follow(con, log, path, flag, progress, poll_interval, snapshot_every)
         finally:
             con.close()
 
 
-def _open_when_free(path: Path, flag: _StopFlag) -> duckdb.DuckDBPyConnection:
+def _open_when_free(path: Path, flag: _StopFlag,
+                    memory_limit: str | None) -> duckdb.DuckDBPyConnection:
     """open_store, waiting up to LOCK_WAIT_S while another process holds the file: a reader
     that opened the real file while no projector ran (a restart) keeps it only briefly."""
     deadline = time.monotonic() + LOCK_WAIT_S
     while True:
         try:
-            return open_store(path)
+            return open_store(path, memory_limit=memory_limit)
         except ProjectionError as exc:
             if "lock" not in str(exc).lower() or time.monotonic() > deadline or flag.is_set():
                 raise

@@ -87,12 +87,26 @@ ORDER BY table_id, seq;
 -- One row per wager (ORIGINAL) and per raise (RAISE), keyed by table, shoe, round, seat, area
 -- and kind, and one row per settlement key that has no wager at all. See docs/auditing.md
 -- for every column and status.
-CREATE OR REPLACE VIEW ledger AS
-WITH first_cards AS (
+--
+-- ledger_of(in_table, in_shoe, in_round, from_seq, to_seq) is the ledger's rows of one table,
+-- shoe and round (a NULL argument: all of them), computed from that round's events alone, so a
+-- dispute does not build the whole ledger to read one round (the `ledger` view below is
+-- ledger_of(NULL, NULL, NULL, NULL, NULL)). from_seq and to_seq only speed the scan up: they must
+-- bracket every event of the round (the rounds view's first_seq and last_seq do), or be NULL.
+CREATE OR REPLACE MACRO ledger_of(in_table, in_shoe, in_round, from_seq, to_seq) AS TABLE
+WITH round_events AS NOT MATERIALIZED (
+    -- The events of the rows asked for (inlined where read, as `events` was before, so that the
+    -- whole ledger is planned as it was); the shoe's decks and the paytable are looked up wider.
+    SELECT * FROM events
+    WHERE (in_table IS NULL OR table_id = in_table) AND (in_shoe IS NULL OR shoe_id = in_shoe)
+      AND (in_round IS NULL OR round_no = in_round)
+      AND (from_seq IS NULL OR seq >= from_seq) AND (to_seq IS NULL OR seq <= to_seq)
+),
+first_cards AS (
     -- 13:47-20.31(d)6; GA (4): once the first card of the round is out of the shoe, no one
     -- may alter a wager until its decision. A card drawn in error is a card out of the shoe.
     SELECT table_id, shoe_id, round_no, min(seq) AS first_card_seq
-    FROM events
+    FROM round_events
     WHERE event_type IN ('CardDrawn', 'CardDrawnInError') AND round_no IS NOT NULL
     GROUP BY table_id, shoe_id, round_no
 ),
@@ -108,7 +122,7 @@ original_events AS (
            -- last before the first card or, for a late wager, its first event.
            CASE WHEN f.first_card_seq IS NULL OR e.seq < f.first_card_seq
                 THEN e.seq + 1099511627776 ELSE -e.seq END AS owed_rank
-    FROM events AS e
+    FROM round_events AS e
     LEFT JOIN first_cards AS f USING (table_id, shoe_id, round_no)
     WHERE e.event_type IN ('WagerPlaced', 'WagerChanged', 'WagerRemoved')
 ),
@@ -142,7 +156,7 @@ originals AS (
 placers AS (
     -- Who placed the wager on an area: a raise belongs to the same player.
     SELECT table_id, shoe_id, round_no, seat, area, arg_min(player_id, seq) AS player_id
-    FROM events
+    FROM round_events
     WHERE event_type = 'WagerPlaced'
     GROUP BY table_id, shoe_id, round_no, seat, area
 ),
@@ -153,7 +167,7 @@ raises AS (
            sum(e.amount_cents)::BIGINT AS placed_cents, sum(e.amount_cents)::BIGINT AS amount_cents,
            false AS removed, false AS altered_after_first_card, false AS late,
            min(e.occurred_at) AS placed_at, list_sort(list(e.seq)) AS wager_seqs
-    FROM events AS e
+    FROM round_events AS e
     LEFT JOIN placers AS p USING (table_id, shoe_id, round_no, seat, area)
     WHERE e.event_type = 'RaisePlaced'
     GROUP BY e.table_id, e.shoe_id, e.round_no, e.seat, e.area, p.player_id
@@ -168,6 +182,7 @@ shoe_decks AS (
     SELECT table_id, shoe_id, arg_min(decks, seq) AS decks
     FROM events
     WHERE event_type = 'CardsLoaded'
+      AND (in_table IS NULL OR table_id = in_table) AND (in_shoe IS NULL OR shoe_id = in_shoe)
     GROUP BY table_id, shoe_id
 ),
 choices AS (
@@ -175,7 +190,7 @@ choices AS (
     -- who voids the round gets the wager and any raise back. The player's last word counts.
     SELECT table_id, shoe_id, round_no, seat, area,
            arg_max(choice, seq) = 'VOID' AS voided_by_choice
-    FROM events
+    FROM round_events
     WHERE event_type = 'VoidOrPlayChosen'
     GROUP BY table_id, shoe_id, round_no, seat, area
 ),
@@ -196,7 +211,7 @@ settled AS (
         count(*) FILTER (outcome = 'WON') AS won_settlements,
         min(occurred_at) AS settled_at,
         list_sort(list(seq)) AS settlement_seqs
-    FROM events
+    FROM round_events
     WHERE event_type = 'WagerSettled'
     GROUP BY table_id, shoe_id, round_no, seat, area, wager_kind
 ),
@@ -226,9 +241,13 @@ round_context AS (
         r.left_rank, r.right_rank, r.middle_rank, r.kind, r.spread, r.voided, sh.decks,
         p.seq AS paytable_seq, p.profile, p.pays_spread_1, p.pays_spread_2, p.pays_spread_3,
         p.pays_spread_4_to_11, p.pays_three_of_a_kind, p.valid, p.violation
-    FROM rounds AS r
+    FROM (SELECT * FROM rounds
+          WHERE (in_table IS NULL OR table_id = in_table)
+            AND (in_shoe IS NULL OR shoe_id = in_shoe)
+            AND (in_round IS NULL OR round_no = in_round)) AS r
     LEFT JOIN shoe_decks AS sh USING (table_id, shoe_id)
-    ASOF LEFT JOIN paytables AS p ON r.table_id = p.table_id AND r.first_seq >= p.seq
+    ASOF LEFT JOIN (SELECT * FROM paytables WHERE in_table IS NULL OR table_id = in_table) AS p
+        ON r.table_id = p.table_id AND r.first_seq >= p.seq
 ),
 with_paytable AS (
     SELECT
@@ -339,3 +358,6 @@ FROM expected;
 -- No ORDER BY here: sorting 300,000 rows per million events costs a sixth of the view's time
 -- and every aggregate over it would pay it. Add ORDER BY table_id, shoe_id, round_no, seat,
 -- area, wager_kind when reading rows (pitlog ledger does).
+
+CREATE OR REPLACE VIEW ledger AS
+SELECT * FROM ledger_of(NULL, NULL, NULL, NULL, NULL);

@@ -75,7 +75,8 @@ class ProjectionReport:
 def project(log: EventLog, store: str | Path | duckdb.DuckDBPyConnection, *,
             progress: Callable[[int], None] | None = None,
             batch_size: int = DEFAULT_BATCH_SIZE,
-            snapshot: bool = False, store_anomalies: bool = True) -> ProjectionReport:
+            snapshot: bool = False, store_anomalies: bool = True,
+            memory_limit: str | None = None) -> ProjectionReport:
     """Bring the DuckDB tables up to date with `log`, from the stored checkpoint to the end of
     the log as it is now. `store` is a file path (opened, and closed afterwards) or an open
     read-write connection. `progress` is called after each committed batch with the number of
@@ -84,6 +85,7 @@ def project(log: EventLog, store: str | Path | duckdb.DuckDBPyConnection, *,
     read-only copy for live readers is published at the end (see snapshot.py). With
     `store_anomalies`, the anomaly rows are stored afresh when anything new was projected
     (anomalies.refresh_stored_anomalies), so disputes need not evaluate every rule.
+    `memory_limit` caps DuckDB's memory when `store` is a path (store.open_store).
 
     Raises ProjectionError if the log's positions were already projected without a matching
     checkpoint (a lost checkpoint): rows are never inserted twice.
@@ -92,7 +94,7 @@ def project(log: EventLog, store: str | Path | duckdb.DuckDBPyConnection, *,
         _store.prepare(store)
         return _project_and_publish(store, log, progress, batch_size, snapshot,
                                     store_anomalies)
-    with _store.open_store(store) as con:
+    with _store.open_store(store, memory_limit=memory_limit) as con:
         return _project_and_publish(con, log, progress, batch_size, snapshot, store_anomalies)
 
 
@@ -135,7 +137,8 @@ def _project(con: duckdb.DuckDBPyConnection, log: EventLog,
     ((bar,),) = con.execute("SELECT current_setting('enable_progress_bar')").fetchall()
     con.execute("SET enable_progress_bar = false").fetchall()
     try:
-        return _project_batches(con, log, loader, positions, progress, batch_size, started)
+        with _store.memory_limit_at_most(con, _store.LOAD_MEMORY_LIMIT):
+            return _project_batches(con, log, loader, positions, progress, batch_size, started)
     finally:
         if bar:
             con.execute("SET enable_progress_bar = true").fetchall()
@@ -187,10 +190,7 @@ class _BatchLoader:
         """Commit one batch; return (events, quarantined, next offset per partition)."""
         rows, bad = self.decode(batch)
         n_rows = rows.num_rows
-        ends: dict[int, int] = {}
-        for rec in batch:  # one partition per batch is the contract, but be exact anyway
-            if rec.offset >= ends.get(rec.partition, 0):
-                ends[rec.partition] = rec.offset + 1
+        starts, ends = self._positions(batch)
         con = self.con
         # Registered outside the transaction: unregistering inside an aborted one would fail
         # and hide the error that aborted it.
@@ -201,6 +201,7 @@ class _BatchLoader:
         try:
             con.begin()
             try:
+                self._check_after_checkpoints(batch, starts)
                 if n_rows:
                     con.execute(self.insert_sql)
                 if bad:
@@ -208,14 +209,6 @@ class _BatchLoader:
                 for partition, end in ends.items():
                     con.execute(_UPSERT_CHECKPOINT, [self.source, partition, end])
                 con.commit()
-            except duckdb.ConstraintException as exc:
-                con.rollback()
-                first, last = batch[0], batch[-1]
-                raise ProjectionError(
-                    f"{self.source}: log records p{first.partition}@{first.offset}.."
-                    f"p{last.partition}@{last.offset} are already projected or repeat a "
-                    f"position ({exc}); nothing of this batch was written. Rebuild into a "
-                    f"fresh database if the checkpoints were lost") from exc
             except BaseException:
                 # Whatever stopped us (an error, KeyboardInterrupt): nothing partial remains.
                 con.rollback()
@@ -226,6 +219,42 @@ class _BatchLoader:
             if bad:
                 con.unregister("pitlog_quarantine")
         return n_rows, len(bad), ends
+
+    def _positions(self, batch: list[LogRecord]) -> tuple[dict[int, int], dict[int, int]]:
+        """The first offset and the next offset after the batch, per partition. A position
+        that does not come after the one before it in its partition (a record handed over
+        twice, as an at-least-once reader may) refuses the whole batch."""
+        starts: dict[int, int] = {}
+        last: dict[int, int] = {}
+        for rec in batch:  # one partition per batch is the contract, but be exact anyway
+            before = last.get(rec.partition)
+            if before is not None and rec.offset <= before:
+                raise self._refusal(batch, f"p{rec.partition}@{rec.offset} comes again after "
+                                           f"p{rec.partition}@{before}")
+            if before is None:
+                starts[rec.partition] = rec.offset
+            last[rec.partition] = rec.offset
+        return starts, {p: offset + 1 for p, offset in last.items()}
+
+    def _check_after_checkpoints(self, batch: list[LogRecord], starts: dict[int, int]) -> None:
+        """Inside the batch's transaction: every partition starts at or after its checkpoint.
+        This is the tracking record of eventsourcing's projections, checked against the
+        checkpoint rather than a primary key whose index would grow with the log."""
+        stored = dict(self.con.execute(
+            "SELECT log_partition, next_offset FROM checkpoints WHERE source = ?",
+            [self.source]).fetchall())
+        for p, first in sorted(starts.items()):
+            if first < stored.get(p, 0):
+                raise self._refusal(batch, f"partition {p}'s checkpoint is already at "
+                                           f"{stored[p]}, past p{p}@{first}")
+
+    def _refusal(self, batch: list[LogRecord], why: str) -> ProjectionError:
+        first, last = batch[0], batch[-1]
+        return ProjectionError(
+            f"{self.source}: log records p{first.partition}@{first.offset}.."
+            f"p{last.partition}@{last.offset} are already projected or repeat a position "
+            f"({why}); nothing of this batch was written. Rebuild into a fresh database if "
+            f"the checkpoints were lost")
 
     def decode(self, batch: list[LogRecord]) -> tuple[pa.Table, list[tuple[LogRecord, str]]]:
         """The hot path: the batch's rows as one Arrow table (log order), and its refusals."""
@@ -247,7 +276,7 @@ class _BatchLoader:
 
 
 def _check_source(con: duckdb.DuckDBPyConnection, source: str) -> None:
-    """One database, one log: positions of two logs would collide in `events`' primary key."""
+    """One database, one log: the positions of two logs would collide."""
     others = [s for (s,) in con.execute(
         "SELECT DISTINCT source FROM checkpoints WHERE source <> ? ORDER BY 1", [source]
     ).fetchall()]

@@ -47,9 +47,11 @@ class ShoeReplay:
     hands: list[Row] = field(default_factory=list)
 
 
+# Every event of the shoe lies between its first and last seq (the shoes view's); events are
+# stored in log order, so that range lets DuckDB skip the row groups outside it.
 _REPLAY_EVENTS = """
 SELECT seq, occurred_at, round_no, actor, event_type, description
-FROM timeline WHERE table_id = $table AND shoe_id = $shoe
+FROM timeline WHERE table_id = $table AND shoe_id = $shoe AND seq BETWEEN $first AND $last
 ORDER BY seq, log_offset
 """
 
@@ -88,8 +90,9 @@ def replay_shoe(con: duckdb.DuckDBPyConnection, shoe_id: str,
     """The shoe's events in order (time, type, a one-line description) and its hands in
     discard-rack order. Raises NotFoundError for an unknown shoe, and ProjectionError if two
     tables used the same shoe id and `table` does not say which one."""
-    found = rows(con, f"SELECT {', '.join(SHOE_COLUMNS)} FROM shoes WHERE shoe_id = $shoe "
-                      "AND ($table IS NULL OR table_id = $table) ORDER BY table_id",
+    found = rows(con, f"SELECT {', '.join(SHOE_COLUMNS)}, first_seq, last_seq FROM shoes "
+                      "WHERE shoe_id = $shoe AND ($table IS NULL OR table_id = $table) "
+                      "ORDER BY table_id",
                  {"shoe": shoe_id, "table": table})
     if not found:
         where = f" at table {table}" if table else ""
@@ -99,7 +102,9 @@ def replay_shoe(con: duckdb.DuckDBPyConnection, shoe_id: str,
         raise ProjectionError(f"shoe {shoe_id!r} was used at tables {tables}; name the table")
     shoe = found[0]
     params = {"table": shoe["table_id"], "shoe": shoe_id}
-    return ShoeReplay(shoe, rows(con, _REPLAY_EVENTS, params), rows(con, _REPLAY_HANDS, params))
+    events = rows(con, _REPLAY_EVENTS,
+                  {**params, "first": shoe.pop("first_seq"), "last": shoe.pop("last_seq")})
+    return ShoeReplay(shoe, events, rows(con, _REPLAY_HANDS, params))
 
 
 def demo_summary(con: duckdb.DuckDBPyConnection) -> tuple[list[Row], list[Row]]:

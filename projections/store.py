@@ -4,9 +4,10 @@ Three tables hold everything the projector writes; the views (views.py) are comp
 
 - `events`: one wide row per decoded event. Its columns are derived from the Avro schemas, not
   written out by hand, so a new schema version's new field becomes a new column (added by
-  `ALTER TABLE` the next time the file is opened for writing). Its primary key is the log
-  position, so projecting the same record twice fails loudly instead of double counting (the
-  tracking record of eventsourcing's projections).
+  `ALTER TABLE` the next time the file is opened for writing). It has no primary key: a key's
+  index lives in memory and grows with the log (1 GB at 10M events), so the projector instead
+  checks each batch's positions against the checkpoint in the batch's own transaction, which
+  fails just as loudly on a record projected twice (projector._BatchLoader.load).
 - `quarantine`: log records that are not pitlog events, with the reason (DESIGN, principle 1).
 - `checkpoints`: the next log offset to project, per source and partition, committed in the same
   transaction as the rows (principle 3).
@@ -16,7 +17,11 @@ Only projections/ imports duckdb (STYLE, idiom 4).
 
 from __future__ import annotations
 
+import os
+import re
 import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +35,44 @@ from projections.snapshot import open_for_reading, publish_snapshot, snapshot_pa
 
 __all__ = ["Column", "arrow_schema", "ensure_schema", "event_columns", "open_for_reading",
            "open_store", "prepare", "publish_snapshot", "snapshot_path"]
+
+# DuckDB's default is 80% of the machine's memory, and its buffer pool keeps the blocks it has
+# written cached up to its limit: a projector's resident memory would grow with the log it has
+# written. A read-write connection gets DEFAULT_MEMORY_LIMIT (queries such as storing the
+# anomaly rows need that much over 10M events, or spill to disk and take twice as long), and
+# while loading batches only LOAD_MEMORY_LIMIT: appending needs the row group being written,
+# not the cache, so loading streams in the same memory at 1M events and at 10M (benchmarks/).
+DEFAULT_MEMORY_LIMIT = "1GB"
+LOAD_MEMORY_LIMIT = "128MB"
+_LIMITS: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, str] = weakref.WeakKeyDictionary()
+_UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+_MEMORY = re.compile(r"(\d+(?:\.\d+)?)\s*(" + "|".join(_UNITS) + ")", re.IGNORECASE)
+
+
+def _bytes(amount: str) -> float:
+    """'1GB', '953.6 MiB' (DuckDB's own spelling) -> bytes."""
+    m = _MEMORY.fullmatch(amount.strip())
+    if m is None:
+        raise ProjectionError(f"cannot read the memory amount {amount!r}")
+    return float(m.group(1)) * _UNITS[m.group(2).lower()]
+
+
+@contextmanager
+def memory_limit_at_most(con: duckdb.DuckDBPyConnection, amount: str) -> Iterator[None]:
+    """Lower DuckDB's memory_limit to `amount` for the block (never raise it), then restore.
+    DuckDB reports its setting rounded ('244.1 MiB'), so the amount open_store set is restored
+    when known."""
+    ((shown,),) = con.execute("SELECT current_setting('memory_limit')").fetchall()
+    current = _LIMITS.get(con, shown)
+    if _bytes(amount) >= _bytes(current):
+        yield
+        return
+    con.execute(f"SET memory_limit = '{amount}'").fetchall()
+    try:
+        yield
+    finally:
+        con.execute(f"SET memory_limit = '{current}'").fetchall()
 
 # Where a row came from in the log. Not Avro fields: the projector adds them.
 POSITION_COLUMNS = (("log_partition", "INTEGER", pa.int32()),
@@ -164,9 +207,9 @@ def arrow_schema(columns: tuple[Column, ...]) -> pa.Schema:
 
 def _events_ddl(columns: tuple[Column, ...]) -> str:
     body = ",\n    ".join(f'"{c.name}" {c.sql_type}' for c in columns)
-    # The tracking record: a log position can be projected only once.
-    return (f"CREATE TABLE IF NOT EXISTS events (\n    {body},\n"
-            f"    PRIMARY KEY (log_partition, log_offset)\n)")
+    # No primary key on the log position: the projector's checkpoint check does its work
+    # without an index that grows with the log. Files made before keep theirs; it does no harm.
+    return f"CREATE TABLE IF NOT EXISTS events (\n    {body}\n)"
 
 
 def _normalise(sql_type: str) -> str:
@@ -220,8 +263,17 @@ def prepare(con: duckdb.DuckDBPyConnection) -> None:
     _PREPARED.add(con)
 
 
-def open_store(path: str | Path, read_only: bool = False) -> duckdb.DuckDBPyConnection:
-    """Open (and, read-write, create and migrate) the DuckDB file with its tables and views."""
+def open_store(path: str | Path, read_only: bool = False,
+               memory_limit: str | None = None) -> duckdb.DuckDBPyConnection:
+    """Open (and, read-write, create and migrate) the DuckDB file with its tables and views.
+
+    A read-write connection gets DuckDB's memory_limit (`memory_limit`, else the
+    PITLOG_MEMORY_LIMIT variable, else DEFAULT_MEMORY_LIMIT): the projector then streams in
+    bounded memory however long the log, spilling to `<file>.tmp` if a query needs more."""
+    limit = memory_limit or os.environ.get("PITLOG_MEMORY_LIMIT") or DEFAULT_MEMORY_LIMIT
+    if not read_only and not _MEMORY.fullmatch(limit):
+        raise ProjectionError(f"memory limit {limit!r} (--memory-limit or PITLOG_MEMORY_LIMIT) "
+                              f"is not an amount: write it like 1GB or 512MB")
     try:
         con = duckdb.connect(str(path), read_only=read_only)
     except (duckdb.IOException, duckdb.ConnectionException) as exc:
@@ -229,5 +281,7 @@ def open_store(path: str | Path, read_only: bool = False) -> duckdb.DuckDBPyConn
         # it open with another configuration (read-only versus read-write).
         raise ProjectionError(f"cannot open {path}: {exc}") from exc
     if not read_only:
+        con.execute(f"SET memory_limit = '{limit}'").fetchall()
+        _LIMITS[con] = limit
         prepare(con)
     return con

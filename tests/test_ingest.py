@@ -17,6 +17,7 @@ import pytest
 
 from events import codec, model
 from events.embedded_log import EmbeddedLog
+from events.errors import ConcurrencyError
 from events.ingest import (
     MAX_LINE_BYTES,
     BadLine,
@@ -264,6 +265,34 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, report.seconds)
 
 
 @pytest.mark.slow
+class PartlyCommittingLog(EmbeddedLog):
+    """The embedded log, except that its first conditional append commits only table T01's
+    events and then reports a conflict on the rest, as Kafka with fencing can (one transaction
+    per table: events/kafka_fencing.py)."""
+
+    conflicts = 1
+
+    def append_expecting(self, items: Any, expected: Any) -> list[tuple[int, int]]:
+        if self.conflicts:
+            self.conflicts -= 1
+            super().append_expecting([i for i in items if i[0] == b"T01"], None)
+            raise ConcurrencyError("T02: another writer appended first", (b"T01",))
+        return super().append_expecting(items, expected)
+
+
+def test_a_retry_after_a_partial_commit_records_only_the_tables_not_recorded(
+        tmp_path: Path) -> None:
+    log = PartlyCommittingLog(tmp_path / "log", partitions=2)
+    lines = [card_line(1, table="T01"), card_line(1, table="T02"), card_line(2, table="T01"),
+             card_line(2, table="T02")]
+    report = ingest(io.BytesIO("\n".join(json.dumps(x) for x in lines).encode()), log,
+                    source="test", quarantine=tmp_path / "q.jsonl")
+    assert (report.recorded, report.rejected, log.conflicts) == (4, 0, 0)
+    # Each line once: T01's two events were committed by the first try and not recorded again.
+    assert [(e.table_id, e.seq) for e in events_of(log)] == [
+        ("T01", 1), ("T01", 2), ("T02", 1), ("T02", 2)]
+
+
 def test_a_200k_line_input_streams_in_bounded_memory(tmp_path: Path) -> None:
     def peak_kib(n: int) -> int:
         folder = tmp_path / str(n)

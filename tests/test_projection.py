@@ -106,7 +106,7 @@ def test_incremental_projection_equals_one_run_over_the_whole_log(
 
 class RedeliveringLog(EventLog):
     """The real log, except that batch `at` hands one of its records over twice, as an
-    at-least-once consumer may: that batch's INSERT fails on the primary key mid-batch."""
+    at-least-once consumer may: the projector refuses that batch before inserting any of it."""
 
     def __init__(self, inner: EventLog, at: int) -> None:
         self.inner, self.at, self.uri = inner, at, inner.uri
@@ -136,6 +136,56 @@ def test_failed_batch_leaves_nothing_partial_and_a_restart_completes_exactly(
     assert resumed.events == sum(evening.end_offsets().values()) - 100
     project(evening, tmp_path / "clean.duckdb", batch_size=100)
     assert digests_of(db) == digests_of(tmp_path / "clean.duckdb")
+
+
+class RewindingLog(RedeliveringLog):
+    """A reader that ignores the checkpoint and starts every partition from offset 0 again."""
+
+    def read(self, start: Mapping[int, int] | None = None, *,
+             max_batch: int = 5000) -> Iterator[list[LogRecord]]:
+        return self.inner.read(None, max_batch=max_batch)
+
+
+def test_a_batch_before_the_checkpoint_is_refused_whole(evening: EmbeddedLog,
+                                                          tmp_path: Path) -> None:
+    db = tmp_path / "p.duckdb"
+    project(evening, db, batch_size=100)
+    with duckdb.connect(str(db), read_only=True) as con:
+        before = counts(con)
+        marks = checkpoints(con, evening.uri)
+    with pytest.raises(ProjectionError, match=r"already projected .*checkpoint is already at"):
+        project(RewindingLog(evening, at=-1), db, batch_size=100)
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert counts(con) == before  # not one row of the rewound batch
+        assert checkpoints(con, evening.uri) == marks
+
+
+def test_the_writer_streams_in_bounded_memory_without_an_index_on_events(
+        evening: EmbeddedLog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db = tmp_path / "p.duckdb"
+    with open_store(db) as con:  # the default limit
+        assert con.execute("SELECT current_setting('memory_limit')").fetchone() == ("953.6 MiB",)
+        # The log position is not a key: its index would be held in memory and grow with the log.
+        assert con.execute("SELECT count(*) FROM duckdb_constraints() WHERE table_name = "
+                           "'events' AND constraint_type = 'PRIMARY KEY'").fetchone() == (0,)
+        assert con.execute("SELECT count(*) FROM duckdb_indexes()").fetchone() == (0,)
+    monkeypatch.setenv("PITLOG_MEMORY_LIMIT", "256MB")
+    with open_store(db) as con:
+        limits: set[str] = set()
+
+        def note_limit(done: int) -> None:
+            limits.update(x for (x,) in con.execute(
+                "SELECT current_setting('memory_limit')").fetchall())
+
+        # Loading needs only the row group being written: DuckDB's cache stays small.
+        project(evening, con, batch_size=100, progress=note_limit)
+        assert limits == {"122.0 MiB"}
+        assert con.execute("SELECT current_setting('memory_limit')").fetchone() == ("244.1 MiB",)
+    with pytest.raises(ProjectionError, match="'lots' .* is not an amount: write it like 1GB"):
+        project(evening, db, memory_limit="lots")
+    (tmp_path / "again.duckdb").unlink(missing_ok=True)
+    assert project(evening, tmp_path / "again.duckdb", memory_limit="300MB").events == sum(
+        evening.end_offsets().values())
 
 
 def test_interrupt_between_batches_keeps_committed_batches_and_resumes(
