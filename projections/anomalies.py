@@ -62,6 +62,15 @@ def refresh_stored_anomalies(con: duckdb.DuckDBPyConnection) -> None:
         con.execute("COMMIT")
     except duckdb.Error as exc:
         con.execute("ROLLBACK")
+        if isinstance(exc, duckdb.OutOfMemoryException):
+            # Evaluating every rule over the whole store is one query; DuckDB spills most of
+            # it to disk, but not all (at 10M events 512MB is too little, 1GB enough).
+            ((limit,),) = con.execute("SELECT current_setting('memory_limit')").fetchall()
+            raise ProjectionError(
+                f"cannot store the anomaly rows within DuckDB's memory limit of {limit}; the "
+                f"projected rows are safe. Give it more (pitlog project --memory-limit 4GB, or "
+                f"PITLOG_MEMORY_LIMIT); until then readers evaluate the anomaly view "
+                f"themselves") from exc
         raise ProjectionError(f"cannot store the anomalies ({exc})") from exc
 
 

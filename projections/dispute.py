@@ -34,11 +34,19 @@ class Dispute:
     anomalies: list[Row] = field(default_factory=list)
 
 
+# The round's row of the rounds view, from rounds_of (views.sql), which reads the round's events
+# between its first and last seq (_SPAN or _AT finds them) and the table's DealerTappedIn up to
+# them, instead of aggregating every round of the store to read one.
 _ROUND = """
 SELECT table_id, shoe_id, round_no, dealer, started_at, ended_at, left_card, right_card,
        middle_card, middle_cards_drawn, kind, spread, outcome AS players_result, voided,
        announcements, first_seq, last_seq
-FROM rounds
+FROM rounds_of($table, $shoe, $round, $first, $last)
+"""
+
+# The first and last seq of a round named by shoe and round: one scan of three columns.
+_SPAN = """
+SELECT min(seq) AS first_seq, max(seq) AS last_seq FROM events
 WHERE table_id = $table AND shoe_id = $shoe AND round_no = $round
 """
 
@@ -48,9 +56,9 @@ WHERE table_id = $table AND shoe_id = $shoe AND round_no = $round
 # here from the three columns they need: the view would also work out every round's cards and
 # dealer, which costs more than this whole lookup.
 _AT = """
-SELECT shoe_id, round_no FROM (
+SELECT shoe_id, round_no, first_seq, last_seq FROM (
     SELECT shoe_id, round_no, min(occurred_at) AS started_at, max(occurred_at) AS ended_at,
-           min(seq) AS first_seq
+           min(seq) AS first_seq, max(seq) AS last_seq
     FROM events
     WHERE table_id = $table AND round_no IS NOT NULL
     GROUP BY shoe_id, round_no
@@ -160,13 +168,18 @@ ORDER BY seat, area, wager_kind
 """
 
 
-def round_at(con: duckdb.DuckDBPyConnection, table: str, at: datetime) -> tuple[str, int]:
-    """(shoe, round) of the hand in play at table `table` at `at`."""
+def _round_at(con: duckdb.DuckDBPyConnection, table: str, at: datetime) -> Row:
     found = rows(con, _AT, {"table": table, "at": at})
     if not found:
         raise NotFoundError(f"no round had started at table {table} by {at.isoformat()}; "
                             f"check the table id and the time (with its time zone)")
-    return found[0]["shoe_id"], int(found[0]["round_no"])
+    return found[0]
+
+
+def round_at(con: duckdb.DuckDBPyConnection, table: str, at: datetime) -> tuple[str, int]:
+    """(shoe, round) of the hand in play at table `table` at `at`."""
+    found = _round_at(con, table, at)
+    return found["shoe_id"], int(found["round_no"])
 
 
 def dispute(con: duckdb.DuckDBPyConnection, table: str, *, at: datetime | None = None,
@@ -174,11 +187,15 @@ def dispute(con: duckdb.DuckDBPyConnection, table: str, *, at: datetime | None =
             seat: int | None = None) -> Dispute:
     """Rebuild the round at `table` in play at `at`, or the round `round_no` of `shoe`."""
     if at is not None:
-        shoe, round_no = round_at(con, table, at)
+        span = _round_at(con, table, at)
+        shoe, round_no = span["shoe_id"], int(span["round_no"])
     if shoe is None or round_no is None:
         raise NotFoundError("name the moment (--at) or the round (--round SHOE:ROUND)")
     params: dict[str, object] = {"table": table, "shoe": shoe, "round": round_no}
-    head = rows(con, _ROUND, params)
+    if at is None:
+        span = rows(con, _SPAN, params)[0]
+    head = [] if span["first_seq"] is None else rows(  # NULL: the round has no event
+        con, _ROUND, {**params, "first": span["first_seq"], "last": span["last_seq"]})
     if not head:
         raise NotFoundError(f"no round {round_no} of shoe {shoe} at table {table}; "
                             f"`pitlog replay {shoe}` lists its rounds")

@@ -111,7 +111,12 @@ class _Publisher:
 
         started = time.monotonic()
         if anomaly_source(self.con) != STORED:  # readers of the snapshot get them stored
-            refresh_stored_anomalies(self.con)
+            try:
+                refresh_stored_anomalies(self.con)
+            except ProjectionError as exc:
+                # Not a reason to stop following: readers fall back to the anomaly view while
+                # the stored rows lag (anomalies.anomaly_source).
+                log_.warning("%s", exc)
         publish_snapshot(self.con, self.db_path)
         took = time.monotonic() - started
         self.seconds.append(took)

@@ -69,10 +69,12 @@ CREATE OR REPLACE MACRO paytable_violation(profile, board_approved, s1, s2, s3, 
 -- table's next TableOpened (`until_seq`, NULL while in force). `valid` is false, with the
 -- reason in `violation`, when the profile does not allow the paytable (the anomaly engine's
 -- BELOW_MINIMUM_ODDS reads this view).
-CREATE OR REPLACE VIEW paytables AS
+--
+-- paytables_of(in_table, to_seq): the same rows but until_seq, of one table (NULL: every table)
+-- and opened at or before to_seq (NULL: all); ledger_of looks the paytable in force up here.
+CREATE OR REPLACE MACRO paytables_of(in_table, to_seq) AS TABLE
 SELECT
-    table_id, seq,
-    lead(seq) OVER (PARTITION BY table_id ORDER BY seq, log_offset) AS until_seq,
+    table_id, seq, log_offset,
     occurred_at AS opened_at, actor, profile,
     pays_spread_1, pays_spread_2, pays_spread_3, pays_spread_4_to_11, pays_three_of_a_kind,
     min_wager_cents, max_wager_cents, multiple_areas_permitted, board_approved,
@@ -82,6 +84,14 @@ SELECT
                        pays_spread_4_to_11, pays_three_of_a_kind) AS violation
 FROM events
 WHERE event_type = 'TableOpened'
+  AND (in_table IS NULL OR table_id = in_table) AND (to_seq IS NULL OR seq <= to_seq);
+
+CREATE OR REPLACE VIEW paytables AS
+SELECT
+    table_id, seq,
+    lead(seq) OVER (PARTITION BY table_id ORDER BY seq, log_offset) AS until_seq,
+    * EXCLUDE (table_id, seq, log_offset)
+FROM paytables_of(NULL, NULL)
 ORDER BY table_id, seq;
 
 -- One row per wager (ORIGINAL) and per raise (RAISE), keyed by table, shoe, round, seat, area
@@ -241,12 +251,10 @@ round_context AS (
         r.left_rank, r.right_rank, r.middle_rank, r.kind, r.spread, r.voided, sh.decks,
         p.seq AS paytable_seq, p.profile, p.pays_spread_1, p.pays_spread_2, p.pays_spread_3,
         p.pays_spread_4_to_11, p.pays_three_of_a_kind, p.valid, p.violation
-    FROM (SELECT * FROM rounds
-          WHERE (in_table IS NULL OR table_id = in_table)
-            AND (in_shoe IS NULL OR shoe_id = in_shoe)
-            AND (in_round IS NULL OR round_no = in_round)) AS r
+    FROM rounds_of(in_table, in_shoe, in_round, from_seq, to_seq) AS r
     LEFT JOIN shoe_decks AS sh USING (table_id, shoe_id)
-    ASOF LEFT JOIN (SELECT * FROM paytables WHERE in_table IS NULL OR table_id = in_table) AS p
+    -- Only a TableOpened at or before the round's first event can be in force for it.
+    ASOF LEFT JOIN paytables_of(in_table, to_seq) AS p
         ON r.table_id = p.table_id AND r.first_seq >= p.seq
 ),
 with_paytable AS (

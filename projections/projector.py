@@ -209,9 +209,11 @@ class _BatchLoader:
                 for partition, end in ends.items():
                     con.execute(_UPSERT_CHECKPOINT, [self.source, partition, end])
                 con.commit()
-            except BaseException:
+            except BaseException as exc:
                 # Whatever stopped us (an error, KeyboardInterrupt): nothing partial remains.
                 con.rollback()
+                if isinstance(exc, duckdb.Error):
+                    raise self._failure(batch, exc) from exc
                 raise
         finally:
             if n_rows:
@@ -247,6 +249,17 @@ class _BatchLoader:
             if first < stored.get(p, 0):
                 raise self._refusal(batch, f"partition {p}'s checkpoint is already at "
                                            f"{stored[p]}, past p{p}@{first}")
+
+    def _failure(self, batch: list[LogRecord], exc: duckdb.Error) -> ProjectionError:
+        first, last = batch[0], batch[-1]
+        hint = ("give DuckDB more memory (pitlog project --memory-limit, PITLOG_MEMORY_LIMIT)"
+                if isinstance(exc, duckdb.OutOfMemoryException) else
+                "check the disk and the database file")
+        return ProjectionError(
+            f"{self.source}: DuckDB refused log records p{first.partition}@{first.offset}.."
+            f"p{last.partition}@{last.offset} ({str(exc).splitlines()[0]}); nothing of this "
+            f"batch was written and the checkpoint is unchanged: {hint}, then run again to "
+            f"continue from it")
 
     def _refusal(self, batch: list[LogRecord], why: str) -> ProjectionError:
         first, last = batch[0], batch[-1]

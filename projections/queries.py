@@ -47,8 +47,17 @@ class ShoeReplay:
     hands: list[Row] = field(default_factory=list)
 
 
-# Every event of the shoe lies between its first and last seq (the shoes view's); events are
-# stored in log order, so that range lets DuckDB skip the row groups outside it.
+# Which table used the shoe, and the first and last seq of its events there (the shoes view's
+# first_seq and last_seq): one scan of three columns. Every event of the shoe lies between them,
+# and events are stored in log order, so the queries below read the shoe's events through that
+# range and DuckDB skips the row groups outside it (shoes_of, rack_of, hands_of and rounds_of
+# of views.sql are those views' rows of one shoe).
+_SHOE_SPAN = """
+SELECT table_id, min(seq) AS first_seq, max(seq) AS last_seq FROM events
+WHERE shoe_id = $shoe AND ($table IS NULL OR table_id = $table)
+GROUP BY table_id ORDER BY table_id
+"""
+
 _REPLAY_EVENTS = """
 SELECT seq, occurred_at, round_no, actor, event_type, description
 FROM timeline WHERE table_id = $table AND shoe_id = $shoe AND seq BETWEEN $first AND $last
@@ -62,7 +71,7 @@ WITH racking AS (
     SELECT table_id, shoe_id, source, round_no, seq,
            min(rack_position) AS first_position, max(rack_position) AS last_position,
            string_agg(card, ' ' ORDER BY rack_position) AS racked
-    FROM rack WHERE table_id = $table AND shoe_id = $shoe
+    FROM rack_of($table, $shoe, $first, $last)
     GROUP BY table_id, shoe_id, source, round_no, seq
 )
 SELECT
@@ -76,11 +85,8 @@ SELECT
     CASE WHEN k.source = 'round' THEN r.outcome END AS outcome,
     CASE WHEN k.source = 'round' THEN r.dealer END AS dealer
 FROM racking AS k
--- Filtered on each side: the planner does not carry the filter across these outer joins.
-LEFT JOIN (SELECT * FROM hands WHERE table_id = $table AND shoe_id = $shoe) AS h
-    USING (table_id, shoe_id, round_no)
-LEFT JOIN (SELECT * FROM rounds WHERE table_id = $table AND shoe_id = $shoe) AS r
-    USING (table_id, shoe_id, round_no)
+LEFT JOIN hands_of($table, $shoe, $first, $last) AS h USING (table_id, shoe_id, round_no)
+LEFT JOIN rounds_of($table, $shoe, NULL, $first, $last) AS r USING (table_id, shoe_id, round_no)
 ORDER BY k.first_position
 """
 
@@ -90,21 +96,18 @@ def replay_shoe(con: duckdb.DuckDBPyConnection, shoe_id: str,
     """The shoe's events in order (time, type, a one-line description) and its hands in
     discard-rack order. Raises NotFoundError for an unknown shoe, and ProjectionError if two
     tables used the same shoe id and `table` does not say which one."""
-    found = rows(con, f"SELECT {', '.join(SHOE_COLUMNS)}, first_seq, last_seq FROM shoes "
-                      "WHERE shoe_id = $shoe AND ($table IS NULL OR table_id = $table) "
-                      "ORDER BY table_id",
-                 {"shoe": shoe_id, "table": table})
+    found = rows(con, _SHOE_SPAN, {"shoe": shoe_id, "table": table})
     if not found:
         where = f" at table {table}" if table else ""
         raise NotFoundError(f"no shoe {shoe_id!r}{where}; `pitlog shoes` lists the shoes")
     if len(found) > 1:
         tables = ", ".join(r["table_id"] for r in found)
         raise ProjectionError(f"shoe {shoe_id!r} was used at tables {tables}; name the table")
-    shoe = found[0]
-    params = {"table": shoe["table_id"], "shoe": shoe_id}
-    events = rows(con, _REPLAY_EVENTS,
-                  {**params, "first": shoe.pop("first_seq"), "last": shoe.pop("last_seq")})
-    return ShoeReplay(shoe, events, rows(con, _REPLAY_HANDS, params))
+    params = {"table": found[0]["table_id"], "shoe": shoe_id,
+              "first": found[0]["first_seq"], "last": found[0]["last_seq"]}
+    (shoe,) = rows(con, f"SELECT {', '.join(SHOE_COLUMNS)} "
+                        "FROM shoes_of($table, $shoe, $first, $last)", params)
+    return ShoeReplay(shoe, rows(con, _REPLAY_EVENTS, params), rows(con, _REPLAY_HANDS, params))
 
 
 def demo_summary(con: duckdb.DuckDBPyConnection) -> tuple[list[Row], list[Row]]:

@@ -82,15 +82,25 @@ ORDER BY table_id, seq, log_offset;
 -- burns (13:47-20.31(d)1, face down to the rack), cards found face up in the shoe
 -- (13:47-20.31(g)1, not used, to the rack), and each round's cards in the order the dealer
 -- actually racked them (CardsRacked). A hand is read back by its round_no.
-CREATE OR REPLACE VIEW rack AS
-WITH entries AS (
+--
+-- rack_of(in_table, in_shoe, from_seq, to_seq) is the rack of one table and shoe (a NULL
+-- argument: all of them; the `rack` view below is rack_of(NULL, NULL, NULL, NULL)). from_seq and
+-- to_seq, given with in_table, only speed the scan up: they must bracket every event of the
+-- shoes asked for (rack positions count from the shoe's first card), or be NULL.
+CREATE OR REPLACE MACRO rack_of(in_table, in_shoe, from_seq, to_seq) AS TABLE
+WITH shoe_events AS NOT MATERIALIZED (
+    SELECT * FROM events
+    WHERE (in_table IS NULL OR table_id = in_table) AND (in_shoe IS NULL OR shoe_id = in_shoe)
+      AND (from_seq IS NULL OR seq >= from_seq) AND (to_seq IS NULL OR seq <= to_seq)
+),
+entries AS (
     SELECT table_id, shoe_id, NULL::INTEGER AS round_no, 'burn' AS source, rank, suit,
            seq, log_offset, 1::BIGINT AS card_index, occurred_at
-    FROM events WHERE event_type = 'CardBurned'
+    FROM shoe_events WHERE event_type = 'CardBurned'
     UNION ALL
     SELECT table_id, shoe_id, round_no, 'face_up', rank, suit,
            seq, log_offset, 1::BIGINT, occurred_at
-    FROM events WHERE event_type = 'CardFoundFaceUp'
+    FROM shoe_events WHERE event_type = 'CardFoundFaceUp'
     UNION ALL
     -- unnest in the select list (not a lateral join), so that a filter on the table and shoe
     -- is pushed down to the scan of events.
@@ -98,7 +108,7 @@ WITH entries AS (
            seq, log_offset, card_index, occurred_at
     FROM (SELECT table_id, shoe_id, round_no, seq, log_offset, occurred_at,
                  unnest(cards) AS card, generate_subscripts(cards, 1) AS card_index
-          FROM events WHERE event_type = 'CardsRacked')
+          FROM shoe_events WHERE event_type = 'CardsRacked')
 )
 SELECT
     table_id, shoe_id,
@@ -106,14 +116,25 @@ SELECT
                        ORDER BY seq, log_offset, card_index) AS rack_position,
     round_no, source, rank, suit, card_label(rank, suit) AS card,
     seq, card_index, occurred_at
-FROM entries
+FROM entries;
+
+CREATE OR REPLACE VIEW rack AS
+SELECT * FROM rack_of(NULL, NULL, NULL, NULL)
 ORDER BY table_id, shoe_id, rack_position;
 
 -- One row per round. The dealer is the one whose DealerTappedIn is the table's latest at or
 -- before the round's first event. The left and right cards are the first drawn to those boxes;
 -- the middle card is the LAST drawn to the middle box, since a third card exposed before
 -- "Raises closed" is discarded and replaced (13:47-20.31(g)3).
-CREATE OR REPLACE VIEW rounds AS
+--
+-- rounds_of(in_table, in_shoe, in_round, from_seq, to_seq) is the rounds view's rows of one
+-- table, shoe and round (a NULL argument: all of them), so that a dispute or a replay does not
+-- aggregate every round of the store to read a few (the `rounds` view below is
+-- rounds_of(NULL, NULL, NULL, NULL, NULL)). from_seq and to_seq, given with in_table, only speed
+-- the scan up (events are stored in log order, so DuckDB skips the row groups outside them):
+-- they must bracket every event of the rounds asked for, or be NULL. The dealer is still looked
+-- up among all the table's DealerTappedIn up to to_seq.
+CREATE OR REPLACE MACRO rounds_of(in_table, in_shoe, in_round, from_seq, to_seq) AS TABLE
 WITH per_round AS (
     SELECT
         table_id, shoe_id, round_no,
@@ -131,10 +152,16 @@ WITH per_round AS (
         count(*) FILTER (event_type = 'RoundVoided') > 0 AS voided
     FROM events
     WHERE round_no IS NOT NULL
+      AND (in_table IS NULL OR table_id = in_table) AND (in_shoe IS NULL OR shoe_id = in_shoe)
+      AND (in_round IS NULL OR round_no = in_round)
+      AND (from_seq IS NULL OR seq >= from_seq) AND (to_seq IS NULL OR seq <= to_seq)
     GROUP BY table_id, shoe_id, round_no
 ),
 dealer_taps AS (
-    SELECT table_id, seq, dealer_id FROM events WHERE event_type = 'DealerTappedIn'
+    -- A dealer taps in before the rounds dealt: only the seq upper bound applies here.
+    SELECT table_id, seq, dealer_id FROM events
+    WHERE event_type = 'DealerTappedIn'
+      AND (in_table IS NULL OR table_id = in_table) AND (to_seq IS NULL OR seq <= to_seq)
 ),
 classified AS (
     SELECT
@@ -167,12 +194,26 @@ SELECT
               AND middle_rank < greatest(left_rank, right_rank) THEN 'won'
          ELSE 'lost' END AS outcome,
     first_seq, last_seq, events
-FROM classified
+FROM classified;
+
+CREATE OR REPLACE VIEW rounds AS
+SELECT * FROM rounds_of(NULL, NULL, NULL, NULL, NULL)
 ORDER BY table_id, shoe_id, round_no;
 
 -- One row per shoe. Dealers are listed in the order they first dealt or tapped in.
-CREATE OR REPLACE VIEW shoes AS
-WITH per_shoe AS (
+--
+-- shoes_of(in_table, in_shoe, from_seq, to_seq) is the shoes view's rows of one table and shoe
+-- (a NULL argument: all of them; the `shoes` view below is shoes_of(NULL, NULL, NULL, NULL)).
+-- from_seq and to_seq, given with in_table, only speed the scan up: they must bracket every
+-- event of the shoes asked for, or be NULL.
+CREATE OR REPLACE MACRO shoes_of(in_table, in_shoe, from_seq, to_seq) AS TABLE
+WITH shoe_events AS NOT MATERIALIZED (
+    SELECT * FROM events
+    WHERE shoe_id IS NOT NULL
+      AND (in_table IS NULL OR table_id = in_table) AND (in_shoe IS NULL OR shoe_id = in_shoe)
+      AND (from_seq IS NULL OR seq >= from_seq) AND (to_seq IS NULL OR seq <= to_seq)
+),
+per_shoe AS (
     SELECT
         table_id, shoe_id,
         arg_min(decks, (seq, log_offset)) FILTER (event_type = 'CardsLoaded') AS decks,
@@ -186,8 +227,7 @@ WITH per_shoe AS (
         min(occurred_at) FILTER (event_type = 'CuttingCardReached') AS cutting_card_reached_at,
         arg_min(cards_remaining, (seq, log_offset)) FILTER (event_type = 'ShoeClosed') AS cards_remaining,
         min(seq) AS first_seq, max(seq) AS last_seq, count(*) AS events
-    FROM events
-    WHERE shoe_id IS NOT NULL
+    FROM shoe_events
     GROUP BY table_id, shoe_id
 ),
 shoe_dealers AS (
@@ -196,10 +236,11 @@ shoe_dealers AS (
         SELECT table_id, shoe_id, dealer, min(at_seq) AS first_seq
         FROM (
             SELECT table_id, shoe_id, dealer, first_seq AS at_seq
-            FROM rounds WHERE dealer IS NOT NULL AND shoe_id IS NOT NULL
+            FROM rounds_of(in_table, in_shoe, NULL, from_seq, to_seq)
+            WHERE dealer IS NOT NULL AND shoe_id IS NOT NULL
             UNION ALL
             SELECT table_id, shoe_id, dealer_id, seq
-            FROM events WHERE event_type = 'DealerTappedIn' AND shoe_id IS NOT NULL
+            FROM shoe_events WHERE event_type = 'DealerTappedIn'
         )
         GROUP BY table_id, shoe_id, dealer
     )
@@ -209,8 +250,11 @@ SELECT
     s.table_id, s.shoe_id, decks, opened_at, loaded_at, closed_at, rounds, cards_dealt, burns,
     cards_found_face_up, cutting_card_reached_at, cards_remaining,
     coalesce(d.dealers, []::VARCHAR[]) AS dealers, first_seq, last_seq, events
-FROM per_shoe AS s LEFT JOIN shoe_dealers AS d USING (table_id, shoe_id)
-ORDER BY s.table_id, s.opened_at, s.shoe_id;
+FROM per_shoe AS s LEFT JOIN shoe_dealers AS d USING (table_id, shoe_id);
+
+CREATE OR REPLACE VIEW shoes AS
+SELECT * FROM shoes_of(NULL, NULL, NULL, NULL)
+ORDER BY table_id, opened_at, shoe_id;
 
 -- One row per settlement (WagerSettled). `amount_cents` is paid if WON, collected if LOST,
 -- returned if VOID; the three money columns split it for reconciliation.
@@ -285,12 +329,19 @@ ORDER BY table_id, shoe_id, round_no, seat, area, wager_kind;
 
 -- Per round, the cards as dealt (every card drawn from the shoe in the round, in order) next
 -- to the cards as racked (13:47-20.31(d)15: "in order", so the two should be equal).
-CREATE OR REPLACE VIEW hands AS
+--
+-- hands_of(in_table, in_shoe, from_seq, to_seq) is the hands of one table and shoe (a NULL
+-- argument: all of them; the `hands` view below is hands_of(NULL, NULL, NULL, NULL)). from_seq
+-- and to_seq, given with in_table, only speed the scan up: they must bracket every event of the
+-- shoes asked for (the rack positions count from the shoe's first card), or be NULL.
+CREATE OR REPLACE MACRO hands_of(in_table, in_shoe, from_seq, to_seq) AS TABLE
 WITH dealt AS (
     SELECT table_id, shoe_id, round_no,
            list(card_label(rank, suit) ORDER BY seq, log_offset) AS dealt_cards
     FROM events
     WHERE event_type = 'CardDrawn' AND round_no IS NOT NULL
+      AND (in_table IS NULL OR table_id = in_table) AND (in_shoe IS NULL OR shoe_id = in_shoe)
+      AND (from_seq IS NULL OR seq >= from_seq) AND (to_seq IS NULL OR seq <= to_seq)
     GROUP BY table_id, shoe_id, round_no
 ),
 racked AS (
@@ -298,7 +349,7 @@ racked AS (
            list(card ORDER BY rack_position) AS racked_cards,
            min(rack_position) AS first_rack_position,
            max(rack_position) AS last_rack_position
-    FROM rack
+    FROM rack_of(in_table, in_shoe, from_seq, to_seq)
     WHERE source = 'round'
     GROUP BY table_id, shoe_id, round_no
 )
@@ -307,5 +358,8 @@ SELECT
     array_to_string(dealt_cards, ' ') AS dealt, array_to_string(racked_cards, ' ') AS racked,
     coalesce(dealt_cards IS NOT DISTINCT FROM racked_cards, false) AS racked_in_dealing_order,
     dealt_cards, racked_cards, first_rack_position, last_rack_position
-FROM dealt FULL OUTER JOIN racked USING (table_id, shoe_id, round_no)
+FROM dealt FULL OUTER JOIN racked USING (table_id, shoe_id, round_no);
+
+CREATE OR REPLACE VIEW hands AS
+SELECT * FROM hands_of(NULL, NULL, NULL, NULL)
 ORDER BY table_id, shoe_id, round_no;

@@ -188,6 +188,23 @@ def test_the_writer_streams_in_bounded_memory_without_an_index_on_events(
         evening.end_offsets().values())
 
 
+def test_duckdb_refusing_a_batch_is_an_error_that_names_it_and_writes_nothing(
+        evening: EmbeddedLog, tmp_path: Path) -> None:
+    db = tmp_path / "p.duckdb"
+
+    def stop_after_one(done: int) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        project(evening, db, batch_size=100, progress=stop_after_one)
+    with pytest.raises(ProjectionError, match=r"DuckDB refused log records p\d+@100\.\.p\d+@199 "
+                                              r"\(Out of Memory Error.*nothing of this batch was "
+                                              r"written.*--memory-limit"):
+        project(evening, db, batch_size=100, memory_limit="2MB")
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert counts(con) == (100, 0, 100)
+
+
 def test_interrupt_between_batches_keeps_committed_batches_and_resumes(
         evening: EmbeddedLog, tmp_path: Path) -> None:
     db = tmp_path / "p.duckdb"

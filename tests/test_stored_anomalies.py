@@ -5,8 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
+import pytest
 
 from events.embedded_log import EmbeddedLog
+from events.errors import ProjectionError
 from events.simulator import SimConfig, simulate
 from projections.anomalies import STORED, anomaly_source, list_anomalies
 from projections.projector import project
@@ -38,3 +40,20 @@ def test_stored_anomalies_equal_the_view_and_go_stale_when_events_arrive(tmp_pat
     with duckdb.connect(str(db)) as con:
         assert anomaly_source(con) == STORED
         assert _rows(con, STORED) == _rows(con, "anomalies")
+
+
+def test_too_little_memory_for_the_anomaly_rows_keeps_the_rows_and_says_what_to_do(
+        tmp_path: Path) -> None:
+    log = EmbeddedLog(tmp_path / "log")
+    simulate(log, SimConfig(seed=3, tables=2, rounds=80, irregularities=0.02))
+    db = tmp_path / "v.duckdb"
+    project(log, db)
+    simulate(log, SimConfig(seed=4, tables=1, rounds=20, irregularities=0.05))
+    # Loading fits in any limit the projector takes; evaluating every rule at once does not.
+    with pytest.raises(ProjectionError, match=r"within DuckDB's memory limit of .*the projected "
+                                              r"rows are safe.*--memory-limit"):
+        project(log, db, memory_limit="16MB")
+    with duckdb.connect(str(db)) as con:
+        assert con.sql("SELECT count(*) FROM events").fetchall() == [
+            (sum(log.end_offsets().values()),)]
+        assert anomaly_source(con) == "anomalies"  # stale: readers evaluate the view
