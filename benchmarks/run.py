@@ -119,6 +119,7 @@ def run_size(size: int, slow_repeats: int, work: Path, epr: float, groups: set[s
         record("decode_ideas", 0, child("decode_ideas", ideas, f"decode-ideas-{size}"))
     if "queries" in groups:
         q = {"db": str(db), "lookups": lookups}
+        child("views", {"db": str(db)}, f"views-{size}")
         for measure in ("replay", "dispute", "dispute_parts"):
             record(measure, 0, child(measure, q, f"{measure}-{size}"))
         record("reconcile_day", 0, child("reconcile_day", {**q, "lookups": 5},

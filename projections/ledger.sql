@@ -1,7 +1,7 @@
 -- pitlog settlement ledger: the paytable in force at every table, and every wager and raise
 -- with the ONE decision the rules require next to the settlements actually recorded.
 --
--- Plain DuckDB SQL over the raw `events` table and the `rounds` view of
+-- Plain DuckDB SQL over the raw `events` table and rounds_of (the `rounds` view's rows) of
 -- views.sql (which must be created first); no Python functions, so an auditor's stock DuckDB
 -- client shows the same rows. Rules are cited as in DESIGN.md: 13:47-20.31 (casino nights,
 -- seed 000), 13:69F-6 (casinos, seed 001), GA (n) (the other gaming authority, seed 004).
@@ -86,12 +86,20 @@ FROM events
 WHERE event_type = 'TableOpened'
   AND (in_table IS NULL OR table_id = in_table) AND (to_seq IS NULL OR seq <= to_seq);
 
+-- (The view is kept as written before paytables_of, over events: the anomalies read it.)
 CREATE OR REPLACE VIEW paytables AS
 SELECT
     table_id, seq,
     lead(seq) OVER (PARTITION BY table_id ORDER BY seq, log_offset) AS until_seq,
-    * EXCLUDE (table_id, seq, log_offset)
-FROM paytables_of(NULL, NULL)
+    occurred_at AS opened_at, actor, profile,
+    pays_spread_1, pays_spread_2, pays_spread_3, pays_spread_4_to_11, pays_three_of_a_kind,
+    min_wager_cents, max_wager_cents, multiple_areas_permitted, board_approved,
+    paytable_violation(profile, board_approved, pays_spread_1, pays_spread_2, pays_spread_3,
+                       pays_spread_4_to_11, pays_three_of_a_kind) IS NULL AS valid,
+    paytable_violation(profile, board_approved, pays_spread_1, pays_spread_2, pays_spread_3,
+                       pays_spread_4_to_11, pays_three_of_a_kind) AS violation
+FROM events
+WHERE event_type = 'TableOpened'
 ORDER BY table_id, seq;
 
 -- One row per wager (ORIGINAL) and per raise (RAISE), keyed by table, shoe, round, seat, area
@@ -244,8 +252,8 @@ keyed AS (
     FULL OUTER JOIN settled AS s USING (table_id, shoe_id, round_no, seat, area, wager_kind)
 ),
 round_context AS (
-    -- Per round: the dealer and cards (the rounds view), the shoe's decks and the paytable in
-    -- force: the table's latest TableOpened before the round began.
+    -- Per round: the dealer and cards (the rounds view's, from rounds_of), the shoe's decks and
+    -- the paytable in force: the table's latest TableOpened before the round began.
     SELECT
         r.table_id, r.shoe_id, r.round_no, r.dealer, r.started_at, r.first_seq,
         r.left_rank, r.right_rank, r.middle_rank, r.kind, r.spread, r.voided, sh.decks,

@@ -234,3 +234,30 @@ def test_replay_of_an_unknown_shoe_raises_not_found(con: duckdb.DuckDBPyConnecti
         replay_shoe(con, shoe_id)
     with pytest.raises(NotFoundError, match="at table T02"):
         replay_shoe(con, "T01-S1", table="T02")
+
+
+@pytest.mark.parametrize(("view", "call"), [
+    ("rounds", "rounds_of($table, $shoe, NULL, $first, $last)"),
+    ("rack", "rack_of($table, $shoe, $first, $last)"),
+    ("hands", "hands_of($table, $shoe, $first, $last)"),
+    ("shoes", "shoes_of($table, $shoe, $first, $last)"),
+])
+def test_the_views_of_one_shoe_read_through_its_seq_span_are_the_views_rows(
+        con: duckdb.DuckDBPyConnection, view: str, call: str) -> None:
+    # replay_shoe and dispute read one shoe's (or round's) rows through these macros, the
+    # events between the shoe's first and last seq only; the dealer tapped in before the shoe
+    # (D1) and the other table's events must still be seen, and left out, as by the views.
+    for table_id, shoe_id in [("T01", "T01-S1"), ("T02", "T02-S1")]:
+        (first, last), = con.execute(
+            "SELECT min(seq), max(seq) FROM events WHERE table_id = ? AND shoe_id = ?",
+            [table_id, shoe_id]).fetchall()
+        params = {"table": table_id, "shoe": shoe_id, "first": first, "last": last}
+        want = con.execute(f"SELECT * FROM {view} WHERE table_id = $table AND shoe_id = $shoe "
+                           "ORDER BY ALL", {"table": table_id, "shoe": shoe_id}).fetchall()
+        got = con.execute(f"SELECT * FROM {call} ORDER BY ALL", params).fetchall()
+        assert want and got == want
+    # And all NULL, every row of the view.
+    nulls = call.replace("$table", "NULL").replace("$shoe", "NULL").replace(
+        "$first", "NULL").replace("$last", "NULL")
+    assert (con.execute(f"SELECT * FROM {nulls} ORDER BY ALL").fetchall()
+            == con.execute(f"SELECT * FROM {view} ORDER BY ALL").fetchall())
