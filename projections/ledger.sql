@@ -86,20 +86,10 @@ FROM events
 WHERE event_type = 'TableOpened'
   AND (in_table IS NULL OR table_id = in_table) AND (to_seq IS NULL OR seq <= to_seq);
 
--- (The view is kept as written before paytables_of, over events: the anomalies read it.)
 CREATE OR REPLACE VIEW paytables AS
-SELECT
-    table_id, seq,
-    lead(seq) OVER (PARTITION BY table_id ORDER BY seq, log_offset) AS until_seq,
-    occurred_at AS opened_at, actor, profile,
-    pays_spread_1, pays_spread_2, pays_spread_3, pays_spread_4_to_11, pays_three_of_a_kind,
-    min_wager_cents, max_wager_cents, multiple_areas_permitted, board_approved,
-    paytable_violation(profile, board_approved, pays_spread_1, pays_spread_2, pays_spread_3,
-                       pays_spread_4_to_11, pays_three_of_a_kind) IS NULL AS valid,
-    paytable_violation(profile, board_approved, pays_spread_1, pays_spread_2, pays_spread_3,
-                       pays_spread_4_to_11, pays_three_of_a_kind) AS violation
-FROM events
-WHERE event_type = 'TableOpened'
+SELECT table_id, seq, lead(seq) OVER (PARTITION BY table_id ORDER BY seq, log_offset) AS until_seq,
+       * EXCLUDE (table_id, seq, log_offset)
+FROM paytables_of(NULL, NULL)
 ORDER BY table_id, seq;
 
 -- One row per wager (ORIGINAL) and per raise (RAISE), keyed by table, shoe, round, seat, area
