@@ -5,7 +5,7 @@ Three tables hold everything the projector writes; the views (views.py) are comp
 - `events`: one wide row per decoded event. Its columns are derived from the Avro schemas, not
   written out by hand, so a new schema version's new field becomes a new column (added by
   `ALTER TABLE` the next time the file is opened for writing). It has no primary key: a key's
-  index lives in memory and grows with the log (1 GB at 10M events), so the projector instead
+  index lives in memory and grows with the log, so the projector instead
   checks each batch's positions against the checkpoint in the batch's own transaction, which
   fails just as loudly on a record projected twice (projector._BatchLoader.load).
 - `quarantine`: log records that are not pitlog events, with the reason (DESIGN, principle 1).
@@ -38,8 +38,8 @@ __all__ = ["Column", "arrow_schema", "ensure_schema", "event_columns", "open_for
 
 # DuckDB's default is 80% of the machine's memory, and its buffer pool keeps the blocks it has
 # written cached up to its limit: a projector's resident memory would grow with the log it has
-# written. A read-write connection gets DEFAULT_MEMORY_LIMIT (queries such as storing the
-# anomaly rows need that much over 10M events, or spill to disk and take twice as long), and
+# written. A read-write connection gets DEFAULT_MEMORY_LIMIT (storing the anomaly rows fails
+# at 10M events under 512MB; under 1GB DuckDB spills part of it to disk and finishes), and
 # while loading batches only LOAD_MEMORY_LIMIT: appending needs the row group being written,
 # not the cache, so loading streams in the same memory at 1M events and at 10M (benchmarks/).
 DEFAULT_MEMORY_LIMIT = "1GB"
