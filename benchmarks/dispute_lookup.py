@@ -3,8 +3,8 @@
     python benchmarks/dispute_lookup.py /tmp/pitlog-bench/10000000   # LOG and DB inside
 
 Projects whatever is new (which stores the anomalies afresh), then times 20 dispute lookups at
-the start times of 20 sampled rounds and prints p50 and p95. Measured 2026-11-29 on the 10M
-store of benchmarks/run.py, with CI running beside it: storing 80.8 s, p50 0.606 s, p95 0.788 s.
+the start times of 20 sampled rounds and prints p50 and p95. The suite's own dispute line
+(benchmarks/run.py, `queries` group) is the one results.md reports.
 """
 
 from __future__ import annotations
