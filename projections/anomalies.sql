@@ -1,9 +1,10 @@
 -- pitlog anomalies: every rule and integrity code of the catalogue in DESIGN.md, decided in
 -- plain DuckDB SQL over the raw `events` table and the `ledger` and `paytables` views of
--- ledger.sql (created before this file). The `anomalies` view is a UNION ALL of one commented
--- SELECT per code over a few shared, materialised facts (each computed once per query);
--- `SELECT * FROM anomalies WHERE code = '...'` shows one code. docs/anomalies.md explains every
--- decision; HOLD_VARIANCE and OUTCOME_FREQUENCY are statistics (projections/statistics.py).
+-- ledger.sql (created before this file). The `anomalies` view is the union of five families
+-- (anomalies_found_*), each a UNION ALL of one commented SELECT per code over a few shared,
+-- materialised facts; `SELECT * FROM anomalies WHERE code = '...'` shows one code.
+-- docs/anomalies.md explains every decision; HOLD_VARIANCE and OUTCOME_FREQUENCY are
+-- statistics (projections/statistics.py).
 --
 -- Every row: code, severity, table_id, shoe_id, round_no, seqs (the sequence numbers of the
 -- events that prove it), explanation (one line to read aloud), rule, occurred_at.
@@ -123,8 +124,15 @@ SELECT
 FROM per_round AS p
 JOIN table_end AS t USING (table_id);
 
--- Every rule and integrity anomaly, with its severity and rule.
-CREATE OR REPLACE VIEW anomalies AS
+-- The anomalies fall into five families, one view each (anomalies_found_rounds, _money, _shoes,
+-- _tables, _streams); `anomalies` is their union, with each code's severity and rule. The
+-- families share nothing but the round facts (which the rounds and money families each compute),
+-- so each can be evaluated, and read, by itself. The projector stores the rows family by family
+-- (projections/anomalies.py): one query holds only one family's intermediate results, which at
+-- 1M events lowers the peak RSS of storing them from 920 to 620 MB (benchmarks/README.md).
+
+-- The rules of a round: its cards, announcements, wagers and rack, from the round facts.
+CREATE OR REPLACE VIEW anomalies_found_rounds AS
 WITH
 -- The round facts, read once. A round's dealt and racked lists are kept only where they differ
 -- (DISCARD_RACK_ORDER and CARD_UNACCOUNTED look at those rounds alone).
@@ -181,6 +189,7 @@ exposure_areas AS (
                            'VoidOrPlayChosen', 'WagerSettled')
     GROUP BY ALL
 ),
+
 exposure_faults AS (
     SELECT table_id, shoe_id, round_no,
            list(seat ORDER BY seat, area) FILTER (choice IS NULL) AS no_choice_seats,
@@ -203,6 +212,7 @@ moves AS (
     WHERE e.event_type IN ('WagerPlaced', 'WagerChanged', 'WagerRemoved')
       AND e.seq > f.first_card_seq
 ),
+
 late_moves AS (
     SELECT m.table_id, m.shoe_id, m.round_no, m.seat, m.area, m.seq, m.event_type,
            m.amount_cents, m.instrument, m.occurred_at, m.first_card_seq, m.first_card,
@@ -214,83 +224,6 @@ late_moves AS (
         ON b.table_id = m.table_id AND b.shoe_id = m.shoe_id AND b.round_no = m.round_no
        AND b.seat = m.seat AND b.area = m.area AND b.event_type IN ('WagerPlaced', 'WagerSettled')
     GROUP BY ALL
-),
-
--- The money, from the ledger (ledger.sql: one row per wager and per raise, with the decision
--- the rules require next to the settlements made), in one pass:
---   WRONG_PAYOUT: a winner (the rules say WON and it was settled WON) paid other than the
---     table's line, under or over, or at other recorded odds (13:47-20.31(e); GA (11)(b));
---   BELOW_MINIMUM_ODDS: a winner paid exactly at a line of an illegal paytable that is below
---     the standard odds (13:47-20.31(e)-(f); GA (11)(c)). A payout that differs from the
---     table is WRONG_PAYOUT instead: one payout raises at most one of the two;
---   WRONG_SETTLEMENT: the wrong outcome (a winner collected, a loser paid, a void kept), a
---     short collection or return, a wager never settled in a finished round, one settled
---     twice, or a settlement with no wager (13:47-20.31(d)7, 10, 14);
---   RAISE_OVER_LIMIT: raises on an area above its original wager (13:47-20.31(d)12);
---   RAISE_NOT_ALLOWED: a raise on a consecutive or pair round, or with no original wager.
--- Settlements made before any decision (a pair with no third card, a round abandoned at the
--- cutting card) are left to PAIR_WITHOUT_THIRD_CARD and ROUND_ABANDONED_AT_CUT_CARD.
--- The ledger is read once. `suspect` marks the rows that can raise a code at all: every raise,
--- and the wagers whose status is not a clean one (the CASEs in `money` below need one of
--- these); only those are joined to the originals and the round facts.
-ledger_rows AS MATERIALIZED (
-    SELECT table_id, shoe_id, round_no, seat, area, wager_kind, amount_cents, status, hand,
-           spread, profile, paytable_valid, paytable_seq, expected_outcome, expected_odds,
-           expected_paid_cents, expected_collected_cents, expected_returned_cents,
-           settlement_count, actual_outcome, actual_odds, actual_paid_cents,
-           actual_collected_cents, actual_returned_cents, wager_seqs, settlement_seqs, started_at,
-           coalesce(wager_kind <> 'ORIGINAL'
-                    OR status IN ('WRONG_AMOUNT', 'WRONG_ODDS', 'WRONG_OUTCOME', 'DOUBLE_SETTLED',
-                                  'NOT_OWED', 'UNSETTLED')
-                    OR (status = 'OK' AND expected_outcome = 'WON' AND NOT paytable_valid), true)
-               AS suspect
-    FROM ledger
-),
-suspects AS (
-    SELECT * EXCLUDE (suspect) FROM ledger_rows WHERE suspect
-),
--- The original wager under each suspect row's area (a raise's limit), nothing else.
-originals AS (
-    SELECT l.table_id, l.shoe_id, l.round_no, l.seat, l.area, max(l.amount_cents) AS original_cents,
-           flatten(list(l.wager_seqs)) AS original_seqs
-    FROM ledger_rows AS l
-    SEMI JOIN suspects AS s USING (table_id, shoe_id, round_no, seat, area)
-    WHERE l.wager_kind = 'ORIGINAL' AND l.status NOT IN ('NOT_OWED', 'REMOVED')
-    GROUP BY ALL
-),
-money AS (
-    SELECT b.*, o.original_cents, o.original_seqs, f.finished, f.left_card, f.right_card,
-           f.card_seqs,
-        CASE
-            WHEN b.status IN ('WRONG_AMOUNT', 'WRONG_ODDS') AND b.expected_outcome = 'WON'
-                THEN 'WRONG_PAYOUT'
-            -- The standard odds of this win: 13:47-20.31(e), (d)9.
-            WHEN b.status = 'OK' AND b.expected_outcome = 'WON' AND NOT b.paytable_valid
-                 AND b.paytable_seq IS NOT NULL
-                 AND b.expected_odds < CASE WHEN b.hand = 'pair' THEN 11 WHEN b.spread = 1 THEN 5
-                                            WHEN b.spread = 2 THEN 4 WHEN b.spread = 3 THEN 2 ELSE 1 END
-                THEN 'BELOW_MINIMUM_ODDS'
-            WHEN b.status IN ('WRONG_OUTCOME', 'WRONG_AMOUNT', 'DOUBLE_SETTLED', 'NOT_OWED')
-                 OR (b.status = 'UNSETTLED' AND f.finished)
-                THEN 'WRONG_SETTLEMENT'
-        END AS money_code,
-        CASE
-            WHEN b.wager_kind <> 'RAISE' OR b.status = 'NOT_OWED' THEN NULL
-            WHEN b.hand IN ('consecutive', 'pair') THEN 'RAISE_NOT_ALLOWED'
-            WHEN coalesce(o.original_cents, 0) = 0 THEN 'RAISE_NOT_ALLOWED'
-            WHEN b.amount_cents > o.original_cents THEN 'RAISE_OVER_LIMIT'
-        END AS raise_code,
-        CASE WHEN b.hand = 'pair' THEN 'three of a kind' ELSE printf('spread %d', b.spread) END AS line,
-        CASE WHEN b.hand = 'pair' THEN 11 WHEN b.spread = 1 THEN 5 WHEN b.spread = 2 THEN 4
-             WHEN b.spread = 3 THEN 2 ELSE 1 END AS standard_odds,
-        CASE b.wager_kind WHEN 'RAISE' THEN 'raise' ELSE 'wager' END AS what
-    FROM suspects AS b
-    LEFT JOIN originals AS o USING (table_id, shoe_id, round_no, seat, area)
-    LEFT JOIN facts AS f USING (table_id, shoe_id, round_no)
-),
-money_found AS (
-    SELECT *, coalesce(settlement_seqs[-1], wager_seqs[-1]) AS at_seq FROM money
-    WHERE money_code IS NOT NULL OR raise_code IS NOT NULL
 ),
 
 -- Announcements (13:47-20.31(d)7-11, 13; GA (5)-(11)) that can contradict the cards, and for
@@ -316,6 +249,7 @@ said AS (
     WHERE a.event_type = 'Announced' AND f.kind IS NOT NULL
       AND a.meaning IN ('CONSECUTIVE', 'PAIR', 'SPREAD', 'RAISES_CLOSED')
 ),
+
 -- What a finished, unvoided round announced, from the round facts (a round whose shoe_id is
 -- NULL matches no announcement: it joins nothing by table, shoe and round).
 said_per_round AS (
@@ -338,6 +272,7 @@ rack_differs AS MATERIALIZED (
     FROM facts
     WHERE rack_differs AND shoe_id IS NOT NULL
 ),
+
 rack_copies AS (
     SELECT table_id, shoe_id, round_no, c.rank, c.suit,
            count(*) FILTER (src = 'dealt') AS dealt_n, count(*) FILTER (src = 'racked') AS racked_n,
@@ -348,6 +283,7 @@ rack_copies AS (
           SELECT table_id, shoe_id, round_no, 'racked', unnest(racked), NULL FROM rack_differs)
     GROUP BY ALL
 ),
+
 rack_check AS (
     SELECT d.table_id, d.shoe_id, d.round_no, d.racked_seq, d.card_seqs, d.finished, d.ended_at,
            coalesce(list(card_label(c.rank, c.suit) ORDER BY c.rank, c.suit)
@@ -360,73 +296,6 @@ rack_check AS (
            array_to_string(list_transform(d.racked, lambda x: card_label(x.rank, x.suit)), ' ') AS racked
     FROM rack_differs AS d
     LEFT JOIN rack_copies AS c USING (table_id, shoe_id, round_no)
-    GROUP BY ALL
-),
-
--- The physical cards that left each shoe: drawn, burned, or found face up. A card found face
--- up and then drawn at once to a box (FACE_UP_CARD_USED) is one card, counted once.
-cards_out AS MATERIALIZED (
-    SELECT *,
-           event_type = 'CardFoundFaceUp' AND next_type = 'CardDrawn' AND next_rank = rank
-               AND next_suit = suit AND next_destination IN ('LEFT', 'RIGHT', 'MIDDLE') AS used_face_up
-    FROM (
-        SELECT table_id, shoe_id, round_no, seq, log_offset, occurred_at, event_type, rank, suit,
-               lead(event_type) OVER w AS next_type, lead(rank) OVER w AS next_rank,
-               lead(suit) OVER w AS next_suit, lead(destination) OVER w AS next_destination,
-               lead(seq) OVER w AS next_seq, lead(round_no) OVER w AS next_round_no
-        FROM events
-        WHERE event_type IN ('CardDrawn', 'CardBurned', 'CardFoundFaceUp') AND shoe_id IS NOT NULL
-        WINDOW w AS (PARTITION BY table_id, shoe_id ORDER BY seq, log_offset)
-    )
-),
-copies AS (
-    SELECT o.*, s.decks,
-           row_number() OVER (PARTITION BY o.table_id, o.shoe_id, o.rank, o.suit
-                              ORDER BY o.seq, o.log_offset) AS copy_no
-    FROM cards_out AS o
-    JOIN (SELECT table_id, shoe_id, arg_min(decks, seq) AS decks FROM events
-          WHERE event_type = 'CardsLoaded' GROUP BY ALL) AS s USING (table_id, shoe_id)
-    WHERE NOT o.used_face_up
-),
-
--- Burns owed and paid (13:47-20.31(d)1; 13:69F-6.4), per stretch up to the next card dealt.
-burn_stream AS (
-    SELECT table_id, shoe_id, seq, log_offset, event_type, dealer_id,
-           last_value(CASE WHEN event_type IN ('CardsLoaded', 'ShoeClosed') THEN event_type END
-                      IGNORE NULLS) OVER before_this AS shoe_state,
-           first_value(CASE WHEN event_type = 'CardDrawn' THEN seq END IGNORE NULLS)
-               OVER from_this AS next_draw_seq,
-           first_value(CASE WHEN event_type = 'ShoeClosed' THEN seq END IGNORE NULLS)
-               OVER from_this AS next_close_seq
-    FROM events
-    WHERE event_type IN ('CardsLoaded', 'ShoeClosed', 'DealerTappedIn', 'CardBurned', 'CardDrawn')
-    WINDOW before_this AS (PARTITION BY table_id ORDER BY seq, log_offset
-                           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
-           from_this AS (PARTITION BY table_id ORDER BY seq, log_offset
-                         ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING)
-),
-burn_balance AS (
-    -- A burn is owed when a shoe is loaded, and when a dealer taps in while a shoe is in play;
-    -- each debt needs a burn after it and before the next card dealt (one burn pays one debt;
-    -- a debt dies with its shoe). From each event on: burns still to come against debts.
-    SELECT *,
-           sum(owes::INTEGER) OVER later AS owed_from_here,
-           sum(pays::INTEGER) OVER later AS paid_from_here
-    FROM (SELECT *,
-                 (event_type = 'CardsLoaded' OR (event_type = 'DealerTappedIn' AND shoe_state = 'CardsLoaded'))
-                     AND (next_close_seq IS NULL OR next_close_seq > next_draw_seq) AS owes,
-                 event_type = 'CardBurned' AS pays
-          FROM burn_stream
-          WHERE event_type <> 'CardDrawn' AND next_draw_seq IS NOT NULL)
-    WINDOW later AS (PARTITION BY table_id, next_draw_seq ORDER BY seq DESC, log_offset DESC
-                     ROWS UNBOUNDED PRECEDING)
-),
-unburned AS (
-    SELECT table_id, next_draw_seq, list(seq ORDER BY seq) AS debt_seqs,
-           list(CASE event_type WHEN 'CardsLoaded' THEN 'shoe ' || shoe_id || ' was loaded'
-                ELSE 'dealer ' || dealer_id || ' tapped in' END ORDER BY seq) AS debts
-    FROM burn_balance
-    WHERE owes AND paid_from_here < owed_from_here
     GROUP BY ALL
 ),
 
@@ -448,31 +317,8 @@ faults AS (
         ON r.table_id = f.table_id AND r.shoe_id = f.shoe_id AND r.round_no = f.round_no
     WHERE f.event_type = 'DeviceFaulted'
     GROUP BY ALL
-),
-
--- MULTIPLE_BETTING_AREAS looks only at a player's wagers in a round where that player wagered
--- on more than one area at all (min(area) < max(area)): the paytable in force can only take
--- areas away, never add one.
-multi_area_wagers AS (
-    SELECT e.table_id, e.shoe_id, e.round_no, e.player_id, e.seq, e.area, e.occurred_at
-    FROM events AS e
-    SEMI JOIN (SELECT table_id, shoe_id, round_no, player_id FROM events
-               WHERE event_type = 'WagerPlaced' AND round_no IS NOT NULL
-               GROUP BY ALL HAVING min(area) < max(area)) AS m
-        ON e.table_id IS NOT DISTINCT FROM m.table_id AND e.shoe_id IS NOT DISTINCT FROM m.shoe_id
-       AND e.round_no = m.round_no AND e.player_id IS NOT DISTINCT FROM m.player_id
-    WHERE e.event_type = 'WagerPlaced' AND e.round_no IS NOT NULL
-),
-
--- Each table's stream in seq order (DESIGN, principle 2).
-chained AS (
-    SELECT table_id, shoe_id, round_no, seq, occurred_at, prev_hash,
-           lag(seq) OVER w AS prev_seq, lag(hash) OVER w AS prev_event_hash
-    FROM events
-    WINDOW w AS (PARTITION BY table_id ORDER BY seq, log_offset)
-),
-
-found AS (
+)
+SELECT * FROM (
     -- EARLY_THIRD_CARD (13:47-20.31(g)3; 13:69F-6.7): in a spread round, a card to the middle
     -- box before "Raises closed" was said (or with no "Raises closed" at all).
     SELECT 'EARLY_THIRD_CARD' AS code, table_id, shoe_id, round_no,
@@ -540,75 +386,6 @@ found AS (
     FROM events AS e
     JOIN facts AS f USING (table_id, shoe_id, round_no)
     WHERE e.event_type = 'RaisePlaced' AND f.kind = 'spread' AND e.seq > f.raises_closed_seq
-
-    UNION ALL
-    -- WRONG_PAYOUT, BELOW_MINIMUM_ODDS (payouts) and WRONG_SETTLEMENT: see `money` above.
-    SELECT m.money_code, m.table_id, m.shoe_id, m.round_no,
-           list_sort(coalesce(m.wager_seqs, []::BIGINT[]) || coalesce(m.settlement_seqs, []::BIGINT[])),
-           CASE m.money_code
-               WHEN 'WRONG_PAYOUT' THEN printf(
-                   'Seat %d %s of %s won on %s: paid %s at %s to 1, the table pays %s at %d to 1',
-                   m.seat, m.what, dollars(m.amount_cents), m.line, dollars(m.actual_paid_cents),
-                   coalesce(CAST(m.actual_odds AS VARCHAR), '?'), dollars(m.expected_paid_cents),
-                   m.expected_odds)
-               WHEN 'BELOW_MINIMUM_ODDS' THEN printf(
-                   'Seat %d %s of %s won on %s and was paid %s at the table''s %d to 1, below the minimum %d to 1 (%s)',
-                   m.seat, m.what, dollars(m.amount_cents), m.line, dollars(m.actual_paid_cents),
-                   m.expected_odds, m.standard_odds, m.profile)
-               ELSE printf('Seat %d %s of %s ', m.seat, m.what, dollars(m.amount_cents))
-                   || CASE m.status
-                          WHEN 'UNSETTLED' THEN 'was never settled; it should have '
-                          WHEN 'DOUBLE_SETTLED' THEN printf('was settled %d times (%s); it should have ',
-                                                            m.settlement_count, m.actual_outcome)
-                          WHEN 'NOT_OWED' THEN printf('was settled as %s, but no wager was on area %d',
-                                                      m.actual_outcome, m.area)
-                          ELSE printf('was settled %s (paid %s, collected %s, returned %s); it should have ',
-                                      m.actual_outcome, dollars(m.actual_paid_cents),
-                                      dollars(m.actual_collected_cents), dollars(m.actual_returned_cents))
-                      END
-                   || CASE WHEN m.status = 'NOT_OWED' THEN ''
-                           WHEN m.expected_outcome = 'WON'
-                           THEN printf('won %s at %d to 1', dollars(m.expected_paid_cents), m.expected_odds)
-                           WHEN m.expected_outcome = 'LOST'
-                           THEN printf('lost (%s collected)', dollars(m.expected_collected_cents))
-                           ELSE printf('been returned (%s)', dollars(m.expected_returned_cents)) END
-           END,
-           coalesce(e.occurred_at, m.started_at)
-    FROM money_found AS m
-    LEFT JOIN events AS e ON e.table_id = m.table_id AND e.seq = m.at_seq
-    WHERE m.money_code IS NOT NULL
-
-    UNION ALL
-    -- RAISE_OVER_LIMIT and RAISE_NOT_ALLOWED (13:47-20.31(d)12): see `money` above. The proof:
-    -- the wager and the raises over it; the first two cards and the raise on a tie round.
-    SELECT m.raise_code, m.table_id, m.shoe_id, m.round_no,
-           list_sort(coalesce(m.wager_seqs, []::BIGINT[]) || CASE
-               WHEN m.raise_code = 'RAISE_OVER_LIMIT' THEN coalesce(m.original_seqs, []::BIGINT[])
-               WHEN m.hand IN ('consecutive', 'pair') THEN m.card_seqs[:2]
-               ELSE []::BIGINT[] END),
-           CASE
-               WHEN m.raise_code = 'RAISE_OVER_LIMIT' THEN printf(
-                   'Seat %d raised %s on area %d, more than the original wager of %s',
-                   m.seat, dollars(m.amount_cents), m.area, dollars(m.original_cents))
-               WHEN m.hand IN ('consecutive', 'pair') THEN printf(
-                   'Seat %d raised %s on area %d in a %s round (%s and %s): raises are for a spread only',
-                   m.seat, dollars(m.amount_cents), m.area, m.hand, m.left_card, m.right_card)
-               ELSE printf('Seat %d raised %s on area %d with no original wager there',
-                           m.seat, dollars(m.amount_cents), m.area)
-           END,
-           coalesce(e.occurred_at, m.started_at)
-    FROM money_found AS m
-    LEFT JOIN events AS e ON e.table_id = m.table_id AND e.seq = m.wager_seqs[-1]
-    WHERE m.raise_code IS NOT NULL
-
-    UNION ALL
-    -- BELOW_MINIMUM_ODDS on the paytable itself: a TableOpened whose paytable its profile does
-    -- not allow (ledger.sql's `paytables` gives the reason, word for word validate_paytable's).
-    SELECT 'BELOW_MINIMUM_ODDS', p.table_id, e.shoe_id, e.round_no, [p.seq],
-           'Table opened with an illegal paytable: ' || p.violation, p.opened_at
-    FROM paytables AS p
-    JOIN events AS e ON e.table_id = p.table_id AND e.seq = p.seq AND e.event_type = 'TableOpened'
-    WHERE NOT p.valid
 
     UNION ALL
     -- WRONG_ANNOUNCEMENT (13:47-20.31(d)7-11, 13; GA (5)-(11)): the structured meaning of an
@@ -741,6 +518,242 @@ found AS (
     WHERE racked_seq IS NOT NULL AND len(missing) > 0
 
     UNION ALL
+    -- DEVICE_FAULT_NOT_VOIDED (13:69F-34.16(m)-(n) by analogy): a shuffler jam must be followed
+    -- by a reshuffle (ShuffleStarted) before any card comes out; a dealing-shoe jam by
+    -- RoundVoided in its round (once the round is over) and no further card from that shoe.
+    SELECT 'DEVICE_FAULT_NOT_VOIDED', table_id, shoe_id, round_no,
+           list_filter([seq, card_seq], lambda s: s IS NOT NULL),
+           CASE fault
+               WHEN 'SHUFFLER_JAM' THEN printf('Shuffler %s jammed and cards were dealt without a reshuffle', device_id)
+               ELSE printf('Dealing shoe %s jammed and the round was %s', device_id,
+                           concat_ws(' and ',
+                               CASE WHEN void_seq IS NULL THEN 'not voided' END,
+                               CASE WHEN card_seq IS NOT NULL THEN 'dealt on from the same shoe' END)) END,
+           occurred_at
+    FROM faults
+    WHERE CASE fault
+        WHEN 'SHUFFLER_JAM' THEN card_seq IS NOT NULL AND (reshuffle_seq IS NULL OR reshuffle_seq > card_seq)
+        ELSE card_seq IS NOT NULL
+             OR (round_no IS NOT NULL AND void_seq IS NULL AND finished) END
+) AS found(code, table_id, shoe_id, round_no, seqs, explanation, occurred_at);
+
+-- The money: every wager and raise of the ledger against what the rules say it was owed.
+CREATE OR REPLACE VIEW anomalies_found_money AS
+WITH
+-- The money, from the ledger (ledger.sql: one row per wager and per raise, with the decision
+-- the rules require next to the settlements made), in one pass:
+--   WRONG_PAYOUT: a winner (the rules say WON and it was settled WON) paid other than the
+--     table's line, under or over, or at other recorded odds (13:47-20.31(e); GA (11)(b));
+--   BELOW_MINIMUM_ODDS: a winner paid exactly at a line of an illegal paytable that is below
+--     the standard odds (13:47-20.31(e)-(f); GA (11)(c)). A payout that differs from the
+--     table is WRONG_PAYOUT instead: one payout raises at most one of the two;
+--   WRONG_SETTLEMENT: the wrong outcome (a winner collected, a loser paid, a void kept), a
+--     short collection or return, a wager never settled in a finished round, one settled
+--     twice, or a settlement with no wager (13:47-20.31(d)7, 10, 14);
+--   RAISE_OVER_LIMIT: raises on an area above its original wager (13:47-20.31(d)12);
+--   RAISE_NOT_ALLOWED: a raise on a consecutive or pair round, or with no original wager.
+-- Settlements made before any decision (a pair with no third card, a round abandoned at the
+-- cutting card) are left to PAIR_WITHOUT_THIRD_CARD and ROUND_ABANDONED_AT_CUT_CARD.
+-- The ledger is read once. `suspect` marks the rows that can raise a code at all: every raise,
+-- and the wagers whose status is not a clean one (the CASEs in `money` below need one of
+-- these); only those are joined to the originals and the round facts.
+ledger_rows AS MATERIALIZED (
+    SELECT table_id, shoe_id, round_no, seat, area, wager_kind, amount_cents, status, hand,
+           spread, profile, paytable_valid, paytable_seq, expected_outcome, expected_odds,
+           expected_paid_cents, expected_collected_cents, expected_returned_cents,
+           settlement_count, actual_outcome, actual_odds, actual_paid_cents,
+           actual_collected_cents, actual_returned_cents, wager_seqs, settlement_seqs, started_at,
+           coalesce(wager_kind <> 'ORIGINAL'
+                    OR status IN ('WRONG_AMOUNT', 'WRONG_ODDS', 'WRONG_OUTCOME', 'DOUBLE_SETTLED',
+                                  'NOT_OWED', 'UNSETTLED')
+                    OR (status = 'OK' AND expected_outcome = 'WON' AND NOT paytable_valid), true)
+               AS suspect
+    FROM ledger
+),
+
+suspects AS (
+    SELECT * EXCLUDE (suspect) FROM ledger_rows WHERE suspect
+),
+
+-- The original wager under each suspect row's area (a raise's limit), nothing else.
+originals AS (
+    SELECT l.table_id, l.shoe_id, l.round_no, l.seat, l.area, max(l.amount_cents) AS original_cents,
+           flatten(list(l.wager_seqs)) AS original_seqs
+    FROM ledger_rows AS l
+    SEMI JOIN suspects AS s USING (table_id, shoe_id, round_no, seat, area)
+    WHERE l.wager_kind = 'ORIGINAL' AND l.status NOT IN ('NOT_OWED', 'REMOVED')
+    GROUP BY ALL
+),
+
+money AS (
+    SELECT b.*, o.original_cents, o.original_seqs, f.finished, f.left_card, f.right_card,
+           f.card_seqs,
+        CASE
+            WHEN b.status IN ('WRONG_AMOUNT', 'WRONG_ODDS') AND b.expected_outcome = 'WON'
+                THEN 'WRONG_PAYOUT'
+            -- The standard odds of this win: 13:47-20.31(e), (d)9.
+            WHEN b.status = 'OK' AND b.expected_outcome = 'WON' AND NOT b.paytable_valid
+                 AND b.paytable_seq IS NOT NULL
+                 AND b.expected_odds < CASE WHEN b.hand = 'pair' THEN 11 WHEN b.spread = 1 THEN 5
+                                            WHEN b.spread = 2 THEN 4 WHEN b.spread = 3 THEN 2 ELSE 1 END
+                THEN 'BELOW_MINIMUM_ODDS'
+            WHEN b.status IN ('WRONG_OUTCOME', 'WRONG_AMOUNT', 'DOUBLE_SETTLED', 'NOT_OWED')
+                 OR (b.status = 'UNSETTLED' AND f.finished)
+                THEN 'WRONG_SETTLEMENT'
+        END AS money_code,
+        CASE
+            WHEN b.wager_kind <> 'RAISE' OR b.status = 'NOT_OWED' THEN NULL
+            WHEN b.hand IN ('consecutive', 'pair') THEN 'RAISE_NOT_ALLOWED'
+            WHEN coalesce(o.original_cents, 0) = 0 THEN 'RAISE_NOT_ALLOWED'
+            WHEN b.amount_cents > o.original_cents THEN 'RAISE_OVER_LIMIT'
+        END AS raise_code,
+        CASE WHEN b.hand = 'pair' THEN 'three of a kind' ELSE printf('spread %d', b.spread) END AS line,
+        CASE WHEN b.hand = 'pair' THEN 11 WHEN b.spread = 1 THEN 5 WHEN b.spread = 2 THEN 4
+             WHEN b.spread = 3 THEN 2 ELSE 1 END AS standard_odds,
+        CASE b.wager_kind WHEN 'RAISE' THEN 'raise' ELSE 'wager' END AS what
+    FROM suspects AS b
+    LEFT JOIN originals AS o USING (table_id, shoe_id, round_no, seat, area)
+    LEFT JOIN anomaly_round_facts AS f USING (table_id, shoe_id, round_no)
+),
+
+money_found AS (
+    SELECT *, coalesce(settlement_seqs[-1], wager_seqs[-1]) AS at_seq FROM money
+    WHERE money_code IS NOT NULL OR raise_code IS NOT NULL
+)
+SELECT * FROM (
+    -- WRONG_PAYOUT, BELOW_MINIMUM_ODDS (payouts) and WRONG_SETTLEMENT: see `money` above.
+    SELECT m.money_code, m.table_id, m.shoe_id, m.round_no,
+           list_sort(coalesce(m.wager_seqs, []::BIGINT[]) || coalesce(m.settlement_seqs, []::BIGINT[])),
+           CASE m.money_code
+               WHEN 'WRONG_PAYOUT' THEN printf(
+                   'Seat %d %s of %s won on %s: paid %s at %s to 1, the table pays %s at %d to 1',
+                   m.seat, m.what, dollars(m.amount_cents), m.line, dollars(m.actual_paid_cents),
+                   coalesce(CAST(m.actual_odds AS VARCHAR), '?'), dollars(m.expected_paid_cents),
+                   m.expected_odds)
+               WHEN 'BELOW_MINIMUM_ODDS' THEN printf(
+                   'Seat %d %s of %s won on %s and was paid %s at the table''s %d to 1, below the minimum %d to 1 (%s)',
+                   m.seat, m.what, dollars(m.amount_cents), m.line, dollars(m.actual_paid_cents),
+                   m.expected_odds, m.standard_odds, m.profile)
+               ELSE printf('Seat %d %s of %s ', m.seat, m.what, dollars(m.amount_cents))
+                   || CASE m.status
+                          WHEN 'UNSETTLED' THEN 'was never settled; it should have '
+                          WHEN 'DOUBLE_SETTLED' THEN printf('was settled %d times (%s); it should have ',
+                                                            m.settlement_count, m.actual_outcome)
+                          WHEN 'NOT_OWED' THEN printf('was settled as %s, but no wager was on area %d',
+                                                      m.actual_outcome, m.area)
+                          ELSE printf('was settled %s (paid %s, collected %s, returned %s); it should have ',
+                                      m.actual_outcome, dollars(m.actual_paid_cents),
+                                      dollars(m.actual_collected_cents), dollars(m.actual_returned_cents))
+                      END
+                   || CASE WHEN m.status = 'NOT_OWED' THEN ''
+                           WHEN m.expected_outcome = 'WON'
+                           THEN printf('won %s at %d to 1', dollars(m.expected_paid_cents), m.expected_odds)
+                           WHEN m.expected_outcome = 'LOST'
+                           THEN printf('lost (%s collected)', dollars(m.expected_collected_cents))
+                           ELSE printf('been returned (%s)', dollars(m.expected_returned_cents)) END
+           END,
+           coalesce(e.occurred_at, m.started_at)
+    FROM money_found AS m
+    LEFT JOIN events AS e ON e.table_id = m.table_id AND e.seq = m.at_seq
+    WHERE m.money_code IS NOT NULL
+
+    UNION ALL
+    -- RAISE_OVER_LIMIT and RAISE_NOT_ALLOWED (13:47-20.31(d)12): see `money` above. The proof:
+    -- the wager and the raises over it; the first two cards and the raise on a tie round.
+    SELECT m.raise_code, m.table_id, m.shoe_id, m.round_no,
+           list_sort(coalesce(m.wager_seqs, []::BIGINT[]) || CASE
+               WHEN m.raise_code = 'RAISE_OVER_LIMIT' THEN coalesce(m.original_seqs, []::BIGINT[])
+               WHEN m.hand IN ('consecutive', 'pair') THEN m.card_seqs[:2]
+               ELSE []::BIGINT[] END),
+           CASE
+               WHEN m.raise_code = 'RAISE_OVER_LIMIT' THEN printf(
+                   'Seat %d raised %s on area %d, more than the original wager of %s',
+                   m.seat, dollars(m.amount_cents), m.area, dollars(m.original_cents))
+               WHEN m.hand IN ('consecutive', 'pair') THEN printf(
+                   'Seat %d raised %s on area %d in a %s round (%s and %s): raises are for a spread only',
+                   m.seat, dollars(m.amount_cents), m.area, m.hand, m.left_card, m.right_card)
+               ELSE printf('Seat %d raised %s on area %d with no original wager there',
+                           m.seat, dollars(m.amount_cents), m.area)
+           END,
+           coalesce(e.occurred_at, m.started_at)
+    FROM money_found AS m
+    LEFT JOIN events AS e ON e.table_id = m.table_id AND e.seq = m.wager_seqs[-1]
+    WHERE m.raise_code IS NOT NULL
+) AS found(code, table_id, shoe_id, round_no, seqs, explanation, occurred_at);
+
+-- The cards out of each shoe: face-up cards, extra copies and burns.
+CREATE OR REPLACE VIEW anomalies_found_shoes AS
+WITH
+-- The physical cards that left each shoe: drawn, burned, or found face up. A card found face
+-- up and then drawn at once to a box (FACE_UP_CARD_USED) is one card, counted once.
+cards_out AS MATERIALIZED (
+    SELECT *,
+           event_type = 'CardFoundFaceUp' AND next_type = 'CardDrawn' AND next_rank = rank
+               AND next_suit = suit AND next_destination IN ('LEFT', 'RIGHT', 'MIDDLE') AS used_face_up
+    FROM (
+        SELECT table_id, shoe_id, round_no, seq, log_offset, occurred_at, event_type, rank, suit,
+               lead(event_type) OVER w AS next_type, lead(rank) OVER w AS next_rank,
+               lead(suit) OVER w AS next_suit, lead(destination) OVER w AS next_destination,
+               lead(seq) OVER w AS next_seq, lead(round_no) OVER w AS next_round_no
+        FROM events
+        WHERE event_type IN ('CardDrawn', 'CardBurned', 'CardFoundFaceUp') AND shoe_id IS NOT NULL
+        WINDOW w AS (PARTITION BY table_id, shoe_id ORDER BY seq, log_offset)
+    )
+),
+
+copies AS (
+    SELECT o.*, s.decks,
+           row_number() OVER (PARTITION BY o.table_id, o.shoe_id, o.rank, o.suit
+                              ORDER BY o.seq, o.log_offset) AS copy_no
+    FROM cards_out AS o
+    JOIN (SELECT table_id, shoe_id, arg_min(decks, seq) AS decks FROM events
+          WHERE event_type = 'CardsLoaded' GROUP BY ALL) AS s USING (table_id, shoe_id)
+    WHERE NOT o.used_face_up
+),
+
+-- Burns owed and paid (13:47-20.31(d)1; 13:69F-6.4), per stretch up to the next card dealt.
+burn_stream AS (
+    SELECT table_id, shoe_id, seq, log_offset, event_type, dealer_id,
+           last_value(CASE WHEN event_type IN ('CardsLoaded', 'ShoeClosed') THEN event_type END
+                      IGNORE NULLS) OVER before_this AS shoe_state,
+           first_value(CASE WHEN event_type = 'CardDrawn' THEN seq END IGNORE NULLS)
+               OVER from_this AS next_draw_seq,
+           first_value(CASE WHEN event_type = 'ShoeClosed' THEN seq END IGNORE NULLS)
+               OVER from_this AS next_close_seq
+    FROM events
+    WHERE event_type IN ('CardsLoaded', 'ShoeClosed', 'DealerTappedIn', 'CardBurned', 'CardDrawn')
+    WINDOW before_this AS (PARTITION BY table_id ORDER BY seq, log_offset
+                           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
+           from_this AS (PARTITION BY table_id ORDER BY seq, log_offset
+                         ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING)
+),
+
+burn_balance AS (
+    -- A burn is owed when a shoe is loaded, and when a dealer taps in while a shoe is in play;
+    -- each debt needs a burn after it and before the next card dealt (one burn pays one debt;
+    -- a debt dies with its shoe). From each event on: burns still to come against debts.
+    SELECT *,
+           sum(owes::INTEGER) OVER later AS owed_from_here,
+           sum(pays::INTEGER) OVER later AS paid_from_here
+    FROM (SELECT *,
+                 (event_type = 'CardsLoaded' OR (event_type = 'DealerTappedIn' AND shoe_state = 'CardsLoaded'))
+                     AND (next_close_seq IS NULL OR next_close_seq > next_draw_seq) AS owes,
+                 event_type = 'CardBurned' AS pays
+          FROM burn_stream
+          WHERE event_type <> 'CardDrawn' AND next_draw_seq IS NOT NULL)
+    WINDOW later AS (PARTITION BY table_id, next_draw_seq ORDER BY seq DESC, log_offset DESC
+                     ROWS UNBOUNDED PRECEDING)
+),
+
+unburned AS (
+    SELECT table_id, next_draw_seq, list(seq ORDER BY seq) AS debt_seqs,
+           list(CASE event_type WHEN 'CardsLoaded' THEN 'shoe ' || shoe_id || ' was loaded'
+                ELSE 'dealer ' || dealer_id || ' tapped in' END ORDER BY seq) AS debts
+    FROM burn_balance
+    WHERE owes AND paid_from_here < owed_from_here
+    GROUP BY ALL
+)
+SELECT * FROM (
     -- FACE_UP_CARD_USED (13:47-20.31(g)1): a card found face up in the shoe is not used; flagged
     -- when the next card out of the shoe is that same card, dealt to a box.
     SELECT 'FACE_UP_CARD_USED', table_id, shoe_id, next_round_no, [seq, next_seq],
@@ -774,6 +787,32 @@ found AS (
            d.occurred_at
     FROM unburned AS u
     JOIN events AS d ON d.table_id = u.table_id AND d.seq = u.next_draw_seq AND d.event_type = 'CardDrawn'
+) AS found(code, table_id, shoe_id, round_no, seqs, explanation, occurred_at);
+
+-- What each table's opening (its paytable and profile) allows.
+CREATE OR REPLACE VIEW anomalies_found_tables AS
+WITH
+-- MULTIPLE_BETTING_AREAS looks only at a player's wagers in a round where that player wagered
+-- on more than one area at all (min(area) < max(area)): the paytable in force can only take
+-- areas away, never add one.
+multi_area_wagers AS (
+    SELECT e.table_id, e.shoe_id, e.round_no, e.player_id, e.seq, e.area, e.occurred_at
+    FROM events AS e
+    SEMI JOIN (SELECT table_id, shoe_id, round_no, player_id FROM events
+               WHERE event_type = 'WagerPlaced' AND round_no IS NOT NULL
+               GROUP BY ALL HAVING min(area) < max(area)) AS m
+        ON e.table_id IS NOT DISTINCT FROM m.table_id AND e.shoe_id IS NOT DISTINCT FROM m.shoe_id
+       AND e.round_no = m.round_no AND e.player_id IS NOT DISTINCT FROM m.player_id
+    WHERE e.event_type = 'WagerPlaced' AND e.round_no IS NOT NULL
+)
+SELECT * FROM (
+    -- BELOW_MINIMUM_ODDS on the paytable itself: a TableOpened whose paytable its profile does
+    -- not allow (ledger.sql's `paytables` gives the reason, word for word validate_paytable's).
+    SELECT 'BELOW_MINIMUM_ODDS', p.table_id, e.shoe_id, e.round_no, [p.seq],
+           'Table opened with an illegal paytable: ' || p.violation, p.opened_at
+    FROM paytables AS p
+    JOIN events AS e ON e.table_id = p.table_id AND e.seq = p.seq AND e.event_type = 'TableOpened'
+    WHERE NOT p.valid
 
     UNION ALL
     -- MULTIPLE_BETTING_AREAS (13:47-20.31(g)4; 13:69F-6.8): one player's wagers on more than one
@@ -797,27 +836,19 @@ found AS (
     FROM events AS e
     ASOF JOIN paytables AS p ON e.table_id = p.table_id AND e.seq >= p.seq
     WHERE e.event_type = 'WagerPlaced' AND e.instrument = 'CALL_BET' AND p.profile = 'gaming-authority'
+) AS found(code, table_id, shoe_id, round_no, seqs, explanation, occurred_at);
 
-    UNION ALL
-    -- DEVICE_FAULT_NOT_VOIDED (13:69F-34.16(m)-(n) by analogy): a shuffler jam must be followed
-    -- by a reshuffle (ShuffleStarted) before any card comes out; a dealing-shoe jam by
-    -- RoundVoided in its round (once the round is over) and no further card from that shoe.
-    SELECT 'DEVICE_FAULT_NOT_VOIDED', table_id, shoe_id, round_no,
-           list_filter([seq, card_seq], lambda s: s IS NOT NULL),
-           CASE fault
-               WHEN 'SHUFFLER_JAM' THEN printf('Shuffler %s jammed and cards were dealt without a reshuffle', device_id)
-               ELSE printf('Dealing shoe %s jammed and the round was %s', device_id,
-                           concat_ws(' and ',
-                               CASE WHEN void_seq IS NULL THEN 'not voided' END,
-                               CASE WHEN card_seq IS NOT NULL THEN 'dealt on from the same shoe' END)) END,
-           occurred_at
-    FROM faults
-    WHERE CASE fault
-        WHEN 'SHUFFLER_JAM' THEN card_seq IS NOT NULL AND (reshuffle_seq IS NULL OR reshuffle_seq > card_seq)
-        ELSE card_seq IS NOT NULL
-             OR (round_no IS NOT NULL AND void_seq IS NULL AND finished) END
-
-    UNION ALL
+-- Each table's event stream: sequence numbers and hash links (integrity).
+CREATE OR REPLACE VIEW anomalies_found_streams AS
+WITH
+-- Each table's stream in seq order (DESIGN, principle 2).
+chained AS (
+    SELECT table_id, shoe_id, round_no, seq, occurred_at, prev_hash,
+           lag(seq) OVER w AS prev_seq, lag(hash) OVER w AS prev_event_hash
+    FROM events
+    WINDOW w AS (PARTITION BY table_id ORDER BY seq, log_offset)
+)
+SELECT * FROM (
     -- SEQUENCE_GAP (integrity): a jump in a table's seq (an event lost or deleted).
     SELECT 'SEQUENCE_GAP', table_id, shoe_id, round_no,
            list_filter([prev_seq, seq], lambda s: s IS NOT NULL),
@@ -845,8 +876,15 @@ found AS (
     FROM chained
     WHERE seq <= coalesce(prev_seq, 0) + 1
       AND prev_hash IS DISTINCT FROM coalesce(prev_event_hash, repeat('\x00', 32)::BLOB)
-)
+) AS found(code, table_id, shoe_id, round_no, seqs, explanation, occurred_at);
+
+-- Every rule and integrity anomaly, with its severity and rule.
+CREATE OR REPLACE VIEW anomalies AS
 SELECT f.code, c.severity, f.table_id, f.shoe_id, f.round_no, f.seqs, f.explanation, c.rule,
        f.occurred_at
-FROM found AS f
+FROM (SELECT * FROM anomalies_found_rounds
+      UNION ALL SELECT * FROM anomalies_found_money
+      UNION ALL SELECT * FROM anomalies_found_shoes
+      UNION ALL SELECT * FROM anomalies_found_tables
+      UNION ALL SELECT * FROM anomalies_found_streams) AS f
 JOIN anomaly_codes AS c USING (code);

@@ -10,7 +10,13 @@ import pytest
 from events.embedded_log import EmbeddedLog
 from events.errors import ProjectionError
 from events.simulator import SimConfig, simulate
-from projections.anomalies import STORED, anomaly_source, list_anomalies
+from projections.anomalies import (
+    FAMILY_ROWS,
+    STORED,
+    anomaly_families,
+    anomaly_source,
+    list_anomalies,
+)
 from projections.projector import project
 
 
@@ -40,6 +46,28 @@ def test_stored_anomalies_equal_the_view_and_go_stale_when_events_arrive(tmp_pat
     with duckdb.connect(str(db)) as con:
         assert anomaly_source(con) == STORED
         assert _rows(con, STORED) == _rows(con, "anomalies")
+
+
+def test_the_rows_stored_family_by_family_are_the_views_rows_for_every_family(
+        tmp_path: Path) -> None:
+    # Irregularities of every kind, on three tables of the three profiles: each of the five
+    # families (anomalies.sql) has rows of its own to store.
+    log = EmbeddedLog(tmp_path / "log")
+    simulate(log, SimConfig(seed=5, tables=3, rounds=150, seats=4, irregularities=0.03,
+                            profiles=("nj-casino", "nj-casino-night", "gaming-authority")))
+    db = tmp_path / "v.duckdb"
+    project(log, db)
+    with duckdb.connect(str(db)) as con:
+        families = anomaly_families(con)
+        assert families == ["anomalies_found_money", "anomalies_found_rounds",
+                            "anomalies_found_shoes", "anomalies_found_streams",
+                            "anomalies_found_tables"]
+        per_family = {f: con.sql(f"SELECT count(*) FROM ({FAMILY_ROWS.format(family=f)})")
+                      .fetchall()[0][0] for f in families}
+        assert all(n > 0 for n in per_family.values()), per_family
+        stored = _rows(con, STORED)
+        assert len(stored) == sum(per_family.values())
+        assert stored == _rows(con, "anomalies")
 
 
 def test_too_little_memory_for_the_anomaly_rows_keeps_the_rows_and_says_what_to_do(
