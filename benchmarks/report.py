@@ -109,10 +109,29 @@ def _phases(rs: list[Row]) -> Row:
     anomaly rows; medians of seconds, the largest peak RSS of each."""
     if not all("load_seconds" in r for r in rs):
         return {}
-    return {"load_seconds": statistics.median(r["load_seconds"] for r in rs),
-            "load_peak_mb": max(r["load_peak_mb"] for r in rs),
-            "anomalies_seconds": statistics.median(r["anomalies_seconds"] for r in rs),
-            "anomalies_peak_mb": max(r["anomalies_peak_mb"] for r in rs)}
+    out = {"load_seconds": statistics.median(r["load_seconds"] for r in rs),
+           "load_peak_mb": max(r["load_peak_mb"] for r in rs),
+           "anomalies_seconds": statistics.median(r["anomalies_seconds"] for r in rs),
+           "anomalies_peak_mb": max(r["anomalies_peak_mb"] for r in rs)}
+    # Within one run (measure.m_project with first_tenth): the same phases at its first tenth.
+    # The run with the median anomaly ratio stands for the line.
+    paused = sorted((r for r in rs if "first_tenth_anomalies_seconds" in r and r.get("tenths")),
+                    key=lambda r: r["anomalies_seconds"] / r["first_tenth_anomalies_seconds"])
+    if paused:
+        r = paused[len(paused) // 2]
+        first_load = r["tenths"][0][0]
+        out |= {"first_tenth_events": r["first_tenth_events"],
+                "first_tenth_load_seconds": first_load,
+                "first_tenth_load_peak_mb": r.get("first_tenth_load_peak_mb"),
+                "first_tenth_anomalies_peak_mb": r.get("first_tenth_anomalies_peak_mb"),
+                "run_load_peak_mb": r["load_peak_mb"],
+                "run_anomalies_peak_mb": r["anomalies_peak_mb"],
+                "first_tenth_anomalies_seconds": r["first_tenth_anomalies_seconds"],
+                "anomalies_ratio_in_run": r["anomalies_seconds"]
+                / r["first_tenth_anomalies_seconds"],
+                "project_ratio_in_run": (r["load_seconds"] + r["anomalies_seconds"])
+                / (first_load + r["first_tenth_anomalies_seconds"])}
+    return out
 
 
 def tenths(rows: list[Row]) -> list[Row]:
@@ -261,6 +280,35 @@ def markdown(s: dict[str, Any], meta: Row) -> str:
                 out.append(f"| {_label(ln['measure'], ln['variant'])} | {ln['events']:,} | "
                            f"{ln['load_seconds']:.1f} | {ln['load_peak_mb']:.0f} | "
                            f"{ln['anomalies_seconds']:.1f} | {ln['anomalies_peak_mb']:.0f} |")
+        paused = [ln for ln in s["lines"] if "first_tenth_anomalies_seconds" in ln]
+        if paused:
+            out += ["", "The same run also paused once its first tenth was loaded: a child "
+                    "process loaded the first tenth and stored its anomaly rows, then the run "
+                    "loaded the rest (measure.m_project, `first_tenth`; the child's anomaly rows "
+                    "are not in the times above). Each phase at the whole log against the same "
+                    "phase at its first tenth, and `pitlog project` as a whole, within one run "
+                    "(the run with the median anomaly ratio).", "",
+                    "| measurement | events | first tenth | load s, first tenth / whole | "
+                    "load peak RSS MB, first tenth / whole | anomaly rows s, first tenth / "
+                    "whole | anomaly rows peak RSS MB, first tenth / whole | anomaly rows "
+                    "whole / first tenth | project whole / first tenth |",
+                    "|---|---:|---:|---|---|---|---|---:|---:|"]
+
+            def mb(x: float | None) -> str:
+                return "?" if x is None else f"{x:.0f}"
+
+            for ln in paused:
+                out.append(f"| {_label(ln['measure'], ln['variant'])} | {ln['events']:,} | "
+                           f"{ln['first_tenth_events']:,} | "
+                           f"{ln['first_tenth_load_seconds']:.1f} / {ln['load_seconds']:.1f} | "
+                           f"{mb(ln['first_tenth_load_peak_mb'])} / "
+                           f"{mb(ln['run_load_peak_mb'])} | "
+                           f"{ln['first_tenth_anomalies_seconds']:.1f} / "
+                           f"{ln['anomalies_seconds']:.1f} | "
+                           f"{mb(ln['first_tenth_anomalies_peak_mb'])} / "
+                           f"{mb(ln['run_anomalies_peak_mb'])} | "
+                           f"{ln['anomalies_ratio_in_run']:.2f} | "
+                           f"{ln['project_ratio_in_run']:.2f} |")
     if s.get("tenths"):
         out += ["", "## Scaling within one run (each tenth of the largest run)", "",
                 "At 10M events a tenth is 1M: `whole / first tenth` is the 10M/1M cost ratio "

@@ -96,7 +96,7 @@ def run_size(size: int, slow_repeats: int, work: Path, epr: float, groups: set[s
         if batch_size:
             src = {**src, "batch_size": batch_size}
         trio = [("floor", "floor", {"db": str(base / "floor.duckdb")}),
-                ("project", "batch", {"db": str(db)})]
+                ("project", "batch", {"db": str(db), "first_tenth": True})]
         if memory_limit:  # the projector again, with DuckDB's buffer pool capped
             trio.append(("project", "batch_memory_limit", {
                 "db": str(base / "memory-limit.duckdb"), "memory_limit": memory_limit}))
