@@ -251,7 +251,11 @@ def m_project(a: Args) -> dict[str, Any]:
         child = ctx.Process(target=lambda: send.send(
             _load_and_store(FirstTenth(source), db, limit, batch_size)))
         child.start()
-        first = receive.recv()
+        send.close()  # the child's end: a child that dies then ends recv() with EOFError
+        try:
+            first = receive.recv()
+        except EOFError:
+            raise SystemExit(f"the first tenth's child exited with {child.exitcode}") from None
         child.join()
         tenths.at(first["events"], first["load_seconds"], first["load_cpu_seconds"])
     base_wall, base_cpu = first.get("load_seconds", 0.0), first.get("load_cpu_seconds", 0.0)
