@@ -49,6 +49,15 @@ def _snapshot_progress(db: Path) -> int:
         con.close()
 
 
+def _snapshot_identity(db: Path) -> tuple[int, int] | None:
+    """The latest snapshot file's inode and mtime: each publish renames a new file into place."""
+    try:
+        st = snapshot_path(db).stat()
+    except FileNotFoundError:
+        return None
+    return st.st_ino, st.st_mtime_ns
+
+
 def _wait_for_progress(db: Path, *, beyond: int, follower: subprocess.Popen[bytes],
                        err_log: Path, timeout_s: float = 90.0) -> int:
     deadline = time.monotonic() + timeout_s
@@ -75,10 +84,19 @@ def test_projector_killed_at_random_points_ends_with_the_views_of_an_uninterrupt
     with KafkaLog.from_uri(kafka_uri, partitions=4):
         pass  # create the topic first, so the follower never sees it missing
     simulated: dict[str, int] = {}
+    killed = threading.Semaphore(0)  # released at each kill
 
     def produce() -> None:
+        # Two tables at a time, the next two once the follower was killed again: every kill but
+        # the last hits a stream still arriving, however fast the broker takes it. Each table is
+        # its own seeded stream, so the topic holds what one simulate() of all 8 would record.
         with open_log(kafka_uri) as log:
-            simulated["events"] = simulate(log, config).events
+            events = 0
+            for n in range(0, config.tables, 2):
+                if n:
+                    killed.acquire(timeout=120)
+                events += simulate(log, config, only=[n, n + 1]).events
+            simulated["events"] = events
 
     producer = threading.Thread(target=produce)
     producer.start()
@@ -100,7 +118,17 @@ def test_projector_killed_at_random_points_ends_with_the_views_of_an_uninterrupt
                 follower.stdout.close()
             streaming.append(producer.is_alive())
             kills.append(_snapshot_progress(db))
+            killed.release()
+            killed_at = _snapshot_identity(db)
             follower = _start_follower(kafka_uri, db, err_log)
+        # The last follower has its signal handlers once it publishes its first snapshot (it
+        # installs them before opening the database); a SIGTERM during its start-up would end
+        # it the default way, with nothing of its own to finish.
+        deadline = time.monotonic() + 60
+        while _snapshot_identity(db) == killed_at:
+            assert time.monotonic() < deadline, "the restarted follower never published"
+            assert follower.poll() is None, err_log.read_text()
+            time.sleep(0.1)
         # A live reader in another process, while the follower holds the database.
         shoes = subprocess.run([sys.executable, "-m", "cli.app", "shoes", "--db", str(db),
                                 "--format", "json"], cwd=REPO, capture_output=True, timeout=60)
