@@ -158,7 +158,7 @@ def project_cmd(
     memory_limit: Annotated[
         str | None,
         typer.Option(envvar="PITLOG_MEMORY_LIMIT",
-                     help="DuckDB's memory while projecting, e.g. 512MB [default: 1GB]; "
+                     help="DuckDB's memory while projecting, e.g. 2GB [default: 512MB]; "
                           "beyond it DuckDB spills to <db>.tmp."),
     ] = None,
     format: FormatOpt = Format.table,

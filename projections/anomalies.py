@@ -66,26 +66,95 @@ def anomaly_families(con: duckdb.DuckDBPyConnection) -> list[str]:
         "AND view_name LIKE 'anomalies\\_found\\_%' ESCAPE '\\' ORDER BY view_name").fetchall()]
 
 
-def refresh_stored_anomalies(con: duckdb.DuckDBPyConnection) -> None:
-    """Store the view's rows and the checkpoints they reflect, in one transaction. The rows are
-    evaluated one family at a time, so each query has DuckDB's memory limit to itself rather
-    than sharing it with every family's hash tables and sorts (anomalies.sql, above the
-    families)."""
-    families = anomaly_families(con)
-    con.execute("BEGIN TRANSACTION")
+# Every rule is decided within one table (anomalies.sql), so the rows of the whole store are
+# the union of the rows of its tables, evaluated a few tables at a time. One query over the
+# whole store holds hash tables that grow with the log: at 10M events they outgrow a 1GB limit
+# and spill, and the phase took 20x its time at 1M. A group of whole tables with at most
+# GROUP_EVENTS events needs what 1M events need, whatever the log's length (benchmarks/README.md,
+# "Storing the anomaly rows"); a table with more events than that is a group by itself.
+GROUP_EVENTS = 1_000_000
+_SCOPE = "pitlog_anomaly_scope"
+
+
+@dataclass(frozen=True, slots=True)
+class TableGroup:
+    """Whole tables evaluated together, with the log partitions their events lie in."""
+
+    tables: tuple[str, ...]
+    partitions: tuple[int, ...]
+    events: int
+
+    def predicate(self) -> str:
+        """SQL selecting the group's events. The partitions add nothing to which rows match
+        (they are all of the tables' partitions) but let DuckDB skip other partitions' row
+        groups. Table ids come from the log, so they are quoted, never pasted."""
+        tables = ", ".join("'" + t.replace("'", "''") + "'" for t in self.tables)
+        partitions = ", ".join(str(int(p)) for p in self.partitions)
+        return f"log_partition IN ({partitions}) AND table_id IN ({tables})"
+
+
+def table_groups(con: duckdb.DuckDBPyConnection,
+                 max_events: int = GROUP_EVENTS) -> list[TableGroup]:
+    """The store's tables in groups of at most `max_events` events, in partition and table
+    order: the projector writes each batch's rows grouped by table (projector._by_key), so
+    neighbours in this order lie in the same row groups."""
+    groups: list[TableGroup] = []
+    tables: list[str] = []
+    partitions: set[int] = set()
+    events = 0
+    for table, parts, n in con.execute(
+            "SELECT table_id, list(DISTINCT log_partition), count(*) FROM events "
+            "GROUP BY table_id ORDER BY min(log_partition), table_id").fetchall():
+        if tables and events + n > max_events:
+            groups.append(TableGroup(tuple(tables), tuple(sorted(partitions)), events))
+            tables, partitions, events = [], set(), 0
+        tables.append(table)
+        partitions.update(parts)
+        events += n
+    if tables:
+        groups.append(TableGroup(tuple(tables), tuple(sorted(partitions)), events))
+    return groups
+
+
+def refresh_stored_anomalies(con: duckdb.DuckDBPyConnection,
+                             max_events: int = GROUP_EVENTS) -> None:
+    """Store the view's rows and the checkpoints they reflect, in one transaction.
+
+    The rows are evaluated one table group (table_groups) and one family at a time, in a
+    scratch in-memory catalog that holds the same views over an `events` view of the group's
+    rows alone; each query then has DuckDB's memory limit to itself, and needs as much at 10M
+    events as at 1M. The transaction that replaces the stored rows only copies them in.
+    """
+    ((database,),) = con.execute("SELECT current_database()").fetchall()
+    source = '"' + database.replace('"', '""') + '".main.events'
+    scope = con.cursor()  # its own default catalog: USE below leaves `con`'s alone
     try:
-        for n, family in enumerate(families):
-            rows = FAMILY_ROWS.format(family=family)
-            con.execute(f"CREATE OR REPLACE TABLE {STORED} AS {rows}" if n == 0 else
-                        f"INSERT INTO {STORED} {rows}")
-        con.execute(f"CREATE OR REPLACE TABLE {STORED_AT} AS "
-                    "SELECT source, log_partition, next_offset FROM checkpoints")
-        con.execute("COMMIT")
+        scope.execute(f"DETACH DATABASE IF EXISTS {_SCOPE}")
+        scope.execute(f"ATTACH ':memory:' AS {_SCOPE}")
+        scope.execute(f"USE {_SCOPE}")
+        scope.execute(f"CREATE VIEW events AS SELECT * FROM {source} WHERE false")
+        from projections.views import create_views
+
+        create_views(scope)
+        families = anomaly_families(scope)
+        scope.execute(f"CREATE TABLE found AS {FAMILY_ROWS.format(family=families[0])} LIMIT 0")
+        for group in table_groups(con, max_events):
+            scope.execute(f"CREATE OR REPLACE VIEW events AS SELECT * FROM {source} "
+                          f"WHERE {group.predicate()}")
+            for family in families:
+                scope.execute(f"INSERT INTO found {FAMILY_ROWS.format(family=family)}")
+        con.execute("BEGIN TRANSACTION")
+        try:
+            con.execute(f"CREATE OR REPLACE TABLE {STORED} AS SELECT * FROM {_SCOPE}.found")
+            con.execute(f"CREATE OR REPLACE TABLE {STORED_AT} AS "
+                        "SELECT source, log_partition, next_offset FROM checkpoints")
+            con.execute("COMMIT")
+        except duckdb.Error:
+            con.execute("ROLLBACK")
+            raise
     except duckdb.Error as exc:
-        con.execute("ROLLBACK")
         if isinstance(exc, duckdb.OutOfMemoryException):
-            # DuckDB spills most of each family's query to disk, but not all: at 10M events
-            # 1GB is enough and 512MB is not (benchmarks/README.md, Memory).
+            # DuckDB spills most of a query to disk, but not all (benchmarks/README.md, Memory).
             ((limit,),) = con.execute("SELECT current_setting('memory_limit')").fetchall()
             raise ProjectionError(
                 f"cannot store the anomaly rows within DuckDB's memory limit of {limit}; the "
@@ -93,6 +162,9 @@ def refresh_stored_anomalies(con: duckdb.DuckDBPyConnection) -> None:
                 f"PITLOG_MEMORY_LIMIT); until then readers evaluate the anomaly view "
                 f"themselves") from exc
         raise ProjectionError(f"cannot store the anomalies ({exc})") from exc
+    finally:
+        scope.close()
+        con.execute(f"DETACH DATABASE IF EXISTS {_SCOPE}")
 
 
 def anomaly_source(con: duckdb.DuckDBPyConnection) -> str:

@@ -37,12 +37,14 @@ __all__ = ["Column", "arrow_schema", "ensure_schema", "event_columns", "open_for
            "open_store", "prepare", "publish_snapshot", "snapshot_path"]
 
 # DuckDB's default is 80% of the machine's memory, and its buffer pool keeps the blocks it has
-# written cached up to its limit: a projector's resident memory would grow with the log it has
-# written. A read-write connection gets DEFAULT_MEMORY_LIMIT (storing the anomaly rows fails
-# at 10M events under 512MB; under 1GB DuckDB spills part of it to disk and finishes), and
-# while loading batches only LOAD_MEMORY_LIMIT: appending needs the row group being written,
-# not the cache, so loading streams in the same memory at 1M events and at 10M (benchmarks/).
-DEFAULT_MEMORY_LIMIT = "1GB"
+# read or written cached up to its limit: a projector's resident memory would grow with the log.
+# A read-write connection gets DEFAULT_MEMORY_LIMIT, and while loading batches only
+# LOAD_MEMORY_LIMIT: appending needs the row group being written, not the cache. Storing the
+# anomaly rows evaluates the rules a table group of at most 1M events at a time
+# (anomalies.GROUP_EVENTS), which needs no more at 10M events than at 1M: under 512MB its peak
+# RSS was 509 MB at 1M and 649 MB at 10M, and under 1GB the cache took it to 1,112 MB at 10M
+# (benchmarks/README.md, Memory).
+DEFAULT_MEMORY_LIMIT = "512MB"
 LOAD_MEMORY_LIMIT = "128MB"
 _LIMITS: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, str] = weakref.WeakKeyDictionary()
 _UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,

@@ -164,7 +164,7 @@ def test_the_writer_streams_in_bounded_memory_without_an_index_on_events(
         evening: EmbeddedLog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     db = tmp_path / "p.duckdb"
     with open_store(db) as con:  # the default limit
-        assert con.execute("SELECT current_setting('memory_limit')").fetchone() == ("953.6 MiB",)
+        assert con.execute("SELECT current_setting('memory_limit')").fetchone() == ("488.2 MiB",)
         # The log position is not a key: its index would be held in memory and grow with the log.
         assert con.execute("SELECT count(*) FROM duckdb_constraints() WHERE table_name = "
                            "'events' AND constraint_type = 'PRIMARY KEY'").fetchone() == (0,)

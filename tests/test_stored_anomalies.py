@@ -16,6 +16,8 @@ from projections.anomalies import (
     anomaly_families,
     anomaly_source,
     list_anomalies,
+    refresh_stored_anomalies,
+    table_groups,
 )
 from projections.projector import project
 
@@ -68,6 +70,32 @@ def test_the_rows_stored_family_by_family_are_the_views_rows_for_every_family(
         stored = _rows(con, STORED)
         assert len(stored) == sum(per_family.values())
         assert stored == _rows(con, "anomalies")
+
+
+def test_the_rows_stored_a_table_group_at_a_time_are_the_views_rows_whatever_the_groups(
+        tmp_path: Path) -> None:
+    # Every code the view finds on four tables of the three profiles, stored one table at a
+    # time, two tables at a time and all at once: the same rows (every rule is decided within
+    # one table, anomalies.py, GROUP_EVENTS).
+    log = EmbeddedLog(tmp_path / "log", partitions=2)
+    simulate(log, SimConfig(seed=6, tables=4, rounds=120, seats=4, irregularities=0.04,
+                            profiles=("nj-casino", "nj-casino-night", "gaming-authority")))
+    db = tmp_path / "v.duckdb"
+    project(log, db, store_anomalies=False)
+    with duckdb.connect(str(db)) as con:
+        view = _rows(con, "anomalies")
+        assert len({row[0] for row in view}) >= 15 and len({row[2] for row in view}) == 4
+        per_table = dict(con.sql("SELECT table_id, count(*) FROM events GROUP BY 1").fetchall())
+        half = sum(per_table.values()) // 2
+        for cap, n_groups in ((1, {4}), (half, {2, 3}), (10**9, {1})):
+            groups = table_groups(con, cap)
+            assert len(groups) in n_groups
+            assert all(g.events <= cap or len(g.tables) == 1 for g in groups)
+            assert sorted(t for g in groups for t in g.tables) == sorted(per_table)
+            assert sum(g.events for g in groups) == sum(per_table.values())
+            refresh_stored_anomalies(con, max_events=cap)
+            assert anomaly_source(con) == STORED
+            assert _rows(con, STORED) == view, f"groups of at most {cap} events"
 
 
 def test_too_little_memory_for_the_anomaly_rows_keeps_the_rows_and_says_what_to_do(
