@@ -180,20 +180,20 @@ class FirstTenth(EventLog):
         ends = self.log.end_offsets()
         for p, cut in self.cut.items():
             at = (start or {}).get(p, 0)
-            if at >= cut:
-                continue
-            # Only partition p (the others start at their end), and not a record past its cut.
-            reader = self.log.read({q: at if q == p else end for q, end in ends.items()},
-                                   max_batch=max_batch)
-            try:
-                for batch in reader:
-                    kept = [r for r in batch if r.offset < cut]
-                    if kept:
-                        yield kept
-                    if kept[-1:] != batch[-1:] or batch[-1].offset == cut - 1:
-                        break
-            finally:
-                reader.close()  # type: ignore[attr-defined]
+            while at < cut:
+                # Only partition p (the others start at their end), and never a record past
+                # its cut: a batch that crossed it would read up to a batch of records only
+                # to drop them (with batches of 245,760 the first tenth read twice its records).
+                reader = self.log.read({q: at if q == p else end for q, end in ends.items()},
+                                       max_batch=min(max_batch, cut - at))
+                try:
+                    batch = next(iter(reader), [])
+                finally:
+                    reader.close()  # type: ignore[attr-defined]
+                if not batch:
+                    break
+                yield batch
+                at = batch[-1].offset + 1
 
 
 def _load_and_store(log: EventLog, db: Path, memory_limit: str | None, batch_size: int,

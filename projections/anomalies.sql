@@ -127,9 +127,10 @@ JOIN table_end AS t USING (table_id);
 -- The anomalies fall into five families, one view each (anomalies_found_rounds, _money, _shoes,
 -- _tables, _streams); `anomalies` is their union, with each code's severity and rule. The
 -- families share nothing but the round facts (which the rounds and money families each compute),
--- so each can be evaluated, and read, by itself. The projector stores the rows family by family
--- (projections/anomalies.py): one query holds only one family's intermediate results, which at
--- 1M events lowers the peak RSS of storing them from 920 to 620 MB (benchmarks/README.md).
+-- so each can be evaluated, and read, by itself. Every rule is decided within one table: the
+-- projector stores the rows a family and a group of whole tables at a time, through these same
+-- views over an `events` view of the group alone (projections/anomalies.py,
+-- refresh_stored_anomalies), so no query holds more than one family's state for 1M events.
 
 -- The rules of a round: its cards, announcements, wagers and rack, from the round facts.
 CREATE OR REPLACE VIEW anomalies_found_rounds AS
