@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import Any, Protocol
 
 import duckdb
@@ -22,8 +21,8 @@ import duckdb
 from events.errors import ProjectionError
 from projections.queries import rows as query_rows
 from projections.reconcile import Calendar
+from projections.views import create_views
 
-ANOMALIES_SQL = Path(__file__).with_name("anomalies.sql")
 COLUMNS = ("code", "severity", "table_id", "shoe_id", "round_no", "seqs", "explanation", "rule",
            "occurred_at")
 SEVERITIES = ("low", "medium", "high")
@@ -33,15 +32,6 @@ Row = dict[str, Any]
 
 class AnomalyQueryError(ProjectionError):
     """An anomaly filter names a code or severity that does not exist."""
-
-
-def create_anomaly_views(con: duckdb.DuckDBPyConnection) -> None:
-    """CREATE OR REPLACE the anomaly views on a read-write connection that already has the
-    views of views.sql and ledger.sql (projections.views.create_views runs this file too)."""
-    try:
-        con.execute(ANOMALIES_SQL.read_text())
-    except duckdb.Error as exc:
-        raise ProjectionError(f"{ANOMALIES_SQL}: cannot create the anomaly views ({exc})") from exc
 
 
 # The `anomalies` view evaluates every rule over the whole store: seconds per million events.
@@ -133,8 +123,6 @@ def refresh_stored_anomalies(con: duckdb.DuckDBPyConnection,
         scope.execute(f"ATTACH ':memory:' AS {_SCOPE}")
         scope.execute(f"USE {_SCOPE}")
         scope.execute(f"CREATE VIEW events AS SELECT * FROM {source} WHERE false")
-        from projections.views import create_views
-
         create_views(scope)
         families = anomaly_families(scope)
         scope.execute(f"CREATE TABLE found AS {FAMILY_ROWS.format(family=families[0])} LIMIT 0")
