@@ -68,6 +68,8 @@ def main(argv: list[str] | None = None) -> None:
              f"and report the traceback")
         sys.exit(1)
     if isinstance(result, int) and result:
+        if result == 130:  # Typer turns Ctrl-C into a silent exit 130: say what happened
+            fail("interrupted")
         sys.exit(result)
 
 

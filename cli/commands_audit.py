@@ -169,15 +169,25 @@ def sql_cmd(
     query: Annotated[str, typer.Argument(help="One read-only query: SELECT, WITH, DESCRIBE, "
                                               "SHOW or EXPLAIN.")],
     db: DbOpt = None, format: FormatOpt = Format.table, out: OutOpt = None,
+    timeout: Annotated[float | None, typer.Option(
+        "--timeout", show_default=False,
+        help="Stop the query after this many seconds (default PITLOG_SQL_TIMEOUT, else 60).")
+    ] = None,
+    memory_limit: Annotated[str | None, typer.Option(
+        "--memory-limit", show_default=False,
+        help="DuckDB memory limit of the query (default PITLOG_SQL_MEMORY_LIMIT, else 1GB).")
+    ] = None,
 ) -> None:
     """Run one read-only query over the views (ledger, paytables, rounds, wagers, ...) on a
-    read-only connection. Anything that could write is refused.
+    read-only connection that cannot read files or URLs, load extensions or change its own
+    settings, within a time and memory limit. Anything that could write is refused.
 
     Example: pitlog sql "SELECT status, count(*) FROM ledger GROUP BY status"
     """
-    from projections.sql_console import run_query
+    from projections.sql_console import QueryLimits, run_query
 
-    columns, rows = run_query(db_path(db), query)
+    limits = QueryLimits.from_env(timeout, memory_limit)
+    columns, rows = run_query(db_path(db), query, limits=limits)
     render(rows, format, out=out, columns=columns)
 
 

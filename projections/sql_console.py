@@ -1,30 +1,91 @@
-"""`pitlog sql QUERY`: an auditor's read-only query over the views.
+"""`pitlog sql QUERY`, and any other place that runs SQL a person typed: one guarded path.
 
-Two locks, either of which is enough: the query is checked up front (one statement, and only a
-query: SELECT, WITH, FROM, VALUES, TABLE, DESCRIBE, SHOW, SUMMARIZE or EXPLAIN of one of
-those), and the database is opened read-only. So neither a write to the database nor a side
-effect outside it (COPY ... TO, ATTACH, INSTALL, SET) is possible.
+Three locks, each enough on its own for writes: the query is checked up front (one statement,
+and only a query: SELECT, WITH, FROM, VALUES, TABLE, DESCRIBE, SHOW, SUMMARIZE or EXPLAIN of one
+of those), the database is opened read-only, and the DuckDB instance is guarded:
+
+- `enable_external_access = false`: no file, URL or directory outside the database itself
+  (read_blob, read_csv, read_text, glob, `'http://...'`, COPY, ATTACH, INSTALL all refused);
+- `autoload_known_extensions` / `autoinstall_known_extensions` off: nothing is downloaded;
+- `memory_limit` (PITLOG_SQL_MEMORY_LIMIT, default SQL_MEMORY_LIMIT) and a bounded spill folder;
+- `lock_configuration = true`: no SET, RESET or PRAGMA can undo any of the above.
+
+Those settings belong to the DuckDB *instance* (a file opened in a process), shared by every
+connection and cursor of it, and once locked they cannot be unlocked. So the guard is given at
+connect time (`guarded_connection`), never applied to an instance someone else uses: locking a
+projector's own instance would break it (store.memory_limit_at_most sets memory_limit). A
+process that holds the database read-write (an HTTP server with the projector in-process)
+cannot open the same file a second time with other settings; `guarded_connection` then opens
+the published snapshot (snapshot.py), a separate instance. `run_guarded` refuses a connection
+or cursor whose instance is not guarded.
+
+DuckDB has no statement timeout: `run_guarded` runs the query on a worker thread and calls
+`interrupt()` on the connection when the time limit (PITLOG_SQL_TIMEOUT seconds, default
+SQL_TIMEOUT_SECONDS) passes, or when Ctrl-C (KeyboardInterrupt) reaches the waiting thread.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
-from events.errors import PitlogError, ProjectionError
-from projections.snapshot import open_for_reading
+from events.errors import NotFoundError, PitlogError, ProjectionError
+from projections.snapshot import snapshot_path
 
 ALLOWED = ("SELECT", "WITH", "FROM", "VALUES", "TABLE", "DESCRIBE", "SHOW", "SUMMARIZE",
            "EXPLAIN")
 _COMMENTS = re.compile(r"(--[^\n]*(\n|$))|(/\*.*?\*/)", re.DOTALL)
 _EXPLAIN = re.compile(r"^\s*EXPLAIN(\s+ANALY[SZ]E)?\b", re.IGNORECASE)
 
+SQL_TIMEOUT_SECONDS = 60.0
+SQL_MEMORY_LIMIT = "1GB"
+SQL_TEMP_LIMIT = "1GB"  # what a query may spill beside the database file
+_AMOUNT = re.compile(r"\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)", re.IGNORECASE)
+
 
 class ReadOnlyQueryError(PitlogError):
     """`pitlog sql` was given something other than one read-only query."""
+
+
+class QueryLimitError(ProjectionError):
+    """A query ran past its time limit, or was stopped by Ctrl-C."""
+
+
+@dataclass(frozen=True, slots=True)
+class QueryLimits:
+    timeout_seconds: float = SQL_TIMEOUT_SECONDS
+    memory_limit: str = SQL_MEMORY_LIMIT
+
+    @classmethod
+    def from_env(cls, timeout_seconds: float | None = None,
+                 memory_limit: str | None = None) -> QueryLimits:
+        """Explicit values, else PITLOG_SQL_TIMEOUT / PITLOG_SQL_MEMORY_LIMIT, else defaults."""
+        raw_timeout = os.environ.get("PITLOG_SQL_TIMEOUT")
+        if timeout_seconds is None and raw_timeout:
+            try:
+                timeout_seconds = float(raw_timeout)
+            except ValueError:
+                raise ProjectionError(
+                    f"PITLOG_SQL_TIMEOUT={raw_timeout!r} is not a number of seconds; "
+                    f"write it like 30 or 2.5") from None
+        limits = cls(timeout_seconds if timeout_seconds is not None else SQL_TIMEOUT_SECONDS,
+                     memory_limit or os.environ.get("PITLOG_SQL_MEMORY_LIMIT")
+                     or SQL_MEMORY_LIMIT)
+        if not 0 < limits.timeout_seconds <= 86_400:
+            raise ProjectionError(f"the query time limit {limits.timeout_seconds} s "
+                                  f"(--timeout or PITLOG_SQL_TIMEOUT) must be > 0 and at most "
+                                  f"86400")
+        if not _AMOUNT.fullmatch(limits.memory_limit.strip()):
+            raise ProjectionError(f"the query memory limit {limits.memory_limit!r} "
+                                  f"(--memory-limit or PITLOG_SQL_MEMORY_LIMIT) is not an "
+                                  f"amount: write it like 1GB or 512MB")
+        return limits
 
 
 def _first_word(query: str) -> str:
@@ -56,17 +117,125 @@ def check_read_only(query: str) -> None:
             f"pitlog sql runs read-only queries only; this is a {kind.name} statement")
 
 
-def run_query(db_path: str | Path, query: str,
-              params: list[Any] | None = None) -> tuple[list[str], list[dict[str, Any]]]:
-    """(column names, rows) of one read-only query on a read-only connection."""
-    check_read_only(query)
-    con = open_for_reading(db_path)
+def guard_config(limits: QueryLimits) -> dict[str, Any]:
+    """The DuckDB instance settings of a guarded connection (see the module docstring)."""
+    return {
+        "enable_external_access": False,
+        "autoload_known_extensions": False,
+        "autoinstall_known_extensions": False,
+        "allow_community_extensions": False,
+        "memory_limit": limits.memory_limit,
+        "max_temp_directory_size": SQL_TEMP_LIMIT,
+        "lock_configuration": True,  # last: nothing above can be changed afterwards
+    }
+
+
+def guarded_connection(db_path: str | Path,
+                       limits: QueryLimits | None = None) -> duckdb.DuckDBPyConnection:
+    """A read-only, guarded connection to the database, or to its snapshot while a writer (this
+    process or another) holds the file."""
+    limits = limits or QueryLimits.from_env()
+    path = Path(db_path)
+    snap = snapshot_path(path)
+    if not path.is_file() and not snap.is_file():
+        raise NotFoundError(f"no database at {path}: run `pitlog project` first")
+    config = guard_config(limits)
+    if path.is_file():
+        try:
+            return duckdb.connect(str(path), read_only=True, config=config)
+        except (duckdb.IOException, duckdb.ConnectionException) as exc:
+            # IOException: another process holds the write lock; ConnectionException: this
+            # process has the file open with other settings (a writer in the same process).
+            if not snap.is_file():
+                raise ProjectionError(
+                    f"cannot open {path} read-only ({exc}) and no snapshot {snap.name} exists; "
+                    f"run the projector with snapshots on, or stop it first") from exc
+        except duckdb.Error as exc:
+            raise ProjectionError(f"{path} is not a pitlog database ({exc}); give --db the "
+                                  f"file `pitlog project` wrote") from exc
     try:
-        con.execute("SET enable_progress_bar = false")
+        return duckdb.connect(str(snap), read_only=True, config=config)
+    except duckdb.Error as exc:
+        raise ProjectionError(f"cannot open the snapshot {snap}: {exc}") from exc
+
+
+def _setting(con: Any, name: str) -> Any:
+    return con.execute("SELECT current_setting(?)", [name]).fetchall()[0][0]
+
+
+def is_guarded(con: duckdb.DuckDBPyConnection) -> bool:
+    """True when the instance behind `con` (a connection or a cursor) has the guard locked."""
+    return (_setting(con, "lock_configuration") is True
+            and _setting(con, "enable_external_access") is False
+            and _setting(con, "autoinstall_known_extensions") is False
+            and _setting(con, "autoload_known_extensions") is False)
+
+
+def run_guarded(con: duckdb.DuckDBPyConnection, query: str, params: list[Any] | None = None,
+                limits: QueryLimits | None = None) -> tuple[list[str], list[dict[str, Any]]]:
+    """(column names, rows) of one read-only query typed by a person, on a guarded connection
+    or a cursor of one, stopped at the time limit or on Ctrl-C.
+
+    Refuses (ProjectionError) a connection whose DuckDB instance is not guarded: open one with
+    `guarded_connection`, even in a process that holds the writer connection."""
+    limits = limits or QueryLimits.from_env()
+    check_read_only(query)
+    if not is_guarded(con):
+        raise ProjectionError(
+            "this DuckDB connection is not guarded (external access on or configuration "
+            "unlocked); run typed SQL only on sql_console.guarded_connection(db_path)")
+    outcome: dict[str, Any] = {}
+    done = threading.Event()
+
+    def work() -> None:
         try:
             table = con.sql(query, params=params).to_arrow_table()
-        except duckdb.Error as exc:
-            raise ProjectionError(f"the query failed: {exc}") from exc
-        return table.column_names, table.to_pylist()
+            outcome["result"] = (table.column_names, table.to_pylist())
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            outcome["error"] = exc
+        finally:
+            done.set()
+
+    # An Event, not Thread.join: a join cut short by KeyboardInterrupt can return at once
+    # afterwards (CPython's tstate lock), and closing a busy connection aborts the process.
+    threading.Thread(target=work, name="pitlog-sql", daemon=True).start()
+    try:
+        finished = done.wait(limits.timeout_seconds)
+    except KeyboardInterrupt:
+        # Ctrl-C reaches this thread, never DuckDB's: stop the query, then pass it on.
+        con.interrupt()
+        done.wait()
+        raise
+    if not finished:
+        con.interrupt()
+        done.wait()
+        if "result" not in outcome:  # it may have finished just as the limit passed
+            raise QueryLimitError(
+                f"the query ran past its time limit of {limits.timeout_seconds:g} s and was "
+                f"stopped; narrow it, or raise the limit with --timeout or PITLOG_SQL_TIMEOUT")
+    error = outcome.get("error")
+    if isinstance(error, duckdb.PermissionException):
+        raise ProjectionError(
+            f"the query was refused: {_one_line(error)}; pitlog sql reads the database only "
+            f"(no files, URLs or extensions)") from error
+    if isinstance(error, duckdb.Error):
+        raise ProjectionError(f"the query failed: {_one_line(error)}") from error
+    if error is not None:
+        raise error
+    return outcome["result"]
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
+
+
+def run_query(db_path: str | Path, query: str, params: list[Any] | None = None,
+              limits: QueryLimits | None = None) -> tuple[list[str], list[dict[str, Any]]]:
+    """(column names, rows) of one read-only query on a fresh guarded connection."""
+    limits = limits or QueryLimits.from_env()
+    check_read_only(query)  # before opening anything
+    con = guarded_connection(db_path, limits)
+    try:
+        return run_guarded(con, query, params, limits)
     finally:
         con.close()

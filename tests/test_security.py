@@ -1,0 +1,181 @@
+"""Confidentiality and input limits (docs/integrity.md, "Confidentiality and input limits"):
+typed SQL reads nothing but the database, device strings never reach a terminal raw, values the
+read side cannot handle are refused, and CLI misuse is one `Error:` line before anything is
+written. Real DuckDB, real subprocesses, no mocks."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+from audit_scenarios import evening
+
+from projections.sql_console import (
+    QueryLimitError,
+    QueryLimits,
+    guarded_connection,
+    run_guarded,
+)
+from projections.store import open_store
+
+REPO = Path(__file__).resolve().parents[1]
+HUGE_CROSS_JOIN = "SELECT count(*) FROM range(1000000000) a, range(1000000000) b"
+
+
+def _pitlog(*args: str, cwd: Path = REPO, env: dict[str, str] | None = None,
+            ) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "cli.app", *args], capture_output=True,
+                          text=True, cwd=cwd, timeout=300, check=False,
+                          env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})})
+
+
+def _one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
+    assert proc.returncode == 1, (proc.stdout, proc.stderr)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), proc.stderr
+    assert "internal error" not in lines[0] and "Traceback" not in proc.stderr
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return evening(tmp_path_factory.mktemp("evening"))
+
+
+# --- typed SQL -----------------------------------------------------------------------------
+
+READS = [
+    "SELECT content FROM read_blob('/etc/shadow')",
+    "SELECT * FROM read_csv('/etc/passwd')",
+    "SELECT * FROM glob('/root/**')",
+    "SELECT content FROM read_text('/proc/self/environ')",
+    "SELECT * FROM 'http://127.0.0.1:9/x.csv'",
+    "SELECT * FROM read_parquet('https://example.invalid/x.parquet')",
+]
+
+
+@pytest.mark.parametrize("query", READS)
+def test_sql_reads_no_file_or_url(db: Path, query: str, tmp_path: Path) -> None:
+    home = tmp_path / "home"  # where DuckDB would install an extension it downloads
+    home.mkdir()
+    proc = _pitlog("sql", "--db", str(db), query,
+                   env={"HOME": str(home), "PITLOG_KAFKA_SASL_PLAIN_PASSWORD": "s3cret"})
+    line = _one_error_line(proc)
+    assert line.startswith("Error: the query was refused: ")
+    assert "disabled by configuration" in line
+    assert "s3cret" not in proc.stdout + proc.stderr and "root:" not in proc.stdout
+    assert not any(home.rglob("*")), "DuckDB tried to download or install an extension"
+
+
+@pytest.mark.parametrize("statement", [
+    "SET enable_external_access = true", "RESET enable_external_access",
+    "SET lock_configuration = false", "SET memory_limit = '100GB'",
+    "SET autoinstall_known_extensions = true", "PRAGMA enable_external_access=true"])
+def test_the_guard_cannot_be_undone(db: Path, statement: str) -> None:
+    with guarded_connection(db) as con:
+        with pytest.raises(duckdb.Error, match="configuration has been locked"):
+            con.execute(statement)
+        (row,) = con.execute(
+            "SELECT current_setting('enable_external_access'), "
+            "current_setting('lock_configuration'), "
+            "current_setting('autoinstall_known_extensions'), "
+            "current_setting('autoload_known_extensions')").fetchall()
+        assert row == (False, True, False, False)
+        with pytest.raises(duckdb.PermissionException):
+            con.execute("SELECT * FROM read_csv('/etc/passwd')")
+    # And through the command, which refuses it before DuckDB sees it.
+    assert _one_error_line(_pitlog("sql", "--db", str(db), statement)).startswith(
+        "Error: pitlog sql runs ")
+
+
+def test_a_runaway_query_is_stopped_at_the_time_limit(db: Path) -> None:
+    proc = _pitlog("sql", "--db", str(db), "--timeout", "1", HUGE_CROSS_JOIN)
+    line = _one_error_line(proc)
+    assert "ran past its time limit of 1 s and was stopped" in line
+    # The environment variable sets the same limit.
+    proc = _pitlog("sql", "--db", str(db), HUGE_CROSS_JOIN, env={"PITLOG_SQL_TIMEOUT": "0.5"})
+    assert "time limit of 0.5 s" in _one_error_line(proc)
+
+
+def test_the_memory_limit_is_the_guarded_instances(db: Path) -> None:
+    limits = QueryLimits.from_env(memory_limit="64MB")
+    with guarded_connection(db, limits) as con:
+        cols, rows = run_guarded(con, "SELECT current_setting('memory_limit') AS m", None,
+                                 limits)
+        assert rows == [{"m": "61.0 MiB"}]  # DuckDB's spelling of 64MB
+        with pytest.raises(Exception, match="(?i)out of memory"):
+            run_guarded(con, "SELECT list(range) FROM range(100000000)", None, limits)
+
+
+@pytest.mark.parametrize("bad", [{"PITLOG_SQL_TIMEOUT": "soon"}, {"PITLOG_SQL_TIMEOUT": "0"},
+                                 {"PITLOG_SQL_MEMORY_LIMIT": "lots"}])
+def test_bad_limits_are_an_error_line(db: Path, bad: dict[str, str]) -> None:
+    line = _one_error_line(_pitlog("sql", "--db", str(db), "SELECT 1", env=bad))
+    assert "PITLOG_SQL_" in line
+
+
+def test_ctrl_c_stops_a_runaway_query(db: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cli.app", "sql", "--db", str(db), "--timeout", "3600",
+         HUGE_CROSS_JOIN], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        # Wait until DuckDB's threads are busy with the join (CPU time well past start-up).
+        stat = Path(f"/proc/{proc.pid}/stat")
+        while proc.poll() is None:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[11]) + int(fields[12]) > 6 * os.sysconf("SC_CLK_TCK"):
+                break
+            time.sleep(0.2)
+        assert proc.poll() is None, proc.communicate()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130 and err.strip() == "Error: interrupted"
+
+
+def test_run_guarded_refuses_an_unguarded_connection_and_cursor(db: Path, tmp_path: Path,
+                                                                ) -> None:
+    copy = tmp_path / "copy.duckdb"
+    copy.write_bytes(db.read_bytes())
+    writer = open_store(copy)
+    try:
+        for con in (writer, writer.cursor()):
+            with pytest.raises(Exception, match="not guarded"):
+                run_guarded(con, "SELECT content FROM read_text('/etc/hostname')")
+        # The writer's instance was left alone: its settings can still change.
+        writer.execute("SET memory_limit = '300MB'")
+    finally:
+        writer.close()
+
+
+def test_in_process_writer_gets_a_separate_guarded_snapshot(db: Path, tmp_path: Path) -> None:
+    """An HTTP server holding the writer connection: guarded_connection opens the published
+    snapshot, its own instance; cursors of it are guarded too."""
+    from projections.snapshot import publish_snapshot
+
+    copy = tmp_path / "live.duckdb"
+    copy.write_bytes(db.read_bytes())
+    writer = open_store(copy)
+    try:
+        publish_snapshot(writer, copy)
+        with guarded_connection(copy) as con:
+            cursor = con.cursor()
+            _, rows = run_guarded(cursor, "SELECT count(*) AS n FROM ledger")
+            assert rows == [{"n": 16}]
+            with pytest.raises(Exception, match="query was refused"):
+                run_guarded(cursor, "SELECT * FROM read_csv('/etc/passwd')")
+            with pytest.raises(QueryLimitError, match="time limit"):
+                run_guarded(cursor, HUGE_CROSS_JOIN, limits=QueryLimits(0.5))
+            assert run_guarded(cursor, "SELECT 42 AS x")[1] == [{"x": 42}]  # usable after
+        writer.execute("SET memory_limit = '300MB'")  # the writer is not locked
+        writer.execute("INSERT INTO checkpoints VALUES ('x', 0, 1)")
+    finally:
+        writer.close()
