@@ -11,6 +11,7 @@ import sys
 import typer
 
 from events.errors import PitlogError
+from events.text import visible
 
 app = typer.Typer(
     name="pitlog", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
@@ -38,7 +39,8 @@ _register()
 
 
 def fail(message: str) -> None:
-    typer.echo(f"Error: {message}", err=True)
+    # Messages may quote device input: one line, no control characters (events/text.py).
+    typer.echo(f"Error: {visible(message)}", err=True)
 
 
 def main(argv: list[str] | None = None) -> None:

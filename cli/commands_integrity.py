@@ -15,6 +15,7 @@ from cli.progress import progress_bar
 from events.errors import NotFoundError
 from events.ingest import BATCH_LINES, BadLine, IngestReport, default_quarantine, ingest
 from events.log import open_log
+from events.text import visible
 from events.verify import verify_log
 
 ANOMALY_COLUMNS = ["code", "kind", "table", "partition", "offset", "seq", "expected_seq",
@@ -85,7 +86,7 @@ def ingest_cmd(
     target = quarantine or default_quarantine(uri)
 
     def report_bad(bad: BadLine) -> None:
-        typer.echo(f"Error: {bad.message}", err=True)
+        typer.echo(f"Error: {visible(bad.message)}", err=True)
 
     if file == "-":
         report = _ingest(sys.stdin.buffer, "<stdin>", uri, target, report_bad, batch)

@@ -1,7 +1,9 @@
 """Rendering shared by every query command: --format table|json|csv, and --out FILE.
 
 json is an array of objects; csv has a header row; table is for people. Values that are not
-JSON-native (datetimes, bytes, decimals) are rendered the same way in every format.
+JSON-native (datetimes, bytes, decimals) are rendered the same way in every format. Strings come
+from devices: table and csv show control characters as escapes (events/text.py), json escapes
+them itself, and table cells are rich Text, never markup.
 """
 
 from __future__ import annotations
@@ -20,8 +22,10 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from events.errors import PitlogError
+from events.text import visible
 
 
 class Format(StrEnum):
@@ -67,7 +71,7 @@ def render(rows: Sequence[dict[str, Any]], fmt: Format, *, out: Path | None = No
     elif fmt is Format.csv:
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n")
-        writer.writerow(cols)
+        writer.writerow([visible(str(c)) for c in cols])
         for r in rows:
             writer.writerow([_csv_cell(plain(r.get(c))) for c in cols])
         text = buf.getvalue()
@@ -77,11 +81,12 @@ def render(rows: Sequence[dict[str, Any]], fmt: Format, *, out: Path | None = No
         # Piped output has no terminal width: give tables room rather than cut every cell.
         console = Console(soft_wrap=False, width=None if sys.stdout.isatty() else 160)
         if not rows:
-            console.print(f"{title + ': ' if title else ''}no rows")
+            console.print(Text(f"{visible(title) + ': ' if title else ''}no rows"))
             return
-        table = Table(title=title, show_lines=False, header_style="bold")
+        table = Table(title=Text(visible(title)) if title else None, show_lines=False,
+                      header_style="bold")
         for c in cols:
-            table.add_column(c)
+            table.add_column(Text(visible(str(c))))
         for r in rows:
             table.add_row(*(_cell(plain(r.get(c))) for c in cols))
         console.print(table)
@@ -92,16 +97,18 @@ def render(rows: Sequence[dict[str, Any]], fmt: Format, *, out: Path | None = No
         sys.stdout.write(text)
 
 
-def _cell(value: Any) -> str:
+def _cell(value: Any) -> Text:
     if value is None:
-        return ""
+        return Text("")
     if isinstance(value, list):
-        return " ".join(str(v) for v in value)
-    return str(value)
+        return Text(visible(" ".join(str(v) for v in value)))
+    return Text(visible(str(value)))
 
 
 def _csv_cell(value: Any) -> Any:
-    return json.dumps(value) if isinstance(value, list | dict) else value
+    if isinstance(value, list | dict):
+        return json.dumps(value)  # ensure_ascii: control characters are \u escapes
+    return visible(value) if isinstance(value, str) else value
 
 
 def cents(amount: int | None) -> str:

@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from fractions import Fraction
-from html import escape
 from pathlib import Path
 from string import Template
 from typing import Any
@@ -25,13 +24,14 @@ import duckdb
 from events.errors import NotFoundError
 from events.theory import SPREADS, outcome_probabilities
 from projections import reconcile as rc
-from projections.report_svg import hold_chart, outcome_chart, timeline_chart
+from projections.report_svg import escape, hold_chart, outcome_chart, timeline_chart
 from projections.statistics import chi_square_sf, pearson
 
 TEMPLATE = Path(__file__).with_name("report_template.html")
 CHART_MAX = 30  # bars per hold chart; the tables always list every group
 OUTCOMES = ("consecutive", "trips", "pair_no_trips", *(f"spread_{s}" for s in SPREADS))
 Row = dict[str, Any]
+
 
 
 @dataclass

@@ -7,16 +7,24 @@ exact values).
 
 from __future__ import annotations
 
+import html
 import math
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from decimal import Decimal
-from html import escape
+
+from events.text import visible
 
 ACTUAL, THEO, INK, MUTED, GRID, BAD = "#2f6db5", "#9aa5b5", "#1d2430", "#5b6575", "#e3e7ee", \
     "#c0392b"
 PALETTE = ("#2f6db5", "#c0392b", "#2e7d4f", "#b9770e", "#7d3c98", "#148f77", "#a04000",
            "#34495e", "#d35400", "#1f618d")
+
+
+def escape(text: str, quote: bool = True) -> str:
+    """HTML-escaped (every label in the report), with control characters as visible
+    escapes (events/text.py)."""
+    return html.escape(visible(text), quote)
 
 
 def nice_ticks(lo: float, hi: float, target: int = 6) -> list[float]:

@@ -16,6 +16,7 @@ import duckdb
 import pytest
 from audit_scenarios import evening
 
+from events.text import visible
 from projections.sql_console import (
     QueryLimitError,
     QueryLimits,
@@ -179,3 +180,63 @@ def test_in_process_writer_gets_a_separate_guarded_snapshot(db: Path, tmp_path: 
         writer.execute("INSERT INTO checkpoints VALUES ('x', 0, 1)")
     finally:
         writer.close()
+
+
+# --- device strings on the terminal ---------------------------------------------------------
+
+EVIL = "\x1b]0;pwned\x07\x1b[31mSpread\u202e of five\r\x9b2J"
+
+
+@pytest.fixture(scope="module")
+def evil_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """examples/devices.jsonl with an ESC sequence (title, colour), a bidi override, CR and a C1
+    CSI in one announcement's phrase, through the real `pitlog ingest` and `pitlog project`."""
+    import json
+
+    root = tmp_path_factory.mktemp("evil")
+    lines = (REPO / "examples" / "devices.jsonl").read_text().splitlines()
+    first = next(i for i, line in enumerate(lines) if '"Announced"' in line)
+    record = json.loads(lines[first])
+    record["phrase"] = EVIL
+    lines[first] = json.dumps(record)  # ensure_ascii: the line itself is plain ASCII
+    feed = root / "feed.jsonl"
+    feed.write_text("\n".join(lines) + "\n")
+    log, db = root / "log", root / "pitlog.duckdb"
+    proc = _pitlog("ingest", str(feed), "--log", str(log))
+    assert proc.returncode == 0, proc.stderr
+    proc = _pitlog("project", "--log", str(log), "--db", str(db))
+    assert proc.returncode == 0, proc.stderr
+    return db
+
+
+def test_replay_shows_control_characters_as_escapes(evil_db: Path) -> None:
+    table = _pitlog("replay", "T07-S0003", "--db", str(evil_db))
+    assert table.returncode == 0, table.stderr
+    assert not any(c in table.stdout for c in "\x1b\x07\r\x9b\u202e")
+    assert r"\x1b]0;pwned\x07\x1b[31mSpread" in table.stdout  # rich may wrap the rest
+    csv_out = _pitlog("replay", "T07-S0003", "--db", str(evil_db), "--format", "csv")
+    assert visible(EVIL) == r"\x1b]0;pwned\x07\x1b[31mSpread\u202e of five\x0d\x9b2J"
+    assert csv_out.returncode == 0 and visible(EVIL) in csv_out.stdout
+    assert not any(c in csv_out.stdout for c in "\x1b\x07\r\x9b\u202e")
+    js = _pitlog("replay", "T07-S0003", "--db", str(evil_db), "--format", "json")
+    assert js.returncode == 0 and "\x1b" not in js.stdout and "\\u001b]0;pwned" in js.stdout
+    import json
+
+    descriptions = [r.get("description") or "" for r in json.loads(js.stdout)]
+    assert f'"{EVIL}" (spread 5)' in descriptions  # json keeps the value exactly, as escapes
+
+
+def test_every_printer_escapes_device_strings(evil_db: Path, tmp_path: Path) -> None:
+    query = "SELECT phrase FROM events WHERE phrase LIKE '%pwned%'"
+    for fmt in ("table", "csv"):
+        proc = _pitlog("sql", "--db", str(evil_db), "--format", fmt, query)
+        assert proc.returncode == 0 and r"\x1b]0;pwned\x07" in proc.stdout
+        assert not any(c in proc.stdout for c in "\x1b\x07\x9b\u202e")
+    # An error line quoting a device string is one line, escaped.
+    proc = _pitlog("replay", "T07\x1b[2J", "--db", str(evil_db))
+    line = _one_error_line(proc)
+    assert "\x1b" not in proc.stderr and r"T07\x1b[2J" in line
+    report = tmp_path / "day.html"
+    proc = _pitlog("report", "--db", str(evil_db), "--out", str(report))
+    assert proc.returncode == 0, proc.stderr
+    assert not any(c in report.read_text() for c in "\x1b\x07\x9b")
