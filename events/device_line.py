@@ -21,6 +21,7 @@ from typing import Any
 
 from events import codec, model
 from events.errors import IngestError
+from events.limits import MAX_JSON_DEPTH, json_depth_exceeds
 
 ENVELOPE_KEYS = {"type", "table", "shoe", "round", "seq", "at", "actor", "id"}
 _INT_RANGE = {"int": (-(2**31), 2**31 - 1), "long": (-(2**63), 2**63 - 1)}
@@ -173,8 +174,15 @@ def parse_line(text: str | bytes) -> DeviceLine:
     global _FIELDS
     if _FIELDS is None:
         _FIELDS = payload_fields()
+    raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    if json_depth_exceeds(raw):
+        raise LineRejected(f"JSON nested deeper than {MAX_JSON_DEPTH} levels",
+                           "a device line is one flat object (cards a list of objects): "
+                           "check the sender")
     try:
         obj = json.loads(text)
+    except RecursionError as exc:  # not reached after the depth check; never abort ingest
+        raise LineRejected("JSON nested too deeply", "check the sender") from exc
     except json.JSONDecodeError as exc:
         raise LineRejected(f"malformed JSON ({exc.msg} at column {exc.colno})",
                            "each line must be one JSON object: fix the device's output "

@@ -30,6 +30,7 @@ from typing import IO, Any
 
 from events.device_line import DeviceLine, LineRejected, parse_line
 from events.errors import ConcurrencyError, EncodeError
+from events.limits import ValueLimitError
 from events.log import DEFAULT_DATA_DIR, EventLog
 from events.recorder import Recorder
 
@@ -175,7 +176,7 @@ def ingest(stream: IO[bytes], log: EventLog, *, source: str, quarantine: Path,
                 line = parse_line(raw)
                 last = _check_order(line, last_seq)
                 _record(recorder, line)
-            except LineRejected as exc:
+            except (LineRejected, ValueLimitError) as exc:
                 reject(n, raw, exc.reason, exc.hint)
                 continue
             except EncodeError as exc:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from events import chain, codec, model
+from events import chain, codec, limits, model
 from events.errors import ConcurrencyError, DecodeError
 from events.log import EventLog
 
@@ -87,7 +87,13 @@ class Recorder:
         """Stamp and buffer one event; return its sequence number.
 
         `expected_seq`, when given, is the sequence number the caller believes comes next:
-        optimistic concurrency, so two writers of one table cannot both take the same number."""
+        optimistic concurrency, so two writers of one table cannot both take the same number.
+
+        Raises ValueLimitError (events/limits.py), before anything is stamped or buffered, for a
+        value the read side could not handle: an amount out of range, a time outside
+        2000..2100, an over-long string."""
+        limits.check_envelope(table_id, shoe_id, actor, event_id, occurred_at, recorded_at)
+        limits.check_event(event)
         head = self.heads.setdefault(table_id, TableHead())
         seq = head.seq + 1
         if expected_seq is not None and expected_seq != seq:

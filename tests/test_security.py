@@ -240,3 +240,157 @@ def test_every_printer_escapes_device_strings(evil_db: Path, tmp_path: Path) -> 
     proc = _pitlog("report", "--db", str(evil_db), "--out", str(report))
     assert proc.returncode == 0, proc.stderr
     assert not any(c in report.read_text() for c in "\x1b\x07\x9b")
+
+
+# --- values the read side can handle ------------------------------------------------------
+
+def _wager(seq: int, amount: object, **over: object) -> dict[str, object]:
+    line: dict[str, object] = {
+        "type": "WagerPlaced", "table": "T09", "shoe": "T09-S0001", "round": 1, "seq": seq,
+        "at": "2026-11-28T22:00:01Z", "actor": "TERM-9", "seat": 1, "area": 1,
+        "player_id": "P-1", "amount_cents": amount}
+    line.update(over)
+    return line
+
+
+def _ingest_lines(tmp_path: Path, lines: list[str]) -> tuple[object, list[object], object]:
+    import io
+
+    from events.embedded_log import EmbeddedLog
+    from events.ingest import ingest
+
+    log = EmbeddedLog(tmp_path / "log", partitions=2)
+    bad: list[object] = []
+    report = ingest(io.BytesIO(("\n".join(lines) + "\n").encode()), log, source="feed",
+                    quarantine=tmp_path / "q.jsonl", on_reject=bad.append)
+    return report, bad, log
+
+
+BAD_VALUES = [
+    (_wager(2, 2**62), "amount_cents' is 4611686018427387904 cents, outside 0..1000000000000"),
+    (_wager(2, -500), "amount_cents' is -500 cents, outside 0..1000000000000"),
+    ({"type": "RaisePlaced", "table": "T09", "shoe": "T09-S0001", "round": 1,
+      "seq": 2, "at": "2026-11-28T22:00:01Z", "actor": "TERM-9", "seat": 1,
+      "area": 1, "amount_cents": -1}, "amount_cents' is -1 cents"),
+    (_wager(2, 500, at="0001-01-01T00:00:00Z"), "field 'at' is 0001-01-01T00:00:00+00:00, "
+                                                "outside 2000-01-01 to 2100-01-01"),
+    (_wager(2, 500, at="9999-12-31T23:59:59+14:00"), "outside 2000-01-01 to 2100-01-01"),
+    (_wager(2, 500, player_id="P" * 2000), "field 'player_id' has 2000 characters, more "
+                                           "than 1024"),
+    (_wager(2, 500, actor="A" * 200), "field 'actor' has 200 characters, more than 128"),
+    ({"type": "WagerSettled", "table": "T09", "shoe": "T09-S0001", "round": 1, "seq": 2,
+      "at": "2026-11-28T22:00:01Z", "actor": "TERM-9", "seat": 1, "area": 1,
+      "wager_kind": "ORIGINAL", "outcome": "WON", "amount_cents": -500, "odds": 1},
+     "amount_cents' is -500 cents"),
+    ({"type": "WagerSettled", "table": "T09", "shoe": "T09-S0001", "round": 1, "seq": 2,
+      "at": "2026-11-28T22:00:01Z", "actor": "TERM-9", "seat": 1, "area": 1,
+      "wager_kind": "ORIGINAL", "outcome": "WON", "amount_cents": 500, "odds": 2**31 - 1},
+     "field 'odds' is 2147483647, outside 0..10000"),
+]
+
+
+@pytest.mark.parametrize(("line", "reason"), BAD_VALUES)
+def test_values_out_of_range_are_quarantined_and_the_rest_recorded(
+        tmp_path: Path, line: dict[str, object], reason: str) -> None:
+    import json
+
+    from events import codec
+
+    lines = [json.dumps(_wager(1, 500)), json.dumps(line), json.dumps(_wager(3, 700))]
+    report, bad, log = _ingest_lines(tmp_path, lines)
+    assert (report.lines, report.recorded, report.rejected) == (3, 2, 1)  # type: ignore[attr-defined]
+    assert [b.line for b in bad] == [2] and reason in bad[0].reason  # type: ignore[attr-defined]
+    amounts = [codec.decode(r.value).event.amount_cents for b in log.read() for r in b]  # type: ignore[attr-defined]
+    assert sorted(amounts) == [500, 700]
+    (entry,) = [json.loads(x) for x in (tmp_path / "q.jsonl").read_text().splitlines()]
+    assert entry["line"] == 2 and reason in entry["reason"] and json.loads(entry["raw"]) == line
+
+
+@pytest.mark.parametrize("depth", [17, 5000, 30_000])
+def test_deeply_nested_json_is_quarantined_and_the_rest_recorded(tmp_path: Path,
+                                                                  depth: int) -> None:
+    import json
+
+    nested = '{"type": "Announced", "phrase": ' + "[" * depth + "]" * depth + "}"
+    assert len(nested) < 64 * 1024
+    lines = []
+    for i in range(2000):  # more than one batch
+        lines += [json.dumps(_wager(2 * i + 1, 500)), nested, json.dumps(_wager(2 * i + 2, 700))]
+    report, bad, _ = _ingest_lines(tmp_path, lines)
+    assert (report.lines, report.recorded, report.rejected) == (6000, 4000, 2000)  # type: ignore[attr-defined]
+    assert {b.line for b in bad} == set(range(2, 6001, 3))  # type: ignore[attr-defined]
+    assert "JSON nested deeper than 16 levels" in bad[0].reason  # type: ignore[attr-defined]
+
+
+def test_brackets_inside_strings_are_not_nesting(tmp_path: Path) -> None:
+    import json
+
+    line = {"type": "Announced", "table": "T09", "shoe": "T09-S0001", "round": 1, "seq": 1,
+            "at": "2026-11-28T22:00:01Z", "actor": "TERM-9", "phrase": "[[[[{{{{" * 40 + '\\"',
+            "meaning": "SPREAD", "value": 5}
+    report, bad, _ = _ingest_lines(tmp_path, [json.dumps(line)])
+    assert report.recorded == 1 and bad == []  # type: ignore[attr-defined]
+
+
+def test_the_recorder_refuses_them_for_every_writer(tmp_path: Path) -> None:
+    """The Python API (and so the simulator) goes through the same check, before stamping."""
+    from datetime import UTC, datetime
+
+    from events import model
+    from events.embedded_log import EmbeddedLog
+    from events.limits import ValueLimitError
+    from events.recorder import Recorder
+
+    log = EmbeddedLog(tmp_path / "log", partitions=1)
+    rec = Recorder(log)
+    at = datetime(2026, 11, 28, 22, tzinfo=UTC)
+    stamp = {"shoe_id": "T1-S1", "round_no": 1, "actor": "D1", "occurred_at": at}
+    for event, kw in [
+        (model.WagerPlaced(seat=1, area=1, player_id="P1", amount_cents=2**62), {}),
+        (model.WagerPlaced(seat=1, area=1, player_id="P1", amount_cents=-1), {}),
+        (model.WagerChanged(seat=1, area=1, amount_cents=-5), {}),
+        (model.TableOpened(profile="nj-casino", max_wager_cents=-1), {}),
+        (model.WagerPlaced(seat=1, area=1, player_id="P1", amount_cents=1),
+         {"occurred_at": datetime(1, 1, 1, tzinfo=UTC)}),
+        (model.WagerPlaced(seat=1, area=1, player_id="P1", amount_cents=1),
+         {"recorded_at": datetime(2200, 1, 1, tzinfo=UTC)}),
+    ]:
+        with pytest.raises(ValueLimitError):
+            rec.record("T1", event, **{**stamp, **kw})
+    assert rec.heads.get("T1") is None or rec.heads["T1"].seq == 0
+    assert rec.record("T1", model.WagerPlaced(seat=1, area=1, player_id="P1",
+                                              amount_cents=10**12), **stamp) == 1
+    rec.flush()
+    assert sum(len(b) for b in log.read()) == 1
+
+
+def test_the_read_side_handles_the_extremes_that_are_accepted(tmp_path: Path) -> None:
+    """Every amount at MAX_AMOUNT_CENTS, odds at MAX_ODDS, times at both ends of the range:
+    recorded, projected, and every money command still answers (no INT64 overflow)."""
+    import json
+
+    from events.limits import MAX_AMOUNT_CENTS, MAX_ODDS
+
+    out = []
+    for i, text in enumerate((REPO / "examples" / "devices.jsonl").read_text().splitlines()):
+        line = json.loads(text)
+        line.update({k: MAX_AMOUNT_CENTS for k in line if k.endswith("_cents")})
+        if line.get("odds") is not None:
+            line["odds"] = MAX_ODDS
+        line["at"] = "2000-01-01T00:00:00Z" if i < 10 else "2099-12-31T23:59:59.999999Z"
+        out.append(json.dumps(line))
+    feed = tmp_path / "feed.jsonl"
+    feed.write_text("\n".join(out) + "\n")
+    log, db = tmp_path / "log", tmp_path / "db.duckdb"
+    assert _pitlog("ingest", str(feed), "--log", str(log)).returncode == 0
+    assert _pitlog("project", "--log", str(log), "--db", str(db)).returncode == 0
+    for command in (["anomalies"], ["reconcile", "--tz", "Pacific/Kiritimati"],
+                    ["conservation", "--tz", "-12:00"], ["ledger"]):
+        proc = _pitlog(*command, "--db", str(db), "--format", "json")
+        assert proc.returncode in (0, 1) and "internal error" not in proc.stderr, proc.stderr
+        json.loads(proc.stdout)
+    rows = json.loads(_pitlog("sql", "--db", str(db), "--format", "json",
+                              "SELECT sum(amount_cents) AS s FROM events").stdout)
+    assert int(rows[0]["s"]) == MAX_AMOUNT_CENTS * sum('"amount_cents"' in x for x in out)
+    report = _pitlog("report", "--db", str(db), "--out", str(tmp_path / "r.html"))
+    assert report.returncode == 0, report.stderr

@@ -1,0 +1,129 @@
+"""The values pitlog accepts: every one the read side can sum, convert and show.
+
+One definition, checked by the Recorder (events/recorder.py) before an event is stamped, so
+`pitlog ingest`, `pitlog simulate` and any Python caller are held to the same bounds; ingest
+quarantines a refused line with the reason and its line number. Stated in docs/integrity.md,
+"Confidentiality and input limits".
+
+Why these bounds:
+- Amounts in cents are 0..MAX_AMOUNT_CENTS. DuckDB sums BIGINT columns into a HUGEINT and the
+  views cast totals back to BIGINT: at 2**62 cents a sum of two amounts is already out of range.
+  With at most 10**12 cents ($10,000,000,000.00) per event, 9 million events at the maximum still
+  sum inside BIGINT. An amount is never negative: a wager or raise is an amount placed on the
+  layout (13:47-20.31(d)12), a settlement moves money the way its outcome says (paid if WON,
+  (e); collected if LOST; returned if VOID); minimum and maximum wagers are amounts too.
+- Payout odds ("X to 1") are 0..MAX_ODDS, so amount times odds stays inside BIGINT.
+- Times are in [MIN_TIME, MAX_TIME): a time zone shift of year 1 or 9999 leaves Python's and
+  DuckDB's date range, and no casino device speaks from before 2000.
+- Strings are at most MAX_TEXT_CHARS characters (ids at most MAX_ID_CHARS), so one event stays
+  small and a table cell stays readable.
+- A device line's JSON nests at most MAX_JSON_DEPTH deep (a card list inside a line is 3).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime
+from enum import Enum
+from typing import Any
+
+from events import model
+from events.errors import EncodeError
+
+MAX_AMOUNT_CENTS = 10**12
+MAX_ODDS = 10_000
+MIN_TIME = datetime(2000, 1, 1, tzinfo=UTC)
+MAX_TIME = datetime(2100, 1, 1, tzinfo=UTC)
+MAX_TEXT_CHARS = 1024
+MAX_ID_CHARS = 128
+MAX_JSON_DEPTH = 16
+
+_ODDS_FIELDS = frozenset({"odds", "pays_spread_1", "pays_spread_2", "pays_spread_3",
+                          "pays_spread_4_to_11", "pays_three_of_a_kind"})
+_HINT = "docs/integrity.md (Confidentiality and input limits) states the accepted ranges"
+
+
+class ValueLimitError(EncodeError):
+    """A value outside what pitlog accepts (this module's bounds). `field` names it."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(f"{reason}; {_HINT}")
+        self.field, self.reason, self.hint = field, reason, _HINT
+
+
+def check_amount(field: str, value: int) -> None:
+    if not 0 <= value <= MAX_AMOUNT_CENTS:
+        raise ValueLimitError(field, f"field '{field}' is {value} cents, outside 0.."
+                                     f"{MAX_AMOUNT_CENTS} (an amount is never negative)")
+
+
+def check_time(field: str, value: datetime) -> None:
+    if value.tzinfo is None:
+        raise ValueLimitError(field, f"field '{field}' has no time zone")
+    if not MIN_TIME <= value < MAX_TIME:
+        raise ValueLimitError(field, f"field '{field}' is {value.isoformat()}, outside "
+                                     f"{MIN_TIME:%Y-%m-%d} to {MAX_TIME:%Y-%m-%d} (UTC)")
+
+
+def check_text(field: str, value: str | None, limit: int = MAX_TEXT_CHARS) -> None:
+    if value is not None and len(value) > limit:
+        raise ValueLimitError(field, f"field '{field}' has {len(value)} characters, more than "
+                                     f"{limit}")
+
+
+def check_event(event: model.DomainEvent) -> None:
+    """ValueLimitError unless every payload value of `event` is within bounds."""
+    for f in dataclasses.fields(event):  # type: ignore[arg-type]
+        _check_value(f.name, getattr(event, f.name))
+
+
+def _check_value(name: str, value: Any) -> None:
+    if value is None or isinstance(value, bool | Enum | model.Card):
+        return
+    if isinstance(value, int):
+        if name.endswith("_cents"):
+            check_amount(name, value)
+        elif name in _ODDS_FIELDS and not 0 <= value <= MAX_ODDS:
+            raise ValueLimitError(name, f"field '{name}' is {value}, outside 0..{MAX_ODDS}")
+    elif isinstance(value, str):
+        check_text(name, value)
+    elif isinstance(value, tuple):
+        for item in value:
+            _check_value(name, item)
+
+
+def check_envelope(table_id: str, shoe_id: str | None, actor: str, event_id: str | None,
+                   occurred_at: datetime, recorded_at: datetime | None) -> None:
+    """ValueLimitError unless the envelope values a caller gives are within bounds."""
+    for name, text in (("table", table_id), ("shoe", shoe_id), ("actor", actor),
+                       ("id", event_id)):
+        check_text(name, text, MAX_ID_CHARS)
+    check_time("at", occurred_at)
+    if recorded_at is not None:
+        check_time("recorded_at", recorded_at)
+
+
+def json_depth_exceeds(raw: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
+    """True when the JSON text nests objects and arrays deeper than `limit` (brackets inside
+    strings do not count). Checked before json.loads, whose recursion would otherwise end in a
+    RecursionError on a short line."""
+    if raw.count(b"[") + raw.count(b"{") <= limit:
+        return False  # the usual line: too few brackets to be that deep
+    depth, in_string, escaped = 0, False, False
+    for byte in raw:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:  # quote
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):  # [ {
+            depth += 1
+            if depth > limit:
+                return True
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+    return False
