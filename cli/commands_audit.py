@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
-from cli.options import DbOpt, FormatOpt, OutOpt, db_path
+from cli.options import DbOpt, FormatOpt, OutOpt, db_path, new_file
 from cli.output import Format, cents, render
 from events.errors import PitlogError
 from projections.reconcile import DEFAULT_SIGMA
@@ -192,7 +192,8 @@ def sql_cmd(
 
 
 def report_cmd(
-    out: Annotated[Path, typer.Option("--out", "-o", help="The HTML file to write.")],
+    out: Annotated[Path, typer.Option("--out", "-o", callback=new_file,
+                                      help="The HTML file to write.")],
     day: DayOpt = None,
     tz: TzOpt = "UTC",
     gaming_day_start: DayStartOpt = "06:00",

@@ -10,11 +10,21 @@ from typing import Annotated
 import typer
 
 from cli import demo as demo_mod
-from cli.options import DbOpt, FormatOpt, LogOpt, OutOpt, db_path, log_uri
+from cli.options import (
+    CreateTopicOpt,
+    DbOpt,
+    FormatOpt,
+    LogOpt,
+    OutOpt,
+    db_path,
+    log_uri,
+    new_file,
+    open_for_writing,
+)
 from cli.output import Format, plain, render
 from cli.progress import progress_bar
 from events import theory
-from events.errors import PitlogError
+from events.errors import PitlogError, RuleError
 from events.log import open_log
 from events.rules import STANDARD_PAYTABLE
 from events.simulator import SimConfig, simulate
@@ -90,10 +100,12 @@ def simulate_cmd(
     truth: Annotated[
         Path | None,
         typer.Option(
+            callback=new_file,
             help="Write the ground-truth labels of injected irregularities here (JSON lines)."
         ),
     ] = None,
     log: LogOpt = None,
+    create_topic: CreateTopicOpt = False,
     format: FormatOpt = Format.table,
 ) -> None:
     """Play a seeded evening at the tables and record every event to the log.
@@ -114,19 +126,14 @@ def simulate_cmd(
             sep = ""
         if not sep:
             raise PitlogError(f"--rate {item!r}: write CODE=RATE, e.g. --rate LATE_RAISE=0.05")
-    config = SimConfig(
-        seed=seed,
-        tables=tables,
-        rounds=rounds,
-        decks=decks,
-        seats=seats,
-        raise_from=raise_from,
-        sit_out=sit_out,
-        profiles=profiles,
-        irregularities=irregularities,
-        per_code=per_code,
-    )
-    with open_log(log_uri(log)) as event_log, progress_bar("simulating", None) as update:
+    try:  # SimConfig checks the rates: before the log is opened, so nothing is written
+        config = SimConfig(seed=seed, tables=tables, rounds=rounds, decks=decks, seats=seats,
+                           raise_from=raise_from, sit_out=sit_out, profiles=profiles,
+                           irregularities=irregularities, per_code=per_code)
+    except RuleError as exc:
+        raise PitlogError(f"--rate: {exc}") from exc
+    with open_for_writing(log_uri(log), create_topic) as event_log, \
+            progress_bar("simulating", None) as update:
         report = simulate(event_log, config, progress=update)
         uri = event_log.uri
     if truth is not None:
@@ -170,7 +177,7 @@ def project_cmd(
     from projections.projector import project
 
     path = db_path(db)
-    with open_log(log_uri(log)) as event_log:
+    with open_log(log_uri(log), create=False) as event_log:  # a reader never creates a log
         total = sum(event_log.end_offsets().values())
         with progress_bar("projecting", total) as update:
             if follow:

@@ -9,7 +9,7 @@ from typing import IO, Annotated
 
 import typer
 
-from cli.options import FormatOpt, LogOpt, OutOpt, log_uri
+from cli.options import CreateTopicOpt, FormatOpt, LogOpt, OutOpt, log_uri, open_for_writing
 from cli.output import Format, render
 from cli.progress import progress_bar
 from events.errors import NotFoundError
@@ -45,7 +45,7 @@ def verify(
         folder = Path(uri.removeprefix("file://"))
         if not (folder / "meta.json").exists():
             raise NotFoundError(f"no event log at {folder}: pass --log or set PITLOG_LOG")
-    with open_log(uri) as event_log, progress_bar("verifying", None) as update:
+    with open_log(uri, create=False) as event_log, progress_bar("verifying", None) as update:
         report = verify_log(event_log, limit=limit, progress=update)
     anomalies = [{c: getattr(a, c) for c in ANOMALY_COLUMNS} for a in report.anomalies]
     tables = [t.as_row() for t in report.tables]
@@ -68,6 +68,7 @@ def ingest_cmd(
     file: Annotated[str, typer.Argument(help="JSON lines file from the devices, or - for "
                                              "standard input (format: docs/ingest.md).")],
     log: LogOpt = None,
+    create_topic: CreateTopicOpt = False,
     quarantine: Annotated[Path | None, typer.Option(
         help="Where refused lines go (appended, JSON lines). Default: next to the log, "
              "e.g. pitlog-data/log-quarantine.jsonl.")] = None,
@@ -89,13 +90,15 @@ def ingest_cmd(
         typer.echo(f"Error: {visible(bad.message)}", err=True)
 
     if file == "-":
-        report = _ingest(sys.stdin.buffer, "<stdin>", uri, target, report_bad, batch)
+        report = _ingest(sys.stdin.buffer, "<stdin>", uri, target, report_bad, batch,
+                         create_topic)
     else:
         path = Path(file)
         if not path.is_file():
             raise NotFoundError(f"no file {file}: pass a JSON lines file, or - for stdin")
         with path.open("rb") as stream:
-            report = _ingest(stream, str(path), uri, target, report_bad, batch)
+            report = _ingest(stream, str(path), uri, target, report_bad, batch,
+                         create_topic)
     render([report.as_row()], format, title="ingest")
     if report.exit_code:
         typer.echo(f"Error: {report.rejected} of {report.lines} lines rejected; they are in "
@@ -104,7 +107,8 @@ def ingest_cmd(
 
 
 def _ingest(stream: IO[bytes], source: str, uri: str, target: Path,
-            on_reject: Callable[[BadLine], None], batch: int) -> IngestReport:
-    with open_log(uri) as event_log:
+            on_reject: Callable[[BadLine], None], batch: int,
+            create_topic: bool) -> IngestReport:
+    with open_for_writing(uri, create_topic) as event_log:
         return ingest(stream, event_log, source=source, quarantine=target, on_reject=on_reject,
                       batch_lines=batch)

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from cli.output import Format
-from events.log import DEFAULT_DATA_DIR, default_log_uri
+from events.log import DEFAULT_DATA_DIR, EventLog, default_log_uri, open_log
 
 LogOpt = Annotated[str | None, typer.Option(
     "--log", envvar="PITLOG_LOG", show_default=False,
@@ -21,8 +21,33 @@ DbOpt = Annotated[Path | None, typer.Option(
 FormatOpt = Annotated[Format, typer.Option(
     "--format", "-f", help="Output: table for people; json (an array of objects) or csv for "
                            "machines; parquet needs --out.")]
+def new_file(path: Path | None) -> Path | None:
+    """Typer callback of every option naming a file to write: its folder must exist and it must
+    not be a folder, checked when the command line is parsed, before anything is recorded."""
+    if path is None:
+        return None
+    if path.is_dir():
+        raise typer.BadParameter(f"{path} is a folder: name a file in it")
+    folder = path.parent
+    if not folder.is_dir():
+        what = "is not a folder" if folder.exists() else "does not exist"
+        raise typer.BadParameter(f"the folder {folder} {what}: create it first "
+                                 f"(mkdir -p {folder}) or write somewhere else")
+    return path
+
+
 OutOpt = Annotated[Path | None, typer.Option(
-    "--out", "-o", help="Write the rows to this file instead of the screen.")]
+    "--out", "-o", callback=new_file,
+    help="Write the rows to this file instead of the screen.")]
+CreateTopicOpt = Annotated[bool, typer.Option(
+    "--create-topic", help="Create the Kafka topic of --log if it does not exist (otherwise a "
+                           "missing topic is an error: a typo must not start a new log).")]
+
+
+def open_for_writing(uri: str, create_topic: bool) -> EventLog:
+    """A writer's log: an embedded log folder is created when new; a Kafka topic only when
+    --create-topic says so."""
+    return open_log(uri, create=create_topic or not uri.startswith("kafka://"))
 
 
 def log_uri(value: str | None) -> str:

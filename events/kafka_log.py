@@ -157,7 +157,8 @@ class KafkaLog(EventLog):
     def __init__(self, bootstrap: str, topic: str, *, partitions: int | None = None,
                  replication_factor: int = 1, timeout_s: float = DEFAULT_TIMEOUT_S,
                  client_id: str = "pitlog", settings: Mapping[str, Any] | None = None,
-                 assign: Sequence[int] | None = None, fencing: bool = False) -> None:
+                 assign: Sequence[int] | None = None, fencing: bool = False,
+                 create: bool = True) -> None:
         self.bootstrap = bootstrap
         self.topic = topic
         self.uri = f"kafka://{bootstrap}/{topic}"
@@ -175,7 +176,7 @@ class KafkaLog(EventLog):
         if fencing:  # the recorder looks these up: with them, each flush checks table heads
             self.append_expecting = self._append_expecting
             self.last_values = self._last_values
-        self.n_partitions = self._ensure_topic(partitions, replication_factor)
+        self.n_partitions = self._ensure_topic(partitions, replication_factor, create)
         # Reading only some partitions: one projector (and one DuckDB file) per share of the
         # tables, assigned statically (docs/operating.md). Appends still go to any partition.
         self.assigned = sorted(set(assign)) if assign is not None else list(
@@ -186,7 +187,8 @@ class KafkaLog(EventLog):
                            f"assign {list(assign or [])}: fix the assign= parameter")
 
     @classmethod
-    def from_uri(cls, uri: str, *, partitions: int | None = None) -> KafkaLog:
+    def from_uri(cls, uri: str, *, partitions: int | None = None,
+                 create: bool = True) -> KafkaLog:
         """`kafka://host:port[,host:port]/topic?partitions=N&replication_factor=R&timeout_s=S`;
         the `partitions` argument wins over the query."""
         parts = urlsplit(uri)
@@ -215,12 +217,14 @@ class KafkaLog(EventLog):
                            f"numbers, timeout_s is seconds, assign is like 0-3,8") from exc
         return cls(parts.netloc, topic, partitions=n, replication_factor=replication_factor,
                    timeout_s=timeout_s, client_id=query.get("client_id", "pitlog"),
-                   assign=assign, fencing=_BOOLEANS[fencing])
+                   assign=assign, fencing=_BOOLEANS[fencing], create=create)
 
     # --- topic ----------------------------------------------------------------------------------
 
-    def _ensure_topic(self, partitions: int | None, replication_factor: int) -> int:
-        """Create the topic if missing; return its partition count."""
+    def _ensure_topic(self, partitions: int | None, replication_factor: int,
+                      create: bool = True) -> int:
+        """Create the topic if missing (LogError instead when not `create`); return its
+        partition count."""
         timeout_ms = int(self.timeout_s * 1000)
         try:
             admin = KafkaAdminClient(bootstrap_servers=self.bootstrap.split(","),
@@ -232,6 +236,9 @@ class KafkaLog(EventLog):
                            f"{exc}; is the broker running and the address right?") from exc
         try:
             found = self._partition_count(admin)
+            if found is None and not create:
+                raise LogError(f"no topic {self.topic} on {self.bootstrap}: check --log / "
+                               f"PITLOG_LOG; a writer creates it with --create-topic")
             if found is None:
                 try:
                     admin.create_topics(

@@ -62,15 +62,39 @@ def default_log_uri(data_dir: Path = DEFAULT_DATA_DIR) -> str:
     return os.environ.get("PITLOG_LOG") or f"file://{(data_dir / 'log').resolve()}"
 
 
-def open_log(uri: str | None = None, *, partitions: int | None = None) -> EventLog:
-    """`file:///path` or a bare path: the embedded log; `kafka://host:port/topic`: Kafka."""
+def open_log(uri: str | None = None, *, partitions: int | None = None,
+             create: bool = True) -> EventLog:
+    """`file:///path` or a bare path: the embedded log; `kafka://host:port/topic`: Kafka.
+
+    `create=False` (readers: project, verify): a missing log folder or Kafka topic is a
+    LogError naming it, never an empty log made on the spot."""
     uri = uri or default_log_uri()
     if uri.startswith("kafka://"):
         from events.kafka_log import KafkaLog  # imported lazily: only this backend knows Kafka
 
-        return KafkaLog.from_uri(uri, partitions=partitions)
+        _check_kafka_address(uri)
+        return KafkaLog.from_uri(uri, partitions=partitions, create=create)
     if "://" in uri and not uri.startswith("file://"):
         raise LogError(f"unknown log address {uri!r}: use file:///path/to/log or kafka://host:port/topic")
     from events.embedded_log import EmbeddedLog
 
-    return EmbeddedLog(Path(uri.removeprefix("file://")), partitions=partitions)
+    folder = Path(uri.removeprefix("file://"))
+    if folder.exists() and not folder.is_dir():
+        raise LogError(f"--log {folder} is a file, not an event log folder: give the folder "
+                       f"of an embedded log (e.g. pitlog-data/log) or kafka://HOST:PORT/TOPIC")
+    if not create and not (folder / "meta.json").is_file():
+        raise LogError(f"no event log at {folder} (no such folder, or no meta.json in it): "
+                       f"check --log / PITLOG_LOG; `pitlog simulate` or `pitlog ingest` "
+                       f"creates a log")
+    return EmbeddedLog(folder, partitions=partitions, create=create)
+
+
+def _check_kafka_address(uri: str) -> None:
+    """Every HOST:PORT of a kafka:// address has a port number, before any client starts."""
+    netloc = uri.removeprefix("kafka://").split("/", 1)[0]
+    for server in filter(None, netloc.split(",")):
+        host, sep, port = server.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise LogError(f"bad Kafka address {uri!r}: {server!r} is not HOST:PORT with a port "
+                           f"from 1 to 65535; write kafka://HOST:PORT/TOPIC, e.g. "
+                           f"kafka://127.0.0.1:9092/pitlog.reddog.events")

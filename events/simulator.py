@@ -20,7 +20,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from events import codec, model, rules
-from events.irregularities import Irregularities, RoundStopped, TruthLabel, record_tampered
+from events.errors import RuleError
+from events.irregularities import (
+    INJECTABLE,
+    Irregularities,
+    RoundStopped,
+    TruthLabel,
+    record_tampered,
+)
 from events.log import EventLog
 from events.model import Box, Card, Meaning, Suit, WagerKind
 from events.recorder import Recorder
@@ -72,6 +79,16 @@ class SimConfig:
     start: datetime = DEFAULT_START
     irregularities: float = 0.0  # chance per opportunity of each injectable irregularity
     per_code: Mapping[str, float] = field(default_factory=dict)  # overrides by anomaly code
+
+    def __post_init__(self) -> None:
+        # An unknown code or a rate outside 0..1 would be silently ignored or always true.
+        for code, rate in {"all codes": self.irregularities, **self.per_code}.items():
+            if code != "all codes" and code not in INJECTABLE:
+                raise RuleError(f"rate for unknown irregularity code {code!r}; injectable "
+                                f"codes are {', '.join(INJECTABLE)} (docs/anomalies.md)")
+            if not 0.0 <= rate <= 1.0:
+                raise RuleError(f"rate {rate} for {code} is not a chance: give a number "
+                                f"from 0 to 1, e.g. 0.05")
 
     def profile_for(self, table_index: int) -> str:
         return self.profiles[table_index % len(self.profiles)]

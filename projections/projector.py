@@ -216,7 +216,12 @@ class _BatchLoader:
                 con.commit()
             except BaseException as exc:
                 # Whatever stopped us (an error, KeyboardInterrupt): nothing partial remains.
-                con.rollback()
+                # A commit that failed (a full disk) has already ended the transaction: then
+                # rollback's own "no transaction is active" must not hide the real error.
+                try:
+                    con.rollback()
+                except duckdb.Error:
+                    pass
                 if isinstance(exc, duckdb.Error):
                     raise self._failure(batch, exc) from exc
                 raise

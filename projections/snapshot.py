@@ -19,6 +19,34 @@ import duckdb
 
 from events.errors import NotFoundError, ProjectionError
 
+_MAGIC = b"DUCK"  # at byte 8 of every DuckDB database file
+
+
+def check_database_file(path: Path, *, may_be_missing: bool = False) -> None:
+    """ProjectionError unless `path` is a DuckDB file (or, with `may_be_missing`, absent): a
+    folder, a text file or random bytes given as --db is named as such, never reported as
+    "locked by a writer"."""
+    if path.is_dir():
+        raise ProjectionError(f"--db {path} is a folder, not a DuckDB file: give the file "
+                              f"`pitlog project` writes, e.g. pitlog-data/pitlog.duckdb")
+    if not path.exists():
+        if may_be_missing:
+            return
+        raise NotFoundError(f"no database at {path}: run `pitlog project` first")
+    try:
+        with path.open("rb") as f:
+            head = f.read(12)
+    except OSError as exc:
+        raise ProjectionError(f"cannot read --db {path}: {exc.strerror}") from exc
+    if not head:
+        raise ProjectionError(f"--db {path} is an empty file (a creation that failed, e.g. on "
+                              f"a full disk, may leave one): delete it and run "
+                              f"`pitlog project` again")
+    if head[8:12] != _MAGIC:
+        raise ProjectionError(f"--db {path} is not a DuckDB database (it holds something "
+                              f"else): give the file `pitlog project` writes, or a new path "
+                              f"for `pitlog project` to create")
+
 
 def snapshot_path(db_path: str | Path) -> Path:
     """`pitlog.duckdb` -> `pitlog.snapshot.duckdb`, in the same folder (so rename is atomic)."""
@@ -71,6 +99,7 @@ def open_for_reading(db_path: str | Path) -> duckdb.DuckDBPyConnection:
     snap = snapshot_path(path)
     if not path.exists() and not snap.exists():
         raise NotFoundError(f"no database at {path}: run `pitlog project` first")
+    check_database_file(path, may_be_missing=True)
     try:
         return duckdb.connect(str(path), read_only=True)
     except (duckdb.IOException, duckdb.ConnectionException) as exc:

@@ -36,7 +36,7 @@ from typing import Any
 import duckdb
 
 from events.errors import NotFoundError, PitlogError, ProjectionError
-from projections.snapshot import snapshot_path
+from projections.snapshot import check_database_file, snapshot_path
 
 ALLOWED = ("SELECT", "WITH", "FROM", "VALUES", "TABLE", "DESCRIBE", "SHOW", "SUMMARIZE",
            "EXPLAIN")
@@ -139,6 +139,7 @@ def guarded_connection(db_path: str | Path,
     snap = snapshot_path(path)
     if not path.is_file() and not snap.is_file():
         raise NotFoundError(f"no database at {path}: run `pitlog project` first")
+    check_database_file(path, may_be_missing=True)
     config = guard_config(limits)
     if path.is_file():
         try:
@@ -150,9 +151,6 @@ def guarded_connection(db_path: str | Path,
                 raise ProjectionError(
                     f"cannot open {path} read-only ({exc}) and no snapshot {snap.name} exists; "
                     f"run the projector with snapshots on, or stop it first") from exc
-        except duckdb.Error as exc:
-            raise ProjectionError(f"{path} is not a pitlog database ({exc}); give --db the "
-                                  f"file `pitlog project` wrote") from exc
     try:
         return duckdb.connect(str(snap), read_only=True, config=config)
     except duckdb.Error as exc:

@@ -31,7 +31,12 @@ import pyarrow as pa
 
 from events import codec
 from events.errors import ProjectionError
-from projections.snapshot import open_for_reading, publish_snapshot, snapshot_path
+from projections.snapshot import (
+    check_database_file,
+    open_for_reading,
+    publish_snapshot,
+    snapshot_path,
+)
 
 __all__ = ["Column", "arrow_schema", "ensure_schema", "event_columns", "open_for_reading",
            "open_store", "prepare", "publish_snapshot", "snapshot_path"]
@@ -276,14 +281,43 @@ def open_store(path: str | Path, read_only: bool = False,
     if not read_only and not _MEMORY.fullmatch(limit):
         raise ProjectionError(f"memory limit {limit!r} (--memory-limit or PITLOG_MEMORY_LIMIT) "
                               f"is not an amount: write it like 1GB or 512MB")
+    file = Path(path)
+    check_database_file(file, may_be_missing=not read_only)
+    created = not read_only and not file.exists()
     try:
         con = duckdb.connect(str(path), read_only=read_only)
     except (duckdb.IOException, duckdb.ConnectionException) as exc:
         # IOException: another process holds the file; ConnectionException: this process has
         # it open with another configuration (read-only versus read-write).
-        raise ProjectionError(f"cannot open {path}: {exc}") from exc
+        _remove_if_created(file, created)
+        raise ProjectionError(f"cannot open {path}: {_first_line(exc)}") from exc
+    except BaseException:
+        _remove_if_created(file, created)
+        raise
     if not read_only:
-        con.execute(f"SET memory_limit = '{limit}'").fetchall()
-        _LIMITS[con] = limit
-        prepare(con)
+        try:
+            con.execute(f"SET memory_limit = '{limit}'").fetchall()
+            _LIMITS[con] = limit
+            prepare(con)
+        except BaseException as exc:
+            con.close()
+            # A new file that could not be set up (a full disk) would block every later run:
+            # it holds nothing yet, so it goes.
+            _remove_if_created(file, created)
+            if isinstance(exc, duckdb.Error):
+                raise ProjectionError(
+                    f"cannot {'create' if created else 'prepare'} the database {path}: "
+                    f"{_first_line(exc)}; check the disk (free space, permissions) and run "
+                    f"again") from exc
+            raise
     return con
+
+
+def _remove_if_created(file: Path, created: bool) -> None:
+    if created:
+        for leftover in (file, file.with_name(file.name + ".wal")):
+            leftover.unlink(missing_ok=True)
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
