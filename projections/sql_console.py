@@ -137,9 +137,9 @@ def guarded_connection(db_path: str | Path,
     limits = limits or QueryLimits.from_env()
     path = Path(db_path)
     snap = snapshot_path(path)
+    check_database_file(path, may_be_missing=True)
     if not path.is_file() and not snap.is_file():
         raise NotFoundError(f"no database at {path}: run `pitlog project` first")
-    check_database_file(path, may_be_missing=True)
     config = guard_config(limits)
     if path.is_file():
         try:

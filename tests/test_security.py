@@ -394,3 +394,156 @@ def test_the_read_side_handles_the_extremes_that_are_accepted(tmp_path: Path) ->
     assert int(rows[0]["s"]) == MAX_AMOUNT_CENTS * sum('"amount_cents"' in x for x in out)
     report = _pitlog("report", "--db", str(db), "--out", str(tmp_path / "r.html"))
     assert report.returncode == 0, report.stderr
+
+
+# --- CLI misuse: one Error: line, nothing written ------------------------------------------
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() if p.is_file() else b"<dir>"
+            for p in sorted(root.rglob("*"))}
+
+
+@pytest.fixture(scope="module")
+def small_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("small")
+    proc = _pitlog("simulate", "--tables", "4", "--rounds", "300", "--log", str(root / "log"))
+    assert proc.returncode == 0, proc.stderr
+    return root / "log"
+
+
+def _dbs(root: Path) -> dict[str, Path]:
+    (root / "adir").mkdir()
+    (root / "text.duckdb").write_text("SELECT 1;\n")
+    (root / "random.duckdb").write_bytes(bytes(range(256)) * 40)
+    (root / "empty.duckdb").write_bytes(b"")
+    return {"a folder": root / "adir", "a text file": root / "text.duckdb",
+            "random bytes": root / "random.duckdb", "an empty file": root / "empty.duckdb"}
+
+
+MISUSES = [
+    (["simulate", "--rounds", "2", "--log", "{root}/afile"], "is a file, not an event log"),
+    (["ingest", "{feed}", "--log", "{root}/afile"], "is a file, not an event log"),
+    (["simulate", "--rounds", "2", "--log", "kafka://host:notaport/t"],
+     "'host:notaport' is not HOST:PORT"),
+    (["project", "--log", "kafka://127.0.0.1:/t", "--db", "{root}/x.duckdb"], "is not HOST:PORT"),
+    (["simulate", "--rounds", "2", "--log", "{root}/new", "--truth", "{root}/nodir/t.jsonl"],
+     "the folder {root}/nodir does not exist"),
+    (["shoes", "--db", "{db}", "--format", "csv", "--out", "{root}/nodir/s.csv"],
+     "the folder {root}/nodir does not exist"),
+    (["report", "--db", "{db}", "--out", "{root}/nodir/r.html"],
+     "the folder {root}/nodir does not exist"),
+    (["simulate", "--rounds", "2", "--log", "{root}/new", "--rate", "NOPE=0.5"],
+     "unknown irregularity code 'NOPE'"),
+    (["simulate", "--rounds", "2", "--log", "{root}/new", "--rate", "LATE_RAISE=2"],
+     "rate 2.0 for LATE_RAISE is not a chance"),
+    (["simulate", "--rounds", "2", "--log", "{root}/new", "--rate", "LATE_RAISE=-0.1"],
+     "is not a chance"),
+    (["project", "--log", "{root}/lgo", "--db", "{root}/new.duckdb"], "no event log at"),
+    (["verify", "--log", "{root}/lgo"], "no event log at"),
+]
+
+
+@pytest.mark.parametrize(("args", "message"), MISUSES)
+def test_misuse_is_one_error_line_and_nothing_is_written(
+        tmp_path: Path, db: Path, args: list[str], message: str) -> None:
+    (tmp_path / "afile").write_text("not a log\n")
+    feed = tmp_path / "feed.jsonl"
+    feed.write_text((REPO / "examples" / "devices.jsonl").read_text())
+    before = _tree(tmp_path)
+    db_before = db.read_bytes()
+    filled = [a.format(root=tmp_path, feed=feed, db=db) for a in args]
+    line = _one_error_line(_pitlog(*filled))
+    assert message.format(root=tmp_path) in line
+    assert _tree(tmp_path) == before  # no log, no database, no file half-created
+    assert db.read_bytes() == db_before
+
+
+@pytest.mark.parametrize("command", ["project", "shoes", "sql", "anomalies", "report"])
+def test_a_db_that_is_not_a_database_is_named_as_such(tmp_path: Path, small_log: Path,
+                                                      command: str) -> None:
+    for what, path in _dbs(tmp_path).items():
+        before = _tree(tmp_path)
+        args = {"project": ["project", "--log", str(small_log)], "shoes": ["shoes"],
+                "sql": ["sql", "SELECT 1"], "anomalies": ["anomalies"],
+                "report": ["report", "--out", str(tmp_path / "r.html")]}[command]
+        line = _one_error_line(_pitlog(*args, "--db", str(path)))
+        expected = {"a folder": "is a folder, not a DuckDB file",
+                    "an empty file": "is an empty file"}.get(what, "is not a DuckDB database")
+        assert expected in line and "locked by a writer" not in line, (what, line)
+        assert _tree(tmp_path) == before, what
+
+
+def _fsize_limit(kib: int):  # noqa: ANN202 - a preexec_fn
+    def limit() -> None:
+        import resource
+
+        # EFBIG instead of SIGXFSZ: the write fails as on a full disk, the process lives on.
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (kib * 1024, kib * 1024))
+    return limit
+
+
+def _project_limited(log: Path, db: Path, kib: int) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "cli.app", "project", "--log", str(log), "--db", str(db)],
+        capture_output=True, text=True, cwd=REPO, timeout=300, check=False,
+        preexec_fn=_fsize_limit(kib), env={**os.environ, "PYTHONPATH": str(REPO)})
+
+
+def _counts(db: Path) -> tuple[object, ...]:
+    with duckdb.connect(str(db), read_only=True) as con:
+        return con.execute(
+            "SELECT (SELECT count(*) FROM events), (SELECT count(*) FROM quarantine), "
+            "(SELECT sum(next_offset) FROM checkpoints), "
+            "(SELECT count(*) FROM anomalies)").fetchall()[0]
+
+
+def test_no_space_while_creating_the_database_leaves_no_file(tmp_path: Path,
+                                                             small_log: Path) -> None:
+    db = tmp_path / "db.duckdb"
+    line = _one_error_line(_project_limited(small_log, db, 64))
+    assert "File too large" in line or "No space left" in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no 0-byte db.duckdb, no .wal
+    proc = _pitlog("project", "--log", str(small_log), "--db", str(db))  # the next run works
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_no_space_mid_projection_is_a_clear_error_and_a_rerun_completes(
+        tmp_path: Path, small_log: Path) -> None:
+    db, reference = tmp_path / "db.duckdb", tmp_path / "reference.duckdb"
+    proc = _project_limited(small_log, db, 2048)
+    line = _one_error_line(proc)
+    assert "no transaction is active" not in line
+    assert "File too large" in line and ("checkpoint is unchanged" in line
+                                         or "check the disk" in line)
+    assert db.exists()  # a valid database, with what was committed before the failure
+    assert _pitlog("project", "--log", str(small_log), "--db", str(db)).returncode == 0
+    assert _pitlog("project", "--log", str(small_log), "--db", str(reference)).returncode == 0
+    assert _counts(db) == _counts(reference)
+
+
+def _topics(bootstrap: str) -> set[str]:
+    from kafka.admin import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="pitlog-test")
+    try:
+        return set(admin.list_topics())
+    finally:
+        admin.close()
+
+
+@pytest.mark.kafka
+def test_a_missing_kafka_topic_is_created_only_when_told(kafka_broker: str, kafka_uri: str,
+                                                         tmp_path: Path) -> None:
+    topic = kafka_uri.rsplit("/", 1)[1]
+    db = tmp_path / "db.duckdb"
+    line = _one_error_line(_pitlog("project", "--log", kafka_uri, "--db", str(db)))
+    assert f"no topic {topic} on {kafka_broker}" in line and not db.exists()
+    line = _one_error_line(_pitlog("simulate", "--rounds", "2", "--log", kafka_uri))
+    assert "--create-topic" in line
+    assert topic not in _topics(kafka_broker)
+    proc = _pitlog("simulate", "--rounds", "2", "--tables", "1", "--log", kafka_uri,
+                   "--create-topic")
+    assert proc.returncode == 0, proc.stderr
+    assert topic in _topics(kafka_broker)
+    assert _pitlog("project", "--log", kafka_uri, "--db", str(db)).returncode == 0
