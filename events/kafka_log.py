@@ -13,7 +13,8 @@ order), so a retried batch is neither duplicated nor reordered. Records are keye
 so each table lives in one partition, in order. `append` sends every record, flushes, and
 checks every acknowledgement: it returns only once all in-sync replicas have them.
 
-The topic is created when missing, with ``retention.ms=-1`` and ``cleanup.policy=delete``: an
+The topic is created when missing and ``create`` is true (the CLI's writers pass it only with
+``--create-topic``; readers never), with ``retention.ms=-1`` and ``cleanup.policy=delete``: an
 audit log is never expired and never compacted (compaction would keep only each table's last
 event); with ``replication_factor`` 3 or more also ``min.insync.replicas=2``. On a real
 cluster create it yourself (docs/operating.md).
