@@ -547,3 +547,78 @@ def test_a_missing_kafka_topic_is_created_only_when_told(kafka_broker: str, kafk
     assert proc.returncode == 0, proc.stderr
     assert topic in _topics(kafka_broker)
     assert _pitlog("project", "--log", kafka_uri, "--db", str(db)).returncode == 0
+
+
+# --- fuzz: mutated device lines never crash ingest, and what is recorded is within limits ----
+
+def _json_values():  # noqa: ANN202 - a hypothesis strategy
+    from hypothesis import strategies as st
+
+    scalars = (st.none() | st.booleans() | st.integers(-(2**70), 2**70)
+               | st.sampled_from([2**62, -1, -500, 10**12, 10**12 + 1, 0, 2**31, 2**63])
+               | st.text(max_size=40) | st.text(alphabet="\x1b\x07\r\x9b\u202e[]{}\"\\a",
+                                                  max_size=20)
+               | st.sampled_from(["0001-01-01T00:00:00Z", "9999-12-31T23:59:59+14:00",
+                                  "1999-12-31T23:59:59Z", "2100-01-01T00:00:00Z",
+                                  "2026-11-28T21:00:00Z"]))
+    return st.recursive(scalars, lambda inner: st.lists(inner, max_size=3)
+                        | st.dictionaries(st.text(max_size=5), inner, max_size=3), max_leaves=8)
+
+
+FUZZ_COUNTS = {"lines": 0, "mutated": 0, "recorded": 0, "rejected": 0}
+
+
+def test_fuzzed_device_lines_are_recorded_within_limits_or_quarantined(tmp_path: Path) -> None:
+    import io
+    import json
+
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from events import codec
+    from events.embedded_log import EmbeddedLog
+    from events.ingest import ingest
+    from events.limits import check_envelope, check_event
+
+    base = [json.loads(x) for x in (REPO / "examples" / "devices.jsonl").read_text().splitlines()]
+    runs = iter(range(10**6))
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(st.lists(st.tuples(st.integers(0, len(base) - 1), st.integers(0, 20), _json_values(),
+                              st.integers(0, 3000)), min_size=1, max_size=12))
+    def check(mutations: list[tuple[int, int, object, int]]) -> None:
+        lines = [dict(x) for x in base]
+        for index, field, value, depth in mutations:
+            line = lines[index]
+            keys = sorted(line)
+            line[keys[field % len(keys)]] = value
+            if depth > 2900:  # now and then a line nested far beyond any parser's comfort
+                line["phrase"] = json.loads("[" * 900 + "]" * 900)
+        texts = []
+        for line in lines:
+            try:
+                texts.append(json.dumps(line))
+            except (ValueError, RecursionError):
+                texts.append('{"type": "Announced"' + "[" * 5000)
+        folder = tmp_path / f"run{next(runs)}"
+        log = EmbeddedLog(folder / "log", partitions=2)
+        report = ingest(io.BytesIO(("\n".join(texts) + "\n").encode()), log, source="fuzz",
+                        quarantine=folder / "q.jsonl")
+        assert report.lines == len(texts) and report.recorded + report.rejected == len(texts)
+        quarantined = ((folder / "q.jsonl").read_text().splitlines()
+                       if (folder / "q.jsonl").exists() else [])
+        assert len(quarantined) == report.rejected
+        recorded = [codec.decode(r.value) for b in log.read() for r in b]
+        assert len(recorded) == report.recorded
+        for env in recorded:
+            check_event(env.event)
+            check_envelope(env.table_id, env.shoe_id, env.actor, env.event_id,
+                           env.occurred_at, env.recorded_at)
+        FUZZ_COUNTS["lines"] += len(texts)
+        FUZZ_COUNTS["mutated"] += len(mutations)
+        FUZZ_COUNTS["recorded"] += report.recorded
+        FUZZ_COUNTS["rejected"] += report.rejected
+
+    check()
+    print(f"fuzz: {FUZZ_COUNTS}")
+    assert FUZZ_COUNTS["rejected"] > 0 and FUZZ_COUNTS["recorded"] > 0
