@@ -106,9 +106,16 @@ def open_for_reading(db_path: str | Path) -> duckdb.DuckDBPyConnection:
         # IOException: another process holds the write lock; ConnectionException: this very
         # process has the file open read-write (DuckDB allows one configuration per file).
         if not snap.exists():
+            held = isinstance(exc, duckdb.ConnectionException) or "lock" in str(exc).lower()
+            why = "is locked by a writer" if held else "cannot be opened"
             raise ProjectionError(
-                f"{path} is locked by a writer ({exc}) and no snapshot {snap.name} exists; "
-                f"run the projector with snapshots on, or stop it first") from exc
+                f"{path} {why} ({str(exc).strip().splitlines()[0]}) and no snapshot "
+                f"{snap.name} exists; run the projector with snapshots on, or stop it "
+                f"first") from exc
+    except duckdb.Error as exc:  # a damaged file behind a valid header
+        raise ProjectionError(f"cannot open {path}: {str(exc).strip().splitlines()[0]}; if "
+                              f"it is damaged, rebuild it with `pitlog project` into a new "
+                              f"file") from exc
     try:
         return duckdb.connect(str(snap), read_only=True)
     except duckdb.Error as exc:

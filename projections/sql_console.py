@@ -149,8 +149,11 @@ def guarded_connection(db_path: str | Path,
             # process has the file open with other settings (a writer in the same process).
             if not snap.is_file():
                 raise ProjectionError(
-                    f"cannot open {path} read-only ({exc}) and no snapshot {snap.name} exists; "
-                    f"run the projector with snapshots on, or stop it first") from exc
+                    f"cannot open {path} read-only ({_one_line(exc)}) and no snapshot "
+                    f"{snap.name} exists; run the projector with snapshots on, or stop it "
+                    f"first") from exc
+        except duckdb.Error as exc:  # a damaged file behind a valid header
+            raise ProjectionError(f"cannot open {path}: {_one_line(exc)}") from exc
     try:
         return duckdb.connect(str(snap), read_only=True, config=config)
     except duckdb.Error as exc:

@@ -291,8 +291,11 @@ def open_store(path: str | Path, read_only: bool = False,
         # it open with another configuration (read-only versus read-write).
         _remove_if_created(file, created)
         raise ProjectionError(f"cannot open {path}: {_first_line(exc)}") from exc
-    except BaseException:
+    except BaseException as exc:
         _remove_if_created(file, created)
+        if isinstance(exc, duckdb.Error):  # e.g. a damaged file behind a valid header
+            raise ProjectionError(f"cannot open {path}: {_first_line(exc)}; if it is damaged, "
+                                  f"rebuild it with `pitlog project` into a new file") from exc
         raise
     if not read_only:
         try:

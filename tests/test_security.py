@@ -411,13 +411,17 @@ def small_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root / "log"
 
 
-def _dbs(root: Path) -> dict[str, Path]:
+def _dbs(root: Path, good: Path) -> dict[str, Path]:
+    damaged = bytearray(good.read_bytes())  # a real header, a block that fails its checksum
+    damaged[4096:4096 + 8192] = bytes(range(256)) * 32
+    (root / "damaged.duckdb").write_bytes(bytes(damaged))
     (root / "adir").mkdir()
     (root / "text.duckdb").write_text("SELECT 1;\n")
     (root / "random.duckdb").write_bytes(bytes(range(256)) * 40)
     (root / "empty.duckdb").write_bytes(b"")
     return {"a folder": root / "adir", "a text file": root / "text.duckdb",
-            "random bytes": root / "random.duckdb", "an empty file": root / "empty.duckdb"}
+            "random bytes": root / "random.duckdb", "an empty file": root / "empty.duckdb",
+            "a damaged database": root / "damaged.duckdb"}
 
 
 MISUSES = [
@@ -460,15 +464,17 @@ def test_misuse_is_one_error_line_and_nothing_is_written(
 
 @pytest.mark.parametrize("command", ["project", "shoes", "sql", "anomalies", "report"])
 def test_a_db_that_is_not_a_database_is_named_as_such(tmp_path: Path, small_log: Path,
-                                                      command: str) -> None:
-    for what, path in _dbs(tmp_path).items():
+                                                      db: Path, command: str) -> None:
+    for what, path in _dbs(tmp_path, db).items():
         before = _tree(tmp_path)
         args = {"project": ["project", "--log", str(small_log)], "shoes": ["shoes"],
                 "sql": ["sql", "SELECT 1"], "anomalies": ["anomalies"],
                 "report": ["report", "--out", str(tmp_path / "r.html")]}[command]
         line = _one_error_line(_pitlog(*args, "--db", str(path)))
         expected = {"a folder": "is a folder, not a DuckDB file",
-                    "an empty file": "is an empty file"}.get(what, "is not a DuckDB database")
+                    "an empty file": "is an empty file",
+                    "a damaged database": "Corrupt database file"}.get(
+                        what, "is not a DuckDB database")
         assert expected in line and "locked by a writer" not in line, (what, line)
         assert _tree(tmp_path) == before, what
 
