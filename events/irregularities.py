@@ -25,7 +25,7 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from events import chain, codec, model, rules
+from events import chain, codec, limits, model, rules
 from events.irregular_hands import EXTRA_SIZES_CENTS, HandSlips, RoundStopped, free_seats
 from events.log import EventLog
 from events.model import (
@@ -89,6 +89,10 @@ def record_tampered(recorder: Recorder, log: EventLog, kind: str, table_id: str,
     recorder.flush()
     wrong = hashlib.sha256(b"pitlog-sim:altered:" + head.hash).digest()
     env = Envelope(table_id=table_id, seq=head.seq + 1, event=event, prev_hash=wrong, **stamp)
+    # Not through Recorder.record, so its value check is made here (events/limits.py).
+    limits.check_envelope(table_id, env.shoe_id, env.actor, env.event_id, env.occurred_at,
+                          env.recorded_at)
+    limits.check_event(event)
     message = chain.seal(codec.encode(env), wrong)
     log.append([(table_id.encode(), message)])
     head.seq, head.hash = env.seq, chain.stored_hash(message)
