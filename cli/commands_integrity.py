@@ -98,7 +98,7 @@ def ingest_cmd(
             raise NotFoundError(f"no file {file}: pass a JSON lines file, or - for stdin")
         with path.open("rb") as stream:
             report = _ingest(stream, str(path), uri, target, report_bad, batch,
-                         create_topic)
+                             create_topic)
     render([report.as_row()], format, title="ingest")
     if report.exit_code:
         typer.echo(f"Error: {report.rejected} of {report.lines} lines rejected; they are in "

@@ -21,6 +21,8 @@ DbOpt = Annotated[Path | None, typer.Option(
 FormatOpt = Annotated[Format, typer.Option(
     "--format", "-f", help="Output: table for people; json (an array of objects) or csv for "
                            "machines; parquet needs --out.")]
+
+
 def new_file(path: Path | None) -> Path | None:
     """Typer callback of every option naming a file to write: its folder must exist and it must
     not be a folder, checked when the command line is parsed, before anything is recorded."""
