@@ -10,7 +10,6 @@ escapes them itself (json.dumps with ensure_ascii). The stored value is never ch
 from __future__ import annotations
 
 import re
-import unicodedata
 
 # C0, DEL and C1 (category Cc), and the Unicode bidirectional embeddings, overrides and isolates.
 _BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
@@ -27,11 +26,3 @@ def visible(text: str) -> str:
     """`text` with each control or bidi-control character as `\\x1b` / `\\u202e`, so it prints
     as what it is. Printable text, including non-ASCII letters, is unchanged."""
     return _UNSAFE.sub(_escape, text)
-
-
-def is_visible(text: str) -> bool:
-    """True when `text` has nothing `visible` would escape."""
-    return _UNSAFE.search(text) is None
-
-
-assert all(unicodedata.category(chr(c)) == "Cc" for c in (*range(0x20), *range(0x7f, 0xa0)))
