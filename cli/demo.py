@@ -94,5 +94,5 @@ def print_report(report: DemoReport, fmt: Format) -> None:
             for r in report.examples], Format.table,
            title=f"the first {len(report.examples)} anomalies (all of them: pitlog anomalies)")
     print(f"Event log: {report.log_uri}")
-    print(f"Views:     {report.db}  (open it in any DuckDB client, or try `pitlog shoes`, "
+    print(f"Views:     {report.db}  (open it in DuckDB 1.4.4 or later, or try `pitlog shoes`, "
           f"`pitlog replay {report.summary[0]['first_shoe'] if report.summary else 'SHOE'}`)")
