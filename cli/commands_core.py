@@ -10,8 +10,8 @@ from typing import Annotated
 import typer
 
 from cli import demo as demo_mod
-from cli.options import DbOpt, FormatOpt, LogOpt, OutOpt, db_path, log_uri
-from cli.output import Format, plain, render
+from cli.options import DbOpt, FormatOpt, LogOpt, OutOpt, SummaryOpt, db_path, log_uri
+from cli.output import Format, Summary, plain, render
 from cli.progress import progress_bar
 from events import theory
 from events.errors import PitlogError
@@ -40,7 +40,7 @@ def demo(
     seed: Annotated[
         int, typer.Option(help="Simulator seed; the same seed gives the same evening.")
     ] = 2026,
-    format: FormatOpt = Format.table,
+    format: SummaryOpt = Summary.table,
 ) -> None:
     """Simulate a short evening at four tables, with irregularities, project it, and print
     the summary and the anomalies.
@@ -94,7 +94,7 @@ def simulate_cmd(
         ),
     ] = None,
     log: LogOpt = None,
-    format: FormatOpt = Format.table,
+    format: SummaryOpt = Summary.table,
 ) -> None:
     """Play a seeded evening at the tables and record every event to the log.
 
@@ -161,7 +161,7 @@ def project_cmd(
                      help="DuckDB's memory while projecting, e.g. 2GB [default: 512MB]; "
                           "beyond it DuckDB spills to <db>.tmp."),
     ] = None,
-    format: FormatOpt = Format.table,
+    format: SummaryOpt = Summary.table,
 ) -> None:
     """Bring the DuckDB views up to date with the log (only new events are read).
 
@@ -239,7 +239,7 @@ def theo(
             help="The player raises the full wager from this spread up; omit for never.",
         ),
     ] = None,
-    format: FormatOpt = Format.table,
+    format: SummaryOpt = Summary.table,
 ) -> None:
     """The exact house edge from the combinatorics, as a fraction and a percentage.
 

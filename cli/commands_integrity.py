@@ -9,8 +9,8 @@ from typing import IO, Annotated
 
 import typer
 
-from cli.options import FormatOpt, LogOpt, OutOpt, log_uri
-from cli.output import Format, render
+from cli.options import FormatOpt, LogOpt, OutOpt, SummaryOpt, log_uri
+from cli.output import Format, Summary, render
 from cli.progress import progress_bar
 from events.errors import NotFoundError
 from events.ingest import BATCH_LINES, BadLine, IngestReport, default_quarantine, ingest
@@ -73,7 +73,7 @@ def ingest_cmd(
     batch: Annotated[int, typer.Option(
         min=1, help="Lines per append (one fsync each). Use 1 for a live feed on standard input, "
                     "so each line is durable as soon as it arrives.")] = BATCH_LINES,
-    format: FormatOpt = Format.table,
+    format: SummaryOpt = Summary.table,
 ) -> None:
     """Record device JSON lines (card-reading shoes, shufflers, dealer terminals) as events.
     Each bad line is reported with its line number and reason and quarantined; every good

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cli.output import Format, cents, render
+from cli.output import Format, Summary, cents, render
 from cli.progress import progress_bar
 from events.embedded_log import EmbeddedLog
 from events.errors import PitlogError
@@ -75,8 +75,8 @@ def run_demo(data_dir: Path, *, seed: int) -> DemoReport:
                       time.perf_counter() - started, summary, anomalies, examples)
 
 
-def print_report(report: DemoReport, fmt: Format) -> None:
-    if fmt is Format.json:
+def print_report(report: DemoReport, fmt: Format | Summary) -> None:
+    if fmt != Format.table:
         render([{"data_dir": str(report.data_dir), "log": report.log_uri, "db": str(report.db),
                  "events": report.events, "rounds": report.rounds, "shoes": report.shoes,
                  "irregularities_injected": report.injected, "seconds": round(report.seconds, 2),

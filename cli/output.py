@@ -1,14 +1,11 @@
-"""Rendering shared by every query command: --format table|json|csv, and --out FILE.
+"""Rendering shared by every query command: --format table|json|jsonl|csv|parquet, --out FILE.
 
-json is an array of objects; csv has a header row; table is for people. Values that are not
-JSON-native (datetimes, bytes, decimals) are rendered the same way in every format.
+json is an array of objects, jsonl one object a line, csv has a header row: DuckDB writes them
+all from the rows' own types (projections/export.py). table is for people.
 """
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import sys
 from collections.abc import Sequence
 from datetime import date, datetime
@@ -27,8 +24,17 @@ from events.errors import PitlogError
 class Format(StrEnum):
     table = "table"
     json = "json"
+    jsonl = "jsonl"
     csv = "csv"
     parquet = "parquet"
+
+
+class Summary(StrEnum):
+    """--format of commands that print a summary, not rows to export (no parquet)."""
+    table = "table"
+    json = "json"
+    jsonl = "jsonl"
+    csv = "csv"
 
 
 def plain(value: Any) -> Any:
@@ -50,46 +56,31 @@ def plain(value: Any) -> Any:
     return value
 
 
-def render(rows: Sequence[dict[str, Any]], fmt: Format, *, out: Path | None = None,
+def render(rows: Sequence[dict[str, Any]], fmt: Format | Summary, *, out: Path | None = None,
            title: str | None = None, columns: Sequence[str] | None = None) -> None:
-    cols = list(columns or (rows[0].keys() if rows else []))
-    if fmt is Format.parquet:
-        if out is None:
-            raise PitlogError("--format parquet writes a file: add --out FILE.parquet")
-        import pyarrow as pa
-        import pyarrow.parquet as pq
+    from projections.export import columns_of, write
 
-        table = pa.Table.from_pylist([{c: plain(r.get(c)) for c in cols} for r in rows])
-        pq.write_table(table, out)
-        return
-    if fmt is Format.json:
-        text = json.dumps([{c: plain(r.get(c)) for c in cols} for r in rows], indent=2) + "\n"
-    elif fmt is Format.csv:
-        buf = io.StringIO()
-        writer = csv.writer(buf, lineterminator="\n")
-        writer.writerow(cols)
-        for r in rows:
-            writer.writerow([_csv_cell(plain(r.get(c))) for c in cols])
-        text = buf.getvalue()
-    else:
-        if out is not None:
-            raise PitlogError("--out writes csv, json or parquet: add --format csv|json|parquet")
-        # Piped output has no terminal width: give tables room rather than cut every cell.
-        console = Console(soft_wrap=False, width=None if sys.stdout.isatty() else 160)
-        if not rows:
-            console.print(f"{title + ': ' if title else ''}no rows")
-            return
-        table = Table(title=title, show_lines=False, header_style="bold")
-        for c in cols:
-            table.add_column(c)
-        for r in rows:
-            table.add_row(*(_cell(plain(r.get(c))) for c in cols))
-        console.print(table)
+    fmt = Format(str(fmt))
+    cols = list(columns or columns_of(rows))
+    if fmt is not Format.table:
+        if fmt is Format.parquet and out is None:
+            raise PitlogError("--format parquet writes a file: add --out FILE.parquet")
+        write(rows, cols, fmt.value, out if out is not None else sys.stdout)
         return
     if out is not None:
-        out.write_text(text)
-    else:
-        sys.stdout.write(text)
+        raise PitlogError("--out writes csv, json, jsonl or parquet: add --format "
+                          "csv|json|jsonl|parquet")
+    # Piped output has no terminal width: give tables room rather than cut every cell.
+    console = Console(soft_wrap=False, width=None if sys.stdout.isatty() else 160)
+    if not rows:
+        console.print(f"{title + ': ' if title else ''}no rows")
+        return
+    table = Table(title=title, show_lines=False, header_style="bold")
+    for c in cols:
+        table.add_column(c)
+    for r in rows:
+        table.add_row(*(_cell(plain(r.get(c))) for c in cols))
+    console.print(table)
 
 
 def _cell(value: Any) -> str:
@@ -98,10 +89,6 @@ def _cell(value: Any) -> str:
     if isinstance(value, list):
         return " ".join(str(v) for v in value)
     return str(value)
-
-
-def _csv_cell(value: Any) -> Any:
-    return json.dumps(value) if isinstance(value, list | dict) else value
 
 
 def cents(amount: int | None) -> str:

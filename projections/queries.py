@@ -14,6 +14,7 @@ from typing import Any
 import duckdb
 
 from events.errors import NotFoundError, ProjectionError
+from projections.export import Rows
 
 Row = dict[str, Any]
 
@@ -22,10 +23,10 @@ SHOE_COLUMNS = ("table_id", "shoe_id", "decks", "opened_at", "closed_at", "round
 
 
 def rows(con: duckdb.DuckDBPyConnection, sql: str,
-         params: Sequence[object] | dict[str, object] | None = None) -> list[Row]:
+         params: Sequence[object] | dict[str, object] | None = None) -> Rows:
     """Run one read-only query with bound parameters; a dict per row."""
     try:
-        return con.sql(sql, params=params).to_arrow_table().to_pylist()
+        return Rows.of(con.sql(sql, params=params).to_arrow_table())
     except duckdb.CatalogException as exc:
         raise ProjectionError(
             f"the database has no pitlog views ({exc}); run `pitlog project` first") from exc

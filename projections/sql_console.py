@@ -15,6 +15,7 @@ from typing import Any
 import duckdb
 
 from events.errors import PitlogError, ProjectionError
+from projections.export import Rows
 from projections.snapshot import open_for_reading
 
 ALLOWED = ("SELECT", "WITH", "FROM", "VALUES", "TABLE", "DESCRIBE", "SHOW", "SUMMARIZE",
@@ -67,6 +68,6 @@ def run_query(db_path: str | Path, query: str,
             table = con.sql(query, params=params).to_arrow_table()
         except duckdb.Error as exc:
             raise ProjectionError(f"the query failed: {exc}") from exc
-        return table.column_names, table.to_pylist()
+        return table.column_names, Rows.of(table)
     finally:
         con.close()
