@@ -40,6 +40,10 @@ def demo(
     seed: Annotated[
         int, typer.Option(help="Simulator seed; the same seed gives the same evening.")
     ] = 2026,
+    replace: Annotated[
+        bool, typer.Option("--replace", help="Replace an earlier demo in --data-dir, if its "
+                                             "files are unchanged; other data is never touched.")
+    ] = False,
     format: SummaryOpt = Summary.table,
 ) -> None:
     """Simulate a short evening at four tables, with irregularities, project it, and print
@@ -47,7 +51,7 @@ def demo(
 
     Example: pitlog demo
     """
-    report = demo_mod.run_demo(data_dir, seed=seed)
+    report = demo_mod.run_demo(data_dir, seed=seed, replace=replace)
     demo_mod.print_report(report, format)
 
 

@@ -1,11 +1,13 @@
 """`pitlog demo`: a short evening on the embedded default, simulated, projected and summed up.
 
-The demo owns its data folder only when the folder is new or was made by an earlier demo (a
-`demo.json` marker says so): real data in the same place is never overwritten.
+The demo writes only into a new or empty folder; it never deletes anything it did not write.
+`--replace` removes an earlier demo's folder, and only while every file in it is byte for byte
+what that demo wrote (`demo.json` lists them with their SHA-256).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import time
@@ -41,26 +43,59 @@ class DemoReport:
     examples: list[dict[str, Any]] = field(default_factory=list)  # the first few, in full
 
 
-def _claim(data_dir: Path) -> None:
-    marker = data_dir / MARKER
+def _files(data_dir: Path) -> dict[str, str]:
+    """Every file under the folder but the marker, with its SHA-256."""
+    return {str(p.relative_to(data_dir)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(data_dir.rglob("*")) if p.is_file() and p.name != MARKER}
+
+
+def _earlier_demo_intact(data_dir: Path) -> bool:
+    """True when the folder holds exactly what an earlier demo wrote, byte for byte."""
+    try:
+        made = json.loads((data_dir / MARKER).read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(made, dict) and made.get("files") == _files(data_dir)
+
+
+def _claim(data_dir: Path, replace: bool) -> None:
+    """Make the folder the demo's, deleting nothing the demo did not write.
+
+    A folder with anything in it is refused, unless `replace` is set and it holds an earlier
+    demo's files exactly as that demo left them (demo.json lists them with their SHA-256): an
+    event ingested, a database projected again, any file added or changed, and it is refused.
+    """
+    if data_dir.exists() and not data_dir.is_dir():
+        raise PitlogError(f"{data_dir} is a file, not a folder: pass --data-dir DIR")
     if data_dir.exists() and any(data_dir.iterdir()):
-        if not marker.exists():
+        intact = _earlier_demo_intact(data_dir)
+        if not intact:
             raise PitlogError(
-                f"{data_dir} already holds data that the demo did not make; "
-                f"run the demo elsewhere with --data-dir DIR")
+                f"{data_dir} already holds data the demo did not write (or an earlier demo's "
+                f"data changed since); nothing was touched: run the demo elsewhere with "
+                f"--data-dir DIR")
+        if not replace:
+            raise PitlogError(
+                f"{data_dir} holds an earlier demo; nothing was touched: pass --replace to "
+                f"replace it, or run the demo elsewhere with --data-dir DIR")
         shutil.rmtree(data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
-    marker.write_text(json.dumps({"made_by": "pitlog demo"}))
 
 
-def run_demo(data_dir: Path, *, seed: int) -> DemoReport:
+def _sign(data_dir: Path) -> None:
+    """Record what this run wrote, so a later --replace deletes only that."""
+    (data_dir / MARKER).write_text(json.dumps({"made_by": "pitlog demo",
+                                               "files": _files(data_dir)}, indent=1))
+
+
+def run_demo(data_dir: Path, *, seed: int, replace: bool = False) -> DemoReport:
     from projections.anomalies import list_anomalies
     from projections.projector import project
     from projections.queries import demo_summary
     from projections.snapshot import open_for_reading
 
     started = time.perf_counter()
-    _claim(data_dir)
+    _claim(data_dir, replace)
     config = SimConfig(**{**DEMO_CONFIG.__dict__, "seed": seed})
     log = EmbeddedLog(data_dir / "log")
     with progress_bar("simulating", None) as update:
@@ -71,6 +106,7 @@ def run_demo(data_dir: Path, *, seed: int) -> DemoReport:
     with open_for_reading(db) as con:
         summary, anomalies = demo_summary(con)
         examples = list_anomalies(con)[:EXAMPLES]
+    _sign(data_dir)
     return DemoReport(data_dir, log.uri, db, sim.events, sim.rounds, sim.shoes, len(sim.truth),
                       time.perf_counter() - started, summary, anomalies, examples)
 
