@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from cli.options import DbOpt, FormatOpt, OutOpt, db_path
-from cli.output import Format, cents, render
+from cli.output import Format, render
+from cli.people import for_people
 from events.errors import PitlogError
 from projections.reconcile import DEFAULT_SIGMA
 
@@ -65,22 +65,12 @@ def _reading(db: Path | None) -> Iterator[Any]:  # a read-only DuckDB connection
         con.close()
 
 
-def _for_people(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The table format shows money as dollars; json, csv and parquet keep exact cents."""
-    def show(key: str, value: Any) -> Any:
-        if not key.endswith("_cents") or value is None or isinstance(value, bool):
-            return value
-        if isinstance(value, Decimal):  # theoretical amounts, shown to the nearest cent
-            return "~" + cents(int(value.to_integral_value(ROUND_HALF_EVEN)))
-        return cents(value)
-    return [{k: show(k, v) for k, v in r.items()} for r in rows]
-
-
 def _emit(rows: list[dict[str, Any]], fmt: Format, out: Path | None, title: str,
           summary: list[str], keys: tuple[str, ...] = ()) -> None:
     """Every column for machines; the group keys and `summary` columns for people."""
     if fmt is Format.table and out is None:
-        render(_for_people(rows), fmt, title=title, columns=[*keys, *summary])
+        shown, columns = for_people(rows, [*keys, *summary])
+        render(shown, fmt, title=title, columns=columns)
     else:
         render(rows, fmt, out=out, title=title)
 

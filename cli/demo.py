@@ -15,11 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cli.output import Format, Summary, cents, render
+from cli.output import Format, Summary, render
+from cli.people import for_people
 from cli.progress import progress_bar
 from events.embedded_log import EmbeddedLog
 from events.errors import PitlogError
 from events.simulator import SimConfig, simulate
+from projections.export import columns_of
 
 MARKER = "demo.json"
 EXAMPLES = 8  # anomalies shown in full; `pitlog anomalies` lists them all
@@ -122,9 +124,8 @@ def print_report(report: DemoReport, fmt: Format | Summary) -> None:
     print(f"Simulated {report.rounds} rounds at {len(report.summary)} tables "
           f"({report.shoes} shoes, {report.events} events, {report.injected} irregularities "
           f"injected) and projected them in {report.seconds:.1f} s.")
-    tables = [{k.removesuffix("_cents"): cents(v) if k.endswith("_cents") else v
-               for k, v in row.items()} for row in report.summary]
-    render(tables, Format.table, title="tables")
+    tables, columns = for_people(report.summary, columns_of(report.summary))
+    render(tables, Format.table, title="tables", columns=columns)
     render(report.anomalies, Format.table, title="anomalies by code")
     render([{k: r[k] for k in ("code", "table_id", "shoe_id", "round_no", "explanation")}
             for r in report.examples], Format.table,
