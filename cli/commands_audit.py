@@ -6,6 +6,7 @@ function from projections/, and renders the rows.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
+from cli.listing import LimitOpt, limited
 from cli.options import DbOpt, FormatOpt, OutOpt, db_path
 from cli.output import Format, render
 from cli.people import for_people
@@ -66,8 +68,9 @@ def _reading(db: Path | None) -> Iterator[Any]:  # a read-only DuckDB connection
 
 
 def _emit(rows: list[dict[str, Any]], fmt: Format, out: Path | None, title: str,
-          summary: list[str], keys: tuple[str, ...] = ()) -> None:
+          summary: list[str], keys: tuple[str, ...] = (), limit: int | None = None) -> None:
     """Every column for machines; the group keys and `summary` columns for people."""
+    rows = limited(rows, limit, fmt, fmt is Format.table and out is None)  # type: ignore[assignment]
     if fmt is Format.table and out is None:
         shown, columns = for_people(rows, [*keys, *summary])
         render(shown, fmt, title=title, columns=columns)
@@ -85,6 +88,7 @@ def reconcile_cmd(
     sigma: Annotated[float, typer.Option(
         min=0.0, help="Flag HOLD_VARIANCE when the variance is beyond this many standard "
                       "deviations (see docs/auditing.md).")] = DEFAULT_SIGMA,
+    limit: LimitOpt = None,
     db: DbOpt = None, format: FormatOpt = Format.table, out: OutOpt = None,
 ) -> None:
     """Handle, paid, collected, returned, net win and hold, against the exact theoretical win
@@ -99,7 +103,7 @@ def reconcile_cmd(
     groups = by or ["table"]
     with _reading(db) as con:
         rows = reconcile(con, groups, calendar, day=parse_day(day), table=table, sigma=sigma)
-    _emit(rows, format, out, "reconciliation", RECONCILE_SUMMARY, group_columns(groups))
+    _emit(rows, format, out, "reconciliation", RECONCILE_SUMMARY, group_columns(groups), limit)
 
 
 def ledger_cmd(
@@ -112,6 +116,7 @@ def ledger_cmd(
     exceptions: Annotated[bool, typer.Option(
         "--exceptions", help="Only the rows an auditor must look at (not OK, REMOVED or "
                              "IN_PLAY).")] = False,
+    limit: LimitOpt = None,
     db: DbOpt = None, format: FormatOpt = Format.table, out: OutOpt = None,
 ) -> None:
     """The settlement ledger: every wager and raise with the decision the rules and the
@@ -126,7 +131,7 @@ def ledger_cmd(
     with _reading(db) as con:
         rows = ledger_rows(con, table=table, shoe=shoe, status=status,
                            exceptions_only=exceptions)
-    _emit(rows, format, out, "ledger", LEDGER_SUMMARY)
+    _emit(rows, format, out, "ledger", LEDGER_SUMMARY, limit=limit)
 
 
 def conservation_cmd(
@@ -136,6 +141,7 @@ def conservation_cmd(
     shifts: ShiftsOpt = "06:00,14:00,22:00",
     day: DayOpt = None,
     table: TableOpt = None,
+    limit: LimitOpt = None,
     db: DbOpt = None, format: FormatOpt = Format.table, out: OutOpt = None,
 ) -> None:
     """Check money in = money out + net win, to the cent, per table and gaming day: handle =
@@ -150,24 +156,31 @@ def conservation_cmd(
     groups = by or ["table", "day"]
     with _reading(db) as con:
         rows = conservation(con, groups, calendar, day=parse_day(day), table=table)
-    _emit(rows, format, out, "conservation", CONSERVATION_SUMMARY, group_columns(groups))
+    _emit(rows, format, out, "conservation", CONSERVATION_SUMMARY, group_columns(groups), limit)
     if any(not r["balanced"] for r in rows):
         raise typer.Exit(code=1)
 
 
 def sql_cmd(
     query: Annotated[str, typer.Argument(help="One read-only query: SELECT, WITH, DESCRIBE, "
-                                              "SHOW or EXPLAIN.")],
+                                              "SHOW or EXPLAIN; - reads it from stdin.")],
+    limit: LimitOpt = None,
     db: DbOpt = None, format: FormatOpt = Format.table, out: OutOpt = None,
 ) -> None:
     """Run one read-only query over the views (ledger, paytables, rounds, wagers, ...) on a
     read-only connection. Anything that could write is refused.
 
     Example: pitlog sql "SELECT status, count(*) FROM ledger GROUP BY status"
+    (or: echo "SELECT * FROM shoes" | pitlog sql - --format csv)
     """
     from projections.sql_console import run_query
 
+    if query == "-":
+        query = sys.stdin.read()
+        if not query.strip():
+            raise PitlogError("pitlog sql -: standard input held no query")
     columns, rows = run_query(db_path(db), query)
+    rows = limited(rows, limit, format, format is Format.table and out is None)
     render(rows, format, out=out, columns=columns)
 
 

@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from cli import demo as demo_mod
+from cli.listing import LimitOpt, limited
 from cli.options import DbOpt, FormatOpt, LogOpt, OutOpt, SummaryOpt, db_path, log_uri
 from cli.output import Format, Summary, plain, render
 from cli.progress import progress_bar
@@ -189,6 +190,7 @@ def project_cmd(
 
 def shoes(
     table: Annotated[str | None, typer.Option(help="Only this table, e.g. T01.")] = None,
+    limit: LimitOpt = None,
     db: DbOpt = None,
     format: FormatOpt = Format.table,
     out: OutOpt = None,
@@ -201,7 +203,9 @@ def shoes(
     from projections.snapshot import open_for_reading
 
     with open_for_reading(db_path(db)) as con:
-        render(list_shoes(con, table=table), format, out=out, title="shoes")
+        found = limited(list_shoes(con, table=table), limit, format,
+                        format is Format.table and out is None, "shoes")
+        render(found, format, out=out, title="shoes")
 
 
 def replay(

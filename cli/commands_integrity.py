@@ -52,8 +52,8 @@ def verify(
         render(anomalies, format, title="integrity anomalies", columns=ANOMALY_COLUMNS)
         render(tables, format, title=f"tables ({report.records} records)")
         if report.anomalies_total > len(report.anomalies):
-            typer.echo(f"{report.anomalies_total - len(report.anomalies)} more anomalies not "
-                       f"shown: raise --limit", err=True)
+            typer.echo(f"{len(report.anomalies):,} of {report.anomalies_total:,} anomalies "
+                       f"shown: raise --limit for more", err=True)
     else:
         rows = [{"kind_of_row": "anomaly", **a} for a in anomalies] + \
                [{"kind_of_row": "table", **t} for t in tables]

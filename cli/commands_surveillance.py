@@ -14,6 +14,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import typer
 
+from cli.listing import LimitOpt, limited
 from cli.options import DbOpt, FormatOpt, OutOpt, db_path
 from cli.output import Format, cents, render
 from events.errors import PitlogError
@@ -100,6 +101,7 @@ def anomalies_cmd(
         "--statistics/--no-statistics",
         help="Include HOLD_VARIANCE and OUTCOME_FREQUENCY (statistics over many rounds).")] = True,
     tz: TzOpt = "UTC",
+    limit: LimitOpt = None,
     db: DbOpt = None, format: FormatOpt = Format.table, out: OutOpt = None,
 ) -> None:
     """The flagged anomalies: each with its code, severity, place, the sequence numbers of the
@@ -121,6 +123,7 @@ def anomalies_cmd(
         con.close()
     from projections.anomalies import COLUMNS
 
+    found = limited(found, limit, format, format is Format.table and out is None, "anomalies")
     if format is Format.table and out is None:
         render(found, format, title="anomalies", columns=ANOMALY_SUMMARY)
     else:

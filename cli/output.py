@@ -56,6 +56,11 @@ def plain(value: Any) -> Any:
     return value
 
 
+PIPED_WIDTH = 10_000  # Rich pads a table to its own width, not the console's
+SHORT_CELL = 32  # a column whose every cell fits in this is never wrapped
+LONG_CELL_MIN = 24  # a long text column gets at least this, so it never goes a word a line
+
+
 def render(rows: Sequence[dict[str, Any]], fmt: Format | Summary, *, out: Path | None = None,
            title: str | None = None, columns: Sequence[str] | None = None) -> None:
     from projections.export import columns_of, write
@@ -70,16 +75,27 @@ def render(rows: Sequence[dict[str, Any]], fmt: Format | Summary, *, out: Path |
     if out is not None:
         raise PitlogError("--out writes csv, json, jsonl or parquet: add --format "
                           "csv|json|jsonl|parquet")
-    # Piped output has no terminal width: give tables room rather than cut every cell.
-    console = Console(soft_wrap=False, width=None if sys.stdout.isatty() else 160)
+    # Piped output has no terminal width: as wide as the rows need, never cut.
+    console = Console(soft_wrap=False, width=None if sys.stdout.isatty() else PIPED_WIDTH)
     if not rows:
         console.print(f"{title + ': ' if title else ''}no rows")
         return
+    cells = [[_cell(plain(r.get(c))) for c in cols] for r in rows]
     table = Table(title=title, show_lines=False, header_style="bold")
-    for c in cols:
-        table.add_column(c)
-    for r in rows:
-        table.add_row(*(_cell(plain(r.get(c))) for c in cols))
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
+    short = [w <= SHORT_CELL for w in widths]
+    # Each column costs 3 more characters of borders and padding.
+    needed = sum(w + 3 if s else LONG_CELL_MIN + 3 for w, s in zip(widths, short, strict=True))
+    fits = needed < console.width
+    for c, w, s in zip(cols, widths, short, strict=True):
+        if s and fits:  # money, codes, statuses, times: whole, on one line
+            table.add_column(c, no_wrap=True, min_width=w)
+        elif s:  # too narrow a terminal: folded onto more lines, never cut
+            table.add_column(c, overflow="fold")
+        else:  # explanations and descriptions take the room left, wrapped between words
+            table.add_column(c, ratio=1, min_width=LONG_CELL_MIN if fits else None)
+    for row in cells:
+        table.add_row(*row)
     console.print(table)
 
 
