@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
@@ -13,7 +14,7 @@ from cli import demo as demo_mod
 from cli.listing import LimitOpt, limited
 from cli.options import DbOpt, FormatOpt, LogOpt, OutOpt, SummaryOpt, db_path, log_uri
 from cli.output import Format, Summary, plain, render
-from cli.progress import progress_bar
+from cli.progress import phase, progress_bar, progress_tasks
 from events import theory
 from events.errors import PitlogError
 from events.log import open_log
@@ -131,8 +132,9 @@ def simulate_cmd(
         irregularities=irregularities,
         per_code=per_code,
     )
-    with open_log(log_uri(log)) as event_log, progress_bar("simulating", None) as update:
-        report = simulate(event_log, config, progress=update)
+    with open_log(log_uri(log)) as event_log, \
+            progress_bar("simulating rounds", tables * rounds) as update:
+        report = simulate(event_log, config, round_progress=update)
         uri = event_log.uri
     if truth is not None:
         with truth.open("w") as f:
@@ -175,17 +177,26 @@ def project_cmd(
     from projections.projector import project
 
     path = db_path(db)
+    started = time.perf_counter()
     with open_log(log_uri(log)) as event_log:
         total = sum(event_log.end_offsets().values())
-        with progress_bar("projecting", total) as update:
+        with progress_tasks() as task:
+            update = task("projecting events", total)
             if follow:
                 from projections.follow import follow as follow_log
 
                 report = follow_log(event_log, path, progress=update,
                                     memory_limit=memory_limit)
             else:
-                report = project(event_log, path, progress=update, memory_limit=memory_limit)
-    render([{k: plain(v) for k, v in report.as_row().items()}], format)
+                report = project(event_log, path, progress=update, memory_limit=memory_limit,
+                                 anomaly_progress=phase(task, "storing anomaly rows"))
+    row = report.as_row()
+    # The whole run, the anomaly rows' phase included (`seconds` is the events' phase alone).
+    whole = time.perf_counter() - started
+    row.update(total_seconds=round(whole, 3),
+               events_per_second_overall=round(report.events / whole) if whole > 0 else None)
+    render([{k: plain(v) for k, v in row.items()}], format)
+
 
 
 def shoes(

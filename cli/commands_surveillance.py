@@ -17,6 +17,7 @@ import typer
 from cli.listing import LimitOpt, limited
 from cli.options import DbOpt, FormatOpt, OutOpt, db_path
 from cli.output import Format, cents, render
+from cli.progress import progress_bar
 from events.errors import PitlogError
 
 
@@ -118,7 +119,8 @@ def anomalies_cmd(
         severity=severity.value if severity else None, statistics=statistics)
     con = _reading(db)
     try:
-        found = list_anomalies(con, f)
+        with progress_bar("finding anomalies", 2) as update:
+            found = list_anomalies(con, f, progress=update)
     finally:
         con.close()
     from projections.anomalies import COLUMNS

@@ -17,7 +17,7 @@ from typing import Any
 
 from cli.output import Format, Summary, render
 from cli.people import for_people
-from cli.progress import progress_bar
+from cli.progress import phase, progress_bar, progress_tasks
 from events.embedded_log import EmbeddedLog
 from events.errors import PitlogError
 from events.simulator import SimConfig, simulate
@@ -100,11 +100,12 @@ def run_demo(data_dir: Path, *, seed: int, replace: bool = False) -> DemoReport:
     _claim(data_dir, replace)
     config = SimConfig(**{**DEMO_CONFIG.__dict__, "seed": seed})
     log = EmbeddedLog(data_dir / "log")
-    with progress_bar("simulating", None) as update:
-        sim = simulate(log, config, progress=update)
+    with progress_bar("simulating rounds", config.tables * config.rounds) as update:
+        sim = simulate(log, config, round_progress=update)
     db = data_dir / "pitlog.duckdb"
-    with progress_bar("projecting", sim.events) as update:
-        project(log, db, progress=update)
+    with progress_tasks() as task:
+        project(log, db, progress=task("projecting events", sim.events),
+                anomaly_progress=phase(task, "storing anomaly rows"))
     with open_for_reading(db) as con:
         summary, anomalies = demo_summary(con)
         examples = list_anomalies(con)[:EXAMPLES]
