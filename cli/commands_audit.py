@@ -204,8 +204,12 @@ def report_cmd(
     if out.suffix.lower() not in (".html", ".htm"):
         raise PitlogError(f"--out {out}: the report is HTML; name the file *.html")
     calendar = Calendar.parse(tz, gaming_day_start, shifts)
-    with _reading(db) as con:
-        report = build_report(con, calendar, day=parse_day(day), db_label=str(db_path(db)))
+    from cli.progress import progress_bar
+    from projections.report import REPORT_STEPS
+
+    with _reading(db) as con, progress_bar("building the report", REPORT_STEPS) as update:
+        report = build_report(con, calendar, day=parse_day(day), db_label=str(db_path(db)),
+                              progress=update)
     out.write_text(report.html, encoding="utf-8")
     typer.echo(f"Wrote {out} (gaming day {report.day}, {report.rounds} rounds, "
                f"{len(report.tables)} tables).")

@@ -89,16 +89,17 @@ def hold_chart(items: Sequence[tuple[str, Decimal | None, Decimal | None, bool]]
     return _svg(width, height, body, "hold against theoretical hold")
 
 
-def timeline_chart(points: Sequence[tuple[str, datetime]],
+def timeline_chart(points: Sequence[tuple[str, datetime, str]],
                    span: tuple[datetime, datetime]) -> str:
-    """One row per anomaly code, a dot per anomaly at its local time; hourly grid."""
+    """One row per anomaly code, a dot per anomaly at its local time, its tooltip naming its
+    table and round (`place`); hourly grid."""
     counts: dict[str, int] = {}
-    for code, _ in points:
+    for code, _, _ in points:
         counts[code] = counts.get(code, 0) + 1
     codes = sorted(counts, key=lambda c: (-counts[c], c))
     start = span[0].replace(minute=0, second=0, microsecond=0)
     end = span[1].replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
-    times = [t for _, t in points]
+    times = [t for _, t, _ in points]
     start = min([start, *(t.replace(minute=0, second=0, microsecond=0) for t in times)])
     end = max([end, *(t.replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
                       for t in times)])
@@ -127,10 +128,11 @@ def timeline_chart(points: Sequence[tuple[str, datetime]],
         body.append(f'<line x1="{left}" y1="{y:.1f}" x2="{width - right}" y2="{y:.1f}" '
                     f'stroke="{GRID}" stroke-dasharray="2 3"/>')
     color = {c: PALETTE[i % len(PALETTE)] for i, c in enumerate(codes)}
-    for code, t in points:
+    for code, t, place in points:
         y = top + codes.index(code) * row + row / 2
         body.append(f'<circle cx="{x(t):.1f}" cy="{y:.1f}" r="5" fill="{color[code]}" '
-                    f'fill-opacity="0.7"><title>{escape(code)} at {t:%H:%M:%S}</title></circle>')
+                    f'fill-opacity="0.7"><title>{escape(code)} at {t:%H:%M:%S}: '
+                    f'{escape(place)}</title></circle>')
     return _svg(width, height, body, "anomalies over time")
 
 
