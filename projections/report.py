@@ -1,6 +1,7 @@
 """`pitlog report`: one gaming day as a self-contained HTML page, for auditors.
 
-Inline CSS (report_template.html) and inline SVG charts drawn here: no scripts, nothing fetched.
+Inline CSS (report_template.html) and inline SVG charts drawn by matplotlib (report_charts.py):
+no scripts, nothing fetched.
 Every figure in a table cell carries its exact value in `data-value` (integer cents, exact
 percentages), so a test, or an auditor's script, can read the numbers back.
 
@@ -25,7 +26,7 @@ import duckdb
 from events.errors import NotFoundError
 from events.theory import SPREADS, outcome_probabilities
 from projections import reconcile as rc
-from projections.report_svg import hold_chart, outcome_chart, timeline_chart
+from projections.report_charts import hold_chart, outcome_chart, timeline_chart
 from projections.statistics import chi_square_sf, pearson
 
 TEMPLATE = Path(__file__).with_name("report_template.html")
