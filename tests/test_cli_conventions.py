@@ -10,12 +10,12 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from simulated import simulated_db
 from typer.testing import CliRunner
 
 from cli.app import PANELS, app
 from events.embedded_log import EmbeddedLog
 from events.simulator import SimConfig, simulate
-from projections.projector import project
 
 PITLOG = str(Path(sys.executable).parent / "pitlog")
 runner = CliRunner()
@@ -23,11 +23,8 @@ runner = CliRunner()
 
 @pytest.fixture(scope="module")
 def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    work = tmp_path_factory.mktemp("conv")
-    log = EmbeddedLog(work / "log")
-    simulate(log, SimConfig(seed=23, tables=2, rounds=60, irregularities=0.03))
-    project(log, work / "pitlog.duckdb")
-    return work / "pitlog.duckdb"
+    return simulated_db(tmp_path_factory.mktemp("conv"), seed=23, tables=2, rounds=60,
+                        irregularities=0.03)
 
 
 def _count(db: Path, sql: str) -> int:

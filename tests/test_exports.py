@@ -11,13 +11,11 @@ from pathlib import Path
 import duckdb
 import pytest
 from audit_scenarios import MONEY, evening
+from simulated import simulated_db
 from typer.testing import CliRunner
 
 from cli.app import app
-from events.embedded_log import EmbeddedLog
-from events.simulator import SimConfig, simulate
 from projections.anomalies import list_anomalies
-from projections.projector import project
 from projections.reconcile import Calendar, reconcile
 
 runner = CliRunner()
@@ -32,11 +30,8 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def sim_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A simulated evening with irregularities: anomalies to export."""
-    work = tmp_path_factory.mktemp("sim")
-    log = EmbeddedLog(work / "log")
-    simulate(log, SimConfig(seed=11, tables=2, rounds=60, irregularities=0.03))
-    project(log, work / "pitlog.duckdb")
-    return work / "pitlog.duckdb"
+    return simulated_db(tmp_path_factory.mktemp("sim"), seed=11, tables=2, rounds=60,
+                        irregularities=0.03)
 
 
 def _ok(*args: str) -> str:

@@ -9,24 +9,18 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from simulated import simulated_db
 from typer.testing import CliRunner
 
 from cli.app import app
-from events.embedded_log import EmbeddedLog
-from events.simulator import SimConfig, simulate
-from projections.projector import project
 from projections.queries import demo_summary
 from projections.reconcile import Calendar, conservation, reconcile
 
 
 @pytest.fixture(scope="module")
 def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    work = tmp_path_factory.mktemp("one")
-    log = EmbeddedLog(work / "log")
-    simulate(log, SimConfig(seed=17, tables=3, rounds=80, irregularities=0.01,
-                            per_code={"WAGER_ALTERED": 0.2}))
-    project(log, work / "pitlog.duckdb")
-    return work / "pitlog.duckdb"
+    return simulated_db(tmp_path_factory.mktemp("one"), seed=17, tables=3, rounds=80,
+                        irregularities=0.01, per_code={"WAGER_ALTERED": 0.2})
 
 
 def test_demo_summary_reconcile_and_conservation_agree_to_the_cent(db: Path) -> None:

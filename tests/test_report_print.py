@@ -9,10 +9,8 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from simulated import simulated_db
 
-from events.embedded_log import EmbeddedLog
-from events.simulator import SimConfig, simulate
-from projections.projector import project
 from projections.reconcile import Calendar
 from projections.report import ANOMALY_LIST_MAX, build_report
 
@@ -40,13 +38,9 @@ window.addEventListener('load', () => {
 
 @pytest.fixture(scope="module")
 def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    work = tmp_path_factory.mktemp("print")
-    log = EmbeddedLog(work / "log")
-    simulate(log, SimConfig(seed=2026, tables=4, rounds=100, irregularities=0.01,
-                            profiles=("nj-casino", "nj-casino-night", "gaming-authority",
-                                      "nj-casino")))
-    project(log, work / "pitlog.duckdb")
-    return work / "pitlog.duckdb"
+    return simulated_db(tmp_path_factory.mktemp("print"), seed=2026, tables=4, rounds=100,
+                        irregularities=0.01, profiles=("nj-casino", "nj-casino-night",
+                                                       "gaming-authority", "nj-casino"))
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from simulated import simulated_db
 
 from events.embedded_log import EmbeddedLog
 from events.simulator import SimConfig, simulate
@@ -49,12 +50,8 @@ def _old(target: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def projected(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    work = tmp_path_factory.mktemp("compat")
-    log = EmbeddedLog(work / "log")
-    simulate(log, SimConfig(seed=5, tables=2, rounds=40, irregularities=0.02))
-    db = work / "pitlog.duckdb"
-    project(log, db)
-    return db
+    return simulated_db(tmp_path_factory.mktemp("compat"), seed=5, tables=2, rounds=40,
+                        irregularities=0.02)
 
 
 def _views_and_counts(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
