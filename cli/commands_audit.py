@@ -70,7 +70,7 @@ def _reading(db: Path | None) -> Iterator[Any]:  # a read-only DuckDB connection
 def _emit(rows: list[dict[str, Any]], fmt: Format, out: Path | None, title: str,
           summary: list[str], keys: tuple[str, ...] = (), limit: int | None = None) -> None:
     """Every column for machines; the group keys and `summary` columns for people."""
-    rows = limited(rows, limit, fmt, fmt is Format.table and out is None)  # type: ignore[assignment]
+    rows = limited(rows, limit, fmt, fmt is Format.table and out is None)
     if fmt is Format.table and out is None:
         shown, columns = for_people(rows, [*keys, *summary])
         render(shown, fmt, title=title, columns=columns)

@@ -7,7 +7,6 @@ The note goes to stderr, so a machine format on stdout stays exactly the rows.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Annotated, Any
 
 import typer
@@ -23,8 +22,8 @@ LimitOpt = Annotated[int | None, typer.Option(
          f"every row in the others. Says 'N of M shown' when rows are left out.")]
 
 
-def limited(rows: Sequence[dict[str, Any]], limit: int | None, fmt: Format,
-            for_people: bool, what: str = "rows") -> Sequence[dict[str, Any]]:
+def limited(rows: list[dict[str, Any]], limit: int | None, fmt: Format,
+            for_people: bool, what: str = "rows") -> list[dict[str, Any]]:
     """The first `limit` rows (see LimitOpt for the default), telling stderr what was left out."""
     n = limit if limit is not None else (DEFAULT_TABLE_ROWS if for_people else 0)
     if not n or len(rows) <= n:

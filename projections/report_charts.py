@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from decimal import Decimal
 from html import escape
+from typing import Any
 
 import matplotlib
 
@@ -26,7 +27,7 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator  # noqa: E402
 
 ACTUAL, THEO, INK, MUTED, GRID, BAD = "#2f6db5", "#9aa5b5", "#1d2430", "#5b6575", "#e3e7ee", \
     "#c0392b"
-STYLE = {"svg.fonttype": "none", "svg.hashsalt": "pitlog-report", "font.size": 9,
+STYLE: dict[str, Any] = {"svg.fonttype": "none", "svg.hashsalt": "pitlog-report", "font.size": 9,
          "font.family": "DejaVu Sans", "axes.edgecolor": MUTED, "axes.labelcolor": MUTED,
          "xtick.color": MUTED, "ytick.color": MUTED, "axes.spines.top": False,
          "axes.spines.right": False}
@@ -45,12 +46,12 @@ def _svg(fig: Figure, label: str) -> str:
 def hold_chart(items: Sequence[tuple[str, Decimal | None, Decimal | None, bool]]) -> str:
     """Horizontal bars per group: hold % (dark) above theoretical hold % (light); the name of a
     group flagged HOLD_VARIANCE in red."""
-    with plt.rc_context(STYLE):
+    with plt.rc_context(STYLE):  # type: ignore[arg-type]
         fig, ax = plt.subplots(figsize=(WIDTH, 0.45 * len(items) + 0.8))
         names = [n for n, _, _, _ in items]
         ys = range(len(items))
         for offset, index, color, height in ((-0.18, 1, ACTUAL, 0.34), (0.2, 2, THEO, 0.24)):
-            values = [float(it[index]) if it[index] is not None else 0.0 for it in items]
+            values = [float(str(it[index])) if it[index] is not None else 0.0 for it in items]
             bars = ax.barh([y + offset for y in ys], values, height=height, color=color)
             ax.bar_label(bars, labels=[f"{v:.2f}%" if it[index] is not None else ""
                                        for v, it in zip(values, items, strict=True)],
@@ -80,19 +81,20 @@ def timeline_chart(points: Sequence[tuple[str, datetime, str]],
         counts[code] = counts.get(code, 0) + 1
     codes = sorted(counts, key=lambda c: (-counts[c], c))
     titles: list[str] = []
-    with plt.rc_context(STYLE):
+    with plt.rc_context(STYLE):  # type: ignore[arg-type]
         fig, ax = plt.subplots(figsize=(WIDTH, 0.32 * len(codes) + 0.9))
         palette = plt.get_cmap("tab10")
         for n, (code, t, place) in enumerate(points):
             i = codes.index(code)
-            ax.scatter([t], [i], s=28, alpha=0.7, color=palette(i % 10), linewidths=0,
-                       gid=f"anomaly-dot-{n}")
+            ax.scatter([mdates.date2num(t)], [i], s=28, alpha=0.7, color=palette(i % 10),
+                       linewidths=0, gid=f"anomaly-dot-{n}")
             titles.append(f"{code} at {t:%H:%M:%S}: {place}")
         ax.set_yticks(range(len(codes)), labels=[f"{c} ({counts[c]})" for c in codes])
         ax.set_ylim(len(codes) - 0.5, -0.5)  # the most frequent code on top
         start = min([span[0], *(t for _, t, _ in points)])
         end = max([span[1], *(t for _, t, _ in points)])
-        ax.set_xlim(start - timedelta(minutes=5), end + timedelta(minutes=5))
+        ax.set_xlim(mdates.date2num(start - timedelta(minutes=5)),
+                    mdates.date2num(end + timedelta(minutes=5)))
         tz = start.tzinfo
         ax.xaxis.set_major_locator(mdates.AutoDateLocator(tz=tz, maxticks=12))
         ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M", tz=tz))
@@ -108,7 +110,7 @@ def timeline_chart(points: Sequence[tuple[str, datetime, str]],
 
 def outcome_chart(items: Sequence[tuple[str, int, float]]) -> str:
     """Vertical bars per outcome: observed rounds (filled), expected (outlined)."""
-    with plt.rc_context(STYLE):
+    with plt.rc_context(STYLE):  # type: ignore[arg-type]
         fig, ax = plt.subplots(figsize=(WIDTH, 3.4))
         xs = range(len(items))
         ax.bar(xs, [o for _, o, _ in items], width=0.56, color=ACTUAL, alpha=0.85,

@@ -283,7 +283,8 @@ def open_store(path: str | Path, read_only: bool = False,
         raise ProjectionError(f"memory limit {limit!r} (--memory-limit or PITLOG_MEMORY_LIMIT) "
                               f"is not an amount: write it like 1GB or 512MB")
     try:
-        config = {} if read_only else {"storage_compatibility_version": STORAGE_VERSION}
+        config: dict[str, str | bool | int | float | list[str]] = (
+            {} if read_only else {"storage_compatibility_version": STORAGE_VERSION})
         con = duckdb.connect(str(path), read_only=read_only, config=config)
     except (duckdb.IOException, duckdb.ConnectionException) as exc:
         # IOException: another process holds the file; ConnectionException: this process has
