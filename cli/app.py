@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import sys
+from importlib.metadata import PackageNotFoundError, version
+from typing import Annotated
 
 import typer
 
@@ -14,7 +16,7 @@ from events.errors import PitlogError
 from events.text import visible
 
 app = typer.Typer(
-    name="pitlog", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+    name="pitlog", no_args_is_help=True, add_completion=True, pretty_exceptions_enable=False,
     help="Event-sourced audit and surveillance for red dog tables.\n\n"
          "Example: pitlog demo",
 )
@@ -37,10 +39,59 @@ def _register() -> None:
 
 _register()
 
+# `pitlog --help` groups the commands by who uses them (Typer's rich help panels). A command
+# not listed here (one added later) shows under "Commands" until it is.
+PANELS = {
+    "Surveillance": ("anomalies", "dispute", "replay", "shoes"),
+    "Audit": ("reconcile", "ledger", "conservation", "report", "sql", "theo"),
+    "Operations": ("demo", "simulate", "project", "ingest", "serve"),
+    "Integrity": ("verify",),
+}
+for _info in app.registered_commands:
+    _panel = next((p for p, names in PANELS.items() if _info.name in names), None)
+    if not isinstance(_info.rich_help_panel, str) and _panel is not None:
+        _info.rich_help_panel = _panel
+
+
+def _versions(value: bool) -> None:
+    if not value:
+        return
+    def of(package: str) -> str:
+        try:
+            return version(package)
+        except PackageNotFoundError:
+            return "unknown"
+    from projections.store import STORAGE_VERSION
+
+    typer.echo(f"pitlog {of('pitlog')} (DuckDB {of('duckdb')}, database files written in "
+               f"storage version {STORAGE_VERSION})")
+    raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    show_version: Annotated[bool, typer.Option(
+        "--version", callback=_versions, is_eager=True,
+        help="Print pitlog's version (and DuckDB's) and exit.")] = False,
+) -> None:
+    """Event-sourced audit and surveillance for red dog tables.
+
+    Example: pitlog demo
+    """
+
 
 def fail(message: str) -> None:
     # Messages may quote device input: one line, no control characters (events/text.py).
     typer.echo(f"Error: {visible(message)}", err=True)
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's last flush does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.__stdout__.fileno())  # type: ignore[union-attr]
+    except (OSError, AttributeError, ValueError):
+        pass
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -62,7 +113,17 @@ def main(argv: list[str] | None = None) -> None:
         fail("interrupted")
         sys.exit(130)
     except BrokenPipeError:
+        _quiet_stdout()
         sys.exit(0)
+    except SystemExit as exc:
+        # Click and Rich turn a closed pipe (`pitlog replay SHOE | head`) into exit code 1
+        # (Click swaps stdout for its PacifyFlushWrapper, Rich raises from the BrokenPipeError);
+        # the reader had all it wanted: exit 0.
+        if exc.code == 1 and (type(sys.stdout).__name__ == "PacifyFlushWrapper"
+                              or isinstance(exc.__context__, BrokenPipeError)):
+            _quiet_stdout()
+            sys.exit(0)
+        raise
     except Exception as exc:  # noqa: BLE001 - a user must never see a traceback
         if os.environ.get("PITLOG_DEBUG"):
             raise

@@ -6,16 +6,18 @@ function from projections/, and renders the rows.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from cli.listing import LimitOpt, limited
 from cli.options import DbOpt, FormatOpt, OutOpt, db_path, new_file
-from cli.output import Format, cents, render
+from cli.output import Format, render
+from cli.people import for_people
 from events.errors import PitlogError
 from projections.reconcile import DEFAULT_SIGMA
 
@@ -65,22 +67,13 @@ def _reading(db: Path | None) -> Iterator[Any]:  # a read-only DuckDB connection
         con.close()
 
 
-def _for_people(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The table format shows money as dollars; json, csv and parquet keep exact cents."""
-    def show(key: str, value: Any) -> Any:
-        if not key.endswith("_cents") or value is None or isinstance(value, bool):
-            return value
-        if isinstance(value, Decimal):  # theoretical amounts, shown to the nearest cent
-            return "~" + cents(int(value.to_integral_value(ROUND_HALF_EVEN)))
-        return cents(value)
-    return [{k: show(k, v) for k, v in r.items()} for r in rows]
-
-
 def _emit(rows: list[dict[str, Any]], fmt: Format, out: Path | None, title: str,
-          summary: list[str], keys: tuple[str, ...] = ()) -> None:
+          summary: list[str], keys: tuple[str, ...] = (), limit: int | None = None) -> None:
     """Every column for machines; the group keys and `summary` columns for people."""
+    rows = limited(rows, limit, fmt, fmt is Format.table and out is None)
     if fmt is Format.table and out is None:
-        render(_for_people(rows), fmt, title=title, columns=[*keys, *summary])
+        shown, columns = for_people(rows, [*keys, *summary])
+        render(shown, fmt, title=title, columns=columns)
     else:
         render(rows, fmt, out=out, title=title)
 
@@ -95,6 +88,7 @@ def reconcile_cmd(
     sigma: Annotated[float, typer.Option(
         min=0.0, help="Flag HOLD_VARIANCE when the variance is beyond this many standard "
                       "deviations (see docs/auditing.md).")] = DEFAULT_SIGMA,
+    limit: LimitOpt = None,
     db: DbOpt = None, format: FormatOpt = Format.table, out: OutOpt = None,
 ) -> None:
     """Handle, paid, collected, returned, net win and hold, against the exact theoretical win
@@ -109,7 +103,7 @@ def reconcile_cmd(
     groups = by or ["table"]
     with _reading(db) as con:
         rows = reconcile(con, groups, calendar, day=parse_day(day), table=table, sigma=sigma)
-    _emit(rows, format, out, "reconciliation", RECONCILE_SUMMARY, group_columns(groups))
+    _emit(rows, format, out, "reconciliation", RECONCILE_SUMMARY, group_columns(groups), limit)
 
 
 def ledger_cmd(
@@ -122,6 +116,7 @@ def ledger_cmd(
     exceptions: Annotated[bool, typer.Option(
         "--exceptions", help="Only the rows an auditor must look at (not OK, REMOVED or "
                              "IN_PLAY).")] = False,
+    limit: LimitOpt = None,
     db: DbOpt = None, format: FormatOpt = Format.table, out: OutOpt = None,
 ) -> None:
     """The settlement ledger: every wager and raise with the decision the rules and the
@@ -136,7 +131,7 @@ def ledger_cmd(
     with _reading(db) as con:
         rows = ledger_rows(con, table=table, shoe=shoe, status=status,
                            exceptions_only=exceptions)
-    _emit(rows, format, out, "ledger", LEDGER_SUMMARY)
+    _emit(rows, format, out, "ledger", LEDGER_SUMMARY, limit=limit)
 
 
 def conservation_cmd(
@@ -146,6 +141,7 @@ def conservation_cmd(
     shifts: ShiftsOpt = "06:00,14:00,22:00",
     day: DayOpt = None,
     table: TableOpt = None,
+    limit: LimitOpt = None,
     db: DbOpt = None, format: FormatOpt = Format.table, out: OutOpt = None,
 ) -> None:
     """Check money in = money out + net win, to the cent, per table and gaming day: handle =
@@ -160,14 +156,15 @@ def conservation_cmd(
     groups = by or ["table", "day"]
     with _reading(db) as con:
         rows = conservation(con, groups, calendar, day=parse_day(day), table=table)
-    _emit(rows, format, out, "conservation", CONSERVATION_SUMMARY, group_columns(groups))
+    _emit(rows, format, out, "conservation", CONSERVATION_SUMMARY, group_columns(groups), limit)
     if any(not r["balanced"] for r in rows):
         raise typer.Exit(code=1)
 
 
 def sql_cmd(
     query: Annotated[str, typer.Argument(help="One read-only query: SELECT, WITH, DESCRIBE, "
-                                              "SHOW or EXPLAIN.")],
+                                              "SHOW or EXPLAIN; - reads it from stdin.")],
+    limit: LimitOpt = None,
     db: DbOpt = None, format: FormatOpt = Format.table, out: OutOpt = None,
     timeout: Annotated[float | None, typer.Option(
         "--timeout", show_default=False,
@@ -183,11 +180,17 @@ def sql_cmd(
     settings, within a time and memory limit. Anything that could write is refused.
 
     Example: pitlog sql "SELECT status, count(*) FROM ledger GROUP BY status"
+    (or: echo "SELECT * FROM shoes" | pitlog sql - --format csv)
     """
     from projections.sql_console import QueryLimits, run_query
 
+    if query == "-":
+        query = sys.stdin.read()
+        if not query.strip():
+            raise PitlogError("pitlog sql -: standard input held no query")
     limits = QueryLimits.from_env(timeout, memory_limit)
     columns, rows = run_query(db_path(db), query, limits=limits)
+    rows = limited(rows, limit, format, format is Format.table and out is None)
     render(rows, format, out=out, columns=columns)
 
 
@@ -212,8 +215,12 @@ def report_cmd(
     if out.suffix.lower() not in (".html", ".htm"):
         raise PitlogError(f"--out {out}: the report is HTML; name the file *.html")
     calendar = Calendar.parse(tz, gaming_day_start, shifts)
-    with _reading(db) as con:
-        report = build_report(con, calendar, day=parse_day(day), db_label=str(db_path(db)))
+    from cli.progress import progress_bar
+    from projections.report import REPORT_STEPS
+
+    with _reading(db) as con, progress_bar("building the report", REPORT_STEPS) as update:
+        report = build_report(con, calendar, day=parse_day(day), db_label=str(db_path(db)),
+                              progress=update)
     out.write_text(report.html, encoding="utf-8")
     typer.echo(f"Wrote {out} (gaming day {report.day}, {report.rounds} rounds, "
                f"{len(report.tables)} tables).")

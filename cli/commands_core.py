@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
@@ -10,19 +11,21 @@ from typing import Annotated
 import typer
 
 from cli import demo as demo_mod
+from cli.listing import LimitOpt, limited
 from cli.options import (
     CreateTopicOpt,
     DbOpt,
     FormatOpt,
     LogOpt,
     OutOpt,
+    SummaryOpt,
     db_path,
     log_uri,
     new_file,
     open_for_writing,
 )
-from cli.output import Format, plain, render
-from cli.progress import progress_bar
+from cli.output import Format, Summary, plain, render
+from cli.progress import phase, progress_bar, progress_tasks
 from events import theory
 from events.errors import PitlogError, RuleError
 from events.log import open_log
@@ -50,14 +53,18 @@ def demo(
     seed: Annotated[
         int, typer.Option(help="Simulator seed; the same seed gives the same evening.")
     ] = 2026,
-    format: FormatOpt = Format.table,
+    replace: Annotated[
+        bool, typer.Option("--replace", help="Replace an earlier demo in --data-dir, if its "
+                                             "files are unchanged; other data is never touched.")
+    ] = False,
+    format: SummaryOpt = Summary.table,
 ) -> None:
     """Simulate a short evening at four tables, with irregularities, project it, and print
     the summary and the anomalies.
 
     Example: pitlog demo
     """
-    report = demo_mod.run_demo(data_dir, seed=seed)
+    report = demo_mod.run_demo(data_dir, seed=seed, replace=replace)
     demo_mod.print_report(report, format)
 
 
@@ -106,7 +113,7 @@ def simulate_cmd(
     ] = None,
     log: LogOpt = None,
     create_topic: CreateTopicOpt = False,
-    format: FormatOpt = Format.table,
+    format: SummaryOpt = Summary.table,
 ) -> None:
     """Play a seeded evening at the tables and record every event to the log.
 
@@ -133,8 +140,8 @@ def simulate_cmd(
     except RuleError as exc:
         raise PitlogError(f"--rate: {exc}") from exc
     with open_for_writing(log_uri(log), create_topic) as event_log, \
-            progress_bar("simulating", None) as update:
-        report = simulate(event_log, config, progress=update)
+            progress_bar("simulating rounds", tables * rounds) as update:
+        report = simulate(event_log, config, round_progress=update)
         uri = event_log.uri
     if truth is not None:
         with truth.open("w") as f:
@@ -168,7 +175,7 @@ def project_cmd(
                      help="DuckDB's memory while projecting, e.g. 2GB [default: 512MB]; "
                           "beyond it DuckDB spills to <db>.tmp."),
     ] = None,
-    format: FormatOpt = Format.table,
+    format: SummaryOpt = Summary.table,
 ) -> None:
     """Bring the DuckDB views up to date with the log (only new events are read).
 
@@ -177,21 +184,31 @@ def project_cmd(
     from projections.projector import project
 
     path = db_path(db)
+    started = time.perf_counter()
     with open_log(log_uri(log), create=False) as event_log:  # a reader never creates a log
         total = sum(event_log.end_offsets().values())
-        with progress_bar("projecting", total) as update:
+        with progress_tasks() as task:
+            update = task("projecting events", total)
             if follow:
                 from projections.follow import follow as follow_log
 
                 report = follow_log(event_log, path, progress=update,
                                     memory_limit=memory_limit)
             else:
-                report = project(event_log, path, progress=update, memory_limit=memory_limit)
-    render([{k: plain(v) for k, v in report.as_row().items()}], format)
+                report = project(event_log, path, progress=update, memory_limit=memory_limit,
+                                 anomaly_progress=phase(task, "storing anomaly rows"))
+    row = report.as_row()
+    # The whole run, the anomaly rows' phase included (`seconds` is the events' phase alone).
+    whole = time.perf_counter() - started
+    row.update(total_seconds=round(whole, 3),
+               events_per_second_overall=round(report.events / whole) if whole > 0 else None)
+    render([{k: plain(v) for k, v in row.items()}], format)
+
 
 
 def shoes(
     table: Annotated[str | None, typer.Option(help="Only this table, e.g. T01.")] = None,
+    limit: LimitOpt = None,
     db: DbOpt = None,
     format: FormatOpt = Format.table,
     out: OutOpt = None,
@@ -204,7 +221,9 @@ def shoes(
     from projections.snapshot import open_for_reading
 
     with open_for_reading(db_path(db)) as con:
-        render(list_shoes(con, table=table), format, out=out, title="shoes")
+        found = limited(list_shoes(con, table=table), limit, format,
+                        format is Format.table and out is None, "shoes")
+        render(found, format, out=out, title="shoes")
 
 
 def replay(
@@ -246,7 +265,7 @@ def theo(
             help="The player raises the full wager from this spread up; omit for never.",
         ),
     ] = None,
-    format: FormatOpt = Format.table,
+    format: SummaryOpt = Summary.table,
 ) -> None:
     """The exact house edge from the combinatorics, as a fraction and a percentage.
 

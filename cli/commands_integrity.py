@@ -9,8 +9,16 @@ from typing import IO, Annotated
 
 import typer
 
-from cli.options import CreateTopicOpt, FormatOpt, LogOpt, OutOpt, log_uri, open_for_writing
-from cli.output import Format, render
+from cli.options import (
+    CreateTopicOpt,
+    FormatOpt,
+    LogOpt,
+    OutOpt,
+    SummaryOpt,
+    log_uri,
+    open_for_writing,
+)
+from cli.output import Format, Summary, render
 from cli.progress import progress_bar
 from events.errors import NotFoundError
 from events.ingest import BATCH_LINES, BadLine, IngestReport, default_quarantine, ingest
@@ -53,8 +61,8 @@ def verify(
         render(anomalies, format, title="integrity anomalies", columns=ANOMALY_COLUMNS)
         render(tables, format, title=f"tables ({report.records} records)")
         if report.anomalies_total > len(report.anomalies):
-            typer.echo(f"{report.anomalies_total - len(report.anomalies)} more anomalies not "
-                       f"shown: raise --limit", err=True)
+            typer.echo(f"{len(report.anomalies):,} of {report.anomalies_total:,} anomalies "
+                       f"shown: raise --limit for more", err=True)
     else:
         rows = [{"kind_of_row": "anomaly", **a} for a in anomalies] + \
                [{"kind_of_row": "table", **t} for t in tables]
@@ -75,7 +83,7 @@ def ingest_cmd(
     batch: Annotated[int, typer.Option(
         min=1, help="Lines per append (one fsync each). Use 1 for a live feed on standard input, "
                     "so each line is durable as soon as it arrives.")] = BATCH_LINES,
-    format: FormatOpt = Format.table,
+    format: SummaryOpt = Summary.table,
 ) -> None:
     """Record device JSON lines (card-reading shoes, shufflers, dealer terminals) as events.
     Each bad line is reported with its line number and reason and quarantined; every good

@@ -14,8 +14,10 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import typer
 
+from cli.listing import LimitOpt, limited
 from cli.options import DbOpt, FormatOpt, OutOpt, db_path
 from cli.output import Format, cents, render
+from cli.progress import progress_bar
 from events.errors import PitlogError
 
 
@@ -100,6 +102,7 @@ def anomalies_cmd(
         "--statistics/--no-statistics",
         help="Include HOLD_VARIANCE and OUTCOME_FREQUENCY (statistics over many rounds).")] = True,
     tz: TzOpt = "UTC",
+    limit: LimitOpt = None,
     db: DbOpt = None, format: FormatOpt = Format.table, out: OutOpt = None,
 ) -> None:
     """The flagged anomalies: each with its code, severity, place, the sequence numbers of the
@@ -116,11 +119,13 @@ def anomalies_cmd(
         severity=severity.value if severity else None, statistics=statistics)
     con = _reading(db)
     try:
-        found = list_anomalies(con, f)
+        with progress_bar("finding anomalies", 2) as update:
+            found = list_anomalies(con, f, progress=update)
     finally:
         con.close()
     from projections.anomalies import COLUMNS
 
+    found = limited(found, limit, format, format is Format.table and out is None, "anomalies")
     if format is Format.table and out is None:
         render(found, format, title="anomalies", columns=ANOMALY_SUMMARY)
     else:

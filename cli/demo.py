@@ -1,11 +1,13 @@
 """`pitlog demo`: a short evening on the embedded default, simulated, projected and summed up.
 
-The demo owns its data folder only when the folder is new or was made by an earlier demo (a
-`demo.json` marker says so): real data in the same place is never overwritten.
+The demo writes only into a new or empty folder; it never deletes anything it did not write.
+`--replace` removes an earlier demo's folder, and only while every file in it is byte for byte
+what that demo wrote (`demo.json` lists them with their SHA-256).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import time
@@ -13,11 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cli.output import Format, cents, render
-from cli.progress import progress_bar
+from cli.output import Format, Summary, render
+from cli.people import for_people
+from cli.progress import phase, progress_bar, progress_tasks
 from events.embedded_log import EmbeddedLog
 from events.errors import PitlogError
 from events.simulator import SimConfig, simulate
+from projections.export import columns_of
 
 MARKER = "demo.json"
 EXAMPLES = 8  # anomalies shown in full; `pitlog anomalies` lists them all
@@ -41,42 +45,77 @@ class DemoReport:
     examples: list[dict[str, Any]] = field(default_factory=list)  # the first few, in full
 
 
-def _claim(data_dir: Path) -> None:
-    marker = data_dir / MARKER
+def _files(data_dir: Path) -> dict[str, str]:
+    """Every file under the folder but the marker, with its SHA-256."""
+    return {str(p.relative_to(data_dir)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(data_dir.rglob("*")) if p.is_file() and p.name != MARKER}
+
+
+def _earlier_demo_intact(data_dir: Path) -> bool:
+    """True when the folder holds exactly what an earlier demo wrote, byte for byte."""
+    try:
+        made = json.loads((data_dir / MARKER).read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(made, dict) and made.get("files") == _files(data_dir)
+
+
+def _claim(data_dir: Path, replace: bool) -> None:
+    """Make the folder the demo's, deleting nothing the demo did not write.
+
+    A folder with anything in it is refused, unless `replace` is set and it holds an earlier
+    demo's files exactly as that demo left them (demo.json lists them with their SHA-256): an
+    event ingested, a database projected again, any file added or changed, and it is refused.
+    """
+    if data_dir.exists() and not data_dir.is_dir():
+        raise PitlogError(f"{data_dir} is a file, not a folder: pass --data-dir DIR")
     if data_dir.exists() and any(data_dir.iterdir()):
-        if not marker.exists():
+        intact = _earlier_demo_intact(data_dir)
+        if not intact:
             raise PitlogError(
-                f"{data_dir} already holds data that the demo did not make; "
-                f"run the demo elsewhere with --data-dir DIR")
+                f"{data_dir} already holds data the demo did not write (or an earlier demo's "
+                f"data changed since); nothing was touched: run the demo elsewhere with "
+                f"--data-dir DIR")
+        if not replace:
+            raise PitlogError(
+                f"{data_dir} holds an earlier demo; nothing was touched: pass --replace to "
+                f"replace it, or run the demo elsewhere with --data-dir DIR")
         shutil.rmtree(data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
-    marker.write_text(json.dumps({"made_by": "pitlog demo"}))
 
 
-def run_demo(data_dir: Path, *, seed: int) -> DemoReport:
+def _sign(data_dir: Path) -> None:
+    """Record what this run wrote, so a later --replace deletes only that."""
+    (data_dir / MARKER).write_text(json.dumps({"made_by": "pitlog demo",
+                                               "files": _files(data_dir)}, indent=1))
+
+
+def run_demo(data_dir: Path, *, seed: int, replace: bool = False) -> DemoReport:
     from projections.anomalies import list_anomalies
     from projections.projector import project
     from projections.queries import demo_summary
     from projections.snapshot import open_for_reading
 
     started = time.perf_counter()
-    _claim(data_dir)
+    _claim(data_dir, replace)
     config = SimConfig(**{**DEMO_CONFIG.__dict__, "seed": seed})
     log = EmbeddedLog(data_dir / "log")
-    with progress_bar("simulating", None) as update:
-        sim = simulate(log, config, progress=update)
+    with progress_bar("simulating rounds", config.tables * config.rounds) as update:
+        sim = simulate(log, config, round_progress=update)
     db = data_dir / "pitlog.duckdb"
-    with progress_bar("projecting", sim.events) as update:
-        project(log, db, progress=update)
+    with progress_tasks() as task:
+        project(log, db, progress=task("projecting events", sim.events),
+                anomaly_progress=phase(task, "storing anomaly rows"))
     with open_for_reading(db) as con:
         summary, anomalies = demo_summary(con)
         examples = list_anomalies(con)[:EXAMPLES]
+    _sign(data_dir)
     return DemoReport(data_dir, log.uri, db, sim.events, sim.rounds, sim.shoes, len(sim.truth),
                       time.perf_counter() - started, summary, anomalies, examples)
 
 
-def print_report(report: DemoReport, fmt: Format) -> None:
-    if fmt is Format.json:
+def print_report(report: DemoReport, fmt: Format | Summary) -> None:
+    if fmt != Format.table:
         render([{"data_dir": str(report.data_dir), "log": report.log_uri, "db": str(report.db),
                  "events": report.events, "rounds": report.rounds, "shoes": report.shoes,
                  "irregularities_injected": report.injected, "seconds": round(report.seconds, 2),
@@ -86,13 +125,12 @@ def print_report(report: DemoReport, fmt: Format) -> None:
     print(f"Simulated {report.rounds} rounds at {len(report.summary)} tables "
           f"({report.shoes} shoes, {report.events} events, {report.injected} irregularities "
           f"injected) and projected them in {report.seconds:.1f} s.")
-    tables = [{k.removesuffix("_cents"): cents(v) if k.endswith("_cents") else v
-               for k, v in row.items()} for row in report.summary]
-    render(tables, Format.table, title="tables")
+    tables, columns = for_people(report.summary, columns_of(report.summary))
+    render(tables, Format.table, title="tables", columns=columns)
     render(report.anomalies, Format.table, title="anomalies by code")
     render([{k: r[k] for k in ("code", "table_id", "shoe_id", "round_no", "explanation")}
             for r in report.examples], Format.table,
            title=f"the first {len(report.examples)} anomalies (all of them: pitlog anomalies)")
     print(f"Event log: {report.log_uri}")
-    print(f"Views:     {report.db}  (open it in any DuckDB client, or try `pitlog shoes`, "
+    print(f"Views:     {report.db}  (open it in DuckDB 1.4.4 or later, or try `pitlog shoes`, "
           f"`pitlog replay {report.summary[0]['first_shoe'] if report.summary else 'SHOE'}`)")

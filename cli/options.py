@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from cli.output import Format
+from cli.output import Format, Summary
 from events.log import DEFAULT_DATA_DIR, EventLog, default_log_uri, open_log
 
 LogOpt = Annotated[str | None, typer.Option(
@@ -19,8 +19,11 @@ DbOpt = Annotated[Path | None, typer.Option(
     "--db", envvar="PITLOG_DB", show_default=False,
     help="DuckDB file of the views (default ./pitlog-data/pitlog.duckdb).")]
 FormatOpt = Annotated[Format, typer.Option(
-    "--format", "-f", help="Output: table for people; json (an array of objects) or csv for "
-                           "machines; parquet needs --out.")]
+    "--format", "-f", help="Output: table for people; json (an array of objects), jsonl (one "
+                           "object a line), csv or parquet (needs --out) for machines, written "
+                           "by DuckDB with the columns' own types.")]
+SummaryOpt = Annotated[Summary, typer.Option(
+    "--format", "-f", help="Output: table for people; json, jsonl or csv for machines.")]
 
 
 def new_file(path: Path | None) -> Path | None:

@@ -1,16 +1,13 @@
-"""Rendering shared by every query command: --format table|json|csv, and --out FILE.
+"""Rendering shared by every query command: --format table|json|jsonl|csv|parquet, --out FILE.
 
-json is an array of objects; csv has a header row; table is for people. Values that are not
-JSON-native (datetimes, bytes, decimals) are rendered the same way in every format. Strings come
-from devices: table and csv show control characters as escapes (events/text.py), json escapes
-them itself, and table cells are rich Text, never markup.
+json is an array of objects, jsonl one object a line, csv has a header row: DuckDB writes them
+all from the rows' own types (projections/export.py). table is for people. Strings come from
+devices: table and csv show control characters as escapes (events/text.py), json escapes them
+itself, and table cells are rich Text, never markup.
 """
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import sys
 from collections.abc import Sequence
 from datetime import date, datetime
@@ -31,8 +28,17 @@ from events.text import visible
 class Format(StrEnum):
     table = "table"
     json = "json"
+    jsonl = "jsonl"
     csv = "csv"
     parquet = "parquet"
+
+
+class Summary(StrEnum):
+    """--format of commands that print a summary, not rows to export (no parquet)."""
+    table = "table"
+    json = "json"
+    jsonl = "jsonl"
+    csv = "csv"
 
 
 def plain(value: Any) -> Any:
@@ -54,61 +60,57 @@ def plain(value: Any) -> Any:
     return value
 
 
-def render(rows: Sequence[dict[str, Any]], fmt: Format, *, out: Path | None = None,
-           title: str | None = None, columns: Sequence[str] | None = None) -> None:
-    cols = list(columns or (rows[0].keys() if rows else []))
-    if fmt is Format.parquet:
-        if out is None:
-            raise PitlogError("--format parquet writes a file: add --out FILE.parquet")
-        import pyarrow as pa
-        import pyarrow.parquet as pq
+PIPED_WIDTH = 10_000  # Rich pads a table to its own width, not the console's
+SHORT_CELL = 32  # a column whose every cell fits in this is never wrapped
+LONG_CELL_MIN = 24  # a long text column gets at least this, so it never goes a word a line
 
-        table = pa.Table.from_pylist([{c: plain(r.get(c)) for c in cols} for r in rows])
-        pq.write_table(table, out)
-        return
-    if fmt is Format.json:
-        text = json.dumps([{c: plain(r.get(c)) for c in cols} for r in rows], indent=2) + "\n"
-    elif fmt is Format.csv:
-        buf = io.StringIO()
-        writer = csv.writer(buf, lineterminator="\n")
-        writer.writerow([visible(str(c)) for c in cols])
-        for r in rows:
-            writer.writerow([_csv_cell(plain(r.get(c))) for c in cols])
-        text = buf.getvalue()
-    else:
-        if out is not None:
-            raise PitlogError("--out writes csv, json or parquet: add --format csv|json|parquet")
-        # Piped output has no terminal width: give tables room rather than cut every cell.
-        console = Console(soft_wrap=False, width=None if sys.stdout.isatty() else 160)
-        if not rows:
-            console.print(Text(f"{visible(title) + ': ' if title else ''}no rows"))
-            return
-        table = Table(title=Text(visible(title)) if title else None, show_lines=False,
-                      header_style="bold")
-        for c in cols:
-            table.add_column(Text(visible(str(c))))
-        for r in rows:
-            table.add_row(*(_cell(plain(r.get(c))) for c in cols))
-        console.print(table)
+
+def render(rows: Sequence[dict[str, Any]], fmt: Format | Summary, *, out: Path | None = None,
+           title: str | None = None, columns: Sequence[str] | None = None) -> None:
+    from projections.export import columns_of, write
+
+    fmt = Format(str(fmt))
+    cols = list(columns or columns_of(rows))
+    if fmt is not Format.table:
+        if fmt is Format.parquet and out is None:
+            raise PitlogError("--format parquet writes a file: add --out FILE.parquet")
+        write(rows, cols, fmt.value, out if out is not None else sys.stdout)
         return
     if out is not None:
-        out.write_text(text)
-    else:
-        sys.stdout.write(text)
+        raise PitlogError("--out writes csv, json, jsonl or parquet: add --format "
+                          "csv|json|jsonl|parquet")
+    # Piped output has no terminal width: as wide as the rows need, never cut.
+    console = Console(soft_wrap=False, width=None if sys.stdout.isatty() else PIPED_WIDTH)
+    if not rows:
+        console.print(Text(f"{visible(title) + ': ' if title else ''}no rows"))
+        return
+    cells = [[_cell(plain(r.get(c))) for c in cols] for r in rows]
+    table = Table(title=Text(visible(title)) if title else None, show_lines=False,
+                  header_style="bold")
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
+    short = [w <= SHORT_CELL for w in widths]
+    # Each column costs 3 more characters of borders and padding.
+    needed = sum(w + 3 if s else LONG_CELL_MIN + 3 for w, s in zip(widths, short, strict=True))
+    fits = needed < console.width
+    for c, w, s in zip(cols, widths, short, strict=True):
+        if s and fits:  # money, codes, statuses, times: whole, on one line
+            table.add_column(Text(visible(c)), no_wrap=True, min_width=w)
+        elif s:  # too narrow a terminal: folded onto more lines, never cut
+            table.add_column(Text(visible(c)), overflow="fold")
+        else:  # explanations and descriptions take the room left, wrapped between words
+            table.add_column(Text(visible(c)), ratio=1,
+                             min_width=LONG_CELL_MIN if fits else None)
+    for row in cells:
+        table.add_row(*(Text(cell) for cell in row))
+    console.print(table)
 
 
-def _cell(value: Any) -> Text:
+def _cell(value: Any) -> str:
     if value is None:
-        return Text("")
+        return ""
     if isinstance(value, list):
-        return Text(visible(" ".join(str(v) for v in value)))
-    return Text(visible(str(value)))
-
-
-def _csv_cell(value: Any) -> Any:
-    if isinstance(value, list | dict):
-        return json.dumps(value)  # ensure_ascii: control characters are \u escapes
-    return visible(value) if isinstance(value, str) else value
+        return visible(" ".join(str(v) for v in value))
+    return visible(str(value))
 
 
 def cents(amount: int | None) -> str:

@@ -413,14 +413,20 @@ def generate(config: SimConfig, only: Sequence[int] | None = None,
 
 def simulate(log: EventLog, config: SimConfig,
              progress: Callable[[int], None] | None = None, *,
-             only: Sequence[int] | None = None) -> SimReport:
+             only: Sequence[int] | None = None,
+             round_progress: Callable[[int], None] | None = None) -> SimReport:
     """Play the evening and record it to `log`; returns counts and the ground truth.
 
     `only` plays just these table indexes (0-based): each table is its own seeded stream, so
     several processes can share one evening's tables between them, each recording its own
     tables to the same log, and together record exactly what one process would (in another
-    interleaving of tables)."""
+    interleaving of tables).
+
+    `progress(events)` is called every 5,000 events; `round_progress(rounds)` with the rounds
+    begun so far, whose total is known beforehand (config.rounds per table played)."""
     steps, sims = generate(config, only)
+    current: dict[int, tuple[str | None, int]] = {}  # table index -> (shoe, round) in play
+    begun = 0
     recorder = Recorder(log)
     by_index = {sim.index: sim for sim in sims}
     n = 0
@@ -437,9 +443,17 @@ def simulate(log: EventLog, config: SimConfig,
         n += 1
         if progress and n % 5000 == 0:
             progress(n)
+        if step.round_no is not None and current.get(step.table_index) != (step.shoe_id,
+                                                                            step.round_no):
+            current[step.table_index] = (step.shoe_id, step.round_no)
+            begun += 1
+            if round_progress and begun % 20 == 0:
+                round_progress(begun)
     recorder.flush()
     if progress:
         progress(n)
+    if round_progress:
+        round_progress(begun)
     truth = [label for sim in sims for label in sim.inject.labels]
     return SimReport(n, len(sims), sum(sim.rounds_played for sim in sims),
                      sum(sim.shoe_no for sim in sims), truth)

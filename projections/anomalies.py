@@ -11,7 +11,7 @@ events that prove it), explanation, rule, occurred_at.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -107,13 +107,15 @@ def table_groups(con: duckdb.DuckDBPyConnection,
 
 
 def refresh_stored_anomalies(con: duckdb.DuckDBPyConnection,
-                             max_events: int = GROUP_EVENTS) -> None:
+                             max_events: int = GROUP_EVENTS,
+                             progress: Callable[[int, int], None] | None = None) -> None:
     """Store the view's rows and the checkpoints they reflect, in one transaction.
 
     The rows are evaluated one table group (table_groups) and one family at a time, in a
     scratch in-memory catalog that holds the same views over an `events` view of the group's
     rows alone; each query then has DuckDB's memory limit to itself, and needs as much at 10M
     events as at 1M. The transaction that replaces the stored rows only copies them in.
+    `progress(done, total)` is called after each (table group, family) step: groups x families.
     """
     ((database,),) = con.execute("SELECT current_database()").fetchall()
     source = '"' + database.replace('"', '""') + '".main.events'
@@ -126,11 +128,15 @@ def refresh_stored_anomalies(con: duckdb.DuckDBPyConnection,
         create_views(scope)
         families = anomaly_families(scope)
         scope.execute(f"CREATE TABLE found AS {FAMILY_ROWS.format(family=families[0])} LIMIT 0")
-        for group in table_groups(con, max_events):
+        groups = table_groups(con, max_events)
+        steps = len(groups) * len(families)
+        for g, group in enumerate(groups):
             scope.execute(f"CREATE OR REPLACE VIEW events AS SELECT * FROM {source} "
                           f"WHERE {group.predicate()}")
-            for family in families:
+            for f, family in enumerate(families):
                 scope.execute(f"INSERT INTO found {FAMILY_ROWS.format(family=family)}")
+                if progress is not None:
+                    progress(g * len(families) + f + 1, steps)
         con.execute("BEGIN TRANSACTION")
         try:
             con.execute(f"CREATE OR REPLACE TABLE {STORED} AS SELECT * FROM {_SCOPE}.found")
@@ -205,9 +211,11 @@ ORDER BY a.occurred_at, a.table_id, a.code, a.seqs
 
 
 def list_anomalies(con: duckdb.DuckDBPyConnection, f: AnomalyFilter | None = None, *,
-                   calendar: Calendar | None = None) -> list[Row]:
+                   calendar: Calendar | None = None,
+                   progress: Callable[[int, int], None] | None = None) -> list[Row]:
     """Every anomaly that passes the filter, in time order (statistical rows included unless
-    `f.statistics` is False or the codes asked for exclude them)."""
+    `f.statistics` is False or the codes asked for exclude them). `progress(done, 2)` follows
+    its two steps: the rule rows, then the statistics."""
     f = f or AnomalyFilter()
     known = {r["code"]: r["severity"] for r in catalogue(con)}
     codes = tuple(c.upper() for c in f.codes)
@@ -221,6 +229,8 @@ def list_anomalies(con: duckdb.DuckDBPyConnection, f: AnomalyFilter | None = Non
     found = query_rows(con, _SELECT.format(source=anomaly_source(con)), {
         "codes": list(codes), "table": f.table, "shoe": f.shoe, "since": f.since,
         "until": f.until, "min_rank": min_rank})
+    if progress is not None:
+        progress(1, 2)
     wants_stats = f.statistics and (not codes or any(c in STATISTICAL for c in codes))
     if wants_stats and f.shoe is None and min_rank <= SEVERITIES.index("low") + 1:
         from projections.statistics import statistical_anomalies
@@ -235,6 +245,8 @@ def list_anomalies(con: duckdb.DuckDBPyConnection, f: AnomalyFilter | None = Non
                     (f.until is not None and (at is None or at >= f.until)):
                 continue
             found.append(r)
+    if progress is not None:
+        progress(2, 2)
     return found
 
 

@@ -81,7 +81,8 @@ def project(log: EventLog, store: str | Path | duckdb.DuckDBPyConnection, *,
             progress: Callable[[int], None] | None = None,
             batch_size: int = DEFAULT_BATCH_SIZE,
             snapshot: bool = False, store_anomalies: bool = True,
-            memory_limit: str | None = None) -> ProjectionReport:
+            memory_limit: str | None = None,
+            anomaly_progress: Callable[[int, int], None] | None = None) -> ProjectionReport:
     """Bring the DuckDB tables up to date with `log`, from the stored checkpoint to the end of
     the log as it is now. `store` is a file path (opened, and closed afterwards) or an open
     read-write connection. `progress` is called after each committed batch with the number of
@@ -91,6 +92,7 @@ def project(log: EventLog, store: str | Path | duckdb.DuckDBPyConnection, *,
     `store_anomalies`, the anomaly rows are stored afresh when anything new was projected
     (anomalies.refresh_stored_anomalies), so disputes need not evaluate every rule.
     `memory_limit` caps DuckDB's memory when `store` is a path (store.open_store).
+    `anomaly_progress(done, total)` follows the anomaly rows' steps (refresh_stored_anomalies).
 
     Raises ProjectionError if the log's positions were already projected without a matching
     checkpoint (a lost checkpoint): rows are never inserted twice.
@@ -98,19 +100,22 @@ def project(log: EventLog, store: str | Path | duckdb.DuckDBPyConnection, *,
     if isinstance(store, duckdb.DuckDBPyConnection):
         _store.prepare(store)
         return _project_and_publish(store, log, progress, batch_size, snapshot,
-                                    store_anomalies)
+                                    store_anomalies, anomaly_progress)
     with _store.open_store(store, memory_limit=memory_limit) as con:
-        return _project_and_publish(con, log, progress, batch_size, snapshot, store_anomalies)
+        return _project_and_publish(con, log, progress, batch_size, snapshot, store_anomalies,
+                                    anomaly_progress)
 
 
 def _project_and_publish(con: duckdb.DuckDBPyConnection, log: EventLog,
                          progress: Callable[[int], None] | None, batch_size: int,
-                         snapshot: bool, store_anomalies: bool) -> ProjectionReport:
+                         snapshot: bool, store_anomalies: bool,
+                         anomaly_progress: Callable[[int, int], None] | None = None,
+                         ) -> ProjectionReport:
     from projections.anomalies import STORED, anomaly_source, refresh_stored_anomalies
 
     report = _project(con, log, progress, batch_size)
     if store_anomalies and anomaly_source(con) != STORED:
-        refresh_stored_anomalies(con)
+        refresh_stored_anomalies(con, progress=anomaly_progress)
     if snapshot:
         publish_snapshot(con)
     return report

@@ -14,6 +14,7 @@ from typing import Any
 import duckdb
 
 from events.errors import NotFoundError, ProjectionError
+from projections.export import Rows
 
 Row = dict[str, Any]
 
@@ -22,10 +23,10 @@ SHOE_COLUMNS = ("table_id", "shoe_id", "decks", "opened_at", "closed_at", "round
 
 
 def rows(con: duckdb.DuckDBPyConnection, sql: str,
-         params: Sequence[object] | dict[str, object] | None = None) -> list[Row]:
+         params: Sequence[object] | dict[str, object] | None = None) -> Rows:
     """Run one read-only query with bound parameters; a dict per row."""
     try:
-        return con.sql(sql, params=params).to_arrow_table().to_pylist()
+        return Rows.of(con.sql(sql, params=params).to_arrow_table())
     except duckdb.CatalogException as exc:
         raise ProjectionError(
             f"the database has no pitlog views ({exc}); run `pitlog project` first") from exc
@@ -112,19 +113,27 @@ def replay_shoe(con: duckdb.DuckDBPyConnection, shoe_id: str,
 
 def demo_summary(con: duckdb.DuckDBPyConnection) -> tuple[list[Row], list[Row]]:
     """Per table: profile, shoes, rounds and money; and the anomalies by code, when the
-    `anomalies` view exists (it is built elsewhere on the read side)."""
+    `anomalies` view exists (it is built elsewhere on the read side).
+
+    The money is reconcile()'s, the one query behind handle and net win everywhere (reconcile,
+    conservation, the report): handle is what was in force at each decision, so a wager removed
+    before its decision (WAGER_ALTERED) is not handle. Summing the `wagers` view instead counted
+    it, and the demo once showed T01's handle $25.00 above reconcile's."""
+    from projections.reconcile import reconcile
+
     summary = rows(con, """
         SELECT s.table_id,
                (SELECT arg_max(profile, seq) FROM events AS e
                 WHERE e.table_id = s.table_id AND e.event_type = 'TableOpened') AS profile,
                count(*) AS shoes, sum(s.rounds)::BIGINT AS rounds,
-               arg_min(s.shoe_id, s.opened_at) AS first_shoe,
-               (SELECT sum(amount_cents) FROM wagers AS w
-                WHERE w.table_id = s.table_id)::BIGINT AS handle_cents,
-               (SELECT sum(collected_cents) - sum(paid_cents) FROM settlements AS st
-                WHERE st.table_id = s.table_id)::BIGINT AS win_cents
+               arg_min(s.shoe_id, s.opened_at) AS first_shoe
         FROM shoes AS s GROUP BY s.table_id ORDER BY s.table_id
     """)
+    money = {r["table_id"]: r for r in reconcile(con, ["table"])}
+    for r in summary:
+        m = money.get(r["table_id"], {})
+        r.update(handle_cents=m.get("handle_cents", 0), net_win_cents=m.get("net_win_cents", 0),
+                 hold_pct=m.get("hold_pct"))
     has_anomalies = rows(con, "SELECT count(*) AS n FROM duckdb_views() "
                               "WHERE view_name = 'anomalies' AND NOT internal")[0]["n"]
     anomalies = rows(con, "SELECT code, count(*) AS count FROM anomalies "

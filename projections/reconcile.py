@@ -26,6 +26,7 @@ import pyarrow as pa
 from events import theory
 from events.errors import ProjectionError
 from events.rules import Paytable, PaytableError
+from projections.export import Rows
 
 RECONCILE_SQL = Path(__file__).with_name("reconcile.sql")
 
@@ -157,10 +158,10 @@ def group_columns(by: Iterable[str]) -> tuple[str, ...]:
     return tuple(cols)
 
 
-def run_rows(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any]) -> list[Row]:
+def run_rows(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any]) -> Rows:
     # Through Arrow: timezone-aware datetimes without the optional pytz package.
     try:
-        return con.sql(sql, params=params).to_arrow_table().to_pylist()
+        return Rows.of(con.sql(sql, params=params).to_arrow_table())
     except duckdb.CatalogException as exc:
         raise ProjectionError(
             f"the database has no pitlog ledger ({exc}); run `pitlog project` first") from exc
@@ -242,9 +243,22 @@ _SUMMED = ("rounds", "wagers", "handle_cents", "raises_cents", "paid_cents", "co
            "invalid_paytable_wagers", "unknown_decks_wagers")
 
 
+# The columns reconcile() computes, with their types: what an export writes, rows or none.
+# Money is integer cents; theoretical amounts exact to the cent; ratios percentages to 4 places.
+_CENTS, _THEO, _PCT = pa.int64(), pa.decimal128(38, 2), pa.decimal128(38, 4)
+RECONCILE_TYPES: dict[str, pa.DataType] = {
+    "rounds": pa.int64(), "wagers": pa.int64(), "handle_cents": _CENTS, "raises_cents": _CENTS,
+    "paid_cents": _CENTS, "collected_cents": _CENTS, "returned_cents": _CENTS,
+    "net_win_cents": _CENTS, "hold_pct": _PCT, "theo_win_cents": _THEO,
+    "theo_win_exact": pa.string(), "theo_hold_pct": _PCT, "variance_cents": _THEO,
+    "variance_pct": _PCT, "sd_cents": _THEO, "z_score": pa.float64(),
+    "expected_win_cents": _CENTS, "settlement_difference_cents": _CENTS,
+    "exceptions": pa.int64(), "invalid_paytable_wagers": pa.int64(), "flags": pa.string()}
+
+
 def reconcile(con: duckdb.DuckDBPyConnection, by: Sequence[str] = ("table",),
               calendar: Calendar | None = None, *, day: date | None = None,
-              table: str | None = None, sigma: float = DEFAULT_SIGMA) -> list[Row]:
+              table: str | None = None, sigma: float = DEFAULT_SIGMA) -> Rows:
     """Handle, paid, collected, returned, net win, hold, theoretical win and variance per group.
 
     Handle counts every original wager and raise in force at its decision, void ones included.
@@ -260,7 +274,8 @@ def reconcile(con: duckdb.DuckDBPyConnection, by: Sequence[str] = ("table",),
     load_edges(con)
     params = {**calendar.params(), "day": day, "table": table}
     groups: dict[tuple[Any, ...], Row] = {}
-    for part in run_rows(con, query_sql("reconcile", keys), params):
+    parts = run_rows(con, query_sql("reconcile", keys), params)
+    for part in parts:
         key = tuple(part[k] for k in keys)
         g = groups.get(key)
         if g is None:
@@ -271,7 +286,8 @@ def reconcile(con: duckdb.DuckDBPyConnection, by: Sequence[str] = ("table",),
         if part["theo_den"]:
             g["_theo"] += Fraction(int(part["theo_num"]), int(part["theo_den"]))
         g["_sq"] += float(part["sum_sq_deviation"] or 0.0)
-    return [_finish(g, sigma) for g in groups.values()]
+    return Rows((_finish(g, sigma) for g in groups.values()),
+                {**{k: v for k, v in parts.types.items() if k in keys}, **RECONCILE_TYPES})
 
 
 def _finish(g: Row, sigma: float) -> Row:
@@ -309,7 +325,7 @@ def _finish(g: Row, sigma: float) -> Row:
 
 def conservation(con: duckdb.DuckDBPyConnection, by: Sequence[str] = ("table", "day"),
                  calendar: Calendar | None = None, *, day: date | None = None,
-                 table: str | None = None) -> list[Row]:
+                 table: str | None = None) -> Rows:
     """Money in = money out + net win, per group, to the cent (reconcile.sql explains the
     terms). `balanced` is False, and `difference_cents` says by how much, when it fails."""
     calendar = calendar or Calendar()
@@ -319,6 +335,7 @@ def conservation(con: duckdb.DuckDBPyConnection, by: Sequence[str] = ("table", "
                 {**calendar.params(), "day": day, "table": table})
     for r in rows:
         r["balanced"] = r["difference_cents"] == 0
+    rows.types["balanced"] = pa.bool_()
     return rows
 
 

@@ -1,6 +1,7 @@
 """`pitlog report`: one gaming day as a self-contained HTML page, for auditors.
 
-Inline CSS (report_template.html) and inline SVG charts drawn here: no scripts, nothing fetched.
+Inline CSS (report_template.html) and inline SVG charts drawn by matplotlib (report_charts.py):
+no scripts, nothing fetched.
 Every figure in a table cell carries its exact value in `data-value` (integer cents, exact
 percentages), so a test, or an auditor's script, can read the numbers back.
 
@@ -11,7 +12,7 @@ probabilities, with a chi-square statistic; the conservation check; the ledger's
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from fractions import Fraction
@@ -24,11 +25,13 @@ import duckdb
 from events.errors import NotFoundError
 from events.theory import SPREADS, outcome_probabilities
 from projections import reconcile as rc
-from projections.report_svg import escape, hold_chart, outcome_chart, timeline_chart
+from projections.report_charts import escape, hold_chart, outcome_chart, timeline_chart
 from projections.statistics import chi_square_sf, pearson
 
 TEMPLATE = Path(__file__).with_name("report_template.html")
 CHART_MAX = 30  # bars per hold chart; the tables always list every group
+ANOMALY_LIST_MAX = 300  # anomalies listed one by one; the counts and the chart cover all
+ANOMALY_DETAIL = ("severity", "table_id", "shoe_id", "round_no", "explanation")
 OUTCOMES = ("consecutive", "trips", "pair_no_trips", *(f"spread_{s}" for s in SPREADS))
 Row = dict[str, Any]
 
@@ -83,10 +86,12 @@ def _hold_section(rows: list[Row], key: str, label: str) -> str:
     body = []
     for r in rows:
         name = str(r[key] if r[key] is not None else "(none)")
-        cls = ' class="flagged"' if r["flags"] else ""
+        # Marked: the figure that needs attention (z beyond the limit), and the flags; the
+        # group's name stays plain, so a page of tables with one exception each is not all red.
+        off = "HOLD_VARIANCE" in r["flags"]
         theo_cents = int(r["theo_win_cents"].to_integral_value())
         body.append(
-            f'<tr data-group="{escape(name)}"{cls}><td>{escape(name)}</td>'
+            f'<tr data-group="{escape(name)}"><td>{escape(name)}</td>'
             + _cell("rounds", r["rounds"])
             + "".join(_cell(c, r[c], dollars(r[c])) for c in
                       ("handle_cents", "paid_cents", "collected_cents", "returned_cents",
@@ -97,20 +102,21 @@ def _hold_section(rows: list[Row], key: str, label: str) -> str:
             + _cell("variance_cents", r["variance_cents"],
                     dollars(int(r["variance_cents"].to_integral_value())))
             + _cell("variance_pct", r["variance_pct"], _pct(r["variance_pct"]))
-            + _cell("z_score", r["z_score"])
-            + f'<td class="flags">{escape(r["flags"].replace(",", ", "))}</td></tr>')
+            + _cell("z_score", r["z_score"], cls="attn" if off else "")
+            + f'<td class="flags{" attn" if r["flags"] else ""}">'
+              f'{escape(r["flags"].replace(",", ", "))}</td></tr>')
     charted, note = rows, ""
     if len(rows) > CHART_MAX:  # a big floor: chart the groups furthest from theory
         charted = sorted(rows, key=lambda r: -abs(r["z_score"] or 0.0))[:CHART_MAX]
         note = (f" The chart shows the {CHART_MAX} of {len(rows)} furthest from theory "
                 f"(largest |z| first); the table lists them all.")
     chart = hold_chart([(str(r[key] if r[key] is not None else "(none)"), r["hold_pct"],
-                         r["theo_hold_pct"], bool(r["flags"])) for r in charted])
+                         r["theo_hold_pct"], "HOLD_VARIANCE" in r["flags"]) for r in charted])
     legend = ('<span class="legend" style="background:#2f6db5"></span>hold (net win / handle)'
               '<span class="legend" style="background:#9aa5b5"></span>theoretical hold')
-    return (f"<figure>{chart}<figcaption>{legend}. A red name is flagged (HOLD_VARIANCE: "
-            f"|z| above the limit; LEDGER_EXCEPTIONS; INVALID_PAYTABLE).{escape(note)}"
-            f"</figcaption></figure>" + _table(head, body))
+    return (f"<figure>{chart}<figcaption>{legend}. A red name holds further from theory than "
+            f"chance allows (HOLD_VARIANCE: |z| above the limit); the Flags column names every "
+            f"flag.{escape(note)}</figcaption></figure>" + _table(head, body))
 
 
 def _find(columns: Sequence[str], *names: str) -> str | None:
@@ -134,12 +140,17 @@ def _anomalies(con: duckdb.DuckDBPyConnection, cal: rc.Calendar, day: date,
         if code is None:
             raise duckdb.Error("the anomalies view has no code column")
         # Column names come from DESCRIBE of the view (fixed names above), not from a user.
+        extra = ", ".join(f'"{c}" AS {c}' if c in cols else f"NULL AS {c}"
+                          for c in ANOMALY_DETAIL)
         if at is not None:
-            sql = (f'SELECT "{code}" AS code, timezone($tz, "{at}") AS local_at FROM anomalies '
-                   f'WHERE gaming_day("{at}", $tz, $day_start_minutes) = $day')
+            sql = (f'SELECT "{code}" AS code, timezone($tz, "{at}") AS local_at, {extra} '
+                   f'FROM anomalies WHERE gaming_day("{at}", $tz, $day_start_minutes) = $day '
+                   f'ORDER BY local_at, table_id, round_no')
         elif table is not None and {"shoe_id", "round_no"} <= set(cols):
-            sql = (f'SELECT a."{code}" AS code, timezone($tz, r.started_at) AS local_at '
-                   f'FROM anomalies AS a JOIN rounds AS r ON r.table_id = a."{table}" '
+            detail = ", ".join(f'a."{c}" AS {c}' if c in cols else f"NULL AS {c}"
+                               for c in ANOMALY_DETAIL)
+            sql = (f'SELECT a."{code}" AS code, timezone($tz, r.started_at) AS local_at, '
+                   f'{detail} FROM anomalies AS a JOIN rounds AS r ON r.table_id = a."{table}" '
                    f'AND r.shoe_id = a.shoe_id AND r.round_no = a.round_no '
                    f'WHERE gaming_day(r.started_at, $tz, $day_start_minutes) = $day')
         else:
@@ -154,11 +165,35 @@ def _anomalies(con: duckdb.DuckDBPyConnection, cal: rc.Calendar, day: date,
     counts: dict[str, int] = {}
     for r in rows:
         counts[r["code"]] = counts.get(r["code"], 0) + 1
-    chart = timeline_chart([(r["code"], r["local_at"]) for r in rows], span)
+    chart = timeline_chart([(r["code"], r["local_at"], _place(r)) for r in rows], span)
     body = [f'<tr data-group="{escape(c)}"><td>{escape(c)}</td>{_cell("count", n)}</tr>'
             for c, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+    listed = rows[:ANOMALY_LIST_MAX]
+    items = [f'<tr data-group="anomaly"><td>{r["local_at"]:%H:%M:%S}</td>'
+             + _cell("code", r["code"])
+             + _cell("severity", r["severity"], cls="attn" if r["severity"] == "high" else "")
+             + _cell("table_id", r["table_id"]) + _cell("shoe_id", r["shoe_id"])
+             + _cell("round_no", r["round_no"])
+             + _cell("explanation", r["explanation"], cls="wrap") + "</tr>" for r in listed]
+    more = ("" if len(rows) <= len(listed) else
+            f'<p class="note">The first {len(listed)} of {len(rows)} are listed; '
+            f'pitlog anomalies --since ... --until ... lists them all.</p>')
     return (f"<figure>{chart}<figcaption>Each dot is one anomaly, at the local time of its "
-            f"round or event.</figcaption></figure>" + _table(["Code", "Count"], body)), None
+            f"round or event; the list below gives its table and round.</figcaption></figure>"
+            + _table(["Code", "Count"], body)
+            + "<h3>Each anomaly, in time order (severity high marked)</h3>"
+            + _table(["Time", "Code", "Severity", "Table", "Shoe", "Round", "Explanation"],
+                     items) + more), None
+
+
+def _place(r: Row) -> str:
+    """'T01, shoe T01-S0002, round 7' for a dot's tooltip."""
+    parts = [str(r["table_id"] or "")]
+    if r["shoe_id"]:
+        parts.append(f"shoe {r['shoe_id']}")
+    if r["round_no"] is not None:
+        parts.append(f"round {r['round_no']}")
+    return ", ".join(p for p in parts if p)
 
 
 def outcome_rows(counts: list[Row]) -> list[Row]:
@@ -224,7 +259,7 @@ def _conservation_section(rows: list[Row]) -> str:
                 "money_in_cents", "paid_cents", "winner_stakes_cents", "returned_cents",
                 "money_out_cents", "collected_cents", "net_win_cents", "open_cents",
                 "difference_cents"))
-            + _cell("balanced", str(ok).lower(), "yes" if ok else "NO", "ok" if ok else "bad")
+            + _cell("balanced", str(ok).lower(), "yes" if ok else "NO", "" if ok else "attn")
             + "</tr>")
     return ('<p class="meta">Money in (handle) = paid winnings + stakes returned to winners + '
             'void wagers returned + net win (collected &minus; paid), to the cent, with stakes '
@@ -266,9 +301,22 @@ def _one(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any]) -> l
     return rc.run_rows(con, rc.query_sql(name), params)
 
 
+REPORT_STEPS = 8  # the queries build_report runs, for a progress bar's total
+
+
 def build_report(con: duckdb.DuckDBPyConnection, calendar: rc.Calendar | None = None, *,
-                 day: date | None = None, db_label: str = "") -> Report:
-    """The HTML report of one gaming day (the latest with a round when `day` is None)."""
+                 day: date | None = None, db_label: str = "",
+                 progress: Callable[[int, int], None] | None = None) -> Report:
+    """The HTML report of one gaming day (the latest with a round when `day` is None).
+    `progress(done, REPORT_STEPS)` follows its queries."""
+    done = 0
+
+    def step() -> None:
+        nonlocal done
+        done += 1
+        if progress is not None:
+            progress(done, REPORT_STEPS)
+
     cal = calendar or rc.Calendar()
     rc.check_calendar(con, cal)
     params = {"tz": cal.tz, "day_start_minutes": cal.day_start}
@@ -282,12 +330,21 @@ def build_report(con: duckdb.DuckDBPyConnection, calendar: rc.Calendar | None = 
         raise NotFoundError(f"no rounds on gaming day {day} (gaming days start at "
                             f"{rc.hhmm(cal.day_start)} in {cal.tz})")
     span = (span_row["first_local"], span_row["last_local"] + timedelta(seconds=1))
+    step()
     tables = rc.reconcile(con, ["table"], cal, day=day)
+    step()
     dealers = rc.reconcile(con, ["dealer"], cal, day=day)
+    step()
     totals = rc.reconcile(con, ["day"], cal, day=day)
+    step()
     conserved = rc.conservation(con, ["table"], cal, day=day)
+    step()
     outcomes = outcome_rows(_one(con, "outcomes", params))
+    step()
     anomalies_html, note = _anomalies(con, cal, day, span)
+    step()
+    statuses = _one(con, "statuses", params)
+    step()
     html = Template(TEMPLATE.read_text(encoding="utf-8")).substitute(
         day=escape(day.isoformat()), day_start=escape(rc.hhmm(cal.day_start)),
         tz=escape(cal.tz), db=escape(db_label or "(connection)"),
@@ -296,5 +353,5 @@ def build_report(con: duckdb.DuckDBPyConnection, calendar: rc.Calendar | None = 
         hold_dealers=_hold_section(dealers, "dealer", "Dealer"),
         anomalies=anomalies_html, outcomes=_outcome_section(outcomes),
         conservation=_conservation_section(conserved),
-        ledger=_ledger_section(_one(con, "statuses", params)))
+        ledger=_ledger_section(statuses))
     return Report(html, day, span_row["rounds"], tables, dealers, outcomes, note)

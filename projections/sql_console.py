@@ -36,6 +36,7 @@ from typing import Any
 import duckdb
 
 from events.errors import NotFoundError, PitlogError, ProjectionError
+from projections.export import Rows
 from projections.snapshot import check_database_file, snapshot_path
 
 ALLOWED = ("SELECT", "WITH", "FROM", "VALUES", "TABLE", "DESCRIBE", "SHOW", "SUMMARIZE",
@@ -191,7 +192,7 @@ def run_guarded(con: duckdb.DuckDBPyConnection, query: str, params: list[Any] | 
     def work() -> None:
         try:
             table = con.sql(query, params=params).to_arrow_table()
-            outcome["result"] = (table.column_names, table.to_pylist())
+            outcome["result"] = (table.column_names, Rows.of(table))
         except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
             outcome["error"] = exc
         finally:

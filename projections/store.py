@@ -54,6 +54,12 @@ LOAD_MEMORY_LIMIT = "128MB"
 _LIMITS: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, str] = weakref.WeakKeyDictionary()
 _UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
           "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+# The storage format new database files are written in. DuckDB 2.0 writes storage version 69 by
+# default, which the newest 1.5 clients (duckdb and duckdb-cli 1.5.6 on PyPI) refuse; files
+# written as 'v1.4.0' open in DuckDB 1.4.0 and later, views included (README, "Opening the
+# database elsewhere"; tests/test_storage_compat.py opens one with duckdb 1.5.6). It applies when
+# a file is created: a file made earlier keeps the version it was written in.
+STORAGE_VERSION = "v1.4.0"
 _MEMORY = re.compile(r"(\d+(?:\.\d+)?)\s*(" + "|".join(_UNITS) + ")", re.IGNORECASE)
 
 
@@ -285,7 +291,9 @@ def open_store(path: str | Path, read_only: bool = False,
     check_database_file(file, may_be_missing=not read_only)
     created = not read_only and not file.exists()
     try:
-        con = duckdb.connect(str(path), read_only=read_only)
+        config: dict[str, str | bool | int | float | list[str]] = (
+            {} if read_only else {"storage_compatibility_version": STORAGE_VERSION})
+        con = duckdb.connect(str(path), read_only=read_only, config=config)
     except (duckdb.IOException, duckdb.ConnectionException) as exc:
         # IOException: another process holds the file; ConnectionException: this process has
         # it open with another configuration (read-only versus read-write).

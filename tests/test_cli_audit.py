@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 from datetime import date
+from decimal import Decimal
 from pathlib import Path
 
 import duckdb
@@ -37,7 +38,7 @@ def _pitlog(*args: str) -> subprocess.CompletedProcess[str]:
 def _json(args: list[str]) -> list[dict[str, object]]:
     result = runner.invoke(app, [*args, "--format", "json"])
     assert result.exit_code == 0, result.output
-    return json.loads(result.output)
+    return json.loads(result.output, parse_float=Decimal)  # JSON numbers, read exactly
 
 
 def test_reconcile_json_has_exact_cents_and_exact_theo(db: Path) -> None:
@@ -46,8 +47,8 @@ def test_reconcile_json_has_exact_cents_and_exact_theo(db: Path) -> None:
     t1 = rows["T01"]
     assert (t1["rounds"], t1["handle_cents"], t1["paid_cents"], t1["collected_cents"],
             t1["returned_cents"], t1["net_win_cents"], t1["hold_pct"]) == \
-        (n, handle, paid, collected, returned, net, str(hold))
-    assert "/" in str(t1["theo_win_exact"]) and "." in str(t1["theo_win_cents"])
+        (n, handle, paid, collected, returned, net, Decimal(str(hold)))
+    assert "/" in str(t1["theo_win_exact"]) and isinstance(t1["theo_win_cents"], Decimal)
 
 
 def test_reconcile_by_table_and_day_as_csv(db: Path) -> None:

@@ -7,6 +7,7 @@ import io
 import json
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -98,8 +99,8 @@ def test_filters_by_time_with_since_inclusive_and_until_exclusive(db: Path) -> N
     since = _json("anomalies", "--db", str(db), "--since", iso, "--no-statistics")
     until = _json("anomalies", "--db", str(db), "--until", iso, "--no-statistics")
     assert len(since) + len(until) == len(rows)
-    assert min(r["occurred_at"] for r in since) == iso
-    assert all(str(r["occurred_at"]) < iso for r in until)
+    assert min(datetime.fromisoformat(r["occurred_at"]) for r in since) == at
+    assert all(datetime.fromisoformat(r["occurred_at"]) < at for r in until)
 
 
 def test_a_time_without_a_zone_is_read_in_the_given_time_zone(db: Path) -> None:

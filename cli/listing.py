@@ -1,0 +1,33 @@
+"""`--limit N` for listing commands, and the "N of M shown" line when rows are left out.
+
+The table format is for people: it shows the first DEFAULT_TABLE_ROWS rows unless told
+otherwise (as the duckdb CLI does); json, jsonl, csv and parquet get every row unless limited.
+The note goes to stderr, so a machine format on stdout stays exactly the rows.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from cli.output import Format
+from projections.export import Rows, types_of
+
+DEFAULT_TABLE_ROWS = 100
+
+LimitOpt = Annotated[int | None, typer.Option(
+    "--limit", "-n", min=0, show_default=False,
+    help=f"Show at most N rows; 0 for all. Default: {DEFAULT_TABLE_ROWS} in the table format, "
+         f"every row in the others. Says 'N of M shown' when rows are left out.")]
+
+
+def limited(rows: list[dict[str, Any]], limit: int | None, fmt: Format,
+            for_people: bool, what: str = "rows") -> list[dict[str, Any]]:
+    """The first `limit` rows (see LimitOpt for the default), telling stderr what was left out."""
+    n = limit if limit is not None else (DEFAULT_TABLE_ROWS if for_people else 0)
+    if not n or len(rows) <= n:
+        return rows
+    typer.echo(f"{n:,} of {len(rows):,} {what} shown: --limit N for more, --limit 0 for all",
+               err=True)
+    return Rows(rows[:n], types_of(rows))

@@ -1,0 +1,131 @@
+"""Exports written by DuckDB itself (COPY ... TO), from the rows a command shows.
+
+The rows come from DuckDB through Arrow (`Rows` keeps the query's Arrow types), so an export
+keeps them: timestamps stay TIMESTAMPTZ, money integer cents, ratios numbers (DECIMAL), lists
+lists; a column computed in Python takes its type from `Rows.types` or from its values. An
+empty result keeps its columns and their types. JSON, JSON lines and CSV go through the same
+writer, so a number is a number in every format.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable, Sequence
+from decimal import Decimal
+from fractions import Fraction
+from pathlib import Path
+from typing import IO, Any
+
+import duckdb
+import pyarrow as pa
+
+from events.text import visible
+
+# JSON and CSV times: ISO 8601 in UTC, which every JSON reader parses (the export connection's
+# TimeZone is UTC, so the Z is true).
+TIMESTAMP_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+FORMATS = {"parquet": "(FORMAT parquet)",
+           "json": f"(FORMAT json, ARRAY true, TIMESTAMPFORMAT '{TIMESTAMP_FORMAT}')",
+           "jsonl": f"(FORMAT json, TIMESTAMPFORMAT '{TIMESTAMP_FORMAT}')",
+           "csv": f"(FORMAT csv, HEADER true, TIMESTAMPFORMAT '{TIMESTAMP_FORMAT}')"}
+
+
+class Rows(list[dict[str, Any]]):
+    """A query's rows (dicts) with the Arrow type of each column, empty result included."""
+
+    def __init__(self, rows: Iterable[dict[str, Any]] = (),
+                 types: dict[str, pa.DataType] | None = None) -> None:
+        super().__init__(rows)
+        self.types: dict[str, pa.DataType] = dict(types or {})
+
+    @classmethod
+    def of(cls, table: pa.Table) -> Rows:
+        return cls(table.to_pylist(), {f.name: f.type for f in table.schema})
+
+
+def types_of(rows: Sequence[dict[str, Any]]) -> dict[str, pa.DataType]:
+    return dict(getattr(rows, "types", {}))
+
+
+def columns_of(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """The columns of a result: its first row's keys, or the query's columns when empty."""
+    return list(rows[0].keys()) if rows else list(types_of(rows))
+
+
+def _fallback(name: str) -> pa.DataType:
+    """The type of a column that is NULL in every row and not typed by its query."""
+    if name.endswith("_cents"):
+        return pa.int64()
+    if name.endswith("_at"):
+        return pa.timestamp("us", tz="UTC")
+    return pa.string()
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Fraction):  # exact ratios as 'numerator/denominator'
+        return f"{value.numerator}/{value.denominator}"
+    return value
+
+
+def arrow_table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> pa.Table:
+    types = types_of(rows)
+    arrays, fields = [], []
+    for c in columns:
+        values = [_plain(r.get(c)) for r in rows]
+        known = types.get(c)
+        if known is None or pa.types.is_null(known):
+            known = None if any(v is not None for v in values) else _fallback(c)
+        if known is None and any(isinstance(v, Decimal) for v in values):
+            arr = pa.array(values)  # the precision and scale the values need
+        else:
+            arr = pa.array(values, type=known)
+        if pa.types.is_null(arr.type):
+            arr = arr.cast(_fallback(c))
+        arrays.append(arr)
+        fields.append(pa.field(c, arr.type))
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def write(rows: Sequence[dict[str, Any]], columns: Sequence[str], fmt: str,
+          out: Path | IO[str]) -> None:
+    """COPY the rows to `out` (a path, or a text stream such as stdout) in `fmt`."""
+    table = arrow_table(rows, columns)
+    if fmt == "csv":
+        table = _visible_strings(table)
+    with duckdb.connect() as con:
+        con.execute("SET TimeZone = 'UTC'")
+        con.register("export_rows", table)
+        select = "SELECT " + (", ".join(f'"{c}"' for c in columns) or "NULL AS none") + \
+            " FROM export_rows"
+        if isinstance(out, Path):
+            _copy(con, select, fmt, out)
+            return
+        fd, name = tempfile.mkstemp(suffix=f".{fmt}")
+        os.close(fd)
+        try:
+            _copy(con, select, fmt, Path(name))
+            with open(name, encoding="utf-8") as f:
+                shutil.copyfileobj(f, out)
+            out.flush()
+        finally:
+            os.unlink(name)
+
+
+def _visible_strings(table: pa.Table) -> pa.Table:
+    """CSV reaches terminals and spreadsheets raw: device strings show control characters as
+    escapes (JSON escapes them itself; Parquet keeps the exact value)."""
+    columns = []
+    for col in table.columns:
+        if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+            col = pa.array([None if v is None else visible(v) for v in col.to_pylist()],
+                           type=col.type)
+        columns.append(col)
+    names = [visible(n) for n in table.column_names]
+    return pa.Table.from_arrays(columns, names=names)
+
+
+def _copy(con: duckdb.DuckDBPyConnection, select: str, fmt: str, path: Path) -> None:
+    target = str(path).replace("'", "''")
+    con.execute(f"COPY ({select}) TO '{target}' {FORMATS[fmt]}")

@@ -1,0 +1,19 @@
+"""A simulated evening, projected into a real DuckDB file: for tests that need anomalies."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from events.embedded_log import EmbeddedLog
+from events.simulator import SimConfig, simulate
+from projections.projector import project
+
+
+def simulated_db(folder: Path, **config: Any) -> Path:
+    """Simulate `SimConfig(**config)` into folder/log and project it into folder/pitlog.duckdb."""
+    log = EmbeddedLog(folder / "log")
+    simulate(log, SimConfig(**config))
+    db = folder / "pitlog.duckdb"
+    project(log, db)
+    return db

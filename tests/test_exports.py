@@ -1,0 +1,138 @@
+"""Exports are written by DuckDB from the rows the table shows, with their own types: read back
+with DuckDB, timestamps are TIMESTAMPTZ, money BIGINT cents, ratios DECIMAL, lists lists; an
+empty result keeps its columns; JSON numbers are numbers; JSON lines stream one row a line."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from pathlib import Path
+
+import duckdb
+import pytest
+from audit_scenarios import MONEY, evening
+from simulated import simulated_db
+from typer.testing import CliRunner
+
+from cli.app import app
+from projections.anomalies import list_anomalies
+from projections.reconcile import Calendar, reconcile
+
+runner = CliRunner()
+NY = ["--tz", "America/New_York"]
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return evening(tmp_path_factory.mktemp("evening"))
+
+
+@pytest.fixture(scope="module")
+def sim_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A simulated evening with irregularities: anomalies to export."""
+    return simulated_db(tmp_path_factory.mktemp("sim"), seed=11, tables=2, rounds=60,
+                        irregularities=0.03)
+
+
+def _ok(*args: str) -> str:
+    result = runner.invoke(app, list(args))
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def _types(path: Path) -> dict[str, str]:
+    with duckdb.connect() as con:
+        return dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE "
+                                f"SELECT * FROM '{path}')").fetchall())
+
+
+def test_reconcile_parquet_keeps_cents_as_bigint_and_hold_as_a_decimal(db: Path, tmp_path: Path
+                                                                      ) -> None:
+    out = tmp_path / "hold.parquet"
+    _ok("reconcile", "--db", str(db), *NY, "--format", "parquet", "--out", str(out))
+    types = _types(out)
+    assert types["handle_cents"] == "BIGINT" and types["net_win_cents"] == "BIGINT"
+    assert types["hold_pct"].startswith("DECIMAL") and types["theo_win_cents"].startswith("DECIMAL")
+    assert types["z_score"] == "DOUBLE"
+    with duckdb.connect() as con:
+        got = con.execute(f"SELECT table_id, handle_cents, hold_pct FROM '{out}' "
+                          f"ORDER BY hold_pct").fetchall()
+    with duckdb.connect(str(db), read_only=True) as con:
+        rows = reconcile(con, ["table"], Calendar.parse("America/New_York"))
+    # ORDER BY sorts numerically: as text "-3.6" < "12.5" < "8.9" would come out otherwise.
+    expected = sorted(((r["table_id"], r["handle_cents"], r["hold_pct"]) for r in rows
+                       if r["hold_pct"] is not None), key=lambda t: t[2])
+    assert [g for g in got if g[2] is not None] == expected
+    assert {t: h for t, h, _ in got} == {t: m[1] for t, m in MONEY.items()}
+
+
+def test_anomalies_parquet_has_timestamptz_and_a_list_of_seqs(sim_db: Path, tmp_path: Path
+                                                              ) -> None:
+    db = sim_db
+    out = tmp_path / "anomalies.parquet"
+    _ok("anomalies", "--db", str(db), "--format", "parquet", "--out", str(out))
+    types = _types(out)
+    assert types["occurred_at"] == "TIMESTAMP WITH TIME ZONE"
+    assert types["seqs"] == "BIGINT[]" and types["round_no"] == "INTEGER"
+    with duckdb.connect(str(db), read_only=True) as con:
+        expected = list_anomalies(con)
+    with duckdb.connect() as con:
+        con.execute("SET TimeZone = 'UTC'")
+        got = con.execute(f"SELECT code, seqs, occurred_at FROM '{out}'").fetchall()
+    assert len(got) == len(expected) > 0
+    assert [(c, s, a) for c, s, a in got] == \
+        [(r["code"], r["seqs"], r["occurred_at"]) for r in expected]
+
+
+@pytest.mark.parametrize("args", [
+    ["anomalies", "--table", "NO-SUCH-TABLE"],
+    ["reconcile", "--table", "NO-SUCH-TABLE"],
+    ["sql", "SELECT * FROM ledger WHERE false"],
+])
+def test_an_empty_result_keeps_its_columns_and_types(db: Path, tmp_path: Path,
+                                                     args: list[str]) -> None:
+    out = tmp_path / "empty.parquet"
+    _ok(*args, "--db", str(db), "--format", "parquet", "--out", str(out))
+    with duckdb.connect() as con:
+        assert con.execute(f"SELECT count(*) FROM '{out}'").fetchall() == [(0,)]
+    types = _types(out)
+    assert len(types) > 5
+    if args[0] == "anomalies":
+        assert types["occurred_at"] == "TIMESTAMP WITH TIME ZONE"
+    else:
+        assert types["table_id"] == "VARCHAR"
+        money = "amount_cents" if args[0] == "sql" else "handle_cents"
+        assert types[money] in ("BIGINT", "INTEGER")
+    csv_out = _ok(*args, "--db", str(db), "--format", "csv")
+    assert csv_out.splitlines() == [",".join(types)]  # the header alone
+
+
+def test_json_numbers_are_numbers(db: Path) -> None:
+    rows = json.loads(_ok("reconcile", "--db", str(db), *NY, "--format", "json"),
+                      parse_float=Decimal)
+    t1 = next(r for r in rows if r["table_id"] == "T01")
+    assert isinstance(t1["hold_pct"], Decimal) and t1["hold_pct"] == MONEY["T01"][6]
+    assert isinstance(t1["handle_cents"], int) and isinstance(t1["z_score"], Decimal | None)
+
+
+def test_jsonl_is_one_object_a_line_with_the_same_rows_as_json(sim_db: Path) -> None:
+    db = sim_db
+    as_json = json.loads(_ok("anomalies", "--db", str(db), "--format", "json"))
+    lines = _ok("anomalies", "--db", str(db), "--format", "jsonl").splitlines()
+    assert len(lines) == len(as_json) > 0
+    assert [json.loads(line) for line in lines] == as_json
+    assert isinstance(as_json[0]["seqs"], list) and as_json[0]["occurred_at"].endswith("Z")
+
+
+@pytest.mark.parametrize("command", [["theo"], ["simulate"], ["ingest", "-"], ["project"],
+                                     ["demo"]])
+def test_parquet_is_not_offered_where_it_cannot_be_written(command: list[str],
+                                                           tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    extra = ["--log", str(log)] if command[0] in ("simulate", "ingest") else []
+    result = runner.invoke(app, [*command, *extra, "--format", "parquet"])
+    assert result.exit_code != 0
+    assert "parquet" in result.output and "is not one of" in result.output
+    help_text = runner.invoke(app, [*command, "--help"]).output
+    assert "parquet" not in help_text
+    assert not log.exists()  # refused before anything was written
