@@ -21,7 +21,7 @@ from typing import IO, Any
 import duckdb
 import pyarrow as pa
 
-from events.text import visible
+from events.text import json_safe, visible
 
 # JSON and CSV times: ISO 8601 in UTC, which every JSON reader parses (the export connection's
 # TimeZone is UTC, so the Z is true).
@@ -107,7 +107,11 @@ def write(rows: Sequence[dict[str, Any]], columns: Sequence[str], fmt: str,
         try:
             _copy(con, select, fmt, Path(name))
             with open(name, encoding="utf-8") as f:
-                shutil.copyfileobj(f, out)
+                if fmt in ("json", "jsonl"):  # a terminal: no raw DEL, C1 or bidi control
+                    for line in f:
+                        out.write(json_safe(line))
+                else:
+                    shutil.copyfileobj(f, out)
             out.flush()
         finally:
             os.unlink(name)
