@@ -863,10 +863,19 @@ SELECT * FROM (
     WHERE seq > coalesce(prev_seq, 0) + 1
 
     UNION ALL
+    -- CHAIN_BROKEN (integrity): an event whose bytes do not match its own hash, as the
+    -- projector found when it loaded it (events.hash_ok; NULL in rows loaded before it checked).
+    SELECT 'CHAIN_BROKEN', table_id, shoe_id, round_no, [seq],
+           printf('Event %d of table %s does not match its own hash: its bytes were altered after it was recorded',
+                  seq, table_id),
+           occurred_at
+    FROM events
+    WHERE hash_ok = false
+
+    UNION ALL
     -- CHAIN_BROKEN (integrity): between neighbouring seqs, the later event's prev_hash must be
     -- the earlier one's hash (the first event's: 32 zero bytes). An event altered in place
-    -- without resealing keeps valid links here; `pitlog verify`, which re-hashes the log's
-    -- bytes, finds that one.
+    -- without resealing keeps valid links here, and the check above finds it.
     SELECT 'CHAIN_BROKEN', table_id, shoe_id, round_no,
            list_filter([prev_seq, seq], lambda s: s IS NOT NULL),
            CASE WHEN prev_seq IS NULL
