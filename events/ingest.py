@@ -2,7 +2,9 @@
 
 The line format is documented in docs/ingest.md and parsed in events/device_line.py. A line's
 `seq` is the sending device's own counter for that table (per `actor` and `table`): it must
-increase, so a line that arrives late or twice is refused here.
+increase, so a line that arrives late or twice is refused here. Across runs, a line already
+in the log (its event id, given or derived from device, table and device seq, is in the
+log's event id index, events/event_ids.py) is reported as already recorded and skipped.
 
 Only *structurally* bad lines are refused (DESIGN, principle 1): malformed JSON, an unknown
 type, a missing or unknown field, a value of the wrong type, an invalid card, a device
@@ -21,15 +23,15 @@ import json
 import os
 import random
 import time
-import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
 from events.device_line import DeviceLine, LineRejected, parse_line
 from events.errors import ConcurrencyError, EncodeError
+from events.event_ids import EventIdIndex, derived_event_id
 from events.log import DEFAULT_DATA_DIR, EventLog
 from events.recorder import Recorder
 
@@ -64,6 +66,7 @@ class IngestReport:
     recorded: int = 0
     rejected: int = 0
     device_seq_gaps: int = 0  # a device's seq jumped: lines may be missing upstream
+    already_recorded: int = 0  # lines whose event id the log holds already: skipped
     tables: set[str] = field(default_factory=set)
     seconds: float = 0.0
 
@@ -75,7 +78,8 @@ class IngestReport:
     def as_row(self) -> dict[str, Any]:
         return {"source": self.source, "lines": self.lines, "recorded": self.recorded,
                 "rejected": self.rejected, "tables": len(self.tables),
-                "device_seq_gaps": self.device_seq_gaps, "quarantine": self.quarantine,
+                "device_seq_gaps": self.device_seq_gaps,
+                "already_recorded": self.already_recorded, "quarantine": self.quarantine,
                 "log": self.log, "lines_per_second": round(self.lines / self.seconds)
                 if self.seconds else None}
 
@@ -153,6 +157,8 @@ def ingest(stream: IO[bytes], log: EventLog, *, source: str, quarantine: Path,
     last_seq: dict[tuple[str, str], int] = {}
     batch: list[DeviceLine] = []
     bad_lines = _Quarantine(quarantine, source)
+    ids = EventIdIndex(log)
+    pending: set[tuple[str, str]] = set()  # (table, event id) of `batch`
 
     def reject(n: int, raw: bytes, reason: str, hint: str) -> None:
         bad = BadLine(n, reason, hint, raw)
@@ -174,6 +180,13 @@ def ingest(stream: IO[bytes], log: EventLog, *, source: str, quarantine: Path,
             try:
                 line = parse_line(raw)
                 last = _check_order(line, last_seq)
+                line = _with_event_id(line)
+                assert line.event_id is not None
+                if (line.table, line.event_id) in pending or ids.recorded(line.table,
+                                                                          line.event_id):
+                    report.already_recorded += 1  # a re-sent line: recorded once, not again
+                    last_seq[(line.actor, line.table)] = line.seq
+                    continue
                 _record(recorder, line)
             except LineRejected as exc:
                 reject(n, raw, exc.reason, exc.hint)
@@ -185,17 +198,22 @@ def ingest(stream: IO[bytes], log: EventLog, *, source: str, quarantine: Path,
                 report.device_seq_gaps += 1
             last_seq[(line.actor, line.table)] = line.seq  # only once the line is accepted
             batch.append(line)
+            pending.add((line.table, line.event_id))
             if len(batch) >= batch_lines:
                 _flush(recorder, batch)
+                ids.catch_up()
+                pending.clear()
                 bad_lines.sync()
                 report.recorded += len(batch)
                 report.tables.update(x.table for x in batch)
                 batch = []
         _flush(recorder, batch)
+        ids.catch_up()
         report.recorded += len(batch)
         report.tables.update(x.table for x in batch)
     finally:
         bad_lines.close()
+        ids.close()
     report.seconds = time.perf_counter() - started
     return report
 
@@ -211,10 +229,17 @@ def _check_order(line: DeviceLine, last_seq: dict[tuple[str, str], int]) -> int:
     return last
 
 
+def _with_event_id(line: DeviceLine) -> DeviceLine:
+    """The line's own `id`, else one derived from its device, table and device seq: a line
+    re-sent in a later run then has the same id, and is found already recorded."""
+    if line.event_id is not None:
+        return line
+    return replace(line, event_id=derived_event_id(line.table, line.actor, line.seq))
+
+
 def _record(recorder: Recorder, line: DeviceLine) -> None:
     recorder.record(line.table, line.event, shoe_id=line.shoe, round_no=line.round_no,
-                    actor=line.actor, occurred_at=line.at,
-                    event_id=line.event_id or str(uuid.uuid4()))
+                    actor=line.actor, occurred_at=line.at, event_id=line.event_id)
 
 
 def _flush(recorder: Recorder, batch: list[DeviceLine]) -> None:
