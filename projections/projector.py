@@ -30,7 +30,7 @@ import pyarrow as pa
 from events import codec
 from events.batch_decode import BatchDecoder
 from events.chain import HASH_LEN
-from events.errors import LogError, ProjectionError
+from events.errors import LogCorruptError, LogError, ProjectionError
 from events.log import EventLog, LogRecord, record_digest
 from projections import store as _store
 from projections.snapshot import publish_snapshot
@@ -158,21 +158,64 @@ def _project(con: duckdb.DuckDBPyConnection, log: EventLog,
 def _project_batches(con: duckdb.DuckDBPyConnection, log: EventLog, loader: _BatchLoader,
                      positions: dict[int, int], progress: Callable[[int], None] | None,
                      batch_size: int, started: float) -> ProjectionReport:
+    """Every partition up to its end. A partition the log cannot read past some record
+    (LogCorruptError: a segment truncated or damaged under its index) is projected up to that
+    record, the other partitions to their ends, and then ProjectionError names it: one damaged
+    partition does not stop the others (issue 14)."""
     source = log.uri
+    ends = log.end_offsets()
     # Every partition in the report, also those that never had a record.
-    report = ProjectionReport(source, positions={**dict.fromkeys(log.end_offsets(), 0),
-                                                 **positions})
-    for batch in log.read(positions, max_batch=batch_size):
-        if not batch:
-            continue
-        projected, quarantined, ends = loader.load(batch)
+    report = ProjectionReport(source, positions={**dict.fromkeys(ends, 0), **positions})
+    start = dict(positions)
+    damaged: dict[int, str] = {}
+
+    def load(batch: list[LogRecord]) -> None:
+        nonlocal report
+        projected, quarantined, after = loader.load(batch)
+        start.update(after)
         report = replace(report, events=report.events + projected,
                          quarantined=report.quarantined + quarantined,
-                         batches=report.batches + 1, positions={**report.positions, **ends},
+                         batches=report.batches + 1, positions={**report.positions, **after},
                          seconds=time.perf_counter() - started)
         if progress is not None:
             progress(report.done)
+
+    while True:
+        try:
+            for batch in log.read(start, max_batch=batch_size):
+                if batch:
+                    load(batch)
+            break
+        except LogCorruptError as exc:
+            p = exc.partition
+            if p is None or p in damaged:
+                raise
+            damaged[p] = str(exc)
+            good = _readable_prefix(log, {**ends, p: start.get(p, 0)}, p)
+            for i in range(0, len(good), batch_size):
+                load(good[i:i + batch_size])
+            start[p] = ends[p]  # the rest of p waits until it reads again
+    if damaged:
+        p, why = next(iter(damaged.items()))
+        raise ProjectionError(
+            f"{source}: partition {p} cannot be read past offset {report.positions.get(p, 0)} "
+            f"({why}). Its records before that and every other partition are projected "
+            f"({report.events} events this run). Restore that partition's .seg and .idx from "
+            f"a backup (pitlog verify shows what is damaged), then run project again: it "
+            f"continues from there")
     return replace(report, seconds=time.perf_counter() - started)
+
+
+def _readable_prefix(log: EventLog, start: dict[int, int], partition: int) -> list[LogRecord]:
+    """The records of `partition` from `start` that the log can return, up to the first it
+    cannot, read one at a time."""
+    good: list[LogRecord] = []
+    try:
+        for batch in log.read(start, max_batch=1):
+            good.extend(rec for rec in batch if rec.partition == partition)
+    except LogCorruptError:
+        pass
+    return good
 
 
 @lru_cache(maxsize=8)
