@@ -72,7 +72,9 @@ class EventLog(ABC):
         with closing(self.read({**ends, partition: offset}, max_batch=1)) as batches:
             for batch in batches:
                 for rec in batch:
-                    if rec.partition == partition:
+                    # A reader that hands over earlier records too (at least once) is
+                    # followed up to the offset; its first record is the one for a true one.
+                    if rec.partition == partition and rec.offset >= offset:
                         return rec if rec.offset == offset else None
         return None
 
