@@ -18,7 +18,8 @@ import duckdb
 from events import codec
 from events.embedded_log import EmbeddedLog
 from projections import store
-from projections.projector import DEFAULT_BATCH_SIZE, _BatchLoader, _by_key, _hash_ok
+from projections.log_checks import hash_ok as _hash_ok
+from projections.projector import DEFAULT_BATCH_SIZE, _BatchLoader, _by_key
 
 
 def main(folder: Path) -> None:

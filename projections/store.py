@@ -11,7 +11,7 @@ Three tables hold everything the projector writes; the views (views.py) are comp
 - `quarantine`: log records that are not pitlog events, with the reason (DESIGN, principle 1).
 - `checkpoints`: the next log offset to project, per source and partition, committed in the same
   transaction as the rows (principle 3), with the log's id and the last record's digest, so a
-  log replaced or restored at the same address is refused (projector._check_log_holds).
+  log replaced or restored at the same address is refused (log_checks.check_log_holds).
 
 Only projections/ imports duckdb (STYLE, idiom 4).
 """
