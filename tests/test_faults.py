@@ -19,13 +19,12 @@ import sys
 import textwrap
 import time
 from datetime import timedelta
-from itertools import count
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pytest
-from test_verify import T0
+from test_verify import T0, record_events
 
 from events import model
 from events.embedded_log import EmbeddedLog
@@ -37,25 +36,6 @@ from events.recorder import Recorder
 from events.verify import verify_log
 from projections.projector import project
 from projections.store import CHECKPOINTS_DDL
-
-
-def record_events(log: EmbeddedLog, per_table: dict[str, int], run: str = "e") -> None:
-    """Cards drawn, round-robin over the tables; `run` prefixes the event ids, so two runs
-    from the same heads record other bytes."""
-    ids = count(1)
-    recorder = Recorder(log, new_id=lambda: f"{run}{next(ids)}", now=lambda: T0)
-    i = 0
-    remaining = dict(per_table)
-    while any(remaining.values()):
-        for table, left in remaining.items():
-            if left:
-                recorder.record(table, model.CardDrawn(
-                    rank=2 + i % 13, suit=model.Suit.HEARTS, face_up=True,
-                    destination=model.Box.LEFT), shoe_id=f"{table}-S0001", round_no=1 + i // 3,
-                    actor="SHOE-1", occurred_at=T0 + timedelta(seconds=i))
-                remaining[table] = left - 1
-                i += 1
-    recorder.flush()
 
 ROOT = Path(__file__).resolve().parents[1]
 PITLOG = str(ROOT / ".venv" / "bin" / "pitlog")
