@@ -120,7 +120,12 @@ class EmbeddedLog(EventLog):
     def _roll_back_pending(self) -> None:
         """Undo an append that crashed or failed part way (its journal is still there): its
         records are truncated in every partition it touched, before anyone appends after them."""
-        journal = read_journal(self.folder)
+        try:
+            journal = read_journal(self.folder)
+        except (ValueError, KeyError, IndexError, TypeError) as exc:
+            raise LogError(f"{self.folder / JOURNAL} is unreadable ({exc}): it is written whole "
+                           f"and renamed into place, so the folder was damaged by hand; "
+                           f"restore the log from a backup") from exc
         if journal is None:
             return
         for number, (seg_size, count) in journal.items():
