@@ -276,38 +276,16 @@ class EmbeddedLog(EventLog):
                     offset = stop
 
     def check_index(self) -> list[tuple[int, int, str]]:
-        """For `verify`: rebuild each partition's index from its segment, read through that
-        from now on instead of the .idx, and say where the .idx disagrees: (partition, first
-        offset concerned, what). Writes nothing (verify runs on read-only copies)."""
+        """For `verify`: check each partition's .idx against its segment (Partition.check_index),
+        read through the segment's own framing from now on where they disagree, and say where:
+        (partition, first offset concerned, what). Writes nothing (verify runs on copies)."""
         journal = read_journal(self.folder) or {}
         findings = []
         for part in self._parts:
-            positions, torn = part.rebuilt_index()
-            if part.number in journal:  # an append under way: its records are not committed
-                seg_size, count = journal[part.number]
-                positions = positions[:count]
-                torn = 0
-            name = part.idx_path.name
-            if not part.idx_path.exists():
-                if positions:
-                    findings.append((part.number, 0, f"{name} is missing: the segment holds "
-                                     f"{len(positions)} records no reader of the log sees; the "
-                                     f"next writer (pitlog simulate or ingest) rebuilds it"))
-            else:
-                stored = part.positions(0, part.count())
-                if stored != positions:
-                    same = next((i for i, (a, b) in enumerate(zip(stored, positions, strict=False))
-                                 if a != b), min(len(stored), len(positions)))
-                    findings.append((part.number, same, (
-                        f"{name} disagrees with the segment from offset {same} on: it lists "
-                        f"{len(stored)} records, the segment holds {len(positions)} whole "
-                        f"ones; readers see what {name} says. Restore both files from a "
-                        f"backup, or delete {name} and let the next writer rebuild it")))
-            if torn:
-                findings.append((part.number, len(positions), (
-                    f"{part.seg_path.name} has {torn} bytes after its last whole record (a torn "
-                    f"or damaged tail); the next writer truncates them")))
-            part.override = positions
+            seg_limit, count_limit = journal.get(part.number, (None, None))
+            override, found = part.check_index(seg_limit, count_limit)
+            part.override = override
+            findings.extend((part.number, offset, what) for offset, what in found)
         return findings
 
     def record_at(self, partition: int, offset: int) -> LogRecord | None:
@@ -341,10 +319,6 @@ class EmbeddedLog(EventLog):
                 )
             length, _crc, key_len = unpack(buf, rel)
             body_start = rel + FRAME.size
-            if body_start + length > len(buf) or key_len > length:
-                raise LogCorruptError(
-                    f"{part.seg_path}: record {start + k} at byte {pos} is cut short or its "
-                    f"frame is damaged; the segment was truncated or altered", part.number)
             out.append(
                 LogRecord(
                     part.number,

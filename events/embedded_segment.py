@@ -104,15 +104,68 @@ class Partition:
                     f.flush()
                     os.fsync(f.fileno())
 
-    def rebuilt_index(self) -> tuple[array, int]:
-        """The positions of the whole, CRC-valid records of the segment, read from the segment
-        itself, and the bytes after the last of them (torn or damaged)."""
-        size = self.seg_size()
-        if not size:
-            return array("Q"), 0
+    def check_index(self, seg_limit: int | None, count_limit: int | None
+                    ) -> tuple[array | None, list[tuple[int, str]]]:
+        """For `verify`, which never trusts the .idx blindly: compare it with the segment's own
+        framing. Returns the positions to read instead (None: the .idx is right) and the
+        findings, (offset, what). `seg_limit`/`count_limit`: a pending append's sizes (its
+        records are not committed, so not judged).
+
+        An entry is wrong if it does not follow the record before it (by that record's length)
+        and does not start a CRC-valid record either: a damaged length field leaves the .idx
+        right (verify reports that record's framing), a damaged entry does not. Entries past
+        the segment's end are a truncated segment, reported record by record by verify."""
+        size = self.seg_size() if seg_limit is None else min(self.seg_size(), seg_limit)
+        name = self.idx_path.name
+        if not self.idx_path.exists():
+            if not size:
+                return None, []
+            with self.seg_path.open("rb") as seg:
+                walk = walk_frames(seg, 0, size)
+            return walk, [(0, f"{name} is missing: the segment holds {len(walk)} records no "
+                              f"reader of the log sees; the next writer (pitlog simulate or "
+                              f"ingest) rebuilds it")]
+        n = self.count() if count_limit is None else min(self.count(), count_limit)
+        stored = self.positions(0, n)
         with self.seg_path.open("rb") as seg:
-            positions, end = scan_frames(seg, 0, size)
-        return positions, size - end
+            prev_end = 0
+            for i, pos in enumerate(stored):
+                if pos >= size:
+                    return None, []
+                if pos != prev_end and (i == 0 or pos <= stored[i - 1] or
+                                        valid_record_end(seg, pos, size) is None):
+                    walk = walk_frames(seg, 0, size)
+                    return walk, [(i, (
+                        f"{name} disagrees with the segment at offset {i}: its entry points "
+                        f"at byte {pos}, not at a record; verify read the segment's {len(walk)} "
+                        f"records instead. Readers go by {name}: restore it and the segment "
+                        f"from a backup, or delete {name} and let the next writer rebuild it"))]
+                seg.seek(pos)
+                frame = seg.read(FRAME.size)
+                prev_end = pos + FRAME.size + (FRAME.unpack(frame)[0]
+                                               if len(frame) == FRAME.size else 0)
+            extra, _ = scan_frames(seg, prev_end, size) if prev_end <= size else (array("Q"), 0)
+        if not extra:
+            return None, []
+        return stored + extra, [(n, (
+            f"{self.seg_path.name} holds {len(extra)} whole records after the last one "
+            f"{name} lists: readers do not see them; the next writer indexes them"))]
+
+
+def walk_frames(seg: BinaryIO, start: int, size: int) -> array:
+    """Positions of the records from `start`, by their lengths alone (a record whose CRC
+    fails is still a record: verify reports what is wrong inside it)."""
+    positions = array("Q")
+    pos = start
+    while pos + FRAME.size <= size:
+        seg.seek(pos)
+        length, _, key_len = FRAME.unpack(seg.read(FRAME.size))
+        end = pos + FRAME.size + length
+        if end > size or key_len > length:
+            break
+        positions.append(pos)
+        pos = end
+    return positions
 
 
 def scan_frames(seg: BinaryIO, start: int, size: int) -> tuple[array, int]:

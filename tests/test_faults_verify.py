@@ -118,3 +118,18 @@ def test_a_segment_truncated_under_its_index_stops_only_its_partition(tmp_path: 
     run = pitlog("project", "--log", str(folder), "--db", str(db))
     assert run.returncode == 1 and run.stderr.startswith("Error: ")
     assert "partition 1 cannot be read past offset 6" in run.stderr
+
+
+def test_whole_records_past_the_index_are_reported_and_verified(tmp_path: Path) -> None:
+    """A committed record whose index entry was lost (the .idx restored from an older backup):
+    verify still checks it and says readers do not see it."""
+    folder = tmp_path / "log"
+    _two_table_log(folder)
+    idx = folder / "p0000.idx"
+    idx.write_bytes(idx.read_bytes()[:-16])  # the last two entries of partition 0 lost
+    report = verify_log(EmbeddedLog(folder))
+    assert [(a.kind, a.partition, a.offset) for a in report.anomalies] == [("index", 0, 8)]
+    assert "holds 2 whole records after the last one p0000.idx lists" in \
+        report.anomalies[0].explanation
+    assert {t.table: (t.events, t.status) for t in report.tables} == {
+        "T01": (10, "ok"), "T04": (10, "ok")}
