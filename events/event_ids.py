@@ -25,6 +25,7 @@ from contextlib import closing
 from pathlib import Path
 
 from events import codec
+from events.errors import LogError
 from events.log import DEFAULT_DATA_DIR, EventLog, LogRecord, record_digest
 
 # Device lines without an `id` get a name-based UUID (RFC 4122 v5) of (table, actor, seq): the
@@ -80,17 +81,22 @@ class EventIdIndex:
     def __init__(self, log: EventLog, path: Path | None = None) -> None:
         self.log = log
         self.path = path or index_path(log)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
-        self.db.execute("PRAGMA journal_mode = WAL")
-        for ddl in _DDL:
-            self.db.execute(ddl)
-        if not self._still_the_same_log():
-            with self.db:
-                self.db.execute("BEGIN IMMEDIATE")
-                self.db.execute("DELETE FROM ids")
-                self.db.execute("DELETE FROM upto")
-        self.catch_up()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+            self.db.execute("PRAGMA journal_mode = WAL")
+            for ddl in _DDL:
+                self.db.execute(ddl)
+            if not self._still_the_same_log():
+                with self.db:
+                    self.db.execute("BEGIN IMMEDIATE")
+                    self.db.execute("DELETE FROM ids")
+                    self.db.execute("DELETE FROM upto")
+            self.catch_up()
+        except (OSError, sqlite3.Error) as exc:
+            raise LogError(f"cannot use the event id index {self.path} ({exc}): it is a cache "
+                           f"of the log; check the disk, or delete the file and it is rebuilt "
+                           f"from the log") from exc
 
     def _still_the_same_log(self) -> bool:
         """Does the log still hold the last record indexed in every partition?"""
