@@ -120,7 +120,12 @@ class EventIdIndex:
         n = 0
         with closing(self.log.read(start)) as batches:
             for batch in batches:
-                self._add(batch)
+                try:
+                    self._add(batch)
+                except sqlite3.Error as exc:
+                    raise LogError(f"cannot update the event id index {self.path} ({exc}); "
+                                   f"the lines are recorded: check the disk, then go on (the "
+                                   f"index catches up from the log)") from exc
                 n += len(batch)
         return n
 
