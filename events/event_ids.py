@@ -19,6 +19,7 @@ append are not one transaction): the read side flags that as DUPLICATE_EVENT.
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 import uuid
 from contextlib import closing
@@ -31,6 +32,7 @@ from events.log import DEFAULT_DATA_DIR, EventLog, LogRecord, record_digest
 # Device lines without an `id` get a name-based UUID (RFC 4122 v5) of (table, actor, seq): the
 # same line re-sent has the same id, whichever run sends it.
 _LINE_NAMESPACE = uuid.UUID("6f1c1a52-7a43-5d3e-9a51-3f0c2b1d1e14")
+_NAMESPACE_BYTES = _LINE_NAMESPACE.bytes
 
 _DDL = (
     "CREATE TABLE IF NOT EXISTS ids (table_id BLOB NOT NULL, event_id TEXT NOT NULL, "
@@ -41,7 +43,14 @@ _DDL = (
 
 
 def derived_event_id(table: str, actor: str, device_seq: int) -> str:
-    return str(uuid.uuid5(_LINE_NAMESPACE, f"{table}\x00{actor}\x00{device_seq}"))
+    """uuid.uuid5(_LINE_NAMESPACE, ...) spelled out: the same string at a third of the cost
+    (it runs once a line)."""
+    h = bytearray(hashlib.sha1(_NAMESPACE_BYTES + f"{table}\x00{actor}\x00{device_seq}".encode())
+                  .digest()[:16])
+    h[6] = (h[6] & 0x0F) | 0x50  # version 5
+    h[8] = (h[8] & 0x3F) | 0x80  # RFC 4122 variant
+    x = h.hex()
+    return f"{x[:8]}-{x[8:12]}-{x[12:16]}-{x[16:20]}-{x[20:]}"
 
 
 def event_id_of(value: bytes) -> str | None:
@@ -144,6 +153,19 @@ class EventIdIndex:
                     "excluded.last_offset, last_digest = excluded.last_digest, log_id = "
                     "excluded.log_id WHERE excluded.next_offset > upto.next_offset",
                     (p, rec.offset + 1, rec.offset, record_digest(rec), self.log.log_id))
+
+    def recorded_many(self, keys: list[tuple[str, str]]) -> set[tuple[str, str]]:
+        """Those of the (table, event id) pairs the log holds: one query per 400 pairs."""
+        found: set[tuple[str, str]] = set()
+        unique = list(dict.fromkeys(keys))
+        for i in range(0, len(unique), 400):
+            chunk = unique[i:i + 400]
+            rows = self.db.execute(
+                "SELECT table_id, event_id FROM ids WHERE (table_id, event_id) IN (VALUES "
+                + ", ".join(["(?, ?)"] * len(chunk)) + ")",
+                [v for t, e in chunk for v in (t.encode(), e)]).fetchall()
+            found.update((t.decode(), e) for t, e in rows)
+        return found
 
     def recorded(self, table: str, event_id: str) -> bool:
         return self.db.execute("SELECT 1 FROM ids WHERE table_id = ? AND event_id = ?",

@@ -155,10 +155,11 @@ def ingest(stream: IO[bytes], log: EventLog, *, source: str, quarantine: Path,
     report = IngestReport(source, log.uri, str(quarantine))
     recorder = Recorder(log, batch_size=2**62, now=now)  # flushed here, to retry conflicts
     last_seq: dict[tuple[str, str], int] = {}
-    batch: list[DeviceLine] = []
+    # Lines that passed parsing and the order check, with whether their device seq jumped;
+    # their event ids are looked up in the index a batch at a time (one query, not one a line).
+    candidates: list[tuple[int, bytes, DeviceLine, bool]] = []
     bad_lines = _Quarantine(quarantine, source)
     ids = EventIdIndex(log)
-    pending: set[tuple[str, str]] = set()  # (table, event id) of `batch`
 
     def reject(n: int, raw: bytes, reason: str, hint: str) -> None:
         bad = BadLine(n, reason, hint, raw)
@@ -166,6 +167,34 @@ def ingest(stream: IO[bytes], log: EventLog, *, source: str, quarantine: Path,
         bad_lines.add(bad)
         if on_reject is not None:
             on_reject(bad)
+
+    def commit() -> None:
+        """Record the candidates whose event id the log does not hold yet, and flush."""
+        known = ids.recorded_many([(line.table, line.event_id or "")
+                                   for _, _, line, _ in candidates])
+        batch: list[DeviceLine] = []
+        for n, raw, line, gap in candidates:
+            key = (line.table, line.event_id or "")
+            if key in known:
+                report.already_recorded += 1  # a re-sent line: recorded once, not again
+                continue
+            try:
+                _record(recorder, line)
+            except LineRejected as exc:
+                reject(n, raw, exc.reason, exc.hint)
+                continue
+            except EncodeError as exc:
+                reject(n, raw, f"not encodable ({exc})", "check the values against the schema")
+                continue
+            known.add(key)  # the same line twice in one batch: once
+            report.device_seq_gaps += gap
+            batch.append(line)
+        candidates.clear()
+        _flush(recorder, batch)
+        ids.catch_up()
+        bad_lines.sync()
+        report.recorded += len(batch)
+        report.tables.update(x.table for x in batch)
 
     try:
         for n, raw, too_long in _lines(stream):
@@ -178,39 +207,16 @@ def ingest(stream: IO[bytes], log: EventLog, *, source: str, quarantine: Path,
                 reject(n, raw, "empty line", "remove it or send an event")
                 continue
             try:
-                line = parse_line(raw)
+                line = _with_event_id(parse_line(raw))
                 last = _check_order(line, last_seq)
-                line = _with_event_id(line)
-                assert line.event_id is not None
-                if (line.table, line.event_id) in pending or ids.recorded(line.table,
-                                                                          line.event_id):
-                    report.already_recorded += 1  # a re-sent line: recorded once, not again
-                    last_seq[(line.actor, line.table)] = line.seq
-                    continue
-                _record(recorder, line)
             except LineRejected as exc:
                 reject(n, raw, exc.reason, exc.hint)
                 continue
-            except EncodeError as exc:
-                reject(n, raw, f"not encodable ({exc})", "check the values against the schema")
-                continue
-            if last and line.seq > last + 1:
-                report.device_seq_gaps += 1
-            last_seq[(line.actor, line.table)] = line.seq  # only once the line is accepted
-            batch.append(line)
-            pending.add((line.table, line.event_id))
-            if len(batch) >= batch_lines:
-                _flush(recorder, batch)
-                ids.catch_up()
-                pending.clear()
-                bad_lines.sync()
-                report.recorded += len(batch)
-                report.tables.update(x.table for x in batch)
-                batch = []
-        _flush(recorder, batch)
-        ids.catch_up()
-        report.recorded += len(batch)
-        report.tables.update(x.table for x in batch)
+            last_seq[(line.actor, line.table)] = line.seq
+            candidates.append((n, raw, line, bool(last and line.seq > last + 1)))
+            if len(candidates) >= batch_lines:
+                commit()
+        commit()
     finally:
         bad_lines.close()
         ids.close()

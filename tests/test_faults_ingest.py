@@ -141,3 +141,13 @@ def test_a_duplicate_event_id_in_the_log_is_an_anomaly(tmp_path: Path) -> None:
                              "WHERE code = 'DUPLICATE_EVENT'").fetchall()
     assert rows == [("DUPLICATE_EVENT", "high", "T03", [1, 2], "integrity")]
     assert listed == [("high",)]
+
+
+def test_the_derived_event_id_is_the_rfc_4122_name_based_uuid_of_the_line() -> None:
+    import uuid
+
+    from events.event_ids import _LINE_NAMESPACE, derived_event_id
+
+    for table, actor, seq in [("T01", "SHOE-1", 1), ("Tü7", "TERM-9", 2**40)]:
+        assert derived_event_id(table, actor, seq) == str(
+            uuid.uuid5(_LINE_NAMESPACE, f"{table}\x00{actor}\x00{seq}"))
