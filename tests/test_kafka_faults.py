@@ -333,3 +333,33 @@ def test_with_the_broker_gone_an_append_gives_up_with_one_error_line(kafka_uri: 
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: cannot start a producer"), run.stderr
     assert "127.0.0.1:9" in lines[0] and "Traceback" not in run.stderr
+
+
+def test_a_topic_made_anew_under_a_projected_database_is_refused(
+        kafka_broker: str, kafka_uri: str, tmp_path: Path) -> None:
+    """Issue 14 on Kafka (no log id): the topic is deleted and made again with other events,
+    more of them than were projected; the checkpoint's record digest refuses it."""
+    from kafka.admin import KafkaAdminClient
+    from test_verify import record_events
+
+    from projections.projector import project
+
+    uri = f"{kafka_uri}?partitions=1"
+    with open_log(uri) as log:
+        record_events(log, {"T01": 5})
+    db = tmp_path / "db.duckdb"
+    with open_log(uri) as log:
+        assert project(log, db).events == 5
+    topic = kafka_uri.rsplit("/", 1)[1]
+    admin = KafkaAdminClient(bootstrap_servers=kafka_broker)
+    try:
+        admin.delete_topics([topic], timeout_ms=30_000)
+        deadline = time.monotonic() + 60
+        while topic in admin.list_topics() and time.monotonic() < deadline:
+            time.sleep(0.5)
+    finally:
+        admin.close()
+    with open_log(uri) as log:
+        record_events(log, {"T01": 8}, "anew")
+    with open_log(uri) as log, pytest.raises(PitlogError, match="holds another record than"):
+        project(log, db)
