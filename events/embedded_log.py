@@ -7,11 +7,18 @@ Layout of a log folder:
   pNNNN.idx        u64 byte position of each record in the .seg, one per offset; it is the commit
                    marker: a record exists once its index entry does
   writer.lock      flock'd while appending, so two processes never interleave records
+  append.pending   present only while an append is under way (or after one crashed): each
+                   touched partition's sizes before it (events/embedded_segment.py)
 
-Durability: an append writes the records, fsyncs the segment, then writes and fsyncs the index.
-A crash can leave a torn record at the segment's tail or a record with no index entry. Opening
-for writing repairs both: whole, CRC-valid records past the index are indexed, and the first
-torn or invalid one is truncated with everything after it. Earlier records are never touched.
+Durability and atomicity: an append first writes the journal `append.pending` (fsynced), then
+the records, fsyncs the segment, then writes and fsyncs the index, in every partition it
+touches, and then removes the journal: that removal commits the whole batch. An append that
+fails part way (a full disk) truncates every partition back to its journalled sizes; a crash
+leaves the journal, and the next writer truncates back before anything else. Readers never see
+a record past a pending journal's sizes. So a batch is all or nothing, in every partition.
+Opening for writing also repairs what no journal explains: a torn tail is truncated, and whole,
+CRC-valid records past the index (its entries lost, e.g. a deleted .idx) are indexed again.
+Earlier records are never touched.
 """
 
 from __future__ import annotations
@@ -19,16 +26,25 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import struct
+import uuid
 import zlib
 from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
+from events.embedded_segment import (
+    FRAME,
+    JOURNAL,
+    Partition,
+    fsync_dir,
+    read_journal,
+    remove_journal,
+    write_journal,
+)
 from events.errors import ConcurrencyError, LogCorruptError, LogError
 from events.log import EventLog, LogRecord
 
-FRAME = struct.Struct("<IIH")
+__all__ = ["FRAME", "EmbeddedLog", "partition_for"]
 FORMAT_VERSION = 1
 DEFAULT_PARTITIONS = 4
 
@@ -38,92 +54,18 @@ def partition_for(key: bytes, partitions: int) -> int:
     return zlib.crc32(key) % partitions
 
 
-class _Partition:
-    def __init__(self, folder: Path, number: int) -> None:
-        self.number = number
-        self.seg_path = folder / f"p{number:04d}.seg"
-        self.idx_path = folder / f"p{number:04d}.idx"
-        for p in (self.seg_path, self.idx_path):
-            p.touch(exist_ok=True)
-
-    def count(self) -> int:
-        return self.idx_path.stat().st_size // 8
-
-    def positions(self, start: int, stop: int) -> array:
-        pos = array("Q")
-        with self.idx_path.open("rb") as f:
-            f.seek(start * 8)
-            pos.frombytes(f.read((stop - start) * 8))
-        return pos
-
-    def recover(self) -> tuple[int, int]:
-        """Repair a crashed tail; return (records indexed anew, bytes truncated)."""
-        idx_size = self.idx_path.stat().st_size
-        if idx_size % 8:
-            with self.idx_path.open("r+b") as f:
-                f.truncate(idx_size - idx_size % 8)
-        seg_size = self.seg_path.stat().st_size
-        n = self.count()
-        with self.seg_path.open("r+b") as seg:
-            # Index entries whose record is not whole in the segment (cannot happen with the
-            # write order above, but a copied or half-restored folder can) are dropped.
-            end = 0
-            while n:
-                (last,) = self.positions(n - 1, n)
-                rec_end = self._valid_record_end(seg, last, seg_size)
-                if rec_end is not None:
-                    end = rec_end
-                    break
-                n -= 1
-            if n != self.count():
-                with self.idx_path.open("r+b") as f:
-                    f.truncate(n * 8)
-            new_positions = array("Q")
-            pos = end
-            while pos < seg_size:
-                rec_end = self._valid_record_end(seg, pos, seg_size)
-                if rec_end is None:
-                    break
-                new_positions.append(pos)
-                pos = rec_end
-            truncated = seg_size - pos
-            if truncated:
-                seg.truncate(pos)
-                seg.flush()
-                os.fsync(seg.fileno())
-        if new_positions:
-            with self.idx_path.open("ab") as f:
-                f.write(new_positions.tobytes())
-                f.flush()
-                os.fsync(f.fileno())
-        return len(new_positions), truncated
-
-    @staticmethod
-    def _valid_record_end(seg: object, pos: int, seg_size: int) -> int | None:
-        f = seg  # type: ignore[assignment]
-        if pos + FRAME.size > seg_size:
-            return None
-        f.seek(pos)  # type: ignore[attr-defined]
-        length, crc, key_len = FRAME.unpack(f.read(FRAME.size))  # type: ignore[attr-defined]
-        end = pos + FRAME.size + length
-        if end > seg_size or key_len > length:
-            return None
-        body = f.read(length)  # type: ignore[attr-defined]
-        return end if zlib.crc32(body) == crc else None
-
-
 class EmbeddedLog(EventLog):
     """Segment files in one folder; see the module docstring for the format."""
 
     def __init__(self, folder: Path, *, partitions: int | None = None, create: bool = True) -> None:
         self.folder = folder
         self.uri = f"file://{folder.resolve()}"
-        meta_path = folder / "meta.json"
+        self._meta_path = meta_path = folder / "meta.json"
         if meta_path.exists():
             try:
                 meta = json.loads(meta_path.read_text())
                 self.n_partitions = int(meta["partitions"])
-            except (ValueError, KeyError) as exc:
+            except (ValueError, KeyError, TypeError) as exc:
                 raise LogError(
                     f"{meta_path}: unreadable ({exc}); restore it from a backup"
                 ) from exc
@@ -132,17 +74,17 @@ class EmbeddedLog(EventLog):
                     f"{folder} has {self.n_partitions} partitions, not {partitions}: "
                     f"partitions are fixed when a log is created"
                 )
+            # Logs made before log ids get one from their next writer (_recover_locked).
+            self.log_id = meta.get("log_id") if isinstance(meta.get("log_id"), str) else None
         elif create:
             folder.mkdir(parents=True, exist_ok=True)
             self.n_partitions = partitions or DEFAULT_PARTITIONS
-            tmp = meta_path.with_suffix(".tmp")
-            tmp.write_text(json.dumps({"format": FORMAT_VERSION, "partitions": self.n_partitions}))
-            os.replace(tmp, meta_path)
+            self._write_meta(uuid.uuid4().hex)
         else:
             raise LogError(
                 f"no event log at {folder}: run `pitlog simulate` or `pitlog ingest` first"
             )
-        self._parts = [_Partition(folder, i) for i in range(self.n_partitions)]
+        self._parts = [Partition(folder, i) for i in range(self.n_partitions)]
         self._lock_path = folder / "writer.lock"
         self._recovered = False
         # Each key's last value, and per partition how many records it reflects: the
@@ -150,20 +92,60 @@ class EmbeddedLog(EventLog):
         self._tails: dict[bytes, bytes] = {}
         self._tails_upto: dict[int, int] = {}
 
+    def _write_meta(self, log_id: str) -> None:
+        """meta.json, atomically: the log id is the log's identity for the projector's
+        checkpoints (a log made anew at the same path gets another one)."""
+        tmp = self._meta_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"format": FORMAT_VERSION, "partitions": self.n_partitions,
+                                   "log_id": log_id}))
+        os.replace(tmp, self._meta_path)
+        self.log_id = log_id
+
     # --- writing --------------------------------------------------------------------------------
 
     def recover(self) -> dict[int, tuple[int, int]]:
-        """Repair torn tails in every partition (done before the first append of a process)."""
+        """Roll back a pending append and repair torn tails in every partition (done under the
+        writer lock before a process first appends or reads the heads)."""
         with self._writer_lock():
             return self._recover_locked()
 
     def _recover_locked(self) -> dict[int, tuple[int, int]]:
+        self._roll_back_pending()
         report = {p.number: p.recover() for p in self._parts}
+        if self.log_id is None:
+            self._write_meta(uuid.uuid4().hex)
         self._recovered = True
         return report
 
+    def _roll_back_pending(self) -> None:
+        """Undo an append that crashed or failed part way (its journal is still there): its
+        records are truncated in every partition it touched, before anyone appends after them."""
+        try:
+            journal = read_journal(self.folder)
+        except (ValueError, KeyError, IndexError, TypeError) as exc:
+            raise LogError(f"{self.folder / JOURNAL} is unreadable ({exc}): it is written whole "
+                           f"and renamed into place, so the folder was damaged by hand; "
+                           f"restore the log from a backup") from exc
+        if journal is None:
+            return
+        for number, (seg_size, count) in journal.items():
+            self._parts[number].truncate_to(seg_size, count)
+            # Cached tails may hold values of the rolled-back records: read them again.
+            self._tails_upto.pop(number, None)
+            for key in [k for k in self._tails if partition_for(k, self.n_partitions) == number]:
+                del self._tails[key]
+        remove_journal(self.folder)
+
     def _writer_lock(self) -> _Flock:
         return _Flock(self._lock_path)
+
+    def _ready_to_write(self) -> None:
+        """Under the writer lock: recover once per process, and roll back a journal that a
+        writer which crashed since has left (else our records would follow its)."""
+        if not self._recovered:
+            self._recover_locked()
+        elif (self.folder / JOURNAL).exists():
+            self._roll_back_pending()
 
     def append(self, items: Sequence[tuple[bytes, bytes]]) -> list[tuple[int, int]]:
         return self.append_expecting(items, None)
@@ -177,14 +159,20 @@ class EmbeddedLog(EventLog):
         Optimistic concurrency for writers of one table in several processes (issue 6): the
         recorder passes the hash its batch continues from. Checked under the writer flock, so
         check and append are atomic; it costs one index stat per partition when no one else
-        wrote since this object's last append."""
+        wrote since this object's last append.
+
+        All or nothing (see the module docstring): if it raises LogError, no record of `items`
+        is in the log, in any partition, now or after a restart."""
         by_part: dict[int, list[int]] = {}
         for i, (key, _) in enumerate(items):
+            if len(key) > 0xFFFF:
+                raise LogError(f"key of {len(key)} bytes is too long (max 65535); "
+                               f"nothing was appended")
             by_part.setdefault(partition_for(key, self.n_partitions), []).append(i)
-        result: list[tuple[int, int]] = [(0, 0)] * len(items)
+        if not items:
+            return []
         with self._writer_lock():
-            if not self._recovered:
-                self._recover_locked()
+            self._ready_to_write()
             if expected:
                 self._refresh_tails({partition_for(k, self.n_partitions) for k in expected})
                 moved = [
@@ -196,40 +184,53 @@ class EmbeddedLog(EventLog):
                         f"{names}: another writer appended since this writer read the head; "
                         f"nothing was appended: reload the head and retry"
                     )
-            for number, indices in by_part.items():
-                part = self._parts[number]
-                first = part.count()
-                with part.seg_path.open("ab") as seg:
-                    pos = seg.tell()
-                    chunks: list[bytes] = []
-                    positions = array("Q")
-                    for i in indices:
-                        key, value = items[i]
-                        if len(key) > 0xFFFF:
-                            raise LogError(f"key of {len(key)} bytes is too long (max 65535)")
-                        body = key + value
-                        chunks.append(FRAME.pack(len(body), zlib.crc32(body), len(key)))
-                        chunks.append(body)
-                        positions.append(pos)
-                        pos += FRAME.size + len(body)
-                    seg.write(b"".join(chunks))
-                    seg.flush()
-                    os.fsync(seg.fileno())
-                with part.idx_path.open("ab") as idx:
-                    idx.write(positions.tobytes())
-                    idx.flush()
-                    os.fsync(idx.fileno())
-                for k, i in enumerate(indices):
-                    result[i] = (number, first + k)
-                if self._tails_upto.get(number) == first:  # the cache stays current for free
-                    for i in indices:
-                        self._tails[items[i][0]] = items[i][1]
-                    self._tails_upto[number] = first + len(indices)
+            before = {n: (self._parts[n].seg_size(), self._parts[n].count()) for n in by_part}
+            try:
+                write_journal(self.folder, before)
+            except OSError as exc:
+                (self.folder / (JOURNAL + ".tmp")).unlink(missing_ok=True)
+                raise LogError(f"cannot append to {self.folder}: {exc}; nothing was "
+                               f"appended: free disk space and retry") from exc
+            try:
+                for number, indices in by_part.items():
+                    _write_records(self._parts[number], before[number][0],
+                                   [items[i] for i in indices])
+                (self.folder / JOURNAL).unlink()  # the commit
+            except BaseException as exc:
+                self._fail(exc)
+                raise
+            fsync_dir(self.folder)  # the commit survives a power loss too
+        result: list[tuple[int, int]] = [(0, 0)] * len(items)
+        for number, indices in by_part.items():
+            first = before[number][1]
+            for k, i in enumerate(indices):
+                result[i] = (number, first + k)
+            if self._tails_upto.get(number) == first:  # the cache stays current for free
+                for i in indices:
+                    self._tails[items[i][0]] = items[i][1]
+                self._tails_upto[number] = first + len(indices)
         return result
 
+    def _fail(self, exc: BaseException) -> None:
+        """An append failed part way: truncate back now; if even that fails, the journal stays
+        and the next writer does it (readers see none of the batch meanwhile)."""
+        try:
+            self._roll_back_pending()
+        except OSError as undo:
+            raise LogError(f"append to {self.folder} failed ({exc}) and could not be undone "
+                           f"yet ({undo}); no reader sees its records, and the next writer "
+                           f"removes them: free disk space and retry") from exc
+        if isinstance(exc, OSError):
+            raise LogError(f"append to {self.folder} failed: {exc}; nothing of the batch was "
+                           f"appended (rolled back): free disk space and retry") from exc
+
     def last_values(self) -> dict[bytes, bytes]:
-        """Each key's last value (for the recorder's heads), read once and then kept current."""
-        self._refresh_tails(range(self.n_partitions))
+        """Each key's last value (for the recorder's heads), read once and then kept current.
+        Recovery comes first: heads read before a crashed append's rollback would name records
+        that vanish, and the first append would then see "another writer" (issue 14)."""
+        with self._writer_lock():
+            self._ready_to_write()
+            self._refresh_tails(range(self.n_partitions))
         return dict(self._tails)
 
     def _refresh_tails(self, numbers: Iterable[int]) -> None:
@@ -246,7 +247,18 @@ class EmbeddedLog(EventLog):
     # --- reading --------------------------------------------------------------------------------
 
     def end_offsets(self) -> dict[int, int]:
-        return {p.number: p.count() for p in self._parts}
+        """Per partition, the records committed: the index's entries, but none past a pending
+        append's journal (read after the counts, so an append that commits in between is only
+        seen whole or not at all)."""
+        counts = {p.number: p.count() for p in self._parts}
+        try:
+            journal = read_journal(self.folder)
+        except (OSError, ValueError):
+            journal = None  # a half-written journal is never renamed into place; be lenient
+        for number, (_, count) in (journal or {}).items():
+            if number in counts:
+                counts[number] = min(counts[number], count)
+        return counts
 
     def read(
         self, start: Mapping[int, int] | None = None, *, max_batch: int = 5000
@@ -255,13 +267,35 @@ class EmbeddedLog(EventLog):
         ends = self.end_offsets()
         for part in self._parts:
             offset, end = start.get(part.number, 0), ends[part.number]
+            if offset >= end:
+                continue
             with part.seg_path.open("rb") as seg:
                 while offset < end:
                     stop = min(end, offset + max_batch)
                     yield self._read_range(part, seg, offset, stop)
                     offset = stop
 
-    def _read_range(self, part: _Partition, seg: object, start: int, stop: int) -> list[LogRecord]:
+    def check_index(self) -> list[tuple[int, int, str]]:
+        """For `verify`: check each partition's .idx against its segment (Partition.check_index),
+        read through the segment's own framing from now on where they disagree, and say where:
+        (partition, first offset concerned, what). Writes nothing (verify runs on copies)."""
+        journal = read_journal(self.folder) or {}
+        findings = []
+        for part in self._parts:
+            seg_limit, count_limit = journal.get(part.number, (None, None))
+            override, found = part.check_index(seg_limit, count_limit)
+            part.override = override
+            findings.extend((part.number, offset, what) for offset, what in found)
+        return findings
+
+    def record_at(self, partition: int, offset: int) -> LogRecord | None:
+        if not 0 <= offset < self.end_offsets().get(partition, 0):
+            return None
+        part = self._parts[partition]
+        with part.seg_path.open("rb") as seg:
+            return self._read_range(part, seg, offset, offset + 1)[0]
+
+    def _read_range(self, part: Partition, seg: object, start: int, stop: int) -> list[LogRecord]:
         positions = part.positions(start, stop)
         first = positions[0]
         f = seg  # type: ignore[assignment]
@@ -281,7 +315,7 @@ class EmbeddedLog(EventLog):
             if rel + FRAME.size > len(buf):
                 raise LogCorruptError(
                     f"{part.seg_path}: record {start + k} at byte {pos} lies past "
-                    f"the end of the file; the segment was truncated by hand"
+                    f"the end of the file; the segment was truncated by hand", part.number
                 )
             length, _crc, key_len = unpack(buf, rel)
             body_start = rel + FRAME.size
@@ -299,6 +333,27 @@ class EmbeddedLog(EventLog):
         """Where a record's frame starts on disk (for error messages and tamper tests)."""
         part = self._parts[partition]
         return part.seg_path, part.positions(offset, offset + 1)[0]
+
+
+def _write_records(part: Partition, seg_size: int, records: list[tuple[bytes, bytes]]) -> None:
+    """Write and fsync the records at the segment's end, then their index entries."""
+    chunks: list[bytes] = []
+    positions = array("Q")
+    pos = seg_size
+    for key, value in records:
+        body = key + value
+        chunks.append(FRAME.pack(len(body), zlib.crc32(body), len(key)))
+        chunks.append(body)
+        positions.append(pos)
+        pos += FRAME.size + len(body)
+    with part.seg_path.open("ab") as seg:
+        seg.write(b"".join(chunks))
+        seg.flush()
+        os.fsync(seg.fileno())
+    with part.idx_path.open("ab") as idx:
+        idx.write(positions.tobytes())
+        idx.flush()
+        os.fsync(idx.fileno())
 
 
 def _ends_with(value: bytes | None, tail: bytes | None) -> bool:

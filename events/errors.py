@@ -30,7 +30,12 @@ class LogError(PitlogError):
 
 
 class LogCorruptError(LogError):
-    """A segment file is damaged somewhere other than a torn tail."""
+    """A segment file is damaged somewhere other than a torn tail. `partition` says where, so
+    a reader can go on with the other partitions."""
+
+    def __init__(self, message: str, partition: int | None = None) -> None:
+        super().__init__(message)
+        self.partition = partition
 
 
 class ConcurrencyError(PitlogError):

@@ -2,7 +2,9 @@
 
 The line format is documented in docs/ingest.md and parsed in events/device_line.py. A line's
 `seq` is the sending device's own counter for that table (per `actor` and `table`): it must
-increase, so a line that arrives late or twice is refused here.
+increase, so a line that arrives late or twice is refused here. Across runs, a line already
+in the log (its event id, given or derived from device, table and device seq, is in the
+log's event id index, events/event_ids.py) is reported as already recorded and skipped.
 
 Only *structurally* bad lines are refused (DESIGN, principle 1): malformed JSON, an unknown
 type, a missing or unknown field, a value of the wrong type, an invalid card, a device
@@ -21,15 +23,15 @@ import json
 import os
 import random
 import time
-import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
 from events.device_line import DeviceLine, LineRejected, parse_line
 from events.errors import ConcurrencyError, EncodeError
+from events.event_ids import EventIdIndex, derived_event_id
 from events.limits import ValueLimitError
 from events.log import DEFAULT_DATA_DIR, EventLog
 from events.recorder import Recorder
@@ -65,6 +67,7 @@ class IngestReport:
     recorded: int = 0
     rejected: int = 0
     device_seq_gaps: int = 0  # a device's seq jumped: lines may be missing upstream
+    already_recorded: int = 0  # lines whose event id the log holds already: skipped
     tables: set[str] = field(default_factory=set)
     seconds: float = 0.0
 
@@ -76,7 +79,8 @@ class IngestReport:
     def as_row(self) -> dict[str, Any]:
         return {"source": self.source, "lines": self.lines, "recorded": self.recorded,
                 "rejected": self.rejected, "tables": len(self.tables),
-                "device_seq_gaps": self.device_seq_gaps, "quarantine": self.quarantine,
+                "device_seq_gaps": self.device_seq_gaps,
+                "already_recorded": self.already_recorded, "quarantine": self.quarantine,
                 "log": self.log, "lines_per_second": round(self.lines / self.seconds)
                 if self.seconds else None}
 
@@ -152,8 +156,11 @@ def ingest(stream: IO[bytes], log: EventLog, *, source: str, quarantine: Path,
     report = IngestReport(source, log.uri, str(quarantine))
     recorder = Recorder(log, batch_size=2**62, now=now)  # flushed here, to retry conflicts
     last_seq: dict[tuple[str, str], int] = {}
-    batch: list[DeviceLine] = []
+    # Lines that passed parsing and the order check, with whether their device seq jumped;
+    # their event ids are looked up in the index a batch at a time (one query, not one a line).
+    candidates: list[tuple[int, bytes, DeviceLine, bool]] = []
     bad_lines = _Quarantine(quarantine, source)
+    ids = EventIdIndex(log)
 
     def reject(n: int, raw: bytes, reason: str, hint: str) -> None:
         bad = BadLine(n, reason, hint, raw)
@@ -161,6 +168,34 @@ def ingest(stream: IO[bytes], log: EventLog, *, source: str, quarantine: Path,
         bad_lines.add(bad)
         if on_reject is not None:
             on_reject(bad)
+
+    def commit() -> None:
+        """Record the candidates whose event id the log does not hold yet, and flush."""
+        known = ids.recorded_many([(line.table, line.event_id or "")
+                                   for _, _, line, _ in candidates])
+        batch: list[DeviceLine] = []
+        for n, raw, line, gap in candidates:
+            key = (line.table, line.event_id or "")
+            if key in known:
+                report.already_recorded += 1  # a re-sent line: recorded once, not again
+                continue
+            try:
+                _record(recorder, line)
+            except (LineRejected, ValueLimitError) as exc:
+                reject(n, raw, exc.reason, exc.hint)
+                continue
+            except EncodeError as exc:
+                reject(n, raw, f"not encodable ({exc})", "check the values against the schema")
+                continue
+            known.add(key)  # the same line twice in one batch: once
+            report.device_seq_gaps += gap
+            batch.append(line)
+        candidates.clear()
+        _flush(recorder, batch)
+        ids.catch_up()
+        bad_lines.sync()
+        report.recorded += len(batch)
+        report.tables.update(x.table for x in batch)
 
     try:
         for n, raw, too_long in _lines(stream):
@@ -173,30 +208,19 @@ def ingest(stream: IO[bytes], log: EventLog, *, source: str, quarantine: Path,
                 reject(n, raw, "empty line", "remove it or send an event")
                 continue
             try:
-                line = parse_line(raw)
+                line = _with_event_id(parse_line(raw))
                 last = _check_order(line, last_seq)
-                _record(recorder, line)
-            except (LineRejected, ValueLimitError) as exc:
+            except LineRejected as exc:
                 reject(n, raw, exc.reason, exc.hint)
                 continue
-            except EncodeError as exc:
-                reject(n, raw, f"not encodable ({exc})", "check the values against the schema")
-                continue
-            if last and line.seq > last + 1:
-                report.device_seq_gaps += 1
-            last_seq[(line.actor, line.table)] = line.seq  # only once the line is accepted
-            batch.append(line)
-            if len(batch) >= batch_lines:
-                _flush(recorder, batch)
-                bad_lines.sync()
-                report.recorded += len(batch)
-                report.tables.update(x.table for x in batch)
-                batch = []
-        _flush(recorder, batch)
-        report.recorded += len(batch)
-        report.tables.update(x.table for x in batch)
+            last_seq[(line.actor, line.table)] = line.seq
+            candidates.append((n, raw, line, bool(last and line.seq > last + 1)))
+            if len(candidates) >= batch_lines:
+                commit()
+        commit()
     finally:
         bad_lines.close()
+        ids.close()
     report.seconds = time.perf_counter() - started
     return report
 
@@ -212,10 +236,17 @@ def _check_order(line: DeviceLine, last_seq: dict[tuple[str, str], int]) -> int:
     return last
 
 
+def _with_event_id(line: DeviceLine) -> DeviceLine:
+    """The line's own `id`, else one derived from its device, table and device seq: a line
+    re-sent in a later run then has the same id, and is found already recorded."""
+    if line.event_id is not None:
+        return line
+    return replace(line, event_id=derived_event_id(line.table, line.actor, line.seq))
+
+
 def _record(recorder: Recorder, line: DeviceLine) -> None:
     recorder.record(line.table, line.event, shoe_id=line.shoe, round_no=line.round_no,
-                    actor=line.actor, occurred_at=line.at,
-                    event_id=line.event_id or str(uuid.uuid4()))
+                    actor=line.actor, occurred_at=line.at, event_id=line.event_id)
 
 
 def _flush(recorder: Recorder, batch: list[DeviceLine]) -> None:

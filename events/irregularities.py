@@ -53,7 +53,7 @@ INJECTABLE = (
     "PAIR_WITHOUT_THIRD_CARD", "MISSING_BURN", "FACE_UP_CARD_USED", "NO_RESHUFFLE_AFTER_CUT_CARD",
     "ROUND_ABANDONED_AT_CUT_CARD", "DISCARD_RACK_ORDER", "CARD_UNACCOUNTED", "EXTRA_CARD",
     "MULTIPLE_BETTING_AREAS", "CALL_BET", "DEVICE_FAULT_NOT_VOIDED", "SEQUENCE_GAP",
-    "CHAIN_BROKEN",
+    "CHAIN_BROKEN", "DUPLICATE_EVENT",
 )
 _WRONG_LINES = ("spread_1", "spread_2", "spread_3", "three_of_a_kind")
 _ALL_CARDS = tuple(Card(r, s) for r in range(2, 15) for s in Suit)
@@ -79,11 +79,16 @@ def record_tampered(recorder: Recorder, log: EventLog, kind: str, table_id: str,
     hash that no event has, as if its predecessor had been altered after it was sealed
     (CHAIN_BROKEN at this event). The recorder would never write that, so the event is sealed
     and appended here, after the recorder's buffer is flushed; the recorder then continues
-    the table from it.
+    the table from it. "duplicate": the event is recorded twice with one event id, as a
+    device line re-sent and recorded again by a writer that did not check (DUPLICATE_EVENT).
     """
     head = recorder.heads.setdefault(table_id, TableHead())
     if kind == "gap":
         head.seq += 1
+        recorder.record(table_id, event, **stamp)
+        return
+    if kind == "duplicate":
+        recorder.record(table_id, event, **stamp)
         recorder.record(table_id, event, **stamp)
         return
     recorder.flush()
@@ -215,6 +220,9 @@ class Irregularities(HandSlips):
         elif self.roll("CHAIN_BROKEN"):
             self._tamper = "chain"
             self.label("CHAIN_BROKEN", table)
+        elif self.roll("DUPLICATE_EVENT"):
+            self._tamper = "duplicate"
+            self.label("DUPLICATE_EVENT", table)
         elif not self.busy and (self.extra_card_pending or self.chance("EXTRA_CARD")):
             self.extra_card_pending = not self._introduce_card(table)
         elif self.roll("CALL_BET"):

@@ -133,6 +133,13 @@ def producer_settings(timeout_s: float = DEFAULT_TIMEOUT_S) -> dict[str, Any]:
     }
 
 
+def _ms_left(deadline: float, at_most: int | None = None) -> int:
+    """Milliseconds until `deadline` (at least 1: kafka-python treats 0 as "no wait" in places
+    and "forever" in none), capped at `at_most`."""
+    left = max(1, int((deadline - time.monotonic()) * 1000))
+    return left if at_most is None else min(left, at_most)
+
+
 def consumer_settings() -> dict[str, Any]:
     """The reader's settings; the benchmark gives bare kafka-python the same ones."""
     return {
@@ -273,13 +280,14 @@ class KafkaLog(EventLog):
 
     # --- writing --------------------------------------------------------------------------------
 
-    def _get_producer(self) -> KafkaProducer:
+    def _get_producer(self, deadline: float) -> KafkaProducer:
         if self._producer is None:
             try:
                 self._producer = KafkaProducer(
                     bootstrap_servers=self.bootstrap.split(","),
                     client_id=f"{self.client_id}-producer",
                     max_block_ms=int(self.timeout_s * 1000),
+                    bootstrap_timeout_ms=_ms_left(deadline, 30_000),
                     **producer_settings(self.timeout_s), **self._settings)
             except KafkaError as exc:
                 raise LogError(f"cannot start a producer for topic {self.topic} on "
@@ -294,17 +302,27 @@ class KafkaLog(EventLog):
         """
         if not items:
             return []
-        producer = self._get_producer()
+        # One deadline for the whole append (issue 14: with the broker gone, connecting, the
+        # metadata wait, the flush and the close each took their own timeout, 396 s in all):
+        # connecting, each send's wait and the flush get what is left of timeout_s.
+        deadline = time.monotonic() + self.timeout_s
+        producer = self._get_producer(deadline)
         try:
-            futures = [producer.send(self.topic, key=key, value=value,
-                                     partition=self._partition(key)) for key, value in items]
-            producer.flush(timeout=self.timeout_s + 30)
+            futures = []
+            for key, value in items:
+                # send() blocks up to the producer's max_block_ms (for metadata, or buffer room):
+                # kafka-python reads it from its config at each call.
+                producer.config["max_block_ms"] = _ms_left(deadline)
+                futures.append(producer.send(self.topic, key=key, value=value,
+                                             partition=self._partition(key)))
+            producer.flush(timeout=_ms_left(deadline) / 1000)
         except KafkaError as exc:
             if self._fencing is not None:
                 self._fencing.forget(key for key, _ in items)
-            raise LogError(f"append to topic {self.topic} on {self.bootstrap} failed: {exc}; "
-                           f"nothing is confirmed: check the broker, then re-read the table "
-                           f"heads and retry") from exc
+            self._abandon_producer()
+            raise LogError(f"append to topic {self.topic} on {self.bootstrap} failed within "
+                           f"{self.timeout_s:.0f}s ({exc}); nothing is confirmed: check the "
+                           f"broker, then re-read the table heads and retry") from exc
         result: list[tuple[int, int]] = []
         failed: list[tuple[int, Exception]] = []
         for i, future in enumerate(futures):
@@ -317,6 +335,7 @@ class KafkaLog(EventLog):
         if failed:
             if self._fencing is not None:
                 self._fencing.forget(key for key, _ in items)
+            self._abandon_producer()
             first, error = failed[0]
             raise LogError(
                 f"append to topic {self.topic}: {len(failed)} of {len(items)} records were not "
@@ -326,6 +345,21 @@ class KafkaLog(EventLog):
         if self._fencing is not None:  # our own appends: the tables' last records now
             self._fencing.appended(items, result)
         return result
+
+    def _abandon_producer(self) -> None:
+        """After a failed append: drop the producer without waiting (its close would flush
+        what the broker never took, for timeout_s more); the next append starts a new one."""
+        producer, self._producer = self._producer, None
+        if producer is None:
+            return
+        try:
+            producer.close(timeout=0)
+        except KafkaError:
+            # close(0) stops at its flush when records are still queued: stop the I/O thread
+            # ourselves, so nothing is left to retry or to log after the Error line.
+            sender = getattr(producer, "_sender", None)
+            if sender is not None and sender.is_alive():
+                sender.force_close()
 
     def _partition(self, key: bytes) -> int:
         """The default partitioner's choice, remembered per table: murmur2 in pure Python was a
@@ -484,10 +518,12 @@ class KafkaLog(EventLog):
             fencing, self._fencing = self._fencing, None
             fencing.close()
         if self._producer is not None:
-            producer, self._producer = self._producer, None
+            producer = self._producer
             try:
-                producer.close(timeout=self.timeout_s)
+                producer.close(timeout=self.timeout_s)  # every append flushed: nothing waits
+                self._producer = None
             except KafkaError as exc:
+                self._abandon_producer()
                 raise LogError(f"closing the producer of topic {self.topic}: {exc}") from exc
         self._visible.close()
         if self._consumer is not None:

@@ -7,9 +7,12 @@ partition, in order. Values are the codec's exact bytes. Only the backends know 
 
 from __future__ import annotations
 
+import hashlib
 import os
+import struct
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,10 +29,22 @@ class LogRecord:
     value: bytes
 
 
+def record_digest(rec: LogRecord) -> bytes:
+    """SHA-256 of a record's key and value: what a checkpoint remembers of the last record it
+    covers, for any record (a quarantined one has no chain hash of its own)."""
+    h = hashlib.sha256(struct.pack("<I", len(rec.key)))
+    h.update(rec.key)
+    h.update(rec.value)
+    return h.digest()
+
+
 class EventLog(ABC):
     """Append-only, partitioned by key, ordered per partition."""
 
     uri: str
+    # A name written once when the log is created (the embedded log's meta.json), so a reader
+    # can tell another log at the same address; None where the backend has none (Kafka).
+    log_id: str | None = None
 
     @abstractmethod
     def append(self, items: Sequence[tuple[bytes, bytes]]) -> list[tuple[int, int]]:
@@ -47,6 +62,21 @@ class EventLog(ABC):
              max_batch: int = 5000) -> Iterator[list[LogRecord]]:
         """Batches of records from `start` (partition -> first offset, default 0) up to the end
         as it was when reading began. Each batch holds records of one partition, in order."""
+
+    def record_at(self, partition: int, offset: int) -> LogRecord | None:
+        """The record at (partition, offset), or None when the log holds none there. Reads
+        that record only (the projector checks its checkpoints with it on every run)."""
+        ends = self.end_offsets()
+        if partition not in ends or not 0 <= offset < ends[partition]:
+            return None
+        with closing(self.read({**ends, partition: offset}, max_batch=1)) as batches:
+            for batch in batches:
+                for rec in batch:
+                    # A reader that hands over earlier records too (at least once) is
+                    # followed up to the offset; its first record is the one for a true one.
+                    if rec.partition == partition and rec.offset >= offset:
+                        return rec if rec.offset == offset else None
+        return None
 
     def close(self) -> None:  # noqa: B027 - optional for backends with nothing to release
         """Release files, sockets and locks."""

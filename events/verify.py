@@ -48,7 +48,8 @@ class Anomaly:
     """One integrity finding, located by log position and sequence number."""
 
     code: str  # SEQUENCE_GAP or CHAIN_BROKEN (DESIGN's anomaly catalogue)
-    kind: str  # gap | out_of_order | duplicate | altered | link | unreadable | framing | misfiled
+    kind: str  # gap | out_of_order | duplicate | altered | link | unreadable | framing |
+    # misfiled | index
     table: str
     partition: int
     offset: int
@@ -165,11 +166,11 @@ class _Verifier:
             spliced = self._resplice(rec)
             if spliced is not None:
                 framing = (f"the record's framing is damaged: its key reads as {rec.key!r}, "
-                           f"but its bytes are table {spliced[0].decode()}'s event")
+                           f"but its bytes are table {printable(spliced[0])}'s event")
                 key, value, env = spliced
         st = self.streams.get(key)
         if st is None:
-            table = key.decode("utf-8", "backslashreplace")
+            table = printable(key)
             st = self.streams[key] = _Stream(TableSummary(table, rec.partition))
             self.keys_by_partition.setdefault(rec.partition, set()).add(key)
         self._check_chain(st, rec, value, env, why, framing)
@@ -206,8 +207,8 @@ class _Verifier:
                     f"a record was deleted, inserted or moved before it, or that one rewritten")
             elif env.table_id != st.summary.table:
                 kind, explanation = "misfiled", (
-                    f"the event says table {env.table_id} but the record's key says "
-                    f"{st.summary.table}")
+                    f"the event says table {printable(env.table_id.encode())} but the "
+                    f"record's key says {st.summary.table}")
         # Its own hash failed: the next record's link cannot be checked against this one.
         st.resync = kind in ("altered", "unreadable")
         if framing:
@@ -241,6 +242,12 @@ class _Verifier:
             self._report(st, SEQUENCE_GAP, "duplicate", rec, env, expected,
                          f"seq {seq} appears again after seq {st.high}: a duplicate or a replay")
 
+    def index_problem(self, partition: int, offset: int, what: str) -> None:
+        """The embedded log's index disagrees with its segment (check_index): verify reads the
+        segment itself, so every table is still checked, and says so."""
+        rec = LogRecord(partition, offset, b"", b"")
+        self._report(None, CHAIN_BROKEN, "index", rec, None, None, what, table="?")
+
     def unreadable_record(self, partition: int, offset: int, reason: str) -> None:
         """The log itself could not return this record (its frame lies past the end, etc.)."""
         self.records += 1
@@ -256,6 +263,16 @@ class _Verifier:
             tables.append(st.summary)
         tables.sort(key=lambda s: (s.table, s.partition))
         return VerifyReport(tables, self.anomalies, self.total, self.records)
+
+
+def printable(key: bytes) -> str:
+    """A table name fit for a terminal or a report: invalid UTF-8 and every unprintable
+    character (an ESC sequence in a forged key) escaped as \\xNN or \\uNNNN."""
+    text = key.decode("utf-8", "backslashreplace")
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
+                   for c in text)
 
 
 def _take_missing(ranges: list[list[int]], seq: int) -> bool:
@@ -319,6 +336,12 @@ def verify_log(log: EventLog, *, limit: int = 10_000, max_batch: int = 5000,
     """Check every table stream of `log`; keep the first `limit` anomalies (all are counted)."""
     started = time.perf_counter()
     verifier = _Verifier(limit)
+    # The embedded log's .idx is never trusted: its view is rebuilt from the segment, and
+    # where they disagree is reported (a deleted .idx must not hide a table).
+    check_index = getattr(log, "check_index", None)
+    if check_index is not None:
+        for partition, offset, what in check_index():
+            verifier.index_problem(partition, offset, what)
     ends = log.end_offsets()
     for partition in sorted(ends):
         for rec in _partition_records(log, partition, ends, max_batch,

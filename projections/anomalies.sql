@@ -45,6 +45,7 @@ FROM (VALUES
     ('DEVICE_FAULT_NOT_VOIDED', 'high', '13:69F-34.16(m)-(n) by analogy', 'a shuffler or shoe fault not followed by void and reshuffle'),
     ('SEQUENCE_GAP', 'high', 'integrity', 'a missing sequence number in a table stream (an event lost or deleted)'),
     ('CHAIN_BROKEN', 'high', 'integrity', 'a hash link that does not verify (an event altered)'),
+    ('DUPLICATE_EVENT', 'high', 'integrity', 'an event id recorded more than once in a table stream (one event counted twice)'),
     ('HOLD_VARIANCE', 'low', 'statistical reports in the style of the minimum internal control standards', 'hold for a table, shift or day outside statistical bounds of theoretical'),
     ('OUTCOME_FREQUENCY', 'low', 'deck-integrity statistics', 'pairs, trips or spreads off their combinatorial frequencies (chi-square)')
 ) AS catalogue(code, severity, rule, flagged);
@@ -863,10 +864,19 @@ SELECT * FROM (
     WHERE seq > coalesce(prev_seq, 0) + 1
 
     UNION ALL
+    -- CHAIN_BROKEN (integrity): an event whose bytes do not match its own hash, as the
+    -- projector found when it loaded it (events.hash_ok; NULL in rows loaded before it checked).
+    SELECT 'CHAIN_BROKEN', table_id, shoe_id, round_no, [seq],
+           printf('Event %d of table %s does not match its own hash: its bytes were altered after it was recorded',
+                  seq, table_id),
+           occurred_at
+    FROM events
+    WHERE hash_ok = false
+
+    UNION ALL
     -- CHAIN_BROKEN (integrity): between neighbouring seqs, the later event's prev_hash must be
     -- the earlier one's hash (the first event's: 32 zero bytes). An event altered in place
-    -- without resealing keeps valid links here; `pitlog verify`, which re-hashes the log's
-    -- bytes, finds that one.
+    -- without resealing keeps valid links here, and the check above finds it.
     SELECT 'CHAIN_BROKEN', table_id, shoe_id, round_no,
            list_filter([prev_seq, seq], lambda s: s IS NOT NULL),
            CASE WHEN prev_seq IS NULL
@@ -877,6 +887,21 @@ SELECT * FROM (
     FROM chained
     WHERE seq <= coalesce(prev_seq, 0) + 1
       AND prev_hash IS DISTINCT FROM coalesce(prev_event_hash, repeat('\x00', 32)::BLOB)
+
+    UNION ALL
+    -- DUPLICATE_EVENT (integrity): one event id more than once in a table's stream, e.g. a
+    -- device line re-sent and recorded again (events/event_ids.py refuses that at ingest, but
+    -- two writers at the same instant, or another writer, can still do it). One row per id,
+    -- at its last copy; every copy's seq is proof.
+    SELECT 'DUPLICATE_EVENT', table_id, arg_max(shoe_id, seq), arg_max(round_no, seq),
+           list(seq ORDER BY seq),
+           printf('Event id %s is recorded %d times in table %s''s stream (seqs %s): one event counted more than once',
+                  event_id, count(*), table_id, array_to_string(list(seq ORDER BY seq), ', ')),
+           max(occurred_at)
+    FROM events
+    WHERE event_id IS NOT NULL
+    GROUP BY table_id, event_id
+    HAVING count(*) > 1
 ) AS found(code, table_id, shoe_id, round_no, seqs, explanation, occurred_at);
 
 -- Every rule and integrity anomaly, with its severity and rule.

@@ -28,9 +28,10 @@ import pyarrow as pa
 
 from events import codec
 from events.batch_decode import BatchDecoder
-from events.errors import ProjectionError
-from events.log import EventLog, LogRecord
+from events.errors import LogCorruptError, ProjectionError
+from events.log import EventLog, LogRecord, record_digest
 from projections import store as _store
+from projections.log_checks import check_log_holds, hash_ok
 from projections.snapshot import publish_snapshot
 
 # Two of DuckDB's row groups (122,880 rows each). An insert of at least a row group is written
@@ -45,8 +46,10 @@ _VERIFIED: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, set[str]] = \
     weakref.WeakKeyDictionary()
 
 _UPSERT_CHECKPOINT = (
-    "INSERT INTO checkpoints VALUES (?, ?, ?) "
-    "ON CONFLICT (source, log_partition) DO UPDATE SET next_offset = excluded.next_offset")
+    "INSERT INTO checkpoints (source, log_partition, next_offset, log_id, last_offset, "
+    "last_digest) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (source, log_partition) DO UPDATE SET "
+    "next_offset = excluded.next_offset, log_id = excluded.log_id, "
+    "last_offset = excluded.last_offset, last_digest = excluded.last_digest")
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,9 +142,11 @@ def _project(con: duckdb.DuckDBPyConnection, log: EventLog,
         # file's lock), and each of its commits keeps rows and checkpoints in step.
         _check_source(con, source)
         _check_not_ahead(con, source, positions)
+        check_log_holds(con, log)
         _VERIFIED[con].add(source)
     columns = _store.event_columns()
-    loader = _BatchLoader(con, source, _store.arrow_schema(columns), codec.registry())
+    loader = _BatchLoader(con, source, _store.arrow_schema(columns), codec.registry(),
+                          log.log_id)
     # A batch's commit can pass DuckDB's 2-second mark (it may checkpoint), and its progress
     # bar would then be printed on stdout, into the CLI's table or JSON: off while projecting.
     ((bar,),) = con.execute("SELECT current_setting('enable_progress_bar')").fetchall()
@@ -157,21 +162,64 @@ def _project(con: duckdb.DuckDBPyConnection, log: EventLog,
 def _project_batches(con: duckdb.DuckDBPyConnection, log: EventLog, loader: _BatchLoader,
                      positions: dict[int, int], progress: Callable[[int], None] | None,
                      batch_size: int, started: float) -> ProjectionReport:
+    """Every partition up to its end. A partition the log cannot read past some record
+    (LogCorruptError: a segment truncated or damaged under its index) is projected up to that
+    record, the other partitions to their ends, and then ProjectionError names it: one damaged
+    partition does not stop the others (issue 14)."""
     source = log.uri
+    ends = log.end_offsets()
     # Every partition in the report, also those that never had a record.
-    report = ProjectionReport(source, positions={**dict.fromkeys(log.end_offsets(), 0),
-                                                 **positions})
-    for batch in log.read(positions, max_batch=batch_size):
-        if not batch:
-            continue
-        projected, quarantined, ends = loader.load(batch)
+    report = ProjectionReport(source, positions={**dict.fromkeys(ends, 0), **positions})
+    start = dict(positions)
+    damaged: dict[int, str] = {}
+
+    def load(batch: list[LogRecord]) -> None:
+        nonlocal report
+        projected, quarantined, after = loader.load(batch)
+        start.update(after)
         report = replace(report, events=report.events + projected,
                          quarantined=report.quarantined + quarantined,
-                         batches=report.batches + 1, positions={**report.positions, **ends},
+                         batches=report.batches + 1, positions={**report.positions, **after},
                          seconds=time.perf_counter() - started)
         if progress is not None:
             progress(report.done)
+
+    while True:
+        try:
+            for batch in log.read(start, max_batch=batch_size):
+                if batch:
+                    load(batch)
+            break
+        except LogCorruptError as exc:
+            p = exc.partition
+            if p is None or p in damaged:
+                raise
+            damaged[p] = str(exc)
+            good = _readable_prefix(log, {**ends, p: start.get(p, 0)}, p)
+            for i in range(0, len(good), batch_size):
+                load(good[i:i + batch_size])
+            start[p] = ends[p]  # the rest of p waits until it reads again
+    if damaged:
+        p, why = next(iter(damaged.items()))
+        raise ProjectionError(
+            f"{source}: partition {p} cannot be read past offset {report.positions.get(p, 0)} "
+            f"({why}). Its records before that and every other partition are projected "
+            f"({report.events} events this run). Restore that partition's .seg and .idx from "
+            f"a backup (pitlog verify shows what is damaged), then run project again: it "
+            f"continues from there")
     return replace(report, seconds=time.perf_counter() - started)
+
+
+def _readable_prefix(log: EventLog, start: dict[int, int], partition: int) -> list[LogRecord]:
+    """The records of `partition` from `start` that the log can return, up to the first it
+    cannot, read one at a time."""
+    good: list[LogRecord] = []
+    try:
+        for batch in log.read(start, max_batch=1):
+            good.extend(rec for rec in batch if rec.partition == partition)
+    except LogCorruptError:
+        pass
+    return good
 
 
 @lru_cache(maxsize=8)
@@ -185,12 +233,13 @@ class _BatchLoader:
     """Decodes one batch and commits it, with its quarantine and checkpoint, atomically."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, source: str, schema: pa.Schema,
-                 reg: codec.SchemaRegistry) -> None:
+                 reg: codec.SchemaRegistry, log_id: str | None = None) -> None:
         self.con = con
         self.source = source
+        self.log_id = log_id
         self.schema = schema
         self.reg = reg
-        positions = {"log_partition", "log_offset"}
+        positions = {"log_partition", "log_offset", "hash_ok"}
         self.decoder = _decoder(reg, pa.schema([f for f in schema if f.name not in positions]))
         # INSERT BY NAME: the table's column order may differ from the schemas' order once a
         # migration has appended a column (store.ensure_schema).
@@ -200,7 +249,7 @@ class _BatchLoader:
         """Commit one batch; return (events, quarantined, next offset per partition)."""
         rows, bad = self.decode(batch)
         n_rows = rows.num_rows
-        starts, ends = self._positions(batch)
+        starts, ends, lasts = self._positions(batch)
         con = self.con
         # Registered outside the transaction: unregistering inside an aborted one would fail
         # and hide the error that aborted it.
@@ -217,7 +266,9 @@ class _BatchLoader:
                 if bad:
                     con.execute("INSERT INTO quarantine BY NAME SELECT * FROM pitlog_quarantine")
                 for partition, end in ends.items():
-                    con.execute(_UPSERT_CHECKPOINT, [self.source, partition, end])
+                    last = lasts[partition]
+                    con.execute(_UPSERT_CHECKPOINT, [self.source, partition, end, self.log_id,
+                                                     last.offset, record_digest(last)])
                 con.commit()
             except BaseException as exc:
                 # Whatever stopped us (an error, KeyboardInterrupt): nothing partial remains.
@@ -237,12 +288,15 @@ class _BatchLoader:
                 con.unregister("pitlog_quarantine")
         return n_rows, len(bad), ends
 
-    def _positions(self, batch: list[LogRecord]) -> tuple[dict[int, int], dict[int, int]]:
-        """The first offset and the next offset after the batch, per partition. A position
+    def _positions(self, batch: list[LogRecord]
+                   ) -> tuple[dict[int, int], dict[int, int], dict[int, LogRecord]]:
+        """The first offset, the next offset after the batch and the last record, per
+        partition. A position
         that does not come after the one before it in its partition (a record handed over
         twice, as an at-least-once reader may) refuses the whole batch."""
         starts: dict[int, int] = {}
         last: dict[int, int] = {}
+        lasts: dict[int, LogRecord] = {}
         for rec in batch:  # one partition per batch is the contract, but be exact anyway
             before = last.get(rec.partition)
             if before is not None and rec.offset <= before:
@@ -251,7 +305,8 @@ class _BatchLoader:
             if before is None:
                 starts[rec.partition] = rec.offset
             last[rec.partition] = rec.offset
-        return starts, {p: offset + 1 for p, offset in last.items()}
+            lasts[rec.partition] = rec
+        return starts, {p: offset + 1 for p, offset in last.items()}, lasts
 
     def _check_after_checkpoints(self, batch: list[LogRecord], starts: dict[int, int]) -> None:
         """Inside the batch's transaction: every partition starts at or after its checkpoint.
@@ -296,7 +351,8 @@ class _BatchLoader:
         partitions = np.fromiter((rec.partition for rec in batch), np.int32, n)[result.rows]
         offsets = np.fromiter((rec.offset for rec in batch), np.int64, n)[result.rows]
         table = result.table.append_column("log_partition", pa.array(partitions)).append_column(
-            "log_offset", pa.array(offsets))
+            "log_offset", pa.array(offsets)).append_column(
+            "hash_ok", pa.array(hash_ok(batch, result.rows, result.table), pa.bool_()))
         return table, [(batch[i], reason) for i, reason in result.bad]
 
     def _quarantine_table(self, bad: list[tuple[LogRecord, str]]) -> pa.Table:

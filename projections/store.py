@@ -10,7 +10,8 @@ Three tables hold everything the projector writes; the views (views.py) are comp
   fails just as loudly on a record projected twice (projector._BatchLoader.load).
 - `quarantine`: log records that are not pitlog events, with the reason (DESIGN, principle 1).
 - `checkpoints`: the next log offset to project, per source and partition, committed in the same
-  transaction as the rows (principle 3).
+  transaction as the rows (principle 3), with the log's id and the last record's digest, so a
+  log replaced or restored at the same address is refused (log_checks.check_log_holds).
 
 Only projections/ imports duckdb (STYLE, idiom 4).
 """
@@ -87,10 +88,12 @@ def memory_limit_at_most(con: duckdb.DuckDBPyConnection, amount: str) -> Iterato
     finally:
         con.execute(f"SET memory_limit = '{current}'").fetchall()
 
-# Where a row came from in the log. Not Avro fields: the projector adds them.
+# Where a row came from in the log, and whether its bytes match its own chain hash (NULL in
+# rows projected before the projector checked it). Not Avro fields: the projector adds them.
 POSITION_COLUMNS = (("log_partition", "INTEGER", pa.int32()),
                     ("log_offset", "BIGINT", pa.int64()),
-                    ("event_type", "VARCHAR", pa.string()))
+                    ("event_type", "VARCHAR", pa.string()),
+                    ("hash_ok", "BOOLEAN", pa.bool_()))
 
 QUARANTINE_DDL = """
 CREATE TABLE IF NOT EXISTS quarantine (
@@ -111,6 +114,10 @@ CREATE TABLE IF NOT EXISTS checkpoints (
     next_offset BIGINT NOT NULL,
     PRIMARY KEY (source, log_partition)
 )"""
+# What a checkpoint remembers of the log, beside the position (issue 14): the log's id and the
+# last record it covers, its offset and SHA-256 (events.log.record_digest). Added by ALTER to
+# files made before; NULL there until the next batch of that partition is committed.
+CHECKPOINT_IDENTITY = (("log_id", "VARCHAR"), ("last_offset", "BIGINT"), ("last_digest", "BLOB"))
 
 QUARANTINE_ARROW = pa.schema([
     ("source", pa.string()), ("log_partition", pa.int32()), ("log_offset", pa.int64()),
@@ -239,6 +246,8 @@ def ensure_schema(con: duckdb.DuckDBPyConnection) -> tuple[Column, ...]:
     con.execute(_events_ddl(columns))
     con.execute(QUARANTINE_DDL)
     con.execute(CHECKPOINTS_DDL)
+    for name, sql_type in CHECKPOINT_IDENTITY:
+        con.execute(f"ALTER TABLE checkpoints ADD COLUMN IF NOT EXISTS {name} {sql_type}")
     stored = {name: _normalise(typ) for name, typ in con.execute(
         "SELECT column_name, data_type FROM information_schema.columns "
         "WHERE table_schema = 'main' AND table_name = 'events'").fetchall()}

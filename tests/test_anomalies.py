@@ -639,7 +639,8 @@ def test_every_catalogue_code_has_its_rule_and_severity(tmp_path: Path) -> None:
     db = opened(tmp_path).project()
     with duckdb.connect(str(db), read_only=True) as con:
         rows = {r["code"]: (r["severity"], r["rule"]) for r in catalogue(con)}
-    assert len(rows) == 27
+    assert len(rows) == 28
+    assert rows["DUPLICATE_EVENT"] == ("high", "integrity")
     assert rows["EARLY_THIRD_CARD"] == ("medium", "13:47-20.31(g)3; 13:69F-6.7")
     assert rows["CALL_BET"] == ("medium", "GA (2)")
     assert rows["CHAIN_BROKEN"] == ("high", "integrity")

@@ -30,7 +30,8 @@ PROFILES = ("nj-casino", "nj-casino-night", "gaming-authority")
 # Chances per opportunity (docs/anomalies.md): each code gets well over 30 injections in 100k
 # rounds, while the rounds with one stay a few per cent.
 RATES = {
-    "SEQUENCE_GAP": 0.001, "CHAIN_BROKEN": 0.0005, "EXTRA_CARD": 0.002, "CALL_BET": 0.004,
+    "SEQUENCE_GAP": 0.001, "CHAIN_BROKEN": 0.0005, "DUPLICATE_EVENT": 0.0005,
+    "EXTRA_CARD": 0.002, "CALL_BET": 0.004,
     "MULTIPLE_BETTING_AREAS": 0.002, "FACE_UP_CARD_USED": 0.001,
     "ROUND_ABANDONED_AT_CUT_CARD": 0.1, "DEVICE_FAULT_NOT_VOIDED": 0.002, "LATE_WAGER": 0.002,
     "WAGER_ALTERED": 0.002, "THIRD_CARD_ON_CONSECUTIVE": 0.01, "RAISE_NOT_ALLOWED": 0.003,

@@ -301,3 +301,65 @@ def test_security_settings_come_from_pitlog_kafka_variables() -> None:
     assert settings == {"security_protocol": "SASL_SSL", "ssl_cafile": "/etc/ca.pem",
                         "ssl_check_hostname": False, "sasl_mechanism": "SCRAM-SHA-512",
                         "sasl_plain_username": "pitlog", "sasl_plain_password": "s3cret"}
+
+
+_BROKER_GONE = """
+import sys
+import events.kafka_log as k
+first = k.KafkaLog._get_producer
+def producer(self, *args):
+    # The topic was made and its heads read: from the first append on, the broker is gone
+    # for good (its address is a closed port; the shared broker itself is never touched).
+    real, self.bootstrap = self.bootstrap, "127.0.0.1:9"
+    try:
+        return first(self, *args)
+    finally:
+        self.bootstrap = real
+k.KafkaLog._get_producer = producer
+sys.argv = ["pitlog", *sys.argv[1:]]
+from cli.app import main
+main()
+"""
+
+
+def test_with_the_broker_gone_an_append_gives_up_with_one_error_line(kafka_uri: str) -> None:
+    """Issue 14: the producer gave up after 396 s (documented: timeout_s, 120 s) and printed a
+    traceback after its Error line. One Error line, exit 1; the time is not asserted."""
+    run = subprocess.run(
+        [sys.executable, "-c", _BROKER_GONE, "simulate", "--log", f"{kafka_uri}?timeout_s=3",
+         "--tables", "1", "--rounds", "2"],
+        capture_output=True, text=True, timeout=600, cwd=Path(__file__).resolve().parents[1])
+    assert run.returncode == 1
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: cannot start a producer"), run.stderr
+    assert "127.0.0.1:9" in lines[0] and "Traceback" not in run.stderr
+
+
+def test_a_topic_made_anew_under_a_projected_database_is_refused(
+        kafka_broker: str, kafka_uri: str, tmp_path: Path) -> None:
+    """Issue 14 on Kafka (no log id): the topic is deleted and made again with other events,
+    more of them than were projected; the checkpoint's record digest refuses it."""
+    from kafka.admin import KafkaAdminClient
+    from test_verify import record_events
+
+    from projections.projector import project
+
+    uri = f"{kafka_uri}?partitions=1"
+    with open_log(uri) as log:
+        record_events(log, {"T01": 5})
+    db = tmp_path / "db.duckdb"
+    with open_log(uri) as log:
+        assert project(log, db).events == 5
+    topic = kafka_uri.rsplit("/", 1)[1]
+    admin = KafkaAdminClient(bootstrap_servers=kafka_broker)
+    try:
+        admin.delete_topics([topic], timeout_ms=30_000)
+        deadline = time.monotonic() + 60
+        while topic in admin.list_topics() and time.monotonic() < deadline:
+            time.sleep(0.5)
+    finally:
+        admin.close()
+    with open_log(uri) as log:
+        record_events(log, {"T01": 8}, "anew")
+    with open_log(uri) as log, pytest.raises(PitlogError, match="holds another record than"):
+        project(log, db)

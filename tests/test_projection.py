@@ -360,7 +360,9 @@ def test_a_database_projects_one_log_only(evening: EmbeddedLog, tmp_path: Path) 
 
 def test_events_columns_come_from_the_schemas_including_new_versions() -> None:
     columns = {c.name: c.sql_type for c in event_columns()}
-    assert list(columns)[:4] == ["log_partition", "log_offset", "event_type", "event_id"]
+    assert list(columns)[:5] == ["log_partition", "log_offset", "event_type", "hash_ok",
+                                 "event_id"]
+    assert columns["hash_ok"] == "BOOLEAN"  # the projector's own-hash check (issue 14)
     assert columns["occurred_at"] == "TIMESTAMPTZ" and columns["amount_cents"] == "BIGINT"
     assert columns["cards"] == 'STRUCT("rank" INTEGER, "suit" VARCHAR)[]'
     assert columns["prev_hash"] == "BLOB" and columns["pays_spread_4_to_11"] == "INTEGER"

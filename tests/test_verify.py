@@ -20,10 +20,11 @@ from events.verify import CHAIN_BROKEN, SEQUENCE_GAP, VerifyReport, verify_log
 T0 = datetime(2026, 11, 28, 21, 0, tzinfo=UTC)
 
 
-def record_events(log: EventLog, per_table: dict[str, int]) -> Recorder:
-    """Round-robin over the tables so their records interleave in the partition."""
+def record_events(log: EventLog, per_table: dict[str, int], run: str = "e") -> Recorder:
+    """Round-robin over the tables so their records interleave in the partition. `run`
+    prefixes the event ids: two runs from the same heads then record other bytes."""
     ids = count(1)
-    recorder = Recorder(log, new_id=lambda: f"e{next(ids)}", now=lambda: T0)
+    recorder = Recorder(log, new_id=lambda: f"{run}{next(ids)}", now=lambda: T0)
     remaining = dict(per_table)
     i = 0
     while any(remaining.values()):

@@ -1,0 +1,153 @@
+"""Faults on ingest (issue 14): device lines re-sent after a failure or a kill are recorded
+once, across runs; a duplicate event id in the log is an anomaly (docs/integrity.md, "Appends,
+retries and duplicates")."""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+import shutil
+import subprocess
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import duckdb
+from test_faults import PITLOG, pitlog
+from test_verify import T0, record_events
+
+from events import model
+from events.embedded_log import EmbeddedLog
+from events.event_ids import EventIdIndex, event_id_of
+from events.ingest import IngestReport, ingest
+from events.recorder import Recorder
+from events.verify import verify_log
+from projections.projector import project
+
+# --- ingest resumes safely: each device line once ---------------------------------------------
+
+
+def _device_lines(n: int, tables: int = 3) -> str:
+    """n CardDrawn lines over `tables` tables, each device numbering its own lines."""
+    out = []
+    for i in range(n):
+        table = f"T{i % tables:02d}"
+        out.append(json.dumps({
+            "type": "CardDrawn", "table": table, "shoe": f"{table}-S0001", "round": 1,
+            "seq": i // tables + 1, "at": "2026-11-28T22:00:01.250Z", "actor": f"SHOE-{table}",
+            "rank": 2 + i % 13, "suit": "H", "face_up": True, "destination": "MIDDLE"}))
+    return "\n".join(out) + "\n"
+
+
+def _ingest(folder: Path, text: str, tmp_path: Path, **kw: Any) -> IngestReport:
+    with EmbeddedLog(folder, partitions=2) as log:
+        return ingest(io.BytesIO(text.encode()), log, source="test",
+                      quarantine=tmp_path / "q.jsonl", **kw)
+
+
+def _ids(folder: Path) -> list[tuple[bytes, str | None]]:
+    return [(r.key, event_id_of(r.value)) for b in EmbeddedLog(folder).read() for r in b]
+
+
+def test_lines_resent_in_a_later_run_are_reported_already_recorded(tmp_path: Path) -> None:
+    folder, text = tmp_path / "log", _device_lines(60)
+    first = _ingest(folder, text, tmp_path, batch_lines=7)
+    assert (first.recorded, first.already_recorded) == (60, 0)
+    again = _ingest(folder, text, tmp_path, batch_lines=7)
+    assert (again.recorded, again.already_recorded, again.rejected, again.exit_code) == (
+        0, 60, 0, 0)
+    more = _ingest(folder, _device_lines(90), tmp_path)  # the 60 again, then 30 new
+    assert (more.recorded, more.already_recorded) == (30, 60)
+    ids = _ids(folder)
+    assert len(ids) == len(set(ids)) == 90
+
+
+def test_a_line_with_its_own_id_is_recorded_once_whatever_its_seq(tmp_path: Path) -> None:
+    line = json.loads(_device_lines(1))
+    line["id"] = "3f2c9e1e-0000-4000-8000-000000000001"
+    _ingest(tmp_path / "log", json.dumps(line) + "\n", tmp_path)
+    line["seq"] = 5  # re-sent by a device that renumbered it
+    again = _ingest(tmp_path / "log", json.dumps(line) + "\n", tmp_path)
+    assert (again.recorded, again.already_recorded) == (0, 1)
+    other_table = {**line, "table": "T77", "shoe": "T77-S0001"}  # per table: another event
+    assert _ingest(tmp_path / "log", json.dumps(other_table) + "\n", tmp_path).recorded == 1
+
+
+def test_the_id_index_reads_only_what_was_appended_since(tmp_path: Path) -> None:
+    """Opening the index costs the records appended since its last use, not the history."""
+    folder = tmp_path / "log"
+    _ingest(folder, _device_lines(500), tmp_path)
+    log = EmbeddedLog(folder)
+    assert EventIdIndex(log).catch_up() == 0  # up to date: nothing read
+    record_events(EmbeddedLog(folder), {"T05": 7})  # another writer, which keeps no index
+    index = EventIdIndex(log)  # opening catches up those 7 ...
+    assert index.recorded("T05", "e7") and index.catch_up() == 0  # ... and only those
+    index.close()
+
+
+def test_the_id_index_of_a_restored_log_is_rebuilt(tmp_path: Path) -> None:
+    folder, backup = tmp_path / "log", tmp_path / "backup"
+    _ingest(folder, _device_lines(30), tmp_path)
+    shutil.copytree(folder, backup)
+    _ingest(folder, _device_lines(60), tmp_path)
+    shutil.rmtree(folder)
+    shutil.copytree(backup, folder)
+    record_events(EmbeddedLog(folder), {"T00": 3}, "x")  # the index's last record is gone
+    report = _ingest(folder, _device_lines(60), tmp_path)
+    assert (report.recorded, report.already_recorded) == (30, 30)
+
+
+def test_ingest_killed_at_random_points_and_resent_records_each_line_once(
+        tmp_path: Path) -> None:
+    """The operator's recovery: after a SIGKILL, send the whole file again. Each line ends up
+    in the log exactly once: none lost, none twice."""
+    folder, source = tmp_path / "log", tmp_path / "lines.jsonl"
+    source.write_text(_device_lines(6000, tables=5))
+    rng = random.Random(16)
+    kills = 0
+    for _ in range(3):
+        proc = subprocess.Popen([PITLOG, "ingest", str(source), "--log", str(folder),
+                                 "--batch", "50"], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(1.5, 4.0))
+        if proc.poll() is None:
+            proc.kill()
+            kills += 1
+        proc.wait()
+    final = pitlog("ingest", str(source), "--log", str(folder), "--format", "json")
+    assert final.returncode == 0, final.stderr
+    assert kills >= 1
+    ids = _ids(folder)
+    assert len(ids) == len(set(ids)) == 6000  # lost: 0, duplicated: 0
+    assert verify_log(EmbeddedLog(folder)).ok
+
+
+def test_a_duplicate_event_id_in_the_log_is_an_anomaly(tmp_path: Path) -> None:
+    log = EmbeddedLog(tmp_path / "log", partitions=1)
+    recorder = Recorder(log, new_id=lambda: "same-id", now=lambda: T0)
+    for i in range(2):  # a writer that does not check ids records one event twice
+        recorder.record("T03", model.CardDrawn(rank=9, suit=model.Suit.CLUBS, face_up=True,
+                                               destination=model.Box.LEFT),
+                        shoe_id="T03-S0001", round_no=1, actor="SHOE-3",
+                        occurred_at=T0 + timedelta(seconds=i))
+    recorder.flush()
+    db = tmp_path / "db.duckdb"
+    project(log, db)
+    with duckdb.connect(str(db), read_only=True) as con:
+        rows = con.execute("SELECT code, severity, table_id, seqs, rule FROM anomalies").fetchall()
+        listed = con.execute("SELECT severity FROM anomaly_codes "
+                             "WHERE code = 'DUPLICATE_EVENT'").fetchall()
+    assert rows == [("DUPLICATE_EVENT", "high", "T03", [1, 2], "integrity")]
+    assert listed == [("high",)]
+
+
+def test_the_derived_event_id_is_the_rfc_4122_name_based_uuid_of_the_line() -> None:
+    import uuid
+
+    from events.event_ids import _LINE_NAMESPACE, derived_event_id
+
+    for table, actor, seq in [("T01", "SHOE-1", 1), ("Tü7", "TERM-9", 2**40)]:
+        assert derived_event_id(table, actor, seq) == str(
+            uuid.uuid5(_LINE_NAMESPACE, f"{table}\x00{actor}\x00{seq}"))

@@ -1,0 +1,135 @@
+"""Faults on the embedded log's files that `verify` and `project` must survive (issue 14): a
+deleted or damaged index, a read-only copy, a forged table name, a segment truncated under its
+index (docs/integrity.md)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+from test_faults import ROOT, pitlog
+from test_verify import record_events
+
+from events.embedded_log import EmbeddedLog
+from events.errors import ProjectionError
+from events.verify import verify_log
+from projections.projector import project
+
+# --- verify never trusts the index; a damaged partition does not stop the others -------------
+
+
+def _two_table_log(folder: Path) -> EmbeddedLog:
+    log = EmbeddedLog(folder, partitions=2)
+    record_events(log, {"T01": 10, "T04": 10})  # T01 in partition 1, T04 in partition 0
+    return log
+
+
+def test_a_deleted_index_does_not_hide_a_table_from_verify(tmp_path: Path) -> None:
+    folder = tmp_path / "log"
+    _two_table_log(folder)
+    (folder / "p0001.idx").unlink()
+    report = verify_log(EmbeddedLog(folder))
+    assert not report.ok
+    assert {t.table: t.events for t in report.tables} == {"T01": 10, "T04": 10}
+    [finding] = report.anomalies
+    assert (finding.code, finding.kind, finding.partition) == ("CHAIN_BROKEN", "index", 1)
+    assert "p0001.idx is missing" in finding.explanation
+    run = pitlog("verify", "--log", str(folder), "--format", "json")
+    assert run.returncode == 1 and '"T01"' in run.stdout
+
+
+def test_a_damaged_index_is_found_and_the_segment_is_read_instead(tmp_path: Path) -> None:
+    folder = tmp_path / "log"
+    _two_table_log(folder)
+    idx = folder / "p0000.idx"
+    data = bytearray(idx.read_bytes())
+    data[3 * 8] ^= 0x40  # offset 3 now points into the middle of a record
+    idx.write_bytes(bytes(data))
+    report = verify_log(EmbeddedLog(folder))
+    assert [(a.kind, a.partition, a.offset) for a in report.anomalies] == [("index", 0, 3)]
+    assert {t.table: (t.events, t.status) for t in report.tables} == {
+        "T01": (10, "ok"), "T04": (10, "ok")}
+
+
+_READ_ONLY = """
+import errno, os, sys
+folder = os.path.realpath(sys.argv[1])
+def read_only(event, args):
+    # The whole folder behaves as a read-only file system: any write or create is EROFS.
+    if event == "open" and args[0] is not None and isinstance(args[0], (str, bytes)):
+        path = os.path.realpath(os.fsdecode(args[0]))
+        mode, flags = args[1], args[2]
+        writes = (mode is not None and any(c in mode for c in "wax+")) or (
+            flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND))
+        if path.startswith(folder) and writes:
+            raise OSError(errno.EROFS, "Read-only file system", path)
+    if event in ("os.rename", "os.remove", "os.mkdir", "os.truncate", "os.utime") and \\
+            os.path.realpath(os.fsdecode(args[0])).startswith(folder):
+        raise OSError(errno.EROFS, "Read-only file system", args[0])
+sys.addaudithook(read_only)
+sys.argv = ["pitlog", "verify", "--log", sys.argv[1], "--format", "json"]
+from cli.app import main
+main()
+"""
+
+
+def test_verify_works_on_a_read_only_copy_and_writes_nothing(tmp_path: Path) -> None:
+    folder = tmp_path / "copy"
+    _two_table_log(folder)
+    before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in folder.iterdir()}
+    run = subprocess.run([sys.executable, "-c", _READ_ONLY, str(folder)], capture_output=True,
+                         text=True, timeout=120, cwd=ROOT)
+    assert run.returncode == 0, run.stderr
+    rows = json.loads(run.stdout)
+    assert {r["table"]: r["events"] for r in rows if r["kind_of_row"] == "table"} == {
+        "T01": 10, "T04": 10}
+    assert {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in folder.iterdir()} == before
+
+
+def test_verify_never_prints_a_raw_control_sequence_as_a_table_name(tmp_path: Path) -> None:
+    folder = tmp_path / "log"
+    log = _two_table_log(folder)
+    log.append([(b"\x1b]0;owned\x07T9\xff", b"not an event")])
+    run = pitlog("verify", "--log", str(folder), "--format", "json")
+    assert run.returncode == 1
+    assert "\x1b" not in run.stdout + run.stderr and "\x07" not in run.stdout + run.stderr
+    tables = [r["table"] for r in json.loads(run.stdout) if r["kind_of_row"] == "table"]
+    assert "\\x1b]0;owned\\x07T9\\xff" in tables
+
+
+def test_a_segment_truncated_under_its_index_stops_only_its_partition(tmp_path: Path) -> None:
+    folder, db = tmp_path / "log", tmp_path / "db.duckdb"
+    log = _two_table_log(folder)
+    seg = folder / "p0001.seg"
+    _, cut = log.segment_position(1, 6)
+    with seg.open("r+b") as f:
+        f.truncate(cut + 5)  # records 6.. of partition 1 are gone; its index still lists them
+    with pytest.raises(ProjectionError, match=r"partition 1 cannot be read past offset 6") as e:
+        project(EmbeddedLog(folder), db, batch_size=4)
+    assert "Restore that partition's .seg and .idx from a backup" in str(e.value)
+    with duckdb.connect(str(db), read_only=True) as con:
+        loaded = con.execute("SELECT table_id, count(*) FROM events GROUP BY 1 "
+                             "ORDER BY 1").fetchall()
+    assert loaded == [("T01", 6), ("T04", 10)]
+    run = pitlog("project", "--log", str(folder), "--db", str(db))
+    assert run.returncode == 1 and run.stderr.startswith("Error: ")
+    assert "partition 1 cannot be read past offset 6" in run.stderr
+
+
+def test_whole_records_past_the_index_are_reported_and_verified(tmp_path: Path) -> None:
+    """A committed record whose index entry was lost (the .idx restored from an older backup):
+    verify still checks it and says readers do not see it."""
+    folder = tmp_path / "log"
+    _two_table_log(folder)
+    idx = folder / "p0000.idx"
+    idx.write_bytes(idx.read_bytes()[:-16])  # the last two entries of partition 0 lost
+    report = verify_log(EmbeddedLog(folder))
+    assert [(a.kind, a.partition, a.offset) for a in report.anomalies] == [("index", 0, 8)]
+    assert "holds 2 whole records after the last one p0000.idx lists" in \
+        report.anomalies[0].explanation
+    assert {t.table: (t.events, t.status) for t in report.tables} == {
+        "T01": (10, "ok"), "T04": (10, "ok")}
