@@ -166,6 +166,18 @@ def profile_rules(profile: Profile | str) -> ProfileRules:
     return PROFILES[_profile(profile)]
 
 
+def burn_owed(profile: Profile | str, reshuffling_shoe: bool) -> bool:
+    """Whether a burn is owed after a new shoe or a new dealer (13:47-20.31(d)1; 13:69F-6.4).
+
+    13:69F-6.9: "In lieu of the dealing and shuffling requirements set forth in N.J.A.C.
+    13:69F-6.3 and 6.4, a casino licensee may utilize a dealing shoe or other device designed
+    to automatically reshuffle the cards": at an nj-casino table dealing from such a device
+    (ShuffleMethod.CONTINUOUS_SHUFFLER) no burn is owed. Casino nights (13:47-20.31) and the
+    gaming authority state no such exemption. anomalies.sql (burn_exempt_loads) decides the same.
+    """
+    return not (reshuffling_shoe and _profile(profile) is Profile.NJ_CASINO)
+
+
 # --- paytables -------------------------------------------------------------------------------
 
 

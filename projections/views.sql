@@ -65,7 +65,8 @@ SELECT
             || CASE destination WHEN 'DISCARD_RACK' THEN ' to the discard rack'
                    ELSE ' to the ' || lower(destination) || ' box' END
         WHEN 'CardFoundFaceUp' THEN card_label(rank, suit) || ' found face up in the shoe (not used)'
-        WHEN 'CardDrawnInError' THEN card_label(rank, suit) || ' drawn in error (used as the next card)'
+        WHEN 'CardDrawnInError' THEN card_label(rank, suit)
+            || ' drawn in error (to be used as the next card, 13:47-20.31(g)2)'
         WHEN 'CardsRacked' THEN 'racks ' || array_to_string(
             list_transform(cards, lambda c: card_label(c.rank, c.suit)), ' ')
         WHEN 'Announced' THEN '"' || phrase || '" (' || lower(meaning)
