@@ -10,10 +10,10 @@ is off; each labels exactly the anomaly codes its injection must raise.
 
 from __future__ import annotations
 
-import random
 from typing import TYPE_CHECKING
 
 from events import model, rules
+from events.irregular_hands import Slips
 from events.model import Box, Card, Meaning, Suit
 
 if TYPE_CHECKING:
@@ -22,25 +22,8 @@ if TYPE_CHECKING:
 _ALL_CARDS = tuple(Card(r, s) for r in range(2, 15) for s in Suit)
 
 
-class CardSlips:
+class CardSlips(Slips):
     """The card-level injections; mixed into `Irregularities`, which provides the state."""
-
-    rng: random.Random
-    enabled: bool
-    busy: bool
-    cut_card_out: bool
-    cut_card_this_round: bool
-    illegal_paytable: bool
-
-    def roll(self, code: str) -> bool:
-        raise NotImplementedError
-
-    def chance(self, code: str) -> bool:
-        raise NotImplementedError
-
-    def label(self, code: str, table: TableSim, note: str = "", *,
-              round_no: int | None | str = "in play") -> None:
-        raise NotImplementedError
 
     # --- the shoe --------------------------------------------------------------------------------
 

@@ -27,8 +27,9 @@ class RoundStopped(Exception):
     after a dealing-shoe jam); its cards are already racked."""
 
 
-class HandSlips:
-    """The round-level injections; mixed into `Irregularities`, which provides the state."""
+class Slips:
+    """What every mixin of injections needs from `Irregularities`: its random stream, its state
+    and its ground-truth labels (declared here, provided there)."""
 
     rng: random.Random
     enabled: bool
@@ -36,16 +37,24 @@ class HandSlips:
     cut_card_out: bool
     cut_card_this_round: bool
     illegal_paytable: bool
-    _late_raise: Key | None
-    _settle_rolled: bool
-    _payout_rolled: bool
 
     def roll(self, code: str) -> bool:
+        raise NotImplementedError
+
+    def chance(self, code: str) -> bool:
         raise NotImplementedError
 
     def label(self, code: str, table: TableSim, note: str = "", *,
               round_no: int | None | str = "in play") -> None:
         raise NotImplementedError
+
+
+class HandSlips(Slips):
+    """The round-level injections; mixed into `Irregularities`, which provides the state."""
+
+    _late_raise: Key | None
+    _settle_rolled: bool
+    _payout_rolled: bool
 
     def before_card(self, table: TableSim, hand: Hand) -> None:
         """FACE_UP_CARD_USED: the next card is found face up in the shoe ((g)1). Half the time

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from surveillance_pit import LEFT, LOST, MIDDLE, ORIGINAL, RAISE, RIGHT, WON, Pit, opened
+from surveillance_pit import LEFT, LOST, MIDDLE, ORIGINAL, RAISE, RIGHT, VOID, WON, Pit, opened
 
 from events import model
 from events.model import BurnReason, Instrument, Meaning, ShuffleMethod, Suit
@@ -76,39 +76,41 @@ def _spread_redraw_settled_on_the_deciding_card(tmp: Path) -> tuple[Pit, Seqs]:
     return pit, s
 
 
-def _pair_redraw_cheat(tmp: Path) -> tuple[Pit, Seqs]:
-    """7S 7H: 9D is no three of a kind (a tie hand, (d)10); then 7D is drawn and paid 11 to 1."""
-    pit, s = opened(tmp), {}
-    pit.begin(1)
-    s["w1"] = pit.wager(1, 1000)
-    pit.draw("7S", LEFT)
-    pit.draw("7H", RIGHT)
-    pit.say(Meaning.PAIR)
-    s["third"] = pit.draw("9D", MIDDLE)
-    pit.say(Meaning.NO_THREE_OF_A_KIND)
-    s["redraw"] = pit.draw("7D", MIDDLE)
-    pit.say(Meaning.THREE_OF_A_KIND)
-    s["p1"] = pit.settle(1, ORIGINAL, WON, 11000, 11)
-    pit.rack("7S 7H 9D 7D")
-    pit.close_shoe()
-    return pit, s
+def _pair_redraw(third: str, redraw: str, paid: int) -> Callable[[Path], tuple[Pit, Seqs]]:
+    """7S 7H; the `third` card after the pair decides ((d)8-10); `redraw` comes after it and
+    the dealer pays seat 1's $10 `paid` (WON at 11 to 1, or VOID returned when 0)."""
+    def build(tmp: Path) -> tuple[Pit, Seqs]:
+        pit, s = opened(tmp), {}
+        pit.begin(1)
+        s["w1"] = pit.wager(1, 1000)
+        pit.draw("7S", LEFT)
+        pit.draw("7H", RIGHT)
+        pit.say(Meaning.PAIR)
+        for name, label in (("third", third), ("redraw", redraw)):
+            s[name] = pit.draw(label, MIDDLE)
+            pit.say(Meaning.THREE_OF_A_KIND if label[0] == "7" else Meaning.NO_THREE_OF_A_KIND)
+        s["p1"] = (pit.settle(1, ORIGINAL, WON, paid, 11) if paid
+                   else pit.settle(1, ORIGINAL, VOID, 1000))
+        pit.rack(f"7S 7H {third} {redraw}")
+        pit.close_shoe()
+        return pit, s
+    return build
 
 
-def _pair_decided_by_the_first_card(tmp: Path) -> tuple[Pit, Seqs]:
-    """7S 7H then 7D: three of a kind; a 9D dealt after it changes nothing."""
-    pit, s = opened(tmp), {}
-    pit.begin(1)
-    s["w1"] = pit.wager(1, 1000)
-    pit.draw("7S", LEFT)
-    pit.draw("7H", RIGHT)
-    pit.say(Meaning.PAIR)
-    s["third"] = pit.draw("7D", MIDDLE)
-    pit.say(Meaning.THREE_OF_A_KIND)
-    s["redraw"] = pit.draw("9D", MIDDLE)
-    pit.settle(1, ORIGINAL, WON, 11000, 11)
-    pit.rack("7S 7H 7D 9D")
+def _spread_tail(pit: Pit, racked: str, spread: int = 4, raised: int = 0) -> int:
+    """The rest of a spread round that 7C wins for seat 1's $10 wager (and its raise): "spread",
+    "Raises closed", the third card and its value, the settlements at 1 to 1, the rack; returns
+    the rack's seq."""
+    pit.say(SPREAD, spread)
+    pit.say(RAISES_CLOSED)
+    pit.draw("7C", MIDDLE)
+    pit.say(THIRD_CARD, 7)
+    pit.settle(1, ORIGINAL, WON, 1000, 1)
+    if raised:
+        pit.settle(1, RAISE, WON, raised, 1)  # (e): a raise is paid like the wager
+    seq = pit.rack(racked)
     pit.close_shoe()
-    return pit, s
+    return seq
 
 
 def _spread_settled_without_a_third_card(tmp: Path) -> tuple[Pit, Seqs]:
@@ -133,14 +135,7 @@ def _raise_before_the_first_two_cards(tmp: Path) -> tuple[Pit, Seqs]:
     s["raise"] = pit.raise_(1, 1000)
     pit.draw("4S", LEFT)
     s["r"] = pit.draw("10H", RIGHT)
-    pit.say(SPREAD, 5)
-    pit.say(RAISES_CLOSED)
-    pit.draw("7C", MIDDLE)
-    pit.say(THIRD_CARD, 7)
-    pit.settle(1, ORIGINAL, WON, 1000, 1)
-    pit.settle(1, RAISE, WON, 1000, 1)
-    pit.rack("4S 10H 7C")
-    pit.close_shoe()
+    _spread_tail(pit, "4S 10H 7C", spread=5, raised=1000)
     return pit, s
 
 
@@ -150,13 +145,7 @@ def _first_card_to_the_right_box(tmp: Path) -> tuple[Pit, Seqs]:
     pit.begin(1)
     pit.wager(1, 1000)
     s["first"], s["second"] = pit.draw("4S", RIGHT), pit.draw("9H", LEFT)
-    pit.say(SPREAD, 4)
-    pit.say(RAISES_CLOSED)
-    pit.draw("7C", MIDDLE)
-    pit.say(THIRD_CARD, 7)
-    pit.settle(1, ORIGINAL, WON, 1000, 1)
-    pit.rack("4S 9H 7C")
-    pit.close_shoe()
+    _spread_tail(pit, "4S 9H 7C")
     return pit, s
 
 
@@ -168,13 +157,7 @@ def _drawn_in_error(tmp: Path, *, racked: str) -> tuple[Pit, Seqs]:
     s["error"] = pit.emit(model.CardDrawnInError(rank=13, suit=Suit.DIAMONDS))
     s["l"] = pit.draw("4S", LEFT)
     pit.draw("9H", RIGHT)
-    pit.say(SPREAD, 4)
-    pit.say(RAISES_CLOSED)
-    pit.draw("7C", MIDDLE)
-    pit.say(THIRD_CARD, 7)
-    pit.settle(1, ORIGINAL, WON, 1000, 1)
-    s["rack"] = pit.rack(racked)
-    pit.close_shoe()
+    s["rack"] = _spread_tail(pit, racked)
     return pit, s
 
 
@@ -200,13 +183,7 @@ def _wager_with(profile: str, instrument: Instrument) -> Callable[[Path], tuple[
         s["w1"] = pit.wager(1, 1000, instrument=instrument)
         pit.draw("4S", LEFT)
         pit.draw("9H", RIGHT)
-        pit.say(SPREAD, 4)
-        pit.say(RAISES_CLOSED)
-        pit.draw("7C", MIDDLE)
-        pit.say(THIRD_CARD, 7)
-        pit.settle(1, ORIGINAL, WON, 1000, 1)
-        pit.rack("4S 9H 7C")
-        pit.close_shoe()
+        _spread_tail(pit, "4S 9H 7C")
         return pit, s
     return build
 
@@ -266,13 +243,17 @@ CASES: dict[str, Case] = {
         [("THIRD_CARD_REDRAWN", 1, ["third", "redraw"])],
         {(1, "ORIGINAL"): ("OK", "LOST", 0, 1000, 0)}),
     "pair_redraw_cheat": Case(
-        _pair_redraw_cheat,
+        _pair_redraw("9D", "7D", paid=11000),
         [("THIRD_CARD_REDRAWN", 1, ["third", "redraw"]), ("WRONG_SETTLEMENT", 1, ["w1", "p1"])],
         {(1, "ORIGINAL"): ("WRONG_OUTCOME", "VOID", 0, 0, 1000)}),
     "pair_decided_by_the_first_card": Case(
-        _pair_decided_by_the_first_card,
+        _pair_redraw("7D", "9D", paid=11000),
         [("THIRD_CARD_REDRAWN", 1, ["third", "redraw"])],
         {(1, "ORIGINAL"): ("OK", "WON", 11000, 0, 0)}),
+    "pair_three_of_a_kind_redrawn_and_voided": Case(
+        _pair_redraw("7D", "9D", paid=0),
+        [("THIRD_CARD_REDRAWN", 1, ["third", "redraw"]), ("WRONG_SETTLEMENT", 1, ["w1", "p1"])],
+        {(1, "ORIGINAL"): ("WRONG_OUTCOME", "WON", 11000, 0, 0)}),
     "spread_settled_without_a_third_card": Case(
         _spread_settled_without_a_third_card,
         [("SPREAD_WITHOUT_THIRD_CARD", 1, ["l", "r", "p1"])],
