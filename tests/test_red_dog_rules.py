@@ -15,6 +15,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from surveillance_pit import LEFT, LOST, MIDDLE, ORIGINAL, RAISE, RIGHT, VOID, WON, Pit, opened
+from surveillance_pit import card as card_of
 
 from events import model
 from events.model import BurnReason, Instrument, Meaning, ShuffleMethod, Suit
@@ -468,3 +469,64 @@ def test_clean_rounds_keep_their_theoretical_win_and_ledger(tmp_path: Path) -> N
     assert group["theo_win_exact"] == (originals * theory.original_wager_edge(6)
                                     + 1000 * theory.raise_edge(6, 8))
     assert isinstance(group["theo_win_exact"], Fraction)
+
+
+def _line(n: int, type_: str, round_no: int | None, **fields: object) -> str:
+    import json
+
+    return json.dumps({"type": type_, "table": "T07", "shoe": "T07-S1", "round": round_no,
+                       "seq": n, "at": f"2026-11-28T21:00:{n:02d}.000Z", "actor": "TERM-7",
+                       **fields})
+
+
+def test_the_redraw_cheats_reproduced_through_pitlog_ingest(tmp_path: Path) -> None:
+    """Issue 13 as a surveillance officer found it: device lines through `pitlog ingest`, then
+    `pitlog project` and `pitlog anomalies`. Round 1: 3C QD, 2S decides (lose), 9H redrawn and
+    paid. Round 2: 7S 7H, 9D decides (tie hand), 7D redrawn and paid 11 to 1."""
+    import json
+
+    from test_cli_integrity import run
+
+    rounds = [(1, "3C QD 2S 9H", ("SPREAD", 8), [("THIRD_CARD", 2), ("THIRD_CARD", 9)],
+               ("WON", 2500, 1)),
+              (2, "7S 7H 9D 7D", ("PAIR", None),
+               [("NO_THREE_OF_A_KIND", None), ("THREE_OF_A_KIND", None)], ("WON", 27500, 11))]
+    lines = [_line(1, "TableOpened", None, shoe=None, profile="nj-casino"),
+             _line(2, "DealerTappedIn", None, shoe=None, dealer_id="D1"),
+             _line(3, "CardsLoaded", None, decks=6),
+             _line(4, "CardBurned", None, rank=13, suit="C", reason="NEW_SHOE")]
+    boxes = ("LEFT", "RIGHT", "MIDDLE", "MIDDLE")
+    for round_no, cards, (kind, spread), values, (outcome, cents, odds) in rounds:
+        def add(type_: str, rn: int = round_no, **fields: object) -> None:
+            lines.append(_line(len(lines) + 1, type_, rn, **fields))
+        add("WagerPlaced", seat=1, area=1, player_id="P1", amount_cents=2500)
+        for i, label in enumerate(cards.split()):
+            if i == 2:
+                add("Announced", phrase=kind.title(), meaning=kind, value=spread)
+                if kind == "SPREAD":
+                    add("Announced", phrase="Raises closed", meaning="RAISES_CLOSED")
+            c = card_of(label)
+            add("CardDrawn", rank=c.rank, suit=c.suit.value, face_up=True, destination=boxes[i])
+            if i >= 2:
+                meaning, value = values[i - 2]
+                add("Announced", phrase=meaning.lower(), meaning=meaning, value=value)
+        add("WagerSettled", seat=1, area=1, wager_kind="ORIGINAL", outcome=outcome,
+            amount_cents=cents, odds=odds)
+        add("CardsRacked", cards=[{"rank": card_of(x).rank, "suit": card_of(x).suit.value}
+                                  for x in cards.split()])
+    lines.append(_line(len(lines) + 1, "ShoeClosed", None, cards_remaining=200))
+    feed = tmp_path / "floor.jsonl"
+    feed.write_text("\n".join(lines) + "\n")
+    log, db = tmp_path / "log", tmp_path / "pitlog.duckdb"
+    ingested = run("ingest", str(feed), "--log", str(log))
+    assert ingested.returncode == 0, ingested.stdout + ingested.stderr
+    assert run("project", "--log", str(log), "--db", str(db)).returncode == 0
+    found = run("anomalies", "--db", str(db), "--no-statistics", "--format", "json")
+    assert found.returncode == 0, found.stderr
+    codes = sorted((a["code"], a["round_no"]) for a in json.loads(found.stdout))
+    assert codes == [("THIRD_CARD_REDRAWN", 1), ("THIRD_CARD_REDRAWN", 2),
+                     ("WRONG_SETTLEMENT", 1), ("WRONG_SETTLEMENT", 2)]
+    with duckdb.connect(str(db), read_only=True) as con:
+        ledger = con.execute("SELECT round_no, status, expected_outcome FROM ledger "
+                             "ORDER BY round_no").fetchall()
+    assert ledger == [(1, "WRONG_OUTCOME", "LOST"), (2, "WRONG_OUTCOME", "VOID")]
