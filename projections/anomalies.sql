@@ -1,4 +1,4 @@
--- pitlog anomalies: every rule and integrity code of the catalogue in DESIGN.md, decided in
+-- pitlog anomalies: every rule and integrity code of the catalogue (anomaly_codes), decided in
 -- plain DuckDB SQL over the raw `events` table and the `ledger` and `paytables` views of
 -- ledger.sql (created before this file). The `anomalies` view is the union of five families
 -- (anomalies_found_*), each a UNION ALL of one commented SELECT per code over a few shared,
@@ -14,8 +14,10 @@
 -- round LACKS (an announcement, a settlement, the rack) is judged only once it is finished,
 -- so a live table's round in progress is never flagged for what is still to come.
 
--- The catalogue of DESIGN.md: code, severity, rule (the catalogue's, with 13:47-20.31 written
--- out) and what is flagged (word for word).
+-- The catalogue of DESIGN.md, with the codes of issue 13 (docs/anomalies.md quotes each
+-- clause): code, severity, rule (with 13:47-20.31 written out) and what is flagged. The
+-- simulator's INJECTABLE (events/irregularities.py), the severities of projections/anomalies.py
+-- and the CLI, and docs/anomalies.md must agree with it (tests/test_anomalies.py checks that).
 CREATE OR REPLACE VIEW anomaly_codes AS
 SELECT code, severity, CASE severity WHEN 'high' THEN 3 WHEN 'medium' THEN 2 ELSE 1 END AS severity_rank,
        rule, flagged

@@ -448,6 +448,7 @@ def test_a_correct_burn_disclosure_and_a_reshuffling_shoe_without_burns_raise_no
 def test_clean_rounds_keep_their_theoretical_win_and_ledger(tmp_path: Path) -> None:
     """Rounds dealt correctly: the reconciliation's theoretical win is the exact edge times the
     wagers (events.theory), as before this issue, and every settlement is OK."""
+    import json
     from fractions import Fraction
 
     from events import theory
@@ -469,6 +470,17 @@ def test_clean_rounds_keep_their_theoretical_win_and_ledger(tmp_path: Path) -> N
     assert group["theo_win_exact"] == (originals * theory.original_wager_edge(6)
                                     + 1000 * theory.raise_edge(6, 8))
     assert isinstance(group["theo_win_exact"], Fraction)
+    # `pitlog theo` is the same exact edge: 3841/48205 per original wager from a 6-deck shoe.
+    from typer.testing import CliRunner
+
+    from cli.app import app
+
+    theo = CliRunner().invoke(app, ["theo", "--decks", "6", "--format", "json"])
+    assert theo.exit_code == 0, theo.output
+    edge = json.loads(theo.output)[0]
+    assert (edge["measure"], Fraction(edge["exact"])) == (
+        "house edge per original wager", theory.original_wager_edge(6))
+    assert theory.original_wager_edge(6) == Fraction(3841, 48205)
 
 
 def _line(n: int, type_: str, round_no: int | None, **fields: object) -> str:
