@@ -234,17 +234,19 @@ def test_verbal_wager_at_a_gaming_authority_table_is_a_call_bet(tmp_path: Path) 
     assert pit.judge() == [("CALL_BET", "T01", "S1", 1, [called])]
 
 
-def test_verbal_wager_at_an_nj_casino_is_no_anomaly(tmp_path: Path) -> None:
+def test_verbal_wager_at_an_nj_casino_is_a_call_bet_too(tmp_path: Path) -> None:
+    # 13:69F-6.5(b): wagers are made "by placing gaming chips or plaques and, if applicable, a
+    # match play coupon on the appropriate area"; red dog states no exception for verbal ones.
     pit = opened(tmp_path, "nj-casino")
     pit.begin(1)
-    pit.wager(1, 1000, instrument=Instrument.CALL_BET)
+    called = pit.wager(1, 1000, instrument=Instrument.CALL_BET)
     pit.draw("5S", LEFT)
     pit.draw("6H", RIGHT)
     pit.say(Meaning.CONSECUTIVE)
     pit.settle(1, ORIGINAL, VOID, 1000)
     pit.rack("5S 6H")
     pit.close_shoe()
-    assert pit.judge() == []
+    assert pit.judge() == [("CALL_BET", "T01", "S1", 1, [called])]
 
 
 def test_one_player_on_two_areas_is_multiple_betting_areas(tmp_path: Path) -> None:
@@ -642,7 +644,7 @@ def test_every_catalogue_code_has_its_rule_and_severity(tmp_path: Path) -> None:
     assert len(rows) == 35
     assert rows["THIRD_CARD_REDRAWN"] == ("high", "13:47-20.31(d)10, (d)13-14; GA (8), (11)")
     assert rows["EARLY_THIRD_CARD"] == ("medium", "13:47-20.31(g)3; 13:69F-6.7")
-    assert rows["CALL_BET"] == ("medium", "GA (2)")
+    assert rows["CALL_BET"] == ("medium", "13:47-20.31(d)4; 13:69F-6.5(b); GA (2)")
     assert rows["CHAIN_BROKEN"] == ("high", "integrity")
     assert {s for s, _ in rows.values()} == {"low", "medium", "high"}
 
