@@ -27,8 +27,9 @@ class RoundStopped(Exception):
     after a dealing-shoe jam); its cards are already racked."""
 
 
-class HandSlips:
-    """The round-level injections; mixed into `Irregularities`, which provides the state."""
+class Slips:
+    """What every mixin of injections needs from `Irregularities`: its random stream, its state
+    and its ground-truth labels (declared here, provided there)."""
 
     rng: random.Random
     enabled: bool
@@ -36,16 +37,24 @@ class HandSlips:
     cut_card_out: bool
     cut_card_this_round: bool
     illegal_paytable: bool
-    _late_raise: Key | None
-    _settle_rolled: bool
-    _payout_rolled: bool
 
     def roll(self, code: str) -> bool:
+        raise NotImplementedError
+
+    def chance(self, code: str) -> bool:
         raise NotImplementedError
 
     def label(self, code: str, table: TableSim, note: str = "", *,
               round_no: int | None | str = "in play") -> None:
         raise NotImplementedError
+
+
+class HandSlips(Slips):
+    """The round-level injections; mixed into `Irregularities`, which provides the state."""
+
+    _late_raise: Key | None
+    _settle_rolled: bool
+    _payout_rolled: bool
 
     def before_card(self, table: TableSim, hand: Hand) -> None:
         """FACE_UP_CARD_USED: the next card is found face up in the shoe ((g)1). Half the time
@@ -265,7 +274,7 @@ class HandSlips:
                 made = self._wrong_settlement(table, hand, amount, outcome)
         if made is not None and made[0] is SettledAs.WON and outcome is SettledAs.WON \
                 and self.illegal_paytable and odds is not None and made[1] == amount * odds \
-                and odds < _standard_odds(hand):
+                and _illegal_odds(table, hand, odds):
             self.label("BELOW_MINIMUM_ODDS", table, "paid at the illegal line")
         return made
 
@@ -289,9 +298,12 @@ def free_seats(table: TableSim, hand: Hand) -> list[int]:
     return [s for s in table.players if s not in used]
 
 
-def _standard_odds(hand: Hand) -> int:
-    """The standard table's odds for this round's win (13:47-20.31(e), (d)9)."""
+def _illegal_odds(table: TableSim, hand: Hand, odds: int) -> bool:
+    """Whether a win paid at `odds` is below the standard table's (13:47-20.31(e), (d)9), or a
+    casino night's three of a kind at other than 11 to 1 ((d)9)."""
     assert hand.left is not None and hand.right is not None
     c = rules.classify(hand.left.rank, hand.right.rank)
     std = rules.STANDARD_PAYTABLE
-    return std.three_of_a_kind if c.spread is None else rules.spread_odds(std, c.spread)
+    if c.spread is None and table.profile == rules.Profile.NJ_CASINO_NIGHT:
+        return odds != std.three_of_a_kind
+    return odds < (std.three_of_a_kind if c.spread is None else rules.spread_odds(std, c.spread))

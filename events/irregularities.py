@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from events import chain, codec, limits, model, rules
+from events.irregular_cards import CardSlips
 from events.irregular_hands import EXTRA_SIZES_CENTS, HandSlips, RoundStopped, free_seats
 from events.log import EventLog
 from events.model import (
@@ -54,6 +55,9 @@ INJECTABLE = (
     "ROUND_ABANDONED_AT_CUT_CARD", "DISCARD_RACK_ORDER", "CARD_UNACCOUNTED", "EXTRA_CARD",
     "MULTIPLE_BETTING_AREAS", "CALL_BET", "DEVICE_FAULT_NOT_VOIDED", "SEQUENCE_GAP",
     "CHAIN_BROKEN", "DUPLICATE_EVENT",
+    # the checkable clauses of the seeds (events/irregular_cards.py and below)
+    "MATCH_PLAY_NOT_ALLOWED", "TOO_MANY_DECKS", "THIRD_CARD_REDRAWN", "SPREAD_WITHOUT_THIRD_CARD",
+    "EARLY_RAISE", "WRONG_BOX", "BURN_MISDISCLOSED", "DRAWN_IN_ERROR_NOT_USED",
 )
 _WRONG_LINES = ("spread_1", "spread_2", "spread_3", "three_of_a_kind")
 _ALL_CARDS = tuple(Card(r, s) for r in range(2, 15) for s in Suit)
@@ -103,7 +107,7 @@ def record_tampered(recorder: Recorder, log: EventLog, kind: str, table_id: str,
     head.seq, head.hash = env.seq, chain.stored_hash(message)
 
 
-class Irregularities(HandSlips):
+class Irregularities(HandSlips, CardSlips):
     """The seam where irregularities are injected; draws from its own random stream."""
 
     def __init__(self, config: SimConfig, table_seed: str) -> None:
@@ -116,6 +120,7 @@ class Irregularities(HandSlips):
         self.hold_next_round = False  # a shoe-level injection owns the next round
         self._tamper: str | None = None
         self._call_bet = False
+        self._coupon = False
         self._late_raise: tuple[int, int] | None = None
         self._settle_rolled = self._payout_rolled = False
         self.extra_card_pending = False
@@ -169,10 +174,17 @@ class Irregularities(HandSlips):
         if self.chance("BELOW_MINIMUM_ODDS"):
             line = self.rng.choice(_WRONG_LINES)
             std = rules.STANDARD_PAYTABLE
-            pt = replace(std, **{line: getattr(std, line) - 1})
+            # 13:47-20.31(d)9: at a casino night three of a kind is fixed at 11 to 1, so a
+            # promotional 12 to 1 is illegal there too; elsewhere a line is lowered.
+            step = -1
+            if line == "three_of_a_kind" and table.profile == rules.Profile.NJ_CASINO_NIGHT \
+                    and self.rng.random() < 0.5:
+                step = 1
+            pt = replace(std, **{line: getattr(std, line) + step})
             table.open_table(pt)
             self.illegal_paytable = True
-            self.label("BELOW_MINIMUM_ODDS", table, f"{line} lowered", round_no=None)
+            self.label("BELOW_MINIMUM_ODDS", table,
+                       f"{line} {'raised' if step > 0 else 'lowered'}", round_no=None)
 
     def shuffling(self, table: TableSim, method: ShuffleMethod, device: str) -> None:
         """DEVICE_FAULT_NOT_VOIDED: the shuffler jams; half the time the cards are reshuffled
@@ -227,6 +239,8 @@ class Irregularities(HandSlips):
             self.extra_card_pending = not self._introduce_card(table)
         elif self.roll("CALL_BET"):
             self._call_bet = True
+        elif self.roll("MATCH_PLAY_NOT_ALLOWED"):
+            self._coupon = True
 
     def _introduce_card(self, table: TableSim) -> bool:
         """EXTRA_CARD (13:47-20.31(a)2): a copy of a card whose every copy has already left
@@ -245,14 +259,22 @@ class Irregularities(HandSlips):
         return True
 
     def instrument(self, table: TableSim, instrument: Instrument) -> Instrument:
-        """CALL_BET: the round's first wager is a verbal call bet; flagged only where call bets
-        are forbidden (GA (2)), recorded unlabelled elsewhere."""
-        if not self._call_bet:
-            return instrument
-        self._call_bet = False
-        if not rules.profile_rules(table.profile).call_bets_allowed:
-            self.label("CALL_BET", table)
-        return Instrument.CALL_BET
+        """CALL_BET: the round's first wager is a verbal call bet (forbidden at every profile:
+        13:47-20.31(d)4; 13:69F-6.5(b); GA (2)). MATCH_PLAY_NOT_ALLOWED: it is a match play
+        coupon, flagged only where wagers are chips and plaques only (GA (2)), recorded
+        unlabelled elsewhere."""
+        allowed = rules.profile_rules(table.profile)
+        if self._call_bet:
+            self._call_bet = False
+            if not allowed.call_bets_allowed:
+                self.label("CALL_BET", table)
+            return Instrument.CALL_BET
+        if self._coupon:
+            self._coupon = False
+            if not allowed.match_play_allowed:
+                self.label("MATCH_PLAY_NOT_ALLOWED", table)
+            return Instrument.MATCH_PLAY_COUPON
+        return instrument
 
     def wagers_placed(self, table: TableSim, hand: Hand) -> None:
         """MULTIPLE_BETTING_AREAS: a player also wagers on a free area ((g)4; 13:69F-6.8)."""

@@ -126,17 +126,21 @@ PROFILES: Final[dict[Profile, ProfileRules]] = {
     Profile.NJ_CASINO: ProfileRules(
         max_decks=None,  # 13:69F-6.1(a): "at least one deck"
         min_decks=1,
-        # 13:69F-6.5(b) names chips, plaques and match play coupons but, unlike GA (2),
-        # does not forbid call bets; the CALL_BET anomaly is GA (2) only.
-        call_bets_allowed=True,
+        # 13:69F-6.5(b): wagers are made "by placing gaming chips or plaques and, if
+        # applicable, a match play coupon on the appropriate area"; unlike the roulette rule
+        # of the same chapter, red dog states no exception for verbal wagers.
+        call_bets_allowed=False,
         match_play_allowed=True,  # 13:69F-6.5(b): "and, if applicable, a match play coupon"
         payout_floor_only=True,  # 13:69F-6 (DESIGN: payouts never below the table)
     ),
     Profile.NJ_CASINO_NIGHT: ProfileRules(
         max_decks=1,  # 13:47-20.31(a)2: "A deck of cards"
         min_decks=1,
-        call_bets_allowed=True,  # 13:47-20.31(d)4 does not forbid them, unlike GA (2)
-        match_play_allowed=False,  # 13:47-20.31 provides for no match play coupons
+        # 13:47-20.31(d)4: "All wagers ... shall be placed on the appropriate area of the red
+        # dog layout": a spoken call bet is not placed.
+        call_bets_allowed=False,
+        # 13:47-20.31 names no instrument, so a coupon is not judged there (docs/anomalies.md).
+        match_play_allowed=True,
         payout_floor_only=True,  # 13:47-20.31(f): not "decrease ... below" (e)
     ),
     Profile.GAMING_AUTHORITY: ProfileRules(
@@ -160,6 +164,18 @@ def _profile(profile: Profile | str) -> Profile:
 def profile_rules(profile: Profile | str) -> ProfileRules:
     """The rules of a profile, given as a Profile or its string value."""
     return PROFILES[_profile(profile)]
+
+
+def burn_owed(profile: Profile | str, reshuffling_shoe: bool) -> bool:
+    """Whether a burn is owed after a new shoe or a new dealer (13:47-20.31(d)1; 13:69F-6.4).
+
+    13:69F-6.9: "In lieu of the dealing and shuffling requirements set forth in N.J.A.C.
+    13:69F-6.3 and 6.4, a casino licensee may utilize a dealing shoe or other device designed
+    to automatically reshuffle the cards": at an nj-casino table dealing from such a device
+    (ShuffleMethod.CONTINUOUS_SHUFFLER) no burn is owed. Casino nights (13:47-20.31) and the
+    gaming authority state no such exemption. anomalies.sql (burn_exempt_loads) decides the same.
+    """
+    return not (reshuffling_shoe and _profile(profile) is Profile.NJ_CASINO)
 
 
 # --- paytables -------------------------------------------------------------------------------
@@ -213,7 +229,8 @@ def trips_odds(paytable: Paytable) -> int:
 
 def _paytable_clause(profile: Profile, line: str) -> str:
     # 13:47-20.31(f) only names the spread odds of (e); three of a kind is fixed at 11 to 1 by
-    # (d)9, which we treat as a floor too (a promotional 12 to 1 is allowed in NJ).
+    # (d)9 ("shall be paid at odds of 11 to 1"), neither lower nor higher at a casino night
+    # (see _fixed_odds). A promotional 12 to 1 is allowed at an nj-casino table.
     # 13:69F-6: the seed omits the red dog payout-odds section's text (6.6 is empty there);
     # DESIGN.md: "payouts never below the table".
     if profile is Profile.NJ_CASINO_NIGHT:
@@ -223,6 +240,13 @@ def _paytable_clause(profile: Profile, line: str) -> str:
     return "GA (11)(c)"
 
 
+def _fixed_odds(profile: Profile, line: str) -> bool:
+    """True when the line's odds are fixed, neither lower nor higher: three of a kind at a
+    casino night (13:47-20.31(d)9 "shall be paid at odds of 11 to 1"; (f) only protects the
+    spread odds of (e) from a decrease, so only those may be raised)."""
+    return profile is Profile.NJ_CASINO_NIGHT and line == "three_of_a_kind"
+
+
 def validate_paytable(
     profile: Profile | str, paytable: Paytable, *, board_approved: bool = False
 ) -> None:
@@ -230,7 +254,8 @@ def validate_paytable(
     may not use this paytable.
 
     NJ profiles: every line must be at least the standard line (13:47-20.31(f): the odds may not
-    be decreased below (e); 13:69F-6: never below the table); higher odds are allowed.
+    be decreased below (e); 13:69F-6: never below the table); higher odds are allowed, but for
+    three of a kind at a casino night, which 13:47-20.31(d)9 fixes at exactly 11 to 1.
     gaming-authority: every line must equal the standard line, neither less nor more, unless
     the Board of the Gaming Authority approved the table (GA (11)(c)). `board_approved` has no
     effect on the NJ profiles.
@@ -241,6 +266,11 @@ def validate_paytable(
         paytable.lines(), STANDARD_PAYTABLE.lines(), strict=True
     ):
         clause = _paytable_clause(p, name)
+        if _fixed_odds(p, name) and odds != standard:
+            raise PaytableError(
+                f"{p} paytable line {name} pays {odds} to 1, not the {standard} to 1 that "
+                f"{clause} fixes"
+            )
         if floor_only and odds < standard:
             raise PaytableError(
                 f"{p} paytable line {name} pays {odds} to 1, below the minimum {standard} to 1 "

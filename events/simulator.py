@@ -79,6 +79,9 @@ class SimConfig:
     start: datetime = DEFAULT_START
     irregularities: float = 0.0  # chance per opportunity of each injectable irregularity
     per_code: Mapping[str, float] = field(default_factory=dict)  # overrides by anomaly code
+    # Every Nth shoe of a table is dealt from an automatic reshuffling shoe (13:69F-6.9;
+    # ShuffleMethod.CONTINUOUS_SHUFFLER); 0: never. No random draw decides it.
+    reshuffling_every: int = 0
 
     def __post_init__(self) -> None:
         # An unknown code or a rate outside 0..1 would be silently ignored or always true.
@@ -153,6 +156,7 @@ class TableSim:
         self.shoe_no = 0
         self.shoe_id: str | None = None
         self.shoe_open = False
+        self.burn_owed = True  # 13:69F-6.9: not at an nj-casino reshuffling shoe
         self.reshuffle_now = False  # set when a round ends the shoe early (a jam, the cut card)
         self.round_no: int | None = None  # the round in play, None between rounds
         self.round_count = 0  # rounds dealt from the current shoe
@@ -226,12 +230,13 @@ class TableSim:
         self.dealer = f"D-{self.table_id}-{self.dealer_no}"
         self.emit(model.DealerTappedIn(dealer_id=self.dealer), gap=20)
         # 13:47-20.31(d)1; 13:69F-6.4: each new dealer burns one card before dealing.
-        if burn and not self.inject.skip_burn(self, self.round_count + 1):
+        if burn and self.burn_owed and not self.inject.skip_burn(self, self.round_count + 1):
             card = self.draw()
             self.emit(model.CardBurned(rank=card.rank, suit=card.suit,
                                        reason=model.BurnReason.NEW_DEALER))
             if len(self.shoe) == self.cut_behind:
                 self.emit(model.CuttingCardReached(), gap=0.3)
+            self.inject.burn_disclosure(self, card)
 
     def open_shoe(self) -> None:
         self.shoe_no += 1
@@ -239,9 +244,15 @@ class TableSim:
         self.shoe_id = f"{self.table_id}-S{self.shoe_no:04d}"
         self.shoe_open, self.reshuffle_now = True, False
         self.inject.shoe_opening(self)
+        self.decks = self.inject.shoe_decks(self, self.config.decks_for(self.index))
+        every = self.config.reshuffling_every
+        reshuffling = every > 0 and self.shoe_no % every == 0
+        self.burn_owed = rules.burn_owed(self.profile, reshuffling)
         auto = model.ShuffleMethod.AUTOMATIC_SHUFFLER
         method = auto if self.decks > 1 else model.ShuffleMethod.HAND
-        device = f"SHUF-{self.table_id}" if method is auto else None
+        if reshuffling:
+            method = model.ShuffleMethod.CONTINUOUS_SHUFFLER
+        device = f"SHUF-{self.table_id}" if method is not model.ShuffleMethod.HAND else None
         self.emit(model.ShuffleStarted(method=method, device_id=device), gap=30)
         if device is not None:
             self.inject.shuffling(self, method, device)
@@ -256,11 +267,13 @@ class TableSim:
         self.emit(model.CuttingCardPlaced(cards_behind=self.cut_behind))
         self.shoe.reverse()  # pop() deals from the front
         self.emit(model.CardsLoaded(decks=self.decks))
-        # 13:47-20.31(d)1: the first card of a new shoe is burned face down to the rack.
-        if not self.inject.skip_burn(self, 1):
+        # 13:47-20.31(d)1: the first card of a new shoe is burned face down to the rack
+        # (13:69F-6.9: none owed at an nj-casino table's automatic reshuffling shoe).
+        if self.burn_owed and not self.inject.skip_burn(self, 1):
             card = self.draw()
             self.emit(model.CardBurned(rank=card.rank, suit=card.suit,
                                        reason=model.BurnReason.NEW_SHOE))
+            self.inject.burn_disclosure(self, card)
         self.round_count = 0
 
     def close_shoe(self) -> None:
@@ -294,6 +307,7 @@ class TableSim:
 
     def deal(self, box: Box, hand: Hand) -> Card:
         self.inject.before_card(self, hand)  # a card found face up in the shoe
+        self.inject.card_in_error(self, hand)  # a card drawn in error (13:47-20.31(g)2)
         card = self.draw()
         if len(self.shoe) == self.cut_behind:
             # 13:47-20.31(d)16: the round in progress is completed, then the cards reshuffled.
@@ -344,7 +358,10 @@ class TableSim:
     def raise_wagers(self, hand: Hand, spread: int) -> None:
         raise_from = self.config.raise_from
         for key, amount in hand.wagers.items():
-            # (d)12: a raise may not exceed the original wager.
+            # (d)12: a raise may not exceed the original wager (one raised early, injected,
+            # is not raised again).
+            if key in hand.raises:
+                continue
             if raise_from is not None and spread >= raise_from and self.rng.random() < 0.9:
                 hand.raises[key] = amount
                 self.emit(model.RaisePlaced(seat=key[0], area=key[1], amount_cents=amount), gap=1)
@@ -365,10 +382,14 @@ class TableSim:
 
     def play_cards(self, hand: Hand) -> None:
         x = self.inject
-        # 13:47-20.31(d)5: first card to the left box, second to the right.
-        hand.left = left = self.deal(Box.LEFT, hand)
+        # 13:47-20.31(d)5: first card to the left box, second to the right (unless injected).
+        first_box, second_box = x.first_boxes(self)
+        first = self.deal(first_box, hand)
         x.first_card_out(self, hand)
-        hand.right = right = self.deal(Box.RIGHT, hand)
+        x.before_second_card(self, hand)  # a raise before the second card (EARLY_RAISE)
+        second = self.deal(second_box, hand)
+        hand.left, hand.right = (first, second) if first_box is Box.LEFT else (second, first)
+        left, right = hand.left, hand.right
         kind = rules.classify(left.rank, right.rank)
         if kind.kind is rules.HandKind.CONSECUTIVE:
             self.announce(Meaning.CONSECUTIVE)  # (d)7: all wagers void, no third card
@@ -379,6 +400,7 @@ class TableSim:
                 hand.third = third = self.deal(Box.MIDDLE, hand)
                 self.announce(Meaning.THREE_OF_A_KIND if third.rank == left.rank
                               else Meaning.NO_THREE_OF_A_KIND)
+                x.third_card_dealt(self, hand)  # a redraw (THIRD_CARD_REDRAWN)
         else:
             assert kind.spread is not None
             self.announce(Meaning.SPREAD, kind.spread)  # (d)11
@@ -387,9 +409,11 @@ class TableSim:
             if not x.early_third_card(self, hand):  # (g)3, when injected
                 self.announce(Meaning.RAISES_CLOSED)  # (d)13
                 x.raises_closed(self, hand)
-                hand.third = third = self.deal(Box.MIDDLE, hand)
-                self.announce(Meaning.THIRD_CARD, third.rank)
-                x.third_card_announced(self, hand)
+                if not x.skip_third_card(self, hand):  # SPREAD_WITHOUT_THIRD_CARD
+                    hand.third = third = self.deal(Box.MIDDLE, hand)
+                    self.announce(Meaning.THIRD_CARD, third.rank)
+                    x.third_card_announced(self, hand)
+                    x.third_card_dealt(self, hand)  # a redraw (THIRD_CARD_REDRAWN)
         self.settle_all(hand)
         self.rack(hand)
 

@@ -1,4 +1,4 @@
--- pitlog anomalies: every rule and integrity code of the catalogue in DESIGN.md, decided in
+-- pitlog anomalies: every rule and integrity code of the catalogue (anomaly_codes), decided in
 -- plain DuckDB SQL over the raw `events` table and the `ledger` and `paytables` views of
 -- ledger.sql (created before this file). The `anomalies` view is the union of five families
 -- (anomalies_found_*), each a UNION ALL of one commented SELECT per code over a few shared,
@@ -14,8 +14,10 @@
 -- round LACKS (an announcement, a settlement, the rack) is judged only once it is finished,
 -- so a live table's round in progress is never flagged for what is still to come.
 
--- The catalogue of DESIGN.md: code, severity, rule (the catalogue's, with 13:47-20.31 written
--- out) and what is flagged (word for word).
+-- The catalogue of DESIGN.md, with the codes of issue 13 (docs/anomalies.md quotes each
+-- clause): code, severity, rule (with 13:47-20.31 written out) and what is flagged. The
+-- simulator's INJECTABLE (events/irregularities.py), the severities of projections/anomalies.py
+-- and the CLI, and docs/anomalies.md must agree with it (tests/test_anomalies.py checks that).
 CREATE OR REPLACE VIEW anomaly_codes AS
 SELECT code, severity, CASE severity WHEN 'high' THEN 3 WHEN 'medium' THEN 2 ELSE 1 END AS severity_rank,
        rule, flagged
@@ -28,12 +30,12 @@ FROM (VALUES
     ('RAISE_NOT_ALLOWED', 'medium', '13:47-20.31(d)12', 'raise on a consecutive or pair round, or with no original wager'),
     ('LATE_RAISE', 'high', '13:47-20.31(d)12-13; GA (11)', 'raise after "Raises closed"'),
     ('WRONG_PAYOUT', 'high', '13:47-20.31(e); GA (11)(b)', 'a winner paid at other than the table''s paytable, under or over'),
-    ('BELOW_MINIMUM_ODDS', 'high', '13:47-20.31(e)-(f); GA (11)(c)', 'a paytable or payout below the jurisdiction''s minimum'),
+    ('BELOW_MINIMUM_ODDS', 'high', '13:47-20.31(d)9, (e)-(f); GA (11)(c)', 'a paytable or payout below the jurisdiction''s minimum (at a casino night, three of a kind at other than 11 to 1)'),
     ('WRONG_SETTLEMENT', 'high', '13:47-20.31(d)7, 10, 14', 'a winner collected, a loser paid, or a void/tie not returned'),
     ('WRONG_ANNOUNCEMENT', 'low', '13:47-20.31(d)7-11, 13', 'an announcement missing or contradicting the cards'),
     ('THIRD_CARD_ON_CONSECUTIVE', 'medium', '13:47-20.31(d)7', 'a third card drawn in a consecutive round'),
     ('PAIR_WITHOUT_THIRD_CARD', 'medium', '13:47-20.31(d)8', 'a pair not followed at once by the third card'),
-    ('MISSING_BURN', 'medium', '13:47-20.31(d)1', 'no burn after a new shoe or a dealer change'),
+    ('MISSING_BURN', 'medium', '13:47-20.31(d)1; 13:69F-6.4, 6.9', 'no burn after a new shoe or a dealer change (none owed at an nj-casino table dealing from an automatic reshuffling shoe)'),
     ('FACE_UP_CARD_USED', 'high', '13:47-20.31(g)1', 'a card found face up in the shoe played instead of discarded'),
     ('NO_RESHUFFLE_AFTER_CUT_CARD', 'medium', '13:47-20.31(d)16; GA (13)', 'a new round dealt after the cutting card was reached'),
     ('ROUND_ABANDONED_AT_CUT_CARD', 'medium', '13:47-20.31(d)16', 'the round stopped at the cutting card instead of completed'),
@@ -41,7 +43,15 @@ FROM (VALUES
     ('CARD_UNACCOUNTED', 'high', '13:47-20.31(d)15', 'a card that left the shoe never reached the rack'),
     ('EXTRA_CARD', 'high', '13:47-20.31(a)2', 'more copies of a card than the shoe''s decks hold (a card introduced)'),
     ('MULTIPLE_BETTING_AREAS', 'medium', '13:47-20.31(g)4; 13:69F-6.8', 'one player on more than one area without permission'),
-    ('CALL_BET', 'medium', 'GA (2)', 'a verbal wager where call bets are forbidden'),
+    ('CALL_BET', 'medium', '13:47-20.31(d)4; 13:69F-6.5(b); GA (2)', 'a verbal wager (call bet): every profile wants wagers placed on the layout'),
+    ('MATCH_PLAY_NOT_ALLOWED', 'medium', 'GA (2)', 'a match play coupon at a table that takes chips and plaques only'),
+    ('TOO_MANY_DECKS', 'medium', '13:47-20.31(a)2', 'a shoe of more than one deck at a casino-night table'),
+    ('THIRD_CARD_REDRAWN', 'high', '13:47-20.31(d)10, (d)13-14; GA (8), (11)', 'a card dealt to the middle box after the third card that decided the round'),
+    ('SPREAD_WITHOUT_THIRD_CARD', 'high', '13:47-20.31(d)13-14; GA (11)', 'a spread round settled with no third card, or before it'),
+    ('EARLY_RAISE', 'medium', '13:47-20.31(d)12', 'a raise placed before the first two cards were dealt'),
+    ('WRONG_BOX', 'medium', '13:47-20.31(d)5; GA (3)', 'the first card dealt to other than the left box, or the second to other than the right'),
+    ('BURN_MISDISCLOSED', 'high', '13:47-20.31(d)1; 13:69F-6.4', 'a burnt card disclosed that is not the card burnt'),
+    ('DRAWN_IN_ERROR_NOT_USED', 'high', '13:47-20.31(g)2; 13:69F-6.7', 'a card drawn in error not used as the next card'),
     ('DEVICE_FAULT_NOT_VOIDED', 'high', '13:69F-34.16(m)-(n) by analogy', 'a shuffler or shoe fault not followed by void and reshuffle'),
     ('SEQUENCE_GAP', 'high', 'integrity', 'a missing sequence number in a table stream (an event lost or deleted)'),
     ('CHAIN_BROKEN', 'high', 'integrity', 'a hash link that does not verify (an event altered)'),
@@ -61,8 +71,9 @@ CREATE OR REPLACE MACRO anomaly_rank(rank) AS
               ELSE CAST(rank AS VARCHAR) END;
 
 -- One row per round: its cards, kind and the marks the checks need. The left and right cards
--- are the first drawn to those boxes, the middle card the last drawn to the middle box (as in
--- the `rounds` view). "finished": the table recorded something after the round's last event;
+-- are the first drawn to those boxes, the middle card the deciding third card (views.sql's
+-- deciding_third, as in the `rounds` view); redraw_seqs are the cards to the middle box after
+-- it. "finished": the table recorded something after the round's last event;
 -- what a round LACKS (an announcement, a settlement, the rack) is judged only then, so a live
 -- table's round in progress is never flagged for what is still to come.
 CREATE OR REPLACE VIEW anomaly_round_facts AS
@@ -73,7 +84,9 @@ WITH per_round AS (
         min(seq) AS first_seq, max(seq) AS last_seq,
         arg_min({'rank': rank, 'suit': suit}, seq) FILTER (event_type = 'CardDrawn' AND destination = 'LEFT') AS l,
         arg_min({'rank': rank, 'suit': suit}, seq) FILTER (event_type = 'CardDrawn' AND destination = 'RIGHT') AS r,
-        arg_max({'rank': rank, 'suit': suit}, seq) FILTER (event_type = 'CardDrawn' AND destination = 'MIDDLE') AS m,
+        min(seq) FILTER (event_type = 'CardDrawn' AND destination = 'RIGHT') AS right_seq,
+        list({'seq': seq, 'rank': rank, 'suit': suit} ORDER BY seq)
+            FILTER (event_type = 'CardDrawn' AND destination = 'MIDDLE') AS middles,
         coalesce(bool_or(event_type = 'RoundVoided'), false) AS voided,
         -- 13:47-20.31(d)3, (d)6: the first card out of the shoe (as the ledger counts it).
         min(seq) FILTER (event_type IN ('CardDrawn', 'CardDrawnInError')) AS first_card_seq,
@@ -85,11 +98,20 @@ WITH per_round AS (
         max(seq) FILTER (event_type = 'CardDrawn' AND destination = 'MIDDLE') AS last_middle_seq,
         min(occurred_at) FILTER (event_type = 'CardDrawn' AND destination = 'MIDDLE') AS first_middle_at,
         list(seq ORDER BY seq) FILTER (event_type = 'CardDrawn') AS card_seqs,
+        -- 13:47-20.31(d)5; GA (3): the first two cards to the layout and their boxes.
+        list({'seq': seq, 'box': destination, 'card': card_label(rank, suit)} ORDER BY seq)
+            FILTER (event_type = 'CardDrawn' AND destination IN ('LEFT', 'RIGHT', 'MIDDLE'))[:2]
+            AS first_two,
         list(seq ORDER BY seq) FILTER (event_type = 'CardDrawn' AND destination = 'MIDDLE') AS middle_seqs,
+        list(card_label(rank, suit) ORDER BY seq)
+            FILTER (event_type = 'CardDrawn' AND destination = 'MIDDLE') AS middle_cards,
         min(seq) FILTER (event_type = 'CardsRacked') AS racked_seq,
         -- 13:47-20.31(d)15; GA (12): every card drawn in the round (CardDrawn, any box) and the
         -- cards of its CardsRacked, in order (NULL when there are none).
-        list({'rank': rank, 'suit': suit} ORDER BY seq, log_offset) FILTER (event_type = 'CardDrawn') AS dealt_cards,
+        list({'seq': seq, 'type': event_type, 'rank': rank, 'suit': suit, 'dest': destination}
+             ORDER BY seq, log_offset)
+            FILTER (event_type IN ('CardDrawn', 'CardDrawnInError', 'CardFoundFaceUp', 'CardBurned'))
+            AS outs,
         flatten(list(cards ORDER BY seq, log_offset) FILTER (event_type = 'CardsRacked')) AS racked_cards,
         -- 13:47-20.31(d)7-11, 13: the announcements a finished round must have: how many named
         -- the first two cards' kind, and the last seq of an outcome and of a third-card value.
@@ -103,26 +125,49 @@ WITH per_round AS (
 ),
 table_end AS (
     SELECT table_id, max(seq) AS table_last_seq FROM events GROUP BY table_id
+),
+kinds AS (
+    SELECT *,
+        -- 13:47-20.31(d)7-8, (d)11; GA (5), (6), (9)-(10)
+        CASE WHEN l IS NULL OR r IS NULL THEN NULL
+             WHEN l.rank = r.rank THEN 'pair'
+             WHEN abs(l.rank - r.rank) = 1 THEN 'consecutive'
+             ELSE 'spread' END AS kind
+    FROM per_round
+),
+decided AS (
+    -- The deciding third card (views.sql, deciding_third: one definition with the rounds view)
+    -- and the cards dealt to the middle box after it (THIRD_CARD_REDRAWN).
+    SELECT *, deciding_third(middles, kind, right_seq, raises_closed_seq) AS m,
+           round_dealt(outs) AS dealt_outs
+    FROM kinds
 )
 SELECT
     p.table_id, p.shoe_id, p.round_no, p.started_at, p.ended_at, p.first_seq, p.last_seq,
     p.l.rank AS left_rank, card_label(p.l.rank, p.l.suit) AS left_card,
-    p.r.rank AS right_rank, card_label(p.r.rank, p.r.suit) AS right_card,
+    p.r.rank AS right_rank, card_label(p.r.rank, p.r.suit) AS right_card, p.right_seq,
     p.m.rank AS middle_rank, card_label(p.m.rank, p.m.suit) AS middle_card,
-    -- 13:47-20.31(d)7-8, (d)11; GA (5), (6), (9)-(10)
-    CASE WHEN p.l IS NULL OR p.r IS NULL THEN NULL
-         WHEN p.l.rank = p.r.rank THEN 'pair'
-         WHEN abs(p.l.rank - p.r.rank) = 1 THEN 'consecutive'
-         ELSE 'spread' END AS kind,
+    p.m.seq AS third_card_seq,
+    coalesce(list_transform(list_filter(p.middles, lambda x: x.seq > p.m.seq), lambda x: x.seq),
+             []::BIGINT[]) AS redraw_seqs,
+    coalesce(list_transform(list_filter(p.middles, lambda x: x.seq > p.m.seq),
+                            lambda x: card_label(x.rank, x.suit)), []::VARCHAR[]) AS redrawn_cards,
+    p.kind,
     CASE WHEN abs(p.l.rank - p.r.rank) >= 2 THEN abs(p.l.rank - p.r.rank) - 1 END AS spread,
     p.voided, p.first_card_seq, card_label(p.first.rank, p.first.suit) AS first_card,
     p.raises_closed_seq, p.cut_seq, p.first_settlement_seq, p.first_middle_seq,
     p.last_middle_seq, p.first_middle_at,
     coalesce(p.card_seqs, []::BIGINT[]) AS card_seqs,
-    coalesce(p.middle_seqs, []::BIGINT[]) AS middle_seqs, p.racked_seq,
+    coalesce(p.middle_seqs, []::BIGINT[]) AS middle_seqs,
+    coalesce(p.middle_cards, []::VARCHAR[]) AS middle_cards, p.racked_seq,
+    coalesce(p.first_two, []) AS first_two,
     p.last_seq < t.table_last_seq AS finished,
-    p.dealt_cards, p.racked_cards, p.kind_said, p.last_outcome_said_seq, p.last_value_said_seq
-FROM per_round AS p
+    -- 13:47-20.31(d)15; (g)2: the cards dealt (round_dealt: a card drawn in error and not used
+    -- included) and their seqs, against the rack.
+    nullif(list_transform(p.dealt_outs, lambda x: {'rank': x.rank, 'suit': x.suit}), []) AS dealt_cards,
+    coalesce(list_transform(p.dealt_outs, lambda x: x.seq), []::BIGINT[]) AS dealt_seqs,
+    p.racked_cards, p.kind_said, p.last_outcome_said_seq, p.last_value_said_seq
+FROM decided AS p
 JOIN table_end AS t USING (table_id);
 
 -- The anomalies fall into five families, one view each (anomalies_found_rounds, _money, _shoes,
@@ -256,10 +301,11 @@ said AS (
 -- NULL matches no announcement: it joins nothing by table, shoe and round).
 said_per_round AS (
     SELECT table_id, shoe_id, round_no, kind, spread, left_card, right_card,
-           middle_card, last_middle_seq, card_seqs, ended_at,
+           middle_card, third_card_seq, card_seqs, ended_at,
            CASE WHEN shoe_id IS NULL THEN 0 ELSE kind_said END AS kind_said,
-           shoe_id IS NOT NULL AND coalesce(last_outcome_said_seq > last_middle_seq, false) AS outcome_said,
-           shoe_id IS NOT NULL AND coalesce(last_value_said_seq > last_middle_seq, false) AS value_said
+           -- 13:47-20.31(d)9-10, (d)13: said after the deciding third card.
+           shoe_id IS NOT NULL AND coalesce(last_outcome_said_seq > third_card_seq, false) AS outcome_said,
+           shoe_id IS NOT NULL AND coalesce(last_value_said_seq > third_card_seq, false) AS value_said
     FROM facts
     WHERE kind IS NOT NULL AND finished AND NOT voided
 ),
@@ -269,8 +315,8 @@ said_per_round AS (
 -- dealt_cards and racked_cards) and, where they differ, as multisets (copies of each card).
 -- A round whose shoe_id is NULL is not judged (it matches no round by table, shoe and round).
 rack_differs AS MATERIALIZED (
-    SELECT table_id, shoe_id, round_no, dealt_cards AS dealt, racked_cards AS racked, card_seqs,
-           racked_seq, finished, ended_at
+    SELECT table_id, shoe_id, round_no, dealt_cards AS dealt, racked_cards AS racked,
+           dealt_seqs AS card_seqs, racked_seq, finished, ended_at
     FROM facts
     WHERE rack_differs AND shoe_id IS NOT NULL
 ),
@@ -379,10 +425,37 @@ SELECT * FROM (
     WHERE NOT decided AND (event_type <> 'WagerPlaced' OR had_wager)
 
     UNION ALL
+    -- EARLY_RAISE (13:47-20.31(d)12: raises are made "immediately after the initial two cards
+    -- have been dealt"): a raise in a spread round before its second card was dealt. Proof:
+    -- the raise and the second card.
+    SELECT 'EARLY_RAISE', e.table_id, e.shoe_id, e.round_no, [e.seq, f.card_seqs[2]],
+           printf('Seat %d raised %s on area %d before the first two cards were dealt (%s and %s came after)',
+                  e.seat, dollars(e.amount_cents), e.area, f.left_card, f.right_card),
+           e.occurred_at
+    FROM events AS e
+    JOIN facts AS f USING (table_id, shoe_id, round_no)
+    WHERE e.event_type = 'RaisePlaced' AND f.kind = 'spread' AND e.seq < f.card_seqs[2]
+
+    UNION ALL
+    -- WRONG_BOX (13:47-20.31(d)5; GA (3)): "the dealer shall place the first card ... on the box
+    -- farthest to the dealer's left ... the second card ... farthest to the dealer's right": the
+    -- round's first card to the layout not to the left box, or its second not to the right.
+    -- Proof: the first two cards to the layout.
+    SELECT 'WRONG_BOX', table_id, shoe_id, round_no,
+           list_transform(first_two, lambda c: c.seq),
+           'The first card ' || first_two[1].card || ' went to the ' || lower(first_two[1].box)
+               || ' box' || coalesce(' and the second ' || first_two[2].card || ' to the '
+               || lower(first_two[2].box) || ' box', '')
+               || ': the first card goes to the left box, the second to the right',
+           started_at
+    FROM facts
+    WHERE first_two[1].box <> 'LEFT' OR first_two[2].box <> 'RIGHT'
+
+    UNION ALL
     -- LATE_RAISE (13:47-20.31(d)12-13; GA (11)): a raise placed after "Raises closed".
     SELECT 'LATE_RAISE', e.table_id, e.shoe_id, e.round_no, [f.raises_closed_seq, e.seq],
            printf('Seat %d raised %s on area %d after "Raises closed"%s', e.seat, dollars(e.amount_cents),
-                  e.area, CASE WHEN e.seq > f.first_middle_seq
+                  e.area, CASE WHEN e.seq > f.third_card_seq
                                THEN ', with the third card ' || f.middle_card || ' already out' ELSE '' END),
            e.occurred_at
     FROM events AS e
@@ -426,23 +499,23 @@ SELECT * FROM (
            ended_at
     FROM said_per_round WHERE kind_said = 0
     UNION ALL
-    SELECT 'WRONG_ANNOUNCEMENT', table_id, shoe_id, round_no, [last_middle_seq],
+    SELECT 'WRONG_ANNOUNCEMENT', table_id, shoe_id, round_no, [third_card_seq],
            printf('No "three of a kind" or "no three of a kind" announced after the pair %s and %s drew %s',
                   left_card, right_card, middle_card),
            ended_at
-    FROM said_per_round WHERE kind = 'pair' AND last_middle_seq IS NOT NULL AND NOT outcome_said
+    FROM said_per_round WHERE kind = 'pair' AND third_card_seq IS NOT NULL AND NOT outcome_said
     UNION ALL
-    SELECT 'WRONG_ANNOUNCEMENT', table_id, shoe_id, round_no, [last_middle_seq],
+    SELECT 'WRONG_ANNOUNCEMENT', table_id, shoe_id, round_no, [third_card_seq],
            printf('The third card %s was never announced (%s and %s, spread %d)',
                   middle_card, left_card, right_card, spread),
            ended_at
-    FROM said_per_round WHERE kind = 'spread' AND last_middle_seq IS NOT NULL AND NOT value_said
+    FROM said_per_round WHERE kind = 'spread' AND third_card_seq IS NOT NULL AND NOT value_said
 
     UNION ALL
     -- THIRD_CARD_ON_CONSECUTIVE (13:47-20.31(d)7): a consecutive round ends with no third card.
     SELECT 'THIRD_CARD_ON_CONSECUTIVE', table_id, shoe_id, round_no, middle_seqs,
            printf('%s drawn to the middle box after the consecutive cards %s and %s (a tie hand: no third card)',
-                  middle_card, left_card, right_card),
+                  array_to_string(middle_cards, ' '), left_card, right_card),
            first_middle_at
     FROM facts
     WHERE kind = 'consecutive' AND first_middle_seq IS NOT NULL
@@ -454,14 +527,51 @@ SELECT * FROM (
     -- is not.
     SELECT 'PAIR_WITHOUT_THIRD_CARD', table_id, shoe_id, round_no,
            card_seqs[:2] || list_filter([first_settlement_seq], lambda s: s IS NOT NULL),
-           CASE WHEN first_middle_seq IS NULL
+           CASE WHEN third_card_seq IS NULL
                 THEN printf('The pair %s and %s got no third card', left_card, right_card)
                 ELSE printf('The pair %s and %s got its third card %s only after wagers were settled',
                             left_card, right_card, middle_card) END,
            ended_at
     FROM facts
     WHERE kind = 'pair' AND NOT voided AND finished
-      AND ((first_middle_seq IS NULL AND cut_seq IS NULL) OR first_middle_seq > first_settlement_seq)
+      AND ((third_card_seq IS NULL AND cut_seq IS NULL) OR third_card_seq > first_settlement_seq)
+
+    UNION ALL
+    -- THIRD_CARD_REDRAWN (13:47-20.31(d)10, (d)13-14; GA (8), (11)): exactly one third card
+    -- decides a pair or a spread (the first to the middle box after the pair, or after "Raises
+    -- closed": views.sql, deciding_third); any card dealt to the middle box after it is a
+    -- redraw. The ledger judges every settlement against the deciding card. Proof: the
+    -- deciding card and every later card to the middle box.
+    SELECT 'THIRD_CARD_REDRAWN', table_id, shoe_id, round_no, [third_card_seq] || redraw_seqs,
+           printf('%s was dealt to the middle box after the third card %s had decided the round (%s and %s, %s: %s)',
+                  array_to_string(redrawn_cards, ' '), middle_card, left_card, right_card,
+                  CASE WHEN kind = 'pair' THEN 'a pair' ELSE printf('spread %d', spread) END,
+                  CASE WHEN kind = 'pair' AND middle_rank = left_rank THEN 'three of a kind, players win'
+                       WHEN kind = 'pair' THEN 'no three of a kind, a tie hand'
+                       WHEN middle_rank > least(left_rank, right_rank)
+                            AND middle_rank < greatest(left_rank, right_rank) THEN 'players win'
+                       ELSE 'players lose' END),
+           occurred_at
+    FROM (SELECT f.*, e.occurred_at FROM facts AS f
+          JOIN events AS e ON e.table_id = f.table_id AND e.seq = f.redraw_seqs[1]
+                          AND e.event_type = 'CardDrawn'
+          WHERE f.kind IN ('pair', 'spread') AND len(f.redraw_seqs) > 0)
+
+    UNION ALL
+    -- SPREAD_WITHOUT_THIRD_CARD (13:47-20.31(d)13-14; GA (11)): a spread is decided only by a
+    -- third card; flagged when an unvoided spread round's wagers are settled with no card to the
+    -- middle box before the first settlement. A round in which the cutting card came out is
+    -- ROUND_ABANDONED_AT_CUT_CARD instead. Proof: the first two cards and the first settlement.
+    SELECT 'SPREAD_WITHOUT_THIRD_CARD', table_id, shoe_id, round_no,
+           card_seqs[:2] || [first_settlement_seq],
+           printf('The spread %d of %s and %s was settled %s', spread, left_card, right_card,
+                  CASE WHEN first_middle_seq IS NULL THEN 'with no third card at all'
+                       ELSE 'before its third card ' || middle_cards[1] || ' was drawn' END),
+           ended_at
+    FROM facts
+    WHERE kind = 'spread' AND NOT voided AND cut_seq IS NULL
+      AND first_settlement_seq IS NOT NULL
+      AND (first_middle_seq IS NULL OR first_middle_seq > first_settlement_seq)
 
     UNION ALL
     -- ROUND_ABANDONED_AT_CUT_CARD (13:47-20.31(d)16; GA (13)): the cutting card came out in
@@ -475,7 +585,7 @@ SELECT * FROM (
            ended_at
     FROM facts
     WHERE cut_seq IS NOT NULL AND NOT voided AND finished
-      AND (kind IS NULL OR (kind <> 'consecutive' AND first_middle_seq IS NULL))
+      AND (kind IS NULL OR (kind <> 'consecutive' AND third_card_seq IS NULL))
 
     UNION ALL
     -- NO_RESHUFFLE_AFTER_CUT_CARD (13:47-20.31(d)16; GA (13)): once the cutting card is out,
@@ -596,8 +706,10 @@ money AS (
             -- The standard odds of this win: 13:47-20.31(e), (d)9.
             WHEN b.status = 'OK' AND b.expected_outcome = 'WON' AND NOT b.paytable_valid
                  AND b.paytable_seq IS NOT NULL
-                 AND b.expected_odds < CASE WHEN b.hand = 'pair' THEN 11 WHEN b.spread = 1 THEN 5
-                                            WHEN b.spread = 2 THEN 4 WHEN b.spread = 3 THEN 2 ELSE 1 END
+                 AND (b.expected_odds < CASE WHEN b.hand = 'pair' THEN 11 WHEN b.spread = 1 THEN 5
+                                             WHEN b.spread = 2 THEN 4 WHEN b.spread = 3 THEN 2 ELSE 1 END
+                      -- 13:47-20.31(d)9: at a casino night three of a kind is 11 to 1 exactly.
+                      OR (b.profile = 'nj-casino-night' AND b.hand = 'pair' AND b.expected_odds <> 11))
                 THEN 'BELOW_MINIMUM_ODDS'
             WHEN b.status IN ('WRONG_OUTCOME', 'WRONG_AMOUNT', 'DOUBLE_SETTLED', 'NOT_OWED')
                  OR (b.status = 'UNSETTLED' AND f.finished)
@@ -633,9 +745,12 @@ SELECT * FROM (
                    coalesce(CAST(m.actual_odds AS VARCHAR), '?'), dollars(m.expected_paid_cents),
                    m.expected_odds)
                WHEN 'BELOW_MINIMUM_ODDS' THEN printf(
-                   'Seat %d %s of %s won on %s and was paid %s at the table''s %d to 1, below the minimum %d to 1 (%s)',
+                   'Seat %d %s of %s won on %s and was paid %s at the table''s %d to 1, %s %d to 1 (%s)',
                    m.seat, m.what, dollars(m.amount_cents), m.line, dollars(m.actual_paid_cents),
-                   m.expected_odds, m.standard_odds, m.profile)
+                   m.expected_odds,
+                   CASE WHEN m.expected_odds > m.standard_odds THEN 'not the fixed'
+                        ELSE 'below the minimum' END,
+                   m.standard_odds, m.profile)
                ELSE printf('Seat %d %s of %s ', m.seat, m.what, dollars(m.amount_cents))
                    || CASE m.status
                           WHEN 'UNSETTLED' THEN 'was never settled; it should have '
@@ -698,31 +813,70 @@ cards_out AS MATERIALIZED (
                lead(suit) OVER w AS next_suit, lead(destination) OVER w AS next_destination,
                lead(seq) OVER w AS next_seq, lead(round_no) OVER w AS next_round_no
         FROM events
-        WHERE event_type IN ('CardDrawn', 'CardBurned', 'CardFoundFaceUp') AND shoe_id IS NOT NULL
+        WHERE event_type IN ('CardDrawn', 'CardBurned', 'CardFoundFaceUp', 'CardDrawnInError')
+          AND shoe_id IS NOT NULL
         WINDOW w AS (PARTITION BY table_id, shoe_id ORDER BY seq, log_offset)
     )
+),
+
+-- 13:47-20.31(g)2; 13:69F-6.7(b): a card drawn in error "shall be used as though it were the
+-- next card": it is used when the next card out of the shoe, in the same round, is a CardDrawn
+-- of it to a box (views.sql, round_dealt, says the same per round). A used one is one card,
+-- counted once (as its CardDrawn); an unused one still left the shoe and is counted.
+in_error AS MATERIALIZED (
+    SELECT *,
+           event_type = 'CardDrawnInError' AND coalesce(
+               next_type = 'CardDrawn' AND next_rank = rank AND next_suit = suit
+               AND next_destination IN ('LEFT', 'RIGHT', 'MIDDLE')
+               AND next_round_no IS NOT DISTINCT FROM round_no, false) AS used_in_error
+    FROM cards_out
 ),
 
 copies AS (
     SELECT o.*, s.decks,
            row_number() OVER (PARTITION BY o.table_id, o.shoe_id, o.rank, o.suit
                               ORDER BY o.seq, o.log_offset) AS copy_no
-    FROM cards_out AS o
+    FROM in_error AS o
     JOIN (SELECT table_id, shoe_id, arg_min(decks, seq) AS decks FROM events
           WHERE event_type = 'CardsLoaded' GROUP BY ALL) AS s USING (table_id, shoe_id)
-    WHERE NOT o.used_face_up
+    WHERE NOT o.used_face_up AND NOT o.used_in_error
+),
+
+-- 13:69F-6.9: "In lieu of the dealing and shuffling requirements set forth in N.J.A.C.
+-- 13:69F-6.3 and 6.4 [6.4: the burns], a casino licensee may utilize a dealing shoe or other
+-- device designed to automatically reshuffle the cards." A shoe loaded at an nj-casino table
+-- (the profile in force at its CardsLoaded) whose last shuffle event (ShuffleStarted or
+-- ShuffleCompleted) names the automatic reshuffling shoe (CONTINUOUS_SHUFFLER) owes no burn,
+-- neither its first card nor a new dealer's. 13:47-20.31 (casino nights) and GA have no such
+-- exemption.
+burn_exempt_loads AS (
+    SELECT l.table_id, l.seq,
+           coalesce(m.reshuffling AND p.profile = 'nj-casino', false) AS no_burn_owed
+    FROM events AS l
+    LEFT JOIN (SELECT table_id, shoe_id,
+                      arg_max(method, seq) = 'CONTINUOUS_SHUFFLER' AS reshuffling
+               FROM events
+               WHERE event_type IN ('ShuffleStarted', 'ShuffleCompleted') AND shoe_id IS NOT NULL
+               GROUP BY ALL) AS m USING (table_id, shoe_id)
+    ASOF LEFT JOIN paytables AS p ON l.table_id = p.table_id AND l.seq >= p.seq
+    WHERE l.event_type = 'CardsLoaded'
 ),
 
 -- Burns owed and paid (13:47-20.31(d)1; 13:69F-6.4), per stretch up to the next card dealt.
 burn_stream AS (
-    SELECT table_id, shoe_id, seq, log_offset, event_type, dealer_id,
+    SELECT table_id, shoe_id, seq, log_offset, event_type, dealer_id, x.no_burn_owed,
            last_value(CASE WHEN event_type IN ('CardsLoaded', 'ShoeClosed') THEN event_type END
                       IGNORE NULLS) OVER before_this AS shoe_state,
+           -- the shoe in play was loaded with no burn owed (13:69F-6.9, burn_exempt_loads)
+           last_value(CASE WHEN event_type = 'CardsLoaded' THEN x.no_burn_owed
+                           WHEN event_type = 'ShoeClosed' THEN false END
+                      IGNORE NULLS) OVER before_this AS shoe_exempt,
            first_value(CASE WHEN event_type = 'CardDrawn' THEN seq END IGNORE NULLS)
                OVER from_this AS next_draw_seq,
            first_value(CASE WHEN event_type = 'ShoeClosed' THEN seq END IGNORE NULLS)
                OVER from_this AS next_close_seq
     FROM events
+    LEFT JOIN burn_exempt_loads AS x USING (table_id, seq)
     WHERE event_type IN ('CardsLoaded', 'ShoeClosed', 'DealerTappedIn', 'CardBurned', 'CardDrawn')
     WINDOW before_this AS (PARTITION BY table_id ORDER BY seq, log_offset
                            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
@@ -738,7 +892,9 @@ burn_balance AS (
            sum(owes::INTEGER) OVER later AS owed_from_here,
            sum(pays::INTEGER) OVER later AS paid_from_here
     FROM (SELECT *,
-                 (event_type = 'CardsLoaded' OR (event_type = 'DealerTappedIn' AND shoe_state = 'CardsLoaded'))
+                 ((event_type = 'CardsLoaded' AND NOT no_burn_owed)
+                  OR (event_type = 'DealerTappedIn' AND shoe_state = 'CardsLoaded'
+                      AND NOT coalesce(shoe_exempt, false)))
                      AND (next_close_seq IS NULL OR next_close_seq > next_draw_seq) AS owes,
                  event_type = 'CardBurned' AS pays
           FROM burn_stream
@@ -781,8 +937,45 @@ SELECT * FROM (
     GROUP BY x.table_id, x.shoe_id, x.round_no, x.copy_no, x.rank, x.suit, x.decks, x.occurred_at
 
     UNION ALL
-    -- MISSING_BURN (13:47-20.31(d)1; 13:69F-6.4): see burn_balance above. The row is at the
-    -- card dealt while a burn was still owed.
+    -- DRAWN_IN_ERROR_NOT_USED (13:47-20.31(g)2; 13:69F-6.7(b)): a card drawn in error is used
+    -- as the next card; flagged when the next card out of the shoe is another card (or comes in
+    -- another round), or the shoe closed with none. Proof: the card drawn in error and the next
+    -- card out.
+    SELECT 'DRAWN_IN_ERROR_NOT_USED', o.table_id, o.shoe_id, o.round_no,
+           list_filter([o.seq, o.next_seq], lambda s: s IS NOT NULL),
+           printf('%s was drawn in error and not used as the next card (%s)',
+                  card_label(o.rank, o.suit),
+                  CASE WHEN o.next_seq IS NULL THEN 'the shoe closed without it'
+                       ELSE card_label(o.next_rank, o.next_suit) || ' came out next' END),
+           o.occurred_at
+    FROM in_error AS o
+    WHERE o.event_type = 'CardDrawnInError' AND NOT o.used_in_error
+      AND (o.next_seq IS NOT NULL OR EXISTS (
+          SELECT 1 FROM events AS c WHERE c.table_id = o.table_id AND c.shoe_id = o.shoe_id
+                                      AND c.event_type = 'ShoeClosed' AND c.seq > o.seq))
+
+    UNION ALL
+    -- BURN_MISDISCLOSED (13:47-20.31(d)1: "The burnt card shall be disclosed if requested by a
+    -- player"; 13:69F-6.4): a BurnDisclosed that is not the latest card burned from the same
+    -- shoe before it, or with no burn before it. Proof: the burn and the disclosure.
+    SELECT 'BURN_MISDISCLOSED', d.table_id, d.shoe_id, d.round_no,
+           list_filter([b.seq, d.seq], lambda s: s IS NOT NULL),
+           CASE WHEN b.seq IS NULL
+                THEN printf('%s was disclosed as the burnt card, but no card had been burned from shoe %s',
+                            card_label(d.rank, d.suit), d.shoe_id)
+                ELSE printf('%s was disclosed as the burnt card, but the card burned was %s',
+                            card_label(d.rank, d.suit), card_label(b.rank, b.suit)) END,
+           d.occurred_at
+    FROM events AS d
+    ASOF LEFT JOIN (SELECT table_id, shoe_id, seq, rank, suit FROM events
+                    WHERE event_type = 'CardBurned') AS b
+        ON b.table_id = d.table_id AND b.shoe_id = d.shoe_id AND d.seq > b.seq
+    WHERE d.event_type = 'BurnDisclosed'
+      AND (b.seq IS NULL OR b.rank <> d.rank OR b.suit <> d.suit)
+
+    UNION ALL
+    -- MISSING_BURN (13:47-20.31(d)1; 13:69F-6.4; 6.9: see burn_exempt_loads): see burn_balance
+    -- above. The row is at the card dealt while a burn was still owed.
     SELECT 'MISSING_BURN', d.table_id, d.shoe_id, d.round_no, u.debt_seqs || [d.seq],
            printf('No card burned after %s, before %s was dealt to the %s box',
                   array_to_string(u.debts, ' and '), card_label(d.rank, d.suit), lower(d.destination)),
@@ -830,14 +1023,44 @@ SELECT * FROM (
     HAVING count(DISTINCT e.area) > 1
 
     UNION ALL
-    -- CALL_BET (GA (2)): a verbal wager at a table whose profile forbids call bets.
+    -- CALL_BET: a verbal wager, at any profile. GA (2): "no call bets shall be allowed";
+    -- 13:69F-6.5(b): "All wagers at red dog shall be made by placing gaming chips or plaques
+    -- and, if applicable, a match play coupon on the appropriate area" (the roulette rule in the
+    -- same chapter states its own exception for verbal wagers; red dog has none);
+    -- 13:47-20.31(d)4: "All wagers at red dog shall be placed on the appropriate area of the red
+    -- dog layout" (a call bet is spoken, not placed).
     SELECT 'CALL_BET', e.table_id, e.shoe_id, e.round_no, [e.seq],
-           printf('Seat %d placed a call bet of %s on area %d; %s tables take chips and plaques only',
-                  e.seat, dollars(e.amount_cents), e.area, p.profile),
+           printf('Seat %d placed a call bet of %s on area %d; %s red dog wagers are placed on the layout',
+                  e.seat, dollars(e.amount_cents), e.area, coalesce(p.profile, 'all')),
+           e.occurred_at
+    FROM events AS e
+    ASOF LEFT JOIN paytables AS p ON e.table_id = p.table_id AND e.seq >= p.seq
+    WHERE e.event_type = 'WagerPlaced' AND e.instrument = 'CALL_BET'
+
+    UNION ALL
+    -- MATCH_PLAY_NOT_ALLOWED (GA (2): "made by placing gaming chips or gaming plaques"): a match
+    -- play coupon at a gaming-authority table. 13:69F-6.5(b) allows one ("if applicable, a match
+    -- play coupon"); 13:47-20.31 names no instrument, so a casino night's coupon is not judged.
+    SELECT 'MATCH_PLAY_NOT_ALLOWED', e.table_id, e.shoe_id, e.round_no, [e.seq],
+           printf('Seat %d wagered %s with a match play coupon on area %d; gaming-authority tables take chips and plaques only',
+                  e.seat, dollars(e.amount_cents), e.area),
            e.occurred_at
     FROM events AS e
     ASOF JOIN paytables AS p ON e.table_id = p.table_id AND e.seq >= p.seq
-    WHERE e.event_type = 'WagerPlaced' AND e.instrument = 'CALL_BET' AND p.profile = 'gaming-authority'
+    WHERE e.event_type = 'WagerPlaced' AND e.instrument = 'MATCH_PLAY_COUPON'
+      AND p.profile = 'gaming-authority'
+
+    UNION ALL
+    -- TOO_MANY_DECKS (13:47-20.31(a)2: "A deck of cards"): a shoe of more than one deck loaded
+    -- at a casino-night table (13:69F-6.1(a): "at least one deck" at a casino; GA: no limit).
+    -- Proof: the table's opening and the loading.
+    SELECT 'TOO_MANY_DECKS', e.table_id, e.shoe_id, NULL, [p.seq, e.seq],
+           printf('Shoe %s was loaded with %d decks at a casino-night table, which deals from one deck',
+                  e.shoe_id, e.decks),
+           e.occurred_at
+    FROM events AS e
+    ASOF JOIN paytables AS p ON e.table_id = p.table_id AND e.seq >= p.seq
+    WHERE e.event_type = 'CardsLoaded' AND e.decks > 1 AND p.profile = 'nj-casino-night'
 ) AS found(code, table_id, shoe_id, round_no, seqs, explanation, occurred_at);
 
 -- Each table's event stream: sequence numbers and hash links (integrity).

@@ -39,8 +39,8 @@ class Dispute:
 # them, instead of aggregating every round of the store to read one.
 _ROUND = """
 SELECT table_id, shoe_id, round_no, dealer, started_at, ended_at, left_card, right_card,
-       middle_card, middle_cards_drawn, kind, spread, outcome AS players_result, voided,
-       announcements, first_seq, last_seq
+       middle_card AS third_card, third_card_seq, redrawn_cards, middle_cards_drawn, kind, spread,
+       outcome AS players_result, voided, announcements, first_seq, last_seq
 FROM rounds_of($table, $shoe, $round, $first, $last)
 """
 
@@ -74,13 +74,30 @@ LIMIT 1
 
 # 13:47-20.31(d)15: each racked card matched to the draw it came from (the k-th copy racked of
 # a card to its k-th draw in the round), in rack order; then any card drawn but never racked.
+# A card drawn in error counts as drawn when it was not used as the next card ((g)2; views.sql,
+# round_dealt). `role` says which card decided the round ($third: the rounds view's
+# third_card_seq) and which cards to the middle box decided nothing.
 _CARDS = """
-WITH drawn AS (
-    SELECT seq AS drawn_seq, occurred_at AS drawn_at, rank, suit, destination, face_up,
-           row_number() OVER (PARTITION BY rank, suit ORDER BY seq) AS copy_no
+WITH outs AS (
+    SELECT seq, occurred_at, event_type, rank, suit, destination, face_up,
+           lead(event_type) OVER w AS next_type, lead(rank) OVER w AS next_rank,
+           lead(suit) OVER w AS next_suit, lead(destination) OVER w AS next_destination
     FROM events
     WHERE table_id = $table AND shoe_id = $shoe AND round_no = $round
-      AND seq BETWEEN $first AND $last AND event_type = 'CardDrawn'
+      AND seq BETWEEN $first AND $last
+      AND event_type IN ('CardDrawn', 'CardDrawnInError', 'CardFoundFaceUp', 'CardBurned')
+    WINDOW w AS (ORDER BY seq)
+),
+drawn AS (
+    SELECT seq AS drawn_seq, occurred_at AS drawn_at, rank, suit, face_up,
+           CASE WHEN event_type = 'CardDrawnInError' THEN 'IN_ERROR' ELSE destination END
+               AS destination,
+           row_number() OVER (PARTITION BY rank, suit ORDER BY seq) AS copy_no
+    FROM outs
+    WHERE event_type = 'CardDrawn'
+       OR (event_type = 'CardDrawnInError' AND NOT coalesce(
+               next_type = 'CardDrawn' AND next_rank = rank AND next_suit = suit
+               AND next_destination IN ('LEFT', 'RIGHT', 'MIDDLE'), false))
 ),
 racked AS (
     SELECT seq AS racked_seq, occurred_at AS racked_at, pos, card.rank AS rank,
@@ -99,14 +116,24 @@ found AS (
       AND seq BETWEEN $first AND $last AND event_type = 'CardFoundFaceUp'
 )
 SELECT r.rack_position, card_label(coalesce(r.rank, d.rank), coalesce(r.suit, d.suit)) AS card,
-       lower(d.destination) AS box, d.drawn_at, d.drawn_seq, r.racked_at, r.racked_seq,
+       CASE d.destination WHEN 'IN_ERROR' THEN 'drawn in error' ELSE lower(d.destination) END
+           AS box,
+       CASE WHEN d.destination = 'IN_ERROR'
+            THEN 'drawn in error and not used as the next card (13:47-20.31(g)2)'
+            WHEN d.destination <> 'MIDDLE' THEN NULL
+            WHEN d.drawn_seq = $third THEN 'the deciding third card'
+            WHEN d.drawn_seq > $third
+            THEN 'redrawn after the deciding third card: decides nothing (13:47-20.31(d)13-14)'
+            ELSE 'exposed before "Raises closed": discarded, decides nothing (13:47-20.31(g)3)'
+       END AS role,
+       d.drawn_at, d.drawn_seq, r.racked_at, r.racked_seq,
        CASE WHEN r.rank IS NULL THEN 'drawn but never racked'
             WHEN d.rank IS NULL THEN 'racked but not drawn in this round'
             ELSE '' END AS note
 FROM racked AS r
 FULL OUTER JOIN drawn AS d USING (rank, suit, copy_no)
 UNION ALL
-SELECT NULL, card_label(rank, suit), 'found face up', occurred_at, seq, occurred_at, seq,
+SELECT NULL, card_label(rank, suit), 'found face up', NULL, occurred_at, seq, occurred_at, seq,
        'found face up in the shoe: to the discard rack, not used (13:47-20.31(g)1)'
 FROM found
 ORDER BY rack_position NULLS LAST, drawn_seq
@@ -203,7 +230,7 @@ def dispute(con: duckdb.DuckDBPyConnection, table: str, *, at: datetime | None =
     params.update(first=r["first_seq"], last=r["last_seq"])
     return Dispute(
         round=r,
-        cards=rows(con, _CARDS, params),
+        cards=rows(con, _CARDS, {**params, "third": r["third_card_seq"]}),
         announcements=rows(con, _ANNOUNCEMENTS, params),
         wagers=rows(con, _WAGERS, {**params, "seat": seat}),
         settlements=rows(con, _SETTLEMENTS, {**params, "seat": seat}),

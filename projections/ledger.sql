@@ -29,6 +29,11 @@ CREATE OR REPLACE MACRO shift_name(ts, tz, shift_starts, shift_names) AS
 -- are word for word those of events.rules.validate_paytable (a test compares them).
 CREATE OR REPLACE MACRO paytable_line_violation(profile, board_approved, line, odds, standard) AS
     CASE
+        -- 13:47-20.31(d)9: three of a kind "shall be paid at odds of 11 to 1" at a casino night,
+        -- neither lower nor higher ((f) only protects the spread odds of (e)).
+        WHEN profile = 'nj-casino-night' AND line = 'three_of_a_kind' AND odds <> standard
+        THEN printf('%s paytable line %s pays %d to 1, not the %d to 1 that 13:47-20.31(d)9 fixes',
+                    profile, line, odds, standard)
         -- 13:47-20.31(f): a casino night may not decrease the odds below (e) (three of a kind:
         -- (d)9); 13:69F-6: a casino pays never below the table. Higher odds are allowed.
         WHEN profile IN ('nj-casino', 'nj-casino-night') AND odds < standard THEN printf(

@@ -66,7 +66,8 @@ ORDER BY seq, log_offset
 """
 
 # One row per racking: a burn, a card found face up, or one CardsRacked (a round's hand), in
-# rack order, beside the hand as dealt and the round's cards and result.
+# rack order, beside the hand as dealt and the round's cards and result: the third card that
+# decided it (views.sql, deciding_third) and any card redrawn to the middle box after it.
 _REPLAY_HANDS = """
 WITH racking AS (
     SELECT table_id, shoe_id, source, round_no, seq,
@@ -83,6 +84,8 @@ SELECT
     CASE WHEN k.source = 'round' THEN h.racked_in_dealing_order END AS racked_in_dealing_order,
     CASE WHEN k.source = 'round' THEN r.kind END AS kind,
     CASE WHEN k.source = 'round' THEN r.spread END AS spread,
+    CASE WHEN k.source = 'round' THEN r.middle_card END AS third_card,
+    CASE WHEN k.source = 'round' THEN array_to_string(r.redrawn_cards, ' ') END AS redrawn,
     CASE WHEN k.source = 'round' THEN r.outcome END AS outcome,
     CASE WHEN k.source = 'round' THEN r.dealer END AS dealer
 FROM racking AS k

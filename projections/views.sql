@@ -19,6 +19,20 @@ CREATE OR REPLACE MACRO dollars(cents) AS
     CASE WHEN cents < 0 THEN '-' ELSE '' END
     || printf('$%d.%02d', abs(cents) // 100, abs(cents) % 100);
 
+-- The cards a round dealt, in order, from its cards out of the shoe (`outs`: a list of {seq,
+-- type, rank, suit, dest} of its CardDrawn, CardDrawnInError, CardFoundFaceUp and CardBurned
+-- in seq order): every CardDrawn, and every card drawn in error that was NOT used as the next
+-- card (13:47-20.31(g)2; 13:69F-6.7(b): it shall be used as though it were the next card, so
+-- it is used when the next card out is a CardDrawn of the same card to a box). A used one is
+-- its CardDrawn, counted once; an unused one still left the shoe and must reach the rack
+-- ((d)15). One definition for the hands view and the anomaly round facts.
+CREATE OR REPLACE MACRO round_dealt(outs) AS
+    list_filter(outs, lambda x, i: x.type = 'CardDrawn'
+        OR (x.type = 'CardDrawnInError' AND NOT coalesce(
+                outs[i + 1].type = 'CardDrawn' AND outs[i + 1].rank = x.rank
+                AND outs[i + 1].suit = x.suit AND outs[i + 1].dest IN ('LEFT', 'RIGHT', 'MIDDLE'),
+                false)));
+
 -- Every event with a readable one-line description, in table order (pitlog replay).
 CREATE OR REPLACE VIEW timeline AS
 SELECT
@@ -51,7 +65,8 @@ SELECT
             || CASE destination WHEN 'DISCARD_RACK' THEN ' to the discard rack'
                    ELSE ' to the ' || lower(destination) || ' box' END
         WHEN 'CardFoundFaceUp' THEN card_label(rank, suit) || ' found face up in the shoe (not used)'
-        WHEN 'CardDrawnInError' THEN card_label(rank, suit) || ' drawn in error (used as the next card)'
+        WHEN 'CardDrawnInError' THEN card_label(rank, suit)
+            || ' drawn in error (to be used as the next card, 13:47-20.31(g)2)'
         WHEN 'CardsRacked' THEN 'racks ' || array_to_string(
             list_transform(cards, lambda c: card_label(c.rank, c.suit)), ' ')
         WHEN 'Announced' THEN '"' || phrase || '" (' || lower(meaning)
@@ -122,10 +137,30 @@ CREATE OR REPLACE VIEW rack AS
 SELECT * FROM rack_of(NULL, NULL, NULL, NULL)
 ORDER BY table_id, shoe_id, rack_position;
 
+-- The third card that decides a round, from the round's cards to the middle box (a list of
+-- {seq, rank, suit} in dealing order), its kind, the seq of its right card and of its first
+-- "Raises closed". Exactly one third card decides:
+--   pair: the first card to the middle box after the pair (13:47-20.31(d)8-10; GA (6)-(8));
+--   spread: the first card to the middle box after "Raises closed" (13:47-20.31(d)13-14;
+--     GA (11)); one exposed before it is discarded ((g)3; 13:69F-6.7). When "Raises closed"
+--     was never said, the first card to the middle box (EARLY_THIRD_CARD and
+--     EARLY_EXPOSURE_MISHANDLED flag the round).
+-- Any later card to the middle box decides nothing: THIRD_CARD_REDRAWN (anomalies.sql).
+-- One definition, used by the rounds view (so the ledger, reconciliation, statistics,
+-- dispute and replay) and the anomaly round facts.
+CREATE OR REPLACE MACRO deciding_third(middles, kind, right_seq, raises_closed_seq) AS
+    CASE kind
+        WHEN 'pair' THEN list_filter(middles, lambda m: m.seq > right_seq)[1]
+        WHEN 'spread' THEN CASE WHEN raises_closed_seq IS NULL THEN middles[1]
+                                ELSE list_filter(middles, lambda m: m.seq > raises_closed_seq)[1] END
+    END;
+
 -- One row per round. The dealer is the one whose DealerTappedIn is the table's latest at or
 -- before the round's first event. The left and right cards are the first drawn to those boxes;
--- the middle card is the LAST drawn to the middle box, since a third card exposed before
--- "Raises closed" is discarded and replaced (13:47-20.31(g)3).
+-- the middle card (middle_rank, middle_suit, middle_card, third_card_seq) is the deciding
+-- third card of deciding_third above, never a later one: `redrawn_cards` lists the cards dealt
+-- to the middle box after it (an irregularity, THIRD_CARD_REDRAWN), `middle_cards_drawn`
+-- counts every card to the middle box.
 --
 -- rounds_of(in_table, in_shoe, in_round, from_seq, to_seq) is the rounds view's rows of one
 -- table, shoe and round (a NULL argument: all of them), so that a dispute or a replay does not
@@ -144,8 +179,10 @@ WITH per_round AS (
         arg_min(suit, (seq, log_offset)) FILTER (event_type = 'CardDrawn' AND destination = 'LEFT') AS left_suit,
         arg_min(rank, (seq, log_offset)) FILTER (event_type = 'CardDrawn' AND destination = 'RIGHT') AS right_rank,
         arg_min(suit, (seq, log_offset)) FILTER (event_type = 'CardDrawn' AND destination = 'RIGHT') AS right_suit,
-        arg_max(rank, (seq, log_offset)) FILTER (event_type = 'CardDrawn' AND destination = 'MIDDLE') AS middle_rank,
-        arg_max(suit, (seq, log_offset)) FILTER (event_type = 'CardDrawn' AND destination = 'MIDDLE') AS middle_suit,
+        min(seq) FILTER (event_type = 'CardDrawn' AND destination = 'RIGHT') AS right_seq,
+        min(seq) FILTER (event_type = 'Announced' AND meaning = 'RAISES_CLOSED') AS raises_closed_seq,
+        list({'seq': seq, 'rank': rank, 'suit': suit} ORDER BY seq, log_offset)
+            FILTER (event_type = 'CardDrawn' AND destination = 'MIDDLE') AS middles,
         count(*) FILTER (event_type = 'CardDrawn' AND destination = 'MIDDLE') AS middle_cards_drawn,
         string_agg(phrase, ' | ' ORDER BY seq, log_offset) FILTER (event_type = 'Announced') AS announcements,
         list(meaning ORDER BY seq, log_offset) FILTER (event_type = 'Announced') AS announced,
@@ -174,27 +211,34 @@ classified AS (
         CASE WHEN abs(left_rank - right_rank) >= 2 THEN abs(left_rank - right_rank) - 1 END AS spread
     FROM per_round AS r
     ASOF LEFT JOIN dealer_taps AS t ON r.table_id = t.table_id AND r.first_seq >= t.seq
+),
+decided AS (
+    SELECT *, deciding_third(middles, kind, right_seq, raises_closed_seq) AS third
+    FROM classified
 )
 SELECT
     table_id, shoe_id, round_no, started_at, ended_at, dealer,
     left_rank, left_suit, card_label(left_rank, left_suit) AS left_card,
     right_rank, right_suit, card_label(right_rank, right_suit) AS right_card,
-    middle_rank, middle_suit, card_label(middle_rank, middle_suit) AS middle_card,
+    third.rank AS middle_rank, third.suit AS middle_suit,
+    card_label(third.rank, third.suit) AS middle_card, third.seq AS third_card_seq,
+    coalesce(list_transform(list_filter(middles, lambda m: m.seq > third.seq),
+                            lambda m: card_label(m.rank, m.suit)), []::VARCHAR[]) AS redrawn_cards,
     middle_cards_drawn, kind, spread, announcements, announced, voided,
     -- The players' result, from the cards (settlements are judged against it elsewhere):
     CASE WHEN voided THEN 'void'                   -- 13:69F-34.16(n) by analogy: a voided round
          WHEN kind IS NULL THEN NULL               -- the first two cards are not both out
          WHEN kind = 'consecutive' THEN 'void'     -- 13:47-20.31(d)7: tie hand, wagers returned
-         WHEN middle_rank IS NULL THEN NULL        -- no third card (yet)
-         WHEN kind = 'pair' THEN CASE WHEN middle_rank = left_rank
+         WHEN third.rank IS NULL THEN NULL        -- no third card (yet)
+         WHEN kind = 'pair' THEN CASE WHEN third.rank = left_rank
                                       THEN 'won'   -- (d)9: three of a kind
                                       ELSE 'void' END  -- (d)10: no three of a kind, tie hand
          -- (d)14; GA (11)(a): strictly between wins; equal to either card loses.
-         WHEN middle_rank > least(left_rank, right_rank)
-              AND middle_rank < greatest(left_rank, right_rank) THEN 'won'
+         WHEN third.rank > least(left_rank, right_rank)
+              AND third.rank < greatest(left_rank, right_rank) THEN 'won'
          ELSE 'lost' END AS outcome,
     first_seq, last_seq, events
-FROM classified;
+FROM decided;
 
 CREATE OR REPLACE VIEW rounds AS
 SELECT * FROM rounds_of(NULL, NULL, NULL, NULL, NULL)
@@ -327,8 +371,8 @@ FROM all_wagers AS w
 LEFT JOIN settled AS s USING (table_id, shoe_id, round_no, seat, area, wager_kind)
 ORDER BY table_id, shoe_id, round_no, seat, area, wager_kind;
 
--- Per round, the cards as dealt (every card drawn from the shoe in the round, in order) next
--- to the cards as racked (13:47-20.31(d)15: "in order", so the two should be equal).
+-- Per round, the cards as dealt (every card drawn from the shoe in the round, in order, and a
+-- card drawn in error and not used: round_dealt above) next to the cards as racked (13:47-20.31(d)15: "in order", so the two should be equal).
 --
 -- hands_of(in_table, in_shoe, from_seq, to_seq) is the hands of one table and shoe (a NULL
 -- argument: all of them; the `hands` view below is hands_of(NULL, NULL, NULL, NULL)). from_seq
@@ -336,13 +380,22 @@ ORDER BY table_id, shoe_id, round_no, seat, area, wager_kind;
 -- shoes asked for (the rack positions count from the shoe's first card), or be NULL.
 CREATE OR REPLACE MACRO hands_of(in_table, in_shoe, from_seq, to_seq) AS TABLE
 WITH dealt AS (
+    -- round_dealt: every CardDrawn, and a card drawn in error that was not used (it left the
+    -- shoe all the same).
     SELECT table_id, shoe_id, round_no,
-           list(card_label(rank, suit) ORDER BY seq, log_offset) AS dealt_cards
-    FROM events
-    WHERE event_type = 'CardDrawn' AND round_no IS NOT NULL
-      AND (in_table IS NULL OR table_id = in_table) AND (in_shoe IS NULL OR shoe_id = in_shoe)
-      AND (from_seq IS NULL OR seq >= from_seq) AND (to_seq IS NULL OR seq <= to_seq)
-    GROUP BY table_id, shoe_id, round_no
+           list_transform(round_dealt(outs), lambda x: card_label(x.rank, x.suit)) AS dealt_cards
+    FROM (
+        SELECT table_id, shoe_id, round_no,
+               list({'seq': seq, 'type': event_type, 'rank': rank, 'suit': suit,
+                     'dest': destination} ORDER BY seq, log_offset) AS outs
+        FROM events
+        WHERE event_type IN ('CardDrawn', 'CardDrawnInError', 'CardFoundFaceUp', 'CardBurned')
+          AND round_no IS NOT NULL
+          AND (in_table IS NULL OR table_id = in_table) AND (in_shoe IS NULL OR shoe_id = in_shoe)
+          AND (from_seq IS NULL OR seq >= from_seq) AND (to_seq IS NULL OR seq <= to_seq)
+        GROUP BY table_id, shoe_id, round_no
+    )
+    WHERE len(round_dealt(outs)) > 0
 ),
 racked AS (
     SELECT table_id, shoe_id, round_no,

@@ -234,17 +234,19 @@ def test_verbal_wager_at_a_gaming_authority_table_is_a_call_bet(tmp_path: Path) 
     assert pit.judge() == [("CALL_BET", "T01", "S1", 1, [called])]
 
 
-def test_verbal_wager_at_an_nj_casino_is_no_anomaly(tmp_path: Path) -> None:
+def test_verbal_wager_at_an_nj_casino_is_a_call_bet_too(tmp_path: Path) -> None:
+    # 13:69F-6.5(b): wagers are made "by placing gaming chips or plaques and, if applicable, a
+    # match play coupon on the appropriate area"; red dog states no exception for verbal ones.
     pit = opened(tmp_path, "nj-casino")
     pit.begin(1)
-    pit.wager(1, 1000, instrument=Instrument.CALL_BET)
+    called = pit.wager(1, 1000, instrument=Instrument.CALL_BET)
     pit.draw("5S", LEFT)
     pit.draw("6H", RIGHT)
     pit.say(Meaning.CONSECUTIVE)
     pit.settle(1, ORIGINAL, VOID, 1000)
     pit.rack("5S 6H")
     pit.close_shoe()
-    assert pit.judge() == []
+    assert pit.judge() == [("CALL_BET", "T01", "S1", 1, [called])]
 
 
 def test_one_player_on_two_areas_is_multiple_betting_areas(tmp_path: Path) -> None:
@@ -639,9 +641,40 @@ def test_every_catalogue_code_has_its_rule_and_severity(tmp_path: Path) -> None:
     db = opened(tmp_path).project()
     with duckdb.connect(str(db), read_only=True) as con:
         rows = {r["code"]: (r["severity"], r["rule"]) for r in catalogue(con)}
-    assert len(rows) == 28
+    assert len(rows) == 36
     assert rows["DUPLICATE_EVENT"] == ("high", "integrity")
+    assert rows["THIRD_CARD_REDRAWN"] == ("high", "13:47-20.31(d)10, (d)13-14; GA (8), (11)")
     assert rows["EARLY_THIRD_CARD"] == ("medium", "13:47-20.31(g)3; 13:69F-6.7")
-    assert rows["CALL_BET"] == ("medium", "GA (2)")
+    assert rows["CALL_BET"] == ("medium", "13:47-20.31(d)4; 13:69F-6.5(b); GA (2)")
     assert rows["CHAIN_BROKEN"] == ("high", "integrity")
     assert {s for s, _ in rows.values()} == {"low", "medium", "high"}
+
+
+def test_the_catalogue_is_the_same_everywhere_it_is_written(tmp_path: Path) -> None:
+    """The codes of anomalies.sql's anomaly_codes are the simulator's injectable codes plus the
+    two statistics; their severities are the CLI's and list_anomalies' severities; and
+    docs/anomalies.md has a section per code with its rule and severity, and names every rule
+    code in its opening table of clauses."""
+    import re
+
+    import duckdb
+
+    from cli.commands_surveillance import Severity
+    from events.irregularities import INJECTABLE
+    from projections.anomalies import SEVERITIES, STATISTICAL, catalogue
+
+    db = opened(tmp_path).project()
+    with duckdb.connect(str(db), read_only=True) as con:
+        rows = {r["code"]: (r["severity"], r["rule"]) for r in catalogue(con)}
+    assert set(rows) == set(INJECTABLE) | set(STATISTICAL)
+    assert len(INJECTABLE) == len(set(INJECTABLE))
+    assert {s for s, _ in rows.values()} <= set(SEVERITIES) == {s.value for s in Severity}
+    doc = (Path(__file__).parents[1] / "docs" / "anomalies.md").read_text()
+    headings = [h for h in doc.splitlines() if h.startswith("### ")]
+    clauses = doc.split("## The deciding third card")[0]
+    for code, (severity, rule) in rows.items():
+        (heading,) = [h for h in headings if re.search(rf"\b{code}\b", h)]
+        assert heading.endswith(f"({severity})"), heading
+        if code not in STATISTICAL and "same rules" not in heading:
+            assert f" — {rule} (" in heading, (heading, rule)
+        assert code in clauses, code

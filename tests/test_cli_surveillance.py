@@ -79,8 +79,8 @@ def test_table_format_shows_the_anomalies(db: Path) -> None:
 def test_filters_by_code_table_shoe_and_severity(db: Path) -> None:
     both = _json("anomalies", "--db", str(db), "--code", "CALL_BET", "--code", "LATE_RAISE")
     assert {r["code"] for r in both} == {"CALL_BET", "LATE_RAISE"}
-    # call bets are flagged only at the gaming-authority table, T02 (GA (2))
-    assert {r["table_id"] for r in both if r["code"] == "CALL_BET"} == {"T02"}
+    # call bets are flagged at every table (13:69F-6.5(b); GA (2))
+    assert {r["table_id"] for r in both if r["code"] == "CALL_BET"} == {"T01", "T02"}
     t01 = _json("anomalies", "--db", str(db), "--table", "T01")
     assert t01 and {r["table_id"] for r in t01} == {"T01"}
     shoe = str(t01[0]["shoe_id"])

@@ -129,12 +129,14 @@ def test_round_result() -> None:
 
 def test_profiles() -> None:
     assert set(PROFILES) == set(Profile)
+    # 13:69F-6.5(b): chips, plaques, match play coupons; no exception for verbal wagers.
     assert PROFILES[Profile.NJ_CASINO] == ProfileRules(
-        max_decks=None, min_decks=1, call_bets_allowed=True, match_play_allowed=True,
+        max_decks=None, min_decks=1, call_bets_allowed=False, match_play_allowed=True,
         payout_floor_only=True,
     )  # fmt: skip
+    # 13:47-20.31(d)4: wagers placed on the layout; no instrument named.
     assert PROFILES[Profile.NJ_CASINO_NIGHT] == ProfileRules(
-        max_decks=1, min_decks=1, call_bets_allowed=True, match_play_allowed=False,
+        max_decks=1, min_decks=1, call_bets_allowed=False, match_play_allowed=True,
         payout_floor_only=True,
     )  # fmt: skip
     assert PROFILES[Profile.GAMING_AUTHORITY] == ProfileRules(
@@ -186,10 +188,21 @@ PROMO_TRIPS = Paytable(three_of_a_kind=12)
 
 
 @pytest.mark.parametrize("profile", NJ_PROFILES)
-def test_nj_allows_higher_odds(profile: Profile) -> None:
+def test_nj_allows_higher_spread_odds(profile: Profile) -> None:
     # 13:47-20.31(f); 13:69F-6: only a decrease below the table is forbidden
-    validate_paytable(profile, PROMO_TRIPS)
     validate_paytable(profile, Paytable(spread_1=6, spread_2=5, spread_3=3, spread_4_to_11=2))
+
+
+def test_nj_casino_allows_a_promotional_three_of_a_kind() -> None:
+    validate_paytable(Profile.NJ_CASINO, PROMO_TRIPS)  # 13:69F-6: never below the table
+
+
+def test_casino_night_three_of_a_kind_is_fixed_at_eleven_to_one() -> None:
+    # 13:47-20.31(d)9: "shall be paid at odds of 11 to 1"; (f) only protects (e)'s spreads
+    with pytest.raises(PaytableError, match=r"^nj-casino-night paytable line three_of_a_kind "
+                                            r"pays 12 to 1, not the 11 to 1 that "
+                                            r"13:47-20\.31\(d\)9 fixes$"):
+        validate_paytable(Profile.NJ_CASINO_NIGHT, PROMO_TRIPS)
 
 
 def test_nj_casino_night_rejects_lower_odds_citing_clause() -> None:
@@ -353,6 +366,8 @@ def test_nj_valid_paytable_never_pays_less_than_standard(
     # what the standard table pays. Tested on arbitrary tables (those rejected are skipped) and
     # on the standard table plus a non-negative bump per line (always accepted).
     bumped = Paytable(*(o + b for (_, o), b in zip(STANDARD_PAYTABLE.lines(), bump, strict=True)))
+    if profile is Profile.NJ_CASINO_NIGHT:  # 13:47-20.31(d)9: three of a kind stays 11 to 1
+        bumped = dataclasses.replace(bumped, three_of_a_kind=11)
     validate_paytable(profile, bumped)
     for table in (paytable, bumped):
         try:
