@@ -128,8 +128,9 @@ def test_a_duplicate_event_id_in_the_log_is_an_anomaly(tmp_path: Path) -> None:
     log = EmbeddedLog(tmp_path / "log", partitions=1)
     recorder = Recorder(log, new_id=lambda: "same-id", now=lambda: T0)
     for i in range(2):  # a writer that does not check ids records one event twice
+        box = (model.Box.LEFT, model.Box.RIGHT)[i]  # dealt as (d)5 says: only the id is wrong
         recorder.record("T03", model.CardDrawn(rank=9, suit=model.Suit.CLUBS, face_up=True,
-                                               destination=model.Box.LEFT),
+                                               destination=box),
                         shoe_id="T03-S0001", round_no=1, actor="SHOE-3",
                         occurred_at=T0 + timedelta(seconds=i))
     recorder.flush()
