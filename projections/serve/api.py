@@ -1,0 +1,295 @@
+"""The read-only JSON API: one GET per query the CLI has, each calling the same library function
+as the CLI command, on a fresh cursor of the writer's connection (state.py).
+
+Handlers are plain functions: Starlette runs them in its thread pool, so a slow query never
+blocks the event loop (nor the alert streams). Times are ISO 8601 with the casino's offset;
+money stays in integer cents; decimals are strings (exact); fractions are "n/d".
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, date, datetime
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import duckdb
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from events.errors import PitlogError
+from projections.serve import sse
+from projections.serve.sql import bounded_query
+from projections.serve.state import ServeState
+
+
+class BadRequest(PitlogError):
+    """A query parameter the API cannot use (answered 400)."""
+
+
+def routes() -> list[BaseRoute]:
+    return [
+        Route("/api/shoes", shoes), Route("/api/replay/{shoe}", replay),
+        Route("/api/anomalies", anomalies), Route("/api/dispute", dispute),
+        Route("/api/reconcile", reconcile), Route("/api/ledger", ledger),
+        Route("/api/conservation", conservation), Route("/api/sql", sql),
+        Route("/api/tables", tables), Route("/alerts", sse.alerts),
+        Route("/health", health), Route("/metrics", metrics),
+    ]
+
+
+# --- encoding -------------------------------------------------------------------------------
+
+def encoder(tz: Any) -> Callable[[Any], Any]:
+    def default(value: Any) -> Any:
+        if isinstance(value, datetime):
+            return value.astimezone(tz).isoformat() if value.tzinfo else value.isoformat()
+        if isinstance(value, date):
+            return value.isoformat()
+        if isinstance(value, Decimal):
+            return str(value)
+        if isinstance(value, Fraction):
+            return f"{value.numerator}/{value.denominator}"
+        if isinstance(value, bytes | bytearray | memoryview):
+            return bytes(value).hex()
+        if isinstance(value, set | frozenset | tuple):
+            return list(value)
+        raise TypeError(f"cannot encode {type(value).__name__}")
+    return default
+
+
+def to_json(state: ServeState, body: Any) -> str:
+    return json.dumps(body, default=encoder(state.tz), allow_nan=False)
+
+
+def reply(request: Request, body: Any, status: int = 200) -> Response:
+    state: ServeState = request.app.state.pitlog
+    return Response(to_json(state, body), status_code=status, media_type="application/json")
+
+
+# --- parameters -----------------------------------------------------------------------------
+
+_KNOWN: dict[str, frozenset[str]] = {}
+
+
+def params(request: Request, *allowed: str) -> dict[str, str]:
+    """The query parameters, refusing unknown ones (a typo must not widen a query silently)."""
+    unknown = sorted(set(request.query_params) - set(allowed))
+    if unknown:
+        raise BadRequest(f"unknown parameter {', '.join(unknown)}; this endpoint takes "
+                         f"{', '.join(allowed) or 'none'}")
+    return {k: v for k, v in request.query_params.items() if v != ""}
+
+
+def many(request: Request, name: str) -> list[str]:
+    return [v for raw in request.query_params.getlist(name) for v in raw.split(",") if v]
+
+
+def as_int(p: dict[str, str], name: str, low: int | None = None) -> int | None:
+    if name not in p:
+        return None
+    try:
+        n = int(p[name])
+    except ValueError:
+        raise BadRequest(f"{name}={p[name]!r} is not an integer") from None
+    if low is not None and n < low:
+        raise BadRequest(f"{name} must be at least {low}")
+    return n
+
+
+def as_bool(p: dict[str, str], name: str, default: bool) -> bool:
+    text = p.get(name)
+    if text is None:
+        return default
+    if text.lower() in ("1", "true", "yes", "on"):
+        return True
+    if text.lower() in ("0", "false", "no", "off"):
+        return False
+    raise BadRequest(f"{name}={text!r}: use true or false")
+
+
+def as_time(p: dict[str, str], name: str, tz: Any) -> datetime | None:
+    """ISO 8601; a time without an offset is on the casino's wall clock."""
+    if name not in p:
+        return None
+    try:
+        at = datetime.fromisoformat(p[name].strip().replace(" ", "T", 1))
+    except ValueError:
+        raise BadRequest(f"{name}={p[name]!r} is not a time: write ISO 8601, e.g. "
+                         "2026-11-28T21:14:00-05:00") from None
+    return (at if at.tzinfo else at.replace(tzinfo=tz)).astimezone(UTC)
+
+
+@contextmanager
+def reading(request: Request) -> Iterator[duckdb.DuckDBPyConnection]:
+    state: ServeState = request.app.state.pitlog
+    cur = state.cursor()
+    try:
+        yield cur
+    finally:
+        cur.close()
+
+
+def calendar(p: dict[str, str]) -> Any:
+    from projections.reconcile import Calendar
+
+    return Calendar.parse(p.get("tz", "UTC"), p.get("gaming_day_start", "06:00"),
+                          p.get("shifts", "06:00,14:00,22:00"))
+
+
+# --- endpoints ------------------------------------------------------------------------------
+
+def shoes(request: Request) -> Response:
+    from projections.queries import list_shoes
+
+    p = params(request, "table")
+    with reading(request) as con:
+        return reply(request, list_shoes(con, table=p.get("table")))
+
+
+def replay(request: Request) -> Response:
+    from projections.queries import replay_shoe
+
+    p = params(request, "table")
+    with reading(request) as con:
+        r = replay_shoe(con, request.path_params["shoe"], table=p.get("table"))
+    return reply(request, {"shoe": r.shoe, "events": r.events, "hands": r.hands})
+
+
+def anomalies(request: Request) -> Response:
+    from projections.anomalies import AnomalyFilter, list_anomalies
+
+    state: ServeState = request.app.state.pitlog
+    p = params(request, "code", "table", "shoe", "since", "until", "severity", "statistics")
+    f = AnomalyFilter(codes=tuple(many(request, "code")), table=p.get("table"),
+                      shoe=p.get("shoe"), since=as_time(p, "since", state.tz),
+                      until=as_time(p, "until", state.tz), severity=p.get("severity"),
+                      statistics=as_bool(p, "statistics", True))
+    with reading(request) as con:
+        return reply(request, list_anomalies(con, f))
+
+
+def dispute(request: Request) -> Response:
+    from projections.dispute import dispute as rebuild
+
+    state: ServeState = request.app.state.pitlog
+    p = params(request, "table", "at", "shoe", "round", "seat")
+    if "table" not in p:
+        raise BadRequest("give table=, and either at=TIME or shoe= and round=")
+    at = as_time(p, "at", state.tz)
+    round_no = as_int(p, "round", 1)
+    if (at is None) == (round_no is None or "shoe" not in p):
+        raise BadRequest("give either at=TIME or shoe=SHOE and round=N")
+    with reading(request) as con:
+        d = rebuild(con, p["table"], at=at, shoe=p.get("shoe"), round_no=round_no,
+                    seat=as_int(p, "seat", 1))
+    return reply(request, {"round": d.round, "cards": d.cards, "announcements": d.announcements,
+                           "wagers": d.wagers, "settlements": d.settlements,
+                           "anomalies": d.anomalies})
+
+
+def reconcile(request: Request) -> Response:
+    from projections.reconcile import DEFAULT_SIGMA, parse_day
+    from projections.reconcile import reconcile as run
+
+    p = params(request, "by", "tz", "gaming_day_start", "shifts", "day", "table", "sigma")
+    try:
+        sigma = float(p.get("sigma", DEFAULT_SIGMA))
+    except ValueError:
+        raise BadRequest(f"sigma={p['sigma']!r} is not a number") from None
+    if not sigma >= 0:
+        raise BadRequest("sigma must be a number at least 0")
+    with reading(request) as con:
+        return reply(request, run(con, many(request, "by") or ["table"], calendar(p),
+                                  day=parse_day(p.get("day")), table=p.get("table"),
+                                  sigma=sigma))
+
+
+def conservation(request: Request) -> Response:
+    from projections.reconcile import conservation as run
+    from projections.reconcile import parse_day
+
+    p = params(request, "by", "tz", "gaming_day_start", "shifts", "day", "table")
+    with reading(request) as con:
+        return reply(request, run(con, many(request, "by") or ["table", "day"], calendar(p),
+                                  day=parse_day(p.get("day")), table=p.get("table")))
+
+
+def ledger(request: Request) -> Response:
+    from projections.reconcile import ledger_rows
+
+    p = params(request, "table", "shoe", "status", "exceptions")
+    with reading(request) as con:
+        return reply(request, ledger_rows(con, table=p.get("table"), shoe=p.get("shoe"),
+                                          status=p.get("status"),
+                                          exceptions_only=as_bool(p, "exceptions", False)))
+
+
+def sql(request: Request) -> Response:
+    state: ServeState = request.app.state.pitlog
+    p = params(request, "q")
+    if "q" not in p:
+        raise BadRequest("give the query as q=SELECT ...")
+    columns, rows, truncated = bounded_query(state, p["q"])
+    return reply(request, {"columns": columns, "rows": rows, "truncated": truncated,
+                           "max_rows": state.sql_max_rows})
+
+
+_TABLES = """
+WITH last_round AS (
+    SELECT table_id, arg_max(shoe_id, started_at) AS shoe_id,
+           arg_max(round_no, started_at) AS round_no, arg_max(dealer, started_at) AS dealer
+    FROM rounds GROUP BY table_id
+), last_event AS (
+    SELECT table_id, max(occurred_at) AS last_event_at, count(*) AS events
+    FROM events GROUP BY table_id
+)
+SELECT e.table_id, r.shoe_id, r.round_no, r.dealer, e.last_event_at, e.events
+FROM last_event AS e LEFT JOIN last_round AS r USING (table_id)
+ORDER BY e.table_id
+"""
+
+
+def tables(request: Request) -> Response:
+    """One row per table: its profile, current shoe and round, dealer, last event time, and the
+    alerts raised there (the alerts table has no acknowledgement yet: all count as open)."""
+    from projections.queries import rows
+
+    params(request)
+    with reading(request) as con:
+        found = rows(con, _TABLES)
+        profiles = {r["table_id"]: r for r in _profiles(con)}
+        open_alerts = {r["table_id"]: r["n"] for r in rows(
+            con, "SELECT table_id, count(*) AS n FROM alerts GROUP BY table_id")}
+    for r in found:
+        r["profile"] = profiles.get(r["table_id"])
+        r["open_alerts"] = open_alerts.get(r["table_id"], 0)
+    return reply(request, found)
+
+
+def _profiles(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    from projections.queries import rows
+
+    try:
+        return rows(con, "SELECT * FROM table_profiles")
+    except (PitlogError, duckdb.Error):
+        return []
+
+
+def health(request: Request) -> Response:
+    state: ServeState = request.app.state.pitlog
+    body = state.health()
+    return reply(request, body, 200 if body["ready"] else 503)
+
+
+def metrics(request: Request) -> Response:
+    state: ServeState = request.app.state.pitlog
+    return Response(state.metrics.render(), media_type="text/plain; version=0.0.4")
+
+
+__all__ = ["routes", "ZoneInfo"]
