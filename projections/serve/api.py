@@ -15,7 +15,6 @@ from datetime import UTC, date, datetime
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
-from zoneinfo import ZoneInfo
 
 import duckdb
 from starlette.requests import Request
@@ -73,9 +72,6 @@ def reply(request: Request, body: Any, status: int = 200) -> Response:
 
 
 # --- parameters -----------------------------------------------------------------------------
-
-_KNOWN: dict[str, frozenset[str]] = {}
-
 
 def params(request: Request, *allowed: str) -> dict[str, str]:
     """The query parameters, refusing unknown ones (a typo must not widen a query silently)."""
@@ -248,37 +244,27 @@ WITH last_round AS (
 ), last_event AS (
     SELECT table_id, max(occurred_at) AS last_event_at, count(*) AS events
     FROM events GROUP BY table_id
+), profile AS (  -- the paytable in force: the latest TableOpened of the table
+    SELECT table_id, arg_max(profile, seq) AS profile FROM paytables GROUP BY table_id
+), open_alerts AS (
+    SELECT table_id, count(*) AS open_alerts FROM alerts GROUP BY table_id
 )
-SELECT e.table_id, r.shoe_id, r.round_no, r.dealer, e.last_event_at, e.events
+SELECT e.table_id, p.profile, r.shoe_id, r.round_no, r.dealer, e.last_event_at, e.events,
+       coalesce(a.open_alerts, 0) AS open_alerts
 FROM last_event AS e LEFT JOIN last_round AS r USING (table_id)
+LEFT JOIN profile AS p USING (table_id) LEFT JOIN open_alerts AS a USING (table_id)
 ORDER BY e.table_id
 """
 
 
 def tables(request: Request) -> Response:
-    """One row per table: its profile, current shoe and round, dealer, last event time, and the
-    alerts raised there (the alerts table has no acknowledgement yet: all count as open)."""
+    """One row per table: its paytable profile, current shoe and round, dealer, last event
+    time, and the alerts raised there (alerts have no acknowledgement yet: all count as open)."""
     from projections.queries import rows
 
     params(request)
     with reading(request) as con:
-        found = rows(con, _TABLES)
-        profiles = {r["table_id"]: r for r in _profiles(con)}
-        open_alerts = {r["table_id"]: r["n"] for r in rows(
-            con, "SELECT table_id, count(*) AS n FROM alerts GROUP BY table_id")}
-    for r in found:
-        r["profile"] = profiles.get(r["table_id"])
-        r["open_alerts"] = open_alerts.get(r["table_id"], 0)
-    return reply(request, found)
-
-
-def _profiles(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
-    from projections.queries import rows
-
-    try:
-        return rows(con, "SELECT * FROM table_profiles")
-    except (PitlogError, duckdb.Error):
-        return []
+        return reply(request, rows(con, _TABLES))
 
 
 def health(request: Request) -> Response:
@@ -291,5 +277,3 @@ def metrics(request: Request) -> Response:
     state: ServeState = request.app.state.pitlog
     return Response(state.metrics.render(), media_type="text/plain; version=0.0.4")
 
-
-__all__ = ["routes", "ZoneInfo"]

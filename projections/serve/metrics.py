@@ -14,8 +14,7 @@ class Metrics:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self.events = 0
-        self.quarantined = 0
+        self.records = 0  # log records committed (events and quarantined ones)
         self.batches = 0
         self.alerts = 0
         self.lag: dict[int, int] = {}
@@ -23,11 +22,10 @@ class Metrics:
         self._latency_sum = 0.0
         self._latency_count = 0
 
-    def batch(self, events: int, quarantined: int, lag: dict[int, int]) -> None:
+    def batch(self, records: int, lag: dict[int, int]) -> None:
         with self._lock:
             self.batches += 1
-            self.events += events
-            self.quarantined += quarantined
+            self.records += records
             self.lag = dict(lag)
 
     def set_lag(self, lag: dict[int, int]) -> None:
@@ -45,12 +43,10 @@ class Metrics:
     def render(self) -> str:
         with self._lock:
             out = [
-                "# HELP pitlog_events_projected_total Events committed to the views.",
+                "# HELP pitlog_events_projected_total Log records committed by this process "
+                "(events and quarantined records).",
                 "# TYPE pitlog_events_projected_total counter",
-                f"pitlog_events_projected_total {self.events}",
-                "# HELP pitlog_records_quarantined_total Log records quarantined.",
-                "# TYPE pitlog_records_quarantined_total counter",
-                f"pitlog_records_quarantined_total {self.quarantined}",
+                f"pitlog_events_projected_total {self.records}",
                 "# HELP pitlog_batches_total Batches committed.",
                 "# TYPE pitlog_batches_total counter",
                 f"pitlog_batches_total {self.batches}",
