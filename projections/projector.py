@@ -14,6 +14,7 @@ what is projected and what is quarantined, with which reason, does not depend on
 
 from __future__ import annotations
 
+import logging
 import time
 import weakref
 from collections.abc import Callable
@@ -28,9 +29,11 @@ import pyarrow as pa
 
 from events import codec
 from events.batch_decode import BatchDecoder
-from events.errors import ProjectionError
+from events.alert_log import AlertSink
+from events.errors import LogError, ProjectionError
 from events.log import EventLog, LogRecord
 from projections import store as _store
+from projections.incremental import Detector
 from projections.snapshot import publish_snapshot
 
 # Two of DuckDB's row groups (122,880 rows each). An insert of at least a row group is written
@@ -39,6 +42,7 @@ from projections.snapshot import publish_snapshot
 # batches of 250,000 in 12.9 s (benchmarks/README.md, Loading); the batch's decoded rows are the
 # price (peak RSS 368 MB -> 577 MB, the same at 1M events and at 10M).
 DEFAULT_BATCH_SIZE = 2 * 122_880
+_LOG = logging.getLogger("pitlog.projector")
 
 # Connections already checked against lost checkpoints, per log (see _project).
 _VERIFIED: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, set[str]] = \
@@ -59,6 +63,7 @@ class ProjectionReport:
     batches: int = 0
     positions: dict[int, int] = field(default_factory=dict)
     seconds: float = 0.0
+    alerts: int = 0  # alerts raised by this call (projections/alerts.py)
 
     @property
     def events_per_second(self) -> float:
@@ -72,7 +77,8 @@ class ProjectionReport:
     def as_row(self) -> dict[str, object]:
         """One flat row for the CLI's table, json and csv output."""
         return {"source": self.source, "events": self.events, "quarantined": self.quarantined,
-                "batches": self.batches, "seconds": round(self.seconds, 3),
+                "batches": self.batches, "alerts": self.alerts,
+                "seconds": round(self.seconds, 3),
                 "events_per_second": round(self.events_per_second),
                 "positions": " ".join(f"p{p}={o}" for p, o in sorted(self.positions.items()))}
 
@@ -81,15 +87,19 @@ def project(log: EventLog, store: str | Path | duckdb.DuckDBPyConnection, *,
             progress: Callable[[int], None] | None = None,
             batch_size: int = DEFAULT_BATCH_SIZE,
             snapshot: bool = False, store_anomalies: bool = True,
-            memory_limit: str | None = None) -> ProjectionReport:
+            memory_limit: str | None = None,
+            publish_alerts: bool = True) -> ProjectionReport:
     """Bring the DuckDB tables up to date with `log`, from the stored checkpoint to the end of
     the log as it is now. `store` is a file path (opened, and closed afterwards) or an open
     read-write connection. `progress` is called after each committed batch with the number of
     log records now covered by the checkpoints (ProjectionReport.done), so a progress bar's
     total is sum(log.end_offsets().values()), also when resuming. With `snapshot`, a
     read-only copy for live readers is published at the end (see snapshot.py). With
-    `store_anomalies`, the anomaly rows are stored afresh when anything new was projected
-    (anomalies.refresh_stored_anomalies), so disputes need not evaluate every rule.
+    `store_anomalies`, the stored anomaly rows are kept current in each batch's own
+    transaction (projections/incremental.py: only the stretch the batch can change is
+    re-evaluated; a store without current rows is evaluated whole first), and every new row
+    is raised as an alert in the same transaction (projections/alerts.py); with
+    `publish_alerts`, alerts are then appended to the sink beside the log after each commit.
     `memory_limit` caps DuckDB's memory when `store` is a path (store.open_store).
 
     Raises ProjectionError if the log's positions were already projected without a matching
@@ -98,22 +108,58 @@ def project(log: EventLog, store: str | Path | duckdb.DuckDBPyConnection, *,
     if isinstance(store, duckdb.DuckDBPyConnection):
         _store.prepare(store)
         return _project_and_publish(store, log, progress, batch_size, snapshot,
-                                    store_anomalies)
+                                    store_anomalies, publish_alerts)
     with _store.open_store(store, memory_limit=memory_limit) as con:
-        return _project_and_publish(con, log, progress, batch_size, snapshot, store_anomalies)
+        return _project_and_publish(con, log, progress, batch_size, snapshot, store_anomalies,
+                                    publish_alerts)
 
 
 def _project_and_publish(con: duckdb.DuckDBPyConnection, log: EventLog,
                          progress: Callable[[int], None] | None, batch_size: int,
-                         snapshot: bool, store_anomalies: bool) -> ProjectionReport:
-    from projections.anomalies import STORED, anomaly_source, refresh_stored_anomalies
+                         snapshot: bool, store_anomalies: bool,
+                         publish_alerts: bool) -> ProjectionReport:
+    detector, raised = None, 0
+    if store_anomalies:
+        from projections.incremental import detector_for
 
-    report = _project(con, log, progress, batch_size)
-    if store_anomalies and anomaly_source(con) != STORED:
-        refresh_stored_anomalies(con)
+        detector, raised = detector_for(con)
+    sink = None
+    if detector is not None and publish_alerts:
+        from events.alert_log import alert_sink
+
+        sink = _SINKS.get(log)
+        if sink is None:
+            sink = _SINKS[log] = alert_sink(log)
+    publisher = _Publisher(con, sink)
+    publisher()
+    report = _project(con, log, progress, batch_size, detector, publisher)
+    report = replace(report, alerts=report.alerts + raised)
     if snapshot:
         publish_snapshot(con)
     return report
+
+
+_SINKS: weakref.WeakKeyDictionary[EventLog, AlertSink | None] = weakref.WeakKeyDictionary()
+
+
+class _Publisher:
+    """After each commit: the alerts past the outbox cursor to the sink. A sink that cannot
+    take them (a broker down) leaves them in the outbox for the next commit; it never stops
+    the projection."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, sink: AlertSink | None) -> None:
+        self.con = con
+        self.sink = sink
+
+    def __call__(self) -> None:
+        if self.sink is None:
+            return
+        from projections.alerts import publish_pending
+
+        try:
+            publish_pending(self.con, self.sink)
+        except LogError as exc:
+            _LOG.warning("alerts not published yet: %s", exc)
 
 
 def checkpoints(con: duckdb.DuckDBPyConnection, source: str) -> dict[int, int]:
@@ -125,7 +171,8 @@ def checkpoints(con: duckdb.DuckDBPyConnection, source: str) -> dict[int, int]:
 
 def _project(con: duckdb.DuckDBPyConnection, log: EventLog,
              progress: Callable[[int], None] | None,
-             batch_size: int) -> ProjectionReport:
+             batch_size: int, detector: Detector | None = None,
+             publisher: Callable[[], None] | None = None) -> ProjectionReport:
     started = time.perf_counter()
     source = log.uri
     positions = checkpoints(con, source)
@@ -136,14 +183,18 @@ def _project(con: duckdb.DuckDBPyConnection, log: EventLog,
         _check_not_ahead(con, source, positions)
         _VERIFIED[con].add(source)
     columns = _store.event_columns()
-    loader = _BatchLoader(con, source, _store.arrow_schema(columns), codec.registry())
+    loader = _BatchLoader(con, source, _store.arrow_schema(columns), codec.registry(),
+                          detector)
     # A batch's commit can pass DuckDB's 2-second mark (it may checkpoint), and its progress
     # bar would then be printed on stdout, into the CLI's table or JSON: off while projecting.
     ((bar,),) = con.execute("SELECT current_setting('enable_progress_bar')").fetchall()
     con.execute("SET enable_progress_bar = false").fetchall()
     try:
-        with _store.memory_limit_at_most(con, _store.LOAD_MEMORY_LIMIT):
-            return _project_batches(con, log, loader, positions, progress, batch_size, started)
+        # Detection evaluates a window of up to a batch's shoes: it keeps the full limit.
+        limit = _store.LOAD_MEMORY_LIMIT if detector is None else _store.DEFAULT_MEMORY_LIMIT
+        with _store.memory_limit_at_most(con, limit):
+            return _project_batches(con, log, loader, positions, progress, batch_size, started,
+                                    publisher)
     finally:
         if bar:
             con.execute("SET enable_progress_bar = true").fetchall()
@@ -151,7 +202,8 @@ def _project(con: duckdb.DuckDBPyConnection, log: EventLog,
 
 def _project_batches(con: duckdb.DuckDBPyConnection, log: EventLog, loader: _BatchLoader,
                      positions: dict[int, int], progress: Callable[[int], None] | None,
-                     batch_size: int, started: float) -> ProjectionReport:
+                     batch_size: int, started: float,
+                     publisher: Callable[[], None] | None = None) -> ProjectionReport:
     source = log.uri
     # Every partition in the report, also those that never had a record.
     report = ProjectionReport(source, positions={**dict.fromkeys(log.end_offsets(), 0),
@@ -160,7 +212,10 @@ def _project_batches(con: duckdb.DuckDBPyConnection, log: EventLog, loader: _Bat
         if not batch:
             continue
         projected, quarantined, ends = loader.load(batch)
+        if publisher is not None:
+            publisher()
         report = replace(report, events=report.events + projected,
+                         alerts=report.alerts + loader.raised,
                          quarantined=report.quarantined + quarantined,
                          batches=report.batches + 1, positions={**report.positions, **ends},
                          seconds=time.perf_counter() - started)
@@ -180,8 +235,10 @@ class _BatchLoader:
     """Decodes one batch and commits it, with its quarantine and checkpoint, atomically."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, source: str, schema: pa.Schema,
-                 reg: codec.SchemaRegistry) -> None:
+                 reg: codec.SchemaRegistry, detector: Detector | None = None) -> None:
         self.con = con
+        self.detector = detector
+        self.raised = 0  # alerts raised by the last batch
         self.source = source
         self.schema = schema
         self.reg = reg
@@ -197,6 +254,13 @@ class _BatchLoader:
         n_rows = rows.num_rows
         starts, ends = self._positions(batch)
         con = self.con
+        detector = self.detector
+        # Evaluated before the transaction, on the committed rows plus this batch's (only this
+        # connection writes the file); written inside it, with the rows and the checkpoint.
+        scopes = detector.plan(rows) if detector is not None and n_rows else []
+        if scopes:
+            detector.evaluate(rows, scopes)
+        self.raised = 0
         # Registered outside the transaction: unregistering inside an aborted one would fail
         # and hide the error that aborted it.
         if n_rows:
@@ -213,6 +277,8 @@ class _BatchLoader:
                     con.execute("INSERT INTO quarantine BY NAME SELECT * FROM pitlog_quarantine")
                 for partition, end in ends.items():
                     con.execute(_UPSERT_CHECKPOINT, [self.source, partition, end])
+                if detector is not None:
+                    self.raised = detector.apply(con, bool(scopes))
                 con.commit()
             except BaseException as exc:
                 # Whatever stopped us (an error, KeyboardInterrupt): nothing partial remains.
