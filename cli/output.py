@@ -1,7 +1,10 @@
 """Rendering shared by every query command: --format table|json|csv, and --out FILE.
 
 json is an array of objects; csv has a header row; table is for people. Values that are not
-JSON-native (datetimes, bytes, decimals) are rendered the same way in every format.
+JSON-native (datetimes, bytes, decimals) are rendered the same way in json, csv and parquet
+(times as ISO 8601 with their offset); the table format shows every time on the casino's clock,
+to the second, with the zone named (projections/localtime.py: --tz, else PITLOG_TZ, else UTC),
+and folds a long cell onto more lines rather than cut it.
 """
 
 from __future__ import annotations
@@ -9,19 +12,22 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import sys
 from collections.abc import Sequence
-from datetime import date, datetime
+from datetime import date, datetime, tzinfo
 from decimal import Decimal
 from enum import StrEnum
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
 from events.errors import PitlogError
+from projections.localtime import casino_zone, stamp
 
 
 class Format(StrEnum):
@@ -51,7 +57,11 @@ def plain(value: Any) -> Any:
 
 
 def render(rows: Sequence[dict[str, Any]], fmt: Format, *, out: Path | None = None,
-           title: str | None = None, columns: Sequence[str] | None = None) -> None:
+           title: str | None = None, columns: Sequence[str] | None = None,
+           tz: tzinfo | None = None, keep: Sequence[str] = (), compact: bool = False) -> None:
+    """Write `rows` as `fmt`. In the table format, times are shown in `tz` (default: the
+    casino's zone), the columns named in `keep` (amounts, statuses) are never wrapped, and
+    `compact` drops the vertical rules to leave their room to the cells."""
     cols = list(columns or (rows[0].keys() if rows else []))
     if fmt is Format.parquet:
         if out is None:
@@ -75,15 +85,19 @@ def render(rows: Sequence[dict[str, Any]], fmt: Format, *, out: Path | None = No
         if out is not None:
             raise PitlogError("--out writes csv, json or parquet: add --format csv|json|parquet")
         # Piped output has no terminal width: give tables room rather than cut every cell.
-        console = Console(soft_wrap=False, width=None if sys.stdout.isatty() else 160)
+        # $COLUMNS, when set, is the width asked for (rich reads it).
+        wide = sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit()
+        console = Console(soft_wrap=False, width=None if wide else 160)
         if not rows:
             console.print(f"{title + ': ' if title else ''}no rows")
             return
-        table = Table(title=title, show_lines=False, header_style="bold")
+        zone = tz or casino_zone()
+        table = Table(title=title, show_lines=False, header_style="bold",
+                      **({"box": box.SIMPLE_HEAD, "pad_edge": False, "collapse_padding": True} if compact else {}))
         for c in cols:
-            table.add_column(c)
+            table.add_column(c, overflow="fold", no_wrap=c in keep)
         for r in rows:
-            table.add_row(*(_cell(plain(r.get(c))) for c in cols))
+            table.add_row(*(_cell(r.get(c), zone) for c in cols))
         console.print(table)
         return
     if out is not None:
@@ -92,9 +106,12 @@ def render(rows: Sequence[dict[str, Any]], fmt: Format, *, out: Path | None = No
         sys.stdout.write(text)
 
 
-def _cell(value: Any) -> str:
+def _cell(value: Any, zone: tzinfo) -> str:
     if value is None:
         return ""
+    if isinstance(value, datetime):
+        return stamp(value, zone)
+    value = plain(value)
     if isinstance(value, list):
         return " ".join(str(v) for v in value)
     return str(value)

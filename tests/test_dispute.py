@@ -65,16 +65,6 @@ def test_one_seat_shows_only_its_wagers_and_settlements(tmp_path: Path) -> None:
     assert len(d.cards) == 3  # the cards are everyone's
 
 
-def test_between_rounds_the_hand_just_finished_is_shown(tmp_path: Path) -> None:
-    pit = opened(tmp_path)
-    pit.play(1, "5S 6H", {1: 1000})
-    pit.tap_in("D2")
-    pause = pit.burn("KC")
-    pit.play(2, "3S QH 7C", {1: 1000})
-    pit.close_shoe()
-    assert _rebuild(pit, at=_at(pause)).round["round_no"] == 1
-
-
 def test_a_short_payout_shows_the_settlement_required_beside_the_one_made(tmp_path: Path) -> None:
     pit = opened(tmp_path)
     pit.begin(1)
@@ -141,14 +131,6 @@ def test_cards_racked_out_of_order_are_listed_in_rack_order_with_their_draws(
     assert [(c["rack_position"], c["card"], c["drawn_seq"], c["note"]) for c in d.cards] == [
         (1, "9H", right, ""), (2, "4S", left, ""), (None, "8C", third, "drawn but never racked")]
     assert [a["code"] for a in d.anomalies] == ["CARD_UNACCOUNTED"]
-
-
-def test_a_moment_before_any_round_is_not_found(tmp_path: Path) -> None:
-    pit = opened(tmp_path)
-    pit.play(1, "5S 6H", {1: 1000})
-    pit.close_shoe()
-    with pytest.raises(NotFoundError, match="no round had started at table T01"):
-        _rebuild(pit, at=EVENING - timedelta(hours=1))
 
 
 def test_an_unknown_round_is_not_found(tmp_path: Path) -> None:
