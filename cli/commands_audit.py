@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
+from cli.client import ServerOpt, ask
 from cli.options import DbOpt, FormatOpt, OutOpt, db_path
 from cli.output import Format, cents, render
 from events.errors import PitlogError
@@ -96,6 +97,7 @@ def reconcile_cmd(
         min=0.0, help="Flag HOLD_VARIANCE when the variance is beyond this many standard "
                       "deviations (see docs/auditing.md).")] = DEFAULT_SIGMA,
     db: DbOpt = None, format: FormatOpt = Format.table, out: OutOpt = None,
+    server: ServerOpt = None,
 ) -> None:
     """Handle, paid, collected, returned, net win and hold, against the exact theoretical win
     (the house edge for the shoe's decks and the table's paytable, applied to the wagers and
@@ -107,8 +109,12 @@ def reconcile_cmd(
 
     calendar = Calendar.parse(tz, gaming_day_start, shifts)
     groups = by or ["table"]
-    with _reading(db) as con:
-        rows = reconcile(con, groups, calendar, day=parse_day(day), table=table, sigma=sigma)
+    rows = ask(db_path(db), server, "/api/reconcile", by=groups, tz=tz, day=day, table=table,
+               gaming_day_start=gaming_day_start, shifts=shifts, sigma=sigma)
+    if rows is None:
+        with _reading(db) as con:
+            rows = reconcile(con, groups, calendar, day=parse_day(day), table=table,
+                             sigma=sigma)
     _emit(rows, format, out, "reconciliation", RECONCILE_SUMMARY, group_columns(groups))
 
 
@@ -123,6 +129,7 @@ def ledger_cmd(
         "--exceptions", help="Only the rows an auditor must look at (not OK, REMOVED or "
                              "IN_PLAY).")] = False,
     db: DbOpt = None, format: FormatOpt = Format.table, out: OutOpt = None,
+    server: ServerOpt = None,
 ) -> None:
     """The settlement ledger: every wager and raise with the decision the rules and the
     table's paytable require next to the settlements recorded; unsettled and doubly settled
@@ -133,9 +140,12 @@ def ledger_cmd(
     """
     from projections.reconcile import ledger_rows
 
-    with _reading(db) as con:
-        rows = ledger_rows(con, table=table, shoe=shoe, status=status,
-                           exceptions_only=exceptions)
+    rows = ask(db_path(db), server, "/api/ledger", table=table, shoe=shoe, status=status,
+               exceptions=str(exceptions).lower())
+    if rows is None:
+        with _reading(db) as con:
+            rows = ledger_rows(con, table=table, shoe=shoe, status=status,
+                               exceptions_only=exceptions)
     _emit(rows, format, out, "ledger", LEDGER_SUMMARY)
 
 
@@ -147,6 +157,7 @@ def conservation_cmd(
     day: DayOpt = None,
     table: TableOpt = None,
     db: DbOpt = None, format: FormatOpt = Format.table, out: OutOpt = None,
+    server: ServerOpt = None,
 ) -> None:
     """Check money in = money out + net win, to the cent, per table and gaming day: handle =
     paid winnings + stakes returned to winners + voids returned + (collected - paid), with
@@ -158,8 +169,11 @@ def conservation_cmd(
 
     calendar = Calendar.parse(tz, gaming_day_start, shifts)
     groups = by or ["table", "day"]
-    with _reading(db) as con:
-        rows = conservation(con, groups, calendar, day=parse_day(day), table=table)
+    rows = ask(db_path(db), server, "/api/conservation", by=groups, tz=tz, day=day,
+               table=table, gaming_day_start=gaming_day_start, shifts=shifts)
+    if rows is None:
+        with _reading(db) as con:
+            rows = conservation(con, groups, calendar, day=parse_day(day), table=table)
     _emit(rows, format, out, "conservation", CONSERVATION_SUMMARY, group_columns(groups))
     if any(not r["balanced"] for r in rows):
         raise typer.Exit(code=1)
@@ -169,15 +183,23 @@ def sql_cmd(
     query: Annotated[str, typer.Argument(help="One read-only query: SELECT, WITH, DESCRIBE, "
                                               "SHOW or EXPLAIN.")],
     db: DbOpt = None, format: FormatOpt = Format.table, out: OutOpt = None,
+    server: ServerOpt = None,
 ) -> None:
     """Run one read-only query over the views (ledger, paytables, rounds, wagers, ...) on a
     read-only connection. Anything that could write is refused.
 
     Example: pitlog sql "SELECT status, count(*) FROM ledger GROUP BY status"
     """
-    from projections.sql_console import run_query
+    answer = ask(db_path(db), server, "/api/sql", q=query)
+    if answer is None:
+        from projections.sql_console import run_query
 
-    columns, rows = run_query(db_path(db), query)
+        columns, rows = run_query(db_path(db), query)
+    else:
+        columns, rows = answer["columns"], answer["rows"]
+        if answer["truncated"]:
+            typer.echo(f"Warning: the server returns at most {answer['max_rows']} rows "
+                       "(pitlog serve --sql-max-rows); narrow the query", err=True)
     render(rows, format, out=out, columns=columns)
 
 

@@ -6,10 +6,12 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
+from urllib.parse import quote
 
 import typer
 
 from cli import demo as demo_mod
+from cli.client import ServerOpt, ask
 from cli.options import DbOpt, FormatOpt, LogOpt, OutOpt, db_path, log_uri
 from cli.output import Format, plain, render
 from cli.progress import progress_bar
@@ -188,16 +190,20 @@ def shoes(
     db: DbOpt = None,
     format: FormatOpt = Format.table,
     out: OutOpt = None,
+    server: ServerOpt = None,
 ) -> None:
     """List the shoes: table, decks, when opened and closed, rounds, cards, burns, dealers.
 
     Example: pitlog shoes --table T01 --format json
     """
-    from projections.queries import list_shoes
-    from projections.snapshot import open_for_reading
+    found = ask(db_path(db), server, "/api/shoes", table=table)
+    if found is None:
+        from projections.queries import list_shoes
+        from projections.snapshot import open_for_reading
 
-    with open_for_reading(db_path(db)) as con:
-        render(list_shoes(con, table=table), format, out=out, title="shoes")
+        with open_for_reading(db_path(db)) as con:
+            found = list_shoes(con, table=table)
+    render(found, format, out=out, title="shoes")
 
 
 def replay(
@@ -207,17 +213,23 @@ def replay(
     db: DbOpt = None,
     format: FormatOpt = Format.table,
     out: OutOpt = None,
+    server: ServerOpt = None,
 ) -> None:
     """Replay one shoe event by event (times, cards, announcements, wagers, settlements),
     then its hands in discard-rack order.
 
     Example: pitlog replay T01-S0001
     """
-    from projections.queries import replay_shoe
-    from projections.snapshot import open_for_reading
+    from projections.queries import ShoeReplay, replay_shoe
 
-    with open_for_reading(db_path(db)) as con:
-        result = replay_shoe(con, shoe)
+    found = ask(db_path(db), server, f"/api/replay/{quote(shoe, safe='')}")
+    if found is not None:
+        result = ShoeReplay(**found)
+    else:
+        from projections.snapshot import open_for_reading
+
+        with open_for_reading(db_path(db)) as con:
+            result = replay_shoe(con, shoe)
     if format is Format.table and out is None:
         render(result.events, format, title=f"shoe {shoe}: events")
         render(result.hands, format, title=f"shoe {shoe}: hands in discard-rack order")

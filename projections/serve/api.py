@@ -66,9 +66,27 @@ def to_json(state: ServeState, body: Any) -> str:
     return json.dumps(body, default=encoder(state.tz), allow_nan=False)
 
 
+def decimal_keys(body: Any, found: set[str] | None = None) -> set[str]:
+    """The object keys whose values are Decimals somewhere in `body`: sent in the
+    X-Pitlog-Decimals header, so a client can read those strings back as exact Decimals."""
+    found = set() if found is None else found
+    if isinstance(body, dict):
+        for k, v in body.items():
+            if isinstance(v, Decimal):
+                found.add(k)
+            elif isinstance(v, dict | list):
+                decimal_keys(v, found)
+    elif isinstance(body, list):
+        for v in body:
+            decimal_keys(v, found)
+    return found
+
+
 def reply(request: Request, body: Any, status: int = 200) -> Response:
     state: ServeState = request.app.state.pitlog
-    return Response(to_json(state, body), status_code=status, media_type="application/json")
+    keys = decimal_keys(body)
+    return Response(to_json(state, body), status_code=status, media_type="application/json",
+                    headers={"X-Pitlog-Decimals": ",".join(sorted(keys))} if keys else None)
 
 
 # --- parameters -----------------------------------------------------------------------------
