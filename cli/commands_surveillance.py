@@ -6,6 +6,7 @@ function from projections/, and renders the rows.
 
 from __future__ import annotations
 
+import os
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
+from cli.client import ServerOpt, ask
 from cli.options import DbOpt, FormatOpt, OutOpt, TzOpt, db_path
 from cli.output import Format, render
 from events.errors import PitlogError
@@ -66,6 +68,7 @@ def anomalies_cmd(
         help="Include HOLD_VARIANCE and OUTCOME_FREQUENCY (statistics over many rounds).")] = True,
     tz: TzOpt = None,
     db: DbOpt = None, format: FormatOpt = Format.table, out: OutOpt = None,
+    server: ServerOpt = None,
 ) -> None:
     """The flagged anomalies: each with its code, severity, place, the sequence numbers of the
     events that prove it, a one-line explanation and the rule it cites (docs/anomalies.md).
@@ -79,11 +82,15 @@ def anomalies_cmd(
         since=parse_time(since, tz, "--since") if since else None,
         until=parse_time(until, tz, "--until") if until else None,
         severity=severity.value if severity else None, statistics=statistics)
-    con = _reading(db)
-    try:
-        found = list_anomalies(con, f)
-    finally:
-        con.close()
+    found = ask(db_path(db), server, "/api/anomalies", code=list(f.codes), table=table,
+                shoe=shoe, since=f.since, until=f.until, severity=f.severity,
+                statistics=str(statistics).lower())
+    if found is None:
+        con = _reading(db)
+        try:
+            found = list_anomalies(con, f)
+        finally:
+            con.close()
     from projections.anomalies import COLUMNS
 
     if format is Format.table and out is None:
@@ -112,6 +119,7 @@ def dispute_cmd(
     db: DbOpt = None, format: FormatOpt = Format.table, out: Annotated[Path | None, typer.Option(
         "--out", "-o", help="Write to this file: FILE.html is the printable incident report "
                             "(the console's page); otherwise the rows as --format.")] = None,
+    server: ServerOpt = None,
 ) -> None:
     """Rebuild the hand in play at a table at a moment: its cards in discard-rack order with the
     time each left the shoe, every announcement, every wager and raise per seat, the settlement
@@ -124,24 +132,27 @@ def dispute_cmd(
 
     Example: pitlog dispute --table T07 --at 2026-11-28T21:14:00 --tz America/New_York --seat 3
     """
-    from projections.dispute import dispute
+    from projections.dispute import Dispute, dispute
     from projections.moment import OutsideRound
 
     zone = casino_zone(tz)
     if (at is None) == (round_ is None):
         raise PitlogError("give either --at TIME or --round SHOE:ROUND")
     moment = parse_time(at, tz, "--at") if at is not None else None
-    con = _reading(db)
-    try:
-        if moment is not None:
-            d = dispute(con, table, at=moment, seat=seat)
-        else:
-            shoe, number = _round_id(round_ or "")
-            d = dispute(con, table, shoe=shoe, round_no=number, seat=seat)
-    except OutsideRound as exc:
-        raise PitlogError(exc.describe(zone)) from None
-    finally:
-        con.close()
+    shoe, number = _round_id(round_) if round_ is not None else (None, None)
+    found = ask(db_path(db), server, "/api/dispute", table=table, at=moment, shoe=shoe,
+                round=number, seat=seat,
+                tz=tz or os.environ.get("PITLOG_TZ"))
+    if found is not None:
+        d = Dispute(**found)
+    else:
+        con = _reading(db)
+        try:
+            d = dispute(con, table, at=moment, shoe=shoe, round_no=number, seat=seat)
+        except OutsideRound as exc:
+            raise PitlogError(exc.describe(zone)) from None
+        finally:
+            con.close()
     if out is not None and out.suffix.lower() in (".html", ".htm"):
         from projections.serve.templates.incident import incident_page
 

@@ -192,16 +192,23 @@ def dispute(request: Request) -> Response:
     from projections.dispute import dispute as rebuild
 
     state: ServeState = request.app.state.pitlog
-    p = params(request, "table", "at", "shoe", "round", "seat")
+    from projections.localtime import parse_zone
+    from projections.moment import OutsideRound
+
+    p = params(request, "table", "at", "shoe", "round", "seat", "tz")
     if "table" not in p:
         raise BadRequest("give table=, and either at=TIME or shoe= and round=")
-    at = as_time(p, "at", state.tz)
+    zone = parse_zone(p["tz"]) if "tz" in p else state.tz  # of `at` and of the error message
+    at = as_time(p, "at", zone)
     round_no = as_int(p, "round", 1)
     if (at is None) == (round_no is None or "shoe" not in p):
         raise BadRequest("give either at=TIME or shoe=SHOE and round=N")
     with reading(request) as con:
-        d = rebuild(con, p["table"], at=at, shoe=p.get("shoe"), round_no=round_no,
-                    seat=as_int(p, "seat", 1))
+        try:
+            d = rebuild(con, p["table"], at=at, shoe=p.get("shoe"), round_no=round_no,
+                        seat=as_int(p, "seat", 1))
+        except OutsideRound as exc:
+            return reply(request, {"error": exc.describe(zone)}, 404)
     return reply(request, {"round": d.round, "cards": d.cards, "announcements": d.announcements,
                            "wagers": d.wagers, "settlements": d.settlements,
                            "anomalies": d.anomalies})
