@@ -102,7 +102,7 @@ def _signals_set(flag: _StopFlag) -> Iterator[None]:
             signal.signal(s, h)
 
 
-class _Publisher:
+class Publisher:
     """Publishes snapshots no more often than every `every` seconds, stretched by SNAPSHOT_DUTY."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, db_path: Path, every: float) -> None:
@@ -168,7 +168,7 @@ def follow(log: EventLog, db_path: str | Path, *,
     with _signals_set(flag):
         con = _open_when_free(path, flag, memory_limit)
         try:
-            publisher = _Publisher(con, path, snapshot_every)
+            publisher = Publisher(con, path, snapshot_every)
             publisher.publish()  # readers need a copy from the moment the file is locked
             follower = Follower(con, log, flag=flag, poll_interval=poll_interval,
                                 publisher=publisher,
@@ -219,7 +219,7 @@ class Follower:
                  on_commit: Callable[[Commit], None] | None = None,
                  on_round: Callable[[Commit], None] | None = None,
                  on_error: Callable[[str | None], None] | None = None,
-                 publisher: _Publisher | None = None) -> None:
+                 publisher: Publisher | None = None) -> None:
         self.con = con
         self.log = log
         self.flag = flag or _StopFlag(stop_event)

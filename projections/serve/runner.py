@@ -21,9 +21,9 @@ import duckdb
 
 from events.errors import PitlogError
 from events.log import EventLog
-from projections.follow import Commit, Follower, _Publisher, open_when_free
+from projections.alerts import create_tables as create_alert_tables
+from projections.follow import Commit, Follower, Publisher, open_when_free
 from projections.serve import discovery
-from projections.serve.alerts_source import ensure_alerts_table
 from projections.serve.state import ServeState
 
 log_ = logging.getLogger("pitlog.serve")
@@ -148,11 +148,11 @@ def serve(log: EventLog, db_path: Path, *, host: str = DEFAULT_HOST, port: int =
         if _main():
             signal.signal(signal.SIGTERM, _raise_shutdown)
         con = open_when_free(db_path, stop, memory_limit)
-        ensure_alerts_table(con)
+        create_alert_tables(con)  # so /alerts answers before the first batch
         state = ServeState(con, tz=tz, db_path=db_path, source=log.uri,
                            sql_timeout=sql_timeout, sql_max_rows=sql_max_rows)
         tracker = Tracker(state)
-        publisher = _Publisher(con, db_path, snapshot_every) if snapshot_every > 0 else None
+        publisher = Publisher(con, db_path, snapshot_every) if snapshot_every > 0 else None
         follower = Follower(con, log, stop_event=stop, poll_interval=poll_interval,
                             on_commit=tracker.on_commit, on_round=tracker.on_round,
                             on_error=tracker.on_error, publisher=publisher)

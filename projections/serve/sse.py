@@ -36,7 +36,7 @@ def _after(request: Request) -> int:
 
 
 def _page(state: ServeState, after: int) -> list[dict[str, Any]]:
-    from projections.serve.alerts_source import alerts_after
+    from projections.alerts import alerts_after
 
     cur = state.cursor()
     try:

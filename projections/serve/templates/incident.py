@@ -60,6 +60,12 @@ def incident_page(d: Dispute, tz: tzinfo, *, at: datetime | None = None, seat: i
         f'<div class="sign"><b>{who}</b><div class="line">Name</div>'
         f'<div class="line">Signature</div><div class="line">Date and time</div></div>'
         for who in ("Surveillance officer", "Shift manager"))
+    # A busy round (many seats, raises, findings) gets a smaller type so that it still fits
+    # one page: the report is one sheet for the shift manager.
+    lines = (len(d.settlements) + max(len(d.wagers), len(d.announcements))
+             + 2 * len(d.anomalies))
+    density = "dense" if lines > 16 else ""
+    density = "denser" if lines > 26 else density
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <title>Incident report {e(rid)}</title>
@@ -67,7 +73,7 @@ def incident_page(d: Dispute, tz: tzinfo, *, at: datetime | None = None, seat: i
 @page {{ @bottom-left {{ content: "pitlog incident report {e(rid)}"; }} }}
 </style></head><body class="incident">
 <button class="print-button" onclick="window.print()">Print</button>
-<article class="report">
+<article class="report {density}">
 <header><h1>Incident report</h1><div class="rid">{e(rid)}<br>
 <span>prepared {e(stamp(prepared, tz))}</span></div></header>
 <section class="subject"><h2>Subject</h2><div class="facts">{facts}</div></section>
@@ -81,7 +87,7 @@ the second, for the video. Highlighted: the events that prove the findings. Requ
 settlement from the paytable in force (docs/anomalies.md); made: as recorded.</p>
 </section>
 <section class="signoff"><h2>Review and sign-off</h2>
-<div class="notes"><span>Notes</span><div class="line"></div><div class="line"></div></div>
+<div class="notes"><div class="line">Notes</div></div>
 <div class="signs">{sign}</div></section>
 </article></body></html>
 """
