@@ -78,7 +78,7 @@ def test_between_rounds_names_both_rounds_with_their_times(
     assert text.startswith("2026-11-28 18:00:")  # 23:00 UTC is 18:00 EST
     assert "EST at table T01 is outside any round: between rounds 1 and 2 of shoe S1" in text
     end_r1 = (EVENING + timedelta(seconds=m["r1_rack"]) - timedelta(hours=5)).strftime("%H:%M:%S")
-    assert f"round before: shoe S1 round 1, " in text and f"to {end_r1} EST" in text
+    assert "round before: shoe S1 round 1, " in text and f"to {end_r1} EST" in text
     assert "round after: shoe S1 round 2" in text and "(--round S1:2)" in text
 
 
