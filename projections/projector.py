@@ -28,8 +28,8 @@ import numpy as np
 import pyarrow as pa
 
 from events import codec
-from events.batch_decode import BatchDecoder
 from events.alert_log import AlertSink
+from events.batch_decode import BatchDecoder
 from events.errors import LogError, ProjectionError
 from events.log import EventLog, LogRecord
 from projections import store as _store
