@@ -31,7 +31,10 @@ def bounded_query(state: ServeState, query: str) -> tuple[list[str], list[dict[s
         cur.execute("BEGIN TRANSACTION READ ONLY")
         timer.start()
         try:
-            reader = cur.sql(query).to_arrow_reader(batch_size=min(state.sql_max_rows, 10_000))
+            relation = cur.sql(query)
+            if relation is None:  # a statement, not a query: the guard lets none through
+                raise PitlogError("the statement returned no rows; give a query")
+            reader = relation.to_arrow_reader(batch_size=min(state.sql_max_rows, 10_000))
             got: list[dict[str, Any]] = []
             truncated = False
             for batch in reader:
