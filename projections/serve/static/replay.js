@@ -61,6 +61,7 @@
     rackEl.replaceChildren.apply(rackEl, rack.map(function (c) {
       return picture(c[0], c[1], c[2]);
     }));
+    rackEl.scrollTop = rackEl.scrollHeight;  // the newest racked cards in view
     $("rack-count").textContent = rack.length + " cards";
     $("round").textContent = s.round == null ? "between rounds" : "round " + s.round;
     $("pos").textContent = "event " + (at + 1) + " of " + steps.length;
@@ -82,7 +83,7 @@
       li.className = k === at ? "current" : (k > at ? "future" : "");
     });
     const current = list.children[at];
-    if (current) current.scrollIntoView({ block: "nearest" });
+    if (current) list.scrollTop = current.offsetTop - list.clientHeight / 2;  // the list only
     history.replaceState(null, "", "?table=" + encodeURIComponent(player.dataset.table) +
       "&seq=" + s.seq);
   }

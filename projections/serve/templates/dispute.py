@@ -193,7 +193,8 @@ def outside_body(x: OutsideRound, tz: tzinfo) -> str:
 def dispute_page(d: Dispute | None, tz: tzinfo, *, tables: list[str], table: str | None,
                  at: datetime | None, seat: int | None, outside: OutsideRound | None = None,
                  alert: Row | None = None, json_href: str = "", now: datetime | None = None) -> str:
-    body = picker(tables, tz, table, at, seat)
+    shown_at = at or (d.round["started_at"] if d is not None else None)
+    body = picker(tables, tz, table, shown_at, seat)
     if alert is not None:
         body += (f'<div class="from-alert">From alert #{e(alert["alert_seq"])}: '
                  f'{severity(alert["severity"])} <b>{e(alert["code"])}</b> '
