@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import re
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from datetime import datetime, timedelta
@@ -302,3 +303,38 @@ def test_the_cli_writes_the_same_incident_page(served: Served, tmp_path: Path) -
         return re.sub(r"prepared [^<]*<", "prepared <", html)
     assert body(written) == body(served_html)
     assert "prepared <" in body(written) and 'data-card=' in written
+
+
+def test_each_page_has_a_json_twin_with_iso_times(served: Served) -> None:
+    import json
+
+    def get(path: str) -> Any:
+        with urllib.request.urlopen(served.url + path) as response:
+            assert response.headers["content-type"].startswith("application/json")
+            return json.loads(response.read())
+
+    (a,) = q(served, "SELECT alert_seq, table_id, shoe_id, round_no, occurred_at FROM alerts "
+                     "WHERE round_no IS NOT NULL ORDER BY alert_seq LIMIT 1")
+    d = get(f"/dispute?alert={a['alert_seq']}&format=json")
+    assert (d["round"]["table_id"], d["round"]["shoe_id"], d["round"]["round_no"]) == (
+        a["table_id"], a["shoe_id"], a["round_no"])
+    assert d["alert"]["alert_seq"] == a["alert_seq"]
+    assert datetime.fromisoformat(d["alert"]["occurred_at"]) == a["occurred_at"]
+    assert d["alert"]["occurred_at"].endswith("-05:00")  # the casino's offset, not a bare time
+    feed = get("/alerts-page?severity=high&format=json")
+    (n,) = q(served, "SELECT count(*) AS n FROM alerts WHERE severity = 'high'")
+    assert len(feed) == n["n"] and {x["severity"] for x in feed} == {"high"}
+    assert len(get("/tables?format=json")) == 3
+    shoes = get("/replay?format=json")
+    r = get(f"/replay/{shoes[0]['shoe_id']}?table={shoes[0]['table_id']}&format=json")
+    (count,) = q(served, "SELECT count(*) AS n FROM events WHERE shoe_id = ? AND table_id = ?",
+                 [shoes[0]["shoe_id"], shoes[0]["table_id"]])
+    assert len(r["steps"]) == count["n"]
+    try:
+        get("/dispute?table=T01&at=2026-11-28T12:00:00&format=json")
+        raise AssertionError("a moment before the table opened is not a round")
+    except urllib.error.HTTPError as exc:
+        assert exc.code == 404
+        body = json.loads(exc.read())
+        assert body["outside"] == "before the table opened" and body["before"] is None
+        assert body["after"]["round_no"] == 1
