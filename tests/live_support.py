@@ -17,7 +17,7 @@ from projections.anomalies import STATISTICAL, STORED
 # High rates on three tables of the three profiles, one-deck shoes (the cutting card comes out
 # often: NO_RESHUFFLE_AFTER_CUT_CARD, ROUND_ABANDONED_AT_CUT_CARD) and frequent dealer changes
 # (MISSING_BURN on a dealer change): every rule code of the catalogue appears.
-CONFIG = SimConfig(seed=11, tables=3, rounds=120, seats=4, decks=1, irregularities=0.08,
+CONFIG = SimConfig(seed=12, tables=3, rounds=150, seats=4, decks=1, irregularities=0.08,
                    dealer_shift_rounds=25,
                    profiles=("nj-casino", "nj-casino-night", "gaming-authority"),
                    per_code={"NO_RESHUFFLE_AFTER_CUT_CARD": 0.5,
