@@ -92,9 +92,9 @@ def render(rows: Sequence[dict[str, Any]], fmt: Format, *, out: Path | None = No
             console.print(f"{title + ': ' if title else ''}no rows")
             return
         zone = tz or casino_zone()
-        tight = {"box": box.SIMPLE_HEAD, "pad_edge": False, "collapse_padding": True}
         table = Table(title=title, show_lines=False, header_style="bold",
-                      **(tight if compact else {}))
+                      box=box.SIMPLE_HEAD if compact else box.HEAVY_HEAD,
+                      pad_edge=not compact, collapse_padding=compact)
         for c in cols:
             table.add_column(c, overflow="fold", no_wrap=c in keep)
         for r in rows:
