@@ -12,6 +12,7 @@ import typer
 
 from cli import demo as demo_mod
 from cli.client import ServerOpt, ask
+from cli.logs import LogFormat, LogFormatOpt, LogLevel, LogLevelOpt
 from cli.options import DbOpt, FormatOpt, LogOpt, OutOpt, db_path, log_uri
 from cli.output import Format, plain, render
 from cli.progress import progress_bar
@@ -164,8 +165,11 @@ def project_cmd(
                           "beyond it DuckDB spills to <db>.tmp."),
     ] = None,
     format: FormatOpt = Format.table,
+    log_level: LogLevelOpt = LogLevel.warning,
+    log_format: LogFormatOpt = LogFormat.text,
 ) -> None:
-    """Bring the DuckDB views up to date with the log (only new events are read).
+    """Bring the DuckDB views up to date with the log (only new events are read). With
+    --follow, --log-level info logs one line per committed batch (records and lag).
 
     Example: pitlog project --db pitlog-data/pitlog.duckdb --memory-limit 2GB
     """
@@ -176,7 +180,10 @@ def project_cmd(
         total = sum(event_log.end_offsets().values())
         with progress_bar("projecting", total) as update:
             if follow:
+                from cli.logs import setup_logging
                 from projections.follow import follow as follow_log
+
+                setup_logging(log_level, log_format)
 
                 report = follow_log(event_log, path, progress=update,
                                     memory_limit=memory_limit)

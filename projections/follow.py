@@ -42,6 +42,7 @@ import duckdb
 
 from events.errors import LogError, ProjectionError
 from events.log import EventLog
+from projections.alerts import create_tables as create_alert_tables
 from projections.projector import ProjectionReport, checkpoints, project
 from projections.snapshot import publish_snapshot
 from projections.store import open_store
@@ -131,7 +132,7 @@ class Publisher:
         self.last = time.monotonic()
         self.interval = max(self.every, took / SNAPSHOT_DUTY)
         self.dirty = False
-        log_.info("published the read-only copy %s in %.2fs", self.db_path.name, took)
+        log_.info("published the read-only copy of %s in %.2fs", self.db_path.name, took)
 
     def maybe(self) -> None:
         if self.dirty and time.monotonic() - self.last >= self.interval:
@@ -234,6 +235,7 @@ class Follower:
         con, log, flag = self.con, self.log, self.flag
         started = time.perf_counter()
         source = log.uri
+        create_alert_tables(con)  # counted below, also before the first batch creates them
         counts_before = _counts(con, source)
         batches = 0
         ends: dict[int, int] = {}
@@ -286,20 +288,21 @@ class Follower:
                 self.publisher.maybe()  # between rounds only: a copy never delays a batch
             if projected == ends:  # caught up: wait for news (else loop at once, more arrived)
                 flag.sleep(self.poll_interval)
-        events, quarantined = (after - before for after, before
-                               in zip(_counts(con, source), counts_before, strict=True))
+        events, quarantined, alerts = (after - before for after, before
+                                       in zip(_counts(con, source), counts_before, strict=True))
         return ProjectionReport(source, events=events, quarantined=quarantined,
                                 batches=batches, positions=_positions(con, source, projected),
-                                seconds=time.perf_counter() - started)
+                                seconds=time.perf_counter() - started, alerts=alerts)
 
 
-def _counts(con: duckdb.DuckDBPyConnection, source: str) -> tuple[int, int]:
-    """Rows in events and in this source's quarantine: the run's totals are the difference
-    (exact also when a stop interrupted a round, whose own report is then lost)."""
-    ((events, quarantined),) = con.execute(
+def _counts(con: duckdb.DuckDBPyConnection, source: str) -> tuple[int, int, int]:
+    """Rows in events, in this source's quarantine and in alerts: the run's totals are the
+    difference (exact also when a stop interrupted a round, whose own report is then lost)."""
+    ((events, quarantined, alerts),) = con.execute(
         "SELECT (SELECT count(*) FROM events), "
-        "(SELECT count(*) FROM quarantine WHERE source = ?)", [source]).fetchall()
-    return int(events), int(quarantined)
+        "(SELECT count(*) FROM quarantine WHERE source = ?), "
+        "(SELECT count(*) FROM alerts)", [source]).fetchall()
+    return int(events), int(quarantined), int(alerts)
 
 
 def _positions(con: duckdb.DuckDBPyConnection, source: str,

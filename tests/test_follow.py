@@ -117,7 +117,8 @@ def test_cursors_of_the_followers_connection_see_each_batch_as_it_commits(
     and a cursor of that connection sees each batch as soon as on_commit reports it."""
     log = EmbeddedLog(tmp_path / "log", partitions=3)
     db = tmp_path / "served.duckdb"
-    first = simulate(log, SimConfig(seed=5, tables=2, rounds=12)).events
+    first = simulate(log, SimConfig(seed=5, tables=2, rounds=12, irregularities=0.05,
+                                    per_code={"LATE_RAISE": 0.5})).events
     con = open_store(db)
     stop = threading.Event()
     seen: list[tuple[int, int, int]] = []  # (records in checkpoints, rows a cursor sees, lag)
@@ -157,6 +158,8 @@ def test_cursors_of_the_followers_connection_see_each_batch_as_it_commits(
         assert rounds and rounds[-1].lag == dict.fromkeys(log.end_offsets(), 0)
         (report,) = results
         assert report.events == first + second and report.batches == len(seen)
+        # The run's alerts are every alert of this new database.
+        assert report.alerts == con.execute("SELECT count(*) FROM alerts").fetchall()[0][0] > 0
         # The loop leaves the connection open: its owner closes it.
         assert con.execute("SELECT count(*) FROM events").fetchall() == [(first + second,)]
     finally:
