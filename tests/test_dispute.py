@@ -65,8 +65,9 @@ def test_one_seat_shows_only_its_wagers_and_settlements(tmp_path: Path) -> None:
     assert len(d.cards) == 3  # the cards are everyone's
 
 
-def test_a_short_payout_shows_the_settlement_required_beside_the_one_made(tmp_path: Path) -> None:
-    pit = opened(tmp_path)
+def short_payout(folder: Path) -> Pit:
+    """Shoe S1 round 1: seat 1's $10.00 won on spread 1 (5 to 1), paid $40.00 at 4 to 1."""
+    pit = opened(folder)
     pit.begin(1)
     pit.wager(1, 1000)
     pit.draw("5S", LEFT)
@@ -78,7 +79,11 @@ def test_a_short_payout_shows_the_settlement_required_beside_the_one_made(tmp_pa
     pit.settle(1, ORIGINAL, WON, 4000, 4)
     pit.rack("5S 7H 6D")
     pit.close_shoe()
-    d = _rebuild(pit, shoe="S1", round_no=1)
+    return pit
+
+
+def test_a_short_payout_shows_the_settlement_required_beside_the_one_made(tmp_path: Path) -> None:
+    d = _rebuild(short_payout(tmp_path), shoe="S1", round_no=1)
     assert [(s["required"], s["made"], s["status"]) for s in d.settlements] == [
         ("WON: pay $50.00 at 5 to 1", "WON: paid $40.00 at 4 to 1", "WRONG_AMOUNT")]
     assert [a["code"] for a in d.anomalies] == ["WRONG_PAYOUT"]

@@ -11,10 +11,9 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from surveillance_pit import EVENING, LEFT, MIDDLE, ORIGINAL, RIGHT, WON, opened
+from surveillance_pit import EVENING
+from test_dispute import short_payout
 from test_dispute_outside import build_evening
-
-from events.model import Meaning
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -33,20 +32,7 @@ def evening(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, i
 
 @pytest.fixture(scope="module")
 def short_pay(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One round paid $40.00 at 4 to 1 where the rules require $50.00 at 5 to 1."""
-    pit = opened(tmp_path_factory.mktemp("short"))
-    pit.begin(1)
-    pit.wager(1, 1000)
-    pit.draw("5S", LEFT)
-    pit.draw("7H", RIGHT)
-    pit.say(Meaning.SPREAD, 1)
-    pit.say(Meaning.RAISES_CLOSED)
-    pit.draw("6D", MIDDLE)
-    pit.say(Meaning.THIRD_CARD, 6)
-    pit.settle(1, ORIGINAL, WON, 4000, 4)
-    pit.rack("5S 7H 6D")
-    pit.close_shoe()
-    return pit.project()
+    return short_payout(tmp_path_factory.mktemp("short")).project()
 
 
 @pytest.mark.parametrize(("landmark", "shift", "said"), [
