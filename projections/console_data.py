@@ -55,6 +55,12 @@ def alert(con: duckdb.DuckDBPyConnection, alert_seq: int) -> Row | None:
     return found[0] if found else None
 
 
+def last_alert_seq(con: duckdb.DuckDBPyConnection) -> int:
+    """The newest alert's alert_seq (0 when none): where a page's live stream starts."""
+    ((n,),) = con.execute("SELECT coalesce(max(alert_seq), 0) FROM alerts").fetchall()
+    return int(n)
+
+
 def alert_choices(con: duckdb.DuckDBPyConnection) -> tuple[list[str], list[str]]:
     """The tables and codes that have alerts: the filters' options."""
     (r,) = rows(con, _CHOICES)

@@ -177,6 +177,22 @@ def test_each_table_has_a_tile_with_the_api_facts(served: Served, page: Any) -> 
             w["table_id"], w["shoe"], w["round"], w["alerts"])
 
 
+def test_the_wall_counts_a_new_alert_without_a_reload(served: Served, page: Any) -> None:
+    page.goto(f"{served.url}/tables")
+    page.wait_for_selector("#live.on")
+    page.evaluate("window.__same_page = true")
+    badge = page.locator('article[data-table="T03"] .badge b')
+    before = int(badge.inner_text())
+    (top,) = q(served, "SELECT max(alert_seq) AS n FROM alerts")
+    q(served, f"INSERT INTO alerts SELECT {int(top['n']) + 1}, 'Awall', 'CALL_BET', 'high', "
+              "'T03', NULL, NULL, [], 'a call bet', '13:47-20.31(d)4', now(), now()")
+    served.state.notify()  # type: ignore[attr-defined]
+    page.wait_for_function(
+        f"document.querySelector('article[data-table=\"T03\"] .badge b').textContent"
+        f" === '{before + 1}'")
+    assert page.evaluate("window.__same_page") is True
+
+
 def test_a_replay_steps_card_by_card_with_buttons_and_keys(served: Served, page: Any) -> None:
     (shoe,) = q(served, "SELECT table_id, shoe_id FROM shoes ORDER BY table_id, opened_at "
                         "LIMIT 1")

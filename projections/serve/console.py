@@ -29,6 +29,7 @@ from projections.console_data import (
     AlertFilter,
     alert,
     alert_choices,
+    last_alert_seq,
     recent_alerts,
     replay_steps,
 )
@@ -85,7 +86,9 @@ def tables(request: Request) -> Response:
     found = _table_rows(request)
     if _wants_json(p):
         return api.reply(request, found)
-    return HTMLResponse(tables_page(found, _state(request).tz, now=_now()))
+    with api.reading(request) as con:
+        last = last_alert_seq(con)
+    return HTMLResponse(tables_page(found, _state(request).tz, last_alert=last, now=_now()))
 
 
 def tiles(request: Request) -> Response:

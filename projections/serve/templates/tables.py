@@ -35,11 +35,13 @@ def tiles_html(tables: list[Row], tz: tzinfo) -> str:
     return "".join(tile(t, tz) for t in tables) or '<p class="muted">No table has events yet.</p>'
 
 
-def tables_page(tables: list[Row], tz: tzinfo, *, now: datetime | None = None) -> str:
+def tables_page(tables: list[Row], tz: tzinfo, *, last_alert: int = 0,
+                now: datetime | None = None) -> str:
     hot = sum(1 for t in tables if t["open_alerts"])
     body = (f'<div class="feedhead"><h1>Tables</h1><span class="muted">{len(tables)} tables, '
             f'{hot} with alerts</span>'
             f'<span id="live" class="live off">connecting…</span></div>'
-            f'<div class="tiles" id="tiles">{tiles_html(tables, tz)}</div>')
+            f'<div class="tiles" id="tiles" data-last="{last_alert}">'
+            f'{tiles_html(tables, tz)}</div>')
     return page("Tables", body, tz, active="tables", json_href="/api/tables",
                 scripts=("tables.js",), now=now)
