@@ -14,6 +14,7 @@ published after the commit through an outbox cursor.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import duckdb
@@ -62,7 +63,9 @@ def alerts_after(con: duckdb.DuckDBPyConnection, after_seq: int,
                            "ORDER BY alert_seq LIMIT $n", {"a": after_seq, "n": limit})
 
 
-_CHECKED: set[tuple[int, str]] = set()
+# Per connection, the sinks whose tail was read since it opened.
+_CHECKED: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, set[str]] = \
+    weakref.WeakKeyDictionary()
 
 
 def publish_pending(con: duckdb.DuckDBPyConnection, sink: AlertSink) -> int:
@@ -71,11 +74,11 @@ def publish_pending(con: duckdb.DuckDBPyConnection, sink: AlertSink) -> int:
     rows = con.execute("SELECT published_seq FROM alerts_outbox WHERE sink = ?",
                        [sink.name]).fetchall()
     cursor = int(rows[0][0]) if rows else 0
-    key = (id(con), sink.name)
-    if key not in _CHECKED:
+    checked = _CHECKED.setdefault(con, set())
+    if sink.name not in checked:
         # Published but not recorded (killed in between): the sink's tail says how far.
         cursor = max(cursor, sink.last_seq())
-        _CHECKED.add(key)
+        checked.add(sink.name)
     published = 0
     while True:
         batch = alerts_after(con, cursor)
