@@ -4,7 +4,12 @@ the comparison of the stored anomaly rows with a full evaluation."""
 
 from __future__ import annotations
 
+import os
 import random
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import duckdb
@@ -13,6 +18,8 @@ from events.embedded_log import EmbeddedLog
 from events.log import EventLog
 from events.simulator import SimConfig, simulate
 from projections.anomalies import STATISTICAL, STORED
+
+ROOT = Path(__file__).resolve().parent.parent
 
 # High rates on three tables of the three profiles, one-deck shoes (the cutting card comes out
 # often: NO_RESHUFFLE_AFTER_CUT_CARD, ROUND_ABANDONED_AT_CUT_CARD) and frequent dealer changes
@@ -78,3 +85,27 @@ def assert_exact(con: duckdb.DuckDBPyConnection) -> None:
     assert differences(con) == (0, 0)
     stored = {c for (c,) in con.execute(f"SELECT DISTINCT code FROM {STORED}").fetchall()}
     assert rule_codes(con) - stored == set(), "the simulation must raise every rule code"
+
+
+_CHILD = """
+import sys
+from events.log import open_log
+from projections.projector import project
+log = open_log(sys.argv[1])
+while True:
+    project(log, sys.argv[2], batch_size=int(sys.argv[3]), publish_alerts=sys.argv[4] == "1")
+"""
+
+
+def kill_repeatedly(uri: str, db: Path, seed: int, *, publish: bool, times: int = 3) -> None:
+    """A child process projects `uri` into `db` in small batches; SIGKILL it at a random
+    moment, `times` times (each child starts where the last was killed)."""
+    rng = random.Random(seed)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for _ in range(times):
+        child = subprocess.Popen([sys.executable, "-c", _CHILD, uri, str(db),
+                                  str(rng.choice([200, 400])), "1" if publish else "0"],
+                                 env=env, cwd=ROOT)
+        time.sleep(rng.uniform(4.0, 9.0))
+        child.send_signal(signal.SIGKILL)
+        child.wait()

@@ -6,11 +6,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import random
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -18,7 +13,7 @@ import duckdb
 import fastavro
 import pytest
 from kafka import KafkaConsumer, TopicPartition
-from live_support import feed, random_cuts, source_log
+from live_support import ROOT, feed, kill_repeatedly, random_cuts, source_log
 
 from events.alert_log import EmbeddedAlertLog
 from events.embedded_log import EmbeddedLog
@@ -27,7 +22,6 @@ from projections.alerts import ALERT_ID, alerts_after
 from projections.anomalies import STORED
 from projections.projector import project
 
-ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = ROOT / "schemas" / "alerts" / "Alert.v1.avsc"
 
 
@@ -85,25 +79,8 @@ def test_the_alert_id_is_the_same_in_an_independent_rebuild(
         assert ids_a == ids_b and len(ids_a) > 50
 
 
-_CHILD = """
-import sys
-from events.log import open_log
-from projections.projector import project
-log = open_log(sys.argv[1])
-while True:
-    project(log, sys.argv[2], batch_size=int(sys.argv[3]))
-"""
-
-
 def _kill_repeatedly(uri: str, db: Path, seed: int) -> None:
-    rng = random.Random(seed)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    for _ in range(3):
-        child = subprocess.Popen([sys.executable, "-c", _CHILD, uri, str(db),
-                                  str(rng.choice([200, 400]))], env=env, cwd=ROOT)
-        time.sleep(rng.uniform(4.0, 9.0))
-        child.send_signal(signal.SIGKILL)
-        child.wait()
+    kill_repeatedly(uri, db, seed, publish=True)
     log = open_log(uri)
     try:
         project(log, db)

@@ -4,24 +4,24 @@ code of the catalogue present; also across a SIGKILL of a projecting process; on
 
 from __future__ import annotations
 
-import os
 import random
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import duckdb
 import pytest
-from live_support import assert_exact, differences, feed, random_cuts, source_log
+from live_support import (
+    assert_exact,
+    differences,
+    feed,
+    kill_repeatedly,
+    random_cuts,
+    source_log,
+)
 
 from events.embedded_log import EmbeddedLog
 from events.log import EventLog, open_log
 from projections.anomalies import STORED, anomaly_source
 from projections.projector import project
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
@@ -61,29 +61,15 @@ def test_an_incremental_run_differs_from_the_full_evaluation_without_its_stretch
         assert differences(con)[1] > 0
 
 
-_CHILD = """
-import sys
-from events.log import open_log
-from projections.projector import project
-log = open_log(sys.argv[1])
-while True:
-    project(log, sys.argv[2], batch_size=int(sys.argv[3]), publish_alerts=False)
-"""
-
-
 def _kill_and_restart(uri: str, db: Path, seed: int) -> None:
     """A child projects in small batches; SIGKILL it at random moments, then finish here."""
-    rng = random.Random(seed)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    for _ in range(3):
-        child = subprocess.Popen([sys.executable, "-c", _CHILD, uri, str(db),
-                                  str(rng.choice([200, 400]))], env=env, cwd=ROOT)
-        time.sleep(rng.uniform(4.0, 9.0))
-        child.send_signal(signal.SIGKILL)
-        child.wait()
+    kill_repeatedly(uri, db, seed, publish=False)
     log = open_log(uri)
     try:
         with duckdb.connect(str(db)) as con:
+            ((killed_at,),) = con.execute("SELECT sum(next_offset) FROM checkpoints").fetchall()
+            # The children were killed part-way: some batches committed, not all.
+            assert 0 < killed_at < sum(log.end_offsets().values())
             project(log, con, publish_alerts=False)
             ((checkpointed,),) = con.execute(
                 "SELECT sum(next_offset) FROM checkpoints").fetchall()
