@@ -83,6 +83,16 @@ def _expected(db: Path) -> dict[str, Any]:
             "alerts": con.execute("SELECT count(*) FROM alerts").fetchall()[0][0],
             "profiles": dict(con.execute(
                 "SELECT table_id, arg_max(profile, seq) FROM paytables GROUP BY ALL").fetchall()),
+            # The table's last dealer event: a tap-in names the dealer, a tap-out leaves none.
+            "dealers": dict(con.execute(
+                "SELECT table_id, CASE WHEN event_type = 'DealerTappedIn' THEN dealer_id END "
+                "FROM events WHERE event_type IN ('DealerTappedIn', 'DealerTappedOut') "
+                "QUALIFY row_number() OVER (PARTITION BY table_id ORDER BY seq DESC) = 1"
+            ).fetchall()),
+            "last_round": {t: [shoe, n] for t, shoe, n in con.execute(
+                "SELECT table_id, shoe_id, round_no FROM events WHERE round_no IS NOT NULL "
+                "QUALIFY row_number() OVER (PARTITION BY table_id ORDER BY seq DESC) = 1"
+            ).fetchall()},
         }
     finally:
         con.close()
@@ -155,7 +165,8 @@ def test_every_api_endpoint_answers_what_the_library_answers(evening: Evening) -
     assert [t["table_id"] for t in tables] == ["T01", "T02"]
     for t in tables:
         assert t["profile"] == want["profiles"][t["table_id"]]
-        assert t["shoe_id"].startswith(t["table_id"]) and t["round_no"] >= 1 and t["dealer"]
+        assert t["dealer"] == want["dealers"][t["table_id"]]
+        assert [t["shoe_id"], t["round_no"]] == want["last_round"][t["table_id"]]
         datetime.fromisoformat(t["last_event_at"])
     assert sum(t["open_alerts"] for t in tables) == want["alerts"] > 0
 

@@ -261,24 +261,31 @@ def sql(request: Request) -> Response:
                            "max_rows": state.sql_max_rows})
 
 
+# One pass over the events (a few columns), not the rounds view, which rebuilds every round of
+# the store: the consoles poll this. The current shoe is that of the table's latest event with
+# one; the round, that of its latest in-round event if it is in that shoe; the dealer, the last
+# one tapped in unless tapped out since.
 _TABLES = """
-WITH last_round AS (
-    SELECT table_id, arg_max(shoe_id, started_at) AS shoe_id,
-           arg_max(round_no, started_at) AS round_no, arg_max(dealer, started_at) AS dealer
-    FROM rounds GROUP BY table_id
-), last_event AS (
-    SELECT table_id, max(occurred_at) AS last_event_at, count(*) AS events
+WITH t AS (
+    SELECT table_id, max(occurred_at) AS last_event_at, count(*) AS events,
+           arg_max(shoe_id, seq) FILTER (WHERE shoe_id IS NOT NULL) AS shoe_id,
+           arg_max({'shoe': shoe_id, 'round': round_no}, seq)
+               FILTER (WHERE round_no IS NOT NULL) AS last_round,
+           -- (in a struct: arg_max skips a NULL value, and a tap-out's must count)
+           arg_max({'dealer': CASE WHEN event_type = 'DealerTappedIn' THEN dealer_id END}, seq)
+               FILTER (WHERE event_type IN ('DealerTappedIn', 'DealerTappedOut')) AS dealer
     FROM events GROUP BY table_id
 ), profile AS (  -- the paytable in force: the latest TableOpened of the table
     SELECT table_id, arg_max(profile, seq) AS profile FROM paytables GROUP BY table_id
 ), open_alerts AS (
     SELECT table_id, count(*) AS open_alerts FROM alerts GROUP BY table_id
 )
-SELECT e.table_id, p.profile, r.shoe_id, r.round_no, r.dealer, e.last_event_at, e.events,
+SELECT t.table_id, p.profile, t.shoe_id,
+       CASE WHEN t.last_round.shoe = t.shoe_id THEN t.last_round.round END AS round_no,
+       t.dealer.dealer AS dealer, t.last_event_at, t.events,
        coalesce(a.open_alerts, 0) AS open_alerts
-FROM last_event AS e LEFT JOIN last_round AS r USING (table_id)
-LEFT JOIN profile AS p USING (table_id) LEFT JOIN open_alerts AS a USING (table_id)
-ORDER BY e.table_id
+FROM t LEFT JOIN profile AS p USING (table_id) LEFT JOIN open_alerts AS a USING (table_id)
+ORDER BY t.table_id
 """
 
 
