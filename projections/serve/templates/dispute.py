@@ -150,11 +150,12 @@ def picker(tables: list[str], tz: tzinfo, table: str | None, at: datetime | None
     opts = "".join(f'<option{" selected" if t == table else ""}>{e(t)}</option>' for t in tables)
     if table and table not in tables:
         opts = f'<option selected>{e(table)}</option>' + opts
-    value = f"{local(at, tz):%Y-%m-%dT%H:%M:%S}" if at else ""
+    value = f"{local(at, tz):%Y-%m-%d %H:%M:%S}" if at else ""
     return (f'<form class="picker" method="get" action="/dispute">'
             f'<label>Table <select name="table">{opts}</select></label>'
-            f'<label>Local time ({e(str(tz))}) <input type="datetime-local" step="1" name="at" '
-            f'value="{e(value)}" required></label>'
+            f'<label>Local time ({e(str(tz))}), 24-hour <input type="text" name="at" size="19" '
+            f'placeholder="2026-11-28 21:14:07" value="{e(value)}" required '
+            f'pattern="\\d{{4}}-\\d{{2}}-\\d{{2}}[ T]\\d{{2}}:\\d{{2}}(:\\d{{2}})?.*"></label>'
             f'<label>Seat <input type="number" min="1" max="9" name="seat" '
             f'value="{e(seat or "")}" placeholder="all"></label>'
             f'<button type="submit">Rebuild the hand</button></form>')
