@@ -101,7 +101,8 @@ def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
 
 
 def start_server(log: Path | str, db: Path, tmp: Path, *args: str,
-                 env: dict[str, str] | None = None, token: str | None = None) -> Server:
+                 env: dict[str, str] | None = None, token: str | None = None,
+                 wait_ready: bool = True) -> Server:
     err = tmp / f"serve-{len(list(tmp.glob('serve-*.err')))}.err"
     full_env = {**os.environ, **(env or {})}
     full_env.pop("PITLOG_SERVER", None)
@@ -116,7 +117,8 @@ def start_server(log: Path | str, db: Path, tmp: Path, *args: str,
     found = wait_until(lambda: (d := discovery.read(db)) and d["pid"] == proc.pid and d,
                        "the discovery file", proc, err)
     server = Server(proc, found["url"], db, err, token)
-    wait_until(lambda: server.health()["ready"], "a ready /health", proc, err)
+    if wait_ready:
+        wait_until(lambda: server.health()["ready"], "a ready /health", proc, err)
     return server
 
 

@@ -203,3 +203,29 @@ def test_a_taken_port_is_one_error_line(server: Server, tmp_path: Path) -> None:
                 "--db", str(tmp_path / "x.duckdb"))
     assert r.returncode == 1 and r.stderr.startswith(f"Error: cannot listen on 127.0.0.1:{port}")
     assert "Traceback" not in r.stderr
+
+
+def test_a_follower_that_stops_turns_health_red_and_reads_go_on(
+        small: tuple[Path, Path], tmp_path: Path) -> None:
+    """The database was built from another log: the follower refuses to mix them and stops;
+    /health says so with a 503, and the API still answers from what is committed."""
+    _, log = small
+    db = tmp_path / "other.duckdb"
+    assert run_cli("project", "--log", str(log), "--db", str(db)).returncode == 0
+    other = tmp_path / "another-log"
+    events = EmbeddedLog(other, partitions=2)
+    simulate(events, SimConfig(seed=9, tables=1, rounds=3))
+    events.close()
+    s = start_server(other, db, tmp_path, wait_ready=False)
+    try:
+        from serve_support import wait_until
+
+        health = wait_until(lambda: (h := s.health())["error"] and h, "the follower's error",
+                            s.proc, s.err)
+        r = request(s.url, "/health")
+        assert r.status == 503 and health["ready"] is False
+        assert health["status"] == "failed"
+        assert "the follower stopped" in health["error"] and str(log) in health["error"]
+        assert s.json("/api/shoes")  # what was committed is still served
+    finally:
+        assert s.stop() == 0, s.err.read_text()

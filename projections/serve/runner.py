@@ -134,19 +134,34 @@ def serve(log: EventLog, db_path: Path, *, host: str = DEFAULT_HOST, port: int =
           ready: threading.Event | None = None) -> None:
     """Serve until SIGINT/SIGTERM. Raises PitlogError before anything starts when the address
     is refused (check_bind) or taken, or the database cannot be opened."""
-    import uvicorn
-
-    from projections.serve.app import create_app
-
     check_bind(host, token)
     sock = bind(host, port)
     stop = threading.Event()
-    con: duckdb.DuckDBPyConnection | None = None
-    follower_thread: threading.Thread | None = None
     previous = signal.getsignal(signal.SIGTERM) if _main() else None
     try:
         if _main():
             signal.signal(signal.SIGTERM, _raise_shutdown)
+        _run(log, db_path, sock, stop, token, tz, poll_interval, snapshot_every, memory_limit,
+             sql_timeout, sql_max_rows, ready)
+    except (KeyboardInterrupt, _Shutdown):
+        pass  # a stop before uvicorn took the signals over: the clean-up below is the same
+    finally:
+        sock.close()
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _run(log: EventLog, db_path: Path, sock: socket.socket, stop: threading.Event,
+         token: str | None, tz: ZoneInfo | None, poll_interval: float, snapshot_every: float,
+         memory_limit: str | None, sql_timeout: float, sql_max_rows: int,
+         ready: threading.Event | None) -> None:
+    import uvicorn
+
+    from projections.serve.app import create_app
+
+    con: duckdb.DuckDBPyConnection | None = None
+    follower_thread: threading.Thread | None = None
+    try:
         con = open_when_free(db_path, stop, memory_limit)
         create_alert_tables(con)  # so /alerts answers before the first batch
         state = ServeState(con, tz=tz, db_path=db_path, source=log.uri,
@@ -178,9 +193,6 @@ def serve(log: EventLog, db_path: Path, *, host: str = DEFAULT_HOST, port: int =
             follower_thread.join()  # the batch in hand is committed first
         if con is not None:
             con.close()
-        sock.close()
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
         log_.info("stopped serving %s", db_path)
 
 
@@ -191,7 +203,7 @@ def _follow(follower: Follower, state: ServeState) -> None:
                   report.events, report.quarantined, report.batches)
     except Exception as exc:  # noqa: BLE001 - the server keeps answering; /health says why
         log_.error("the follower stopped: %s", exc, exc_info=not isinstance(exc, PitlogError))
-        state.status.ready = False
+        state.status.failed = True
         state.status.error = f"the follower stopped: {exc}"
 
 
@@ -199,7 +211,15 @@ def _main() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
+_STOPPING: list[int] = []
+
+
 def _raise_shutdown(signum: int, frame: FrameType | None) -> None:
+    """The first SIGTERM stops cleanly (the batch in hand is committed); a second one while that
+    runs stops at once (DuckDB rolls the open transaction back; the next run redoes it)."""
+    _STOPPING.append(signum)
+    if len(_STOPPING) > 1:
+        raise KeyboardInterrupt
     raise _Shutdown
 
 

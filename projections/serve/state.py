@@ -30,6 +30,7 @@ class FollowerStatus:
     positions: dict[int, int] = field(default_factory=dict)  # checkpoints (next offsets)
     ends: dict[int, int] = field(default_factory=dict)  # the log's end offsets, last read
     error: str | None = None  # the last error talking to the log, cleared by a success
+    failed: bool = False  # the follower stopped on an error: only a restart resumes following
 
     def lag(self) -> dict[int, int]:
         """Records per partition in the log but not yet committed (end offset - checkpoint)."""
@@ -87,7 +88,8 @@ class ServeState:
     def health(self) -> dict[str, Any]:
         s = self.status
         lag = s.lag()
-        return {"ready": s.ready, "status": "ready" if s.ready else "starting",
+        status = "failed" if s.failed else "ready" if s.ready else "starting"
+        return {"ready": s.ready and not s.failed, "status": status,
                 "source": self.source,
                 "last_commit": s.last_commit.astimezone(self.tz).isoformat()
                 if s.last_commit else None,
