@@ -13,9 +13,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import urllib.error
-import urllib.parse
-import urllib.request
 from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
@@ -47,6 +44,12 @@ class Client:
 
     def get(self, path: str, **params: Any) -> Any:
         """GET url/path?params as decoded JSON; PitlogError with the server's message."""
+        # Imported here: urllib.request pulls in http.client and email, which every other
+        # command (and a command with no server to ask) should not pay for at start-up.
+        import urllib.error
+        import urllib.parse
+        import urllib.request
+
         query = urllib.parse.urlencode(
             [(k, v) for k, vs in params.items() if vs is not None
              for v in (vs if isinstance(vs, list | tuple) else [vs])], doseq=False)
