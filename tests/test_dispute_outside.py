@@ -159,3 +159,20 @@ def test_the_json_form_carries_the_neighbours(evening: tuple[Path, dict[str, int
     assert got["before"]["round_no"] == 1 and got["after"]["round_no"] == 2
     assert got["before"]["ended_at"] == _at(m["r1_rack"]).isoformat()  # type: ignore[attr-defined]
 
+
+
+def test_while_the_table_was_closed_between_two_sessions(tmp_path: Path) -> None:
+    pit = opened(tmp_path)
+    pit.play(1, "5S 6H", {1: 1000})
+    pit.close_shoe()
+    closed = pit.emit(model.TableClosed(reason="break"), actor="pit-terminal")
+    pit.clock += timedelta(hours=2)
+    pit.open_table()
+    pit.tap_in("D3")
+    pit.new_shoe("S2")
+    r = pit.play(1, "2D 9C 4H", {2: 500})
+    db = pit.project()
+    e = _outside(db, "T01", _at(closed) + timedelta(hours=1))
+    assert e.where == moment.TABLE_CLOSED and e.since == _at(closed)
+    assert (_span(e.before), _span(e.after)) == (("S1", 1), ("S2", 1))
+    assert e.after is not None and e.after.started_at == _at(r["wager2"]) + timedelta(hours=2)
