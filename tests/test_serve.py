@@ -255,13 +255,29 @@ def test_health_and_metrics_follow_the_log(evening: Evening) -> None:
     assert re.search(r"committed \d+ records; lag \d+", evening.server.err.read_text())
 
 
+def _copy_events(db: Path) -> int:
+    try:
+        con = duckdb.connect(str(snapshot_path(db)), read_only=True)
+    except duckdb.Error:
+        return -1  # not published yet
+    try:
+        return int(con.execute("SELECT count(*) FROM events").fetchall()[0][0])
+    finally:
+        con.close()
+
+
 def test_stop_removes_the_discovery_file_and_releases_the_database(tmp_path: Path) -> None:
     log, db = tmp_path / "log", tmp_path / "small.duckdb"
     events = EmbeddedLog(log, partitions=2)
     simulate(events, SimConfig(seed=2, tables=1, rounds=5))
-    events.close()
-    server = start_server(log, db, tmp_path, "--log-format", "json")
+    first = sum(events.end_offsets().values())
+    server = start_server(log, db, tmp_path, "--log-format", "json", "--snapshot-every", "0.2")
     assert discovery.read(db)["url"] == server.url
+    # Asked for, a read-only copy for stock DuckDB clients is published and catches up.
+    wait_until(lambda: _copy_events(db) == first, "the copy of the first events")
+    more = simulate(events, SimConfig(seed=3, tables=2, rounds=3), only=[1]).events
+    events.close()
+    wait_until(lambda: _copy_events(db) == first + more, "the copy of the new events")
     assert server.stop() == 0
     assert not discovery.discovery_path(db).exists()
     lines = [json.loads(line) for line in server.err.read_text().splitlines()]
