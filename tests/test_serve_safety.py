@@ -71,6 +71,22 @@ def test_with_a_token_every_request_but_health_needs_it(small: tuple[Path, Path]
                 assert "token" in r.json()["error"]
                 assert r.headers["www-authenticate"] == "Bearer"
         assert request(s.url, "/health").status == 200  # a healthcheck has no secret
+        # A browser: ?token= once sets an HttpOnly cookie, which then suffices (EventSource
+        # and page loads can send no header).
+        first = request(s.url, f"/api/shoes?table=T01&token={TOKEN}")
+        assert first.status == 200 and first.json()
+        assert all(r["table_id"] == "T01" for r in first.json())
+        cookie = first.headers["set-cookie"]
+        assert cookie.startswith(f"pitlog_token={TOKEN};") and "HttpOnly" in cookie
+        assert "SameSite=Strict" in cookie
+        assert request(s.url, "/api/tables", {"Cookie": f"pitlog_token={TOKEN}"}).status == 200
+        events = request(s.url, "/alerts?once=1", {"Cookie": f"a=b; pitlog_token={TOKEN}"})
+        assert events.status == 200 and events.headers["content-type"].startswith(
+            "text/event-stream")
+        for bad in ({"Cookie": "pitlog_token=wrong"}, {"Cookie": f"other={TOKEN}"}):
+            assert request(s.url, "/api/tables", bad).status == 401
+        assert request(s.url, "/api/tables?token=wrong").status == 401
+        assert "set-cookie" not in request(s.url, "/api/tables?token=wrong").headers
         assert s.get("/api/shoes").status == 200
         assert s.json("/api/shoes")
         # The CLI sends PITLOG_TOKEN; without it, one clear error line.

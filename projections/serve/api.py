@@ -92,12 +92,13 @@ def reply(request: Request, body: Any, status: int = 200) -> Response:
 # --- parameters -----------------------------------------------------------------------------
 
 def params(request: Request, *allowed: str) -> dict[str, str]:
-    """The query parameters, refusing unknown ones (a typo must not widen a query silently)."""
-    unknown = sorted(set(request.query_params) - set(allowed))
+    """The query parameters, refusing unknown ones (a typo must not widen a query silently);
+    `token` is the browsers' way to authenticate (app.BearerAuth), not a parameter."""
+    unknown = sorted(set(request.query_params) - set(allowed) - {"token"})
     if unknown:
         raise BadRequest(f"unknown parameter {', '.join(unknown)}; this endpoint takes "
                          f"{', '.join(allowed) or 'none'}")
-    return {k: v for k, v in request.query_params.items() if v != ""}
+    return {k: v for k, v in request.query_params.items() if v != "" and k != "token"}
 
 
 def many(request: Request, name: str) -> list[str]:
