@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from cli.logs import LogFormat, LogFormatOpt, LogLevel, LogLevelOpt, setup_logging
-from cli.options import DbOpt, LogOpt, db_path, log_uri
+from cli.options import DbOpt, LogOpt, TzOpt, db_path, log_uri
 
 
 def register(app: typer.Typer) -> None:
@@ -25,10 +25,7 @@ def serve_cmd(
     = 8750,
     log: LogOpt = None,
     db: DbOpt = None,
-    tz: Annotated[str, typer.Option(
-        "--tz", envvar="PITLOG_TZ",
-        help="The casino's time zone (IANA name): times in the API carry its offset.")]
-    = "UTC",
+    tz: TzOpt = None,
     poll_interval: Annotated[float, typer.Option(
         "--poll-interval", min=0.01,
         help="Seconds between looks at the log when nothing is new.")] = 0.5,
@@ -54,19 +51,13 @@ def serve_cmd(
 
     Example: pitlog serve --port 8750 --tz America/New_York
     """
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-    from events.errors import PitlogError
     from events.log import open_log
+    from projections.localtime import casino_zone
     from projections.serve.runner import check_bind, serve
 
     token = os.environ.get("PITLOG_TOKEN") or None
     check_bind(host, token)  # before opening anything
-    try:
-        zone = ZoneInfo(tz)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise PitlogError(f"unknown time zone {tz!r}: give an IANA name such as "
-                          f"America/New_York or UTC") from None
+    zone = casino_zone(tz)  # the API's times carry its offset; a wrong name is an Error: line
     setup_logging(log_level, log_format)
     with open_log(log_uri(log)) as event_log:
         serve(event_log, db_path(db), host=host, port=port, token=token, tz=zone,

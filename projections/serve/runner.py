@@ -12,10 +12,9 @@ import logging
 import signal
 import socket
 import threading
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from types import FrameType
-from zoneinfo import ZoneInfo
 
 import duckdb
 
@@ -128,7 +127,7 @@ class Tracker:
 
 
 def serve(log: EventLog, db_path: Path, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
-          token: str | None = None, tz: ZoneInfo | None = None, poll_interval: float = 0.5,
+          token: str | None = None, tz: tzinfo | None = None, poll_interval: float = 0.5,
           snapshot_every: float = 0.0, memory_limit: str | None = None,
           sql_timeout: float = 10.0, sql_max_rows: int = 10_000,
           ready: threading.Event | None = None) -> None:
@@ -152,7 +151,7 @@ def serve(log: EventLog, db_path: Path, *, host: str = DEFAULT_HOST, port: int =
 
 
 def _run(log: EventLog, db_path: Path, sock: socket.socket, stop: threading.Event,
-         token: str | None, tz: ZoneInfo | None, poll_interval: float, snapshot_every: float,
+         token: str | None, tz: tzinfo | None, poll_interval: float, snapshot_every: float,
          memory_limit: str | None, sql_timeout: float, sql_max_rows: int,
          ready: threading.Event | None) -> None:
     import uvicorn

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -40,7 +40,7 @@ class FollowerStatus:
 class ServeState:
     """Shared by the app (`request.app.state.pitlog`) and the follower thread."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, *, tz: ZoneInfo | None = None,
+    def __init__(self, con: duckdb.DuckDBPyConnection, *, tz: tzinfo | None = None,
                  db_path: Path | None = None, source: str = "",
                  sql_timeout: float = 10.0, sql_max_rows: int = 10_000) -> None:
         self.con = con
