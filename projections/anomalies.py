@@ -147,17 +147,21 @@ def refresh_stored_anomalies(
             raise
     except duckdb.Error as exc:
         if isinstance(exc, duckdb.OutOfMemoryException):
-            # DuckDB spills most of a query to disk, but not all (benchmarks/README.md, Memory).
-            ((limit,),) = con.execute("SELECT current_setting('memory_limit')").fetchall()
-            raise ProjectionError(
-                f"cannot store the anomaly rows within DuckDB's memory limit of {limit}; the "
-                f"projected rows are safe. Give it more (pitlog project --memory-limit 4GB, or "
-                f"PITLOG_MEMORY_LIMIT); until then readers evaluate the anomaly view "
-                f"themselves") from exc
+            raise memory_error(con) from exc
         raise ProjectionError(f"cannot store the anomalies ({exc})") from exc
     finally:
         scope.close()
         con.execute(f"DETACH DATABASE IF EXISTS {_SCOPE}")
+
+
+def memory_error(con: duckdb.DuckDBPyConnection) -> ProjectionError:
+    """The anomaly rows did not fit DuckDB's memory limit: what to do."""
+    # DuckDB spills most of a query to disk, but not all (benchmarks/README.md, Memory).
+    ((limit,),) = con.execute("SELECT current_setting('memory_limit')").fetchall()
+    return ProjectionError(
+        f"cannot store the anomaly rows within DuckDB's memory limit of {limit}; the "
+        f"projected rows are safe. Give it more (pitlog project --memory-limit 4GB, or "
+        f"PITLOG_MEMORY_LIMIT); until then readers evaluate the anomaly view themselves")
 
 
 def anomaly_source(con: duckdb.DuckDBPyConnection) -> str:

@@ -193,8 +193,11 @@ def _project(con: duckdb.DuckDBPyConnection, log: EventLog,
         # Detection evaluates a window of up to a batch's shoes: it keeps the full limit.
         limit = _store.LOAD_MEMORY_LIMIT if detector is None else _store.DEFAULT_MEMORY_LIMIT
         with _store.memory_limit_at_most(con, limit):
-            return _project_batches(con, log, loader, positions, progress, batch_size, started,
-                                    publisher)
+            report = _project_batches(con, log, loader, positions, progress, batch_size,
+                                      started, publisher)
+        if loader.failure is not None:
+            raise loader.failure
+        return report
     finally:
         if bar:
             con.execute("SET enable_progress_bar = true").fetchall()
@@ -239,6 +242,7 @@ class _BatchLoader:
         self.con = con
         self.detector = detector
         self.raised = 0  # alerts raised by the last batch
+        self.failure: ProjectionError | None = None  # detection given up (memory)
         self.source = source
         self.schema = schema
         self.reg = reg
@@ -257,9 +261,20 @@ class _BatchLoader:
         detector = self.detector
         # Evaluated before the transaction, on the committed rows plus this batch's (only this
         # connection writes the file); written inside it, with the rows and the checkpoint.
-        scopes = detector.plan(rows) if detector is not None and n_rows else []
-        if scopes:
-            detector.evaluate(rows, scopes)
+        scopes = []
+        if detector is not None and n_rows:
+            try:
+                scopes = detector.plan(rows)
+                detector.evaluate(rows, scopes)
+            except duckdb.OutOfMemoryException as exc:
+                # The batch is still committed; the stored rows stay behind its checkpoint (so
+                # readers evaluate the view) until a run with more memory catches up.
+                from projections.anomalies import memory_error
+
+                self.failure = memory_error(con)
+                self.failure.__cause__ = exc
+                detector = self.detector = None
+                scopes = []
         self.raised = 0
         # Registered outside the transaction: unregistering inside an aborted one would fail
         # and hide the error that aborted it.
