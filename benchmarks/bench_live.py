@@ -52,6 +52,8 @@ def split(source: Path, target: Path, history: int, feed: int) -> list[tuple[byt
         chunk: list[tuple[bytes, bytes]] = []
         rest[p] = []
         for batch in src.read(start, max_batch=50_000):
+            if not batch or batch[0].partition != p:
+                continue  # another partition's records written since `ends` was taken
             for rec in batch:
                 if rec.offset < cut:
                     chunk.append((rec.key, rec.value))
