@@ -176,6 +176,12 @@ def project_cmd(
     from projections.projector import project
 
     path = db_path(db)
+    from projections.serve.discovery import read as serving
+
+    if (server := serving(path)) is not None:
+        raise PitlogError(f"{path} is held by `pitlog serve` at {server['url']} (pid "
+                          f"{server['pid']}), which already keeps it up to date with its log; "
+                          f"stop it first to project here")
     with open_log(log_uri(log)) as event_log:
         total = sum(event_log.end_offsets().values())
         with progress_bar("projecting", total) as update:

@@ -136,6 +136,13 @@ def test_cli_query_commands_print_the_same_rows_through_a_live_server(evening: E
     assert evening.direct["dispute-outside"][0] == 1
 
 
+def test_project_refuses_a_database_a_server_holds(evening: Evening) -> None:
+    r = run_cli("project", "--log", str(evening.log), "--db", str(evening.db))
+    assert r.returncode == 1
+    assert r.stderr.startswith(f"Error: {evening.db} is held by `pitlog serve` at "
+                               f"{evening.server.url}")
+
+
 def test_server_url_given_explicitly_or_by_environment(evening: Evening, tmp_path: Path) -> None:
     elsewhere = tmp_path / "no-database-here.duckdb"  # no file, no discovery: only the URL
     code, out, _ = evening.direct["shoes"]
@@ -161,6 +168,11 @@ def test_every_api_endpoint_answers_what_the_library_answers(evening: Evening) -
                                      "ORDER BY n"))
     assert got == {"columns": ["n", "s"], "rows": [{"n": 7, "s": "x"}, {"n": 8, "s": "y"}],
                    "truncated": False, "max_rows": 10_000}
+    stored = s.json(query("/api/sql", q="SELECT alert_seq, alert_id FROM alerts "
+                                        "ORDER BY alert_seq"))["rows"]
+    polled = s.json(query("/api/alerts", after=2, limit=3))
+    assert [(a["alert_seq"], a["alert_id"]) for a in polled] == \
+        [(a["alert_seq"], a["alert_id"]) for a in stored[2:5]]
     tables = s.json("/api/tables")
     assert [t["table_id"] for t in tables] == ["T01", "T02"]
     for t in tables:

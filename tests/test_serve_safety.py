@@ -133,6 +133,9 @@ def test_bad_requests_get_one_json_error_with_a_4xx_code(server: Server) -> None
         ("/api/sql?q=SELEC%20nonsense", 400, "read-only queries only"),
         ("/api/sql?q=SELECT%20*%20FROM%20no_such_table", 400, "the query failed"),
         ("/alerts?after=minus", 400, "not an alert_seq"),
+        ("/api/alerts?limit=0", 400, "at least 1"),
+        ("/api/alerts?limit=20000", 400, "at most 10000"),
+        ("/api/alerts?after=x", 400, "not an integer"),
     ]
     for path, status, says in cases:
         _assert_json_error(server.get(path), status, says)

@@ -37,7 +37,8 @@ def routes() -> list[BaseRoute]:
         Route("/api/anomalies", anomalies), Route("/api/dispute", dispute),
         Route("/api/reconcile", reconcile), Route("/api/ledger", ledger),
         Route("/api/conservation", conservation), Route("/api/sql", sql),
-        Route("/api/tables", tables), Route("/alerts", sse.alerts),
+        Route("/api/tables", tables), Route("/api/alerts", alerts),
+        Route("/alerts", sse.alerts),
         Route("/health", health), Route("/metrics", metrics),
     ]
 
@@ -298,6 +299,19 @@ def tables(request: Request) -> Response:
     params(request)
     with reading(request) as con:
         return reply(request, rows(con, _TABLES))
+
+
+def alerts(request: Request) -> Response:
+    """The alerts after `after` (an alert_seq), in raise order, at most `limit`: the JSON twin
+    of the /alerts stream, for a client that polls."""
+    from projections.alerts import alerts_after
+
+    p = params(request, "after", "limit")
+    limit = as_int(p, "limit", 1) or 1000
+    if limit > 10_000:
+        raise BadRequest("limit must be at most 10000")
+    with reading(request) as con:
+        return reply(request, alerts_after(con, as_int(p, "after", 0) or 0, limit))
 
 
 def health(request: Request) -> Response:
