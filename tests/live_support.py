@@ -15,7 +15,7 @@ from pathlib import Path
 import duckdb
 
 from events.embedded_log import EmbeddedLog
-from events.log import EventLog
+from events.log import EventLog, open_log
 from events.simulator import SimConfig, simulate
 from projections.anomalies import STATISTICAL, STORED
 
@@ -109,3 +109,12 @@ def kill_repeatedly(uri: str, db: Path, seed: int, *, publish: bool, times: int 
         time.sleep(rng.uniform(4.0, 9.0))
         child.send_signal(signal.SIGKILL)
         child.wait()
+
+
+def fill(uri: str, records: list[tuple[bytes, bytes]]) -> None:
+    """The whole evening into the log at `uri` (file:// or kafka://)."""
+    log = open_log(uri)
+    try:
+        log.append(records)
+    finally:
+        log.close()

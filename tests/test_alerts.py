@@ -13,7 +13,7 @@ import duckdb
 import fastavro
 import pytest
 from kafka import KafkaConsumer, TopicPartition
-from live_support import ROOT, feed, kill_repeatedly, random_cuts, source_log
+from live_support import ROOT, feed, fill, kill_repeatedly, random_cuts, source_log
 
 from events.alert_log import EmbeddedAlertLog
 from events.embedded_log import EmbeddedLog
@@ -90,9 +90,7 @@ def _kill_repeatedly(uri: str, db: Path, seed: int) -> None:
 
 def test_a_sigkill_and_restart_neither_loses_nor_repeats_an_alert_in_the_alert_log(
         tmp_path: Path, records: list[tuple[bytes, bytes]]) -> None:
-    log = EmbeddedLog(tmp_path / "log")
-    feed(log, records, 0, len(records))
-    log.close()
+    fill(f"file://{tmp_path / 'log'}", records)
     _kill_repeatedly(f"file://{tmp_path / 'log'}", tmp_path / "v.duckdb", 6)
     with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
         alerts = _check_table(con)
@@ -125,9 +123,7 @@ def _read_topic(bootstrap: str, topic: str) -> list[tuple[bytes, dict]]:
 @pytest.mark.kafka
 def test_a_bare_kafka_consumer_reads_every_alert_once_across_sigkills(
         tmp_path: Path, records: list[tuple[bytes, bytes]], kafka_uri: str) -> None:
-    log = open_log(kafka_uri)
-    feed(log, records, 0, len(records))
-    log.close()
+    fill(kafka_uri, records)
     _kill_repeatedly(kafka_uri, tmp_path / "v.duckdb", 7)
     with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
         alerts = _check_table(con)

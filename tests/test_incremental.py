@@ -13,6 +13,7 @@ from live_support import (
     assert_exact,
     differences,
     feed,
+    fill,
     kill_repeatedly,
     random_cuts,
     source_log,
@@ -81,9 +82,7 @@ def _kill_and_restart(uri: str, db: Path, seed: int) -> None:
 
 def test_a_sigkilled_projector_restarts_to_the_full_evaluation(
         tmp_path: Path, records: list[tuple[bytes, bytes]]) -> None:
-    log = EmbeddedLog(tmp_path / "log")
-    feed(log, records, 0, len(records))
-    log.close()
+    fill(f"file://{tmp_path / 'log'}", records)
     _kill_and_restart(f"file://{tmp_path / 'log'}", tmp_path / "v.duckdb", 2)
 
 
@@ -100,9 +99,7 @@ def test_kafka_random_batches_equal_a_full_evaluation(
 @pytest.mark.kafka
 def test_kafka_sigkilled_projector_restarts_to_the_full_evaluation(
         tmp_path: Path, records: list[tuple[bytes, bytes]], kafka_uri: str) -> None:
-    log = open_log(kafka_uri)
-    feed(log, records, 0, len(records))
-    log.close()
+    fill(kafka_uri, records)
     _kill_and_restart(kafka_uri, tmp_path / "v.duckdb", 4)
 
 
