@@ -95,7 +95,10 @@ class Tracker:
         s.status.positions = dict(commit.positions)
         s.status.ends = dict(commit.ends)
         s.metrics.batch(commit.records, commit.lag)
-        s.metrics.alert_latencies(self._new_alert_latencies(commit.at))
+        try:
+            s.metrics.alert_latencies(self._new_alert_latencies(commit.at))
+        except duckdb.Error as exc:  # the batch is committed: a metric must not stop following
+            log_.warning("cannot measure the new alerts' latency: %s", exc)
         s.notify()
 
     def on_round(self, commit: Commit) -> None:
