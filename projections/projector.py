@@ -190,9 +190,11 @@ def _project(con: duckdb.DuckDBPyConnection, log: EventLog,
     ((bar,),) = con.execute("SELECT current_setting('enable_progress_bar')").fetchall()
     con.execute("SET enable_progress_bar = false").fetchall()
     try:
-        # Detection evaluates a window of up to a batch's shoes: it keeps the full limit.
-        limit = _store.LOAD_MEMORY_LIMIT if detector is None else _store.DEFAULT_MEMORY_LIMIT
-        with _store.memory_limit_at_most(con, limit):
+        # Detection evaluates a window of up to a batch's shoes: it gets the full limit back
+        # while it runs (_BatchLoader.load); loading itself needs only the row group written.
+        ((loader.full_limit,),) = con.execute(
+            "SELECT current_setting('memory_limit')").fetchall()
+        with _store.memory_limit_at_most(con, _store.LOAD_MEMORY_LIMIT):
             report = _project_batches(con, log, loader, positions, progress, batch_size,
                                       started, publisher)
         if loader.failure is not None:
@@ -243,6 +245,7 @@ class _BatchLoader:
         self.detector = detector
         self.raised = 0  # alerts raised by the last batch
         self.failure: ProjectionError | None = None  # detection given up (memory)
+        self.full_limit: str | None = None  # DuckDB's memory limit for detection
         self.source = source
         self.schema = schema
         self.reg = reg
@@ -263,7 +266,10 @@ class _BatchLoader:
         # connection writes the file); written inside it, with the rows and the checkpoint.
         scopes = []
         if detector is not None and n_rows:
+            ((load_limit,),) = con.execute("SELECT current_setting('memory_limit')").fetchall()
             try:
+                if self.full_limit:
+                    con.execute(f"SET memory_limit = '{self.full_limit}'").fetchall()
                 scopes = detector.plan(rows)
                 detector.evaluate(rows, scopes)
             except duckdb.OutOfMemoryException as exc:
@@ -275,6 +281,8 @@ class _BatchLoader:
                 self.failure.__cause__ = exc
                 detector = self.detector = None
                 scopes = []
+            finally:
+                con.execute(f"SET memory_limit = '{load_limit}'").fetchall()
         self.raised = 0
         # Registered outside the transaction: unregistering inside an aborted one would fail
         # and hide the error that aborted it.
