@@ -300,3 +300,42 @@ def test_stop_removes_the_discovery_file_and_releases_the_database(tmp_path: Pat
             [(sum(EmbeddedLog(log).end_offsets().values()),)]
     finally:
         con.close()
+
+
+@pytest.mark.kafka
+def test_serving_a_kafka_topic_follows_it_and_streams_its_alerts(kafka_uri: str,
+                                                                 tmp_path: Path) -> None:
+    from events.log import open_log
+
+    uri = f"{kafka_uri}?partitions=3"
+    with open_log(uri) as log:
+        simulate(log, CONFIG, only=[0])
+    db = tmp_path / "kafka.duckdb"
+    server = start_server(uri, db, tmp_path)
+    try:
+        before = server.json("/api/alerts")
+        assert before and [a["alert_seq"] for a in before] == list(range(1, len(before) + 1))
+
+        def append() -> None:
+            with open_log(uri) as log:
+                simulate(log, CONFIG, only=[1])
+
+        live = sse_events(server, "/alerts", count=1,
+                          headers={"Last-Event-ID": str(len(before))}, on_open=append)
+        assert [int(e["id"]) for e in live] == [len(before) + 1]
+        assert live[0]["data"]["table_id"] == "T02"
+        with open_log(uri) as log:
+            ends = log.end_offsets()
+
+        def committed() -> int:  # sum() is a HUGEINT: exact, so JSON carries it as a string
+            got = server.json(query("/api/sql", q="SELECT sum(next_offset) AS n "
+                                                  "FROM checkpoints"))
+            return int(got["rows"][0]["n"])
+
+        wait_until(lambda: committed() == sum(ends.values()), "the whole topic")
+        health = server.health()
+        assert health["ready"] and health["lag"] == {str(p): 0 for p in sorted(ends)}
+        tables = server.json("/api/tables")
+        assert [t["table_id"] for t in tables] == ["T01", "T02"]
+    finally:
+        assert server.stop() == 0, server.err.read_text()
