@@ -158,7 +158,7 @@ class _Publisher:
 
         try:
             publish_pending(self.con, self.sink)
-        except LogError as exc:
+        except (LogError, duckdb.Error) as exc:  # a broker down; DuckDB out of memory
             _LOG.warning("alerts not published yet: %s", exc)
 
 
