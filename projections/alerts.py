@@ -14,12 +14,15 @@ published after the commit through an outbox cursor.
 
 from __future__ import annotations
 
+import logging
 import weakref
 from typing import Any
 
 import duckdb
 
-from events.alert_log import AlertSink
+from events.alert_log import AlertSink, alert_sink
+from events.errors import LogError
+from events.log import EventLog
 from projections.queries import rows as query_rows
 
 ALERTS_DDL = """CREATE TABLE IF NOT EXISTS alerts (
@@ -30,6 +33,7 @@ OUTBOX_DDL = "CREATE TABLE IF NOT EXISTS alerts_outbox (sink VARCHAR, published_
 # The id: code, table and proving seqs (the stored row's identity, as EXCEPT ALL compares it).
 ALERT_ID = ("'A' || substr(md5(code || '|' || coalesce(table_id, '') || '|' || "
             "array_to_string(seqs, ',')), 1, 24)")
+_LOG = logging.getLogger("pitlog.alerts")
 COLUMNS = ("alert_seq", "alert_id", "code", "severity", "table_id", "shoe_id", "round_no",
            "seqs", "explanation", "rule", "occurred_at", "raised_at")
 
@@ -102,3 +106,28 @@ def _set_cursor(con: duckdb.DuckDBPyConnection, sink: str, seq: int) -> None:
     except BaseException:
         con.rollback()
         raise
+
+
+_SINKS: weakref.WeakKeyDictionary[EventLog, AlertSink | None] = weakref.WeakKeyDictionary()
+
+
+class Publisher:
+    """Called after each commit: the alerts past the outbox cursor to the sink beside `log`
+    (None: publish nothing). A sink that cannot take them (a broker down) leaves them in the
+    outbox for the next commit; it never stops the projection."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, log: EventLog | None) -> None:
+        self.con = con
+        self.sink = None
+        if log is not None:
+            if log not in _SINKS:
+                _SINKS[log] = alert_sink(log)
+            self.sink = _SINKS[log]
+
+    def __call__(self) -> None:
+        if self.sink is None:
+            return
+        try:
+            publish_pending(self.con, self.sink)
+        except (LogError, duckdb.Error) as exc:  # a broker down; DuckDB out of memory
+            _LOG.warning("alerts not published yet: %s", exc)

@@ -14,7 +14,6 @@ what is projected and what is quarantined, with which reason, does not depend on
 
 from __future__ import annotations
 
-import logging
 import time
 import weakref
 from collections.abc import Callable
@@ -28,11 +27,11 @@ import numpy as np
 import pyarrow as pa
 
 from events import codec
-from events.alert_log import AlertSink
 from events.batch_decode import BatchDecoder
-from events.errors import LogError, ProjectionError
+from events.errors import ProjectionError
 from events.log import EventLog, LogRecord
 from projections import store as _store
+from projections.alerts import Publisher
 from projections.incremental import Detector
 from projections.snapshot import publish_snapshot
 
@@ -42,7 +41,6 @@ from projections.snapshot import publish_snapshot
 # batches of 250,000 in 12.9 s (benchmarks/README.md, Loading); the batch's decoded rows are the
 # price (peak RSS 368 MB -> 577 MB, the same at 1M events and at 10M).
 DEFAULT_BATCH_SIZE = 2 * 122_880
-_LOG = logging.getLogger("pitlog.projector")
 
 # Connections already checked against lost checkpoints, per log (see _project).
 _VERIFIED: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, set[str]] = \
@@ -123,43 +121,13 @@ def _project_and_publish(con: duckdb.DuckDBPyConnection, log: EventLog,
         from projections.incremental import detector_for
 
         detector, raised = detector_for(con)
-    sink = None
-    if detector is not None and publish_alerts:
-        from events.alert_log import alert_sink
-
-        sink = _SINKS.get(log)
-        if sink is None:
-            sink = _SINKS[log] = alert_sink(log)
-    publisher = _Publisher(con, sink)
+    publisher = Publisher(con, log if detector is not None and publish_alerts else None)
     publisher()
     report = _project(con, log, progress, batch_size, detector, publisher)
     report = replace(report, alerts=report.alerts + raised)
     if snapshot:
         publish_snapshot(con)
     return report
-
-
-_SINKS: weakref.WeakKeyDictionary[EventLog, AlertSink | None] = weakref.WeakKeyDictionary()
-
-
-class _Publisher:
-    """After each commit: the alerts past the outbox cursor to the sink. A sink that cannot
-    take them (a broker down) leaves them in the outbox for the next commit; it never stops
-    the projection."""
-
-    def __init__(self, con: duckdb.DuckDBPyConnection, sink: AlertSink | None) -> None:
-        self.con = con
-        self.sink = sink
-
-    def __call__(self) -> None:
-        if self.sink is None:
-            return
-        from projections.alerts import publish_pending
-
-        try:
-            publish_pending(self.con, self.sink)
-        except (LogError, duckdb.Error) as exc:  # a broker down; DuckDB out of memory
-            _LOG.warning("alerts not published yet: %s", exc)
 
 
 def checkpoints(con: duckdb.DuckDBPyConnection, source: str) -> dict[int, int]:
