@@ -1,4 +1,4 @@
-# The pitlog CLI and projector (docker-compose.yml runs `pitlog project --follow` with it).
+# The pitlog CLI, projector and server (docker-compose.yml runs `pitlog serve` with it).
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -24,5 +24,6 @@ VOLUME ["/data"]
 ENV PITLOG_DB=/data/pitlog.duckdb
 
 # Exec form, no shell in between: pitlog is PID 1 and receives `docker stop`'s SIGTERM itself,
-# so the projector commits its batch and publishes a last snapshot before exiting.
+# so the projector or server commits its batch and closes the database before exiting.
+EXPOSE 8750
 CMD ["pitlog", "--help"]

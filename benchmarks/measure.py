@@ -342,6 +342,7 @@ def m_replay(a: Args) -> dict[str, Any]:
 
 def m_dispute(a: Args) -> dict[str, Any]:
     from projections.dispute import dispute
+    from projections.moment import OutsideRound
 
     with duckdb.connect(a["db"], read_only=True) as con:
         spans = con.execute("SELECT table_id, min(occurred_at), max(occurred_at) FROM events "
@@ -352,8 +353,14 @@ def m_dispute(a: Args) -> dict[str, Any]:
             table, lo, hi = rng.choice(spans)
             picks.append((table, lo + timedelta(seconds=rng.uniform(0, (hi - lo).total_seconds()))))
         cards = []
-        res = _latencies(con, [lambda t=t, at=at: cards.append(len(dispute(con, t, at=at).cards))
-                               for t, at in picks])
+
+        def one(t: str, at: Any) -> None:
+            try:  # a random moment may fall between rounds: the answer then names the rounds
+                cards.append(len(dispute(con, t, at=at).cards))
+            except OutsideRound:
+                pass
+
+        res = _latencies(con, [lambda t=t, at=at: one(t, at) for t, at in picks])
     return {**res, "cards_per_dispute": sorted(cards)[len(cards) // 2]}
 
 
@@ -375,6 +382,7 @@ def m_dispute_parts(a: Args) -> dict[str, Any]:
     """The dispute lookup's queries one by one, to show which of them grow with the store."""
     from projections import dispute as d
     from projections.anomalies import anomalies_touching
+    from projections.moment import OutsideRound, locate
     from projections.queries import rows
 
     with duckdb.connect(a["db"], read_only=True) as con:
@@ -393,10 +401,13 @@ def m_dispute_parts(a: Args) -> dict[str, Any]:
                 parts.setdefault(name, []).append(time.perf_counter() - started)
                 return out
 
-            span = timed("round_at", lambda tb=table, at=at: d._round_at(con, tb, at))
-            shoe, rnd = span["shoe_id"], int(span["round_no"])
-            p = {"table": table, "shoe": shoe, "round": rnd, "first": span["first_seq"],
-                 "last": span["last_seq"]}
+            try:
+                span = timed("round_at", lambda tb=table, at=at: locate(con, tb, at))
+            except OutsideRound:
+                continue
+            shoe, rnd = span.shoe_id, span.round_no
+            p = {"table": table, "shoe": shoe, "round": rnd, "first": span.first_seq,
+                 "last": span.last_seq}
             (head,) = timed("round", lambda p=p: rows(con, d._ROUND, p))
             p = {**p, "first": head["first_seq"], "last": head["last_seq"]}  # as dispute() does
             timed("cards", lambda p=p: rows(con, d._CARDS, p))

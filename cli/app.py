@@ -27,7 +27,7 @@ def _register() -> None:
     from cli import commands_core
 
     commands_core.register(app)
-    for name in ("commands_surveillance", "commands_audit", "commands_integrity"):
+    for name in ("commands_surveillance", "commands_audit", "commands_integrity", "serve"):
         try:
             module = __import__(f"cli.{name}", fromlist=["register"])
         except ModuleNotFoundError as exc:

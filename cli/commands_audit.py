@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
+from cli.client import ServerOpt, ask
 from cli.listing import LimitOpt, limited
 from cli.options import DbOpt, FormatOpt, OutOpt, db_path, new_file
 from cli.output import Format, render
@@ -90,6 +91,7 @@ def reconcile_cmd(
                       "deviations (see docs/auditing.md).")] = DEFAULT_SIGMA,
     limit: LimitOpt = None,
     db: DbOpt = None, format: FormatOpt = Format.table, out: OutOpt = None,
+    server: ServerOpt = None,
 ) -> None:
     """Handle, paid, collected, returned, net win and hold, against the exact theoretical win
     (the house edge for the shoe's decks and the table's paytable, applied to the wagers and
@@ -101,8 +103,12 @@ def reconcile_cmd(
 
     calendar = Calendar.parse(tz, gaming_day_start, shifts)
     groups = by or ["table"]
-    with _reading(db) as con:
-        rows = reconcile(con, groups, calendar, day=parse_day(day), table=table, sigma=sigma)
+    rows = ask(db_path(db), server, "/api/reconcile", by=groups, tz=tz, day=day, table=table,
+               gaming_day_start=gaming_day_start, shifts=shifts, sigma=sigma)
+    if rows is None:
+        with _reading(db) as con:
+            rows = reconcile(con, groups, calendar, day=parse_day(day), table=table,
+                             sigma=sigma)
     _emit(rows, format, out, "reconciliation", RECONCILE_SUMMARY, group_columns(groups), limit)
 
 
@@ -118,6 +124,7 @@ def ledger_cmd(
                              "IN_PLAY).")] = False,
     limit: LimitOpt = None,
     db: DbOpt = None, format: FormatOpt = Format.table, out: OutOpt = None,
+    server: ServerOpt = None,
 ) -> None:
     """The settlement ledger: every wager and raise with the decision the rules and the
     table's paytable require next to the settlements recorded; unsettled and doubly settled
@@ -128,9 +135,12 @@ def ledger_cmd(
     """
     from projections.reconcile import ledger_rows
 
-    with _reading(db) as con:
-        rows = ledger_rows(con, table=table, shoe=shoe, status=status,
-                           exceptions_only=exceptions)
+    rows = ask(db_path(db), server, "/api/ledger", table=table, shoe=shoe, status=status,
+               exceptions=str(exceptions).lower())
+    if rows is None:
+        with _reading(db) as con:
+            rows = ledger_rows(con, table=table, shoe=shoe, status=status,
+                               exceptions_only=exceptions)
     _emit(rows, format, out, "ledger", LEDGER_SUMMARY, limit=limit)
 
 
@@ -143,6 +153,7 @@ def conservation_cmd(
     table: TableOpt = None,
     limit: LimitOpt = None,
     db: DbOpt = None, format: FormatOpt = Format.table, out: OutOpt = None,
+    server: ServerOpt = None,
 ) -> None:
     """Check money in = money out + net win, to the cent, per table and gaming day: handle =
     paid winnings + stakes returned to winners + voids returned + (collected - paid), with
@@ -154,8 +165,11 @@ def conservation_cmd(
 
     calendar = Calendar.parse(tz, gaming_day_start, shifts)
     groups = by or ["table", "day"]
-    with _reading(db) as con:
-        rows = conservation(con, groups, calendar, day=parse_day(day), table=table)
+    rows = ask(db_path(db), server, "/api/conservation", by=groups, tz=tz, day=day,
+               table=table, gaming_day_start=gaming_day_start, shifts=shifts)
+    if rows is None:
+        with _reading(db) as con:
+            rows = conservation(con, groups, calendar, day=parse_day(day), table=table)
     _emit(rows, format, out, "conservation", CONSERVATION_SUMMARY, group_columns(groups), limit)
     if any(not r["balanced"] for r in rows):
         raise typer.Exit(code=1)
@@ -174,6 +188,7 @@ def sql_cmd(
         "--memory-limit", show_default=False,
         help="DuckDB memory limit of the query (default PITLOG_SQL_MEMORY_LIMIT, else 1GB).")
     ] = None,
+    server: ServerOpt = None,
 ) -> None:
     """Run one read-only query over the views (ledger, paytables, rounds, wagers, ...) on a
     read-only connection that cannot read files or URLs, load extensions or change its own
@@ -188,8 +203,15 @@ def sql_cmd(
         query = sys.stdin.read()
         if not query.strip():
             raise PitlogError("pitlog sql -: standard input held no query")
-    limits = QueryLimits.from_env(timeout, memory_limit)
-    columns, rows = run_query(db_path(db), query, limits=limits)
+    limits = QueryLimits.from_env(timeout, memory_limit)  # bad limits: an error before asking
+    answer = ask(db_path(db), server, "/api/sql", q=query)
+    if answer is None:
+        columns, rows = run_query(db_path(db), query, limits=limits)
+    else:
+        columns, rows = answer["columns"], answer["rows"]
+        if answer["truncated"]:
+            typer.echo(f"Warning: the server returns at most {answer['max_rows']} rows "
+                       "(pitlog serve --sql-max-rows); narrow the query", err=True)
     rows = limited(rows, limit, format, format is Format.table and out is None)
     render(rows, format, out=out, columns=columns)
 

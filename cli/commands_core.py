@@ -7,11 +7,14 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
+from urllib.parse import quote
 
 import typer
 
 from cli import demo as demo_mod
+from cli.client import ServerOpt, ask
 from cli.listing import LimitOpt, limited
+from cli.logs import LogFormat, LogFormatOpt, LogLevel, LogLevelOpt
 from cli.options import (
     CreateTopicOpt,
     DbOpt,
@@ -176,21 +179,33 @@ def project_cmd(
                           "beyond it DuckDB spills to <db>.tmp."),
     ] = None,
     format: SummaryOpt = Summary.table,
+    log_level: LogLevelOpt = LogLevel.warning,
+    log_format: LogFormatOpt = LogFormat.text,
 ) -> None:
-    """Bring the DuckDB views up to date with the log (only new events are read).
+    """Bring the DuckDB views up to date with the log (only new events are read). With
+    --follow, --log-level info logs one line per committed batch (records and lag).
 
     Example: pitlog project --db pitlog-data/pitlog.duckdb --memory-limit 2GB
     """
     from projections.projector import project
 
     path = db_path(db)
+    from projections.serve.discovery import read as serving
+
+    if (server := serving(path)) is not None:
+        raise PitlogError(f"{path} is held by `pitlog serve` at {server['url']} (pid "
+                          f"{server['pid']}), which already keeps it up to date with its log; "
+                          f"stop it first to project here")
     started = time.perf_counter()
     with open_log(log_uri(log), create=False) as event_log:  # a reader never creates a log
         total = sum(event_log.end_offsets().values())
         with progress_tasks() as task:
             update = task("projecting events", total)
             if follow:
+                from cli.logs import setup_logging
                 from projections.follow import follow as follow_log
+
+                setup_logging(log_level, log_format)
 
                 report = follow_log(event_log, path, progress=update,
                                     memory_limit=memory_limit)
@@ -212,18 +227,21 @@ def shoes(
     db: DbOpt = None,
     format: FormatOpt = Format.table,
     out: OutOpt = None,
+    server: ServerOpt = None,
 ) -> None:
     """List the shoes: table, decks, when opened and closed, rounds, cards, burns, dealers.
 
     Example: pitlog shoes --table T01 --format json
     """
-    from projections.queries import list_shoes
-    from projections.snapshot import open_for_reading
+    found = ask(db_path(db), server, "/api/shoes", table=table)
+    if found is None:
+        from projections.queries import list_shoes
+        from projections.snapshot import open_for_reading
 
-    with open_for_reading(db_path(db)) as con:
-        found = limited(list_shoes(con, table=table), limit, format,
-                        format is Format.table and out is None, "shoes")
-        render(found, format, out=out, title="shoes")
+        with open_for_reading(db_path(db)) as con:
+            found = list_shoes(con, table=table)
+    found = limited(found, limit, format, format is Format.table and out is None, "shoes")
+    render(found, format, out=out, title="shoes")
 
 
 def replay(
@@ -233,17 +251,23 @@ def replay(
     db: DbOpt = None,
     format: FormatOpt = Format.table,
     out: OutOpt = None,
+    server: ServerOpt = None,
 ) -> None:
     """Replay one shoe event by event (times, cards, announcements, wagers, settlements),
     then its hands in discard-rack order.
 
     Example: pitlog replay T01-S0001
     """
-    from projections.queries import replay_shoe
-    from projections.snapshot import open_for_reading
+    from projections.queries import ShoeReplay, replay_shoe
 
-    with open_for_reading(db_path(db)) as con:
-        result = replay_shoe(con, shoe)
+    found = ask(db_path(db), server, f"/api/replay/{quote(shoe, safe='')}")
+    if found is not None:
+        result = ShoeReplay(**found)
+    else:
+        from projections.snapshot import open_for_reading
+
+        with open_for_reading(db_path(db)) as con:
+            result = replay_shoe(con, shoe)
     if format is Format.table and out is None:
         render(result.events, format, title=f"shoe {shoe}: events")
         render(result.hands, format, title=f"shoe {shoe}: hands in discard-rack order")

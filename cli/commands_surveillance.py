@@ -6,19 +6,21 @@ function from projections/, and renders the rows.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta, timezone, tzinfo
+import os
+from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import typer
 
+from cli.client import ServerOpt, ask
 from cli.listing import LimitOpt, limited
-from cli.options import DbOpt, FormatOpt, OutOpt, db_path
-from cli.output import Format, cents, render
+from cli.options import DbOpt, FormatOpt, OutOpt, TzOpt, db_path
+from cli.output import Format, render
 from cli.progress import progress_bar
 from events.errors import PitlogError
+from projections.localtime import casino_zone, parse_local
 
 
 class Severity(StrEnum):
@@ -27,10 +29,6 @@ class Severity(StrEnum):
     high = "high"
 
 
-TzOpt = Annotated[str, typer.Option(
-    "--tz", envvar="PITLOG_TZ",
-    help="Time zone of times given without one: an IANA name (America/New_York) or an offset "
-         "(-05:00).")]
 TableOpt = Annotated[str | None, typer.Option("--table", help="Only this table, e.g. T01.")]
 
 ANOMALY_SUMMARY = ["occurred_at", "code", "severity", "table_id", "shoe_id", "round_no", "seqs",
@@ -42,40 +40,9 @@ def register(app: typer.Typer) -> None:
     app.command(name="dispute")(dispute_cmd)
 
 
-def parse_zone(name: str) -> tzinfo:
-    """'UTC', 'America/New_York', '-05:00' or '+0530' as a tzinfo."""
-    text = name.strip()
-    sign = text[:1]
-    if sign in "+-" and text[1:].replace(":", "").isdigit():
-        digits = text[1:].replace(":", "")
-        hours, minutes = int(digits[:2]), int(digits[2:4] or 0)
-        if hours > 18 or minutes > 59:
-            raise PitlogError(f"--tz {name!r}: an offset runs from -18:00 to +18:00")
-        offset = timedelta(hours=hours, minutes=minutes)
-        return timezone(-offset if sign == "-" else offset)
-    try:
-        return ZoneInfo(text)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise PitlogError(f"unknown time zone {name!r}: give an IANA name such as "
-                          f"America/New_York, UTC, or an offset such as -05:00") from None
-
-
-def parse_time(text: str, zone: str, what: str) -> datetime:
-    """An ISO 8601 time; one without a zone is on the wall clock of `zone`."""
-    try:
-        at = datetime.fromisoformat(text.strip().replace(" ", "T", 1))
-    except ValueError:
-        raise PitlogError(f"{what} {text!r} is not a time: write it as ISO 8601, e.g. "
-                          f"2026-11-28T21:14:00 or 2026-11-28T21:14:00-05:00") from None
-    if at.tzinfo is None:
-        at = at.replace(tzinfo=parse_zone(zone))
-    return at.astimezone(UTC)
-
-
-def _for_people(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The table format shows cents as dollars; json, csv and parquet keep exact cents."""
-    return [{k: cents(v) if k.endswith("_cents") and isinstance(v, int)
-             and not isinstance(v, bool) else v for k, v in r.items()} for r in rows]
+def parse_time(text: str, zone: str | None, what: str) -> datetime:
+    """An ISO 8601 time; one without a zone is on the casino's clock (--tz)."""
+    return parse_local(text, casino_zone(zone), what)
 
 
 def _reading(db: Path | None) -> Any:
@@ -101,9 +68,10 @@ def anomalies_cmd(
     statistics: Annotated[bool, typer.Option(
         "--statistics/--no-statistics",
         help="Include HOLD_VARIANCE and OUTCOME_FREQUENCY (statistics over many rounds).")] = True,
-    tz: TzOpt = "UTC",
+    tz: TzOpt = None,
     limit: LimitOpt = None,
     db: DbOpt = None, format: FormatOpt = Format.table, out: OutOpt = None,
+    server: ServerOpt = None,
 ) -> None:
     """The flagged anomalies: each with its code, severity, place, the sequence numbers of the
     events that prove it, a one-line explanation and the rule it cites (docs/anomalies.md).
@@ -117,17 +85,21 @@ def anomalies_cmd(
         since=parse_time(since, tz, "--since") if since else None,
         until=parse_time(until, tz, "--until") if until else None,
         severity=severity.value if severity else None, statistics=statistics)
-    con = _reading(db)
-    try:
-        with progress_bar("finding anomalies", 2) as update:
-            found = list_anomalies(con, f, progress=update)
-    finally:
-        con.close()
+    found = ask(db_path(db), server, "/api/anomalies", code=list(f.codes), table=table,
+                shoe=shoe, since=f.since, until=f.until, severity=f.severity,
+                statistics=str(statistics).lower())
+    if found is None:
+        con = _reading(db)
+        try:
+            with progress_bar("finding anomalies", 2) as update:
+                found = list_anomalies(con, f, progress=update)
+        finally:
+            con.close()
     from projections.anomalies import COLUMNS
 
     found = limited(found, limit, format, format is Format.table and out is None, "anomalies")
     if format is Format.table and out is None:
-        render(found, format, title="anomalies", columns=ANOMALY_SUMMARY)
+        render(found, format, title="anomalies", columns=ANOMALY_SUMMARY, tz=casino_zone(tz))
     else:
         render(found, format, out=out, columns=list(COLUMNS))
 
@@ -142,47 +114,63 @@ def _round_id(text: str) -> tuple[str, int]:
 def dispute_cmd(
     table: Annotated[str, typer.Option("--table", help="The table, e.g. T07.")],
     at: Annotated[str | None, typer.Option(
-        "--at", help="The moment in question (ISO 8601): the round in play then is shown.")] = None,
+        "--at", help="The moment in question (ISO 8601; without a zone, on the --tz clock): "
+                     "the round in play then is shown.")] = None,
     round_: Annotated[str | None, typer.Option(
         "--round", help="Or the round itself, as SHOE:ROUND (e.g. T07-S0012:31).")] = None,
     seat: Annotated[int | None, typer.Option(
         "--seat", min=1, help="Only this seat's wagers and settlements.")] = None,
-    tz: TzOpt = "UTC",
-    db: DbOpt = None, format: FormatOpt = Format.table, out: OutOpt = None,
+    tz: TzOpt = None,
+    db: DbOpt = None, format: FormatOpt = Format.table, out: Annotated[Path | None, typer.Option(
+        "--out", "-o", help="Write to this file: FILE.html is the printable incident report "
+                            "(the console's page); otherwise the rows as --format.")] = None,
+    server: ServerOpt = None,
 ) -> None:
     """Rebuild the hand in play at a table at a moment: its cards in discard-rack order with the
     time each left the shoe, every announcement, every wager and raise per seat, the settlement
-    the rules require next to the one made, and the anomalies that touch the round.
+    the rules require next to the one made, and the anomalies that touch the round. Times are
+    shown on the casino's clock (--tz or PITLOG_TZ).
 
-    Example: pitlog dispute --table T07 --at 2026-11-28T21:14:00-05:00 --seat 3
+    A moment in no round (between rounds or shoes, before the table opened, after it closed),
+    an unknown table or a seat that did not play is an error (exit 1) naming the rounds just
+    before and after, with their times: never another hand.
+
+    Example: pitlog dispute --table T07 --at 2026-11-28T21:14:00 --tz America/New_York --seat 3
     """
-    from projections.dispute import dispute
+    from projections.dispute import Dispute, dispute
+    from projections.moment import OutsideRound
 
+    zone = casino_zone(tz)
     if (at is None) == (round_ is None):
         raise PitlogError("give either --at TIME or --round SHOE:ROUND")
-    con = _reading(db)
-    try:
-        if at is not None:
-            d = dispute(con, table, at=parse_time(at, tz, "--at"), seat=seat)
-        else:
-            shoe, number = _round_id(round_ or "")
-            d = dispute(con, table, shoe=shoe, round_no=number, seat=seat)
-    finally:
-        con.close()
-    sections: list[tuple[str, str, list[dict[str, Any]]]] = [
-        ("round", "the round", [d.round]),
-        ("card", "cards in discard-rack order", d.cards),
-        ("announcement", "announcements", d.announcements),
-        ("wager", "wagers, raises and choices", d.wagers),
-        ("settlement", "settlement required and made", d.settlements),
-        ("anomaly", "anomalies", d.anomalies)]
-    r = d.round
-    if format is Format.table and out is None:
-        where = f"table {r['table_id']}, shoe {r['shoe_id']}, round {r['round_no']}"
-        render([{"field": k, "value": v} for k, v in r.items()], format, title=where)
-        for _, title, rows in sections[1:]:
-            render(_for_people(rows), format, title=f"{where}: {title}")
+    moment = parse_time(at, tz, "--at") if at is not None else None
+    shoe, number = _round_id(round_) if round_ is not None else (None, None)
+    found = ask(db_path(db), server, "/api/dispute", table=table, at=moment, shoe=shoe,
+                round=number, seat=seat,
+                tz=tz or os.environ.get("PITLOG_TZ"))
+    if found is not None:
+        d = Dispute(**found)
+    else:
+        con = _reading(db)
+        try:
+            d = dispute(con, table, at=moment, shoe=shoe, round_no=number, seat=seat)
+        except OutsideRound as exc:
+            raise PitlogError(exc.describe(zone)) from None
+        finally:
+            con.close()
+    if out is not None and out.suffix.lower() in (".html", ".htm"):
+        from projections.serve.templates.incident import incident_page
+
+        out.write_text(incident_page(d, zone, at=moment, seat=seat))
         return
-    flat = [{"section": name, **row} for name, _, rows in sections for row in rows]
+    if format is Format.table and out is None:
+        from cli.dispute_table import render_dispute
+
+        render_dispute(d, zone)
+        return
+    sections: list[tuple[str, list[dict[str, Any]]]] = [
+        ("round", [d.round]), ("card", d.cards), ("announcement", d.announcements),
+        ("wager", d.wagers), ("settlement", d.settlements), ("anomaly", d.anomalies)]
+    flat = [{"section": name, **row} for name, rows in sections for row in rows]
     columns = list(dict.fromkeys(k for row in flat for k in row))
     render(flat, format, out=out, columns=columns)

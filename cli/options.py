@@ -61,3 +61,8 @@ def log_uri(value: str | None) -> str:
 
 def db_path(value: Path | None) -> Path:
     return value or Path(os.environ.get("PITLOG_DB") or DEFAULT_DATA_DIR / "pitlog.duckdb")
+TzOpt = Annotated[str | None, typer.Option(
+    "--tz", envvar="PITLOG_TZ", show_default=False,
+    help="The casino's time zone (default UTC): times given without a zone are read on its "
+         "clock and the table format shows every time in it. An IANA name (America/New_York) "
+         "or an offset (-05:00).")]

@@ -36,8 +36,9 @@ class AnomalyQueryError(ProjectionError):
 
 # The `anomalies` view evaluates every rule over the whole store: seconds per million events.
 # The projector stores its rows in STORED, with the checkpoints they were computed at, so a
-# dispute or a listing reads a table; while the stored rows lag the checkpoints (a follower
-# between refreshes, a crash mid-refresh), readers fall back to the view itself.
+# dispute or a listing reads a table. It keeps them current in each batch's own transaction
+# (projections/incremental.py), so they lag the checkpoints only in a store projected with
+# store_anomalies=False; readers then fall back to the view itself.
 STORED = "anomalies_stored"
 STORED_AT = "anomalies_stored_at"
 # The view is the union of its families (anomalies.sql); a family's rows, as the view gives them.
@@ -106,15 +107,17 @@ def table_groups(con: duckdb.DuckDBPyConnection,
     return groups
 
 
-def refresh_stored_anomalies(con: duckdb.DuckDBPyConnection,
-                             max_events: int = GROUP_EVENTS,
-                             progress: Callable[[int, int], None] | None = None) -> None:
+def refresh_stored_anomalies(
+        con: duckdb.DuckDBPyConnection, max_events: int = GROUP_EVENTS,
+        progress: Callable[[int, int], None] | None = None, *,
+        within: Callable[[duckdb.DuckDBPyConnection], None] | None = None) -> None:
     """Store the view's rows and the checkpoints they reflect, in one transaction.
 
     The rows are evaluated one table group (table_groups) and one family at a time, in a
     scratch in-memory catalog that holds the same views over an `events` view of the group's
     rows alone; each query then has DuckDB's memory limit to itself, and needs as much at 10M
-    events as at 1M. The transaction that replaces the stored rows only copies them in.
+    events as at 1M. The transaction that replaces the stored rows only copies them in (and
+    runs `within`, which the incremental detector uses to build its state and raise alerts).
     `progress(done, total)` is called after each (table group, family) step: groups x families.
     """
     ((database,),) = con.execute("SELECT current_database()").fetchall()
@@ -142,23 +145,29 @@ def refresh_stored_anomalies(con: duckdb.DuckDBPyConnection,
             con.execute(f"CREATE OR REPLACE TABLE {STORED} AS SELECT * FROM {_SCOPE}.found")
             con.execute(f"CREATE OR REPLACE TABLE {STORED_AT} AS "
                         "SELECT source, log_partition, next_offset FROM checkpoints")
+            if within is not None:
+                within(con)
             con.execute("COMMIT")
         except BaseException:  # an error or Ctrl-C: the stored rows stay as they were
             con.execute("ROLLBACK")
             raise
     except duckdb.Error as exc:
         if isinstance(exc, duckdb.OutOfMemoryException):
-            # DuckDB spills most of a query to disk, but not all (benchmarks/README.md, Memory).
-            ((limit,),) = con.execute("SELECT current_setting('memory_limit')").fetchall()
-            raise ProjectionError(
-                f"cannot store the anomaly rows within DuckDB's memory limit of {limit}; the "
-                f"projected rows are safe. Give it more (pitlog project --memory-limit 4GB, or "
-                f"PITLOG_MEMORY_LIMIT); until then readers evaluate the anomaly view "
-                f"themselves") from exc
+            raise memory_error(con) from exc
         raise ProjectionError(f"cannot store the anomalies ({exc})") from exc
     finally:
         scope.close()
         con.execute(f"DETACH DATABASE IF EXISTS {_SCOPE}")
+
+
+def memory_error(con: duckdb.DuckDBPyConnection) -> ProjectionError:
+    """The anomaly rows did not fit DuckDB's memory limit: what to do."""
+    # DuckDB spills most of a query to disk, but not all (benchmarks/README.md, Memory).
+    ((limit,),) = con.execute("SELECT current_setting('memory_limit')").fetchall()
+    return ProjectionError(
+        f"cannot store the anomaly rows within DuckDB's memory limit of {limit}; the "
+        f"projected rows are safe. Give it more (pitlog project --memory-limit 4GB, or "
+        f"PITLOG_MEMORY_LIMIT); until then readers evaluate the anomaly view themselves")
 
 
 def anomaly_source(con: duckdb.DuckDBPyConnection) -> str:

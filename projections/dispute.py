@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, NoReturn
 
 import duckdb
 
 from events.errors import NotFoundError
 from projections.anomalies import anomalies_touching
+from projections.moment import SEAT_ABSENT, OutsideRound, locate, neighbours
 from projections.queries import rows
 
 Row = dict[str, Any]
@@ -35,8 +36,8 @@ class Dispute:
 
 
 # The round's row of the rounds view, from rounds_of (views.sql), which reads the round's events
-# between its first and last seq (_SPAN or _AT finds them) and the table's DealerTappedIn up to
-# them, instead of aggregating every round of the store to read one.
+# between its first and last seq (_SPAN or moment.locate finds them) and the table's
+# DealerTappedIn up to them, instead of aggregating every round of the store to read one.
 _ROUND = """
 SELECT table_id, shoe_id, round_no, dealer, started_at, ended_at, left_card, right_card,
        middle_card AS third_card, third_card_seq, redrawn_cards, middle_cards_drawn, kind, spread,
@@ -48,24 +49,6 @@ FROM rounds_of($table, $shoe, $round, $first, $last)
 _SPAN = """
 SELECT min(seq) AS first_seq, max(seq) AS last_seq FROM events
 WHERE table_id = $table AND shoe_id = $shoe AND round_no = $round
-"""
-
-# The round in play at a moment: the one whose first and last events bracket it; between
-# rounds, the last round that had started by then (the hand just finished, still on the layout
-# or in the rack). started_at, ended_at and first_seq as the rounds view has them, computed
-# here from the three columns they need: the view would also work out every round's cards and
-# dealer, which costs more than this whole lookup.
-_AT = """
-SELECT shoe_id, round_no, first_seq, last_seq FROM (
-    SELECT shoe_id, round_no, min(occurred_at) AS started_at, max(occurred_at) AS ended_at,
-           min(seq) AS first_seq, max(seq) AS last_seq
-    FROM events
-    WHERE table_id = $table AND round_no IS NOT NULL
-    GROUP BY shoe_id, round_no
-)
-WHERE started_at <= $at
-ORDER BY (ended_at >= $at) DESC, started_at DESC, first_seq DESC
-LIMIT 1
 """
 
 # The queries below read the round's events between its first and last seq (every one of them
@@ -195,44 +178,52 @@ ORDER BY seat, area, wager_kind
 """
 
 
-def _round_at(con: duckdb.DuckDBPyConnection, table: str, at: datetime) -> Row:
-    found = rows(con, _AT, {"table": table, "at": at})
-    if not found:
-        raise NotFoundError(f"no round had started at table {table} by {at.isoformat()}; "
-                            f"check the table id and the time (with its time zone)")
-    return found[0]
-
-
-def round_at(con: duckdb.DuckDBPyConnection, table: str, at: datetime) -> tuple[str, int]:
-    """(shoe, round) of the hand in play at table `table` at `at`."""
-    found = _round_at(con, table, at)
-    return found["shoe_id"], int(found["round_no"])
-
-
 def dispute(con: duckdb.DuckDBPyConnection, table: str, *, at: datetime | None = None,
             shoe: str | None = None, round_no: int | None = None,
             seat: int | None = None) -> Dispute:
-    """Rebuild the round at `table` in play at `at`, or the round `round_no` of `shoe`."""
+    """Rebuild the round at `table` in play at `at`, or the round `round_no` of `shoe`.
+
+    A moment in no round, an unknown table, or a seat with no wager in the round raises
+    OutsideRound (moment.py), naming the rounds just before and after: never another hand.
+    """
     if at is not None:
-        span = _round_at(con, table, at)
-        shoe, round_no = span["shoe_id"], int(span["round_no"])
-    if shoe is None or round_no is None:
+        span = locate(con, table, at)
+        shoe, round_no = span.shoe_id, span.round_no
+        first, last = span.first_seq, span.last_seq
+    elif shoe is None or round_no is None:
         raise NotFoundError("name the moment (--at) or the round (--round SHOE:ROUND)")
+    else:
+        found = rows(con, _SPAN, {"table": table, "shoe": shoe, "round": round_no})[0]
+        first, last = found["first_seq"], found["last_seq"]
     params: dict[str, object] = {"table": table, "shoe": shoe, "round": round_no}
-    if at is None:
-        span = rows(con, _SPAN, params)[0]
-    head = [] if span["first_seq"] is None else rows(  # NULL: the round has no event
-        con, _ROUND, {**params, "first": span["first_seq"], "last": span["last_seq"]})
+    head = [] if first is None else rows(  # NULL: the round has no event
+        con, _ROUND, {**params, "first": first, "last": last})
     if not head:
         raise NotFoundError(f"no round {round_no} of shoe {shoe} at table {table}; "
                             f"`pitlog replay {shoe}` lists its rounds")
     r = head[0]
     params.update(first=r["first_seq"], last=r["last_seq"])
+    wagers = rows(con, _WAGERS, {**params, "seat": seat})
+    if seat is not None and not any(w["action"] == "wager placed" for w in wagers):
+        _seat_absent(con, table, r, seat, at)
     return Dispute(
         round=r,
         cards=rows(con, _CARDS, {**params, "third": r["third_card_seq"]}),
         announcements=rows(con, _ANNOUNCEMENTS, params),
-        wagers=rows(con, _WAGERS, {**params, "seat": seat}),
+        wagers=wagers,
         settlements=rows(con, _SETTLEMENTS, {**params, "seat": seat}),
         anomalies=anomalies_touching(con, table, shoe, round_no, r["first_seq"], r["last_seq"]),
     )
+
+
+def _seat_absent(con: duckdb.DuckDBPyConnection, table: str, r: Row, seat: int,
+                 at: datetime | None) -> NoReturn:
+    """The seat placed no wager in round `r`: say so, with the seats that did and the seat's
+    own rounds just before and after."""
+    seats = tuple(sorted({int(w["seat"]) for w in rows(con, _WAGERS, {
+        "table": table, "shoe": r["shoe_id"], "round": r["round_no"], "first": r["first_seq"],
+        "last": r["last_seq"], "seat": None}) if w["seat"] is not None}))
+    moment = at or r["started_at"]
+    near = neighbours(con, table, moment, seat)
+    raise OutsideRound(table, moment, SEAT_ABSENT, before=near["before"], after=near["after"],
+                       seat=seat, seats=seats)

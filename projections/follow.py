@@ -1,24 +1,28 @@
-"""`pitlog project --follow`: keep the DuckDB views up to date with a live log.
+"""`pitlog project --follow` and `pitlog serve`: keep the DuckDB views up to date with a live log.
 
-The loop calls `project()`, which reads to the log's end as of the call and commits each batch
-with its checkpoint in one transaction (DESIGN, principle 3); when nothing is new it sleeps
-`poll_interval` and asks again. It works the same for both backends, because it only uses the
-EventLog contract.
+The loop (`Follower`) calls `project()` on a connection it is given, which reads to the log's
+end as of the call and commits each batch with its checkpoint in one transaction (DESIGN,
+principle 3); when nothing is new it sleeps `poll_interval` and asks again. It works the same
+for both backends, because it only uses the EventLog contract. After each commit it logs one
+line (time, records, lag) and calls `on_commit`: `pitlog serve` runs the loop in a thread and
+wakes its alert streams there, while its HTTP handlers read through cursors of the same
+connection (projections/serve/state.py), which see each batch the moment it commits.
 
-Live readers (principle 6): this process holds the database read-write, which locks every other
-process out, readers included. So while following it publishes a read-only snapshot
-(`<name>.snapshot.duckdb`, see snapshot.py) at the start, then at most every `snapshot_every`
-seconds while new events arrive (also in the middle of a long catch-up), and once more at the
-end. `pitlog shoes`, `replay`, `sql` and the other query commands open the snapshot when the
-database is locked, so what they see is at most a few seconds old. (A follower starting while a
-reader has the real file open waits for it to close.) A publish copies the whole file; when that
-takes long (a big database), the interval stretches to a few times the copy's duration, so
-copying never takes more than about a quarter of the projector's time.
+Read-only copies (principle 6): `follow()` (`project --follow`) holds the database read-write,
+which locks every other process out, so it publishes a copy for readers (snapshot.py) at the
+start, at the end, and between rounds at most every `snapshot_every` seconds (default
+SNAPSHOT_EVERY_S), never between the batches of a round: a publish copies the whole file, so it
+is kept off the path from an event to its commit. A reader of the copy is therefore at most
+about `snapshot_every` seconds plus one round behind (a long catch-up round publishes only
+when it ends); when a copy takes long, the interval stretches so that copying never takes more
+than SNAPSHOT_DUTY of the time. `pitlog serve` publishes none unless asked
+(`--snapshot-every`): its readers ask it over HTTP. (A follower starting while a reader has
+the real file open waits for it to close.)
 
-Stopping: SIGINT (Ctrl-C) and SIGTERM set a flag. The batch being projected is committed, a
-last snapshot is published, the database is closed, and `follow` returns its report. A second
-signal stops at once: the open transaction is rolled back, and the next run redoes that batch.
-SIGKILL at any instant is also safe: DuckDB's transaction leaves the batch whole or absent.
+Stopping: SIGINT (Ctrl-C) and SIGTERM set a flag. The batch being projected is committed, the
+database is closed, and `follow` returns its report. A second signal stops at once: the open
+transaction is rolled back, and the next run redoes that batch. SIGKILL at any instant is also
+safe: DuckDB's transaction leaves the batch whole or absent.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 
@@ -36,6 +42,7 @@ import duckdb
 
 from events.errors import LogError, ProjectionError
 from events.log import EventLog
+from projections.alerts import create_tables as create_alert_tables
 from projections.projector import ProjectionReport, checkpoints, project
 from projections.snapshot import publish_snapshot
 from projections.store import open_store
@@ -44,6 +51,8 @@ log_ = logging.getLogger("pitlog.follow")
 
 # A publish may cost at most this fraction of the time between publishes.
 SNAPSHOT_DUTY = 0.25
+# `project --follow` publishes a read-only copy at most this often (seconds, between rounds).
+SNAPSHOT_EVERY_S = 10.0
 # How long to wait for a reader to let go of the database file before giving up.
 LOCK_WAIT_S = 30.0
 # Backoff while the log is unreachable (a broker restart): from 1 s, doubling, up to this.
@@ -94,7 +103,7 @@ def _signals_set(flag: _StopFlag) -> Iterator[None]:
             signal.signal(s, h)
 
 
-class _Publisher:
+class Publisher:
     """Publishes snapshots no more often than every `every` seconds, stretched by SNAPSHOT_DUTY."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, db_path: Path, every: float) -> None:
@@ -123,28 +132,63 @@ class _Publisher:
         self.last = time.monotonic()
         self.interval = max(self.every, took / SNAPSHOT_DUTY)
         self.dirty = False
+        log_.info("published the read-only copy of %s in %.2fs", self.db_path.name, took)
 
     def maybe(self) -> None:
         if self.dirty and time.monotonic() - self.last >= self.interval:
             self.publish()
 
 
+@dataclass(frozen=True, slots=True)
+class Commit:
+    """One committed batch, as the follower saw it right after the commit."""
+
+    at: datetime  # when the commit returned (UTC)
+    records: int  # log records the batch covered (events and quarantined)
+    positions: dict[int, int]  # checkpoints afterwards (next offset per partition)
+    ends: dict[int, int]  # the log's end offsets as last read
+
+    @property
+    def lag(self) -> dict[int, int]:
+        """Records per partition in the log but not committed (end offset minus checkpoint)."""
+        return {p: max(0, end - self.positions.get(p, 0)) for p, end in sorted(self.ends.items())}
+
+
 def follow(log: EventLog, db_path: str | Path, *,
            progress: Callable[[int], None] | None = None, poll_interval: float = 0.5,
            stop_event: threading.Event | None = None,
-           snapshot_every: float = 2.0, memory_limit: str | None = None) -> ProjectionReport:
-    """Project `log` into `db_path` until SIGINT/SIGTERM (or `stop_event` is set); return the
-    totals of the whole run. A LogError while the log is unreachable (a broker restart) is
-    logged and retried with backoff, once the first round has succeeded; the first round's
-    LogError is raised, since it usually means a wrong address."""
+           snapshot_every: float = SNAPSHOT_EVERY_S,
+           memory_limit: str | None = None) -> ProjectionReport:
+    """Project `log` into `db_path` until SIGINT/SIGTERM (or `stop_event` is set), publishing a
+    read-only copy for other processes (module docstring); return the totals of the whole run.
+    A LogError while the log is unreachable (a broker restart) is logged and retried with
+    backoff, once the first round has succeeded; the first round's LogError is raised, since it
+    usually means a wrong address."""
     flag = _StopFlag(stop_event)
     path = Path(db_path)
     with _signals_set(flag):
         con = _open_when_free(path, flag, memory_limit)
         try:
-            return _follow(con, log, path, flag, progress, poll_interval, snapshot_every)
+            publisher = Publisher(con, path, snapshot_every)
+            publisher.publish()  # readers need a copy from the moment the file is locked
+            follower = Follower(con, log, flag=flag, poll_interval=poll_interval,
+                                publisher=publisher,
+                                on_commit=(lambda c: progress(sum(c.positions.values())))
+                                if progress is not None else None)
+            report = follower.run()
+            if publisher.dirty:
+                publisher.publish()
+            log_.info("published %d read-only copies of %s, the longest in %.2fs",
+                      len(publisher.seconds), path, max(publisher.seconds))
+            return report
         finally:
             con.close()
+
+
+def open_when_free(path: str | Path, stop_event: threading.Event | None = None,
+                   memory_limit: str | None = None) -> duckdb.DuckDBPyConnection:
+    """The read-write connection, waiting up to LOCK_WAIT_S for a reader to let go."""
+    return _open_when_free(Path(path), _StopFlag(stop_event), memory_limit)
 
 
 def _open_when_free(path: Path, flag: _StopFlag,
@@ -161,67 +205,104 @@ def _open_when_free(path: Path, flag: _StopFlag,
             flag.sleep(0.2)
 
 
-def _follow(con: duckdb.DuckDBPyConnection, log: EventLog, path: Path, flag: _StopFlag,
-            progress: Callable[[int], None] | None, poll_interval: float,
-            snapshot_every: float) -> ProjectionReport:
-    started = time.perf_counter()
-    source = log.uri
-    counts_before = _counts(con, source)
-    publisher = _Publisher(con, path, snapshot_every)
-    publisher.publish()  # readers need a snapshot from the moment the file is locked
-    batches = 0
+class Follower:
+    """The follow loop on a read-write connection it is given (it does not close it).
 
-    def on_batch(done: int) -> None:
-        nonlocal batches
-        batches += 1
-        publisher.dirty = True
-        if progress is not None:
-            progress(done)
-        publisher.maybe()  # between transactions: the batch is committed
-        if flag.is_set():
-            raise _Stopped
+    `run()` projects until `stop_event` (or the flag) is set. After each commit it logs one line
+    and calls `on_commit(Commit)`; after each round, `on_round(Commit)` (also when the log had
+    nothing new, so a caller sees the lag and that the log answers). `ready` is set once the
+    first round has reached the log's end as of the start.
+    """
 
-    projected: dict[int, int] | None = None  # next offset per partition after the last round
-    failures = 0
-    while not flag.is_set():
-        try:
-            ends = log.end_offsets()
-            if ends != projected:
-                # Storing the anomalies evaluates every rule: done at each publish instead.
-                projected = project(log, con, progress=on_batch,
-                                    store_anomalies=False).positions
-            failures = 0
-        except _Stopped:
-            break
-        except LogError as exc:
-            if projected is None:
-                raise  # never reached the log: most likely a wrong address, so report it
-            failures += 1
-            wait = min(MAX_RETRY_WAIT_S, 2.0 ** (failures - 1))
-            log_.warning("%s; retrying in %.0fs (projected rows are safe)", exc, wait)
-            flag.sleep(wait)
-            continue
-        publisher.maybe()
-        if projected == ends:  # caught up: wait for news (else loop at once, more arrived)
-            flag.sleep(poll_interval)
-    if publisher.dirty:
-        publisher.publish()
-    log_.info("published %d snapshots of %s, the longest in %.2fs", len(publisher.seconds),
-              path, max(publisher.seconds))
-    events, quarantined = (after - before for after, before
-                           in zip(_counts(con, source), counts_before, strict=True))
-    return ProjectionReport(source, events=events, quarantined=quarantined, batches=batches,
-                            positions=_positions(con, source, projected),
-                            seconds=time.perf_counter() - started)
+    def __init__(self, con: duckdb.DuckDBPyConnection, log: EventLog, *,
+                 stop_event: threading.Event | None = None, flag: _StopFlag | None = None,
+                 poll_interval: float = 0.5,
+                 on_commit: Callable[[Commit], None] | None = None,
+                 on_round: Callable[[Commit], None] | None = None,
+                 on_error: Callable[[str | None], None] | None = None,
+                 publisher: Publisher | None = None) -> None:
+        self.con = con
+        self.log = log
+        self.flag = flag or _StopFlag(stop_event)
+        self.poll_interval = poll_interval
+        self.on_commit = on_commit
+        self.on_round = on_round
+        self.on_error = on_error
+        self.publisher = publisher
+        self.ready = threading.Event()
+
+    def run(self) -> ProjectionReport:
+        con, log, flag = self.con, self.log, self.flag
+        started = time.perf_counter()
+        source = log.uri
+        create_alert_tables(con)  # counted below, also before the first batch creates them
+        counts_before = _counts(con, source)
+        batches = 0
+        ends: dict[int, int] = {}
+        done_before = sum(checkpoints(con, source).values())
+
+        def on_batch(done: int) -> None:
+            nonlocal batches, done_before
+            batches += 1
+            commit = Commit(datetime.now(UTC), done - done_before, checkpoints(con, source),
+                            ends)
+            done_before = done
+            lag = commit.lag
+            log_.info("committed %d records; lag %d (%s)", commit.records, sum(lag.values()),
+                      " ".join(f"p{p}={n}" for p, n in lag.items()),
+                      extra={"records": commit.records, "lag": lag,
+                             "positions": commit.positions})
+            if self.publisher is not None:
+                self.publisher.dirty = True
+            if self.on_commit is not None:
+                self.on_commit(commit)
+            if flag.is_set():
+                raise _Stopped
+
+        projected: dict[int, int] | None = None  # next offset per partition after the last round
+        failures = 0
+        while not flag.is_set():
+            try:
+                ends = log.end_offsets()
+                if ends != projected:
+                    projected = project(log, con, progress=on_batch).positions
+                failures = 0
+            except _Stopped:
+                break
+            except LogError as exc:
+                if projected is None:
+                    raise  # never reached the log: most likely a wrong address, so report it
+                failures += 1
+                wait = min(MAX_RETRY_WAIT_S, 2.0 ** (failures - 1))
+                log_.warning("%s; retrying in %.0fs (projected rows are safe)", exc, wait)
+                if self.on_error is not None:
+                    self.on_error(str(exc))
+                flag.sleep(wait)
+                continue
+            if self.on_error is not None and failures == 0:
+                self.on_error(None)
+            self.ready.set()
+            if self.on_round is not None:
+                self.on_round(Commit(datetime.now(UTC), 0, dict(projected), ends))
+            if self.publisher is not None:
+                self.publisher.maybe()  # between rounds only: a copy never delays a batch
+            if projected == ends:  # caught up: wait for news (else loop at once, more arrived)
+                flag.sleep(self.poll_interval)
+        events, quarantined, alerts = (after - before for after, before
+                                       in zip(_counts(con, source), counts_before, strict=True))
+        return ProjectionReport(source, events=events, quarantined=quarantined,
+                                batches=batches, positions=_positions(con, source, projected),
+                                seconds=time.perf_counter() - started, alerts=alerts)
 
 
-def _counts(con: duckdb.DuckDBPyConnection, source: str) -> tuple[int, int]:
-    """Rows in events and in this source's quarantine: the run's totals are the difference
-    (exact also when a stop interrupted a round, whose own report is then lost)."""
-    ((events, quarantined),) = con.execute(
+def _counts(con: duckdb.DuckDBPyConnection, source: str) -> tuple[int, int, int]:
+    """Rows in events, in this source's quarantine and in alerts: the run's totals are the
+    difference (exact also when a stop interrupted a round, whose own report is then lost)."""
+    ((events, quarantined, alerts),) = con.execute(
         "SELECT (SELECT count(*) FROM events), "
-        "(SELECT count(*) FROM quarantine WHERE source = ?)", [source]).fetchall()
-    return int(events), int(quarantined)
+        "(SELECT count(*) FROM quarantine WHERE source = ?), "
+        "(SELECT count(*) FROM alerts)", [source]).fetchall()
+    return int(events), int(quarantined), int(alerts)
 
 
 def _positions(con: duckdb.DuckDBPyConnection, source: str,

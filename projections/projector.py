@@ -31,6 +31,8 @@ from events.batch_decode import BatchDecoder
 from events.errors import LogCorruptError, ProjectionError
 from events.log import EventLog, LogRecord, record_digest
 from projections import store as _store
+from projections.alerts import Publisher
+from projections.incremental import Detector
 from projections.log_checks import check_log_holds, hash_ok
 from projections.snapshot import publish_snapshot
 
@@ -62,6 +64,7 @@ class ProjectionReport:
     batches: int = 0
     positions: dict[int, int] = field(default_factory=dict)
     seconds: float = 0.0
+    alerts: int = 0  # alerts raised by this call (projections/alerts.py)
 
     @property
     def events_per_second(self) -> float:
@@ -75,7 +78,8 @@ class ProjectionReport:
     def as_row(self) -> dict[str, object]:
         """One flat row for the CLI's table, json and csv output."""
         return {"source": self.source, "events": self.events, "quarantined": self.quarantined,
-                "batches": self.batches, "seconds": round(self.seconds, 3),
+                "batches": self.batches, "alerts": self.alerts,
+                "seconds": round(self.seconds, 3),
                 "events_per_second": round(self.events_per_second),
                 "positions": " ".join(f"p{p}={o}" for p, o in sorted(self.positions.items()))}
 
@@ -85,17 +89,22 @@ def project(log: EventLog, store: str | Path | duckdb.DuckDBPyConnection, *,
             batch_size: int = DEFAULT_BATCH_SIZE,
             snapshot: bool = False, store_anomalies: bool = True,
             memory_limit: str | None = None,
-            anomaly_progress: Callable[[int, int], None] | None = None) -> ProjectionReport:
+            anomaly_progress: Callable[[int, int], None] | None = None,
+            publish_alerts: bool = True) -> ProjectionReport:
     """Bring the DuckDB tables up to date with `log`, from the stored checkpoint to the end of
     the log as it is now. `store` is a file path (opened, and closed afterwards) or an open
     read-write connection. `progress` is called after each committed batch with the number of
     log records now covered by the checkpoints (ProjectionReport.done), so a progress bar's
     total is sum(log.end_offsets().values()), also when resuming. With `snapshot`, a
     read-only copy for live readers is published at the end (see snapshot.py). With
-    `store_anomalies`, the anomaly rows are stored afresh when anything new was projected
-    (anomalies.refresh_stored_anomalies), so disputes need not evaluate every rule.
+    `store_anomalies`, the stored anomaly rows are kept current in each batch's own
+    transaction (projections/incremental.py: only the stretch the batch can change is
+    re-evaluated; a store without current rows is evaluated whole first), and every new row
+    is raised as an alert in the same transaction (projections/alerts.py); with
+    `publish_alerts`, alerts are then appended to the sink beside the log after each commit.
     `memory_limit` caps DuckDB's memory when `store` is a path (store.open_store).
-    `anomaly_progress(done, total)` follows the anomaly rows' steps (refresh_stored_anomalies).
+    `anomaly_progress(done, total)` follows the steps of a whole evaluation, when one is needed
+    (anomalies.refresh_stored_anomalies).
 
     Raises ProjectionError if the log's positions were already projected without a matching
     checkpoint (a lost checkpoint): rows are never inserted twice.
@@ -103,22 +112,26 @@ def project(log: EventLog, store: str | Path | duckdb.DuckDBPyConnection, *,
     if isinstance(store, duckdb.DuckDBPyConnection):
         _store.prepare(store)
         return _project_and_publish(store, log, progress, batch_size, snapshot,
-                                    store_anomalies, anomaly_progress)
+                                    store_anomalies, anomaly_progress, publish_alerts)
     with _store.open_store(store, memory_limit=memory_limit) as con:
         return _project_and_publish(con, log, progress, batch_size, snapshot, store_anomalies,
-                                    anomaly_progress)
+                                    anomaly_progress, publish_alerts)
 
 
 def _project_and_publish(con: duckdb.DuckDBPyConnection, log: EventLog,
                          progress: Callable[[int], None] | None, batch_size: int,
                          snapshot: bool, store_anomalies: bool,
-                         anomaly_progress: Callable[[int, int], None] | None = None,
-                         ) -> ProjectionReport:
-    from projections.anomalies import STORED, anomaly_source, refresh_stored_anomalies
+                         anomaly_progress: Callable[[int, int], None] | None,
+                         publish_alerts: bool) -> ProjectionReport:
+    detector, raised = None, 0
+    if store_anomalies:
+        from projections.incremental import detector_for
 
-    report = _project(con, log, progress, batch_size)
-    if store_anomalies and anomaly_source(con) != STORED:
-        refresh_stored_anomalies(con, progress=anomaly_progress)
+        detector, raised = detector_for(con, progress=anomaly_progress)
+    publisher = Publisher(con, log if detector is not None and publish_alerts else None)
+    publisher()
+    report = _project(con, log, progress, batch_size, detector, publisher)
+    report = replace(report, alerts=report.alerts + raised)
     if snapshot:
         publish_snapshot(con)
     return report
@@ -133,7 +146,8 @@ def checkpoints(con: duckdb.DuckDBPyConnection, source: str) -> dict[int, int]:
 
 def _project(con: duckdb.DuckDBPyConnection, log: EventLog,
              progress: Callable[[int], None] | None,
-             batch_size: int) -> ProjectionReport:
+             batch_size: int, detector: Detector | None = None,
+             publisher: Callable[[], None] | None = None) -> ProjectionReport:
     started = time.perf_counter()
     source = log.uri
     positions = checkpoints(con, source)
@@ -146,14 +160,22 @@ def _project(con: duckdb.DuckDBPyConnection, log: EventLog,
         _VERIFIED[con].add(source)
     columns = _store.event_columns()
     loader = _BatchLoader(con, source, _store.arrow_schema(columns), codec.registry(),
-                          log.log_id)
+                          log.log_id, detector)
     # A batch's commit can pass DuckDB's 2-second mark (it may checkpoint), and its progress
     # bar would then be printed on stdout, into the CLI's table or JSON: off while projecting.
     ((bar,),) = con.execute("SELECT current_setting('enable_progress_bar')").fetchall()
     con.execute("SET enable_progress_bar = false").fetchall()
     try:
+        # Detection evaluates a window of up to a batch's shoes: it gets the full limit back
+        # while it runs (_BatchLoader.load); loading itself needs only the row group written.
+        ((loader.full_limit,),) = con.execute(
+            "SELECT current_setting('memory_limit')").fetchall()
         with _store.memory_limit_at_most(con, _store.LOAD_MEMORY_LIMIT):
-            return _project_batches(con, log, loader, positions, progress, batch_size, started)
+            report = _project_batches(con, log, loader, positions, progress, batch_size,
+                                      started, publisher)
+        if loader.failure is not None:
+            raise loader.failure
+        return report
     finally:
         if bar:
             con.execute("SET enable_progress_bar = true").fetchall()
@@ -161,7 +183,8 @@ def _project(con: duckdb.DuckDBPyConnection, log: EventLog,
 
 def _project_batches(con: duckdb.DuckDBPyConnection, log: EventLog, loader: _BatchLoader,
                      positions: dict[int, int], progress: Callable[[int], None] | None,
-                     batch_size: int, started: float) -> ProjectionReport:
+                     batch_size: int, started: float,
+                     publisher: Callable[[], None] | None = None) -> ProjectionReport:
     """Every partition up to its end. A partition the log cannot read past some record
     (LogCorruptError: a segment truncated or damaged under its index) is projected up to that
     record, the other partitions to their ends, and then ProjectionError names it: one damaged
@@ -177,7 +200,10 @@ def _project_batches(con: duckdb.DuckDBPyConnection, log: EventLog, loader: _Bat
         nonlocal report
         projected, quarantined, after = loader.load(batch)
         start.update(after)
+        if publisher is not None:
+            publisher()
         report = replace(report, events=report.events + projected,
+                         alerts=report.alerts + loader.raised,
                          quarantined=report.quarantined + quarantined,
                          batches=report.batches + 1, positions={**report.positions, **after},
                          seconds=time.perf_counter() - started)
@@ -233,8 +259,13 @@ class _BatchLoader:
     """Decodes one batch and commits it, with its quarantine and checkpoint, atomically."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, source: str, schema: pa.Schema,
-                 reg: codec.SchemaRegistry, log_id: str | None = None) -> None:
+                 reg: codec.SchemaRegistry, log_id: str | None = None,
+                 detector: Detector | None = None) -> None:
         self.con = con
+        self.detector = detector
+        self.raised = 0  # alerts raised by the last batch
+        self.failure: ProjectionError | None = None  # detection given up (memory)
+        self.full_limit: str | None = None  # DuckDB's memory limit for detection
         self.source = source
         self.log_id = log_id
         self.schema = schema
@@ -251,6 +282,29 @@ class _BatchLoader:
         n_rows = rows.num_rows
         starts, ends, lasts = self._positions(batch)
         con = self.con
+        detector = self.detector
+        # Evaluated before the transaction, on the committed rows plus this batch's (only this
+        # connection writes the file); written inside it, with the rows and the checkpoint.
+        scopes = []
+        if detector is not None and n_rows:
+            ((load_limit,),) = con.execute("SELECT current_setting('memory_limit')").fetchall()
+            try:
+                if self.full_limit:
+                    con.execute(f"SET memory_limit = '{self.full_limit}'").fetchall()
+                scopes = detector.plan(rows)
+                detector.evaluate(rows, scopes)
+            except duckdb.OutOfMemoryException as exc:
+                # The batch is still committed; the stored rows stay behind its checkpoint (so
+                # readers evaluate the view) until a run with more memory catches up.
+                from projections.anomalies import memory_error
+
+                self.failure = memory_error(con)
+                self.failure.__cause__ = exc
+                detector = self.detector = None
+                scopes = []
+            finally:
+                con.execute(f"SET memory_limit = '{load_limit}'").fetchall()
+        self.raised = 0
         # Registered outside the transaction: unregistering inside an aborted one would fail
         # and hide the error that aborted it.
         if n_rows:
@@ -269,6 +323,8 @@ class _BatchLoader:
                     last = lasts[partition]
                     con.execute(_UPSERT_CHECKPOINT, [self.source, partition, end, self.log_id,
                                                      last.offset, record_digest(last)])
+                if detector is not None:
+                    self.raised = detector.apply(con, bool(scopes))
                 con.commit()
             except BaseException as exc:
                 # Whatever stopped us (an error, KeyboardInterrupt): nothing partial remains.

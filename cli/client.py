@@ -1,0 +1,119 @@
+"""The CLI's client for a running `pitlog serve`: standard library only (urllib), so query
+commands start as fast as before.
+
+A query command asks `find(db, server)` first. It returns a Client when `--server URL` or
+PITLOG_SERVER names one, or when `<db>.serve.json` names a live server for that database
+(projections/serve/discovery.py); otherwise None, and the command opens the file itself.
+Answers are decoded back to the values the library returns (times as datetimes in this
+machine's zone, as DuckDB gives them), so every output format prints the same rows either way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from datetime import datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from events.errors import PitlogError
+
+ServerOpt = Annotated[str | None, typer.Option(
+    "--server", envvar="PITLOG_SERVER", show_default=False,
+    help="URL of a running `pitlog serve` to ask (default: the one serving --db, if any; "
+         "else the file is opened directly).")]
+
+TIMEOUT_S = 120.0
+# An ISO 8601 time with an offset, as the server writes them: nothing else looks like this.
+_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?[+-]\d\d:\d\d")
+
+
+class Unreachable(PitlogError):
+    """No answer from the server at all (refused, timed out): not an answer to the query."""
+
+
+class Client:
+    def __init__(self, url: str, token: str | None = None, explicit: bool = True) -> None:
+        self.url = url.rstrip("/")
+        self.token = token
+        self.explicit = explicit  # named by the user: unreachable is an error, not a fallback
+
+    def get(self, path: str, **params: Any) -> Any:
+        """GET url/path?params as decoded JSON; PitlogError with the server's message."""
+        # Imported here: urllib.request pulls in http.client and email, which every other
+        # command (and a command with no server to ask) should not pay for at start-up.
+        import urllib.error
+        import urllib.parse
+        import urllib.request
+
+        query = urllib.parse.urlencode(
+            [(k, v) for k, vs in params.items() if vs is not None
+             for v in (vs if isinstance(vs, list | tuple) else [vs])], doseq=False)
+        request = urllib.request.Request(f"{self.url}{path}{'?' + query if query else ''}")
+        if self.token:
+            request.add_header("Authorization", f"Bearer {self.token}")
+        try:
+            with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
+                decimals = frozenset(filter(None, response.headers.get(
+                    "X-Pitlog-Decimals", "").split(",")))
+                return revive(json.load(response), decimals)
+        except urllib.error.HTTPError as exc:
+            try:
+                message = json.load(exc)["error"]
+            except (ValueError, KeyError, TypeError):
+                message = f"HTTP {exc.code} {exc.reason}"
+            raise PitlogError(f"{message} (server {self.url})") from None
+        except (urllib.error.URLError, OSError) as exc:
+            raise Unreachable(f"cannot reach the server {self.url}: "
+                              f"{getattr(exc, 'reason', exc)}") from None
+
+
+def find(db: Path, server: str | None) -> Client | None:
+    token = os.environ.get("PITLOG_TOKEN") or None
+    if server:
+        return Client(server, token)
+    from projections.serve.discovery import read
+
+    found = read(db)
+    return Client(found["url"], token, explicit=False) if found else None
+
+
+def ask(db: Path, server: str | None, path: str, **params: Any) -> Any:
+    """The server's answer to GET path?params, or None when no server serves `db` (the caller
+    then opens the file). A discovered server that does not answer counts as none; one named
+    with --server or PITLOG_SERVER must answer."""
+    client = find(db, server)
+    if client is None:
+        return None
+    try:
+        return client.get(path, **{k: plain_param(v) for k, v in params.items()})
+    except Unreachable:
+        if client.explicit:
+            raise
+        return None
+
+
+def revive(value: Any, decimals: frozenset[str] = frozenset(), key: str | None = None) -> Any:
+    """JSON back to the library's values: times with an offset become datetimes in this
+    machine's zone (as DuckDB returns them); strings under a key the server listed in
+    X-Pitlog-Decimals become exact Decimals."""
+    if isinstance(value, str):
+        if key in decimals:
+            return Decimal(value)
+        if _TIME.fullmatch(value):
+            return datetime.fromisoformat(value).astimezone()
+        return value
+    if isinstance(value, list):
+        return [revive(v, decimals, key) for v in value]
+    if isinstance(value, dict):
+        return {k: revive(v, decimals, k) for k, v in value.items()}
+    return value
+
+
+def plain_param(value: Any) -> Any:
+    """A datetime or date as ISO 8601 for a query string; anything else unchanged."""
+    return value.isoformat() if hasattr(value, "isoformat") else value

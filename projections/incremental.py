@@ -1,0 +1,366 @@
+"""Incremental detection: after each batch, re-evaluate only the stretch of each table the batch
+can change, and replace exactly the stored anomaly rows of that stretch.
+
+Scopes, family by family (anomalies.sql). Every rule is decided within one table; within it:
+- rounds and money: a round's rows depend on its own events, on whether the table recorded
+  anything after it ("finished"), on its shoe (NO_RESHUFFLE_AFTER_CUT_CARD reads the shoe's
+  cut; DEVICE_FAULT_NOT_VOIDED the shoe's next card after a fault) and on the paytable in force
+  (the table's TableOpened). Smallest exact scope: the shoes that received events, plus the shoe
+  of the round a new event finishes, plus the table's TableOpened events.
+- shoes: FACE_UP_CARD_USED and EXTRA_CARD are per shoe; MISSING_BURN runs across the table's
+  stream from the last card dealt before a new one (debts: a load, a dealer tapping in while a
+  shoe is loaded) and needs the shoe state (the last CardsLoaded/ShoeClosed) before that.
+  Scope: the shoes above, back to the last card dealt before them, plus that state event.
+- tables: BELOW_MINIMUM_ODDS on a TableOpened, MULTIPLE_BETTING_AREAS per round, CALL_BET per
+  wager, with the paytable in force: the rounds above plus every TableOpened of the table.
+- streams: SEQUENCE_GAP and CHAIN_BROKEN compare each event with its predecessor in seq order:
+  the events above plus the one before them.
+
+So per touched table the window is its events from W (the earliest of: the first event of the
+earliest affected shoe, K; the end of the shoe before it; the last card dealt before K) to the
+end, plus its TableOpened events and the last CardsLoaded/ShoeClosed before W. A row belongs
+to the stretch when the greatest of its proving seqs is >= K: those rows, and only those, can
+change, and the window decides each of them exactly (their proof and context lie within it).
+The stored rows of the stretch are deleted and the window's rows of the stretch inserted, in the
+batch's own transaction. This holds while a table's events reach the log in seq order (devices
+append in order); a table whose stream ever goes back in seq is re-evaluated whole from then on.
+
+The window is read through a scratch catalog whose `events` table holds the window alone (as
+anomalies.refresh_stored_anomalies does per table group), with the scan of the store pruned by
+log partition and offset, so the cost follows the batch and the shoe size, not the history.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import duckdb
+import pyarrow as pa
+
+from projections.alerts import create_tables, raise_alerts
+from projections.anomalies import (
+    FAMILY_ROWS,
+    STORED,
+    STORED_AT,
+    anomaly_families,
+    anomaly_source,
+    refresh_stored_anomalies,
+)
+from projections.views import create_views
+
+SCRATCH = "pitlog_detect"
+SHOES = "detect_shoes"
+TABLES = "detect_tables"
+CONTEXT = "detect_context"
+CONTEXT_TYPES = ("TableOpened", "CardsLoaded", "ShoeClosed")
+_STATE_TYPES = "('" + "', '".join(CONTEXT_TYPES[1:]) + "')"
+BIG = 2**62
+
+SHOES_DDL = f"""CREATE TABLE IF NOT EXISTS {SHOES} (
+    table_id VARCHAR, shoe_id VARCHAR, first_seq BIGINT, first_offset BIGINT,
+    last_seq BIGINT, last_offset BIGINT, last_draw_seq BIGINT, last_draw_offset BIGINT)"""
+TABLES_DDL = f"""CREATE TABLE IF NOT EXISTS {TABLES} (
+    table_id VARCHAR, log_partition INTEGER, first_offset BIGINT, last_seq BIGINT,
+    last_shoe_id VARCHAR, ordered BOOLEAN)"""
+
+# Per table and shoe of a set of events: what the scopes need (NULL shoe: the table's own).
+_SHOE_AGG = """
+SELECT table_id, shoe_id, min(seq) AS first_seq, arg_min(log_offset, seq) AS first_offset,
+       max(seq) AS last_seq, arg_max(log_offset, seq) AS last_offset,
+       max(seq) FILTER (event_type = 'CardDrawn') AS last_draw_seq,
+       arg_max(log_offset, seq) FILTER (event_type = 'CardDrawn') AS last_draw_offset
+FROM {src} WHERE shoe_id IS NOT NULL GROUP BY ALL
+"""
+_TABLE_AGG = """
+SELECT table_id, min(log_partition) AS log_partition, min(log_offset) AS first_offset,
+       max(seq) AS last_seq, arg_max(shoe_id, (seq, log_offset)) AS last_shoe_id,
+       -- in seq order: log order and seq order agree, and no seq repeats
+       bool_and(coalesce(seq > prev_seq, true)) AS ordered
+FROM (SELECT *, lag(seq) OVER (PARTITION BY table_id ORDER BY log_partition, log_offset)
+          AS prev_seq FROM {src})
+GROUP BY table_id
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """One table's stretch: rows with max(seqs) >= k (k None: all) from the window seq >= w
+    (w None: from the table's start), whose first event lies at log offset >= offset."""
+
+    table_id: str
+    partition: int
+    k: int | None
+    w: int | None
+    offset: int
+    state_seq: int | None  # the last CardsLoaded/ShoeClosed before w, read as context
+
+
+def state_tables(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(SHOES_DDL)
+    con.execute(TABLES_DDL)
+
+
+def state_ready(con: duckdb.DuckDBPyConnection) -> bool:
+    """The detection state exists, was built with the stored rows, and has the columns of
+    `events` (a migration adds columns: then it is rebuilt)."""
+    names = {t for (t,) in con.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()"
+    ).fetchall()}
+    if not {SHOES, TABLES, CONTEXT, STORED, STORED_AT} <= names:
+        return False
+    cols = [tuple(r) for r in con.execute(
+        "SELECT table_name, column_name FROM duckdb_columns() WHERE database_name = "
+        "current_database() AND table_name IN ('events', $c) ORDER BY column_index",
+        {"c": CONTEXT}).fetchall()]
+    return {c for t, c in cols if t == "events"} == {c for t, c in cols if t == CONTEXT}
+
+
+def rebuild_state(con: duckdb.DuckDBPyConnection) -> None:
+    """The state from the whole store (after a full evaluation; inside its transaction)."""
+    state_tables(con)
+    con.execute(f"DELETE FROM {SHOES}")
+    con.execute(f"INSERT INTO {SHOES} {_SHOE_AGG.format(src='events')}")
+    con.execute(f"DELETE FROM {TABLES}")
+    con.execute(f"INSERT INTO {TABLES} {_TABLE_AGG.format(src='events')}")
+    types = "('" + "', '".join(CONTEXT_TYPES) + "')"
+    con.execute(f"CREATE OR REPLACE TABLE {CONTEXT} AS "
+                f"SELECT * FROM events WHERE event_type IN {types}")
+
+
+class Detector:
+    """Evaluates a batch's stretch before its transaction and writes it inside."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self.con = con
+        ((database,),) = con.execute("SELECT current_database()").fetchall()
+        self.db = '"' + database.replace('"', '""') + '"'
+        self.scratch = con.cursor()
+        self.scratch.execute(f"DETACH DATABASE IF EXISTS {SCRATCH}")
+        self.scratch.execute(f"ATTACH ':memory:' AS {SCRATCH}")
+        self.scratch.execute(f"USE {SCRATCH}")
+        self.scratch.execute(f"CREATE TABLE events AS SELECT * FROM {self.db}.main.events LIMIT 0")
+        create_views(self.scratch)
+        self.families = anomaly_families(self.scratch)
+        self.scratch.execute(
+            f"CREATE TABLE found AS {FAMILY_ROWS.format(family=self.families[0])} LIMIT 0")
+        self.scratch.execute("CREATE TABLE scope (table_id VARCHAR, log_partition INTEGER, "
+                             "k BIGINT, w BIGINT, o BIGINT, state_seq BIGINT)")
+
+    def close(self) -> None:
+        self.scratch.close()
+        self.con.execute(f"DETACH DATABASE IF EXISTS {SCRATCH}")
+
+    # --- before the transaction: plan and evaluate -------------------------------------------
+
+    def plan(self, batch: pa.Table) -> list[Scope]:
+        s = self.scratch
+        s.register("pitlog_new", batch)
+        try:
+            new_tables = {r[0]: r for r in s.execute(
+                _TABLE_AGG.format(src="pitlog_new")).fetchall()}
+            new_shoes = s.execute(_SHOE_AGG.format(src="pitlog_new")).fetchall()
+            null_shoe = dict(s.execute(
+                "SELECT table_id, min(seq) FROM pitlog_new WHERE shoe_id IS NULL "
+                "GROUP BY ALL").fetchall())
+        finally:
+            s.unregister("pitlog_new")
+        tables = list(new_tables)
+        old_tables = {r[0]: r for r in s.execute(
+            f"SELECT * FROM {self.db}.main.{TABLES} WHERE list_contains($t, table_id)",
+            {"t": tables}).fetchall()}
+        shoes: dict[tuple[str, str], list] = {}
+        for r in s.execute(f"SELECT * FROM {self.db}.main.{SHOES} WHERE list_contains($t, "
+                           "table_id)", {"t": tables}).fetchall():
+            shoes[(r[0], r[1])] = list(r)
+        touched: dict[str, set[str]] = {}
+        for r in new_shoes:
+            key = (r[0], r[1])
+            touched.setdefault(r[0], set()).add(r[1])
+            shoes[key] = _merge(shoes.get(key), list(r))
+        out = []
+        for t in tables:
+            _, partition, first_offset, _, _, ordered = new_tables[t]
+            old = old_tables.get(t)
+            if old is None:  # a new table: all of it
+                out.append(Scope(t, partition, None, None, first_offset, None))
+                continue
+            if not (ordered and old[5] and new_tables[t][3] > old[3]
+                    and _min_new_seq(t, new_shoes, null_shoe) > old[3]):
+                out.append(Scope(t, partition, None, None, old[2], None))
+                continue
+            mine = {sid: v for (tt, sid), v in shoes.items() if tt == t}
+            affected = set(touched.get(t, set())) | ({old[4]} if old[4] in mine else set())
+            k = min([mine[sid][2] for sid in affected] + ([null_shoe[t]] if t in null_shoe
+                                                            else []))
+            while True:  # shoes that overlap the stretch join it (none, in a normal stream)
+                k2 = min([k] + [v[2] for v in mine.values() if v[4] >= k])
+                if k2 == k:
+                    break
+                k = k2
+            before = [v for v in mine.values() if v[4] < k]
+            if not before:  # the table's first shoe: from its start
+                out.append(Scope(t, partition, k, None, old[2], None))
+                continue
+            prev = max(before, key=lambda v: v[4])  # ends just before k: (last_seq, offset)
+            draws = [v for v in before if v[6] is not None]
+            w, offset = prev[4], prev[5]
+            if draws:
+                d = max(draws, key=lambda v: v[6])
+                if d[6] < w:
+                    w, offset = d[6], d[7]
+            out.append(Scope(t, partition, k, w, offset, None))
+        return self._with_state_seqs(out)
+
+    def _with_state_seqs(self, scopes: list[Scope]) -> list[Scope]:
+        wanted = {sc.table_id: sc.w for sc in scopes if sc.w is not None}
+        if not wanted:
+            return scopes
+        seqs = dict(self.scratch.execute(
+            f"SELECT c.table_id, max(c.seq) FROM {self.db}.main.{CONTEXT} AS c "
+            f"JOIN (SELECT unnest($t) AS table_id, unnest($w) AS w) AS s USING (table_id) "
+            f"WHERE c.event_type IN {_STATE_TYPES} AND c.seq < s.w GROUP BY ALL",
+            {"t": list(wanted), "w": list(wanted.values())}).fetchall())
+        return [Scope(sc.table_id, sc.partition, sc.k, sc.w, sc.offset,
+                      seqs.get(sc.table_id)) for sc in scopes]
+
+    def evaluate(self, batch: pa.Table, scopes: list[Scope]) -> int:
+        """The stretch's rows into the scratch `found` table; returns the window's size."""
+        s = self.scratch
+        s.execute("DELETE FROM scope")
+        s.executemany("INSERT INTO scope VALUES (?, ?, ?, ?, ?, ?)",
+                      [[sc.table_id, sc.partition, sc.k, sc.w, sc.offset, sc.state_seq]
+                       for sc in scopes])
+        parts = sorted({sc.partition for sc in scopes})
+        low = min(sc.offset for sc in scopes)
+        s.register("pitlog_new", batch)
+        try:
+            # The partition and offset bounds are constants, so DuckDB skips the row groups
+            # before the stretch; the join then keeps each table's own window.
+            s.execute(f"""
+                CREATE OR REPLACE TABLE events AS
+                SELECT e.* FROM {self.db}.main.events AS e JOIN scope AS sc USING (table_id)
+                WHERE e.log_partition IN ({", ".join(map(str, parts))}) AND e.log_offset >= {low}
+                  AND e.log_offset >= sc.o AND (sc.w IS NULL OR e.seq >= sc.w)
+                UNION ALL BY NAME
+                SELECT c.* FROM {self.db}.main.{CONTEXT} AS c JOIN scope AS sc USING (table_id)
+                WHERE sc.w IS NOT NULL AND c.seq < sc.w
+                  AND (c.event_type = 'TableOpened' OR c.seq = sc.state_seq)
+                UNION ALL BY NAME
+                SELECT * FROM pitlog_new""")
+        finally:
+            s.unregister("pitlog_new")
+        s.execute("DELETE FROM found")
+        for family in self.families:
+            s.execute(f"""INSERT INTO found SELECT f.* FROM ({FAMILY_ROWS.format(family=family)})
+                          AS f JOIN scope AS sc USING (table_id)
+                          WHERE sc.k IS NULL OR coalesce(list_max(f.seqs), {BIG}) >= sc.k""")
+        ((n,),) = s.execute("SELECT count(*) FROM events").fetchall()
+        return int(n)
+
+    # --- inside the batch's transaction -------------------------------------------------------
+
+    def apply(self, con: duckdb.DuckDBPyConnection, changed: bool) -> int:
+        """Inside the batch's transaction, after its rows and checkpoint: replace the
+        stretch's stored rows (when the batch had events: `changed`, with `pitlog_batch` its
+        rows registered on `con`), advance the state, raise the new rows' alerts and mark the
+        stored rows current. Returns the alerts raised."""
+        raised = 0
+        if changed:
+            self._replace(con)
+            raised = raise_alerts(con, f"{SCRATCH}.found")
+        con.execute(f"DELETE FROM {STORED_AT}")
+        con.execute(f"INSERT INTO {STORED_AT} SELECT source, log_partition, next_offset "
+                    "FROM checkpoints")
+        return raised
+
+    def _replace(self, con: duckdb.DuckDBPyConnection) -> None:
+        sc = f"{SCRATCH}.scope"
+        con.execute(f"""DELETE FROM {STORED} AS a USING {sc} AS s
+                        WHERE a.table_id = s.table_id
+                          AND (s.k IS NULL OR coalesce(list_max(a.seqs), {BIG}) >= s.k)""")
+        con.execute(f"INSERT INTO {STORED} SELECT * FROM {SCRATCH}.found")
+        con.execute(f"""CREATE OR REPLACE TEMP TABLE pitlog_new_shoes AS
+                        {_SHOE_AGG.format(src='pitlog_batch')}""")
+        con.execute(f"""CREATE OR REPLACE TEMP TABLE pitlog_merged AS
+            SELECT table_id, shoe_id,
+                   min(first_seq) AS first_seq, arg_min(first_offset, first_seq) AS first_offset,
+                   max(last_seq) AS last_seq, arg_max(last_offset, last_seq) AS last_offset,
+                   max(last_draw_seq) AS last_draw_seq,
+                   arg_max(last_draw_offset, last_draw_seq) AS last_draw_offset
+            FROM (SELECT * FROM {SHOES} SEMI JOIN pitlog_new_shoes USING (table_id, shoe_id)
+                  UNION ALL SELECT * FROM pitlog_new_shoes)
+            GROUP BY ALL""")
+        con.execute(f"DELETE FROM {SHOES} AS o USING pitlog_new_shoes AS n "
+                    "WHERE o.table_id = n.table_id AND o.shoe_id = n.shoe_id")
+        con.execute(f"INSERT INTO {SHOES} SELECT * FROM pitlog_merged")
+        con.execute(f"""CREATE OR REPLACE TEMP TABLE pitlog_new_tables AS
+                        {_TABLE_AGG.format(src='pitlog_batch')}""")
+        con.execute(f"""CREATE OR REPLACE TEMP TABLE pitlog_merged_tables AS
+            SELECT n.table_id, coalesce(o.log_partition, n.log_partition) AS log_partition,
+                   least(o.first_offset, n.first_offset) AS first_offset,
+                   greatest(o.last_seq, n.last_seq) AS last_seq, n.last_shoe_id,
+                   coalesce(o.ordered, true) AND n.ordered
+                       AND (o.last_seq IS NULL OR n.first_seq_new > o.last_seq) AS ordered
+            FROM (SELECT t.*, m.first_seq_new FROM pitlog_new_tables AS t
+                  JOIN (SELECT table_id, min(seq) AS first_seq_new FROM pitlog_batch
+                        GROUP BY ALL) AS m USING (table_id)) AS n
+            LEFT JOIN {TABLES} AS o USING (table_id)""")
+        con.execute(f"DELETE FROM {TABLES} AS o USING pitlog_new_tables AS n "
+                    "WHERE o.table_id = n.table_id")
+        con.execute(f"INSERT INTO {TABLES} SELECT * FROM pitlog_merged_tables")
+        types = "('" + "', '".join(CONTEXT_TYPES) + "')"
+        con.execute(f"INSERT INTO {CONTEXT} BY NAME SELECT * FROM pitlog_batch "
+                    f"WHERE event_type IN {types}")
+        for name in ("pitlog_new_shoes", "pitlog_merged", "pitlog_new_tables",
+                     "pitlog_merged_tables"):
+            con.execute(f"DROP TABLE IF EXISTS temp.{name}")
+
+
+def _merge(old: list | None, new: list) -> list:
+    """One shoe's state with a batch's aggregate of it (same layout as SHOES)."""
+    if old is None:
+        return new
+    first = old if old[2] <= new[2] else new
+    last = old if old[4] >= new[4] else new
+    draw = max((v for v in (old, new) if v[6] is not None), key=lambda v: v[6], default=old)
+    return [old[0], old[1], first[2], first[3], last[4], last[5], draw[6], draw[7]]
+
+
+def _min_new_seq(table: str, new_shoes: list, null_shoe: dict[str, int]) -> int:
+    seqs = [r[2] for r in new_shoes if r[0] == table]
+    if table in null_shoe:
+        seqs.append(null_shoe[table])
+    return min(seqs)
+
+
+_DETECTORS: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, Detector] = \
+    weakref.WeakKeyDictionary()
+
+
+def detector_for(con: duckdb.DuckDBPyConnection,
+                 progress: Callable[[int, int], None] | None = None) -> tuple[Detector, int]:
+    """The connection's detector, and the alerts raised getting it ready: a store whose
+    stored rows or detection state are not current is evaluated whole first (the rebuild
+    path: anomalies.refresh_stored_anomalies, a table group at a time), with the state built
+    and the rows' alerts raised in the same transaction."""
+    create_tables(con)
+    state_tables(con)
+    raised = 0
+    if anomaly_source(con) != STORED or not state_ready(con):
+        counted: list[int] = []
+
+        def within(c: duckdb.DuckDBPyConnection) -> None:
+            rebuild_state(c)
+            counted.append(raise_alerts(c, STORED))
+
+        refresh_stored_anomalies(con, progress=progress, within=within)
+        raised = counted[0]
+        old = _DETECTORS.pop(con, None)  # its scratch `events` had the old columns
+        if old is not None:
+            old.close()
+    detector = _DETECTORS.get(con)
+    if detector is None:
+        detector = _DETECTORS[con] = Detector(con)
+    return detector, raised

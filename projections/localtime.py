@@ -1,0 +1,95 @@
+"""Times for people: the casino's zone, set once, and the one way every time is shown.
+
+Officers and video systems work on the casino's wall clock, so the CLI's table output and the
+console's pages show every time in that zone, to the second, with the zone named
+(`21:14:07 EST`); JSON keeps ISO 8601 with its offset (`iso`). The zone comes from --tz, else
+PITLOG_TZ, else UTC (`casino_zone`). Both the CLI and the console import this module: the
+format is defined here once.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, date, datetime, timedelta, timezone, tzinfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from events.errors import PitlogError
+
+ENV = "PITLOG_TZ"
+
+
+def parse_zone(name: str) -> tzinfo:
+    """'UTC', 'America/New_York', '-05:00' or '+0530' as a tzinfo."""
+    text = name.strip()
+    sign = text[:1]
+    if sign and sign in "+-" and text[1:].replace(":", "").isdigit():
+        digits = text[1:].replace(":", "")
+        hours, minutes = int(digits[:2]), int(digits[2:4] or 0)
+        if hours > 18 or minutes > 59:
+            raise PitlogError(f"--tz {name!r}: an offset runs from -18:00 to +18:00")
+        offset = timedelta(hours=hours, minutes=minutes)
+        return timezone(-offset if sign == "-" else offset)
+    if text.upper() == "UTC":
+        return UTC
+    try:
+        return ZoneInfo(text)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise PitlogError(f"unknown time zone {name!r}: give an IANA name such as "
+                          f"America/New_York, UTC, or an offset such as -05:00") from None
+
+
+def casino_zone(name: str | None = None) -> tzinfo:
+    """The zone named (--tz), else $PITLOG_TZ, else UTC."""
+    return parse_zone(name or os.environ.get(ENV) or "UTC")
+
+
+def zone_name(at: datetime, tz: tzinfo) -> str:
+    """The zone's name at that moment: EST or EDT by the date, UTC, or UTC-05:00."""
+    return at.astimezone(tz).tzname() or "UTC"
+
+
+def local(at: datetime, tz: tzinfo) -> datetime:
+    if at.tzinfo is None:  # DuckDB TIMESTAMP (no zone) values are UTC in every pitlog table
+        at = at.replace(tzinfo=UTC)
+    return at.astimezone(tz)
+
+
+def clock(at: datetime | None, tz: tzinfo) -> str:
+    """`21:14:07 EST`: the wall-clock time to the second, for the video."""
+    if at is None:
+        return ""
+    t = local(at, tz)
+    return f"{t:%H:%M:%S} {t.tzname()}"
+
+
+def stamp(at: datetime | None, tz: tzinfo) -> str:
+    """`2026-11-28 21:14:07 EST`: date, time to the second, zone."""
+    if at is None:
+        return ""
+    t = local(at, tz)
+    return f"{t:%Y-%m-%d %H:%M:%S} {t.tzname()}"
+
+
+def iso(at: datetime | date | None) -> str | None:
+    """ISO 8601 with its offset, for JSON (a naive DuckDB TIMESTAMP is UTC)."""
+    if at is None:
+        return None
+    if isinstance(at, datetime) and at.tzinfo is None:
+        at = at.replace(tzinfo=UTC)
+    return at.isoformat()
+
+
+def parse_local(text: str, tz: tzinfo, what: str) -> datetime:
+    """An ISO 8601 time; one without a zone is on the casino's wall clock. Returned in UTC.
+
+    A wall-clock time that does not exist (the spring-forward hour) or happens twice (the
+    fall-back hour) is read with fold=0, the first of the two; give the offset to pick one.
+    """
+    try:
+        at = datetime.fromisoformat(text.strip().replace(" ", "T", 1))
+    except ValueError:
+        raise PitlogError(f"{what} {text!r} is not a time: write it as ISO 8601, e.g. "
+                          f"2026-11-28T21:14:00 or 2026-11-28T21:14:00-05:00") from None
+    if at.tzinfo is None:
+        at = at.replace(tzinfo=tz)
+    return at.astimezone(UTC)

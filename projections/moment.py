@@ -1,0 +1,199 @@
+"""Where a moment falls at a table: inside a round, or outside every round, and which.
+
+A dispute names a table and a wall-clock moment. When the moment lies inside a round, that round
+is the hand in question. When it does not (between two rounds, between shoes, while the table was
+closed, before it opened, after its last round) there is no hand to show: `locate` raises
+OutsideRound, which says where the moment fell and names the rounds just before and after, with
+their times, so the officer can pick one. It never returns another hand as if it were the one
+asked for. An unknown table id is the same error, with the ids the store knows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, tzinfo
+from typing import Any
+
+import duckdb
+
+from events.errors import NotFoundError
+from projections.localtime import clock, iso, stamp
+from projections.queries import rows
+
+# Every round of the table with its span, from the three columns the span needs. The round in
+# play is the one whose first and last events bracket the moment; the neighbours are the last
+# round begun by then and the first begun after.
+_ROUNDS = """
+WITH r AS (
+    SELECT shoe_id, round_no, min(occurred_at) AS started_at, max(occurred_at) AS ended_at,
+           min(seq) AS first_seq, max(seq) AS last_seq
+    FROM events
+    WHERE table_id = $table AND round_no IS NOT NULL AND ($seat IS NULL OR round_no IN (
+        SELECT w.round_no FROM events AS w
+        WHERE w.table_id = $table AND w.shoe_id = events.shoe_id AND w.seat = $seat
+          AND w.event_type = 'WagerPlaced'))
+    GROUP BY shoe_id, round_no
+)
+SELECT * FROM (SELECT 'in' AS place, * FROM r WHERE started_at <= $at AND ended_at >= $at
+               ORDER BY started_at DESC, first_seq DESC LIMIT 1)
+UNION ALL
+SELECT * FROM (SELECT 'before' AS place, * FROM r
+               WHERE started_at <= $at AND ended_at < $at
+               ORDER BY started_at DESC, first_seq DESC LIMIT 1)
+UNION ALL
+SELECT * FROM (SELECT 'after' AS place, * FROM r WHERE started_at > $at
+               ORDER BY started_at, first_seq LIMIT 1)
+"""
+
+# The table's own events around the moment: when it first opened, and the last opening,
+# closing and shoe closing at or before the moment.
+_TABLE = """
+SELECT count(*) AS events, min(occurred_at) AS first_at, max(occurred_at) AS last_at,
+       min(occurred_at) FILTER (event_type = 'TableOpened') AS first_opened,
+       max(occurred_at) FILTER (event_type = 'TableOpened' AND occurred_at <= $at) AS opened,
+       max(occurred_at) FILTER (event_type = 'TableClosed' AND occurred_at <= $at) AS closed,
+       max(occurred_at) FILTER (event_type = 'ShoeClosed' AND occurred_at <= $at) AS shoe_closed
+FROM events WHERE table_id = $table
+"""
+
+_TABLE_IDS = "SELECT DISTINCT table_id FROM events WHERE table_id IS NOT NULL ORDER BY 1"
+
+
+@dataclass(frozen=True, slots=True)
+class RoundSpan:
+    """A round named by its shoe and number, with the times of its first and last events."""
+
+    shoe_id: str
+    round_no: int
+    started_at: datetime
+    ended_at: datetime
+    first_seq: int
+    last_seq: int
+
+    def describe(self, tz: tzinfo) -> str:
+        return (f"shoe {self.shoe_id} round {self.round_no}, {clock(self.started_at, tz)} to "
+                f"{clock(self.ended_at, tz)} (--round {self.shoe_id}:{self.round_no})")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"shoe_id": self.shoe_id, "round_no": self.round_no,
+                "started_at": iso(self.started_at), "ended_at": iso(self.ended_at),
+                "first_seq": self.first_seq, "last_seq": self.last_seq}
+
+
+# Where a moment fell, when not inside a round (OutsideRound.where).
+UNKNOWN_TABLE = "unknown table"
+BEFORE_OPEN = "before the table opened"
+BEFORE_FIRST = "before the first round"
+BETWEEN_ROUNDS = "between rounds"
+BETWEEN_SHOES = "between shoes"
+TABLE_CLOSED = "after the table closed"
+AFTER_LAST = "after the last round"
+SEAT_ABSENT = "the seat did not play"
+
+
+class OutsideRound(NotFoundError):
+    """The moment asked for is in no round (or the seat asked for did not play in it).
+
+    `where` is one of the constants above; `before` and `after` are the nearest rounds (of the
+    seat, when a seat was asked for); `since` is the time of the table event that explains the
+    gap (its opening, closing, shoe closing or last event); `known_tables` is filled for an
+    unknown table. The message is in UTC; `describe(tz)` says it on the casino's clock.
+    """
+
+    def __init__(self, table: str, at: datetime, where: str, *,
+                 before: RoundSpan | None = None, after: RoundSpan | None = None,
+                 since: datetime | None = None, seat: int | None = None,
+                 seats: tuple[int, ...] = (), known_tables: tuple[str, ...] = ()) -> None:
+        self.table, self.at, self.where = table, at, where
+        self.before, self.after, self.since = before, after, since
+        self.seat, self.seats, self.known_tables = seat, seats, known_tables
+        super().__init__(self.describe(UTC))
+
+    def headline(self, tz: tzinfo) -> str:
+        """One sentence: where the moment fell."""
+        at = stamp(self.at, tz)
+        b, a = self.before, self.after
+        if self.where == UNKNOWN_TABLE:
+            near = [t for t in self.known_tables if t.lower() == self.table.lower()]
+            hint = f" (table ids are case-sensitive: did you mean {near[0]}?)" if near else ""
+            known = ", ".join(self.known_tables[:20]) or "none"
+            more = f" and {len(self.known_tables) - 20} more" if len(self.known_tables) > 20 else ""
+            return f"no table {self.table!r} in the store{hint}; known tables: {known}{more}"
+        if self.where == SEAT_ABSENT:
+            played = ", ".join(map(str, self.seats)) or "none"
+            return (f"seat {self.seat} did not play at table {self.table} at {at}: no wager of "
+                    f"seat {self.seat} in that round (seats that played: {played})")
+        lead = f"{at} at table {self.table} is outside any round: {self.where}"
+        if self.where == BETWEEN_ROUNDS and b and a:
+            return f"{lead} {b.round_no} and {a.round_no} of shoe {b.shoe_id}"
+        if self.where == BETWEEN_SHOES and b and a:
+            closed = f", shoe {b.shoe_id} closed at {clock(self.since, tz)}" if self.since else ""
+            return f"{lead} {b.shoe_id} and {a.shoe_id}{closed}"
+        if self.since is not None:
+            verb = {BEFORE_OPEN: "opens at", BEFORE_FIRST: "opened at", TABLE_CLOSED: "at",
+                    AFTER_LAST: "last event at"}.get(self.where, "at")
+            return f"{lead} ({verb} {stamp(self.since, tz)})"
+        return lead
+
+    def describe(self, tz: tzinfo) -> str:
+        """The headline and the rounds just before and after, on the casino's clock."""
+        what = "round of seat " + str(self.seat) if self.seat is not None else "round"
+        parts = [self.headline(tz)]
+        if self.where != UNKNOWN_TABLE:
+            parts.append(f"{what} before: {self.before.describe(tz)}" if self.before
+                         else f"no {what} before")
+            parts.append(f"{what} after: {self.after.describe(tz)}" if self.after
+                         else f"no {what} after")
+        return "; ".join(parts)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"outside": self.where, "table_id": self.table, "at": iso(self.at),
+                "seat": self.seat, "since": iso(self.since),
+                "before": self.before.as_dict() if self.before else None,
+                "after": self.after.as_dict() if self.after else None,
+                "seats_that_played": list(self.seats), "known_tables": list(self.known_tables),
+                "message": str(self)}
+
+
+def _span(row: dict[str, Any] | None) -> RoundSpan | None:
+    if row is None:
+        return None
+    return RoundSpan(row["shoe_id"], int(row["round_no"]), row["started_at"], row["ended_at"],
+                     int(row["first_seq"]), int(row["last_seq"]))
+
+
+def known_tables(con: duckdb.DuckDBPyConnection) -> tuple[str, ...]:
+    return tuple(r["table_id"] for r in rows(con, _TABLE_IDS))
+
+
+def neighbours(con: duckdb.DuckDBPyConnection, table: str, at: datetime,
+               seat: int | None = None) -> dict[str, RoundSpan | None]:
+    """The round in play at `at` ('in') and the last begun by then and first begun after
+    ('before', 'after'), each None when there is none; with a seat, only rounds it played."""
+    found = {r["place"]: r for r in rows(con, _ROUNDS, {"table": table, "at": at, "seat": seat})}
+    return {place: _span(found.get(place)) for place in ("in", "before", "after")}
+
+
+def locate(con: duckdb.DuckDBPyConnection, table: str, at: datetime) -> RoundSpan:
+    """The round in play at `table` at `at`; OutsideRound when the moment is in none."""
+    facts = rows(con, _TABLE, {"table": table, "at": at})[0]
+    if not facts["events"]:
+        raise OutsideRound(table, at, UNKNOWN_TABLE, known_tables=known_tables(con))
+    near = neighbours(con, table, at)
+    if near["in"] is not None:
+        return near["in"]
+    before, after = near["before"], near["after"]
+    if before is None:
+        opened = facts["first_opened"] or facts["first_at"]
+        where = BEFORE_OPEN if at < opened else BEFORE_FIRST
+        raise OutsideRound(table, at, where, after=after, since=opened)
+    closed, opened = facts["closed"], facts["opened"]
+    if closed is not None and closed >= before.ended_at and (opened is None or opened <= closed):
+        raise OutsideRound(table, at, TABLE_CLOSED, before=before, after=after, since=closed)
+    if after is None:
+        raise OutsideRound(table, at, AFTER_LAST, before=before, since=facts["last_at"])
+    if after.shoe_id != before.shoe_id:
+        shoe_closed = facts["shoe_closed"]
+        since = shoe_closed if shoe_closed and shoe_closed >= before.ended_at else None
+        raise OutsideRound(table, at, BETWEEN_SHOES, before=before, after=after, since=since)
+    raise OutsideRound(table, at, BETWEEN_ROUNDS, before=before, after=after)

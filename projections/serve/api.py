@@ -1,0 +1,326 @@
+"""The read-only JSON API: one GET per query the CLI has, each calling the same library function
+as the CLI command, on a fresh cursor of the writer's connection (state.py).
+
+Handlers are plain functions: Starlette runs them in its thread pool, so a slow query never
+blocks the event loop (nor the alert streams). Times are ISO 8601 with the casino's offset;
+money stays in integer cents; decimals are strings (exact); fractions are "n/d".
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, date, datetime
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any
+
+import duckdb
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from events.errors import PitlogError
+from projections.serve import sse
+from projections.serve.sql import bounded_query
+from projections.serve.state import ServeState
+
+
+class BadRequest(PitlogError):
+    """A query parameter the API cannot use (answered 400)."""
+
+
+def routes() -> list[BaseRoute]:
+    return [
+        Route("/api/shoes", shoes), Route("/api/replay/{shoe}", replay),
+        Route("/api/anomalies", anomalies), Route("/api/dispute", dispute),
+        Route("/api/reconcile", reconcile), Route("/api/ledger", ledger),
+        Route("/api/conservation", conservation), Route("/api/sql", sql),
+        Route("/api/tables", tables), Route("/api/alerts", alerts),
+        Route("/alerts", sse.alerts),
+        Route("/health", health), Route("/metrics", metrics),
+    ]
+
+
+# --- encoding -------------------------------------------------------------------------------
+
+def encoder(tz: Any) -> Callable[[Any], Any]:
+    def default(value: Any) -> Any:
+        if isinstance(value, datetime):
+            return value.astimezone(tz).isoformat() if value.tzinfo else value.isoformat()
+        if isinstance(value, date):
+            return value.isoformat()
+        if isinstance(value, Decimal):
+            return str(value)
+        if isinstance(value, Fraction):
+            return f"{value.numerator}/{value.denominator}"
+        if isinstance(value, bytes | bytearray | memoryview):
+            return bytes(value).hex()
+        if isinstance(value, set | frozenset | tuple):
+            return list(value)
+        raise TypeError(f"cannot encode {type(value).__name__}")
+    return default
+
+
+def to_json(state: ServeState, body: Any) -> str:
+    return json.dumps(body, default=encoder(state.tz), allow_nan=False)
+
+
+def decimal_keys(body: Any, found: set[str] | None = None) -> set[str]:
+    """The object keys whose values are Decimals somewhere in `body`: sent in the
+    X-Pitlog-Decimals header, so a client can read those strings back as exact Decimals."""
+    found = set() if found is None else found
+    if isinstance(body, dict):
+        for k, v in body.items():
+            if isinstance(v, Decimal):
+                found.add(k)
+            elif isinstance(v, dict | list):
+                decimal_keys(v, found)
+    elif isinstance(body, list):
+        for v in body:
+            decimal_keys(v, found)
+    return found
+
+
+def reply(request: Request, body: Any, status: int = 200) -> Response:
+    state: ServeState = request.app.state.pitlog
+    keys = decimal_keys(body)
+    return Response(to_json(state, body), status_code=status, media_type="application/json",
+                    headers={"X-Pitlog-Decimals": ",".join(sorted(keys))} if keys else None)
+
+
+# --- parameters -----------------------------------------------------------------------------
+
+def params(request: Request, *allowed: str) -> dict[str, str]:
+    """The query parameters, refusing unknown ones (a typo must not widen a query silently);
+    `token` is the browsers' way to authenticate (app.BearerAuth), not a parameter."""
+    unknown = sorted(set(request.query_params) - set(allowed) - {"token"})
+    if unknown:
+        raise BadRequest(f"unknown parameter {', '.join(unknown)}; this endpoint takes "
+                         f"{', '.join(allowed) or 'none'}")
+    return {k: v for k, v in request.query_params.items() if v != "" and k != "token"}
+
+
+def many(request: Request, name: str) -> list[str]:
+    return [v for raw in request.query_params.getlist(name) for v in raw.split(",") if v]
+
+
+def as_int(p: dict[str, str], name: str, low: int | None = None) -> int | None:
+    if name not in p:
+        return None
+    try:
+        n = int(p[name])
+    except ValueError:
+        raise BadRequest(f"{name}={p[name]!r} is not an integer") from None
+    if low is not None and n < low:
+        raise BadRequest(f"{name} must be at least {low}")
+    return n
+
+
+def as_bool(p: dict[str, str], name: str, default: bool) -> bool:
+    text = p.get(name)
+    if text is None:
+        return default
+    if text.lower() in ("1", "true", "yes", "on"):
+        return True
+    if text.lower() in ("0", "false", "no", "off"):
+        return False
+    raise BadRequest(f"{name}={text!r}: use true or false")
+
+
+def as_time(p: dict[str, str], name: str, tz: Any) -> datetime | None:
+    """ISO 8601; a time without an offset is on the casino's wall clock."""
+    if name not in p:
+        return None
+    try:
+        at = datetime.fromisoformat(p[name].strip().replace(" ", "T", 1))
+    except ValueError:
+        raise BadRequest(f"{name}={p[name]!r} is not a time: write ISO 8601, e.g. "
+                         "2026-11-28T21:14:00-05:00") from None
+    return (at if at.tzinfo else at.replace(tzinfo=tz)).astimezone(UTC)
+
+
+@contextmanager
+def reading(request: Request) -> Iterator[duckdb.DuckDBPyConnection]:
+    state: ServeState = request.app.state.pitlog
+    cur = state.cursor()
+    try:
+        yield cur
+    finally:
+        cur.close()
+
+
+def calendar(p: dict[str, str]) -> Any:
+    from projections.reconcile import Calendar
+
+    return Calendar.parse(p.get("tz", "UTC"), p.get("gaming_day_start", "06:00"),
+                          p.get("shifts", "06:00,14:00,22:00"))
+
+
+# --- endpoints ------------------------------------------------------------------------------
+
+def shoes(request: Request) -> Response:
+    from projections.queries import list_shoes
+
+    p = params(request, "table")
+    with reading(request) as con:
+        return reply(request, list_shoes(con, table=p.get("table")))
+
+
+def replay(request: Request) -> Response:
+    from projections.queries import replay_shoe
+
+    p = params(request, "table")
+    with reading(request) as con:
+        r = replay_shoe(con, request.path_params["shoe"], table=p.get("table"))
+    return reply(request, {"shoe": r.shoe, "events": r.events, "hands": r.hands})
+
+
+def anomalies(request: Request) -> Response:
+    from projections.anomalies import AnomalyFilter, list_anomalies
+
+    state: ServeState = request.app.state.pitlog
+    p = params(request, "code", "table", "shoe", "since", "until", "severity", "statistics")
+    f = AnomalyFilter(codes=tuple(many(request, "code")), table=p.get("table"),
+                      shoe=p.get("shoe"), since=as_time(p, "since", state.tz),
+                      until=as_time(p, "until", state.tz), severity=p.get("severity"),
+                      statistics=as_bool(p, "statistics", True))
+    with reading(request) as con:
+        return reply(request, list_anomalies(con, f))
+
+
+def dispute(request: Request) -> Response:
+    from projections.dispute import dispute as rebuild
+
+    state: ServeState = request.app.state.pitlog
+    from projections.localtime import parse_zone
+    from projections.moment import OutsideRound
+
+    p = params(request, "table", "at", "shoe", "round", "seat", "tz")
+    if "table" not in p:
+        raise BadRequest("give table=, and either at=TIME or shoe= and round=")
+    zone = parse_zone(p["tz"]) if "tz" in p else state.tz  # of `at` and of the error message
+    at = as_time(p, "at", zone)
+    round_no = as_int(p, "round", 1)
+    if (at is None) == (round_no is None or "shoe" not in p):
+        raise BadRequest("give either at=TIME or shoe=SHOE and round=N")
+    with reading(request) as con:
+        try:
+            d = rebuild(con, p["table"], at=at, shoe=p.get("shoe"), round_no=round_no,
+                        seat=as_int(p, "seat", 1))
+        except OutsideRound as exc:
+            return reply(request, {"error": exc.describe(zone)}, 404)
+    return reply(request, {"round": d.round, "cards": d.cards, "announcements": d.announcements,
+                           "wagers": d.wagers, "settlements": d.settlements,
+                           "anomalies": d.anomalies})
+
+
+def reconcile(request: Request) -> Response:
+    from projections.reconcile import DEFAULT_SIGMA, parse_day
+    from projections.reconcile import reconcile as run
+
+    p = params(request, "by", "tz", "gaming_day_start", "shifts", "day", "table", "sigma")
+    try:
+        sigma = float(p.get("sigma", DEFAULT_SIGMA))
+    except ValueError:
+        raise BadRequest(f"sigma={p['sigma']!r} is not a number") from None
+    if not sigma >= 0:
+        raise BadRequest("sigma must be a number at least 0")
+    with reading(request) as con:
+        return reply(request, run(con, many(request, "by") or ["table"], calendar(p),
+                                  day=parse_day(p.get("day")), table=p.get("table"),
+                                  sigma=sigma))
+
+
+def conservation(request: Request) -> Response:
+    from projections.reconcile import conservation as run
+    from projections.reconcile import parse_day
+
+    p = params(request, "by", "tz", "gaming_day_start", "shifts", "day", "table")
+    with reading(request) as con:
+        return reply(request, run(con, many(request, "by") or ["table", "day"], calendar(p),
+                                  day=parse_day(p.get("day")), table=p.get("table")))
+
+
+def ledger(request: Request) -> Response:
+    from projections.reconcile import ledger_rows
+
+    p = params(request, "table", "shoe", "status", "exceptions")
+    with reading(request) as con:
+        return reply(request, ledger_rows(con, table=p.get("table"), shoe=p.get("shoe"),
+                                          status=p.get("status"),
+                                          exceptions_only=as_bool(p, "exceptions", False)))
+
+
+def sql(request: Request) -> Response:
+    state: ServeState = request.app.state.pitlog
+    p = params(request, "q")
+    if "q" not in p:
+        raise BadRequest("give the query as q=SELECT ...")
+    columns, rows, truncated = bounded_query(state, p["q"])
+    return reply(request, {"columns": columns, "rows": rows, "truncated": truncated,
+                           "max_rows": state.sql_max_rows})
+
+
+# One pass over the events (a few columns), not the rounds view, which rebuilds every round of
+# the store: the consoles poll this. The current shoe is that of the table's latest event with
+# one; the round, that of its latest in-round event if it is in that shoe; the dealer, the last
+# one tapped in unless tapped out since.
+_TABLES = """
+WITH t AS (
+    SELECT table_id, max(occurred_at) AS last_event_at, count(*) AS events,
+           arg_max(shoe_id, seq) FILTER (WHERE shoe_id IS NOT NULL) AS shoe_id,
+           arg_max({'shoe': shoe_id, 'round': round_no}, seq)
+               FILTER (WHERE round_no IS NOT NULL) AS last_round,
+           -- (in a struct: arg_max skips a NULL value, and a tap-out's must count)
+           arg_max({'dealer': CASE WHEN event_type = 'DealerTappedIn' THEN dealer_id END}, seq)
+               FILTER (WHERE event_type IN ('DealerTappedIn', 'DealerTappedOut')) AS dealer
+    FROM events GROUP BY table_id
+), profile AS (  -- the paytable in force: the latest TableOpened of the table
+    SELECT table_id, arg_max(profile, seq) AS profile FROM paytables GROUP BY table_id
+), open_alerts AS (
+    SELECT table_id, count(*) AS open_alerts FROM alerts GROUP BY table_id
+)
+SELECT t.table_id, p.profile, t.shoe_id,
+       CASE WHEN t.last_round.shoe = t.shoe_id THEN t.last_round.round END AS round_no,
+       t.dealer.dealer AS dealer, t.last_event_at, t.events,
+       coalesce(a.open_alerts, 0) AS open_alerts
+FROM t LEFT JOIN profile AS p USING (table_id) LEFT JOIN open_alerts AS a USING (table_id)
+ORDER BY t.table_id
+"""
+
+
+def tables(request: Request) -> Response:
+    """One row per table: its paytable profile, current shoe and round, dealer, last event
+    time, and the alerts raised there (alerts have no acknowledgement yet: all count as open)."""
+    from projections.queries import rows
+
+    params(request)
+    with reading(request) as con:
+        return reply(request, rows(con, _TABLES))
+
+
+def alerts(request: Request) -> Response:
+    """The alerts after `after` (an alert_seq), in raise order, at most `limit`: the JSON twin
+    of the /alerts stream, for a client that polls."""
+    from projections.alerts import alerts_after
+
+    p = params(request, "after", "limit")
+    limit = as_int(p, "limit", 1) or 1000
+    if limit > 10_000:
+        raise BadRequest("limit must be at most 10000")
+    with reading(request) as con:
+        return reply(request, alerts_after(con, as_int(p, "after", 0) or 0, limit))
+
+
+def health(request: Request) -> Response:
+    state: ServeState = request.app.state.pitlog
+    body = state.health()
+    return reply(request, body, 200 if body["ready"] else 503)
+
+
+def metrics(request: Request) -> Response:
+    state: ServeState = request.app.state.pitlog
+    return Response(state.metrics.render(), media_type="text/plain; version=0.0.4")
+

@@ -1,0 +1,58 @@
+"""GET /api/sql: the `pitlog sql` guard, then bounded time and rows.
+
+The guard is sql_console.check_read_only (the same check as `pitlog sql`); the query then runs
+inside a READ ONLY transaction on its own cursor, so DuckDB itself refuses any write even if
+the guard missed one. A timer interrupts the cursor after `state.sql_timeout` seconds, and at
+most `state.sql_max_rows` rows are fetched.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import duckdb
+
+from events.errors import PitlogError
+from projections.serve.state import ServeState
+from projections.sql_console import check_read_only
+
+
+class QueryTimeout(PitlogError):
+    """The query ran past the server's time limit (answered 400)."""
+
+
+def bounded_query(state: ServeState, query: str) -> tuple[list[str], list[dict[str, Any]], bool]:
+    """(columns, rows, truncated) of one read-only query, at most sql_max_rows rows."""
+    check_read_only(query)
+    cur = state.cursor()
+    timer = threading.Timer(state.sql_timeout, cur.interrupt)
+    try:
+        cur.execute("BEGIN TRANSACTION READ ONLY")
+        timer.start()
+        try:
+            relation = cur.sql(query)
+            if relation is None:  # a statement, not a query: the guard lets none through
+                raise PitlogError("the statement returned no rows; give a query")
+            reader = relation.to_arrow_reader(batch_size=min(state.sql_max_rows, 10_000))
+            got: list[dict[str, Any]] = []
+            truncated = False
+            for batch in reader:
+                got.extend(batch.to_pylist())
+                if len(got) > state.sql_max_rows:
+                    truncated = True
+                    break
+            columns = reader.schema.names
+        except duckdb.InterruptException:
+            raise QueryTimeout(f"the query ran past {state.sql_timeout:g} s and was stopped; "
+                               "narrow it (WHERE, LIMIT)") from None
+        except duckdb.Error as exc:
+            raise PitlogError(f"the query failed: {exc}") from exc
+        return columns, got[:state.sql_max_rows], truncated
+    finally:
+        timer.cancel()
+        try:
+            cur.execute("ROLLBACK")
+        except duckdb.Error:
+            pass
+        cur.close()

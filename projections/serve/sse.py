@@ -1,0 +1,81 @@
+"""GET /alerts: the alerts table as Server-Sent Events (contract item 1).
+
+Each alert is one event: `id:` its alert_seq, `event: alert`, `data:` the row as JSON. A client
+that reconnects sends `Last-Event-ID` (or `?after=N`) and gets every alert after it, none twice.
+The stream waits on the follower's commit notification (state.notify) rather than polling the
+database; a comment line every KEEPALIVE_S keeps proxies from closing an idle stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from events.errors import PitlogError
+from projections.serve.state import ServeState
+
+KEEPALIVE_S = 15.0
+PAGE = 1000
+
+
+def _after(request: Request) -> int:
+    raw = request.headers.get("last-event-id") or request.query_params.get("after") or "0"
+    try:
+        n = int(raw)
+    except ValueError:
+        raise PitlogError(f"Last-Event-ID {raw!r} is not an alert_seq (an integer)") from None
+    if n < 0:
+        raise PitlogError("Last-Event-ID must be 0 or more")
+    return n
+
+
+def _page(state: ServeState, after: int) -> list[dict[str, Any]]:
+    from projections.alerts import alerts_after
+
+    cur = state.cursor()
+    try:
+        return alerts_after(cur, after, PAGE)
+    finally:
+        cur.close()
+
+
+async def alerts(request: Request) -> Response:
+    from projections.serve.api import to_json
+
+    state: ServeState = request.app.state.pitlog
+    after = _after(request)
+    once = request.query_params.get("once") in ("1", "true")  # read what is there, then end
+
+    async def stream() -> AsyncIterator[str]:
+        nonlocal after
+        wake = state.subscribe()
+        try:
+            yield "retry: 1000\n\n"
+            while True:
+                wake.clear()  # before reading: a commit during the read wakes the next wait
+                rows = await anyio.to_thread.run_sync(_page, state, after)
+                for row in rows:
+                    after = int(row["alert_seq"])
+                    yield f"id: {after}\nevent: alert\ndata: {to_json(state, row)}\n\n"
+                if len(rows) == PAGE:
+                    continue
+                if once:
+                    return
+                try:
+                    await asyncio.wait_for(wake.wait(), KEEPALIVE_S)
+                except TimeoutError:
+                    yield ": keepalive\n\n"
+        finally:
+            state.unsubscribe(wake)
+
+    return StreamingResponse(stream(), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+
+__all__ = ["alerts", "json"]

@@ -1,0 +1,97 @@
+"""What the HTTP handlers share with the follower thread: the one read-write connection.
+
+A DuckDB file has one writer process (DESIGN, principle 6). `pitlog serve` is that process: the
+follower thread commits batches on `con`, and every request reads through `cursor()`, a fresh
+connection to the same database, which sees every committed batch at once and never a half one.
+No request copies the database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, tzinfo
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import duckdb
+
+from projections.serve.metrics import Metrics
+
+
+@dataclass
+class FollowerStatus:
+    """The follower's view of its progress, updated after each committed batch."""
+
+    ready: bool = False  # the first round reached the log's end as of the start
+    last_commit: datetime | None = None
+    positions: dict[int, int] = field(default_factory=dict)  # checkpoints (next offsets)
+    ends: dict[int, int] = field(default_factory=dict)  # the log's end offsets, last read
+    error: str | None = None  # the last error talking to the log, cleared by a success
+    failed: bool = False  # the follower stopped on an error: only a restart resumes following
+
+    def lag(self) -> dict[int, int]:
+        """Records per partition in the log but not yet committed (end offset - checkpoint)."""
+        return {p: max(0, end - self.positions.get(p, 0)) for p, end in sorted(self.ends.items())}
+
+
+class ServeState:
+    """Shared by the app (`request.app.state.pitlog`) and the follower thread."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, *, tz: tzinfo | None = None,
+                 db_path: Path | None = None, source: str = "",
+                 sql_timeout: float = 10.0, sql_max_rows: int = 10_000) -> None:
+        self.con = con
+        self.tz = tz or ZoneInfo("UTC")
+        self.db_path = db_path
+        self.source = source  # the log's uri
+        self.sql_timeout = sql_timeout
+        self.sql_max_rows = sql_max_rows
+        self.status = FollowerStatus()
+        self.metrics = Metrics()
+        self.started_at = datetime.now(UTC)
+        self._lock = threading.Lock()
+        self._waiters: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
+        self.commits = 0  # bumped after each commit: streams compare it to their last look
+
+    def cursor(self) -> duckdb.DuckDBPyConnection:
+        """A fresh cursor on the writer's connection: it sees every committed batch."""
+        cur = self.con.cursor()
+        cur.execute("SET enable_progress_bar = false")
+        return cur
+
+    # Waking alert streams: the follower calls notify() after each commit, from its thread;
+    # each stream waits on its own asyncio.Event, set on the stream's own loop.
+
+    def subscribe(self) -> asyncio.Event:
+        event = asyncio.Event()
+        with self._lock:
+            self._waiters.add((asyncio.get_running_loop(), event))
+        return event
+
+    def unsubscribe(self, event: asyncio.Event) -> None:
+        with self._lock:
+            self._waiters = {w for w in self._waiters if w[1] is not event}
+
+    def notify(self) -> None:
+        with self._lock:
+            self.commits += 1
+            waiters = list(self._waiters)
+        for loop, event in waiters:
+            try:
+                loop.call_soon_threadsafe(event.set)
+            except RuntimeError:  # that loop has closed: its stream is gone
+                pass
+
+    def health(self) -> dict[str, Any]:
+        s = self.status
+        lag = s.lag()
+        status = "failed" if s.failed else "ready" if s.ready else "starting"
+        return {"ready": s.ready and not s.failed, "status": status,
+                "source": self.source,
+                "last_commit": s.last_commit.astimezone(self.tz).isoformat()
+                if s.last_commit else None,
+                "lag": {str(p): n for p, n in lag.items()}, "lag_total": sum(lag.values()),
+                "error": s.error}

@@ -1,0 +1,178 @@
+"""A dispute at a moment in no round: it says where the moment fell and names the rounds just
+before and after, never another hand. Also an unknown table and a seat that did not play.
+
+The hand-built pit records one event a second from 23:00:00 UTC (surveillance_pit.py), so the
+event with sequence number n happened at 23:00:00 + n seconds.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import duckdb
+import pytest
+from surveillance_pit import EVENING, opened
+
+from events import model
+from projections import moment
+from projections.dispute import dispute
+from projections.localtime import parse_zone
+from projections.moment import OutsideRound
+
+
+def _at(seq: int, plus: float = 0.0) -> object:
+    return EVENING + timedelta(seconds=seq + plus)
+
+
+def build_evening(folder: Path) -> tuple[Path, dict[str, int]]:
+    """T01: opened, shoe S1 with rounds 1 and 2 (a dealer change between them), shoe S2 with
+    round 1, then closed. Returns the database and the seqs of the landmarks."""
+    pit = opened(folder)
+    marks: dict[str, int] = {}
+    r1 = pit.play(1, "5S 6H", {1: 1000})
+    marks["r1_first"], marks["r1_rack"] = r1["wager1"], r1["rack"]
+    marks["dealer_change"] = pit.tap_in("D2")
+    r2 = pit.play(2, "3S QH 7C", {1: 1000, 3: 2500})
+    marks["r2_first"], marks["r2_rack"] = r2["wager1"], r2["rack"]
+    marks["shoe_closed"] = pit.close_shoe()
+    marks["s2_loaded"] = pit.new_shoe("S2")
+    r3 = pit.play(1, "2D 9C 4H", {2: 500})
+    marks["s2r1_first"], marks["s2r1_rack"] = r3["wager2"], r3["rack"]
+    pit.close_shoe()
+    marks["closed"] = pit.emit(model.TableClosed(reason="end of shift"), actor="pit-terminal")
+    return pit.project(), marks
+
+
+@pytest.fixture(scope="module")
+def evening(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, int]]:
+    return build_evening(tmp_path_factory.mktemp("outside"))
+
+
+def _outside(db: Path, table: str, at: object, seat: int | None = None) -> OutsideRound:
+    with duckdb.connect(str(db), read_only=True) as con, pytest.raises(OutsideRound) as caught:
+        dispute(con, table, at=at, seat=seat)  # type: ignore[arg-type]
+    return caught.value
+
+
+def _span(s: moment.RoundSpan | None) -> tuple[str, int] | None:
+    return None if s is None else (s.shoe_id, s.round_no)
+
+
+def test_inside_a_round_the_round_is_rebuilt(evening: tuple[Path, dict[str, int]]) -> None:
+    db, m = evening
+    with duckdb.connect(str(db), read_only=True) as con:
+        d = dispute(con, "T01", at=_at(m["r2_first"], 0.5))  # type: ignore[arg-type]
+    assert (d.round["shoe_id"], d.round["round_no"]) == ("S1", 2)
+
+
+def test_between_rounds_names_both_rounds_with_their_times(
+        evening: tuple[Path, dict[str, int]]) -> None:
+    db, m = evening
+    e = _outside(db, "T01", _at(m["dealer_change"]))
+    assert e.where == moment.BETWEEN_ROUNDS
+    assert (_span(e.before), _span(e.after)) == (("S1", 1), ("S1", 2))
+    assert e.before is not None and e.after is not None
+    assert e.before.ended_at == _at(m["r1_rack"]) and e.after.started_at == _at(m["r2_first"])
+    text = e.describe(parse_zone("America/New_York"))
+    assert text.startswith("2026-11-28 18:00:")  # 23:00 UTC is 18:00 EST
+    assert "EST at table T01 is outside any round: between rounds 1 and 2 of shoe S1" in text
+    end_r1 = (EVENING + timedelta(seconds=m["r1_rack"]) - timedelta(hours=5)).strftime("%H:%M:%S")
+    assert "round before: shoe S1 round 1, " in text and f"to {end_r1} EST" in text
+    assert "round after: shoe S1 round 2" in text and "(--round S1:2)" in text
+
+
+def test_a_fraction_of_a_second_after_a_round_is_outside_it(
+        evening: tuple[Path, dict[str, int]]) -> None:
+    db, m = evening
+    e = _outside(db, "T01", _at(m["r1_rack"], 0.25))
+    assert e.where == moment.BETWEEN_ROUNDS and _span(e.before) == ("S1", 1)
+
+
+def test_between_shoes_says_so_with_the_shoe_closing(
+        evening: tuple[Path, dict[str, int]]) -> None:
+    db, m = evening
+    e = _outside(db, "T01", _at(m["s2_loaded"]))
+    assert e.where == moment.BETWEEN_SHOES
+    assert (_span(e.before), _span(e.after)) == (("S1", 2), ("S2", 1))
+    assert e.since == _at(m["shoe_closed"])
+    assert "between shoes S1 and S2, shoe S1 closed at 23:00:" in str(e)
+
+
+def test_after_the_table_closed_offers_only_the_round_before(
+        evening: tuple[Path, dict[str, int]]) -> None:
+    db, m = evening
+    e = _outside(db, "T01", _at(m["closed"]) + timedelta(hours=7, minutes=30))
+    assert e.where == moment.TABLE_CLOSED and e.since == _at(m["closed"])
+    assert (_span(e.before), e.after) == (("S2", 1), None)
+    assert "no round after" in str(e)
+
+
+def test_before_the_table_opened_offers_only_the_round_after(
+        evening: tuple[Path, dict[str, int]]) -> None:
+    db, _ = evening
+    e = _outside(db, "T01", EVENING - timedelta(hours=1))
+    assert e.where == moment.BEFORE_OPEN and e.since == _at(1)
+    assert (e.before, _span(e.after)) == (None, ("S1", 1))
+    assert "no round before" in str(e)
+
+
+def test_after_opening_but_before_the_first_round(evening: tuple[Path, dict[str, int]]) -> None:
+    db, m = evening
+    e = _outside(db, "T01", _at(m["r1_first"] - 1))
+    assert e.where == moment.BEFORE_FIRST and _span(e.after) == ("S1", 1)
+
+
+@pytest.mark.parametrize("table, hint", [("t01", "did you mean T01?"), ("T09", "")])
+def test_an_unknown_table_lists_the_known_ones(evening: tuple[Path, dict[str, int]],
+                                               table: str, hint: str) -> None:
+    db, m = evening
+    e = _outside(db, table, _at(m["r2_first"]))
+    assert e.where == moment.UNKNOWN_TABLE and e.known_tables == ("T01",)
+    assert f"no table {table!r} in the store" in str(e) and "known tables: T01" in str(e)
+    assert hint in str(e) and ("did you mean" in str(e)) == bool(hint)
+
+
+def test_a_seat_that_did_not_play_is_not_shown_the_hand_of_others(
+        evening: tuple[Path, dict[str, int]]) -> None:
+    db, m = evening
+    e = _outside(db, "T01", _at(m["r2_first"], 0.5), seat=2)
+    assert e.where == moment.SEAT_ABSENT and e.seats == (1, 3)
+    # Seat 2 played only in shoe S2's round 1: there is no round of seat 2 before.
+    assert (e.before, _span(e.after)) == (None, ("S2", 1))
+    assert "seat 2 did not play at table T01" in str(e) and "seats that played: 1, 3" in str(e)
+    e9 = _outside(db, "T01", _at(m["r2_first"], 0.5), seat=9)
+    assert (e9.before, e9.after) == (None, None)
+
+
+def test_a_seat_that_played_gets_its_rows(evening: tuple[Path, dict[str, int]]) -> None:
+    db, m = evening
+    with duckdb.connect(str(db), read_only=True) as con:
+        d = dispute(con, "T01", at=_at(m["r2_first"], 0.5), seat=3)  # type: ignore[arg-type]
+    assert {w["seat"] for w in d.wagers} == {3} and [s["seat"] for s in d.settlements] == [3]
+
+
+def test_the_json_form_carries_the_neighbours(evening: tuple[Path, dict[str, int]]) -> None:
+    db, m = evening
+    got = _outside(db, "T01", _at(m["dealer_change"])).as_dict()
+    assert got["outside"] == "between rounds"
+    assert got["before"]["round_no"] == 1 and got["after"]["round_no"] == 2
+    assert got["before"]["ended_at"] == _at(m["r1_rack"]).isoformat()  # type: ignore[attr-defined]
+
+
+
+def test_while_the_table_was_closed_between_two_sessions(tmp_path: Path) -> None:
+    pit = opened(tmp_path)
+    pit.play(1, "5S 6H", {1: 1000})
+    pit.close_shoe()
+    closed = pit.emit(model.TableClosed(reason="break"), actor="pit-terminal")
+    pit.clock += timedelta(hours=2)
+    pit.open_table()
+    pit.tap_in("D3")
+    pit.new_shoe("S2")
+    r = pit.play(1, "2D 9C 4H", {2: 500})
+    db = pit.project()
+    e = _outside(db, "T01", _at(closed) + timedelta(hours=1))
+    assert e.where == moment.TABLE_CLOSED and e.since == _at(closed)
+    assert (_span(e.before), _span(e.after)) == (("S1", 1), ("S2", 1))
+    assert e.after is not None and e.after.started_at == _at(r["wager2"]) + timedelta(hours=2)

@@ -1,0 +1,341 @@
+"""`pitlog serve` against a real uvicorn server in a subprocess (tests/serve_support.py): every
+endpoint answers what the library answers on the file, the CLI's query commands print the same
+rows through a live server as from the file, /alerts streams and resumes with Last-Event-ID, and
+/health and /metrics follow the log as it grows."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+from serve_support import Server, query, run_cli, sse_events, start_server, wait_until
+
+from events.embedded_log import EmbeddedLog
+from events.simulator import SimConfig, simulate
+from projections.serve import discovery
+from projections.serve.api import encoder
+from projections.snapshot import snapshot_path
+
+# Three tables; the third is appended while the server runs. LATE_RAISE is frequent, so every
+# table raises alerts.
+CONFIG = SimConfig(seed=5, tables=3, rounds=30, seats=4, irregularities=0.03,
+                   per_code={"LATE_RAISE": 0.3})
+
+# Every query command, in the formats whose output differs most (json: exact values; table:
+# what people read, dollars and decimals included).
+COMMANDS: dict[str, list[str]] = {
+    "shoes": ["shoes", "-f", "json"],
+    "shoes-table": ["shoes", "--table", "T02"],
+    "replay": ["replay", "T01-S0001", "-f", "json"],
+    "anomalies": ["anomalies", "-f", "json"],
+    "anomalies-filtered": ["anomalies", "--severity", "medium", "--table", "T01",
+                           "--since", "2026-01-01T00:00:00", "-f", "csv"],
+    "dispute": ["dispute", "--table", "T01", "--round", "T01-S0001:2", "-f", "json"],
+    "dispute-table": ["dispute", "--table", "T01", "--round", "T01-S0001:2"],
+    "dispute-outside": ["dispute", "--table", "T01", "--at", "2001-01-01T00:00:00"],
+    "reconcile": ["reconcile", "--by", "table", "--by", "day", "-f", "json"],
+    "reconcile-table": ["reconcile"],
+    "ledger": ["ledger", "--exceptions", "-f", "json"],
+    "conservation": ["conservation", "-f", "json"],
+    "sql": ["sql", "SELECT table_id, count(*) AS n, max(occurred_at) AS last FROM events "
+                   "GROUP BY table_id ORDER BY table_id", "-f", "json"],
+    "unknown-shoe": ["replay", "NO-SUCH-SHOE"],
+}
+
+
+@dataclass
+class Evening:
+    tmp: Path
+    log: Path
+    db: Path
+    server: Server
+    direct: dict[str, tuple[int, str, str]]
+    expected: dict[str, Any]
+
+
+def _expected(db: Path) -> dict[str, Any]:
+    """What the library answers on the file, encoded as the API encodes it (zone UTC)."""
+    from projections.anomalies import AnomalyFilter, list_anomalies
+    from projections.dispute import dispute
+    from projections.queries import list_shoes, replay_shoe
+    from projections.reconcile import conservation, ledger_rows, reconcile
+
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        r = replay_shoe(con, "T01-S0001")
+        d = dispute(con, "T01", shoe="T01-S0001", round_no=2)
+        found = {
+            "shoes": list_shoes(con, table="T02"),
+            "replay": {"shoe": r.shoe, "events": r.events, "hands": r.hands},
+            "anomalies": list_anomalies(con, AnomalyFilter(severity="medium")),
+            "dispute": {"round": d.round, "cards": d.cards, "announcements": d.announcements,
+                        "wagers": d.wagers, "settlements": d.settlements,
+                        "anomalies": d.anomalies},
+            "reconcile": reconcile(con, ["table", "shift"]),
+            "ledger": ledger_rows(con, exceptions_only=True),
+            "conservation": conservation(con),
+            "alerts": con.execute("SELECT count(*) FROM alerts").fetchall()[0][0],
+            "profiles": dict(con.execute(
+                "SELECT table_id, arg_max(profile, seq) FROM paytables GROUP BY ALL").fetchall()),
+            # The table's last dealer event: a tap-in names the dealer, a tap-out leaves none.
+            "dealers": dict(con.execute(
+                "SELECT table_id, CASE WHEN event_type = 'DealerTappedIn' THEN dealer_id END "
+                "FROM events WHERE event_type IN ('DealerTappedIn', 'DealerTappedOut') "
+                "QUALIFY row_number() OVER (PARTITION BY table_id ORDER BY seq DESC) = 1"
+            ).fetchall()),
+            "last_round": {t: [shoe, n] for t, shoe, n in con.execute(
+                "SELECT table_id, shoe_id, round_no FROM events WHERE round_no IS NOT NULL "
+                "QUALIFY row_number() OVER (PARTITION BY table_id ORDER BY seq DESC) = 1"
+            ).fetchall()},
+        }
+    finally:
+        con.close()
+    return json.loads(json.dumps(found, default=encoder(UTC)))
+
+
+@pytest.fixture(scope="module")
+def evening(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    tmp = tmp_path_factory.mktemp("serve")
+    log, db = tmp / "log", tmp / "pit.duckdb"
+    events = EmbeddedLog(log, partitions=4)
+    simulate(events, CONFIG, only=[0, 1])
+    events.close()
+    done = run_cli("project", "--log", str(log), "--db", str(db))
+    assert done.returncode == 0, done.stderr
+    direct = {}
+    for name, args in COMMANDS.items():
+        r = run_cli(*args, "--db", str(db))
+        direct[name] = (r.returncode, r.stdout, r.stderr)
+    expected = _expected(db)
+    server = start_server(log, db, tmp)
+    try:
+        yield Evening(tmp, log, db, server, direct, expected)
+    finally:
+        assert server.stop() == 0, server.err.read_text()
+
+
+def test_cli_query_commands_print_the_same_rows_through_a_live_server(evening: Evening) -> None:
+    # The server holds the file and publishes no copy: a command that printed rows can only
+    # have asked the server.
+    assert not snapshot_path(evening.db).exists()
+    for name, args in COMMANDS.items():
+        r = run_cli(*args, "--db", str(evening.db))
+        code, out, err = evening.direct[name]
+        assert (r.returncode, r.stdout) == (code, out), name
+        if code == 0:
+            assert out.strip(), name  # something was printed: the comparison means something
+        else:  # the same one-line error, saying which server answered
+            assert r.stderr.startswith(err.strip()) and evening.server.url in r.stderr, name
+    assert evening.direct["unknown-shoe"][0] == 1
+    assert evening.direct["dispute-outside"][0] == 1
+
+
+def test_project_refuses_a_database_a_server_holds(evening: Evening) -> None:
+    r = run_cli("project", "--log", str(evening.log), "--db", str(evening.db))
+    assert r.returncode == 1
+    assert r.stderr.startswith(f"Error: {evening.db} is held by `pitlog serve` at "
+                               f"{evening.server.url}")
+
+
+def test_server_url_given_explicitly_or_by_environment(evening: Evening, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "no-database-here.duckdb"  # no file, no discovery: only the URL
+    code, out, _ = evening.direct["shoes"]
+    by_option = run_cli("shoes", "-f", "json", "--db", str(elsewhere),
+                        "--server", evening.server.url)
+    by_env = run_cli("shoes", "-f", "json", "--db", str(elsewhere),
+                     env={"PITLOG_SERVER": evening.server.url})
+    assert (by_option.returncode, by_option.stdout) == (code, out)
+    assert (by_env.returncode, by_env.stdout) == (code, out)
+
+
+def test_every_api_endpoint_answers_what_the_library_answers(evening: Evening) -> None:
+    s, want = evening.server, evening.expected
+    assert s.json(query("/api/shoes", table="T02")) == want["shoes"]
+    assert s.json("/api/replay/T01-S0001") == want["replay"]
+    assert s.json(query("/api/anomalies", severity="medium")) == want["anomalies"]
+    assert s.json(query("/api/dispute", table="T01", shoe="T01-S0001", round=2)) == \
+        want["dispute"]
+    assert s.json(query("/api/reconcile", by=["table", "shift"])) == want["reconcile"]
+    assert s.json(query("/api/ledger", exceptions="true")) == want["ledger"]
+    assert s.json("/api/conservation") == want["conservation"]
+    got = s.json(query("/api/sql", q="SELECT 7 AS n, 'x' AS s UNION ALL SELECT 8, 'y' "
+                                     "ORDER BY n"))
+    assert got == {"columns": ["n", "s"], "rows": [{"n": 7, "s": "x"}, {"n": 8, "s": "y"}],
+                   "truncated": False, "max_rows": 10_000}
+    stored = s.json(query("/api/sql", q="SELECT alert_seq, alert_id FROM alerts "
+                                        "ORDER BY alert_seq"))["rows"]
+    polled = s.json(query("/api/alerts", after=2, limit=3))
+    assert [(a["alert_seq"], a["alert_id"]) for a in polled] == \
+        [(a["alert_seq"], a["alert_id"]) for a in stored[2:5]]
+    tables = s.json("/api/tables")
+    assert [t["table_id"] for t in tables] == ["T01", "T02"]
+    for t in tables:
+        assert t["profile"] == want["profiles"][t["table_id"]]
+        assert t["dealer"] == want["dealers"][t["table_id"]]
+        assert [t["shoe_id"], t["round_no"]] == want["last_round"][t["table_id"]]
+        datetime.fromisoformat(t["last_event_at"])
+    assert sum(t["open_alerts"] for t in tables) == want["alerts"] > 0
+
+
+def test_times_carry_the_offset_of_the_casino_zone(evening: Evening) -> None:
+    for shoe in evening.server.json("/api/shoes"):
+        opened = datetime.fromisoformat(shoe["opened_at"])
+        assert opened.utcoffset() is not None and opened.utcoffset().total_seconds() == 0
+
+
+def _alerts(s: Server) -> list[dict[str, Any]]:
+    return s.json(query("/api/sql", q="SELECT alert_seq, alert_id, code, table_id FROM alerts "
+                                      "ORDER BY alert_seq"))["rows"]
+
+
+def test_alerts_stream_resumes_after_last_event_id_and_pushes_new_alerts(
+        evening: Evening) -> None:
+    s = evening.server
+    stored = _alerts(s)
+    n = len(stored)
+    assert n == evening.expected["alerts"] >= 3
+    assert [a["alert_seq"] for a in stored] == list(range(1, n + 1))
+    # From the start: every alert once, in order, its id the alert_seq.
+    everything = sse_events(s, "/alerts?once=1", count=n + 1)
+    assert [int(e["id"]) for e in everything] == list(range(1, n + 1))
+    assert all(e["event"] == "alert" and e["data"]["alert_seq"] == int(e["id"])
+               for e in everything)
+    assert [e["data"]["alert_id"] for e in everything] == [a["alert_id"] for a in stored]
+    first = everything[0]["data"]
+    assert set(first) >= {"code", "severity", "table_id", "shoe_id", "round_no", "seqs",
+                          "explanation", "rule", "occurred_at", "raised_at"}
+    # A reconnect with Last-Event-ID gets only what came after it.
+    k = n // 2
+    resumed = sse_events(s, "/alerts?once=1", count=n, headers={"Last-Event-ID": str(k)})
+    assert [int(e["id"]) for e in resumed] == list(range(k + 1, n + 1))
+    assert [int(e["id"]) for e in sse_events(s, f"/alerts?once=1&after={n - 1}", count=n)] \
+        == [n]
+
+    # Live: a stream open at the last alert receives the alerts of events appended now.
+    def append_third_table() -> None:
+        events = EmbeddedLog(evening.log)
+        simulate(events, CONFIG, only=[2])
+        events.close()
+
+    live = sse_events(s, "/alerts", count=1, headers={"Last-Event-ID": str(n)},
+                      on_open=append_third_table)
+    assert [int(e["id"]) for e in live] == [n + 1]
+    assert live[0]["data"]["table_id"] == "T03"
+
+
+def _metric(text: str, name: str) -> float:
+    m = re.search(rf"^{re.escape(name)} (\S+)$", text, re.MULTILINE)
+    assert m, name
+    return float(m.group(1))
+
+
+def test_health_and_metrics_follow_the_log(evening: Evening) -> None:
+    s = evening.server
+    events = EmbeddedLog(evening.log)
+    ends = events.end_offsets()
+    events.close()
+    total = sum(ends.values())
+    wait_until(lambda: s.json(query("/api/sql", q="SELECT count(*) AS n FROM events"))
+               ["rows"][0]["n"] == total, "the third table's events")
+    health = wait_until(lambda: (h := s.health())["lag_total"] == 0 and h, "lag 0")
+    assert health["ready"] is True and health["status"] == "ready" and health["error"] is None
+    assert health["lag"] == {str(p): 0 for p in sorted(ends)}
+    assert datetime.fromisoformat(health["last_commit"]).tzinfo is not None
+    t3 = s.json(query("/api/sql", q="SELECT count(*) AS n FROM events WHERE table_id = 'T03'"))
+    appended = t3["rows"][0]["n"]
+    r = s.get("/metrics")
+    assert r.status == 200 and r.headers["content-type"].startswith("text/plain")
+    text = r.body.decode()
+    # This process committed exactly the third table's records (the rest was projected before).
+    assert _metric(text, "pitlog_events_projected_total") == appended > 0
+    assert _metric(text, "pitlog_batches_total") >= 1
+    for p in ends:
+        assert _metric(text, f'pitlog_lag_records{{partition="{p}"}}') == 0
+    raised = len(_alerts(s)) - evening.expected["alerts"]
+    assert raised >= 1
+    assert _metric(text, "pitlog_alerts_raised_total") == raised
+    assert _metric(text, "pitlog_event_to_alert_seconds_count") == raised
+    assert _metric(text, 'pitlog_event_to_alert_seconds_bucket{le="+Inf"}') == raised
+    assert "# TYPE pitlog_event_to_alert_seconds histogram" in text
+    # One log line per committed batch, with its records and lag.
+    assert re.search(r"committed \d+ records; lag \d+", evening.server.err.read_text())
+
+
+def _copy_events(db: Path) -> int:
+    try:
+        con = duckdb.connect(str(snapshot_path(db)), read_only=True)
+    except duckdb.Error:
+        return -1  # not published yet
+    try:
+        return int(con.execute("SELECT count(*) FROM events").fetchall()[0][0])
+    finally:
+        con.close()
+
+
+def test_stop_removes_the_discovery_file_and_releases_the_database(tmp_path: Path) -> None:
+    log, db = tmp_path / "log", tmp_path / "small.duckdb"
+    events = EmbeddedLog(log, partitions=2)
+    simulate(events, SimConfig(seed=2, tables=1, rounds=5))
+    first = sum(events.end_offsets().values())
+    server = start_server(log, db, tmp_path, "--log-format", "json", "--snapshot-every", "0.2")
+    assert discovery.read(db)["url"] == server.url
+    # Asked for, a read-only copy for stock DuckDB clients is published and catches up.
+    wait_until(lambda: _copy_events(db) == first, "the copy of the first events")
+    more = simulate(events, SimConfig(seed=3, tables=2, rounds=3), only=[1]).events
+    events.close()
+    wait_until(lambda: _copy_events(db) == first + more, "the copy of the new events")
+    assert server.stop() == 0
+    assert not discovery.discovery_path(db).exists()
+    lines = [json.loads(line) for line in server.err.read_text().splitlines()]
+    assert any(x["message"].startswith("committed") and "lag" in x for x in lines)
+    con = duckdb.connect(str(db))  # released: a writer can open it again
+    try:
+        assert con.execute("SELECT sum(next_offset) FROM checkpoints").fetchall() == \
+            [(sum(EmbeddedLog(log).end_offsets().values()),)]
+    finally:
+        con.close()
+
+
+@pytest.mark.kafka
+def test_serving_a_kafka_topic_follows_it_and_streams_its_alerts(kafka_uri: str,
+                                                                 tmp_path: Path) -> None:
+    from events.log import open_log
+
+    uri = f"{kafka_uri}?partitions=3"
+    with open_log(uri) as log:
+        simulate(log, CONFIG, only=[0])
+    db = tmp_path / "kafka.duckdb"
+    server = start_server(uri, db, tmp_path)
+    try:
+        before = server.json("/api/alerts")
+        assert before and [a["alert_seq"] for a in before] == list(range(1, len(before) + 1))
+
+        def append() -> None:
+            with open_log(uri) as log:
+                simulate(log, CONFIG, only=[1])
+
+        live = sse_events(server, "/alerts", count=1,
+                          headers={"Last-Event-ID": str(len(before))}, on_open=append)
+        assert [int(e["id"]) for e in live] == [len(before) + 1]
+        assert live[0]["data"]["table_id"] == "T02"
+        with open_log(uri) as log:
+            ends = log.end_offsets()
+
+        def committed() -> int:  # sum() is a HUGEINT: exact, so JSON carries it as a string
+            got = server.json(query("/api/sql", q="SELECT sum(next_offset) AS n "
+                                                  "FROM checkpoints"))
+            return int(got["rows"][0]["n"])
+
+        wait_until(lambda: committed() == sum(ends.values()), "the whole topic")
+        health = server.health()
+        assert health["ready"] and health["lag"] == {str(p): 0 for p in sorted(ends)}
+        tables = server.json("/api/tables")
+        assert [t["table_id"] for t in tables] == ["T01", "T02"]
+    finally:
+        assert server.stop() == 0, server.err.read_text()

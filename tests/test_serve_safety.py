@@ -1,0 +1,250 @@
+"""`pitlog serve` is safe to leave running: no token, no bind beyond loopback; with a token,
+nothing but /health answers without it; bad requests get one JSON error with a 4xx code and no
+traceback; /api/sql keeps `pitlog sql`'s guard and is bounded in rows and time; a stale
+discovery file is ignored."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+from serve_support import Server, query, request, run_cli, sse_events, start_server
+
+from events.embedded_log import EmbeddedLog
+from events.simulator import SimConfig, simulate
+from projections.serve import discovery
+
+TOKEN = "s3cret-token-for-tests"
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    tmp = tmp_path_factory.mktemp("safety")
+    log = tmp / "log"
+    events = EmbeddedLog(log, partitions=2)
+    simulate(events, SimConfig(seed=4, tables=2, rounds=10, irregularities=0.05))
+    events.close()
+    return tmp, log
+
+
+@pytest.fixture(scope="module")
+def server(small: tuple[Path, Path]) -> Any:
+    tmp, log = small
+    s = start_server(log, tmp / "bounded.duckdb", tmp, "--sql-max-rows", "5",
+                     "--sql-timeout", "0.5")
+    try:
+        yield s
+    finally:
+        assert s.stop() == 0, s.err.read_text()
+
+
+def test_a_non_loopback_bind_without_a_token_is_refused_before_anything_starts(
+        small: tuple[Path, Path], tmp_path: Path) -> None:
+    _, log = small
+    db = tmp_path / "never.duckdb"
+    for host in ("0.0.0.0", "::", "192.0.2.10", "casino.example"):
+        r = run_cli("serve", "--host", host, "--port", "0", "--log", str(log), "--db", str(db),
+                    env={"PITLOG_TOKEN": ""})
+        assert r.returncode == 1, host
+        assert r.stderr.startswith(f"Error: refusing to listen on {host} without a token")
+        assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+    assert not db.exists() and not discovery.discovery_path(db).exists()
+
+
+def test_with_a_token_every_request_but_health_needs_it(small: tuple[Path, Path]) -> None:
+    tmp, log = small
+    db = tmp / "token.duckdb"
+    s = start_server(log, db, tmp, "--host", "0.0.0.0", token=TOKEN)
+    try:
+        for path in ("/api/shoes", "/api/sql?q=SELECT%201", "/metrics", "/alerts?once=1",
+                     "/api/nothing-here"):
+            for headers in ({}, {"Authorization": "Bearer wrong"},
+                            {"Authorization": f"Basic {TOKEN}"},
+                            {"Authorization": f"Bearer {TOKEN}x"}):
+                r = request(s.url, path, headers)
+                assert r.status == 401, (path, headers)
+                assert "token" in r.json()["error"]
+                assert r.headers["www-authenticate"] == "Bearer"
+        assert request(s.url, "/health").status == 200  # a healthcheck has no secret
+        # A browser: ?token= once sets an HttpOnly cookie, which then suffices (EventSource
+        # and page loads can send no header).
+        first = request(s.url, f"/api/shoes?table=T01&token={TOKEN}")
+        assert first.status == 200 and first.json()
+        assert all(r["table_id"] == "T01" for r in first.json())
+        cookie = first.headers["set-cookie"]
+        assert cookie.startswith(f"pitlog_token={TOKEN};") and "HttpOnly" in cookie
+        assert "SameSite=Strict" in cookie
+        assert request(s.url, "/api/tables", {"Cookie": f"pitlog_token={TOKEN}"}).status == 200
+        events = request(s.url, "/alerts?once=1", {"Cookie": f"a=b; pitlog_token={TOKEN}"})
+        assert events.status == 200 and events.headers["content-type"].startswith(
+            "text/event-stream")
+        for bad in ({"Cookie": "pitlog_token=wrong"}, {"Cookie": f"other={TOKEN}"}):
+            assert request(s.url, "/api/tables", bad).status == 401
+        assert request(s.url, "/api/tables?token=wrong").status == 401
+        assert "set-cookie" not in request(s.url, "/api/tables?token=wrong").headers
+        assert s.get("/api/shoes").status == 200
+        assert s.json("/api/shoes")
+        # The CLI sends PITLOG_TOKEN; without it, one clear error line.
+        ok = run_cli("shoes", "-f", "json", "--db", str(db), env={"PITLOG_TOKEN": TOKEN})
+        assert ok.returncode == 0 and json.loads(ok.stdout)
+        refused = run_cli("shoes", "--db", str(db), env={"PITLOG_TOKEN": ""})
+        assert refused.returncode == 1
+        assert refused.stderr.startswith("Error: missing or wrong token")
+    finally:
+        assert s.stop() == 0, s.err.read_text()
+
+
+def _assert_json_error(r: Any, status: int, says: str) -> None:
+    assert r.status == status, (r.status, r.body)
+    assert r.headers["content-type"].startswith("application/json")
+    body = r.json()
+    assert set(body) == {"error"} and says in body["error"], body
+    assert b"Traceback" not in r.body and b'File "' not in r.body
+
+
+def test_bad_requests_get_one_json_error_with_a_4xx_code(server: Server) -> None:
+    cases = [
+        ("/no/such/page", 404, "no such resource"),
+        ("/api/shoes?tabel=T01", 400, "unknown parameter tabel"),
+        ("/api/replay/NO-SUCH-SHOE", 404, "no shoe 'NO-SUCH-SHOE'"),
+        ("/api/anomalies?since=yesterday", 400, "is not a time"),
+        ("/api/anomalies?code=NOT_A_CODE", 400, "no anomaly code NOT_A_CODE"),
+        ("/api/anomalies?severity=huge", 400, "no severity"),
+        ("/api/anomalies?statistics=maybe", 400, "use true or false"),
+        ("/api/dispute", 400, "give table="),
+        ("/api/dispute?table=T01", 400, "either at=TIME"),
+        ("/api/dispute?table=T01&shoe=T01-S0001&round=zero", 400, "not an integer"),
+        ("/api/dispute?table=T01&shoe=T01-S0001&round=0", 400, "at least 1"),
+        ("/api/dispute?table=T01&at=2001-01-01T00:00:00", 404, "outside any round"),
+        ("/api/dispute?table=T99&at=2001-01-01T00:00:00", 404, "T99"),
+        ("/api/reconcile?by=planet", 400, "planet"),
+        ("/api/reconcile?sigma=lots", 400, "not a number"),
+        ("/api/reconcile?tz=Mars/Olympus", 400, "Mars/Olympus"),
+        ("/api/conservation?day=someday", 400, "is not a date"),
+        ("/api/ledger?status=BOGUS", 400, "unknown ledger status"),
+        ("/api/sql", 400, "give the query"),
+        ("/api/sql?q=DROP%20TABLE%20events", 400, "read-only queries only"),
+        ("/api/sql?q=SELECT%201%3B%20DELETE%20FROM%20events", 400, "one statement"),
+        ("/api/sql?q=SELEC%20nonsense", 400, "read-only queries only"),
+        ("/api/sql?q=SELECT%20*%20FROM%20no_such_table", 400, "the query failed"),
+        ("/alerts?after=minus", 400, "not an alert_seq"),
+        ("/api/alerts?limit=0", 400, "at least 1"),
+        ("/api/alerts?limit=20000", 400, "at most 10000"),
+        ("/api/alerts?after=x", 400, "not an integer"),
+    ]
+    for path, status, says in cases:
+        _assert_json_error(server.get(path), status, says)
+    _assert_json_error(server.get("/alerts", {"Last-Event-ID": "-3"}), 400, "0 or more")
+    _assert_json_error(request(server.url, "/api/shoes", method="POST"), 405,
+                       "Method Not Allowed")
+    _assert_json_error(request(server.url, "/api/sql?q=DELETE%20FROM%20events",
+                               method="DELETE"), 405, "Method Not Allowed")
+    # Nothing was written: every event is still there.
+    n = server.json(query("/api/sql", q="SELECT count(*) AS n FROM events"))["rows"][0]["n"]
+    assert n == sum(EmbeddedLog(server.db.parent / "log").end_offsets().values())
+
+
+def test_sql_rows_are_capped_and_a_long_query_is_interrupted(server: Server) -> None:
+    got = server.json(query("/api/sql", q="SELECT range AS i FROM range(100) ORDER BY i"))
+    assert got["rows"] == [{"i": i} for i in range(5)]
+    assert got["truncated"] is True and got["max_rows"] == 5
+    exact = server.json(query("/api/sql", q="SELECT range AS i FROM range(5)"))
+    assert exact["truncated"] is False and len(exact["rows"]) == 5
+    endless = ("SELECT count(*) AS n FROM range(100000000) AS a, range(100000000) AS b "
+               "WHERE a.range + b.range = -1")
+    _assert_json_error(server.get(query("/api/sql", q=endless)), 400, "was stopped")
+    # The server keeps serving after the interruption, and the follower keeps its connection.
+    assert server.health()["ready"] is True
+    assert server.json(query("/api/sql", q="SELECT 1 AS one"))["rows"] == [{"one": 1}]
+
+
+def test_a_write_the_guard_missed_is_still_refused_by_the_read_only_transaction(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second lock alone: with the guard switched off, DuckDB refuses the write itself."""
+    from events.errors import PitlogError
+    from projections.serve import sql
+    from projections.serve.state import ServeState
+
+    con = duckdb.connect(str(tmp_path / "w.duckdb"))
+    try:
+        con.execute("CREATE TABLE kept (n INTEGER)")
+        monkeypatch.setattr(sql, "check_read_only", lambda q: None)
+        state = ServeState(con)
+        for write in ("INSERT INTO kept VALUES (1)", "DROP TABLE kept",
+                      "CREATE TABLE added (n INTEGER)"):
+            with pytest.raises(PitlogError, match="read-only mode"):
+                sql.bounded_query(state, write)
+        assert con.execute("SELECT count(*) FROM kept").fetchall() == [(0,)]
+        assert con.execute("SELECT count(*) FROM duckdb_tables() "
+                           "WHERE table_name = 'added'").fetchall() == [(0,)]
+        assert sql.bounded_query(state, "SELECT count(*) AS n FROM kept") == \
+            (["n"], [{"n": 0}], False)
+    finally:
+        con.close()
+
+
+def test_alerts_stream_needs_no_poll_to_end_with_once(server: Server) -> None:
+    got = sse_events(server, "/alerts?once=1", count=10_000)
+    seqs = [int(e["id"]) for e in got]
+    assert seqs == sorted(seqs) and seqs == list(range(1, len(seqs) + 1))
+
+
+def test_a_stale_discovery_file_is_ignored(small: tuple[Path, Path], tmp_path: Path) -> None:
+    _, log = small
+    db = tmp_path / "stale.duckdb"
+    assert run_cli("project", "--log", str(log), "--db", str(db)).returncode == 0
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    discovery.discovery_path(db).write_text(json.dumps(
+        {"url": "http://127.0.0.1:9", "pid": dead.pid, "db": str(db)}))
+    assert discovery.read(db) is None
+    r = run_cli("shoes", "-f", "json", "--db", str(db))
+    assert r.returncode == 0, r.stderr
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        n = con.execute("SELECT count(*) FROM shoes").fetchall()[0][0]
+    finally:
+        con.close()
+    assert len(json.loads(r.stdout)) == n > 0
+    # A server named explicitly must answer.
+    named = run_cli("shoes", "--db", str(db), "--server", "http://127.0.0.1:9")
+    assert named.returncode == 1 and named.stderr.startswith("Error: cannot reach the server")
+
+
+def test_a_taken_port_is_one_error_line(server: Server, tmp_path: Path) -> None:
+    port = server.url.rsplit(":", 1)[1]
+    r = run_cli("serve", "--port", port, "--log", str(tmp_path / "log"),
+                "--db", str(tmp_path / "x.duckdb"))
+    assert r.returncode == 1 and r.stderr.startswith(f"Error: cannot listen on 127.0.0.1:{port}")
+    assert "Traceback" not in r.stderr
+
+
+def test_a_follower_that_stops_turns_health_red_and_reads_go_on(
+        small: tuple[Path, Path], tmp_path: Path) -> None:
+    """The database was built from another log: the follower refuses to mix them and stops;
+    /health says so with a 503, and the API still answers from what is committed."""
+    _, log = small
+    db = tmp_path / "other.duckdb"
+    assert run_cli("project", "--log", str(log), "--db", str(db)).returncode == 0
+    other = tmp_path / "another-log"
+    events = EmbeddedLog(other, partitions=2)
+    simulate(events, SimConfig(seed=9, tables=1, rounds=3))
+    events.close()
+    s = start_server(other, db, tmp_path, wait_ready=False)
+    try:
+        from serve_support import wait_until
+
+        health = wait_until(lambda: (h := s.health())["error"] and h, "the follower's error",
+                            s.proc, s.err)
+        r = request(s.url, "/health")
+        assert r.status == 503 and health["ready"] is False
+        assert health["status"] == "failed"
+        assert "the follower stopped" in health["error"] and str(log) in health["error"]
+        assert s.json("/api/shoes")  # what was committed is still served
+    finally:
+        assert s.stop() == 0, s.err.read_text()
