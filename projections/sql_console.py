@@ -131,6 +131,17 @@ def guard_config(limits: QueryLimits) -> dict[str, Any]:
     }
 
 
+def seal_writer(con: duckdb.DuckDBPyConnection) -> None:
+    """Close DuckDB's doors to files, URLs and extensions on a writer's own instance (the
+    process of `pitlog serve`, whose cursors answer typed SQL). The configuration cannot be
+    locked there, since the projector changes its memory limit as it works, but external
+    access once off cannot be switched back on while the database runs, and check_read_only
+    refuses SET. The writer's own file, its WAL and spills are not external access."""
+    for setting in ("enable_external_access", "autoload_known_extensions",
+                    "autoinstall_known_extensions", "allow_community_extensions"):
+        con.execute(f"SET {setting} = false").fetchall()
+
+
 def guarded_connection(db_path: str | Path,
                        limits: QueryLimits | None = None) -> duckdb.DuckDBPyConnection:
     """A read-only, guarded connection to the database, or to its snapshot while a writer (this

@@ -29,7 +29,7 @@ BOOTSTRAP_ENV = "PITLOG_KAFKA_BOOTSTRAP"
 # Columns that differ between two correct projections of the same events: where a record sits
 # in the log (partitioners differ between backends) and when a record was quarantined.
 POSITION_COLUMNS = ("log_partition", "log_offset")
-WALL_CLOCK_COLUMNS = ("quarantined_at",)
+WALL_CLOCK_COLUMNS = ("quarantined_at", "raised_at")  # when a row was written, not what
 
 
 @contextmanager

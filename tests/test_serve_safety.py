@@ -163,6 +163,23 @@ def test_sql_rows_are_capped_and_a_long_query_is_interrupted(server: Server) -> 
     assert server.json(query("/api/sql", q="SELECT 1 AS one"))["rows"] == [{"one": 1}]
 
 
+def test_sql_through_the_server_reads_no_file_url_or_setting(server: Server) -> None:
+    """The serving process holds the writer connection, so /api/sql runs on its instance:
+    external access is off there too (sql_console.seal_writer), and cannot be turned back on."""
+    for q in ("SELECT * FROM read_csv('/etc/passwd')",
+              "SELECT content FROM read_blob('/etc/hostname')",
+              "SELECT * FROM glob('/root/**')",
+              "SELECT content FROM read_text('/proc/self/environ')",
+              "SELECT * FROM 'http://127.0.0.1:9/x.parquet'"):
+        _assert_json_error(server.get(query("/api/sql", q=q)), 400, "disabled by configuration")
+    setting = server.json(query(
+        "/api/sql", q="SELECT current_setting('enable_external_access') AS on_"))
+    assert setting["rows"] == [{"on_": False}]
+    _assert_json_error(server.get(query("/api/sql", q="SET enable_external_access = true")),
+                       400, "read-only")
+    assert server.health()["ready"] is True  # the follower still projects on that instance
+
+
 def test_a_write_the_guard_missed_is_still_refused_by_the_read_only_transaction(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The second lock alone: with the guard switched off, DuckDB refuses the write itself."""

@@ -24,6 +24,7 @@ from projections.alerts import create_tables as create_alert_tables
 from projections.follow import Commit, Follower, Publisher, open_when_free
 from projections.serve import discovery
 from projections.serve.state import ServeState
+from projections.sql_console import seal_writer
 
 log_ = logging.getLogger("pitlog.serve")
 
@@ -165,6 +166,7 @@ def _run(log: EventLog, db_path: Path, sock: socket.socket, stop: threading.Even
     follower_thread: threading.Thread | None = None
     try:
         con = open_when_free(db_path, stop, memory_limit)
+        seal_writer(con)  # /api/sql reads the views, never a file or URL (docs/integrity.md)
         create_alert_tables(con)  # so /alerts answers before the first batch
         state = ServeState(con, tz=tz, db_path=db_path, source=log.uri,
                            sql_timeout=sql_timeout, sql_max_rows=sql_max_rows)
