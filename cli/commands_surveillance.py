@@ -16,7 +16,7 @@ import typer
 
 from cli.client import ServerOpt, ask
 from cli.listing import LimitOpt, limited
-from cli.options import DbOpt, FormatOpt, OutOpt, TzOpt, db_path
+from cli.options import DbOpt, FormatOpt, OutOpt, TzOpt, db_path, new_file
 from cli.output import Format, render
 from cli.progress import progress_bar
 from events.errors import PitlogError
@@ -122,8 +122,9 @@ def dispute_cmd(
         "--seat", min=1, help="Only this seat's wagers and settlements.")] = None,
     tz: TzOpt = None,
     db: DbOpt = None, format: FormatOpt = Format.table, out: Annotated[Path | None, typer.Option(
-        "--out", "-o", help="Write to this file: FILE.html is the printable incident report "
-                            "(the console's page); otherwise the rows as --format.")] = None,
+        "--out", "-o", callback=new_file,
+        help="Write to this file: FILE.html is the printable incident report (the console's "
+             "page); otherwise the rows as --format.")] = None,
     server: ServerOpt = None,
 ) -> None:
     """Rebuild the hand in play at a table at a moment: its cards in discard-rack order with the

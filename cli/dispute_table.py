@@ -24,11 +24,14 @@ def _seqs(value: Any) -> str:
 def round_fields(d: Dispute, tz: tzinfo) -> list[Row]:
     """The round's facts, one (field, value) row each."""
     r = d.round
-    cards = " ".join(c for c in (r["left_card"], r["right_card"], r["middle_card"]) if c)
+    # The third card is the deciding one (13:47-20.31(d)10, (d)13-14); any later card to the
+    # middle box is listed apart, as a redraw that decides nothing.
+    cards = " ".join(c for c in (r["left_card"], r["right_card"], r["third_card"]) if c)
+    redrawn = " ".join(r["redrawn_cards"] or []) or "none"
     return [{"field": k, "value": v} for k, v in (
         ("table", r["table_id"]), ("shoe", r["shoe_id"]), ("round", r["round_no"]),
         ("dealer", r["dealer"]), ("started", stamp(r["started_at"], tz)),
-        ("ended", stamp(r["ended_at"], tz)), ("cards", cards),
+        ("ended", stamp(r["ended_at"], tz)), ("cards", cards), ("redrawn", redrawn),
         ("hand", f"spread {r['spread']}" if r["kind"] == "spread" else r["kind"]),
         ("players' result", r["players_result"]), ("voided", "yes" if r["voided"] else "no"),
         ("events", f"seq {r['first_seq']} to {r['last_seq']}"))]

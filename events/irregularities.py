@@ -154,8 +154,15 @@ class Irregularities(HandSlips, CardSlips):
             self._labelled.add(key)
             self.labels.append(TruthLabel(code, table.table_id, table.shoe_id, rn, note))
 
-    def tamper_next(self) -> str | None:
+    def tamper_next(self, table: TableSim, event: DomainEvent) -> str | None:
+        """The integrity irregularity the next event carries, if any. A duplicate waits for a
+        wager: a card recorded twice would also be a second card in the rack count
+        (CARD_UNACCOUNTED, EXTRA_CARD, WRONG_BOX), which is not what this label measures."""
         t = self._tamper
+        if t == "duplicate":
+            if not isinstance(event, model.WagerPlaced):
+                return None
+            self.label("DUPLICATE_EVENT", table)
         if t is not None:
             self._tamper = None
         return t
@@ -233,8 +240,7 @@ class Irregularities(HandSlips, CardSlips):
             self._tamper = "chain"
             self.label("CHAIN_BROKEN", table)
         elif self.roll("DUPLICATE_EVENT"):
-            self._tamper = "duplicate"
-            self.label("DUPLICATE_EVENT", table)
+            self._tamper = "duplicate"  # labelled when a wager takes it (tamper_next)
         elif not self.busy and (self.extra_card_pending or self.chance("EXTRA_CARD")):
             self.extra_card_pending = not self._introduce_card(table)
         elif self.roll("CALL_BET"):

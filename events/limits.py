@@ -28,6 +28,8 @@ from datetime import UTC, datetime
 
 from events import model
 from events.errors import EncodeError
+from events.text import UNSAFE as _CONTROL
+from events.text import visible
 
 MAX_AMOUNT_CENTS = 10**12
 MAX_ODDS = 10_000
@@ -112,6 +114,13 @@ def check_envelope(table_id: str, shoe_id: str | None, actor: str, event_id: str
         for name, text in (("table", table_id), ("shoe", shoe_id), ("actor", actor),
                            ("id", event_id)):
             check_text(name, text, MAX_ID_CHARS)
+    for name, text in (("table", table_id), ("shoe", shoe_id), ("actor", actor),
+                       ("id", event_id)):
+        if text and _CONTROL.search(text):
+            # An id names a table, shoe or device in keys, file names and reports: a control
+            # character there is a sender's fault, never a name (events/text.py for free text).
+            raise ValueLimitError(name, f"the {name} id {visible(text)!r} holds a control "
+                                        f"character; send ids as printable text")
     check_time("at", occurred_at)
     if recorded_at is not None:
         check_time("recorded_at", recorded_at)

@@ -177,7 +177,7 @@ class TableSim:
             self.clock_us, self.index, self.n, event, actor or self.dealer, self.shoe_id,
             self.round_no, self.rng.randrange(5_000, 400_000),
             str(uuid.UUID(int=self.rng.getrandbits(128), version=4)),
-            self.inject.tamper_next()))
+            self.inject.tamper_next(self, event)))
 
     def draw(self) -> Card:
         return self.shoe.pop()
@@ -464,7 +464,7 @@ def simulate(log: EventLog, config: SimConfig,
             recorder.record(table_id, step.event, **stamp)
         else:
             record_tampered(recorder, log, step.tamper, table_id, step.event, **stamp)
-        n += 1
+        n += 2 if step.tamper == "duplicate" else 1  # a duplicate is two records in the log
         if progress and n % 5000 == 0:
             progress(n)
         if step.round_no is not None and current.get(step.table_index) != (step.shoe_id,

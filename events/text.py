@@ -13,7 +13,7 @@ import re
 
 # C0, DEL and C1 (category Cc), and the Unicode bidirectional embeddings, overrides and isolates.
 _BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
-_UNSAFE = re.compile(f"[\x00-\x1f\x7f-\x9f{_BIDI}]")
+UNSAFE = re.compile(f"[\x00-\x1f\x7f-\x9f{_BIDI}]")
 
 
 def _escape(m: re.Match[str]) -> str:
@@ -25,7 +25,7 @@ def _escape(m: re.Match[str]) -> str:
 def visible(text: str) -> str:
     """`text` with each control or bidi-control character as `\\x1b` / `\\u202e`, so it prints
     as what it is. Printable text, including non-ASCII letters, is unchanged."""
-    return _UNSAFE.sub(_escape, text)
+    return UNSAFE.sub(_escape, text)
 
 
 # What a JSON writer may leave raw inside a string: it must escape C0 there, and C0 outside

@@ -105,6 +105,7 @@ class VerifyReport:
 @dataclass(slots=True)
 class _Stream:
     summary: TableSummary
+    key: bytes = b""  # the raw key (the summary's name is escaped for printing)
     high: int = 0  # the highest seq seen
     last_hash: bytes = model.GENESIS_HASH
     last_seq: int | None = None
@@ -171,7 +172,7 @@ class _Verifier:
         st = self.streams.get(key)
         if st is None:
             table = printable(key)
-            st = self.streams[key] = _Stream(TableSummary(table, rec.partition))
+            st = self.streams[key] = _Stream(TableSummary(table, rec.partition), key)
             self.keys_by_partition.setdefault(rec.partition, set()).add(key)
         self._check_chain(st, rec, value, env, why, framing)
         self._check_seq(st, rec, env)
@@ -205,7 +206,7 @@ class _Verifier:
                 kind, explanation = "link", (
                     f"its prev_hash is not the hash of the table's previous record at {where}: "
                     f"a record was deleted, inserted or moved before it, or that one rewritten")
-            elif env.table_id != st.summary.table:
+            elif env.table_id.encode() != st.key:
                 kind, explanation = "misfiled", (
                     f"the event says table {printable(env.table_id.encode())} but the "
                     f"record's key says {st.summary.table}")

@@ -215,8 +215,13 @@ def load_edges(con: duckdb.DuckDBPyConnection) -> int:
             continue  # an ill-formed table has no edge; the ledger names its violation
         if key["decks"] >= 1:
             rows.extend(edge_rows(key["decks"], paytable))
-    edges = pa.Table.from_pylist(rows, schema=_EDGE_SCHEMA)  # noqa: F841 - scanned by name
-    con.execute("CREATE OR REPLACE TEMP TABLE theo_edges AS SELECT * FROM edges")
+    # Registered, not scanned by its Python name: a sealed instance (pitlog serve,
+    # sql_console.seal_writer) has replacement scans of Python objects off.
+    con.register("pitlog_theo_edges", pa.Table.from_pylist(rows, schema=_EDGE_SCHEMA))
+    try:
+        con.execute("CREATE OR REPLACE TEMP TABLE theo_edges AS SELECT * FROM pitlog_theo_edges")
+    finally:
+        con.unregister("pitlog_theo_edges")
     return len(rows)
 
 

@@ -28,7 +28,8 @@ CONFIG = SimConfig(seed=12, tables=3, rounds=150, seats=4, decks=1, irregulariti
                    dealer_shift_rounds=25,
                    profiles=("nj-casino", "nj-casino-night", "gaming-authority"),
                    per_code={"NO_RESHUFFLE_AFTER_CUT_CARD": 0.5,
-                             "ROUND_ABANDONED_AT_CUT_CARD": 0.5})
+                             "ROUND_ABANDONED_AT_CUT_CARD": 0.5,
+                             "PAIR_WITHOUT_THIRD_CARD": 0.5, "WRONG_PAYOUT": 0.3})
 
 
 def source_log(folder: Path) -> list[tuple[bytes, bytes]]:

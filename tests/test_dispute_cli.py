@@ -7,7 +7,7 @@ import json
 import os
 import subprocess
 import sys
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -104,4 +104,6 @@ def test_json_keeps_iso_8601_with_the_offset(short_pay: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     rows = json.loads(proc.stdout)
     card = next(r for r in rows if r["section"] == "card" and r["card"] == "7H")
-    assert card["drawn_at"] == (EVENING + timedelta(seconds=card["drawn_seq"])).isoformat()
+    drawn = datetime.fromisoformat(card["drawn_at"])  # ISO 8601 with its offset (UTC, Z)
+    assert drawn.utcoffset() is not None
+    assert drawn == EVENING + timedelta(seconds=card["drawn_seq"])
