@@ -24,7 +24,7 @@ def _seqs(value: Any) -> str:
 def round_fields(d: Dispute, tz: tzinfo) -> list[Row]:
     """The round's facts, one (field, value) row each."""
     r = d.round
-    cards = " ".join(c for c in (r["left_card"], r["right_card"], r["middle_card"]) if c)
+    cards = " ".join(c for c in (r["left_card"], r["right_card"], r["third_card"]) if c)
     return [{"field": k, "value": v} for k, v in (
         ("table", r["table_id"]), ("shoe", r["shoe_id"]), ("round", r["round_no"]),
         ("dealer", r["dealer"]), ("started", stamp(r["started_at"], tz)),

@@ -7,7 +7,7 @@ import json
 import os
 import subprocess
 import sys
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -104,4 +104,8 @@ def test_json_keeps_iso_8601_with_the_offset(short_pay: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     rows = json.loads(proc.stdout)
     card = next(r for r in rows if r["section"] == "card" and r["card"] == "7H")
-    assert card["drawn_at"] == (EVENING + timedelta(seconds=card["drawn_seq"])).isoformat()
+    # ISO 8601 with its zone, as DuckDB's JSON writer spells it (`...Z` for UTC): the instant
+    # the card left the shoe, never a wall-clock time without its offset.
+    drawn_at = datetime.fromisoformat(card["drawn_at"])
+    assert drawn_at.utcoffset() is not None
+    assert drawn_at == EVENING + timedelta(seconds=card["drawn_seq"])
