@@ -16,7 +16,16 @@ import typer
 
 from cli.client import ServerOpt, ask
 from cli.listing import LimitOpt, limited
-from cli.options import DbOpt, FormatOpt, OutOpt, db_path, new_file
+from cli.options import (
+    DayOpt,
+    DayStartOpt,
+    DbOpt,
+    FormatOpt,
+    OutOpt,
+    TableOpt,
+    db_path,
+    new_file,
+)
 from cli.output import Format, render
 from cli.people import for_people
 from events.errors import PitlogError
@@ -29,14 +38,9 @@ TzOpt = Annotated[str, typer.Option(
     "--tz", envvar="PITLOG_TZ",
     help="The casino's time zone for gaming days and shifts: an IANA name "
          "(America/New_York) or a fixed offset (-05:00).")]
-DayStartOpt = Annotated[str, typer.Option(
-    "--gaming-day-start", help="When the gaming day begins, local HH:MM.")]
 ShiftsOpt = Annotated[str, typer.Option(
     "--shifts", help="Shift start times, local HH:MM, comma-separated; each shift runs to "
                      "the next one's start.")]
-DayOpt = Annotated[str | None, typer.Option(
-    "--day", help="Only this gaming day, YYYY-MM-DD.")]
-TableOpt = Annotated[str | None, typer.Option("--table", help="Only this table, e.g. T01.")]
 
 # What the table format shows (json, csv and parquet have every column).
 LEDGER_SUMMARY = ["shoe_id", "round_no", "seat", "wager_kind", "amount_cents",

@@ -50,8 +50,14 @@ def register(app: typer.Typer) -> None:
 
 
 def demo(
+    # A folder, not --log/--db as elsewhere: the demo writes both, and its promise never to
+    # delete what it did not write (cli/demo.py) is kept by claiming one whole folder.
     data_dir: Annotated[
-        Path, typer.Option(help="Where the demo writes its log and database.")
+        Path, typer.Option(
+            "--data-dir", help="The folder the demo writes, new or empty: its log goes to DIR/log "
+                               "and its database to DIR/pitlog.duckdb, which the other commands "
+                               "take as --log DIR/log --db DIR/pitlog.duckdb (the default "
+                               "folder is their default too).")
     ] = Path("pitlog-data"),
     seed: Annotated[
         int, typer.Option(help="Simulator seed; the same seed gives the same evening.")
@@ -246,8 +252,14 @@ def shoes(
 
 def replay(
     shoe: Annotated[
-        str, typer.Argument(help="Shoe id as listed by `pitlog shoes`, e.g. T01-S0001.")
-    ],
+        str | None, typer.Argument(help="Shoe id as listed by `pitlog shoes`, e.g. T01-S0001.",
+                                   show_default=False)
+    ] = None,
+    shoe_opt: Annotated[
+        str | None, typer.Option("--shoe", show_default=False,
+                                 help="The shoe, as an option (as `anomalies --shoe` and "
+                                      "`ledger --shoe` name it); the same as SHOE.")
+    ] = None,
     db: DbOpt = None,
     format: FormatOpt = Format.table,
     out: OutOpt = None,
@@ -256,10 +268,16 @@ def replay(
     """Replay one shoe event by event (times, cards, announcements, wagers, settlements),
     then its hands in discard-rack order.
 
-    Example: pitlog replay T01-S0001
+    Example: pitlog replay T01-S0001  (or: pitlog replay --shoe T01-S0001)
     """
     from projections.queries import ShoeReplay, replay_shoe
 
+    if shoe is not None and shoe_opt is not None and shoe != shoe_opt:
+        raise PitlogError(f"two shoes given ({shoe} and --shoe {shoe_opt}): give one")
+    shoe = shoe or shoe_opt
+    if not shoe:
+        raise PitlogError("which shoe? give it as `pitlog replay T01-S0001` or "
+                          "`pitlog replay --shoe T01-S0001` (`pitlog shoes` lists them)")
     found = ask(db_path(db), server, f"/api/replay/{quote(shoe, safe='')}")
     if found is not None:
         result = ShoeReplay(**found)

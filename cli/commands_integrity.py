@@ -37,8 +37,9 @@ def register(app: typer.Typer) -> None:
 
 def verify(
     log: LogOpt = None,
-    limit: Annotated[int, typer.Option(min=1, help="Show at most this many anomalies "
-                                                   "(all are counted).")] = 10_000,
+    limit: Annotated[int, typer.Option(
+        "--limit", "-n", min=1, help="Show at most this many anomalies (all are counted).")
+    ] = 10_000,
     format: FormatOpt = Format.table,
     out: OutOpt = None,
 ) -> None:

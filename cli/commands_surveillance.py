@@ -16,11 +16,21 @@ import typer
 
 from cli.client import ServerOpt, ask
 from cli.listing import LimitOpt, limited
-from cli.options import DbOpt, FormatOpt, OutOpt, TzOpt, db_path, new_file
+from cli.options import (
+    DayOpt,
+    DayStartOpt,
+    DbOpt,
+    FormatOpt,
+    OutOpt,
+    TableOpt,
+    TzOpt,
+    db_path,
+    new_file,
+)
 from cli.output import Format, render
 from cli.progress import progress_bar
 from events.errors import PitlogError
-from projections.localtime import casino_zone, parse_local
+from projections.localtime import casino_zone, gaming_day_bounds, parse_local
 
 
 class Severity(StrEnum):
@@ -28,8 +38,6 @@ class Severity(StrEnum):
     medium = "medium"
     high = "high"
 
-
-TableOpt = Annotated[str | None, typer.Option("--table", help="Only this table, e.g. T01.")]
 
 ANOMALY_SUMMARY = ["occurred_at", "code", "severity", "table_id", "shoe_id", "round_no", "seqs",
                    "explanation"]
@@ -63,6 +71,8 @@ def anomalies_cmd(
         "--since", help="Only anomalies at or after this time (ISO 8601).")] = None,
     until: Annotated[str | None, typer.Option(
         "--until", help="Only anomalies before this time (ISO 8601).")] = None,
+    day: DayOpt = None,
+    gaming_day_start: DayStartOpt = "06:00",
     severity: Annotated[Severity | None, typer.Option(
         "--severity", help="Only this severity and above: low, medium or high.")] = None,
     statistics: Annotated[bool, typer.Option(
@@ -76,14 +86,25 @@ def anomalies_cmd(
     """The flagged anomalies: each with its code, severity, place, the sequence numbers of the
     events that prove it, a one-line explanation and the rule it cites (docs/anomalies.md).
 
+    --day takes the gaming day as reconcile, conservation and report do (--gaming-day-start on
+    the --tz clock to the next day's); with --since or --until too, the narrower window wins.
+
     Example: pitlog anomalies --code LATE_RAISE --table T03 --since 2026-11-28T21:00
+    (or: pitlog anomalies --day 2026-11-28 --tz America/New_York)
     """
     from projections.anomalies import AnomalyFilter, list_anomalies
 
+    first = parse_time(since, tz, "--since") if since else None
+    last = parse_time(until, tz, "--until") if until else None
+    if day is not None:
+        from projections.reconcile import parse_day, parse_hhmm
+
+        begins, ends = gaming_day_bounds(parse_day(day),  # type: ignore[arg-type]
+                                         parse_hhmm(gaming_day_start, "--gaming-day-start"),
+                                         casino_zone(tz))
+        first, last = max(first or begins, begins), min(last or ends, ends)
     f = AnomalyFilter(
-        codes=tuple(code or ()), table=table, shoe=shoe,
-        since=parse_time(since, tz, "--since") if since else None,
-        until=parse_time(until, tz, "--until") if until else None,
+        codes=tuple(code or ()), table=table, shoe=shoe, since=first, until=last,
         severity=severity.value if severity else None, statistics=statistics)
     found = ask(db_path(db), server, "/api/anomalies", code=list(f.codes), table=table,
                 shoe=shoe, since=f.since, until=f.until, severity=f.severity,

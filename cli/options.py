@@ -61,6 +61,14 @@ def log_uri(value: str | None) -> str:
 
 def db_path(value: Path | None) -> Path:
     return value or Path(os.environ.get("PITLOG_DB") or DEFAULT_DATA_DIR / "pitlog.duckdb")
+
+
+TableOpt = Annotated[str | None, typer.Option("--table", help="Only this table, e.g. T01.")]
+DayOpt = Annotated[str | None, typer.Option(
+    "--day", help="Only this gaming day, YYYY-MM-DD (from --gaming-day-start on the --tz clock "
+                  "to the next day's start).")]
+DayStartOpt = Annotated[str, typer.Option(
+    "--gaming-day-start", help="When the gaming day begins, local HH:MM.")]
 TzOpt = Annotated[str | None, typer.Option(
     "--tz", envvar="PITLOG_TZ", show_default=False,
     help="The casino's time zone (default UTC): times given without a zone are read on its "

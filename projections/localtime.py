@@ -10,7 +10,7 @@ format is defined here once.
 from __future__ import annotations
 
 import os
-from datetime import UTC, date, datetime, timedelta, timezone, tzinfo
+from datetime import UTC, date, datetime, time, timedelta, timezone, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from events.errors import PitlogError
@@ -77,6 +77,17 @@ def iso(at: datetime | date | None) -> str | None:
     if isinstance(at, datetime) and at.tzinfo is None:
         at = at.replace(tzinfo=UTC)
     return at.isoformat()
+
+
+def gaming_day_bounds(day: date, day_start_minutes: int, tz: tzinfo) -> tuple[datetime, datetime]:
+    """The instants (UTC) a gaming day runs between: [day at the day's start, the next day at
+    the same wall-clock time), on the casino's clock. The inverse of ledger.sql's gaming_day
+    macro (the local date of the moment less the day's start), so `anomalies --day` selects
+    the same day `reconcile --day` does; a start time that falls in a DST change is read with
+    fold=0, as parse_local reads it."""
+    start = datetime.combine(day, time()) + timedelta(minutes=day_start_minutes)
+    end = start + timedelta(days=1)  # the wall clock's next day: 23 or 25 hours across DST
+    return start.replace(tzinfo=tz).astimezone(UTC), end.replace(tzinfo=tz).astimezone(UTC)
 
 
 def parse_local(text: str, tz: tzinfo, what: str) -> datetime:

@@ -145,14 +145,17 @@ def _anomalies(con: duckdb.DuckDBPyConnection, cal: rc.Calendar, day: date,
         if at is not None:
             sql = (f'SELECT "{code}" AS code, timezone($tz, "{at}") AS local_at, {extra} '
                    f'FROM anomalies WHERE gaming_day("{at}", $tz, $day_start_minutes) = $day '
-                   f'ORDER BY local_at, table_id, round_no')
+                   # Ties (two anomalies of one round at one moment) broken by code and
+                   # explanation, so the same day always gives the same page.
+                   f'ORDER BY local_at, table_id, round_no, code, explanation')
         elif table is not None and {"shoe_id", "round_no"} <= set(cols):
             detail = ", ".join(f'a."{c}" AS {c}' if c in cols else f"NULL AS {c}"
                                for c in ANOMALY_DETAIL)
             sql = (f'SELECT a."{code}" AS code, timezone($tz, r.started_at) AS local_at, '
                    f'{detail} FROM anomalies AS a JOIN rounds AS r ON r.table_id = a."{table}" '
                    f'AND r.shoe_id = a.shoe_id AND r.round_no = a.round_no '
-                   f'WHERE gaming_day(r.started_at, $tz, $day_start_minutes) = $day')
+                   f'WHERE gaming_day(r.started_at, $tz, $day_start_minutes) = $day '
+                   f'ORDER BY local_at, table_id, round_no, code, explanation')
         else:
             raise duckdb.Error("the anomalies view has no time and no round to place it by")
         params = {"tz": cal.tz, "day_start_minutes": cal.day_start, "day": day}

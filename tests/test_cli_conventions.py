@@ -108,3 +108,153 @@ def test_sql_reads_the_query_from_stdin(db: Path) -> None:
     empty = subprocess.run([PITLOG, "sql", "-", "--db", str(db)], input="  \n",
                            capture_output=True, text=True, timeout=300)
     assert empty.returncode == 1 and empty.stderr.startswith("Error: ")
+
+
+# --- the same option names for the same things everywhere -----------------------------------
+
+def _commands() -> dict[str, object]:
+    from typer.main import get_command
+
+    return dict(get_command(app).commands)  # type: ignore[attr-defined]
+
+
+def _options(command: object) -> list[object]:
+    return [p for p in command.params if p.param_type_name == "option"]  # type: ignore[attr-defined]
+
+
+def _spellings(option: object) -> tuple[str, ...]:
+    return (*option.opts, *option.secondary_opts)  # type: ignore[attr-defined]
+
+
+# Each thing a command can be told, by the parameter's name in the code, and its one spelling.
+# A `*_opt` parameter is the same thing under a name free of a clash (replay's SHOE and --shoe).
+ONE_NAME = {
+    "log": ("--log",), "db": ("--db",), "table": ("--table",), "shoe": ("--shoe",),
+    "format": ("--format", "-f"), "out": ("--out", "-o"), "tz": ("--tz",),
+    "limit": ("--limit", "-n"), "day": ("--day",), "gaming_day_start": ("--gaming-day-start",),
+    "since": ("--since",), "until": ("--until",), "server": ("--server",),
+    "seed": ("--seed",), "decks": ("--decks",), "raise_from": ("--raise-from",),
+    "create_topic": ("--create-topic",), "memory_limit": ("--memory-limit",),
+    "log_level": ("--log-level",), "log_format": ("--log-format",), "shifts": ("--shifts",),
+    "by": ("--by",),
+}
+# Where the same setting comes from the environment, the option is spelled the same too.
+BY_ENV = {"PITLOG_LOG": ("--log",), "PITLOG_DB": ("--db",), "PITLOG_TZ": ("--tz",),
+          "PITLOG_SERVER": ("--server",)}
+# Spellings other tools use for those same things: none of them may creep in.
+SYNONYMS = {"--database", "--db-path", "--log-uri", "--topic", "--output", "--timezone",
+            "--zone", "--max", "--max-rows", "--count", "--head", "--shoe-id", "--table-id",
+            "--fmt", "--date", "--gaming-day", "--from", "--to", "--start", "--end",
+            "--data-dir"}
+
+
+def test_options_meaning_the_same_thing_share_one_name() -> None:
+    commands = _commands()
+    assert len(commands) >= 16
+    seen: dict[str, set[str]] = {}  # spelling -> the things it names
+    checked = 0
+    for name, command in commands.items():
+        for option in _options(command):
+            thing = option.name.removesuffix("_opt")  # type: ignore[attr-defined]
+            spellings = _spellings(option)
+            if thing in ONE_NAME:
+                assert spellings == ONE_NAME[thing], (name, thing, spellings)
+                checked += 1
+            envvar = option.envvar  # type: ignore[attr-defined]
+            if envvar in BY_ENV:
+                assert spellings == BY_ENV[envvar], (name, envvar, spellings)
+            help_text = (option.help or "").lower()  # type: ignore[attr-defined]
+            if "time zone" in help_text:
+                assert spellings == ("--tz",), (name, spellings)
+            if help_text.startswith(("only this table", "only this shoe")):
+                assert spellings == ("--" + help_text.split()[2].strip(",."),), (name, spellings)
+            for spelling in spellings:
+                seen.setdefault(spelling, set()).add(thing)
+            if name != "demo":  # demo's folder: see test_demo_says_why_it_takes_a_folder
+                assert not SYNONYMS & set(spellings), (name, spellings)
+    assert checked > 60  # the walk saw the options, not an empty list
+    shared = {s: things for s, things in seen.items() if len(things) > 1}
+    assert not shared, shared  # and no spelling means two things
+    # The listing and query commands all take the same core options.
+    for name in ("anomalies", "ledger", "shoes", "sql", "reconcile", "conservation"):
+        names = {s for o in _options(commands[name]) for s in _spellings(o)}
+        assert {"--db", "--format", "--out", "--limit", "--server"} <= names, name
+    for name in ("simulate", "ingest", "project", "verify", "serve"):
+        assert "--log" in {s for o in _options(commands[name]) for s in _spellings(o)}, name
+
+
+def test_demo_says_why_it_takes_a_folder() -> None:
+    # The one command with no --log/--db: it writes both into one folder it claims whole
+    # (cli/demo.py: it never deletes what it did not write), and its help says where they go.
+    (data_dir,) = [o for o in _options(_commands()["demo"])
+                   if "--data-dir" in _spellings(o)]
+    text = " ".join(data_dir.help.split())  # type: ignore[attr-defined]
+    assert "--log DIR/log --db DIR/pitlog.duckdb" in text
+    from events.log import DEFAULT_DATA_DIR
+
+    # Its default folder is the other commands' default, so `pitlog demo` then `pitlog shoes`
+    # needs no options at all.
+    assert Path(data_dir.default) == DEFAULT_DATA_DIR  # type: ignore[attr-defined]
+
+
+def test_every_command_help_has_an_example() -> None:
+    commands = _commands()
+    for name in commands:
+        result = runner.invoke(app, [name, "--help"], env={"COLUMNS": "200"})
+        assert result.exit_code == 0, (name, result.output)
+        assert "Example:" in result.output, name
+        assert f"pitlog {name}" in result.output.split("Example:", 1)[1], name
+    assert "Example:" in runner.invoke(app, ["--help"], env={"COLUMNS": "200"}).output
+
+
+def test_replay_takes_the_shoe_as_argument_or_as_shoe_option(db: Path) -> None:
+    with duckdb.connect(str(db), read_only=True) as con:
+        shoe = con.execute("SELECT shoe_id FROM shoes ORDER BY shoe_id LIMIT 1").fetchall()[0][0]
+
+    def replay(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([PITLOG, "replay", *args, "--db", str(db), "-f", "json"],
+                              capture_output=True, text=True, timeout=300)
+
+    positional, option = replay(shoe), replay("--shoe", shoe)
+    assert positional.returncode == option.returncode == 0, option.stderr
+    rows = json.loads(option.stdout)
+    assert rows and {r["section"] for r in rows} == {"event", "hand"}
+    assert option.stdout == positional.stdout
+    assert replay(shoe, "--shoe", shoe).stdout == positional.stdout  # the same one twice: fine
+    for bad in (replay(shoe, "--shoe", "T99-S0001"), replay()):
+        assert bad.returncode == 1 and bad.stdout == ""
+        assert bad.stderr.startswith("Error: ") and len(bad.stderr.splitlines()) == 1
+
+
+def test_anomalies_day_is_the_gaming_day_reconcile_uses(db: Path) -> None:
+    zone = "America/New_York"
+    with duckdb.connect(str(db), read_only=True) as con:
+        # A gaming day that starts mid-evening, so the anomalies fall on two gaming days.
+        start, = con.execute(
+            "SELECT strftime(timezone($tz, quantile_disc(occurred_at, 0.5)), '%H:%M') "
+            "FROM anomalies", {"tz": zone}).fetchall()[0]
+        minutes = int(start[:2]) * 60 + int(start[3:])
+        # ledger.sql's gaming_day macro: the definition reconcile --day filters rounds by.
+        by_day = con.execute(
+            "SELECT gaming_day(occurred_at, $tz, $m)::VARCHAR AS day, code, shoe_id, round_no, "
+            "seqs FROM anomalies WHERE code NOT IN ('HOLD_VARIANCE', 'OUTCOME_FREQUENCY')",
+            {"tz": zone, "m": minutes}).fetchall()
+    days = sorted({row[0] for row in by_day})
+    assert len(days) == 2  # the test splits the evening
+    for day in days:
+        proc = subprocess.run(
+            [PITLOG, "anomalies", "--day", day, "--gaming-day-start", start, "--tz", zone,
+             "--no-statistics", "--db", str(db), "--limit", "0", "-f", "json"],
+            capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        got = sorted((r["code"], r["shoe_id"], r["round_no"], r["seqs"])
+                     for r in json.loads(proc.stdout))
+        expected = sorted((code, shoe, rnd, list(seqs))
+                          for d, code, shoe, rnd, seqs in by_day if d == day)
+        assert got == expected and got
+    # With --since too, the narrower window wins: nothing after the day's end is added.
+    late = subprocess.run(
+        [PITLOG, "anomalies", "--day", days[0], "--gaming-day-start", start, "--tz", zone,
+         "--since", f"{days[1]}T{start}", "--no-statistics", "--db", str(db), "-f", "json"],
+        capture_output=True, text=True, timeout=300)
+    assert late.returncode == 0 and json.loads(late.stdout) == []

@@ -80,17 +80,43 @@ def test_only_what_needs_attention_is_marked(html: str) -> None:
     assert all((value == "false") == bool(cls) for value, cls in marks)
 
 
-@needs_chromium
-@pytest.mark.parametrize("paper", sorted(PAPERS))
-def test_prints_on_the_paper_with_no_table_wider_than_the_page(tmp_path: Path, html: str,
-                                                              paper: str) -> None:
-    width, media_box = PAPERS[paper]
+@pytest.fixture(scope="module", params=sorted(PAPERS))
+def printed(request: pytest.FixtureRequest, html: str,
+            tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str, Path]:
+    """The report printed to PDF by headless Chromium on each paper: (paper, its HTML, PDF)."""
+    paper = request.param
     sized = html.replace("</style>", f"@page {{ size: {paper}; }}</style>")
-    page = tmp_path / f"report-{paper}.html"
+    folder = tmp_path_factory.mktemp(f"printed-{paper}")
+    page = folder / f"report-{paper}.html"
     page.write_text(sized, encoding="utf-8")
-    pdf = tmp_path / f"report-{paper}.pdf"
+    pdf = folder / f"report-{paper}.pdf"
     proc = _chromium(f"--print-to-pdf={pdf}", page.as_uri())
     assert pdf.exists() and pdf.stat().st_size > 20_000, proc.stderr
+    return paper, sized, pdf
+
+
+@needs_chromium
+def test_every_printed_page_says_page_i_of_n(printed: tuple[str, str, Path]) -> None:
+    # The page numbers are @page margin boxes (report_template.html: @bottom-right, "page "
+    # counter(page) " of " counter(pages)); Chromium prints them as text, so the PDF's own text
+    # layer, read back with pypdf, must carry "page i of n" on page i and on no other.
+    from pypdf import PdfReader
+
+    _paper, _sized, pdf = printed
+    pages = PdfReader(str(pdf)).pages
+    n = len(pages)
+    assert n >= 2
+    for i, page in enumerate(pages, start=1):
+        text = page.extract_text()
+        assert re.findall(r"page (\d+) of (\d+)", text) == [(str(i), str(n))], (i, text[-300:])
+        assert "pitlog red dog audit report" in text  # the @bottom-left box on every page too
+
+
+@needs_chromium
+def test_prints_on_the_paper_with_no_table_wider_than_the_page(
+        tmp_path: Path, printed: tuple[str, str, Path]) -> None:
+    paper, sized, pdf = printed
+    width, media_box = PAPERS[paper]
     data = pdf.read_bytes()
     pages = len(re.findall(rb"/Type\s*/Page[^s]", data))
     assert 2 <= pages <= 12  # the page numbers' counter(pages) has pages to count
@@ -99,7 +125,7 @@ def test_prints_on_the_paper_with_no_table_wider_than_the_page(tmp_path: Path, h
     assert len(boxes) == 1  # every page on the paper asked for (Chromium rounds a point)
     ((w, h),) = boxes
     assert abs(w - media_box[0]) < 1.5 and abs(h - media_box[1]) < 1.5
-    assert 'counter(page) " of " counter(pages)' in html
+    assert 'counter(page) " of " counter(pages)' in sized
     # The print rules, applied on a screen exactly the printable width: every table fits.
     measured = tmp_path / f"measure-{paper}.html"
     measured.write_text(

@@ -177,7 +177,8 @@ def test_in_process_writer_gets_a_separate_guarded_snapshot(db: Path, tmp_path: 
                 run_guarded(cursor, HUGE_CROSS_JOIN, limits=QueryLimits(0.5))
             assert run_guarded(cursor, "SELECT 42 AS x")[1] == [{"x": 42}]  # usable after
         writer.execute("SET memory_limit = '300MB'")  # the writer is not locked
-        writer.execute("INSERT INTO checkpoints VALUES ('x', 0, 1)")
+        writer.execute("INSERT INTO checkpoints (source, log_partition, next_offset) "
+                       "VALUES ('x', 0, 1)")
     finally:
         writer.close()
 
