@@ -5,6 +5,7 @@ written. Real DuckDB, real subprocesses, no mocks."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -631,3 +632,30 @@ def test_fuzzed_device_lines_are_recorded_within_limits_or_quarantined(tmp_path:
     check()
     print(f"fuzz: {FUZZ_COUNTS}")
     assert FUZZ_COUNTS["rejected"] > 0 and FUZZ_COUNTS["recorded"] > 0
+
+
+def test_an_id_with_a_control_character_is_quarantined_and_verify_stays_clean(
+        tmp_path: Path) -> None:
+    """An id names a table, shoe or device in keys and reports: `T07\\x00` would be a second
+    table that prints like T07, so it is refused (events/limits.py), never recorded."""
+    lines = (REPO / "examples" / "devices.jsonl").read_text().splitlines()[:3]
+    bad = []
+    for field, value in (("table", "T07\u0000"), ("actor", "TERM\u001b[31m7")):
+        record = json.loads(lines[1])
+        record[field] = value
+        record["seq"] = 10 + len(bad)
+        bad.append(json.dumps(record))
+    feed = tmp_path / "feed.jsonl"
+    feed.write_text("\n".join([lines[0], *bad, lines[2]]) + "\n")
+    log = tmp_path / "log"
+    proc = _pitlog("ingest", str(feed), "--log", str(log), "--format", "json")
+    assert proc.returncode == 1  # some lines were refused
+    report = json.loads(proc.stdout)
+    row = report[0] if isinstance(report, list) else report
+    assert row["recorded"] == 2 and row["rejected"] == 2, row
+    quarantine = tmp_path / "log-quarantine.jsonl"
+    quarantined = [json.loads(x) for x in quarantine.read_text().splitlines()]
+    assert [q["line"] for q in quarantined] == [2, 3]
+    assert all("control character" in q["reason"] for q in quarantined), quarantined
+    verified = _pitlog("verify", "--log", str(log))
+    assert verified.returncode == 0, verified.stdout + verified.stderr
