@@ -14,7 +14,7 @@ time each stage takes, and the statistics' false-alarm rates on clean evenings.
    the documented threshold and at looser ones (where alarms are frequent enough to count).
 
 Writes a markdown report (default benchmarks/detection.md) and prints it. Measured here, never
-in a timed test (DESIGN, principle 5).
+in a timed test (docs/architecture.md, principle 5).
 """
 
 from __future__ import annotations

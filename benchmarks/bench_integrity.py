@@ -2,7 +2,7 @@
 
     python benchmarks/bench_integrity.py --events 1000000 --dir /tmp/bench-integrity
 
-Measured here, never in a timed test (DESIGN, principle 5). Prints one JSON object.
+Measured here, never in a timed test (docs/architecture.md, principle 5). Prints one JSON object.
 """
 
 from __future__ import annotations

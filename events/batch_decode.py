@@ -9,7 +9,8 @@ field across every message of a writer schema at once*, with numpy: a field is a
 vector operations over all the messages, and its values land in an Arrow array without a dict
 or a Python object per value.
 
-Exactness (DESIGN, principle 1): the fast path accepts only messages it can decode without
+Exactness (docs/architecture.md, principle 1): the fast path accepts only messages it can decode
+without
 ambiguity: the single-object header of a known schema; minimal-width varints no wider than 10
 bytes; union and enum indexes in range; ASCII strings; booleans 0 or 1; arrays in one block;
 a body that ends exactly where the message ends; values `codec.validate_record` would accept.

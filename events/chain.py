@@ -1,4 +1,4 @@
-"""The per-table hash chain (DESIGN, principle 2).
+"""The per-table hash chain (docs/architecture.md, principle 2).
 
 Each event's `hash` is SHA-256 over the previous event's hash followed by the event's encoded
 bytes up to (not including) the hash field. `hash` is the last field of every schema and an Avro

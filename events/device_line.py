@@ -3,7 +3,7 @@
 `parse_line` refuses, with LineRejected (the reason, and what to do), anything that is not a
 structurally valid event: malformed JSON, an unknown type, a missing or unknown field, a value
 of the wrong type or range, an invalid card (13:47-20.31(a)2ii: ranks 2 to 14, four suits),
-a time without a zone. It does not judge game rules (DESIGN, principle 1).
+a time without a zone. It does not judge game rules (docs/architecture.md, principle 1).
 
 Each type's payload fields are those of its dataclass in events/model.py, checked against the
 newest schema for integer ranges, so a new schema version's field is accepted as soon as the

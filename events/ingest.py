@@ -6,7 +6,8 @@ increase, so a line that arrives late or twice is refused here. Across runs, a l
 in the log (its event id, given or derived from device, table and device seq, is in the
 log's event id index, events/event_ids.py) is reported as already recorded and skipped.
 
-Only *structurally* bad lines are refused (DESIGN, principle 1): malformed JSON, an unknown
+Only *structurally* bad lines are refused (docs/architecture.md, principle 1): malformed JSON, an
+unknown
 type, a missing or unknown field, a value of the wrong type, an invalid card, a device
 sequence out of order. A line that breaks a game rule (a raise after "Raises closed") is
 structurally fine and is recorded: the read side judges it. Each refused line is reported

@@ -76,7 +76,7 @@ class TruthLabel:
 
 def record_tampered(recorder: Recorder, log: EventLog, kind: str, table_id: str,
                     event: DomainEvent, **stamp: Any) -> None:
-    """Record one event with an integrity irregularity (DESIGN, principle 2).
+    """Record one event with an integrity irregularity (docs/architecture.md, principle 2).
 
     "gap": the table's sequence skips one number before this event, as if the event before it
     had been lost from the log (SEQUENCE_GAP at this event). "chain": this event links to a

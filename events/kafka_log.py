@@ -20,7 +20,8 @@ event); with ``replication_factor`` 3 or more also ``min.insync.replicas=2``. On
 cluster create it yourself (docs/operating.md).
 
 Read side. A consumer with manual ``assign`` + ``seek`` and no consumer group: the position
-lives in DuckDB, committed with the projected rows (DESIGN, principle 3), so committing
+lives in DuckDB, committed with the projected rows (docs/architecture.md, principle 3), so
+committing
 offsets to Kafka as well would only create a second, disagreeing truth. It reads
 ``read_committed``: records of aborted transactions (a writer fenced by another writer of its
 table) are never seen, and reading stops at the last stable offset. With transactions offsets

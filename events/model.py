@@ -314,7 +314,8 @@ class WagerSettled:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EventCorrected:
-    """Corrections are new events that refer to old ones, never edits (DESIGN, principle 2)."""
+    """Corrections are new events that refer to old ones, never edits (docs/architecture.md,
+    principle 2)."""
 
     corrects_seq: int
     reason: str

@@ -1,6 +1,7 @@
 """The recorder: stamps domain events with their envelope and appends them to the log.
 
-It owns each table's gapless sequence and hash chain (DESIGN, principle 2). It records what
+It owns each table's gapless sequence and hash chain (docs/architecture.md, principle 2). It
+records what
 happened, rule breaks included (principle 1): judging is the read side's job.
 """
 

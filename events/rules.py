@@ -1,7 +1,7 @@
 """The red dog rules as pure functions: card values, spread, classification, the third-card
 decision, jurisdiction profiles, paytables and the expected settlement of one wager.
 
-Sources (the seeds/ folder beside DESIGN.md):
+Sources (the regulations quoted in docs/anomalies.md):
 - 13:47-20.31: N.J.A.C. rules of red dog at casino nights (seed 000);
 - 13:69F-6.x: N.J.A.C. rules of red dog in casinos (seed 001);
 - GA (n): the other gaming authority's red dog rules, paragraph n (seed 004).
@@ -100,7 +100,7 @@ def _check_spread(s: object) -> int:
 
 
 class Profile(StrEnum):
-    """The rule set a table runs under (DESIGN.md, "Jurisdiction profiles")."""
+    """The rule set a table runs under (docs/architecture.md, "Jurisdiction profiles")."""
 
     NJ_CASINO = "nj-casino"
     NJ_CASINO_NIGHT = "nj-casino-night"
@@ -131,7 +131,7 @@ PROFILES: Final[dict[Profile, ProfileRules]] = {
         # of the same chapter, red dog states no exception for verbal wagers.
         call_bets_allowed=False,
         match_play_allowed=True,  # 13:69F-6.5(b): "and, if applicable, a match play coupon"
-        payout_floor_only=True,  # 13:69F-6 (DESIGN: payouts never below the table)
+        payout_floor_only=True,  # 13:69F-6 (docs/architecture.md: payouts never below the table)
     ),
     Profile.NJ_CASINO_NIGHT: ProfileRules(
         max_decks=1,  # 13:47-20.31(a)2: "A deck of cards"
@@ -232,7 +232,7 @@ def _paytable_clause(profile: Profile, line: str) -> str:
     # (d)9 ("shall be paid at odds of 11 to 1"), neither lower nor higher at a casino night
     # (see _fixed_odds). A promotional 12 to 1 is allowed at an nj-casino table.
     # 13:69F-6: the seed omits the red dog payout-odds section's text (6.6 is empty there);
-    # DESIGN.md: "payouts never below the table".
+    # docs/architecture.md: "payouts never below the table".
     if profile is Profile.NJ_CASINO_NIGHT:
         return "13:47-20.31(d)9" if line == "three_of_a_kind" else "13:47-20.31(e)-(f)"
     if profile is Profile.NJ_CASINO:
@@ -292,7 +292,8 @@ class Outcome(StrEnum):
 
     WON = "won"
     LOST = "lost"
-    VOID = "void"  # DESIGN "void or push": the wager is returned (a tie hand or a voided round)
+    # docs/architecture.md's "void or push": the wager is returned (a tie hand or a voided round)
+    VOID = "void"
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,5 @@
-"""`pitlog verify`: every table stream's gapless sequence and hash chain (DESIGN, principle 2).
+"""`pitlog verify`: every table stream's gapless sequence and hash chain (docs/architecture.md,
+principle 2).
 
 It reads the log through the EventLog contract only, so it checks the embedded log and Kafka
 alike, batch by batch in bounded memory: per table it keeps one small state (the last hash,
@@ -40,14 +41,14 @@ from events.log import EventLog, LogRecord
 
 SEQUENCE_GAP = "SEQUENCE_GAP"
 CHAIN_BROKEN = "CHAIN_BROKEN"
-RULE = "integrity: gapless per-table sequence and hash chain (DESIGN, principle 2)"
+RULE = "integrity: gapless per-table sequence and hash chain (docs/architecture.md, principle 2)"
 MAX_MISSING_RANGES = 1000  # per table; beyond it the count is kept, not the ranges
 
 @dataclass(frozen=True, slots=True)
 class Anomaly:
     """One integrity finding, located by log position and sequence number."""
 
-    code: str  # SEQUENCE_GAP or CHAIN_BROKEN (DESIGN's anomaly catalogue)
+    code: str  # SEQUENCE_GAP or CHAIN_BROKEN (docs/architecture.md's anomaly catalogue)
     kind: str  # gap | out_of_order | duplicate | altered | link | unreadable | framing |
     # misfiled | index
     table: str

@@ -14,7 +14,7 @@
 -- round LACKS (an announcement, a settlement, the rack) is judged only once it is finished,
 -- so a live table's round in progress is never flagged for what is still to come.
 
--- The catalogue of DESIGN.md, with the codes of issue 13 (docs/anomalies.md quotes each
+-- The catalogue of docs/architecture.md, with the codes of issue 13 (docs/anomalies.md quotes each
 -- clause): code, severity, rule (with 13:47-20.31 written out) and what is flagged. The
 -- simulator's INJECTABLE (events/irregularities.py), the severities of projections/anomalies.py
 -- and the CLI, and docs/anomalies.md must agree with it (tests/test_anomalies.py checks that).
@@ -1066,7 +1066,7 @@ SELECT * FROM (
 -- Each table's event stream: sequence numbers and hash links (integrity).
 CREATE OR REPLACE VIEW anomalies_found_streams AS
 WITH
--- Each table's stream in seq order (DESIGN, principle 2).
+-- Each table's stream in seq order (docs/architecture.md, principle 2).
 chained AS (
     SELECT table_id, shoe_id, round_no, seq, occurred_at, prev_hash,
            lag(seq) OVER w AS prev_seq, lag(hash) OVER w AS prev_event_hash

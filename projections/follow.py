@@ -1,7 +1,8 @@
 """`pitlog project --follow` and `pitlog serve`: keep the DuckDB views up to date with a live log.
 
 The loop (`Follower`) calls `project()` on a connection it is given, which reads to the log's
-end as of the call and commits each batch with its checkpoint in one transaction (DESIGN,
+end as of the call and commits each batch with its checkpoint in one transaction
+(docs/architecture.md,
 principle 3); when nothing is new it sleeps `poll_interval` and asks again. It works the same
 for both backends, because it only uses the EventLog contract. After each commit it logs one
 line (time, records, lag) and calls `on_commit`: `pitlog serve` runs the loop in a thread and

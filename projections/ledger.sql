@@ -3,7 +3,7 @@
 --
 -- Plain DuckDB SQL over the raw `events` table and rounds_of (the `rounds` view's rows) of
 -- views.sql (which must be created first); no Python functions, so an auditor's stock DuckDB
--- client shows the same rows. Rules are cited as in DESIGN.md: 13:47-20.31 (casino nights,
+-- client shows the same rows. Rules are cited as in docs/architecture.md: 13:47-20.31 (casino nights,
 -- seed 000), 13:69F-6 (casinos, seed 001), GA (n) (the other gaming authority, seed 004).
 --
 -- Money is integer cents. A settlement's amount is what WagerSettled records: the winnings

@@ -1,7 +1,8 @@
 """The projector: log records in, DuckDB rows out, exactly once.
 
 Each batch of log records is decoded, loaded as ONE Arrow table with one INSERT, and committed
-together with the new log position in ONE DuckDB transaction (DESIGN, principle 3). A process
+together with the new log position in ONE DuckDB transaction (docs/architecture.md, principle 3). A
+process
 killed at any instant therefore leaves either the whole batch and its checkpoint, or neither,
 and the next run continues from the checkpoint. Records that are not pitlog events go to the
 quarantine with their reason, in the same transaction (principle 1): never dropped, never fatal.

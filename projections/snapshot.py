@@ -1,4 +1,4 @@
-"""Live readers while a projector writes (DESIGN, principle 6).
+"""Live readers while a projector writes (docs/architecture.md, principle 6).
 
 A process holding a DuckDB file read-write locks every other process out, readers included.
 So the projector can publish a read-only copy, `<name>.snapshot.duckdb` beside the database:

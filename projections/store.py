@@ -8,7 +8,8 @@ Three tables hold everything the projector writes; the views (views.py) are comp
   index lives in memory and grows with the log, so the projector instead
   checks each batch's positions against the checkpoint in the batch's own transaction, which
   fails just as loudly on a record projected twice (projector._BatchLoader.load).
-- `quarantine`: log records that are not pitlog events, with the reason (DESIGN, principle 1).
+- `quarantine`: log records that are not pitlog events, with the reason (docs/architecture.md,
+principle 1).
 - `checkpoints`: the next log offset to project, per source and partition, committed in the same
   transaction as the rows (principle 3), with the log's id and the last record's digest, so a
   log replaced or restored at the same address is refused (log_checks.check_log_holds).

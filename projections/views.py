@@ -41,7 +41,8 @@ def digest_views(con: duckdb.DuckDBPyConnection,
                  names: tuple[str, ...] | None = None) -> dict[str, tuple[int, str]]:
     """(row count, MD5 over the sorted MD5s of every row) per view (default: every view in
     the database): a fingerprint of the views' contents, to check that a rebuild or a restart
-    gave the same views (DESIGN, principle 3). Timestamps are rendered in the session's time
+    gave the same views (docs/architecture.md, principle 3). Timestamps are rendered in the
+    session's time
     zone, so compare digests taken with the same TimeZone setting."""
     known = {v for (v,) in con.execute(
         "SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}

@@ -1,7 +1,7 @@
 -- pitlog views over the raw `events` table (one row per event; see projections/store.py).
 --
 -- Written for auditors: plain DuckDB SQL, no Python functions, so these views work in any
--- DuckDB client that opens the file. Rules are cited as in DESIGN.md:
+-- DuckDB client that opens the file. Rules are cited as in docs/architecture.md:
 --   13:47-20.31 (casino nights), 13:69F-6 (casinos), GA (n) (the other gaming authority).
 --
 -- Ordering: within a table, events are ordered by their gapless sequence number `seq`, with

@@ -569,7 +569,8 @@ def test_shuffler_jam_without_a_reshuffle_is_not_voided(tmp_path: Path) -> None:
     assert pit.judge() == [("DEVICE_FAULT_NOT_VOIDED", "T01", "S1", None, [jam, burn])]
 
 
-# --- integrity (DESIGN, principle 2) -------------------------------------------------------------
+# --- integrity (docs/architecture.md, principle 2)
+# -------------------------------------------------------------
 
 
 def test_missing_sequence_number_is_a_sequence_gap(tmp_path: Path) -> None:

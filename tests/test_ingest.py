@@ -136,7 +136,8 @@ def test_a_structurally_bad_line_is_refused_with_its_reason(line: str, reason: s
 
 
 def test_a_line_that_breaks_a_game_rule_is_still_recorded(tmp_path: Path) -> None:
-    # DESIGN principle 1: a raise after "Raises closed" and a call bet are structurally fine;
+    # docs/architecture.md, principle 1: a raise after "Raises closed" and a call bet are
+    # structurally fine;
     # the read side flags them (LATE_RAISE, CALL_BET).
     base = {"table": "T01", "at": "2026-11-28T22:00:01Z", "actor": "TERM-1", "round": 4}
     lines = [

@@ -1,5 +1,5 @@
 """The projector against a real embedded log and real DuckDB files: exactly once, restartable,
-quarantining, and serving readers while it writes (DESIGN, principles 1, 3 and 6)."""
+quarantining, and serving readers while it writes (docs/architecture.md, principles 1, 3 and 6)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """What the HTTP handlers share with the follower thread: the one read-write connection.
 
-A DuckDB file has one writer process (DESIGN, principle 6). `pitlog serve` is that process: the
+A DuckDB file has one writer process (docs/architecture.md, principle 6). `pitlog serve` is that
+process: the
 follower thread commits batches on `con`, and every request reads through `cursor()`, a fresh
 connection to the same database, which sees every committed batch at once and never a half one.
 No request copies the database.
