@@ -127,7 +127,13 @@ def test_cli_query_commands_print_the_same_rows_through_a_live_server(evening: E
     for name, args in COMMANDS.items():
         r = run_cli(*args, "--db", str(evening.db))
         code, out, err = evening.direct[name]
-        assert (r.returncode, r.stdout) == (code, out), name
+        assert r.returncode == code, name
+        if "json" in args and code == 0:
+            # The same values; DuckDB may print a decimal with another number of digits when
+            # its type comes back from the server's JSON instead of from the query.
+            assert json.loads(r.stdout) == json.loads(out), name
+        else:
+            assert r.stdout == out, name
         if code == 0:
             assert out.strip(), name  # something was printed: the comparison means something
         else:  # the same one-line error, saying which server answered
