@@ -148,3 +148,20 @@ def kafka_uri(kafka_broker: str, request: pytest.FixtureRequest) -> str:
     from kafka_support import topic_for
 
     return f"kafka://{kafka_broker}/{topic_for(request.node.name)}"
+
+
+# --- running the suite on several workers (pyproject: -n 2 --dist loadgroup) ---------------
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist, each module runs on one worker, so its module-scoped fixtures (a
+    simulated store, a server, a browser) are built once; a test marked slow is a group of its
+    own and goes first, so the longest test starts at once instead of last. Without xdist the
+    marks do nothing and only the order changes (slow tests first)."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable
+    for item in items:
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        group = item.nodeid if item.get_closest_marker("slow") else item.module.__name__
+        item.add_marker(pytest.mark.xdist_group(group))

@@ -110,32 +110,42 @@ def test_readme_opens_with_the_demo_and_the_test_command() -> None:
     assert "\n.venv/bin/python -m pytest || status=$?\n" in ci  # CI runs the README's tests
 
 
-def test_readme_demo_command_runs_on_the_embedded_default(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def readme_demo(tmp_path_factory: pytest.TempPathFactory,
+                ) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """The README's demo command, run once for the tests below, in an empty folder."""
     demo, _ = readme_commands()
     # The setup part (venv + pip install) is what .ci/run does; the demo part runs verbatim,
     # with this interpreter's installed `pitlog`, in an empty folder.
     invocation = demo.rsplit("&&", 1)[1].split()
     assert invocation[0].endswith("pitlog") and invocation[1:] == ["demo"]
     pitlog = Path(sys.executable).parent / "pitlog"
-    proc = subprocess.run([str(pitlog), *invocation[1:]], cwd=tmp_path, capture_output=True,
+    folder = tmp_path_factory.mktemp("readme-demo")
+    proc = subprocess.run([str(pitlog), *invocation[1:]], cwd=folder, capture_output=True,
                           text=True, timeout=300)
+    return proc, folder
+
+
+def test_readme_demo_command_runs_on_the_embedded_default(
+        readme_demo: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    proc, folder = readme_demo
     assert proc.returncode == 0, proc.stderr
     assert "Simulated 400 rounds at 4 tables" in proc.stdout
-    assert (tmp_path / "pitlog-data" / "pitlog.duckdb").exists()
+    assert (folder / "pitlog-data" / "pitlog.duckdb").exists()
     assert "Traceback" not in proc.stderr
 
 
-def test_readme_auditor_queries_run_on_the_demo_database(tmp_path: Path) -> None:
+def test_readme_auditor_queries_run_on_the_demo_database(
+        readme_demo: tuple[subprocess.CompletedProcess[str], Path]) -> None:
     import duckdb
 
     text = (REPO / "README.md").read_text()
     block = text.split("```sql", 1)[1].split("```", 1)[0]
     queries = [q.strip() for q in block.split(";") if q.strip()]
     assert len(queries) == 3
-    pitlog = Path(sys.executable).parent / "pitlog"
-    subprocess.run([str(pitlog), "demo"], cwd=tmp_path, check=True, capture_output=True,
-                   timeout=300)
-    with duckdb.connect(str(tmp_path / "pitlog-data" / "pitlog.duckdb"), read_only=True) as con:
+    proc, folder = readme_demo
+    assert proc.returncode == 0, proc.stderr
+    with duckdb.connect(str(folder / "pitlog-data" / "pitlog.duckdb"), read_only=True) as con:
         results = [con.sql(q).fetchall() for q in queries]
     # The demo injects settlement irregularities, so the ledger shows exceptions; its
     # paytables are all standard, so none is invalid.
