@@ -150,7 +150,7 @@ def kafka_uri(kafka_broker: str, request: pytest.FixtureRequest) -> str:
     return f"kafka://{kafka_broker}/{topic_for(request.node.name)}"
 
 
-# --- running the suite on several workers (pyproject: -n 2 --dist loadgroup) ---------------
+# --- running the suite on several workers (pyproject: -n 3 --dist loadgroup) ---------------
 
 
 def _shares_a_fixture(item: pytest.Item) -> bool:
