@@ -150,27 +150,13 @@ def kafka_uri(kafka_broker: str, request: pytest.FixtureRequest) -> str:
     return f"kafka://{kafka_broker}/{topic_for(request.node.name)}"
 
 
-# --- running the suite on several workers (pyproject: -n 3 --dist loadgroup) ---------------
+# --- running the suite on several workers (pyproject: -n 3 --dist loadfile) ----------------
 
 
-def _shares_a_fixture(item: pytest.Item) -> bool:
-    """Whether the test uses a module- or class-scoped fixture (a simulated store, a server, a
-    browser): those are built once per worker, so their tests must stay on one worker."""
-    info = getattr(item, "_fixtureinfo", None)
-    if info is None:
-        return False
-    return any(d.scope in ("class", "module", "package")
-               for defs in info.name2fixturedefs.values() for d in defs)
-
-
-@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (--dist loadgroup), the tests of a module that share a module- or
-    class-scoped fixture run on one worker, so the fixture is built once; every other test is
-    scheduled on its own, wherever a worker is free. A test marked slow goes first, so the
-    longest test starts at once instead of last. Without xdist the marks do nothing and only
-    the order changes (slow tests first)."""
+    """A test marked slow goes first (the order is the same with or without xdist): under
+    pytest-xdist its module is then the first handed to a worker, so the longest test starts at
+    once instead of last. (--dist loadfile keeps each module on one worker, so its module-scoped
+    store, server or browser is built once; --dist loadgroup cannot do it here: xdist 3.8 marks
+    a group by rewriting item._nodeid, which pytest 9 no longer reads.)"""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None and _shares_a_fixture(item):
-            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
