@@ -169,6 +169,17 @@ def _value(spec: _Field, value: Any) -> Any:
     return _str(spec.name, value)
 
 
+_ALLOWED: dict[str, frozenset[str]] = {}
+
+
+def _allowed(event_type: str, specs: tuple[_Field, ...]) -> frozenset[str]:
+    """The keys a line of this type may have, made once per type (this runs once a line)."""
+    found = _ALLOWED.get(event_type)
+    if found is None:
+        found = _ALLOWED[event_type] = frozenset(ENVELOPE_KEYS | {s.name for s in specs})
+    return found
+
+
 def parse_line(text: str | bytes) -> DeviceLine:
     """One JSON line to a DeviceLine, or LineRejected with the reason and what to do."""
     global _FIELDS
@@ -179,6 +190,13 @@ def parse_line(text: str | bytes) -> DeviceLine:
         raise LineRejected(f"JSON nested deeper than {MAX_JSON_DEPTH} levels",
                            "a device line is one flat object (cards a list of objects): "
                            "check the sender")
+    if isinstance(text, bytes) and text[:1] == b"{" and text[1:2] != b"\x00":
+        # What json.loads does with such bytes (detect_encoding answers utf-8, decoded with
+        # surrogatepass), minus the detection: this runs once a line.
+        try:
+            text = text.decode("utf-8", "surrogatepass")
+        except UnicodeDecodeError as exc:
+            raise LineRejected("the line is not UTF-8 text", "send UTF-8 JSON") from exc
     try:
         obj = json.loads(text)
     except RecursionError as exc:  # not reached after the depth check; never abort ingest
@@ -203,9 +221,9 @@ def parse_line(text: str | bytes) -> DeviceLine:
         if key not in obj:
             raise LineRejected(f"missing field '{key}' for {event_type}",
                                "add it and resend the line")
-    known = {s.name for s in specs}
-    unknown = sorted(set(obj) - ENVELOPE_KEYS - known)
-    if unknown:
+    if not _allowed(event_type, specs).issuperset(obj):
+        known = {s.name for s in specs}
+        unknown = sorted(set(obj) - ENVELOPE_KEYS - known)
         raise LineRejected(f"unknown field '{unknown[0]}' for {event_type}",
                            f"remove it; {event_type} has {', '.join(sorted(known)) or 'no fields'}")
     payload: dict[str, Any] = {}
