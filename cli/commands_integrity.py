@@ -30,11 +30,6 @@ ANOMALY_COLUMNS = ["code", "kind", "table", "partition", "offset", "seq", "expec
                    "shoe", "round", "severity", "explanation", "rule"]
 
 
-def register(app: typer.Typer) -> None:
-    app.command(name="verify")(verify)
-    app.command(name="ingest")(ingest_cmd)
-
-
 def verify(
     log: LogOpt = None,
     limit: Annotated[int, typer.Option(
