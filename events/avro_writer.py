@@ -135,9 +135,11 @@ def _value(src: _Source, t: Any, v: str, path: str, bounds: Bounds, named: dict[
     if kind == "fixed":
         named[t["name"]] = t
         x = src.var("f")
-        # fastavro writes a fixed's bytes as given; anything not bytes goes to the reference
+        # bytes of the fixed's size are written as they are; anything else (fastavro refuses
+        # another size) goes to the reference
         src.lines.append(f"{x} = {v}")
-        src.lines.append(f"if type({x}) is not bytes: raise _Fallback")
+        src.lines.append(f"if type({x}) is not bytes or len({x}) != {int(t['size'])}: "
+                         f"raise _Fallback")
         return x
     if kind == "enum":
         named[t["name"]] = t
