@@ -137,6 +137,19 @@ def _enum(spec: _Field, value: Any) -> Enum:
 
 
 def _value(spec: _Field, value: Any) -> Any:
+    # The usual values first, each accepted exactly when the checks below would accept it
+    # (this runs for every field of every line); anything else takes the full path.
+    kind, t = spec.kind, type(value)
+    if t is int and kind == "int" and spec.name != "rank":
+        lo, hi = _INT_RANGE[spec.avro]
+        if lo <= value <= hi:
+            return value
+    elif t is str and kind == "str":
+        return value
+    elif t is str and kind == "enum":
+        member = spec.choices.get(value)
+        if member is not None:
+            return member
     if value is None:
         if spec.nullable:
             return None
