@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from events.codec import micros
+from events.defaults import BATCH_LINES
 from events.device_line import DeviceLine, LineRejected, parse_line
 from events.errors import ConcurrencyError, EncodeError
 from events.event_ids import EventIdIndex, derived_event_id
@@ -42,7 +43,6 @@ __all__ = ["BadLine", "IngestReport", "LineRejected", "default_quarantine", "ing
            "parse_line"]
 
 MAX_LINE_BYTES = 64 * 1024
-BATCH_LINES = 2000
 MAX_RETRIES = 20  # conflicts: another writer of the same table appended first
 
 
