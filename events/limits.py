@@ -127,9 +127,9 @@ def check_envelope_us(table_id: str, shoe_id: str | None, actor: str, event_id: 
                       occurred_us: int, recorded_us: int | None) -> None:
     """check_envelope with the times in integer microseconds (the writers' hot path)."""
     check_ids(table_id, shoe_id, actor, event_id)
-    check_time_us("at", occurred_us)
-    if recorded_us is not None:
-        check_time_us("recorded_at", recorded_us)
+    for name, us in (("at", occurred_us), ("recorded_at", recorded_us)):
+        if us is not None:
+            check_time_us(name, us)
 
 
 def check_ids(table_id: str, shoe_id: str | None, actor: str, event_id: str | None) -> None:
