@@ -160,3 +160,39 @@ def test_encode_of_an_older_version_refuses_a_field_it_would_lose() -> None:
     assert fast == _outcome(lambda: codec.encode_reference(env, version=1))
     assert fast[0] == "EncodeError" and "shoe_position" in fast[1]
     assert codec.encode(env) == codec.encode_reference(env)  # v2 has it
+
+
+def test_record_us_writes_what_record_writes_and_refuses_the_same_times(tmp_path: Any) -> None:
+    """The simulator's and ingest's path (integer micros) and the datetime path agree."""
+    from events.limits import ValueLimitError
+    from events.recorder import Recorder
+
+    event = model.WagerPlaced(seat=2, area=1, player_id="P-é", amount_cents=2500)
+    at = datetime(2026, 11, 28, 23, 0, 1, 250_001, tzinfo=UTC)
+    logs = []
+    for name in ("a", "b"):
+        log = EmbeddedLog(tmp_path / name)
+        recorder = Recorder(log, new_id=lambda: "id-1")
+        stamp = dict(shoe_id="S1", round_no=4, actor="D-1")
+        if name == "a":
+            recorder.record("T01", event, occurred_at=at, recorded_at=at, **stamp)
+            recorder.record("T01", event, occurred_at=at, recorded_at=at, **stamp)
+        else:
+            us = codec.micros(at)
+            recorder.record_us("T01", event, occurred_us=us, recorded_us=us, **stamp)
+            recorder.record_us("T01", event, occurred_us=us, recorded_us=us, **stamp)
+        recorder.flush()
+        logs.append([r.value for batch in log.read() for r in batch])
+        log.close()
+    assert logs[0] == logs[1] and len(logs[0]) == 2  # the same bytes, the chain included
+    for bad in (datetime(1999, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC),
+                datetime(2100, 1, 1, tzinfo=UTC)):
+        recorder = Recorder(EmbeddedLog(tmp_path / f"c{bad.year}"))
+        with pytest.raises(ValueLimitError) as by_datetime:
+            recorder.record("T01", event, shoe_id=None, round_no=None, actor="D",
+                            occurred_at=bad)
+        with pytest.raises(ValueLimitError) as by_micros:
+            recorder.record_us("T01", event, shoe_id=None, round_no=None, actor="D",
+                               occurred_us=codec.micros(bad))
+        assert str(by_datetime.value) == str(by_micros.value)
+        assert recorder.heads == {}  # nothing stamped
