@@ -117,7 +117,9 @@ def test_sql_reads_the_query_from_stdin(db: Path) -> None:
 def _commands() -> dict[str, object]:
     from typer.main import get_command
 
-    return dict(get_command(app).commands)  # type: ignore[attr-defined]
+    group = get_command(app)  # the commands load when asked for (cli/app.py, COMMANDS)
+    ctx = group.make_context("pitlog", [], resilient_parsing=True)
+    return {n: group.get_command(ctx, n) for n in group.list_commands(ctx)}  # type: ignore[attr-defined]
 
 
 def _options(command: object) -> list[object]:
