@@ -124,7 +124,8 @@ def _value(src: _Source, t: Any, v: str, path: str, bounds: Bounds, named: dict[
         src.lines.append(f"{x} = {v}")
         lo, hi = _tighter(_I32 if kind == "int" else _I64, bounds.get(path))
         _check(src, x, lo, hi)
-        return f"_long({x})"
+        # 0..63 is one byte (zigzag 2n): seats, areas, ranks, small counts, without a call
+        return f"(_ONE[{x} << 1] if 0 <= {x} < 64 else _long({x}))"
     if kind == "string":
         b, n = src.var("b"), src.var("n")
         src.lines.append(f"{b} = {v}.encode()")
