@@ -5,52 +5,81 @@ Every PitlogError becomes one line, `Error: ...`, and exit code 1: never a trace
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated
 
+import click
 import typer
+from typer.core import TyperGroup
+from typer.models import CommandInfo
 
 from events.errors import PitlogError
 from events.text import visible
 
+# Every command: its module, function and help panel (`pitlog --help` groups the commands by
+# who uses them). A command's module is imported only when that command runs, or when the help
+# lists every command (issue 19: `pitlog replay` must not pay for the simulator's, the report's
+# or the server's imports). The modules themselves import their heavy libraries (pyarrow,
+# matplotlib, the simulator, starlette) inside the functions that use them, so the help stays
+# light too (tests/test_cli_imports.py). A module or function missing from this table's entries
+# is an ImportError or AttributeError, never a command silently left out.
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "demo": ("cli.commands_core", "demo", "Operations"),
+    "simulate": ("cli.commands_core", "simulate_cmd", "Operations"),
+    "project": ("cli.commands_core", "project_cmd", "Operations"),
+    "shoes": ("cli.commands_core", "shoes", "Surveillance"),
+    "replay": ("cli.commands_core", "replay", "Surveillance"),
+    "theo": ("cli.commands_core", "theo", "Audit"),
+    "anomalies": ("cli.commands_surveillance", "anomalies_cmd", "Surveillance"),
+    "dispute": ("cli.commands_surveillance", "dispute_cmd", "Surveillance"),
+    "reconcile": ("cli.commands_audit", "reconcile_cmd", "Audit"),
+    "ledger": ("cli.commands_audit", "ledger_cmd", "Audit"),
+    "conservation": ("cli.commands_audit", "conservation_cmd", "Audit"),
+    "sql": ("cli.commands_audit", "sql_cmd", "Audit"),
+    "report": ("cli.commands_audit", "report_cmd", "Audit"),
+    "verify": ("cli.commands_integrity", "verify", "Integrity"),
+    "ingest": ("cli.commands_integrity", "ingest_cmd", "Operations"),
+    "serve": ("cli.serve", "serve_cmd", "Operations"),
+}
+PANELS: dict[str, tuple[str, ...]] = {}
+for _name, (_, _, _panel) in COMMANDS.items():
+    PANELS[_panel] = (*PANELS.get(_panel, ()), _name)
+
+
+class _LazyGroup(TyperGroup):
+    """The commands of COMMANDS, each built from its function the first time it is asked for."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands:
+            if cmd_name in COMMANDS:
+                self.commands[cmd_name] = _load(cmd_name)
+            else:  # not a command: load them all, so the "did you mean" suggestions see them
+                for name in COMMANDS:
+                    self.get_command(ctx, name)
+        return super().get_command(ctx, cmd_name)
+
+
+def _load(name: str) -> click.Command:
+    module, function, panel = COMMANDS[name]
+    callback = getattr(importlib.import_module(module), function)
+    info = CommandInfo(name=name, callback=callback, rich_help_panel=panel)
+    return typer.main.get_command_from_info(
+        info, pretty_exceptions_short=app.pretty_exceptions_short,
+        rich_markup_mode=app.rich_markup_mode)
+
+
 app = typer.Typer(
     name="pitlog", no_args_is_help=True, add_completion=True, pretty_exceptions_enable=False,
+    cls=_LazyGroup,
     help="Event-sourced audit and surveillance for red dog tables.\n\n"
          "Example: pitlog demo",
 )
-
-
-def _register() -> None:
-    # Imported here so each command module can import `app`-free helpers without cycles.
-    from cli import commands_core
-
-    commands_core.register(app)
-    for name in ("commands_surveillance", "commands_audit", "commands_integrity", "serve"):
-        try:
-            module = __import__(f"cli.{name}", fromlist=["register"])
-        except ModuleNotFoundError as exc:
-            if exc.name != f"cli.{name}":
-                raise
-            continue
-        module.register(app)
-
-
-_register()
-
-# `pitlog --help` groups the commands by who uses them (Typer's rich help panels). A command
-# not listed here (one added later) shows under "Commands" until it is.
-PANELS = {
-    "Surveillance": ("anomalies", "dispute", "replay", "shoes"),
-    "Audit": ("reconcile", "ledger", "conservation", "report", "sql", "theo"),
-    "Operations": ("demo", "simulate", "project", "ingest", "serve"),
-    "Integrity": ("verify",),
-}
-for _info in app.registered_commands:
-    _panel = next((p for p, names in PANELS.items() if _info.name in names), None)
-    if not isinstance(_info.rich_help_panel, str) and _panel is not None:
-        _info.rich_help_panel = _panel
 
 
 def _versions(value: bool) -> None:

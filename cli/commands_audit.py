@@ -29,7 +29,7 @@ from cli.options import (
 from cli.output import Format, render
 from cli.people import for_people
 from events.errors import PitlogError
-from projections.reconcile import DEFAULT_SIGMA
+from projections.defaults import DEFAULT_SIGMA
 
 ByOpt = Annotated[list[str] | None, typer.Option(
     "--by", help="Group by table, dealer, shift, day or shoe; repeat to combine "
@@ -50,14 +50,6 @@ RECONCILE_SUMMARY = ["rounds", "handle_cents", "net_win_cents", "hold_pct", "the
                      "theo_hold_pct", "variance_cents", "z_score", "flags"]
 CONSERVATION_SUMMARY = ["money_in_cents", "money_out_cents", "net_win_cents", "open_cents",
                         "difference_cents", "balanced"]
-
-
-def register(app: typer.Typer) -> None:
-    app.command(name="reconcile")(reconcile_cmd)
-    app.command(name="ledger")(ledger_cmd)
-    app.command(name="conservation")(conservation_cmd)
-    app.command(name="sql")(sql_cmd)
-    app.command(name="report")(report_cmd)
 
 
 @contextmanager

@@ -11,7 +11,6 @@ from urllib.parse import quote
 
 import typer
 
-from cli import demo as demo_mod
 from cli.client import ServerOpt, ask
 from cli.listing import LimitOpt, limited
 from cli.logs import LogFormat, LogFormatOpt, LogLevel, LogLevelOpt
@@ -29,24 +28,8 @@ from cli.options import (
 )
 from cli.output import Format, Summary, plain, render
 from cli.progress import phase, progress_bar, progress_tasks
-from events import theory
 from events.errors import PitlogError, RuleError
 from events.log import open_log
-from events.rules import STANDARD_PAYTABLE
-from events.simulator import SimConfig, simulate
-
-
-def register(app: typer.Typer) -> None:
-    commands = {
-        "demo": demo,
-        "simulate": simulate_cmd,
-        "project": project_cmd,
-        "shoes": shoes,
-        "replay": replay,
-        "theo": theo,
-    }
-    for name, command in commands.items():
-        app.command(name=name)(command)
 
 
 def demo(
@@ -73,6 +56,8 @@ def demo(
 
     Example: pitlog demo
     """
+    from cli import demo as demo_mod  # the simulator and the projector: only when it runs
+
     report = demo_mod.run_demo(data_dir, seed=seed, replace=replace)
     demo_mod.print_report(report, format)
 
@@ -128,7 +113,9 @@ def simulate_cmd(
 
     Example: pitlog simulate --tables 8 --rounds 500 --irregularities 0.01 --truth truth.jsonl
     """
+    # Imported here, not at the top: the other commands of this module must not pay for them.
     from events import rules
+    from events.simulator import SimConfig, simulate
 
     profiles = tuple(profile or ["nj-casino"])
     for p in profiles:
@@ -313,6 +300,9 @@ def theo(
 
     Example: pitlog theo --decks 6 --raise-from 7
     """
+    from events import theory
+    from events.rules import STANDARD_PAYTABLE
+
     edge = theory.house_edge(decks, raise_from, STANDARD_PAYTABLE)
     rows = [
         {

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Annotated
+from typing import IO, TYPE_CHECKING, Annotated
 
 import typer
 
@@ -20,19 +20,16 @@ from cli.options import (
 )
 from cli.output import Format, Summary, render
 from cli.progress import progress_bar
+from events.defaults import BATCH_LINES
 from events.errors import NotFoundError
-from events.ingest import BATCH_LINES, BadLine, IngestReport, default_quarantine, ingest
 from events.log import open_log
 from events.text import visible
-from events.verify import verify_log
+
+if TYPE_CHECKING:  # imported where used: `pitlog --help` must not load the event model
+    from events.ingest import BadLine, IngestReport
 
 ANOMALY_COLUMNS = ["code", "kind", "table", "partition", "offset", "seq", "expected_seq",
                    "shoe", "round", "severity", "explanation", "rule"]
-
-
-def register(app: typer.Typer) -> None:
-    app.command(name="verify")(verify)
-    app.command(name="ingest")(ingest_cmd)
 
 
 def verify(
@@ -49,6 +46,8 @@ def verify(
 
     Example: pitlog verify --log pitlog-data/log --format json
     """
+    from events.verify import verify_log
+
     uri = log_uri(log)
     if "://" not in uri or uri.startswith("file://"):  # verify must not create an empty log
         folder = Path(uri.removeprefix("file://"))
@@ -92,6 +91,8 @@ def ingest_cmd(
 
     Example: pitlog ingest examples/devices.jsonl --log pitlog-data/log
     """
+    from events.ingest import default_quarantine
+
     uri = log_uri(log)
     target = quarantine or default_quarantine(uri)
 
@@ -118,6 +119,8 @@ def ingest_cmd(
 def _ingest(stream: IO[bytes], source: str, uri: str, target: Path,
             on_reject: Callable[[BadLine], None], batch: int,
             create_topic: bool) -> IngestReport:
+    from events.ingest import ingest
+
     with open_for_writing(uri, create_topic) as event_log:
         return ingest(stream, event_log, source=source, quarantine=target, on_reject=on_reject,
                       batch_lines=batch)

@@ -43,11 +43,6 @@ ANOMALY_SUMMARY = ["occurred_at", "code", "severity", "table_id", "shoe_id", "ro
                    "explanation"]
 
 
-def register(app: typer.Typer) -> None:
-    app.command(name="anomalies")(anomalies_cmd)
-    app.command(name="dispute")(dispute_cmd)
-
-
 def parse_time(text: str, zone: str | None, what: str) -> datetime:
     """An ISO 8601 time; one without a zone is on the casino's clock (--tz)."""
     return parse_local(text, casino_zone(zone), what)

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from cli.output import Format
-from projections.export import Rows, types_of
+from projections.export import Rows
 
 DEFAULT_TABLE_ROWS = 100
 
@@ -30,4 +30,4 @@ def limited(rows: list[dict[str, Any]], limit: int | None, fmt: Format,
         return rows
     typer.echo(f"{n:,} of {len(rows):,} {what} shown: --limit N for more, --limit 0 for all",
                err=True)
-    return Rows(rows[:n], types_of(rows))
+    return rows.head(n) if isinstance(rows, Rows) else rows[:n]

@@ -11,10 +11,6 @@ from cli.logs import LogFormat, LogFormatOpt, LogLevel, LogLevelOpt, setup_loggi
 from cli.options import DbOpt, LogOpt, TzOpt, db_path, log_uri
 
 
-def register(app: typer.Typer) -> None:
-    app.command(name="serve")(serve_cmd)
-
-
 def serve_cmd(
     host: Annotated[str, typer.Option(
         "--host", envvar="PITLOG_HOST",

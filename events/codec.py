@@ -24,7 +24,7 @@ from typing import Any
 import fastavro
 from fastavro.schema import fingerprint, to_parsing_canonical_form
 
-from events import chain, model
+from events import avro_writer, chain, model
 from events.errors import DecodeError, EncodeError, SchemaError
 
 MAGIC = b"\xc3\x01"
@@ -103,6 +103,8 @@ class SchemaRegistry:
         missing = set(model.EVENT_TYPES) - set(self.latest)
         if missing:
             raise SchemaError(f"{folder}: no schema for {sorted(missing)}")
+        # Compiled writers (events/avro_writer.py), by event class and version (None: newest).
+        self.writers: dict[tuple[type, int | None], avro_writer.Writer] = {}
 
     def writer_for(self, data: bytes) -> SchemaVersion:
         if len(data) < HEADER_LEN + HASH_LEN or data[:2] != MAGIC:
@@ -155,20 +157,30 @@ def _to_avro_value(v: Any) -> Any:
 
 
 def to_record(env: model.Envelope) -> dict[str, Any]:
+    return record_of(env.event_id, env.table_id, env.shoe_id, env.round_no, env.seq,
+                     micros(env.occurred_at), micros(env.recorded_at), env.actor, env.prev_hash,
+                     env.hash, env.event)
+
+
+def record_of(event_id: str, table_id: str, shoe_id: str | None, round_no: int | None, seq: int,
+              occurred_at: int, recorded_at: int, actor: str, prev_hash: bytes, hash: bytes,
+              event: model.DomainEvent) -> dict[str, Any]:
+    """The Avro record fastavro writes (timestamps in integer micros): avro_writer.PARAMS,
+    then the event's fields."""
     rec: dict[str, Any] = {
-        "event_id": env.event_id,
-        "table_id": env.table_id,
-        "shoe_id": env.shoe_id,
-        "round_no": env.round_no,
-        "seq": env.seq,
-        "occurred_at": micros(env.occurred_at),
-        "recorded_at": micros(env.recorded_at),
-        "actor": env.actor,
-        "prev_hash": env.prev_hash,
-        "hash": env.hash,
+        "event_id": event_id,
+        "table_id": table_id,
+        "shoe_id": shoe_id,
+        "round_no": round_no,
+        "seq": seq,
+        "occurred_at": occurred_at,
+        "recorded_at": recorded_at,
+        "actor": actor,
+        "prev_hash": prev_hash,
+        "hash": hash,
     }
-    for name, _ in _field_converters(type(env.event)):
-        rec[name] = _to_avro_value(getattr(env.event, name))
+    for name, _ in _field_converters(type(event)):
+        rec[name] = _to_avro_value(getattr(event, name))
     return rec
 
 
@@ -209,6 +221,14 @@ def _int_out_of_range(event_type: str, rec: dict[str, Any], name: str, v: Any) -
         f"{event_type} seq {rec.get('seq')}: {name} {v} is outside the Avro int range "
         f"{_I32_MIN}..{_I32_MAX}"
     )
+
+
+# validate_record's bounds by field name ("array.field" inside an array of records), for the
+# compiled writers: a value outside them is written by the reference path, which raises.
+WRITER_BOUNDS: dict[str, tuple[int | None, int | None]] = {
+    "rank": (2, 14), "cards.rank": (2, 14), "seq": (1, None),
+    "occurred_at": (_MIN_US, _MAX_US), "recorded_at": (_MIN_US, _MAX_US),
+}
 
 
 def validate_record(
@@ -279,28 +299,75 @@ def encode(
 
     `version` writes with an older published version instead (what an old writer still in
     service produces; tests of schema evolution need it). A field that version does not have
-    must hold its default (None), or the value would be silently lost: EncodeError."""
+    must hold its default (None), or the value would be silently lost: EncodeError.
+
+    Written by the schema's compiled writer (`writer`); the same bytes as `encode_reference`."""
+    return writer(type(env.event), reg, version)(
+        env.event_id, env.table_id, env.shoe_id, env.round_no, env.seq, micros(env.occurred_at),
+        micros(env.recorded_at), env.actor, env.prev_hash, env.hash, env.event)
+
+
+def writer(cls: type, reg: SchemaRegistry | None = None, version: int | None = None,
+           ) -> avro_writer.Writer:
+    """The compiled writer of event class `cls` (newest schema, or `version`), made once per
+    registry: called with the values of avro_writer.PARAMS (timestamps in integer micros) and
+    the event, it returns the message (the `hash` argument as its last 32 bytes)."""
     reg = reg or registry()
-    sv = reg.latest[env.event_type]
-    rec = to_record(env)
+    found = reg.writers.get((cls, version))
+    if found is not None:
+        return found
+    event_type = cls.__name__
+    if event_type not in reg.latest:
+        raise EncodeError(f"{event_type} is not an event type of events/model.py")
+    sv = reg.latest[event_type]
     if version is not None and version != sv.version:
-        sv = _version(reg, env.event_type, version)
+        sv = _version(reg, event_type, version)
+        schema_fields = {f["name"] for f in sv.raw_parsed["fields"]}
+        lost = tuple(n for n, _ in _field_converters(cls) if n not in schema_fields)
+    else:
+        lost = ()
+
+    def fallback(*args: Any) -> bytes:
+        return _write_reference(reg, event_type, record_of(*args), version)
+
+    try:
+        found = avro_writer.compile_writer(sv.raw_parsed, sv.header, WRITER_BOUNDS, lost,
+                                           fallback)
+    except avro_writer.Unsupported:
+        found = fallback  # a type the compiler does not know: fastavro writes every event
+    reg.writers[(cls, version)] = found
+    return found
+
+
+def encode_reference(
+    env: model.Envelope, reg: SchemaRegistry | None = None, *, version: int | None = None
+) -> bytes:
+    """`encode` through fastavro's schemaless_writer and a dict per event: the reference the
+    compiled writers are tested against (tests/test_avro_writer.py) and benchmarked beside."""
+    return _write_reference(reg or registry(), env.event_type, to_record(env), version)
+
+
+def _write_reference(reg: SchemaRegistry, event_type: str, rec: dict[str, Any],
+                     version: int | None) -> bytes:
+    sv = reg.latest[event_type]
+    if version is not None and version != sv.version:
+        sv = _version(reg, event_type, version)
         known = {f["name"] for f in sv.parsed["fields"]}
         lost = sorted(k for k, v in rec.items() if k not in known and v is not None)
         if lost:
             raise EncodeError(
-                f"{env.event_type} v{version} has no field {', '.join(lost)}: "
-                f"write it with v{reg.latest[env.event_type].version}"
+                f"{event_type} v{version} has no field {', '.join(lost)}: "
+                f"write it with v{reg.latest[event_type].version}"
             )
     buf = io.BytesIO()
     buf.write(sv.header)
-    validate_record(env.event_type, rec, sv)
+    validate_record(event_type, rec, sv)
     try:
         # Timestamps are already integer micros, so the schema without logical types writes
         # the same bytes, faster. to_record sets every field, so no strict mode is needed.
         fastavro.schemaless_writer(buf, sv.raw_parsed, rec)
     except (ValueError, TypeError, AttributeError) as exc:
-        raise EncodeError(f"{env.event_type} seq {env.seq}: {exc}") from exc
+        raise EncodeError(f"{event_type} seq {rec.get('seq')}: {exc}") from exc
     return buf.getvalue()
 
 

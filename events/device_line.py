@@ -137,6 +137,19 @@ def _enum(spec: _Field, value: Any) -> Enum:
 
 
 def _value(spec: _Field, value: Any) -> Any:
+    # The usual values first, each accepted exactly when the checks below would accept it
+    # (this runs for every field of every line); anything else takes the full path.
+    kind, t = spec.kind, type(value)
+    if t is int and kind == "int" and spec.name != "rank":
+        lo, hi = _INT_RANGE[spec.avro]
+        if lo <= value <= hi:
+            return value
+    elif t is str and kind == "str":
+        return value
+    elif t is str and kind == "enum":
+        member = spec.choices.get(value)
+        if member is not None:
+            return member
     if value is None:
         if spec.nullable:
             return None
@@ -169,6 +182,17 @@ def _value(spec: _Field, value: Any) -> Any:
     return _str(spec.name, value)
 
 
+_ALLOWED: dict[str, frozenset[str]] = {}
+
+
+def _allowed(event_type: str, specs: tuple[_Field, ...]) -> frozenset[str]:
+    """The keys a line of this type may have, made once per type (this runs once a line)."""
+    found = _ALLOWED.get(event_type)
+    if found is None:
+        found = _ALLOWED[event_type] = frozenset(ENVELOPE_KEYS | {s.name for s in specs})
+    return found
+
+
 def parse_line(text: str | bytes) -> DeviceLine:
     """One JSON line to a DeviceLine, or LineRejected with the reason and what to do."""
     global _FIELDS
@@ -179,6 +203,13 @@ def parse_line(text: str | bytes) -> DeviceLine:
         raise LineRejected(f"JSON nested deeper than {MAX_JSON_DEPTH} levels",
                            "a device line is one flat object (cards a list of objects): "
                            "check the sender")
+    if isinstance(text, bytes) and text[:1] == b"{" and text[1:2] != b"\x00":
+        # What json.loads does with such bytes (detect_encoding answers utf-8, decoded with
+        # surrogatepass), minus the detection: this runs once a line.
+        try:
+            text = text.decode("utf-8", "surrogatepass")
+        except UnicodeDecodeError as exc:
+            raise LineRejected("the line is not UTF-8 text", "send UTF-8 JSON") from exc
     try:
         obj = json.loads(text)
     except RecursionError as exc:  # not reached after the depth check; never abort ingest
@@ -203,9 +234,9 @@ def parse_line(text: str | bytes) -> DeviceLine:
         if key not in obj:
             raise LineRejected(f"missing field '{key}' for {event_type}",
                                "add it and resend the line")
-    known = {s.name for s in specs}
-    unknown = sorted(set(obj) - ENVELOPE_KEYS - known)
-    if unknown:
+    if not _allowed(event_type, specs).issuperset(obj):
+        known = {s.name for s in specs}
+        unknown = sorted(set(obj) - ENVELOPE_KEYS - known)
         raise LineRejected(f"unknown field '{unknown[0]}' for {event_type}",
                            f"remove it; {event_type} has {', '.join(sorted(known)) or 'no fields'}")
     payload: dict[str, Any] = {}

@@ -160,9 +160,13 @@ class EventIdIndex:
         unique = list(dict.fromkeys(keys))
         for i in range(0, len(unique), 400):
             chunk = unique[i:i + 400]
+            # The pairs drive the join and each is one primary-key search (CROSS JOIN keeps
+            # that order): `(table_id, event_id) IN (VALUES ...)` scanned the whole index for
+            # every chunk, so ingesting into a large log grew with the log (issue 19).
             rows = self.db.execute(
-                "SELECT table_id, event_id FROM ids WHERE (table_id, event_id) IN (VALUES "
-                + ", ".join(["(?, ?)"] * len(chunk)) + ")",
+                "SELECT i.table_id, i.event_id FROM (VALUES "
+                + ", ".join(["(?, ?)"] * len(chunk)) + ") AS v CROSS JOIN ids AS i "
+                "ON i.table_id = v.column1 AND i.event_id = v.column2",
                 [v for t, e in chunk for v in (t.encode(), e)]).fetchall()
             found.update((t.decode(), e) for t, e in rows)
         return found

@@ -25,11 +25,13 @@ import os
 import random
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
+from events.codec import micros
+from events.defaults import BATCH_LINES
 from events.device_line import DeviceLine, LineRejected, parse_line
 from events.errors import ConcurrencyError, EncodeError
 from events.event_ids import EventIdIndex, derived_event_id
@@ -41,7 +43,6 @@ __all__ = ["BadLine", "IngestReport", "LineRejected", "default_quarantine", "ing
            "parse_line"]
 
 MAX_LINE_BYTES = 64 * 1024
-BATCH_LINES = 2000
 MAX_RETRIES = 20  # conflicts: another writer of the same table appended first
 
 
@@ -150,12 +151,13 @@ class _Quarantine:
 
 def ingest(stream: IO[bytes], log: EventLog, *, source: str, quarantine: Path,
            on_reject: Callable[[BadLine], None] | None = None,
-           now: Callable[[], datetime] = lambda: datetime.now(UTC),
+           now: Callable[[], datetime] | None = None,
            batch_lines: int = BATCH_LINES) -> IngestReport:
     """Record every good line of `stream` through the Recorder; quarantine every bad one."""
     started = time.perf_counter()
     report = IngestReport(source, log.uri, str(quarantine))
-    recorder = Recorder(log, batch_size=2**62, now=now)  # flushed here, to retry conflicts
+    # Flushed here, to retry conflicts. `now` None: the recorder's own clock (integer micros).
+    recorder = Recorder(log, batch_size=2**62, now=now)
     last_seq: dict[tuple[str, str], int] = {}
     # Lines that passed parsing and the order check, with whether their device seq jumped;
     # their event ids are looked up in the index a batch at a time (one query, not one a line).
@@ -242,12 +244,15 @@ def _with_event_id(line: DeviceLine) -> DeviceLine:
     re-sent in a later run then has the same id, and is found already recorded."""
     if line.event_id is not None:
         return line
-    return replace(line, event_id=derived_event_id(line.table, line.actor, line.seq))
+    # Built directly: dataclasses.replace cost as much as deriving the id (this runs per line).
+    return DeviceLine(line.table, line.event, line.shoe, line.round_no, line.seq, line.at,
+                      line.actor, derived_event_id(line.table, line.actor, line.seq))
 
 
 def _record(recorder: Recorder, line: DeviceLine) -> None:
-    recorder.record(line.table, line.event, shoe_id=line.shoe, round_no=line.round_no,
-                    actor=line.actor, occurred_at=line.at, event_id=line.event_id)
+    # line.at is in UTC (parse_line converts it): integer micros, what the writer encodes.
+    recorder.record_us(line.table, line.event, shoe_id=line.shoe, round_no=line.round_no,
+                       actor=line.actor, occurred_us=micros(line.at), event_id=line.event_id)
 
 
 def _flush(recorder: Recorder, batch: list[DeviceLine]) -> None:

@@ -17,7 +17,6 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from events import codec, model, rules
 from events.errors import RuleError
@@ -452,18 +451,22 @@ def simulate(log: EventLog, config: SimConfig,
     current: dict[int, tuple[str | None, int]] = {}  # table index -> (shoe, round) in play
     begun = 0
     recorder = Recorder(log)
-    by_index = {sim.index: sim for sim in sims}
     n = 0
+    table_ids = {sim.index: sim.table_id for sim in sims}
+    record = recorder.record_us
     for step in steps:
-        occurred = codec.from_micros(step.at_us)
-        table_id = by_index[step.table_index].table_id
-        stamp: dict[str, Any] = dict(
-            shoe_id=step.shoe_id, round_no=step.round_no, actor=step.actor, occurred_at=occurred,
-            recorded_at=codec.from_micros(step.at_us + step.delay_us), event_id=step.event_id)
+        table_id = table_ids[step.table_index]
         if step.tamper is None:
-            recorder.record(table_id, step.event, **stamp)
+            # The steps' clock is integer micros, which the writer encodes: no datetime.
+            record(table_id, step.event, shoe_id=step.shoe_id, round_no=step.round_no,
+                   actor=step.actor, occurred_us=step.at_us,
+                   recorded_us=step.at_us + step.delay_us, event_id=step.event_id)
         else:
-            record_tampered(recorder, log, step.tamper, table_id, step.event, **stamp)
+            record_tampered(recorder, log, step.tamper, table_id, step.event,
+                            shoe_id=step.shoe_id, round_no=step.round_no, actor=step.actor,
+                            occurred_at=codec.from_micros(step.at_us),
+                            recorded_at=codec.from_micros(step.at_us + step.delay_us),
+                            event_id=step.event_id)
         n += 2 if step.tamper == "duplicate" else 1  # a duplicate is two records in the log
         if progress and n % 5000 == 0:
             progress(n)

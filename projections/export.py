@@ -16,12 +16,13 @@ from collections.abc import Iterable, Sequence
 from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
-from typing import IO, Any
-
-import duckdb
-import pyarrow as pa
+from typing import IO, TYPE_CHECKING, Any
 
 from events.text import json_safe, visible
+
+if TYPE_CHECKING:  # imported where used: a query command must start without them (issue 19)
+    import duckdb
+    import pyarrow as pa
 
 # JSON and CSV times: ISO 8601 in UTC, which every JSON reader parses (the export connection's
 # TimeZone is UTC, so the Z is true).
@@ -33,16 +34,63 @@ FORMATS = {"parquet": "(FORMAT parquet)",
 
 
 class Rows(list[dict[str, Any]]):
-    """A query's rows (dicts) with the Arrow type of each column, empty result included."""
+    """A query's rows (dicts) with the Arrow type of each column, empty result included.
+
+    Rows fetched without Arrow (`of_relation`) keep the query's DuckDB types and turn them into
+    Arrow types only when an export asks for `types`: `pitlog replay` and the other lookups
+    then never import pyarrow (0.5 s of a command's start, issue 19)."""
 
     def __init__(self, rows: Iterable[dict[str, Any]] = (),
                  types: dict[str, pa.DataType] | None = None) -> None:
         super().__init__(rows)
-        self.types: dict[str, pa.DataType] = dict(types or {})
+        self._types: dict[str, pa.DataType] | None = dict(types or {})
+        self._duckdb_types: list[tuple[str, str]] = []
+
+    @property
+    def types(self) -> dict[str, pa.DataType]:
+        if self._types is None:
+            self._types = _arrow_types(self._duckdb_types)
+        return self._types
+
+    @types.setter
+    def types(self, value: dict[str, pa.DataType]) -> None:
+        self._types = dict(value)
 
     @classmethod
     def of(cls, table: pa.Table) -> Rows:
         return cls(table.to_pylist(), {f.name: f.type for f in table.schema})
+
+    def head(self, n: int) -> Rows:
+        """The first n rows, with the same types (converted to Arrow only if asked)."""
+        out = Rows(self[:n])
+        out._types = None if self._types is None else dict(self._types)
+        out._duckdb_types = self._duckdb_types
+        return out
+
+    @classmethod
+    def of_relation(cls, rel: duckdb.DuckDBPyRelation) -> Rows:
+        """A relation's rows through DuckDB's own Python values (fetchall), without Arrow."""
+        columns = rel.columns
+        out = cls(dict(zip(columns, row, strict=True)) for row in rel.fetchall())
+        out._types = None
+        out._duckdb_types = [(c, str(t)) for c, t in zip(columns, rel.types, strict=True)]
+        return out
+
+
+def _arrow_types(columns: list[tuple[str, str]]) -> dict[str, pa.DataType]:
+    """The Arrow type DuckDB gives each (name, DuckDB type): a typed empty result, converted."""
+    import duckdb
+
+    if not columns:
+        return {}
+    select = ", ".join(f'CAST(NULL AS {t}) AS "{c.replace(chr(34), chr(34) * 2)}"'
+                       for c, t in columns)
+    with duckdb.connect() as con:
+        try:
+            schema = con.sql(f"SELECT {select} LIMIT 0").to_arrow_table().schema
+        except duckdb.Error:  # a type a fresh connection cannot name (a user ENUM): by values
+            return {}
+    return {f.name: f.type for f in schema}
 
 
 def types_of(rows: Sequence[dict[str, Any]]) -> dict[str, pa.DataType]:
@@ -56,6 +104,8 @@ def columns_of(rows: Sequence[dict[str, Any]]) -> list[str]:
 
 def _fallback(name: str) -> pa.DataType:
     """The type of a column that is NULL in every row and not typed by its query."""
+    import pyarrow as pa
+
     if name.endswith("_cents"):
         return pa.int64()
     if name.endswith("_at"):
@@ -70,6 +120,8 @@ def _plain(value: Any) -> Any:
 
 
 def arrow_table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> pa.Table:
+    import pyarrow as pa
+
     types = types_of(rows)
     arrays, fields = [], []
     for c in columns:
@@ -91,6 +143,8 @@ def arrow_table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> pa.Ta
 def write(rows: Sequence[dict[str, Any]], columns: Sequence[str], fmt: str,
           out: Path | IO[str]) -> None:
     """COPY the rows to `out` (a path, or a text stream such as stdout) in `fmt`."""
+    import duckdb
+
     table = arrow_table(rows, columns)
     if fmt == "csv":
         table = _visible_strings(table)
@@ -120,6 +174,8 @@ def write(rows: Sequence[dict[str, Any]], columns: Sequence[str], fmt: str,
 def _visible_strings(table: pa.Table) -> pa.Table:
     """CSV reaches terminals and spreadsheets raw: device strings show control characters as
     escapes (JSON escapes them itself; Parquet keeps the exact value)."""
+    import pyarrow as pa
+
     columns = []
     for col in table.columns:
         if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):

@@ -24,9 +24,10 @@ SHOE_COLUMNS = ("table_id", "shoe_id", "decks", "opened_at", "closed_at", "round
 
 def rows(con: duckdb.DuckDBPyConnection, sql: str,
          params: Sequence[object] | dict[str, object] | None = None) -> Rows:
-    """Run one read-only query with bound parameters; a dict per row."""
+    """Run one read-only query with bound parameters; a dict per row (DuckDB's own values,
+    not through Arrow: a lookup command must not import pyarrow, issue 19)."""
     try:
-        return Rows.of(con.sql(sql, params=params).to_arrow_table())
+        return Rows.of_relation(con.sql(sql, params=params))
     except duckdb.CatalogException as exc:
         raise ProjectionError(
             f"the database has no pitlog views ({exc}); run `pitlog project` first") from exc

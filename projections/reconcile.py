@@ -26,6 +26,7 @@ import pyarrow as pa
 from events import theory
 from events.errors import ProjectionError
 from events.rules import Paytable, PaytableError
+from projections.defaults import DEFAULT_SIGMA
 from projections.export import Rows
 
 RECONCILE_SQL = Path(__file__).with_name("reconcile.sql")
@@ -39,7 +40,6 @@ GROUPINGS: dict[str, tuple[str, ...]] = {
     "shift": ("gaming_day", "shift"),
     "shoe": ("table_id", "shoe_id"),
 }
-DEFAULT_SIGMA = 3.29  # |z| beyond it: 1 in 1,000 by chance; the HOLD_VARIANCE anomaly's too
 
 Row = dict[str, Any]
 
