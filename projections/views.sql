@@ -168,6 +168,23 @@ CREATE OR REPLACE MACRO deciding_third(draws, kind, left_seq, right_seq, raises_
 CREATE OR REPLACE MACRO card_place(dest) AS
     CASE dest WHEN 'DISCARD_RACK' THEN 'the discard rack' ELSE 'the ' || lower(dest) || ' box' END;
 
+-- What a card drawn in a round (a CardDrawn: its seq and destination) did, for the dispute and
+-- the replay, from the round's deciding third card (seq and box, deciding_third above), kind,
+-- and whether the card is the round's left or right card: NULL for those two.
+CREATE OR REPLACE MACRO card_role(seq, dest, third_seq, kind, side_card) AS
+    CASE WHEN seq = third_seq AND dest = 'MIDDLE' THEN 'the deciding third card'
+         WHEN seq = third_seq
+         THEN 'the deciding third card, diverted to ' || card_place(dest)
+              || ' instead of the middle box: it still decides (13:47-20.31(d)8, (d)13)'
+         WHEN seq > third_seq
+         THEN 'redrawn after the deciding third card: decides nothing (13:47-20.31(d)13-14)'
+         WHEN side_card THEN NULL
+         WHEN kind = 'consecutive'
+         THEN 'drawn in a consecutive round: decides nothing (13:47-20.31(d)7)'
+         WHEN kind = 'spread'
+         THEN 'exposed before "Raises closed": discarded, decides nothing (13:47-20.31(g)3)'
+         ELSE 'drawn out of turn: decides nothing' END;
+
 -- One row per round. The dealer is the one whose DealerTappedIn is the table's latest at or
 -- before the round's first event. The left and right cards are the first drawn to those boxes;
 -- the middle card (middle_rank, middle_suit, middle_card, third_card_seq) is the deciding
@@ -236,6 +253,7 @@ SELECT
     table_id, shoe_id, round_no, started_at, ended_at, dealer,
     left_rank, left_suit, card_label(left_rank, left_suit) AS left_card,
     right_rank, right_suit, card_label(right_rank, right_suit) AS right_card,
+    left_seq, right_seq,
     third.rank AS middle_rank, third.suit AS middle_suit,
     card_label(third.rank, third.suit) AS middle_card, third.seq AS third_card_seq,
     third.dest AS third_card_box,
