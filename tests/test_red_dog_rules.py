@@ -834,3 +834,37 @@ def test_the_diverted_card_reproduced_through_pitlog_ingest(tmp_path: Path) -> N
     (hand,) = [r for r in replay if r["section"] == "hand" and r["source"] == "round"]
     assert (hand["third_card"], hand["third_card_box"], hand["redrawn"]) == (
         "2S", "discard_rack", "9H")
+
+
+def test_the_console_labels_the_deciding_card_and_the_diverted_and_redrawn_ones(
+        tmp_path: Path) -> None:
+    """The dispute page tags each card drawn with its role (the full sentence on hover), and
+    the replay page's steps carry it beside each card's event."""
+    import json
+    import re
+    from datetime import UTC
+
+    from projections.console_data import replay_steps
+    from projections.serve.templates.dispute import cards_panel
+    from projections.serve.templates.replay import steps_json
+
+    pit, seqs = _spread_third_card_diverted(RACK)(tmp_path)
+    with duckdb.connect(str(pit.project()), read_only=True) as con:
+        d = dispute(con, "T01", shoe="S1", round_no=1)
+        steps = replay_steps(con, "S1")
+    dealing = cards_panel(d, UTC, set()).split('id="dealing"')[1].split('id="rack"')[0]
+    tags = []
+    for figure in dealing.split("<figure")[1:]:
+        card = re.search(r'data-card="([^"]+)"', figure)
+        role = re.search(r'data-role="([^"]+)"[^>]*>([^<]+)<', figure)
+        tags.append((card and card[1], role and (role[1], role[2])))
+    assert tags == [("3C", None), ("QD", None), ("2S", ("diverted", "decides · diverted")),
+                    ("9H", ("redrawn", "redrawn · decides nothing"))]
+    roles = {s["seq"]: s["role"] for s in json.loads(steps_json(steps, UTC))}
+    assert roles[seqs["third"]].startswith("the deciding third card, diverted to the discard")
+    assert roles[seqs["after"]].startswith("redrawn after the deciding third card")
+
+    pit2, seqs2 = _correct_spread_round(tmp_path / "clean")
+    with duckdb.connect(str(pit2.project()), read_only=True) as con:
+        clean = dispute(con, "T01", shoe="S1", round_no=1)
+    assert 'data-role="deciding"' in cards_panel(clean, UTC, set())
