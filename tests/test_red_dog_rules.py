@@ -374,24 +374,15 @@ CASES: dict[str, Case] = {
         _pair_redraw("7D", "9D", paid=0),
         [("THIRD_CARD_REDRAWN", 1, ["third", "redraw"]), ("WRONG_SETTLEMENT", 1, ["w1", "p1"])],
         {(1, "ORIGINAL"): ("WRONG_OUTCOME", "WON", 11000, 0, 0)}),
-    "spread_third_card_diverted_to_the_discard_rack": Case(
-        _spread_third_card_diverted(RACK),
+    # the reviewer's cheat: the losing 2S to the rack, the left or the right box; 9H paid
+    **{f"spread_third_card_diverted_to_{place}": Case(
+        _spread_third_card_diverted(box),
         [("THIRD_CARD_DIVERTED", 1, ["third", "after"]), ("WRONG_SETTLEMENT", 1, ["w1", "p1"]),
          ("WRONG_SETTLEMENT", 1, ["w2", "p2"])],
         {(1, "ORIGINAL"): ("WRONG_OUTCOME", "LOST", 0, 1000, 0),
-         (2, "ORIGINAL"): ("WRONG_OUTCOME", "LOST", 0, 2500, 0)}),
-    "spread_third_card_diverted_to_the_left_box": Case(
-        _spread_third_card_diverted(LEFT),
-        [("THIRD_CARD_DIVERTED", 1, ["third", "after"]), ("WRONG_SETTLEMENT", 1, ["w1", "p1"]),
-         ("WRONG_SETTLEMENT", 1, ["w2", "p2"])],
-        {(1, "ORIGINAL"): ("WRONG_OUTCOME", "LOST", 0, 1000, 0),
-         (2, "ORIGINAL"): ("WRONG_OUTCOME", "LOST", 0, 2500, 0)}),
-    "spread_third_card_diverted_to_the_right_box": Case(
-        _spread_third_card_diverted(RIGHT),
-        [("THIRD_CARD_DIVERTED", 1, ["third", "after"]), ("WRONG_SETTLEMENT", 1, ["w1", "p1"]),
-         ("WRONG_SETTLEMENT", 1, ["w2", "p2"])],
-        {(1, "ORIGINAL"): ("WRONG_OUTCOME", "LOST", 0, 1000, 0),
-         (2, "ORIGINAL"): ("WRONG_OUTCOME", "LOST", 0, 2500, 0)}),
+         (2, "ORIGINAL"): ("WRONG_OUTCOME", "LOST", 0, 2500, 0)})
+       for place, box in (("the_discard_rack", RACK), ("the_left_box", LEFT),
+                          ("the_right_box", RIGHT))},
     "pair_third_card_diverted_to_the_discard_rack": Case(
         _pair_third_card_diverted,
         [("THIRD_CARD_DIVERTED", 1, ["third", "after"]), ("WRONG_SETTLEMENT", 1, ["w1", "p1"])],
