@@ -24,14 +24,21 @@ def _seqs(value: Any) -> str:
 def round_fields(d: Dispute, tz: tzinfo) -> list[Row]:
     """The round's facts, one (field, value) row each."""
     r = d.round
-    # The third card is the deciding one (13:47-20.31(d)10, (d)13-14); any later card to the
-    # middle box is listed apart, as a redraw that decides nothing.
+    # The third card is the deciding one (13:47-20.31(d)10, (d)13-14), wherever the dealer put
+    # it (a diverted one is named); any later card drawn is listed apart, as a redraw that
+    # decides nothing.
     cards = " ".join(c for c in (r["left_card"], r["right_card"], r["third_card"]) if c)
+    third = r["third_card"] or "none"
+    box = r["third_card_box"]
+    if box and box != "middle":
+        place = "the discard rack" if box == "discard_rack" else f"the {box} box"
+        third += f" (diverted to {place}, not the middle box: it still decides)"
     redrawn = " ".join(r["redrawn_cards"] or []) or "none"
     return [{"field": k, "value": v} for k, v in (
         ("table", r["table_id"]), ("shoe", r["shoe_id"]), ("round", r["round_no"]),
         ("dealer", r["dealer"]), ("started", stamp(r["started_at"], tz)),
-        ("ended", stamp(r["ended_at"], tz)), ("cards", cards), ("redrawn", redrawn),
+        ("ended", stamp(r["ended_at"], tz)), ("cards", cards), ("deciding third card", third),
+        ("redrawn", redrawn),
         ("hand", f"spread {r['spread']}" if r["kind"] == "spread" else r["kind"]),
         ("players' result", r["players_result"]), ("voided", "yes" if r["voided"] else "no"),
         ("events", f"seq {r['first_seq']} to {r['last_seq']}"))]
@@ -43,7 +50,8 @@ def render_dispute(d: Dispute, tz: tzinfo) -> None:
     render(round_fields(d, tz), Format.table, title=f"dispute: {where}", tz=tz, compact=True)
     render([{"rack": c["rack_position"], "card": c["card"], "box": c["box"],
              "drawn": clock(c["drawn_at"], tz), "seq": c["drawn_seq"],
-             "racked": clock(c["racked_at"], tz), "note": c["note"]} for c in d.cards],
+             "racked": clock(c["racked_at"], tz),
+             "note": "; ".join(x for x in (c["role"], c["note"]) if x)} for c in d.cards],
            Format.table, title=f"{where}: cards in discard-rack order", tz=tz, compact=True,
            keep=("card", "drawn", "racked"))
     render([{"time": clock(a["occurred_at"], tz), "seq": a["seq"], "phrase": a["phrase"],

@@ -1,7 +1,8 @@
 """The dealer's slips with the cards themselves, injected by the simulator (issue 13): a card
-redrawn to the middle box after the deciding third card, a spread settled with no third card,
-a raise before the first two cards, the first two cards to the wrong boxes, a card drawn in
-error and not used, a burnt card disclosed wrong, a casino-night shoe of two decks.
+redrawn to the middle box after the deciding third card, the deciding third card put in the
+discard rack or on a side box and a winner dealt to the middle box, a spread settled with no
+third card, a raise before the first two cards, the first two cards to the wrong boxes, a card
+drawn in error and not used, a burnt card disclosed wrong, a casino-night shoe of two decks.
 
 Mixed into `Irregularities` (events/irregularities.py), which provides the random stream, the
 state and the ground-truth labels. Every method returns at once, drawing nothing, when injection
@@ -103,6 +104,38 @@ class CardSlips(Slips):
             return False
         self.label("SPREAD_WITHOUT_THIRD_CARD", table)
         return True
+
+    def third_card_diverted(self, table: TableSim, hand: Hand) -> None:
+        """THIRD_CARD_DIVERTED ((d)8, (d)13; GA (6), (11)): the dealer draws the third card, sees
+        it lose, and puts it in the discard rack (half the time) or on a side box instead of the
+        middle box; then a winner goes to the middle box and the caller announces and pays it.
+        The diverted card decides (views.sql, deciding_third), so every wager paid on the winner
+        is also WRONG_SETTLEMENT. Offered when the next card loses (a spread: not between; a
+        pair: another rank) and a winner lies further in the shoe, which is moved up to be the
+        card after it; never with the cutting card near (its round would be the cut card's),
+        nor at an illegal paytable (its payouts are BELOW_MINIMUM_ODDS's)."""
+        if not self.enabled or self.busy or self.illegal_paytable or self.cut_card_this_round \
+                or len(table.shoe) <= table.cut_behind + 2:
+            return
+        assert hand.left is not None and hand.right is not None
+        left, right = hand.left.rank, hand.right.rank
+        pair = left == right
+
+        def wins(card: Card) -> bool:
+            return card.rank == left if pair else min(left, right) < card.rank < max(left, right)
+
+        # table.shoe deals from its end: the next card is shoe[-1].
+        winners = [i for i in range(len(table.shoe) - 1) if wins(table.shoe[i])]
+        if wins(table.shoe[-1]) or not winners or not self.roll("THIRD_CARD_DIVERTED"):
+            return
+        i = winners[-1]  # the nearest winner, moved up to come right after the loser
+        table.shoe[i], table.shoe[-2] = table.shoe[-2], table.shoe[i]
+        box = Box.DISCARD_RACK if self.rng.random() < 0.5 else self.rng.choice((Box.LEFT,
+                                                                                Box.RIGHT))
+        loser = table.deal(box, hand)  # in hand.dealt: racked in dealing order
+        self.label("THIRD_CARD_DIVERTED", table, f"{loser} to {box.value.lower()}")
+        if hand.wagers or hand.raises:
+            self.label("WRONG_SETTLEMENT", table, "paid on the card after the diverted one")
 
     def third_card_dealt(self, table: TableSim, hand: Hand) -> None:
         """THIRD_CARD_REDRAWN ((d)10, (d)13-14): after the deciding third card the dealer draws

@@ -58,6 +58,7 @@ INJECTABLE = (
     # the checkable clauses of the seeds (events/irregular_cards.py and below)
     "MATCH_PLAY_NOT_ALLOWED", "TOO_MANY_DECKS", "THIRD_CARD_REDRAWN", "SPREAD_WITHOUT_THIRD_CARD",
     "EARLY_RAISE", "WRONG_BOX", "BURN_MISDISCLOSED", "DRAWN_IN_ERROR_NOT_USED",
+    "THIRD_CARD_DIVERTED",
 )
 _WRONG_LINES = ("spread_1", "spread_2", "spread_3", "three_of_a_kind")
 _ALL_CARDS = tuple(Card(r, s) for r in range(2, 15) for s in Suit)

@@ -396,6 +396,7 @@ class TableSim:
         elif kind.kind is rules.HandKind.PAIR:
             self.announce(Meaning.PAIR)  # (d)8: draw the third card at once
             if x.pair_round(self, hand):
+                x.third_card_diverted(self, hand)  # to the rack or a side box (THIRD_CARD_DIVERTED)
                 hand.third = third = self.deal(Box.MIDDLE, hand)
                 self.announce(Meaning.THREE_OF_A_KIND if third.rank == left.rank
                               else Meaning.NO_THREE_OF_A_KIND)
@@ -409,6 +410,7 @@ class TableSim:
                 self.announce(Meaning.RAISES_CLOSED)  # (d)13
                 x.raises_closed(self, hand)
                 if not x.skip_third_card(self, hand):  # SPREAD_WITHOUT_THIRD_CARD
+                    x.third_card_diverted(self, hand)  # THIRD_CARD_DIVERTED
                     hand.third = third = self.deal(Box.MIDDLE, hand)
                     self.announce(Meaning.THIRD_CARD, third.rank)
                     x.third_card_announced(self, hand)

@@ -46,7 +46,8 @@ FROM (VALUES
     ('CALL_BET', 'medium', '13:47-20.31(d)4; 13:69F-6.5(b); GA (2)', 'a verbal wager (call bet): every profile wants wagers placed on the layout'),
     ('MATCH_PLAY_NOT_ALLOWED', 'medium', 'GA (2)', 'a match play coupon at a table that takes chips and plaques only'),
     ('TOO_MANY_DECKS', 'medium', '13:47-20.31(a)2', 'a shoe of more than one deck at a casino-night table'),
-    ('THIRD_CARD_REDRAWN', 'high', '13:47-20.31(d)10, (d)13-14; GA (8), (11)', 'a card dealt to the middle box after the third card that decided the round'),
+    ('THIRD_CARD_REDRAWN', 'high', '13:47-20.31(d)10, (d)13-14; GA (8), (11)', 'a card drawn from the shoe (to any box) after the third card that decided the round'),
+    ('THIRD_CARD_DIVERTED', 'high', '13:47-20.31(d)8, (d)13; GA (6), (11)', 'the deciding third card put in the discard rack or on a side box instead of the middle box'),
     ('SPREAD_WITHOUT_THIRD_CARD', 'high', '13:47-20.31(d)13-14; GA (11)', 'a spread round settled with no third card, or before it'),
     ('EARLY_RAISE', 'medium', '13:47-20.31(d)12', 'a raise placed before the first two cards were dealt'),
     ('WRONG_BOX', 'medium', '13:47-20.31(d)5; GA (3)', 'the first card dealt to other than the left box, or the second to other than the right'),
@@ -70,10 +71,26 @@ CREATE OR REPLACE MACRO anomaly_rank(rank) AS
     CASE rank WHEN 11 THEN 'J' WHEN 12 THEN 'Q' WHEN 13 THEN 'K' WHEN 14 THEN 'A'
               ELSE CAST(rank AS VARCHAR) END;
 
+-- Who wins on a deciding third card, read aloud (13:47-20.31(d)9-10, (d)14; GA (7)-(8), (11)(a)).
+CREATE OR REPLACE MACRO third_card_verdict(kind, left_rank, right_rank, third_rank) AS
+    CASE WHEN kind = 'pair' AND third_rank = left_rank THEN 'three of a kind, players win'
+         WHEN kind = 'pair' THEN 'no three of a kind, a tie hand'
+         WHEN third_rank > least(left_rank, right_rank)
+              AND third_rank < greatest(left_rank, right_rank) THEN 'players win'
+         ELSE 'players lose' END;
+
+-- Cards drawn ({seq, card, dest} structs) with where each went: "9H to the middle box, 5C to
+-- the discard rack".
+CREATE OR REPLACE MACRO placed_cards(draws) AS
+    array_to_string(list_transform(draws, lambda x: x.card || ' to ' || card_place(x.dest)), ', ');
+
 -- One row per round: its cards, kind and the marks the checks need. The left and right cards
 -- are the first drawn to those boxes, the middle card the deciding third card (views.sql's
--- deciding_third, as in the `rounds` view); redraw_seqs are the cards to the middle box after
--- it. "finished": the table recorded something after the round's last event;
+-- deciding_third, as in the `rounds` view: the first card drawn after the trigger, to any box)
+-- and third_card_box where it went; `redraws` are the cards drawn after it (any box), and
+-- `beyond_two` every card drawn beyond the first two (any card to the middle box, and any card
+-- after both the left and the right one). "finished": the table recorded something after the
+-- round's last event;
 -- what a round LACKS (an announcement, a settlement, the rack) is judged only then, so a live
 -- table's round in progress is never flagged for what is still to come.
 CREATE OR REPLACE VIEW anomaly_round_facts AS
@@ -84,9 +101,11 @@ WITH per_round AS (
         min(seq) AS first_seq, max(seq) AS last_seq,
         arg_min({'rank': rank, 'suit': suit}, seq) FILTER (event_type = 'CardDrawn' AND destination = 'LEFT') AS l,
         arg_min({'rank': rank, 'suit': suit}, seq) FILTER (event_type = 'CardDrawn' AND destination = 'RIGHT') AS r,
+        min(seq) FILTER (event_type = 'CardDrawn' AND destination = 'LEFT') AS left_seq,
         min(seq) FILTER (event_type = 'CardDrawn' AND destination = 'RIGHT') AS right_seq,
-        list({'seq': seq, 'rank': rank, 'suit': suit} ORDER BY seq)
-            FILTER (event_type = 'CardDrawn' AND destination = 'MIDDLE') AS middles,
+        -- every card drawn from the shoe, to any box (deciding_third)
+        list({'seq': seq, 'rank': rank, 'suit': suit, 'dest': destination} ORDER BY seq)
+            FILTER (event_type = 'CardDrawn') AS draws,
         coalesce(bool_or(event_type = 'RoundVoided'), false) AS voided,
         -- 13:47-20.31(d)3, (d)6: the first card out of the shoe (as the ledger counts it).
         min(seq) FILTER (event_type IN ('CardDrawn', 'CardDrawnInError')) AS first_card_seq,
@@ -94,17 +113,11 @@ WITH per_round AS (
         min(seq) FILTER (event_type = 'Announced' AND meaning = 'RAISES_CLOSED') AS raises_closed_seq,
         min(seq) FILTER (event_type = 'CuttingCardReached') AS cut_seq,
         min(seq) FILTER (event_type = 'WagerSettled') AS first_settlement_seq,
-        min(seq) FILTER (event_type = 'CardDrawn' AND destination = 'MIDDLE') AS first_middle_seq,
-        max(seq) FILTER (event_type = 'CardDrawn' AND destination = 'MIDDLE') AS last_middle_seq,
-        min(occurred_at) FILTER (event_type = 'CardDrawn' AND destination = 'MIDDLE') AS first_middle_at,
         list(seq ORDER BY seq) FILTER (event_type = 'CardDrawn') AS card_seqs,
         -- 13:47-20.31(d)5; GA (3): the first two cards to the layout and their boxes.
         list({'seq': seq, 'box': destination, 'card': card_label(rank, suit)} ORDER BY seq)
             FILTER (event_type = 'CardDrawn' AND destination IN ('LEFT', 'RIGHT', 'MIDDLE'))[:2]
             AS first_two,
-        list(seq ORDER BY seq) FILTER (event_type = 'CardDrawn' AND destination = 'MIDDLE') AS middle_seqs,
-        list(card_label(rank, suit) ORDER BY seq)
-            FILTER (event_type = 'CardDrawn' AND destination = 'MIDDLE') AS middle_cards,
         min(seq) FILTER (event_type = 'CardsRacked') AS racked_seq,
         -- 13:47-20.31(d)15; GA (12): every card drawn in the round (CardDrawn, any box) and the
         -- cards of its CardsRacked, in order (NULL when there are none).
@@ -137,29 +150,37 @@ kinds AS (
 ),
 decided AS (
     -- The deciding third card (views.sql, deciding_third: one definition with the rounds view)
-    -- and the cards dealt to the middle box after it (THIRD_CARD_REDRAWN).
-    SELECT *, deciding_third(middles, kind, right_seq, raises_closed_seq) AS m,
+    -- and the cards drawn after it (THIRD_CARD_REDRAWN, THIRD_CARD_DIVERTED).
+    SELECT *, deciding_third(draws, kind, left_seq, right_seq, raises_closed_seq) AS m,
+           greatest(left_seq, right_seq) AS sides_seq,
            round_dealt(outs) AS dealt_outs
     FROM kinds
+),
+drawn AS (
+    SELECT *,
+           list_transform(list_filter(draws, lambda x: x.seq > m.seq),
+                          lambda x: {'seq': x.seq, 'card': card_label(x.rank, x.suit), 'dest': x.dest})
+               AS redraws,
+           -- 13:47-20.31(d)7-8, (d)13: every card beyond the first two
+           list_transform(list_filter(draws, lambda x: x.dest = 'MIDDLE' OR x.seq > sides_seq),
+                          lambda x: {'seq': x.seq, 'card': card_label(x.rank, x.suit), 'dest': x.dest})
+               AS beyond
+    FROM decided
 )
 SELECT
     p.table_id, p.shoe_id, p.round_no, p.started_at, p.ended_at, p.first_seq, p.last_seq,
     p.l.rank AS left_rank, card_label(p.l.rank, p.l.suit) AS left_card,
     p.r.rank AS right_rank, card_label(p.r.rank, p.r.suit) AS right_card, p.right_seq,
     p.m.rank AS middle_rank, card_label(p.m.rank, p.m.suit) AS middle_card,
-    p.m.seq AS third_card_seq,
-    coalesce(list_transform(list_filter(p.middles, lambda x: x.seq > p.m.seq), lambda x: x.seq),
-             []::BIGINT[]) AS redraw_seqs,
-    coalesce(list_transform(list_filter(p.middles, lambda x: x.seq > p.m.seq),
-                            lambda x: card_label(x.rank, x.suit)), []::VARCHAR[]) AS redrawn_cards,
+    p.m.seq AS third_card_seq, p.m.dest AS third_card_box, p.sides_seq,
+    coalesce(list_transform(p.redraws, lambda x: x.seq), []::BIGINT[]) AS redraw_seqs,
+    coalesce(list_transform(p.redraws, lambda x: x.card), []::VARCHAR[]) AS redrawn_cards,
+    coalesce(p.redraws, []) AS redraws, coalesce(p.beyond, []) AS beyond_two,
     p.kind,
     CASE WHEN abs(p.l.rank - p.r.rank) >= 2 THEN abs(p.l.rank - p.r.rank) - 1 END AS spread,
     p.voided, p.first_card_seq, card_label(p.first.rank, p.first.suit) AS first_card,
-    p.raises_closed_seq, p.cut_seq, p.first_settlement_seq, p.first_middle_seq,
-    p.last_middle_seq, p.first_middle_at,
-    coalesce(p.card_seqs, []::BIGINT[]) AS card_seqs,
-    coalesce(p.middle_seqs, []::BIGINT[]) AS middle_seqs,
-    coalesce(p.middle_cards, []::VARCHAR[]) AS middle_cards, p.racked_seq,
+    p.raises_closed_seq, p.cut_seq, p.first_settlement_seq,
+    coalesce(p.card_seqs, []::BIGINT[]) AS card_seqs, p.racked_seq,
     coalesce(p.first_two, []) AS first_two,
     p.last_seq < t.table_last_seq AS finished,
     -- 13:47-20.31(d)15; (g)2: the cards dealt (round_dealt: a card drawn in error and not used
@@ -167,7 +188,7 @@ SELECT
     nullif(list_transform(p.dealt_outs, lambda x: {'rank': x.rank, 'suit': x.suit}), []) AS dealt_cards,
     coalesce(list_transform(p.dealt_outs, lambda x: x.seq), []::BIGINT[]) AS dealt_seqs,
     p.racked_cards, p.kind_said, p.last_outcome_said_seq, p.last_value_said_seq
-FROM decided AS p
+FROM drawn AS p
 JOIN table_end AS t USING (table_id);
 
 -- The anomalies fall into five families, one view each (anomalies_found_rounds, _money, _shoes,
@@ -191,23 +212,30 @@ facts AS MATERIALIZED (
     FROM anomaly_round_facts
 ),
 
--- Spread rounds with a card to the middle box before "Raises closed" (13:47-20.31(g)3), and
--- the new third card: the first card to the middle box after "Raises closed".
+-- Spread rounds with a card drawn before "Raises closed" (13:47-20.31(g)3: "If a third card is
+-- drawn and exposed to the players prior to the dealer announcing "Raises closed," the card
+-- shall be discarded"): any card to the middle box before it, and any card drawn after the
+-- first two to another box (the discard rack, a side box) before it: (g)3 names a third card
+-- drawn, wherever it lands, and a card sent straight to the rack is discarded but was still
+-- drawn before the players' choice. With no "Raises closed" at all, every card to the middle
+-- box and any other drawn after the first two before the deciding one. The new third card is
+-- the deciding one (views.sql, deciding_third: the first card drawn after "Raises closed").
 exposures AS MATERIALIZED (
     SELECT f.table_id, f.shoe_id, f.round_no, f.finished, f.left_card, f.right_card, f.spread,
            f.raises_closed_seq,
-           min(e.seq) FILTER (f.raises_closed_seq IS NULL OR e.seq < f.raises_closed_seq) AS exposed_seq,
-           arg_min(card_label(e.rank, e.suit), e.seq)
-               FILTER (f.raises_closed_seq IS NULL OR e.seq < f.raises_closed_seq) AS exposed_card,
-           arg_min(e.occurred_at, e.seq)
-               FILTER (f.raises_closed_seq IS NULL OR e.seq < f.raises_closed_seq) AS exposed_at,
-           min(e.seq) FILTER (e.seq > f.raises_closed_seq) AS new_third_seq,
-           arg_min(card_label(e.rank, e.suit), e.seq) FILTER (e.seq > f.raises_closed_seq) AS new_third_card
+           min(e.seq) AS exposed_seq,
+           arg_min(card_label(e.rank, e.suit), e.seq) AS exposed_card,
+           arg_min(e.occurred_at, e.seq) AS exposed_at,
+           CASE WHEN f.raises_closed_seq IS NOT NULL THEN f.third_card_seq END AS new_third_seq,
+           CASE WHEN f.raises_closed_seq IS NOT NULL THEN f.middle_card END AS new_third_card
     FROM facts AS f
     JOIN events AS e USING (table_id, shoe_id, round_no)
-    WHERE f.kind = 'spread' AND e.event_type = 'CardDrawn' AND e.destination = 'MIDDLE'
+    WHERE f.kind = 'spread' AND e.event_type = 'CardDrawn'
+      AND CASE WHEN e.destination = 'MIDDLE'
+               THEN f.raises_closed_seq IS NULL OR e.seq < f.raises_closed_seq
+               ELSE e.seq > f.sides_seq
+                    AND e.seq < coalesce(f.raises_closed_seq, f.third_card_seq, 9223372036854775807) END
     GROUP BY ALL
-    HAVING exposed_seq IS NOT NULL
 ),
 
 -- After an exposure, per betting area: what was at stake when the card came out (the last
@@ -275,15 +303,19 @@ late_moves AS (
 
 -- Announcements (13:47-20.31(d)7-11, 13; GA (5)-(11)) that can contradict the cards, and for
 -- those about the third card ("three of a kind", "no three of a kind", a third card's value)
--- the last card to the middle box before each: the card it is about. The other meanings never
--- look at that card, so only the third-card announcements pay for the ASOF join.
+-- the last card drawn before each beyond the first two: the card it is about (to the middle
+-- box, or one the dealer put elsewhere: where it went is THIRD_CARD_DIVERTED's finding, not a
+-- wrong announcement). The other meanings never look at that card, so only the third-card
+-- announcements pay for the ASOF join.
 said AS (
     SELECT a.table_id, a.shoe_id, a.round_no, a.seq, a.occurred_at, a.phrase, a.meaning, a."value",
-           f.kind, f.spread, f.left_rank, f.left_card, f.right_card, m.rank AS middle_rank_before
+           f.kind, f.spread, f.left_rank, f.left_card, f.right_card,
+           CASE WHEN m.destination = 'MIDDLE' OR m.seq > f.sides_seq THEN m.rank END
+               AS middle_rank_before
     FROM events AS a
     JOIN facts AS f USING (table_id, shoe_id, round_no)
-    ASOF LEFT JOIN (SELECT table_id, shoe_id, round_no, seq, rank FROM events
-                    WHERE event_type = 'CardDrawn' AND destination = 'MIDDLE') AS m
+    ASOF LEFT JOIN (SELECT table_id, shoe_id, round_no, seq, rank, destination FROM events
+                    WHERE event_type = 'CardDrawn') AS m
         ON m.table_id = a.table_id AND m.shoe_id = a.shoe_id AND m.round_no = a.round_no
        AND a.seq > m.seq
     WHERE a.event_type = 'Announced' AND f.kind IS NOT NULL
@@ -512,13 +544,22 @@ SELECT * FROM (
     FROM said_per_round WHERE kind = 'spread' AND third_card_seq IS NOT NULL AND NOT value_said
 
     UNION ALL
-    -- THIRD_CARD_ON_CONSECUTIVE (13:47-20.31(d)7): a consecutive round ends with no third card.
-    SELECT 'THIRD_CARD_ON_CONSECUTIVE', table_id, shoe_id, round_no, middle_seqs,
-           printf('%s drawn to the middle box after the consecutive cards %s and %s (a tie hand: no third card)',
-                  array_to_string(middle_cards, ' '), left_card, right_card),
-           first_middle_at
-    FROM facts
-    WHERE kind = 'consecutive' AND first_middle_seq IS NOT NULL
+    -- THIRD_CARD_ON_CONSECUTIVE (13:47-20.31(d)7): a consecutive round ends with no third card:
+    -- any card drawn beyond the first two (to the middle box, or after both to any box).
+    SELECT 'THIRD_CARD_ON_CONSECUTIVE', f.table_id, f.shoe_id, f.round_no,
+           list_transform(f.beyond_two, lambda x: x.seq),
+           CASE WHEN list_bool_and(list_transform(f.beyond_two, lambda x: x.dest = 'MIDDLE'))
+                THEN printf('%s drawn to the middle box after the consecutive cards %s and %s (a tie hand: no third card)',
+                            array_to_string(list_transform(f.beyond_two, lambda x: x.card), ' '),
+                            f.left_card, f.right_card)
+                ELSE printf('%s drawn after the consecutive cards %s and %s (a tie hand: no third card)',
+                            placed_cards(f.beyond_two),
+                            f.left_card, f.right_card) END,
+           e.occurred_at
+    FROM facts AS f
+    JOIN events AS e ON e.table_id = f.table_id AND e.seq = f.beyond_two[1].seq
+                    AND e.event_type = 'CardDrawn'
+    WHERE f.kind = 'consecutive' AND len(f.beyond_two) > 0
 
     UNION ALL
     -- PAIR_WITHOUT_THIRD_CARD (13:47-20.31(d)8): after a pair the third card is drawn at once;
@@ -538,40 +579,65 @@ SELECT * FROM (
 
     UNION ALL
     -- THIRD_CARD_REDRAWN (13:47-20.31(d)10, (d)13-14; GA (8), (11)): exactly one third card
-    -- decides a pair or a spread (the first to the middle box after the pair, or after "Raises
-    -- closed": views.sql, deciding_third); any card dealt to the middle box after it is a
+    -- decides a pair or a spread (the first card drawn after the pair, or after "Raises closed":
+    -- views.sql, deciding_third); any card drawn from the shoe after it, to any box, is a
     -- redraw. The ledger judges every settlement against the deciding card. Proof: the
-    -- deciding card and every later card to the middle box.
-    SELECT 'THIRD_CARD_REDRAWN', table_id, shoe_id, round_no, [third_card_seq] || redraw_seqs,
-           printf('%s was dealt to the middle box after the third card %s had decided the round (%s and %s, %s: %s)',
-                  array_to_string(redrawn_cards, ' '), middle_card, left_card, right_card,
-                  CASE WHEN kind = 'pair' THEN 'a pair' ELSE printf('spread %d', spread) END,
-                  CASE WHEN kind = 'pair' AND middle_rank = left_rank THEN 'three of a kind, players win'
-                       WHEN kind = 'pair' THEN 'no three of a kind, a tie hand'
-                       WHEN middle_rank > least(left_rank, right_rank)
-                            AND middle_rank < greatest(left_rank, right_rank) THEN 'players win'
-                       ELSE 'players lose' END),
-           occurred_at
-    FROM (SELECT f.*, e.occurred_at FROM facts AS f
-          JOIN events AS e ON e.table_id = f.table_id AND e.seq = f.redraw_seqs[1]
-                          AND e.event_type = 'CardDrawn'
-          WHERE f.kind IN ('pair', 'spread') AND len(f.redraw_seqs) > 0)
+    -- deciding card and every card drawn after it. A deciding card put anywhere but the middle
+    -- box is THIRD_CARD_DIVERTED instead, whose proof names the cards after it.
+    SELECT 'THIRD_CARD_REDRAWN', f.table_id, f.shoe_id, f.round_no,
+           [f.third_card_seq] || f.redraw_seqs,
+           CASE WHEN list_bool_and(list_transform(f.redraws, lambda x: x.dest = 'MIDDLE'))
+                THEN array_to_string(f.redrawn_cards, ' ') || ' was dealt to the middle box'
+                ELSE placed_cards(f.redraws) || ' came out' END
+           || printf(' after the third card %s had decided the round (%s and %s, %s: %s)',
+                     f.middle_card, f.left_card, f.right_card,
+                     CASE WHEN f.kind = 'pair' THEN 'a pair' ELSE printf('spread %d', f.spread) END,
+                     third_card_verdict(f.kind, f.left_rank, f.right_rank, f.middle_rank)),
+           e.occurred_at
+    FROM facts AS f
+    JOIN events AS e ON e.table_id = f.table_id AND e.seq = f.redraw_seqs[1]
+                    AND e.event_type = 'CardDrawn'
+    WHERE f.kind IN ('pair', 'spread') AND len(f.redraw_seqs) > 0 AND f.third_card_box = 'MIDDLE'
+
+    UNION ALL
+    -- THIRD_CARD_DIVERTED (13:47-20.31(d)8, (d)13; GA (6), (11)): the deciding third card
+    -- (views.sql, deciding_third: the first card drawn after the pair, or after "Raises
+    -- closed") "shall be placed face up in the middle box" / "place it face up on the box
+    -- between the initial two cards"; one put in the discard rack or on a side box still
+    -- decides, and every card drawn after it decides nothing (the ledger judges the
+    -- settlements against it). Proof: the diverted card and every card drawn after it.
+    SELECT 'THIRD_CARD_DIVERTED', f.table_id, f.shoe_id, f.round_no,
+           [f.third_card_seq] || f.redraw_seqs,
+           printf('The third card %s went to %s, not the middle box; %s (%s and %s, %s: %s decides, %s)',
+                  f.middle_card, card_place(f.third_card_box),
+                  CASE WHEN len(f.redraws) = 0 THEN 'nothing was drawn after it'
+                       ELSE 'after it came ' || placed_cards(f.redraws) END,
+                  f.left_card, f.right_card,
+                  CASE WHEN f.kind = 'pair' THEN 'a pair' ELSE printf('spread %d', f.spread) END,
+                  f.middle_card,
+                  third_card_verdict(f.kind, f.left_rank, f.right_rank, f.middle_rank)),
+           e.occurred_at
+    FROM facts AS f
+    JOIN events AS e ON e.table_id = f.table_id AND e.seq = f.third_card_seq
+                    AND e.event_type = 'CardDrawn'
+    WHERE f.kind IN ('pair', 'spread') AND f.third_card_box <> 'MIDDLE'
 
     UNION ALL
     -- SPREAD_WITHOUT_THIRD_CARD (13:47-20.31(d)13-14; GA (11)): a spread is decided only by a
-    -- third card; flagged when an unvoided spread round's wagers are settled with no card to the
-    -- middle box before the first settlement. A round in which the cutting card came out is
-    -- ROUND_ABANDONED_AT_CUT_CARD instead. Proof: the first two cards and the first settlement.
+    -- third card; flagged when an unvoided spread round's wagers are settled with no card drawn
+    -- beyond the first two (to any box) before the first settlement. A round in which the
+    -- cutting card came out is ROUND_ABANDONED_AT_CUT_CARD instead. Proof: the first two cards
+    -- and the first settlement.
     SELECT 'SPREAD_WITHOUT_THIRD_CARD', table_id, shoe_id, round_no,
            card_seqs[:2] || [first_settlement_seq],
            printf('The spread %d of %s and %s was settled %s', spread, left_card, right_card,
-                  CASE WHEN first_middle_seq IS NULL THEN 'with no third card at all'
-                       ELSE 'before its third card ' || middle_cards[1] || ' was drawn' END),
+                  CASE WHEN len(beyond_two) = 0 THEN 'with no third card at all'
+                       ELSE 'before its third card ' || beyond_two[1].card || ' was drawn' END),
            ended_at
     FROM facts
     WHERE kind = 'spread' AND NOT voided AND cut_seq IS NULL
       AND first_settlement_seq IS NOT NULL
-      AND (first_middle_seq IS NULL OR first_middle_seq > first_settlement_seq)
+      AND (len(beyond_two) = 0 OR beyond_two[1].seq > first_settlement_seq)
 
     UNION ALL
     -- ROUND_ABANDONED_AT_CUT_CARD (13:47-20.31(d)16; GA (13)): the cutting card came out in

@@ -40,7 +40,8 @@ class Dispute:
 # DealerTappedIn up to them, instead of aggregating every round of the store to read one.
 _ROUND = """
 SELECT table_id, shoe_id, round_no, dealer, started_at, ended_at, left_card, right_card,
-       middle_card AS third_card, third_card_seq, redrawn_cards, middle_cards_drawn, kind, spread,
+       middle_card AS third_card, third_card_seq, lower(third_card_box) AS third_card_box,
+       redrawn_cards, middle_cards_drawn, kind, spread,
        outcome AS players_result, voided, announcements, first_seq, last_seq
 FROM rounds_of($table, $shoe, $round, $first, $last)
 """
@@ -59,7 +60,9 @@ WHERE table_id = $table AND shoe_id = $shoe AND round_no = $round
 # a card to its k-th draw in the round), in rack order; then any card drawn but never racked.
 # A card drawn in error counts as drawn when it was not used as the next card ((g)2; views.sql,
 # round_dealt). `role` says which card decided the round ($third: the rounds view's
-# third_card_seq) and which cards to the middle box decided nothing.
+# third_card_seq, the first card drawn after the trigger wherever it went: views.sql,
+# deciding_third), whether it was diverted from the middle box, and which cards decided nothing:
+# drawn after it, exposed before "Raises closed", or drawn in a consecutive round ($kind).
 _CARDS = """
 WITH outs AS (
     SELECT seq, occurred_at, event_type, rank, suit, destination, face_up,
@@ -75,6 +78,10 @@ drawn AS (
     SELECT seq AS drawn_seq, occurred_at AS drawn_at, rank, suit, face_up,
            CASE WHEN event_type = 'CardDrawnInError' THEN 'IN_ERROR' ELSE destination END
                AS destination,
+           -- the left and right cards: the first drawn to those boxes
+           seq IN (min(seq) FILTER (event_type = 'CardDrawn' AND destination = 'LEFT') OVER (),
+                   min(seq) FILTER (event_type = 'CardDrawn' AND destination = 'RIGHT') OVER ())
+               AS side_card,
            row_number() OVER (PARTITION BY rank, suit ORDER BY seq) AS copy_no
     FROM outs
     WHERE event_type = 'CardDrawn'
@@ -101,13 +108,10 @@ found AS (
 SELECT r.rack_position, card_label(coalesce(r.rank, d.rank), coalesce(r.suit, d.suit)) AS card,
        CASE d.destination WHEN 'IN_ERROR' THEN 'drawn in error' ELSE lower(d.destination) END
            AS box,
-       CASE WHEN d.destination = 'IN_ERROR'
+       CASE WHEN d.drawn_seq IS NULL THEN NULL  -- racked but not drawn in this round
+            WHEN d.destination = 'IN_ERROR'
             THEN 'drawn in error and not used as the next card (13:47-20.31(g)2)'
-            WHEN d.destination <> 'MIDDLE' THEN NULL
-            WHEN d.drawn_seq = $third THEN 'the deciding third card'
-            WHEN d.drawn_seq > $third
-            THEN 'redrawn after the deciding third card: decides nothing (13:47-20.31(d)13-14)'
-            ELSE 'exposed before "Raises closed": discarded, decides nothing (13:47-20.31(g)3)'
+            ELSE card_role(d.drawn_seq, d.destination, $third, $kind, d.side_card)
        END AS role,
        d.drawn_at, d.drawn_seq, r.racked_at, r.racked_seq,
        CASE WHEN r.rank IS NULL THEN 'drawn but never racked'
@@ -208,7 +212,7 @@ def dispute(con: duckdb.DuckDBPyConnection, table: str, *, at: datetime | None =
         _seat_absent(con, table, r, seat, at)
     return Dispute(
         round=r,
-        cards=rows(con, _CARDS, {**params, "third": r["third_card_seq"]}),
+        cards=rows(con, _CARDS, {**params, "third": r["third_card_seq"], "kind": r["kind"]}),
         announcements=rows(con, _ANNOUNCEMENTS, params),
         wagers=wagers,
         settlements=rows(con, _SETTLEMENTS, {**params, "seat": seat}),

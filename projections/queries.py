@@ -60,10 +60,23 @@ WHERE shoe_id = $shoe AND ($table IS NULL OR table_id = $table)
 GROUP BY table_id ORDER BY table_id
 """
 
+# `role`: what a card drawn did in its round (views.sql, card_role): the deciding third card,
+# diverted or not, a redraw, a card exposed early; NULL for every other event and the left and
+# right cards.
 _REPLAY_EVENTS = """
-SELECT seq, occurred_at, round_no, actor, event_type, description
-FROM timeline WHERE table_id = $table AND shoe_id = $shoe AND seq BETWEEN $first AND $last
-ORDER BY seq, log_offset
+SELECT t.seq, t.occurred_at, t.round_no, t.actor, t.event_type, t.description,
+       CASE WHEN t.event_type = 'CardDrawn' AND r.round_no IS NOT NULL
+            THEN card_role(t.seq, e.destination, r.third_card_seq, r.kind,
+                           t.seq IN (r.left_seq, r.right_seq)) END AS role
+FROM timeline AS t
+LEFT JOIN (SELECT seq, log_partition, log_offset, destination FROM events
+           WHERE table_id = $table AND seq BETWEEN $first AND $last
+             AND event_type = 'CardDrawn') AS e
+       ON e.seq = t.seq AND e.log_partition = t.log_partition AND e.log_offset = t.log_offset
+LEFT JOIN rounds_of($table, $shoe, NULL, $first, $last) AS r
+       ON r.table_id = t.table_id AND r.shoe_id = t.shoe_id AND r.round_no = t.round_no
+WHERE t.table_id = $table AND t.shoe_id = $shoe AND t.seq BETWEEN $first AND $last
+ORDER BY t.seq, t.log_offset
 """
 
 # One row per racking: a burn, a card found face up, or one CardsRacked (a round's hand), in
@@ -86,6 +99,7 @@ SELECT
     CASE WHEN k.source = 'round' THEN r.kind END AS kind,
     CASE WHEN k.source = 'round' THEN r.spread END AS spread,
     CASE WHEN k.source = 'round' THEN r.middle_card END AS third_card,
+    CASE WHEN k.source = 'round' THEN lower(r.third_card_box) END AS third_card_box,
     CASE WHEN k.source = 'round' THEN array_to_string(r.redrawn_cards, ' ') END AS redrawn,
     CASE WHEN k.source = 'round' THEN r.outcome END AS outcome,
     CASE WHEN k.source = 'round' THEN r.dealer END AS dealer

@@ -137,30 +137,61 @@ CREATE OR REPLACE VIEW rack AS
 SELECT * FROM rack_of(NULL, NULL, NULL, NULL)
 ORDER BY table_id, shoe_id, rack_position;
 
--- The third card that decides a round, from the round's cards to the middle box (a list of
--- {seq, rank, suit} in dealing order), its kind, the seq of its right card and of its first
--- "Raises closed". Exactly one third card decides:
---   pair: the first card to the middle box after the pair (13:47-20.31(d)8-10; GA (6)-(8));
---   spread: the first card to the middle box after "Raises closed" (13:47-20.31(d)13-14;
---     GA (11)); one exposed before it is discarded ((g)3; 13:69F-6.7). When "Raises closed"
---     was never said, the first card to the middle box (EARLY_THIRD_CARD and
---     EARLY_EXPOSURE_MISHANDLED flag the round).
--- Any later card to the middle box decides nothing: THIRD_CARD_REDRAWN (anomalies.sql).
+-- The third card that decides a round, from the round's cards drawn from the shoe (`draws`: a
+-- list of {seq, rank, suit, dest} of its CardDrawn events of EVERY destination, in dealing
+-- order), its kind, the seqs of its left and right cards (the first to those boxes) and of its
+-- first "Raises closed". Exactly one third card decides, and it is the first card drawn from
+-- the shoe after the trigger, wherever the dealer put it (13:47-20.31(d)13: "The dealer shall
+-- then draw a third card, place it face up on the box between the initial two cards"):
+--   pair: the first card drawn after both the left and the right card (the later of the two:
+--     with the first card on the right box, WRONG_BOX, the left comes second) (13:47-20.31(d)8-10;
+--     GA (6)-(8): "shall immediately draw a third card");
+--   spread: the first card drawn after the first "Raises closed" (and after both cards)
+--     (13:47-20.31(d)13-14; GA (11)); one exposed before it is discarded ((g)3; 13:69F-6.7).
+--     When "Raises closed" was never said, the first card to the middle box (EARLY_THIRD_CARD
+--     and EARLY_EXPOSURE_MISHANDLED flag the round).
+-- A deciding card placed anywhere but the middle box is THIRD_CARD_DIVERTED, any card drawn
+-- after it THIRD_CARD_REDRAWN (anomalies.sql); neither changes which card decides. Cards drawn
+-- in error, burned or found face up are not CardDrawn and never decide.
 -- One definition, used by the rounds view (so the ledger, reconciliation, statistics,
 -- dispute and replay) and the anomaly round facts.
-CREATE OR REPLACE MACRO deciding_third(middles, kind, right_seq, raises_closed_seq) AS
+CREATE OR REPLACE MACRO deciding_third(draws, kind, left_seq, right_seq, raises_closed_seq) AS
     CASE kind
-        WHEN 'pair' THEN list_filter(middles, lambda m: m.seq > right_seq)[1]
-        WHEN 'spread' THEN CASE WHEN raises_closed_seq IS NULL THEN middles[1]
-                                ELSE list_filter(middles, lambda m: m.seq > raises_closed_seq)[1] END
+        WHEN 'pair' THEN list_filter(draws, lambda d: d.seq > greatest(left_seq, right_seq))[1]
+        WHEN 'spread' THEN CASE
+            WHEN raises_closed_seq IS NULL THEN list_filter(draws, lambda d: d.dest = 'MIDDLE')[1]
+            ELSE list_filter(draws, lambda d: d.seq > greatest(left_seq, right_seq,
+                                                               raises_closed_seq))[1] END
     END;
+
+-- Where a card went, as read aloud: "the middle box", "the discard rack".
+CREATE OR REPLACE MACRO card_place(dest) AS
+    CASE dest WHEN 'DISCARD_RACK' THEN 'the discard rack' ELSE 'the ' || lower(dest) || ' box' END;
+
+-- What a card drawn in a round (a CardDrawn: its seq and destination) did, for the dispute and
+-- the replay, from the round's deciding third card (seq and box, deciding_third above), kind,
+-- and whether the card is the round's left or right card: NULL for those two.
+CREATE OR REPLACE MACRO card_role(seq, dest, third_seq, kind, side_card) AS
+    CASE WHEN seq = third_seq AND dest = 'MIDDLE' THEN 'the deciding third card'
+         WHEN seq = third_seq
+         THEN 'the deciding third card, diverted to ' || card_place(dest)
+              || ' instead of the middle box: it still decides (13:47-20.31(d)8, (d)13)'
+         WHEN seq > third_seq
+         THEN 'redrawn after the deciding third card: decides nothing (13:47-20.31(d)13-14)'
+         WHEN side_card THEN NULL
+         WHEN kind = 'consecutive'
+         THEN 'drawn in a consecutive round: decides nothing (13:47-20.31(d)7)'
+         WHEN kind = 'spread'
+         THEN 'exposed before "Raises closed": discarded, decides nothing (13:47-20.31(g)3)'
+         ELSE 'drawn out of turn: decides nothing' END;
 
 -- One row per round. The dealer is the one whose DealerTappedIn is the table's latest at or
 -- before the round's first event. The left and right cards are the first drawn to those boxes;
 -- the middle card (middle_rank, middle_suit, middle_card, third_card_seq) is the deciding
--- third card of deciding_third above, never a later one: `redrawn_cards` lists the cards dealt
--- to the middle box after it (an irregularity, THIRD_CARD_REDRAWN), `middle_cards_drawn`
--- counts every card to the middle box.
+-- third card of deciding_third above, never a later one, and `third_card_box` says where the
+-- dealer put it ('MIDDLE', or elsewhere: THIRD_CARD_DIVERTED); `redrawn_cards` lists every card
+-- drawn from the shoe after it, to any box (THIRD_CARD_REDRAWN, or the cards that followed a
+-- diverted one), `middle_cards_drawn` counts every card to the middle box.
 --
 -- rounds_of(in_table, in_shoe, in_round, from_seq, to_seq) is the rounds view's rows of one
 -- table, shoe and round (a NULL argument: all of them), so that a dispute or a replay does not
@@ -179,10 +210,12 @@ WITH per_round AS (
         arg_min(suit, (seq, log_offset)) FILTER (event_type = 'CardDrawn' AND destination = 'LEFT') AS left_suit,
         arg_min(rank, (seq, log_offset)) FILTER (event_type = 'CardDrawn' AND destination = 'RIGHT') AS right_rank,
         arg_min(suit, (seq, log_offset)) FILTER (event_type = 'CardDrawn' AND destination = 'RIGHT') AS right_suit,
+        min(seq) FILTER (event_type = 'CardDrawn' AND destination = 'LEFT') AS left_seq,
         min(seq) FILTER (event_type = 'CardDrawn' AND destination = 'RIGHT') AS right_seq,
         min(seq) FILTER (event_type = 'Announced' AND meaning = 'RAISES_CLOSED') AS raises_closed_seq,
-        list({'seq': seq, 'rank': rank, 'suit': suit} ORDER BY seq, log_offset)
-            FILTER (event_type = 'CardDrawn' AND destination = 'MIDDLE') AS middles,
+        -- every card drawn from the shoe, to any box (deciding_third)
+        list({'seq': seq, 'rank': rank, 'suit': suit, 'dest': destination} ORDER BY seq, log_offset)
+            FILTER (event_type = 'CardDrawn') AS draws,
         count(*) FILTER (event_type = 'CardDrawn' AND destination = 'MIDDLE') AS middle_cards_drawn,
         string_agg(phrase, ' | ' ORDER BY seq, log_offset) FILTER (event_type = 'Announced') AS announcements,
         list(meaning ORDER BY seq, log_offset) FILTER (event_type = 'Announced') AS announced,
@@ -213,16 +246,18 @@ classified AS (
     ASOF LEFT JOIN dealer_taps AS t ON r.table_id = t.table_id AND r.first_seq >= t.seq
 ),
 decided AS (
-    SELECT *, deciding_third(middles, kind, right_seq, raises_closed_seq) AS third
+    SELECT *, deciding_third(draws, kind, left_seq, right_seq, raises_closed_seq) AS third
     FROM classified
 )
 SELECT
     table_id, shoe_id, round_no, started_at, ended_at, dealer,
     left_rank, left_suit, card_label(left_rank, left_suit) AS left_card,
     right_rank, right_suit, card_label(right_rank, right_suit) AS right_card,
+    left_seq, right_seq,
     third.rank AS middle_rank, third.suit AS middle_suit,
     card_label(third.rank, third.suit) AS middle_card, third.seq AS third_card_seq,
-    coalesce(list_transform(list_filter(middles, lambda m: m.seq > third.seq),
+    third.dest AS third_card_box,
+    coalesce(list_transform(list_filter(draws, lambda m: m.seq > third.seq),
                             lambda m: card_label(m.rank, m.suit)), []::VARCHAR[]) AS redrawn_cards,
     middle_cards_drawn, kind, spread, announcements, announced, voided,
     -- The players' result, from the cards (settlements are judged against it elsewhere):

@@ -642,9 +642,10 @@ def test_every_catalogue_code_has_its_rule_and_severity(tmp_path: Path) -> None:
     db = opened(tmp_path).project()
     with duckdb.connect(str(db), read_only=True) as con:
         rows = {r["code"]: (r["severity"], r["rule"]) for r in catalogue(con)}
-    assert len(rows) == 36
+    assert len(rows) == 37
     assert rows["DUPLICATE_EVENT"] == ("high", "integrity")
     assert rows["THIRD_CARD_REDRAWN"] == ("high", "13:47-20.31(d)10, (d)13-14; GA (8), (11)")
+    assert rows["THIRD_CARD_DIVERTED"] == ("high", "13:47-20.31(d)8, (d)13; GA (6), (11)")
     assert rows["EARLY_THIRD_CARD"] == ("medium", "13:47-20.31(g)3; 13:69F-6.7")
     assert rows["CALL_BET"] == ("medium", "13:47-20.31(d)4; 13:69F-6.5(b); GA (2)")
     assert rows["CHAIN_BROKEN"] == ("high", "integrity")

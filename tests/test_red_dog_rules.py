@@ -18,11 +18,12 @@ from surveillance_pit import LEFT, LOST, MIDDLE, ORIGINAL, RAISE, RIGHT, VOID, W
 from surveillance_pit import card as card_of
 
 from events import model
-from events.model import BurnReason, Instrument, Meaning, ShuffleMethod, Suit
+from events.model import Box, BurnReason, Instrument, Meaning, ShuffleMethod, Suit
 from events.rules import Paytable
 from projections.dispute import dispute
 
 SPREAD, RAISES_CLOSED, THIRD_CARD = Meaning.SPREAD, Meaning.RAISES_CLOSED, Meaning.THIRD_CARD
+RACK = Box.DISCARD_RACK
 Seqs = dict[str, int]
 # (seat, kind) -> (status, expected outcome, expected paid, collected, returned) in cents
 Ledger = dict[tuple[int, str], tuple[str, str | None, int, int, int]]
@@ -96,6 +97,124 @@ def _pair_redraw(third: str, redraw: str, paid: int) -> Callable[[Path], tuple[P
         pit.close_shoe()
         return pit, s
     return build
+
+
+def _spread_third_card_diverted(box: Box) -> Callable[[Path], tuple[Pit, Seqs]]:
+    """The reviewer's cheat: 3C QD (spread 8), "Raises closed", the dealer draws 2S (the players
+    lose), slips it into `box` instead of the middle box, deals 9H to the middle box and pays
+    everyone. 13:47-20.31(d)13: the 2S is the third card, wherever it went."""
+    def build(tmp: Path) -> tuple[Pit, Seqs]:
+        pit, s = opened(tmp), {}
+        pit.begin(1)
+        s["w1"], s["w2"] = pit.wager(1, 1000), pit.wager(2, 2500)
+        pit.draw("3C", LEFT)
+        pit.draw("QD", RIGHT)
+        pit.say(SPREAD, 8)
+        pit.say(RAISES_CLOSED)
+        s["third"] = pit.draw("2S", box)
+        s["after"] = pit.draw("9H", MIDDLE)
+        pit.say(THIRD_CARD, 9)
+        s["p1"] = pit.settle(1, ORIGINAL, WON, 1000, 1)
+        s["p2"] = pit.settle(2, ORIGINAL, WON, 2500, 1)
+        pit.rack("3C QD 2S 9H")  # (d)15: every card of the round, in dealing order, once
+        pit.close_shoe()
+        return pit, s
+    return build
+
+
+def _pair_third_card_diverted(tmp: Path) -> tuple[Pit, Seqs]:
+    """7S 7H: 9D comes out (no three of a kind: a tie hand), goes to the discard rack, and 7D to
+    the middle box is paid 11 to 1. (d)8-10: the 9D decides."""
+    pit, s = opened(tmp), {}
+    pit.begin(1)
+    s["w1"] = pit.wager(1, 1000)
+    pit.draw("7S", LEFT)
+    pit.draw("7H", RIGHT)
+    pit.say(Meaning.PAIR)
+    s["third"] = pit.draw("9D", RACK)
+    s["after"] = pit.draw("7D", MIDDLE)
+    pit.say(Meaning.THREE_OF_A_KIND)
+    s["p1"] = pit.settle(1, ORIGINAL, WON, 11000, 11)
+    pit.rack("7S 7H 9D 7D")
+    pit.close_shoe()
+    return pit, s
+
+
+def _consecutive_card_to_the_rack(tmp: Path) -> tuple[Pit, Seqs]:
+    """5S 6H: a tie hand, no third card owed ((d)7); the dealer draws 9D to the discard rack."""
+    pit, s = opened(tmp), {}
+    pit.begin(1)
+    pit.wager(1, 1000)
+    pit.draw("5S", LEFT)
+    pit.draw("6H", RIGHT)
+    pit.say(Meaning.CONSECUTIVE)
+    s["extra"] = pit.draw("9D", RACK)
+    pit.settle(1, ORIGINAL, VOID, 1000)
+    pit.rack("5S 6H 9D")
+    pit.close_shoe()
+    return pit, s
+
+
+def _redrawn_to_the_rack(tmp: Path) -> tuple[Pit, Seqs]:
+    """4S 9H: 7C to the middle box decides (the players win, paid); then 2D is drawn to the
+    discard rack: a card drawn after the deciding one, wherever it goes."""
+    pit, s = opened(tmp), {}
+    pit.begin(1)
+    pit.wager(1, 1000)
+    pit.draw("4S", LEFT)
+    pit.draw("9H", RIGHT)
+    pit.say(SPREAD, 4)
+    pit.say(RAISES_CLOSED)
+    s["third"] = pit.draw("7C", MIDDLE)
+    pit.say(THIRD_CARD, 7)
+    s["redraw"] = pit.draw("2D", RACK)
+    pit.settle(1, ORIGINAL, WON, 1000, 1)
+    pit.rack("4S 9H 7C 2D")
+    pit.close_shoe()
+    return pit, s
+
+
+def _early_card_to_the_rack(tmp: Path) -> tuple[Pit, Seqs]:
+    """(g)3: 3D drawn before "Raises closed" and put straight in the discard rack; the player
+    chooses to play on and 8C after "Raises closed" decides."""
+    pit, s = opened(tmp), {}
+    pit.begin(1)
+    pit.wager(1, 1000)
+    pit.draw("4S", LEFT)
+    pit.draw("9H", RIGHT)
+    pit.say(SPREAD, 4)
+    s["exposed"] = pit.draw("3D", RACK)
+    pit.choose(1, model.Choice.PLAY)
+    s["closed"] = pit.say(RAISES_CLOSED)
+    pit.draw("8C", MIDDLE)
+    pit.say(THIRD_CARD, 8)
+    pit.settle(1, ORIGINAL, WON, 1000, 1)
+    pit.rack("4S 9H 3D 8C")
+    pit.close_shoe()
+    return pit, s
+
+
+def _pair_dealt_right_box_first(tmp: Path) -> tuple[Pit, Seqs]:
+    """7S to the right box, then 7H to the left (WRONG_BOX); the third card is the first after
+    both, 7D: three of a kind, paid 11 to 1."""
+    pit, s = opened(tmp), {}
+    pit.begin(1)
+    pit.wager(1, 1000)
+    s["first"], s["second"] = pit.draw("7S", RIGHT), pit.draw("7H", LEFT)
+    pit.say(Meaning.PAIR)
+    pit.draw("7D", MIDDLE)
+    pit.say(Meaning.THREE_OF_A_KIND)
+    pit.settle(1, ORIGINAL, WON, 11000, 11)
+    pit.rack("7S 7H 7D")
+    pit.close_shoe()
+    return pit, s
+
+
+def _correct_spread_round(tmp: Path) -> tuple[Pit, Seqs]:
+    pit = opened(tmp)
+    pit.play(1, "4S 9H 7C", {1: 1000})
+    pit.close_shoe()
+    return pit, {}
 
 
 def _spread_tail(pit: Pit, racked: str, spread: int = 4, raised: int = 0) -> int:
@@ -255,6 +374,33 @@ CASES: dict[str, Case] = {
         _pair_redraw("7D", "9D", paid=0),
         [("THIRD_CARD_REDRAWN", 1, ["third", "redraw"]), ("WRONG_SETTLEMENT", 1, ["w1", "p1"])],
         {(1, "ORIGINAL"): ("WRONG_OUTCOME", "WON", 11000, 0, 0)}),
+    # the reviewer's cheat: the losing 2S to the rack, the left or the right box; 9H paid
+    **{f"spread_third_card_diverted_to_{place}": Case(
+        _spread_third_card_diverted(box),
+        [("THIRD_CARD_DIVERTED", 1, ["third", "after"]), ("WRONG_SETTLEMENT", 1, ["w1", "p1"]),
+         ("WRONG_SETTLEMENT", 1, ["w2", "p2"])],
+        {(1, "ORIGINAL"): ("WRONG_OUTCOME", "LOST", 0, 1000, 0),
+         (2, "ORIGINAL"): ("WRONG_OUTCOME", "LOST", 0, 2500, 0)})
+       for place, box in (("the_discard_rack", RACK), ("the_left_box", LEFT),
+                          ("the_right_box", RIGHT))},
+    "pair_third_card_diverted_to_the_discard_rack": Case(
+        _pair_third_card_diverted,
+        [("THIRD_CARD_DIVERTED", 1, ["third", "after"]), ("WRONG_SETTLEMENT", 1, ["w1", "p1"])],
+        {(1, "ORIGINAL"): ("WRONG_OUTCOME", "VOID", 0, 0, 1000)}),
+    "consecutive_round_with_a_card_to_the_discard_rack": Case(
+        _consecutive_card_to_the_rack, [("THIRD_CARD_ON_CONSECUTIVE", 1, ["extra"])],
+        {(1, "ORIGINAL"): ("OK", "VOID", 0, 0, 1000)}),
+    "card_redrawn_to_the_discard_rack": Case(
+        _redrawn_to_the_rack, [("THIRD_CARD_REDRAWN", 1, ["third", "redraw"])],
+        {(1, "ORIGINAL"): OK_WON_1000}),
+    "early_card_to_the_discard_rack_handled_by_the_protocol": Case(
+        _early_card_to_the_rack, [("EARLY_THIRD_CARD", 1, ["exposed", "closed"])],
+        {(1, "ORIGINAL"): OK_WON_1000}),
+    "pair_dealt_to_the_right_box_first_is_decided_after_both_cards": Case(
+        _pair_dealt_right_box_first, [("WRONG_BOX", 1, ["first", "second"])],
+        {(1, "ORIGINAL"): ("OK", "WON", 11000, 0, 0)}),
+    "correct_spread_round_raises_nothing": Case(
+        _correct_spread_round, [], {(1, "ORIGINAL"): OK_WON_1000}),
     "spread_settled_without_a_third_card": Case(
         _spread_settled_without_a_third_card,
         [("SPREAD_WITHOUT_THIRD_CARD", 1, ["l", "r", "p1"])],
@@ -542,3 +688,174 @@ def test_the_redraw_cheats_reproduced_through_pitlog_ingest(tmp_path: Path) -> N
         ledger = con.execute("SELECT round_no, status, expected_outcome FROM ledger "
                              "ORDER BY round_no").fetchall()
     assert ledger == [(1, "WRONG_OUTCOME", "LOST"), (2, "WRONG_OUTCOME", "VOID")]
+
+
+def test_the_diverted_card_is_explained_with_where_it_went_and_what_followed(
+        tmp_path: Path) -> None:
+    pit, _ = _spread_third_card_diverted(RACK)(tmp_path)
+    (found,) = [a for a in pit.anomalies() if a["code"] == "THIRD_CARD_DIVERTED"]
+    assert (found["severity"], found["rule"]) == ("high", "13:47-20.31(d)8, (d)13; GA (6), (11)")
+    assert found["explanation"] == (
+        "The third card 2S went to the discard rack, not the middle box; after it came 9H to "
+        "the middle box (3C and QD, spread 8: 2S decides, players lose)")
+
+
+def test_dispute_and_replay_label_the_diverted_card_and_the_card_after_it(
+        tmp_path: Path) -> None:
+    from projections.queries import replay_shoe
+
+    pit, seqs = _spread_third_card_diverted(LEFT)(tmp_path)
+    db = pit.project()
+    with duckdb.connect(str(db), read_only=True) as con:
+        d = dispute(con, "T01", shoe="S1", round_no=1)
+        replay = replay_shoe(con, "S1")
+    assert (d.round["third_card"], d.round["third_card_seq"], d.round["third_card_box"],
+            d.round["redrawn_cards"], d.round["players_result"]) == (
+        "2S", seqs["third"], "left", ["9H"], "lost")
+    assert [(c["card"], c["box"], c["role"]) for c in d.cards] == [
+        ("3C", "left", None), ("QD", "right", None),
+        ("2S", "left", "the deciding third card, diverted to the left box instead of the "
+                       "middle box: it still decides (13:47-20.31(d)8, (d)13)"),
+        ("9H", "middle",
+         "redrawn after the deciding third card: decides nothing (13:47-20.31(d)13-14)")]
+    assert [s["status"] for s in d.settlements] == ["WRONG_OUTCOME", "WRONG_OUTCOME"]
+    roles = {e["seq"]: e["role"] for e in replay.events if e["event_type"] == "CardDrawn"}
+    assert roles[seqs["third"]].startswith("the deciding third card, diverted to the left box")
+    assert roles[seqs["after"]].startswith("redrawn after the deciding third card")
+    assert list(roles.values()).count(None) == 2  # the left and right cards
+    (hand,) = [h for h in replay.hands if h["source"] == "round"]
+    assert (hand["third_card"], hand["third_card_box"], hand["redrawn"], hand["outcome"]) == (
+        "2S", "left", "9H", "lost")
+
+
+def test_a_card_drawn_to_the_discard_rack_is_racked_and_counted_once(tmp_path: Path) -> None:
+    """The diverted 2S went straight to the rack and is listed once by the round's racking: the
+    rack holds every card once, the hand is racked in dealing order, and a one-deck shoe's card
+    count finds no extra copy and nothing unaccounted."""
+    pit, _ = _spread_third_card_diverted(RACK)(tmp_path)
+    db = pit.project()
+    with duckdb.connect(str(db), read_only=True) as con:
+        rack = con.execute("SELECT card FROM rack WHERE source = 'round' ORDER BY rack_position"
+                           ).fetchall()
+        hand = con.execute("SELECT dealt, racked, racked_in_dealing_order FROM hands").fetchall()
+    assert [c for (c,) in rack] == ["3C", "QD", "2S", "9H"]
+    assert hand == [("3C QD 2S 9H", "3C QD 2S 9H", True)]
+    assert {a["code"] for a in pit.anomalies()} == {"THIRD_CARD_DIVERTED", "WRONG_SETTLEMENT"}
+
+
+def _device_lines(rows: list[tuple[str, dict[str, object]]]) -> str:
+    """Device lines (docs/ingest.md) of one table and shoe, numbered from seq 1."""
+    lines = []
+    for n, (type_, fields) in enumerate(rows, start=1):
+        round_no = fields.pop("round", 1)
+        lines.append(_line(n, type_, round_no, **fields))  # type: ignore[arg-type]
+    return "\n".join(lines) + "\n"
+
+
+def test_the_diverted_card_reproduced_through_pitlog_ingest(tmp_path: Path) -> None:
+    """The reviewer's repro end to end: 3C QD, "Raises closed", 2S drawn to the discard rack,
+    9H to the middle box, $25 paid at 1 to 1; every card racked. `pitlog anomalies` names the
+    diverted card and the one after it, the ledger says WRONG_OUTCOME, and `pitlog dispute` and
+    `pitlog replay` label the deciding card and the redrawn one."""
+    import json
+
+    from test_cli_integrity import run
+
+    def drawn(label: str, box: str) -> tuple[str, dict[str, object]]:
+        c = card_of(label)
+        return ("CardDrawn", {"rank": c.rank, "suit": c.suit.value, "face_up": True,
+                              "destination": box})
+
+    rows: list[tuple[str, dict[str, object]]] = [
+        ("TableOpened", {"round": None, "shoe": None, "profile": "nj-casino"}),
+        ("DealerTappedIn", {"round": None, "shoe": None, "dealer_id": "D1"}),
+        ("CardsLoaded", {"round": None, "decks": 6}),
+        ("CardBurned", {"round": None, "rank": 13, "suit": "C", "reason": "NEW_SHOE"}),
+        ("WagerPlaced", {"seat": 1, "area": 1, "player_id": "P1", "amount_cents": 2500}),
+        drawn("3C", "LEFT"), drawn("QD", "RIGHT"),                        # seqs 6, 7
+        ("Announced", {"phrase": "Spread 8", "meaning": "SPREAD", "value": 8}),
+        ("Announced", {"phrase": "Raises closed", "meaning": "RAISES_CLOSED"}),
+        drawn("2S", "DISCARD_RACK"),                                      # seq 10: decides
+        drawn("9H", "MIDDLE"),                                            # seq 11
+        ("Announced", {"phrase": "9", "meaning": "THIRD_CARD", "value": 9}),
+        ("WagerSettled", {"seat": 1, "area": 1, "wager_kind": "ORIGINAL", "outcome": "WON",
+                          "amount_cents": 2500, "odds": 1}),               # seq 13
+        ("CardsRacked", {"cards": [{"rank": card_of(x).rank, "suit": card_of(x).suit.value}
+                                   for x in "3C QD 2S 9H".split()]}),
+        ("ShoeClosed", {"round": None, "cards_remaining": 300}),
+    ]
+    feed = tmp_path / "floor.jsonl"
+    feed.write_text(_device_lines(rows))
+    log, db = tmp_path / "log", tmp_path / "pitlog.duckdb"
+    ingested = run("ingest", str(feed), "--log", str(log))
+    assert ingested.returncode == 0, ingested.stdout + ingested.stderr
+    assert run("project", "--log", str(log), "--db", str(db)).returncode == 0
+    found = run("anomalies", "--db", str(db), "--no-statistics", "--format", "json")
+    assert found.returncode == 0, found.stderr
+    assert sorted((a["code"], a["round_no"], a["seqs"]) for a in json.loads(found.stdout)) == [
+        ("THIRD_CARD_DIVERTED", 1, [10, 11]), ("WRONG_SETTLEMENT", 1, [5, 13])]
+    (diverted,) = [a for a in json.loads(found.stdout) if a["code"] == "THIRD_CARD_DIVERTED"]
+    assert "2S went to the discard rack" in diverted["explanation"]
+    assert "after it came 9H to the middle box" in diverted["explanation"]
+    with duckdb.connect(str(db), read_only=True) as con:
+        ledger = con.execute("SELECT status, expected_outcome, expected_collected_cents, "
+                             "actual_paid_cents FROM ledger").fetchall()
+    assert ledger == [("WRONG_OUTCOME", "LOST", 2500, 2500)]
+
+    shown = run("dispute", "--db", str(db), "--table", "T07", "--round", "T07-S1:1",
+                "--format", "json")
+    assert shown.returncode == 0, shown.stderr
+    sections = json.loads(shown.stdout)
+    (head,) = [r for r in sections if r["section"] == "round"]
+    assert (head["third_card"], head["third_card_seq"], head["third_card_box"],
+            head["redrawn_cards"]) == ("2S", 10, "discard_rack", ["9H"])
+    roles = {r["card"]: r["role"] for r in sections if r["section"] == "card"}
+    assert roles["2S"].startswith("the deciding third card, diverted to the discard rack")
+    assert roles["9H"].startswith("redrawn after the deciding third card: decides nothing")
+    table = run("dispute", "--db", str(db), "--table", "T07", "--round", "T07-S1:1")
+    assert table.returncode == 0, table.stderr
+    assert "diverted to the discard rack" in " ".join(table.stdout.split())
+
+    replayed = run("replay", "T07-S1", "--db", str(db), "--format", "json")
+    assert replayed.returncode == 0, replayed.stderr
+    replay = json.loads(replayed.stdout)
+    events = {r["seq"]: r for r in replay if r["section"] == "event"}
+    assert events[10]["role"].startswith("the deciding third card, diverted to the discard rack")
+    assert events[11]["role"].startswith("redrawn after the deciding third card")
+    (hand,) = [r for r in replay if r["section"] == "hand" and r["source"] == "round"]
+    assert (hand["third_card"], hand["third_card_box"], hand["redrawn"]) == (
+        "2S", "discard_rack", "9H")
+
+
+def test_the_console_labels_the_deciding_card_and_the_diverted_and_redrawn_ones(
+        tmp_path: Path) -> None:
+    """The dispute page tags each card drawn with its role (the full sentence on hover), and
+    the replay page's steps carry it beside each card's event."""
+    import json
+    import re
+    from datetime import UTC
+
+    from projections.console_data import replay_steps
+    from projections.serve.templates.dispute import cards_panel
+    from projections.serve.templates.replay import steps_json
+
+    pit, seqs = _spread_third_card_diverted(RACK)(tmp_path)
+    with duckdb.connect(str(pit.project()), read_only=True) as con:
+        d = dispute(con, "T01", shoe="S1", round_no=1)
+        steps = replay_steps(con, "S1")
+    dealing = cards_panel(d, UTC, set()).split('id="dealing"')[1].split('id="rack"')[0]
+    tags = []
+    for figure in dealing.split("<figure")[1:]:
+        card = re.search(r'data-card="([^"]+)"', figure)
+        role = re.search(r'data-role="([^"]+)"[^>]*>([^<]+)<', figure)
+        tags.append((card and card[1], role and (role[1], role[2])))
+    assert tags == [("3C", None), ("QD", None), ("2S", ("diverted", "decides · diverted")),
+                    ("9H", ("redrawn", "redrawn · decides nothing"))]
+    roles = {s["seq"]: s["role"] for s in json.loads(steps_json(steps, UTC))}
+    assert roles[seqs["third"]].startswith("the deciding third card, diverted to the discard")
+    assert roles[seqs["after"]].startswith("redrawn after the deciding third card")
+
+    pit2, seqs2 = _correct_spread_round(tmp_path / "clean")
+    with duckdb.connect(str(pit2.project()), read_only=True) as con:
+        clean = dispute(con, "T01", shoe="S1", round_no=1)
+    assert 'data-role="deciding"' in cards_panel(clean, UTC, set())

@@ -15,17 +15,22 @@
     return node;
   }
 
+  // An event's text, with what a card drawn did in its round (the deciding third card, a
+  // diverted or redrawn one: views.sql, card_role).
+  function described(s) { return s.role ? s.text + " — " + s.role : s.text; }
+
   // The events list, drawn once; each step toggles classes.
   const list = $("events");
   steps.forEach(function (s, i) {
     const li = document.createElement("li");
     li.dataset.index = String(i);
-    [s.time, "#" + s.seq, s.round == null ? "" : "r" + s.round, s.type, s.text]
+    [s.time, "#" + s.seq, s.round == null ? "" : "r" + s.round, s.type, described(s)]
       .forEach(function (text) {
         const span = document.createElement("span");
         span.textContent = text;
         li.appendChild(span);
       });
+    if (s.role) li.classList.add("has-role");
     li.addEventListener("click", function () { show(i); });
     list.appendChild(li);
   });
@@ -68,7 +73,7 @@
     $("now-time").textContent = s.time;
     $("now-seq").textContent = "#" + s.seq;
     $("now-type").textContent = s.type;
-    $("now-text").textContent = s.text;
+    $("now-text").textContent = described(s);
     const shoe = location.pathname.split("/").pop();
     const dispute = $("dispute");
     if (s.round == null) {
@@ -80,7 +85,8 @@
       dispute.classList.remove("disabled");
     }
     Array.from(list.children).forEach(function (li, k) {
-      li.className = k === at ? "current" : (k > at ? "future" : "");
+      li.className = (k === at ? "current" : (k > at ? "future" : "")) +
+        (steps[k].role ? " has-role" : "");
     });
     const current = list.children[at];
     if (current) list.scrollTop = current.offsetTop - list.clientHeight / 2;  // the list only

@@ -65,14 +65,31 @@ def anomalies_panel(d: Dispute, tz: tzinfo) -> str:
             f'</section>')
 
 
+def role_tag(role: str | None) -> str:
+    """A card's role in its round (dispute.py's `role`, views.sql's card_role) as a short tag,
+    the whole sentence on hover: which card decided (13:47-20.31(d)13-14), whether it was
+    diverted from the middle box, and which decided nothing."""
+    if not role:
+        return ""
+    if role.startswith("the deciding third card, diverted"):
+        short, kind = "decides · diverted", "diverted"
+    elif role.startswith("the deciding third card"):
+        short, kind = "decides", "deciding"
+    elif role.startswith("redrawn"):
+        short, kind = "redrawn · decides nothing", "redrawn"
+    else:
+        short, kind = role.split(":")[0].split(" (")[0], "nothing"
+    return f' <span class="role {kind}" data-role="{kind}" title="{e(role)}">{e(short)}</span>'
+
+
 def cards_panel(d: Dispute, tz: tzinfo, proof: set[int], size: str = "md") -> str:
     drawn = sorted((c for c in d.cards
                     if c["drawn_seq"] is not None and c["box"] != "found face up"),
                    key=lambda c: c["drawn_seq"])
     dealing = "".join(card_svg(
         c["card"], size=size, cls="drawn" + _mark(c["drawn_seq"], proof),
-        caption=f'<b>{e(c["box"])}</b> <span class="seq">#{e(c["drawn_seq"])}</span><br>'
-                f'{time_cell(c["drawn_at"], tz)}') for c in drawn)
+        caption=f'<b>{e(c["box"])}</b> <span class="seq">#{e(c["drawn_seq"])}</span>'
+                f'{role_tag(c.get("role"))}<br>{time_cell(c["drawn_at"], tz)}') for c in drawn)
     rack = "".join(card_svg(
         c["card"], size=size, cls="racked" + _mark(c["racked_seq"], proof) + (
             " unracked" if c["rack_position"] is None else ""),

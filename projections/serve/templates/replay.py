@@ -20,7 +20,7 @@ Row = dict[str, Any]
 def steps_json(r: ReplaySteps, tz: tzinfo) -> str:
     steps = [{"seq": s["seq"], "time": clock(s["occurred_at"], tz), "round": s["round_no"],
               "type": s["event_type"], "text": s["description"], "card": s["card"],
-              "box": s["box"], "racked": s["racked"]} for s in r.steps]
+              "box": s["box"], "racked": s["racked"], "role": s.get("role")} for s in r.steps]
     # </script> cannot appear inside the JSON: escape the slash of every "</".
     return json.dumps(steps).replace("</", "<\\/")
 
