@@ -35,6 +35,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 import urllib.request
 from datetime import UTC, datetime
 from pathlib import Path
@@ -332,11 +333,13 @@ def main() -> None:
                                                        key_partitions(work)))
         thread.start()
         thread.join()
-        caught_up = 0
-        while caught_up < 2:  # the server has committed the whole feed (seen twice, 1 s apart)
-            with urllib.request.urlopen(f"{url}/health", timeout=30) as r:
-                caught_up = caught_up + 1 if json.load(r)["lag_total"] == 0 else 0
-            time.sleep(1.0)
+        end = sum(log.end_offsets().values())
+        query = urllib.parse.quote("SELECT sum(next_offset) AS n FROM checkpoints")
+        while True:  # until the server has committed the whole feed
+            with urllib.request.urlopen(f"{url}/api/sql?q={query}", timeout=60) as r:
+                if json.load(r)["rows"][0]["n"] >= end:
+                    break
+            time.sleep(0.5)
         time.sleep(2.0)  # the last alerts on the wire
         stop.set()
         child.send_signal(signal.SIGTERM)

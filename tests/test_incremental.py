@@ -5,6 +5,8 @@ code of the catalogue present; also across a SIGKILL of a projecting process; on
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
@@ -104,15 +106,23 @@ def test_kafka_sigkilled_projector_restarts_to_the_full_evaluation(
     _kill_and_restart(kafka_uri, tmp_path / "v.duckdb", 4)
 
 
+@contextmanager
+def _projected(tmp_path: Path, records: list[tuple[bytes, bytes]],
+               stop: int) -> Iterator[tuple[EmbeddedLog, duckdb.DuckDBPyConnection]]:
+    """A log of the first `stop` records, projected whole (the rebuild path)."""
+    log = EmbeddedLog(tmp_path / "log")
+    feed(log, records, 0, stop)
+    with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
+        project(log, con, publish_alerts=False)
+        yield log, con
+
+
 def test_a_table_whose_stream_goes_back_in_seq_is_still_exact(
         tmp_path: Path, records: list[tuple[bytes, bytes]]) -> None:
     # A record replayed later (its seq repeats, behind the table's head) leaves the seq order
     # the incremental stretch relies on: that table is re-evaluated whole, and stays exact.
-    log = EmbeddedLog(tmp_path / "log")
     half = len(records) // 2
-    feed(log, records, 0, half)
-    with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
-        project(log, con, publish_alerts=False)
+    with _projected(tmp_path, records, half) as (log, con):
         log.append([records[half // 3]])  # an old event of some table, again
         project(log, con, publish_alerts=False)
         assert differences(con) == (0, 0)
@@ -128,11 +138,8 @@ def test_a_poll_commits_every_partition_in_one_batch_and_stays_exact(
         tmp_path: Path, records: list[tuple[bytes, bytes]]) -> None:
     # The log hands over one partition at a time; the projector gathers them, so a poll that
     # finds records in several partitions pays one detection, not one per partition.
-    log = EmbeddedLog(tmp_path / "log")
     half = len(records) // 2
-    feed(log, records, 0, half)
-    with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
-        project(log, con, publish_alerts=False)
+    with _projected(tmp_path, records, half) as (log, con):
         before = log.end_offsets()
         feed(log, records, half, half + 90)
         grown = [p for p, end in log.end_offsets().items() if end > before[p]]
@@ -154,11 +161,8 @@ def test_each_new_alert_carries_the_recorded_at_of_its_newest_proving_event(
         tmp_path: Path, records: list[tuple[bytes, bytes]]) -> None:
     # pitlog serve's event-to-alert histogram reads it from the detection window
     # (Detector.take_recorded) instead of joining the alerts with the whole history.
-    log = EmbeddedLog(tmp_path / "log")
     third = len(records) // 3
-    feed(log, records, 0, third)
-    with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
-        project(log, con, publish_alerts=False)
+    with _projected(tmp_path, records, third) as (log, con):
         assert take_recorded(con) == []  # a whole evaluation's alerts are not live ones
         ((before,),) = con.execute("SELECT max(alert_seq) FROM alerts").fetchall()
         noted: dict[int, object] = {}
