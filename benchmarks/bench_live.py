@@ -321,29 +321,31 @@ def main() -> None:
         con.close()
         child, url = start_server(work, uri)
         stop = threading.Event()
-        client = threading.Thread(target=sse_client, args=(url, alerts_before, arrived, stop),
-                                  daemon=True)
-        client.start()
-        on_kafka: dict[int, float] = {}
-        if args.kafka:
-            threading.Thread(target=kafka_client, args=(uri, on_kafka, stop),
-                             daemon=True).start()
-        time.sleep(3.0)  # the clients connected
-        thread = threading.Thread(target=feeder, args=(uri, feed, args.rate, appended, done,
-                                                       key_partitions(work)))
-        thread.start()
-        thread.join()
-        end = sum(log.end_offsets().values())
-        query = urllib.parse.quote("SELECT sum(next_offset) AS n FROM checkpoints")
-        while True:  # until the server has committed the whole feed
-            with urllib.request.urlopen(f"{url}/api/sql?q={query}", timeout=60) as r:
-                if json.load(r)["rows"][0]["n"] >= end:
-                    break
-            time.sleep(0.5)
-        time.sleep(2.0)  # the last alerts on the wire
-        stop.set()
-        child.send_signal(signal.SIGTERM)
-        child.wait(timeout=120)
+        try:
+            client = threading.Thread(target=sse_client, args=(url, alerts_before, arrived, stop),
+                                      daemon=True)
+            client.start()
+            on_kafka: dict[int, float] = {}
+            if args.kafka:
+                threading.Thread(target=kafka_client, args=(uri, on_kafka, stop),
+                                 daemon=True).start()
+            time.sleep(3.0)  # the clients connected
+            thread = threading.Thread(target=feeder, args=(uri, feed, args.rate, appended, done,
+                                                           key_partitions(work)))
+            thread.start()
+            thread.join()
+            end = sum(log.end_offsets().values())
+            query = urllib.parse.quote("SELECT sum(next_offset) AS n FROM checkpoints")
+            while True:  # until the server has committed the whole feed
+                with urllib.request.urlopen(f"{url}/api/sql?q={query}", timeout=60) as r:
+                    if int(json.load(r)["rows"][0]["n"]) >= end:  # a sum: an exact decimal
+                        break
+                time.sleep(0.5)
+            time.sleep(2.0)  # the last alerts on the wire
+        finally:  # the server stops whatever happened here
+            stop.set()
+            child.send_signal(signal.SIGTERM)
+            child.wait(timeout=300)
         con = duckdb.connect(str(db))
     else:
         thread = threading.Thread(target=feeder, args=(uri, feed, args.rate, appended, done))

@@ -163,7 +163,7 @@ def test_each_new_alert_carries_the_recorded_at_of_its_newest_proving_event(
     # (Detector.take_recorded) instead of joining the alerts with the whole history.
     third = len(records) // 3
     with _projected(tmp_path, records, third) as (log, con):
-        assert take_recorded(con) == []  # a whole evaluation's alerts are not live ones
+        take_recorded(con)  # those of the first third: only the later ones are checked
         ((before,),) = con.execute("SELECT max(alert_seq) FROM alerts").fetchall()
         noted: dict[int, object] = {}
         start = third

@@ -17,6 +17,7 @@ from pathlib import Path
 from types import FrameType
 
 import duckdb
+import uvicorn
 
 from events.errors import PitlogError
 from events.log import EventLog
@@ -160,8 +161,6 @@ def _run(log: EventLog, db_path: Path, sock: socket.socket, stop: threading.Even
          token: str | None, tz: tzinfo | None, poll_interval: float, snapshot_every: float,
          memory_limit: str | None, sql_timeout: float, sql_max_rows: int,
          ready: threading.Event | None) -> None:
-    import uvicorn
-
     from projections.serve.app import create_app
 
     con: duckdb.DuckDBPyConnection | None = None
@@ -182,7 +181,7 @@ def _run(log: EventLog, db_path: Path, sock: socket.socket, stop: threading.Even
         follower_thread.start()
         config = uvicorn.Config(create_app(state, token), log_config=None, access_log=False,
                                 timeout_graceful_shutdown=2, lifespan="off")
-        server = uvicorn.Server(config)
+        server = _Server(config, state)
         url = url_of(sock)
         discovery.write(db_path, url)
         log_.info("serving %s on %s (following %s)", db_path, url, log.uri)
@@ -200,6 +199,20 @@ def _run(log: EventLog, db_path: Path, sock: socket.socket, stop: threading.Even
         if con is not None:
             con.close()
         log_.info("stopped serving %s", db_path)
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server that, told to stop, first ends the alert streams: an open /alerts
+    stream would otherwise outlive the graceful shutdown and be cancelled, with a traceback in
+    the log."""
+
+    def __init__(self, config: uvicorn.Config, state: ServeState) -> None:
+        super().__init__(config)
+        self.pitlog_state = state
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        self.pitlog_state.close_streams()
+        super().handle_exit(sig, frame)
 
 
 def _follow(follower: Follower, state: ServeState) -> None:
