@@ -1,7 +1,7 @@
 """Live detection at a casino's rate, over a history of H events (issue 16, benchmark).
 
     python benchmarks/bench_live.py --source /tmp/pitlog-live/src --history 1000000 \
-        --seconds 60 --rate 300 [--workdir /tmp/pitlog-live]
+        --seconds 60 --rate 300 [--workdir /tmp/pitlog-live] [--reuse] [--serve]
 
 `--source` is a simulated evening (`pitlog simulate --tables 200 --rounds 620
 --irregularities 0.01 --seed 7 --log SRC`: 200 tables with injected irregularities) longer than
@@ -13,6 +13,13 @@ a loop on one connection, as `project --follow` and `pitlog serve` do). Measured
 the detection's cost (Detector.plan + evaluate + apply: the batch's stretch evaluated and
 written) and its window (events evaluated); per alert raised during the feed: from the append
 of its latest proving event to its row in `alerts` (raised_at, the batch transaction's time).
+
+`--serve`: instead of the in-process loop, `pitlog serve --poll-interval 0.1` follows the log
+in a child process, and an SSE client on `GET /alerts` records when each alert arrives: the
+latency is then from the append to the alert on the wire (the detection cost per batch is not
+measured in this mode). `--reuse`: keep WORKDIR/h<history> as a previous run left it (its
+database already projected) and feed the source's records after the log's end, so the
+history's rebuild (minutes at 1M) is paid once.
 Prints one JSON object; benchmarks/results.md has the numbers.
 """
 
@@ -20,10 +27,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
+import signal
 import statistics
+import subprocess
 import sys
 import threading
 import time
+import urllib.parse
+import urllib.request
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -34,6 +47,7 @@ import duckdb  # noqa: E402
 
 import projections.incremental as incremental  # noqa: E402
 from events.embedded_log import EmbeddedLog  # noqa: E402
+from events.log import EventLog, open_log  # noqa: E402
 from projections.projector import project  # noqa: E402
 
 
@@ -66,15 +80,79 @@ def split(source: Path, target: Path, history: int, feed: int) -> list[tuple[byt
                 break
     out.close()
     src.close()
+    return _interleave(rest)
+
+
+def continuation(source: Path, target: Path, feed: int) -> list[tuple[bytes, bytes]]:
+    """The source's next `feed` records after `target`'s end offsets (same partitions: the
+    target was cut from the source), interleaved across partitions in proportion."""
+    src = EmbeddedLog(source, create=False)
+    ends = src.end_offsets()
+    have = EmbeddedLog(target, create=False).end_offsets()
+    total = sum(ends[p] - have.get(p, 0) for p in ends)
+    rest: dict[int, list[tuple[bytes, bytes]]] = {}
+    for p, end in ends.items():
+        want = round((end - have.get(p, 0)) * feed / total)
+        rest[p] = []
+        start = {q: (have.get(p, 0) if q == p else e) for q, e in ends.items()}
+        for batch in src.read(start, max_batch=50_000):
+            rest[p].extend((r.key, r.value) for r in batch if r.partition == p)
+            if len(rest[p]) >= want:
+                break
+        rest[p] = rest[p][:want]
+    src.close()
+    return _interleave(rest)
+
+
+def _interleave(rest: dict[int, list[tuple[bytes, bytes]]]) -> list[tuple[bytes, bytes]]:
     merged: list[tuple[bytes, bytes]] = []
-    queues = [q for q in rest.values() if q]
+    queues = [list(reversed(q)) for q in rest.values() if q]
     i = 0
     while queues:  # round-robin: every partition's tables advance together
         q = queues[i % len(queues)]
-        merged.append(q.pop(0))
+        merged.append(q.pop())
         queues = [q for q in queues if q]
         i += 1
     return merged
+
+
+def to_kafka(work: Path, bootstrap: str) -> str:
+    """Copy WORKDIR's embedded log into a fresh Kafka topic, partition by partition (the same
+    key-to-partition function, so every record keeps its partition and offset), and point the
+    database's checkpoints at it: the projected history then continues on Kafka. Returns the
+    topic's URI (remembered in kafka.json for --reuse)."""
+    from events.kafka_log import KafkaLog
+
+    remembered = work / "kafka.json"
+    if remembered.exists():
+        return json.loads(remembered.read_text())["uri"]
+    src = EmbeddedLog(work / "log", create=False)
+    ends = src.end_offsets()
+    topic = f"pitlog-bench-{work.name}-{int(time.time())}"
+    log = KafkaLog(bootstrap, topic, partitions=len(ends))
+    keys: dict[str, int] = {}
+    for p in sorted(ends):
+        start = {q: (0 if q == p else e) for q, e in ends.items()}
+        for batch in src.read(start, max_batch=20_000):
+            if batch and batch[0].partition == p:
+                for r in batch:  # the embedded log's partition of each table, kept
+                    keys[r.key.hex()] = log._partition_of_key[r.key] = p
+                got = log.append([(r.key, r.value) for r in batch])
+                assert got[0] == (p, batch[0].offset), (got[0], p, batch[0].offset)
+    src.close()
+    with duckdb.connect(str(work / "v.duckdb")) as con:
+        con.execute("UPDATE checkpoints SET source = ?", [log.uri])
+    log.close()
+    remembered.write_text(json.dumps({"uri": log.uri, "keys": keys}))
+    return log.uri
+
+
+def key_partitions(work: Path) -> dict[bytes, int]:
+    """The tables' partitions on the Kafka copy (to_kafka), {} for an embedded log."""
+    remembered = work / "kafka.json"
+    if not remembered.exists():
+        return {}
+    return {bytes.fromhex(k): p for k, p in json.loads(remembered.read_text())["keys"].items()}
 
 
 def percentiles(xs: list[float]) -> dict[str, float]:
@@ -86,31 +164,30 @@ def percentiles(xs: list[float]) -> dict[str, float]:
             "p99": round(q[98], 3), "max": round(xs[-1], 3)}
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--source", type=Path, required=True)
-    ap.add_argument("--history", type=int, required=True)
-    ap.add_argument("--seconds", type=float, default=60.0)
-    ap.add_argument("--rate", type=float, default=300.0)
-    ap.add_argument("--workdir", type=Path, default=Path("/tmp/pitlog-live"))
-    args = ap.parse_args()
-    work = args.workdir / f"h{args.history}"
-    import shutil
+def feeder(target: str, feed: list[tuple[bytes, bytes]], rate: float,
+           appended: dict[tuple[int, int], float], done: threading.Event,
+           partitions: dict[bytes, int] | None = None) -> None:
+    """Append `feed` to the log at `rate` records per second, one append every 0.1 s (on a
+    Kafka copy, each table to its partition there: `partitions`)."""
+    writer = open_log(target)
+    if partitions:
+        writer._partition_of_key.update(partitions)  # type: ignore[attr-defined]
+    step = max(1, int(rate / 10))
+    start = time.time()
+    for i in range(0, len(feed), step):
+        time.sleep(max(0.0, start + i / rate - time.time()))
+        positions = writer.append(feed[i:i + step])
+        now = time.time()
+        for pos in positions:
+            appended[pos] = now
+    writer.close()
+    done.set()
 
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
-    n_feed = int(args.seconds * args.rate)
-    feed = split(args.source, work / "log", args.history, n_feed)
-    db = work / "v.duckdb"
-    con = duckdb.connect(str(db))
-    con.execute("SET memory_limit = '512MB'")  # the read-write default (store.py)
-    log = EmbeddedLog(work / "log")
-    t0 = time.perf_counter()
-    project(log, con, publish_alerts=False)
-    rebuild_s = time.perf_counter() - t0
-    ((events,),) = con.execute("SELECT count(*) FROM events").fetchall()
-    ((alerts_before,),) = con.execute("SELECT coalesce(max(alert_seq), 0) FROM alerts").fetchall()
 
+def in_process(log: EventLog, con: duckdb.DuckDBPyConnection,
+               done: threading.Event) -> tuple[int, list[float], list[int]]:
+    """project() in a loop on one connection until the feed is in; (batches, detection cost
+    per batch, window per batch)."""
     costs: list[float] = []
     windows: list[int] = []
     current: dict[str, float] = {}
@@ -127,45 +204,178 @@ def main() -> None:
                 costs.append(current.get("plan", 0) + current.get("evaluate", 0) + current[_n])
             return r
         setattr(incremental.Detector, name, timed)
-
-    appended: dict[tuple[int, int], float] = {}
-    done = threading.Event()
-
-    def feeder() -> None:
-        writer = EmbeddedLog(work / "log")
-        step = max(1, int(args.rate / 10))
-        start = time.time()
-        for i in range(0, len(feed), step):
-            due = start + i / args.rate
-            time.sleep(max(0.0, due - time.time()))
-            positions = writer.append(feed[i:i + step])
-            now = time.time()
-            for pos in positions:
-                appended[pos] = now
-        writer.close()
-        done.set()
-
-    thread = threading.Thread(target=feeder)
-    thread.start()
     batches = 0
     while not done.is_set() or sum(log.end_offsets().values()) > \
             con.execute("SELECT sum(next_offset) FROM checkpoints").fetchone()[0]:
         batches += project(log, con, publish_alerts=False).batches
         time.sleep(0.05)
-    thread.join()
+    return batches, costs, windows
+
+
+def start_server(work: Path, uri: str) -> tuple[subprocess.Popen, str]:
+    """`pitlog serve` on the log at `uri` and the work folder's database, once /health says
+    ready."""
+    db = work / "v.duckdb"
+    (work / "v.duckdb.serve.json").unlink(missing_ok=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", "from cli.app import main; main()", "serve",
+         "--log", uri, "--db", str(db), "--port", "0",
+         "--poll-interval", "0.1", "--log-level", "warning"],
+        cwd=HERE.parent, env={**os.environ, "PYTHONPATH": str(HERE.parent)})
+    deadline = time.time() + 600
+    while time.time() < deadline:
+        try:
+            url = json.loads((work / "v.duckdb.serve.json").read_text())["url"]
+            with urllib.request.urlopen(f"{url}/health", timeout=5) as r:
+                if json.load(r)["ready"]:
+                    return child, url
+        except (OSError, ValueError, KeyError):
+            pass
+        time.sleep(0.5)
+    child.kill()
+    raise SystemExit("pitlog serve did not get ready")
+
+
+def sse_client(url: str, after: int, arrived: dict[int, float], stop: threading.Event) -> None:
+    """GET /alerts from `after`: when each alert (by alert_seq) arrived."""
+    req = urllib.request.Request(f"{url}/alerts", headers={"Last-Event-ID": str(after)})
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        for raw in resp:
+            now = time.time()
+            line = raw.decode().strip()
+            if line.startswith("id:"):
+                arrived[int(line[3:])] = now
+            if stop.is_set():
+                return
+
+
+def kafka_client(uri: str, arrived: dict[int, float], stop: threading.Event) -> None:
+    """A bare kafka-python consumer on `<topic>.alerts`: when each alert arrived."""
+    import io
+
+    import fastavro
+    from kafka import KafkaConsumer, TopicPartition
+
+    from events.alert_log import ALERT_SCHEMA
+
+    schema = fastavro.parse_schema(json.loads(ALERT_SCHEMA.read_text()))
+    bootstrap, topic = uri.removeprefix("kafka://").split("/", 1)
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None,
+                             enable_auto_commit=False, fetch_max_wait_ms=10)
+    tp = TopicPartition(f"{topic}.alerts", 0)
+    while not stop.is_set():
+        if tp.topic in consumer.topics():
+            break
+        time.sleep(0.5)
+    consumer.assign([tp])
+    consumer.seek_to_end(tp)
+    while not stop.is_set():
+        for records in consumer.poll(timeout_ms=100).values():
+            now = time.time()
+            for r in records:
+                arrived[int(fastavro.schemaless_reader(io.BytesIO(r.value),
+                                                       schema)["alert_seq"])] = now
+    consumer.close()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--source", type=Path, required=True)
+    ap.add_argument("--history", type=int, required=True)
+    ap.add_argument("--seconds", type=float, default=60.0)
+    ap.add_argument("--rate", type=float, default=300.0)
+    ap.add_argument("--workdir", type=Path, default=Path("/tmp/pitlog-live"))
+    ap.add_argument("--reuse", action="store_true")
+    ap.add_argument("--serve", action="store_true")
+    ap.add_argument("--kafka", metavar="BOOTSTRAP",
+                    help="with --serve: the history and the feed on a Kafka topic (copied from "
+                         "the embedded log once); alerts also read from <topic>.alerts")
+    args = ap.parse_args()
+    work = args.workdir / f"h{args.history}"
+    db = work / "v.duckdb"
+    n_feed = int(args.seconds * args.rate)
+    rebuild_s = None
+    if args.reuse and db.exists():
+        feed = continuation(args.source, work / "log", n_feed)
+    else:
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        feed = split(args.source, work / "log", args.history, n_feed)
+    uri = f"file://{work / 'log'}"
+    if args.kafka:
+        uri = to_kafka(work, args.kafka)
+    con = duckdb.connect(str(db))
+    con.execute("SET memory_limit = '512MB'")  # the read-write default (store.py)
+    log = open_log(uri)
+    t0 = time.perf_counter()
+    project(log, con, publish_alerts=False)  # the history (the rebuild path), or catching up
+    rebuild_s = round(time.perf_counter() - t0, 1)
+    ((events,),) = con.execute("SELECT count(*) FROM events").fetchall()
+    ((alerts_before,),) = con.execute("SELECT coalesce(max(alert_seq), 0) FROM alerts").fetchall()
+
+    appended: dict[tuple[int, int], float] = {}
+    done = threading.Event()
+    arrived: dict[int, float] = {}
+    result: dict[str, object] = {}
+    if args.serve:
+        con.close()
+        child, url = start_server(work, uri)
+        stop = threading.Event()
+        try:
+            client = threading.Thread(target=sse_client, args=(url, alerts_before, arrived, stop),
+                                      daemon=True)
+            client.start()
+            on_kafka: dict[int, float] = {}
+            if args.kafka:
+                threading.Thread(target=kafka_client, args=(uri, on_kafka, stop),
+                                 daemon=True).start()
+            time.sleep(3.0)  # the clients connected
+            thread = threading.Thread(target=feeder, args=(uri, feed, args.rate, appended, done,
+                                                           key_partitions(work)))
+            thread.start()
+            thread.join()
+            end = sum(log.end_offsets().values())
+            query = urllib.parse.quote("SELECT sum(next_offset) AS n FROM checkpoints")
+            while True:  # until the server has committed the whole feed
+                with urllib.request.urlopen(f"{url}/api/sql?q={query}", timeout=60) as r:
+                    if int(json.load(r)["rows"][0]["n"]) >= end:  # a sum: an exact decimal
+                        break
+                time.sleep(0.5)
+            time.sleep(2.0)  # the last alerts on the wire
+        finally:  # the server stops whatever happened here
+            stop.set()
+            child.send_signal(signal.SIGTERM)
+            child.wait(timeout=300)
+        con = duckdb.connect(str(db))
+    else:
+        thread = threading.Thread(target=feeder, args=(uri, feed, args.rate, appended, done))
+        thread.start()
+        batches, costs, windows = in_process(log, con, done)
+        thread.join()
+        result = {"batches": batches, "detection_seconds_per_batch": percentiles(costs),
+                  "window_events_per_batch": percentiles([float(w) for w in windows])}
     rows = con.execute("""
-        SELECT a.raised_at, e.log_partition, e.log_offset
+        SELECT a.alert_seq, a.raised_at, e.log_partition, e.log_offset
         FROM alerts AS a JOIN events AS e ON e.table_id = a.table_id AND e.seq = list_max(a.seqs)
         WHERE a.alert_seq > $b""", {"b": alerts_before}).fetchall()
-    latency = [(raised.timestamp() - appended[(p, o)]) for raised, p, o in rows
+    latency = [(raised.timestamp() - appended[(p, o)]) for _, raised, p, o in rows
                if (p, o) in appended]
+    if args.serve:
+        result["append_to_sse_seconds"] = percentiles(
+            [arrived[seq] - appended[(p, o)] for seq, _, p, o in rows
+             if (p, o) in appended and seq in arrived])
+        result["alerts_on_sse"] = sum(1 for seq, *_ in rows if seq in arrived)
+        if args.kafka:
+            result["append_to_kafka_alert_seconds"] = percentiles(
+                [on_kafka[seq] - appended[(p, o)] for seq, _, p, o in rows
+                 if (p, o) in appended and seq in on_kafka])
+            result["alerts_on_kafka"] = sum(1 for seq, *_ in rows if seq in on_kafka)
     print(json.dumps({
-        "history_events": int(events), "feed_events": len(appended),
-        "rate": args.rate, "rebuild_seconds": round(rebuild_s, 1), "batches": batches,
-        "detection_seconds_per_batch": percentiles(costs),
-        "window_events_per_batch": percentiles([float(w) for w in windows]),
-        "append_to_alert_seconds": percentiles(latency),
-        "alerts_in_feed": len(rows), "measured_at": datetime.now(UTC).isoformat()}))
+        "history_events": int(events), "feed_events": len(appended), "rate": args.rate,
+        "mode": "serve" if args.serve else "in-process", "catch_up_seconds": rebuild_s,
+        **result, "append_to_alert_row_seconds": percentiles(latency),
+        "alerts_in_feed": len(rows), "load_average": os.getloadavg(),
+        "measured_at": datetime.now(UTC).isoformat()}))
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ def serve_cmd(
     tz: TzOpt = None,
     poll_interval: Annotated[float, typer.Option(
         "--poll-interval", min=0.01,
-        help="Seconds between looks at the log when nothing is new.")] = 0.5,
+        help="Seconds between looks at the log when nothing is new.")] = 0.1,
     snapshot_every: Annotated[float, typer.Option(
         "--snapshot-every", min=0.0,
         help="Also publish a read-only copy <db>.snapshot.duckdb for stock DuckDB clients at "

@@ -34,7 +34,9 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
+from datetime import datetime
 
 import duckdb
 import pyarrow as pa
@@ -147,8 +149,27 @@ class Detector:
             f"CREATE TABLE found AS {FAMILY_ROWS.format(family=self.families[0])} LIMIT 0")
         self.scratch.execute("CREATE TABLE scope (table_id VARCHAR, log_partition INTEGER, "
                              "k BIGINT, w BIGINT, o BIGINT, state_seq BIGINT)")
+        # One cursor and one result table per family: the families are evaluated at once,
+        # one thread each (_evaluate_families).
+        self.cursors = []
+        self.inserts = []
+        for i, family in enumerate(self.families):
+            cur = self.scratch.cursor()
+            cur.execute(f"USE {SCRATCH}")
+            cur.execute(f"CREATE TABLE found_{i} AS SELECT * FROM found LIMIT 0")
+            self.cursors.append(cur)
+            self.inserts.append(
+                f"INSERT INTO found_{i} SELECT f.* FROM ({FAMILY_ROWS.format(family=family)}) "
+                f"AS f JOIN scope AS sc USING (table_id) "
+                f"WHERE sc.k IS NULL OR coalesce(list_max(f.seqs), {BIG}) >= sc.k")
+        self.pool = ThreadPoolExecutor(max_workers=len(self.families),
+                                       thread_name_prefix="pitlog-detect")
+        self.recorded: list[tuple[int, datetime | None]] = []
 
     def close(self) -> None:
+        self.pool.shutdown(wait=True)
+        for cur in self.cursors:
+            cur.close()
         self.scratch.close()
         self.con.execute(f"DETACH DATABASE IF EXISTS {SCRATCH}")
 
@@ -251,13 +272,30 @@ class Detector:
                 SELECT * FROM pitlog_new""")
         finally:
             s.unregister("pitlog_new")
-        s.execute("DELETE FROM found")
-        for family in self.families:
-            s.execute(f"""INSERT INTO found SELECT f.* FROM ({FAMILY_ROWS.format(family=family)})
-                          AS f JOIN scope AS sc USING (table_id)
-                          WHERE sc.k IS NULL OR coalesce(list_max(f.seqs), {BIG}) >= sc.k""")
+        self._evaluate_families()
         ((n,),) = s.execute("SELECT count(*) FROM events").fetchall()
         return int(n)
+
+    def _evaluate_families(self) -> None:
+        """The stretch's rows of every family into `found`. The families are independent
+        queries over the same window, each mostly one thread's work (a window of tens of
+        thousands of events is one DuckDB row group, and planning a family is single-threaded:
+        0.1-0.5 s each, benchmarks/results.md), so they run at once, one cursor each: a batch
+        takes about its slowest family instead of their sum, given the cores."""
+
+        def run(i: int) -> None:
+            cur = self.cursors[i]
+            cur.execute(f"DELETE FROM found_{i}")
+            cur.execute(self.inserts[i])
+
+        futures = [self.pool.submit(run, i) for i in range(len(self.families))]
+        wait(futures)  # all of them, also when one failed: none still runs afterwards
+        for future in futures:
+            future.result()  # an error of any family (out of memory) is raised here
+        s = self.scratch
+        s.execute("DELETE FROM found")
+        s.execute("INSERT INTO found " + " UNION ALL ".join(
+            f"SELECT * FROM found_{i}" for i in range(len(self.families))))
 
     # --- inside the batch's transaction -------------------------------------------------------
 
@@ -269,11 +307,32 @@ class Detector:
         raised = 0
         if changed:
             self._replace(con)
+            ((before,),) = con.execute(
+                "SELECT coalesce(max(alert_seq), 0) FROM alerts").fetchall()
             raised = raise_alerts(con, f"{SCRATCH}.found")
+            if raised:
+                self._note_recorded(con, int(before))
         con.execute(f"DELETE FROM {STORED_AT}")
         con.execute(f"INSERT INTO {STORED_AT} SELECT source, log_partition, next_offset "
                     "FROM checkpoints")
         return raised
+
+    def _note_recorded(self, con: duckdb.DuckDBPyConnection, before: int) -> None:
+        """The newest recorded_at of each new alert's proving events, read from the window
+        (which holds them: the alerts' rows were found in it), for the event-to-alert latency
+        metric (pitlog serve's /metrics): a look-up in the window, not in the history."""
+        self.recorded.extend(con.execute(f"""
+            SELECT a.alert_seq, max(e.recorded_at)
+            FROM (SELECT alert_seq, table_id, unnest(seqs) AS seq FROM alerts
+                  WHERE alert_seq > $b) AS a
+            LEFT JOIN {SCRATCH}.events AS e USING (table_id, seq)
+            GROUP BY a.alert_seq ORDER BY a.alert_seq""", {"b": before}).fetchall())
+
+    def take_recorded(self) -> list[tuple[int, datetime | None]]:
+        """(alert_seq, newest proving event's recorded_at) of the alerts raised since the
+        last call (None: a proof with no event, as SEQUENCE_GAP's missing seq)."""
+        out, self.recorded = self.recorded, []
+        return out
 
     def _replace(self, con: duckdb.DuckDBPyConnection) -> None:
         sc = f"{SCRATCH}.scope"
@@ -364,3 +423,9 @@ def detector_for(con: duckdb.DuckDBPyConnection,
     if detector is None:
         detector = _DETECTORS[con] = Detector(con)
     return detector, raised
+
+
+def take_recorded(con: duckdb.DuckDBPyConnection) -> list[tuple[int, datetime | None]]:
+    """Detector.take_recorded of the connection's detector (none yet: nothing)."""
+    detector = _DETECTORS.get(con)
+    return detector.take_recorded() if detector is not None else []

@@ -211,13 +211,29 @@ def _project_batches(con: duckdb.DuckDBPyConnection, log: EventLog, loader: _Bat
         if progress is not None:
             progress(report.done)
 
+    # The log hands over one partition at a time; its batches are gathered up to batch_size
+    # before a load, so a live poll that finds a few records in every partition commits them
+    # in ONE transaction with ONE detection (whose cost is mostly fixed: DuckDB planning the
+    # rule families, benchmarks/results.md, "Live detection"), not one per partition.
+    pending: list[LogRecord] = []
+
+    def flush() -> None:
+        if pending:
+            load(list(pending))
+            pending.clear()
+
     while True:
         try:
             for batch in log.read(start, max_batch=batch_size):
-                if batch:
-                    load(batch)
+                if not batch:
+                    continue
+                if len(pending) + len(batch) > batch_size:
+                    flush()
+                pending.extend(batch)
+            flush()
             break
         except LogCorruptError as exc:
+            flush()  # the records read before the damage are good: committed first
             p = exc.partition
             if p is None or p in damaged:
                 raise
@@ -354,7 +370,7 @@ class _BatchLoader:
         starts: dict[int, int] = {}
         last: dict[int, int] = {}
         lasts: dict[int, LogRecord] = {}
-        for rec in batch:  # one partition per batch is the contract, but be exact anyway
+        for rec in batch:  # the records of several partitions (the log reads one at a time)
             before = last.get(rec.partition)
             if before is not None and rec.offset <= before:
                 raise self._refusal(batch, f"p{rec.partition}@{rec.offset} comes again after "

@@ -96,22 +96,27 @@ from events.log import open_log
 from projections.projector import project
 log = open_log(sys.argv[1])
 while True:
-    project(log, sys.argv[2], batch_size=int(sys.argv[3]), publish_alerts=sys.argv[4] == "1")
+    project(log, sys.argv[2], batch_size=int(sys.argv[3]), publish_alerts=sys.argv[4] == "1",
+            progress=lambda done: print(done, flush=True))
 """
 
 
 def kill_repeatedly(uri: str, db: Path, seed: int, *, publish: bool, times: int = 3) -> None:
     """A child process projects `uri` into `db` in small batches; SIGKILL it at a random
-    moment, `times` times (each child starts where the last was killed)."""
+    moment after its first committed batch (so each child commits some, however slow the
+    machine), `times` times (each child starts where the last was killed)."""
     rng = random.Random(seed)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for _ in range(times):
         child = subprocess.Popen([sys.executable, "-c", _CHILD, uri, str(db),
                                   str(rng.choice([200, 400])), "1" if publish else "0"],
-                                 env=env, cwd=ROOT)
-        time.sleep(rng.uniform(4.0, 9.0))
+                                 env=env, cwd=ROOT, stdout=subprocess.PIPE)
+        assert child.stdout is not None
+        child.stdout.readline()  # the first batch committed (or the child ended: EOF)
+        time.sleep(rng.uniform(0.2, 3.0))
         child.send_signal(signal.SIGKILL)
         child.wait()
+        child.stdout.close()
 
 
 def fill(uri: str, records: list[tuple[bytes, bytes]]) -> None:

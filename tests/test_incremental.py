@@ -5,6 +5,8 @@ code of the catalogue present; also across a SIGKILL of a projecting process; on
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
@@ -22,6 +24,7 @@ from live_support import (
 from events.embedded_log import EmbeddedLog
 from events.log import EventLog, open_log
 from projections.anomalies import STORED, anomaly_source
+from projections.incremental import take_recorded
 from projections.projector import project
 
 
@@ -103,15 +106,23 @@ def test_kafka_sigkilled_projector_restarts_to_the_full_evaluation(
     _kill_and_restart(kafka_uri, tmp_path / "v.duckdb", 4)
 
 
+@contextmanager
+def _projected(tmp_path: Path, records: list[tuple[bytes, bytes]],
+               stop: int) -> Iterator[tuple[EmbeddedLog, duckdb.DuckDBPyConnection]]:
+    """A log of the first `stop` records, projected whole (the rebuild path)."""
+    log = EmbeddedLog(tmp_path / "log")
+    feed(log, records, 0, stop)
+    with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
+        project(log, con, publish_alerts=False)
+        yield log, con
+
+
 def test_a_table_whose_stream_goes_back_in_seq_is_still_exact(
         tmp_path: Path, records: list[tuple[bytes, bytes]]) -> None:
     # A record replayed later (its seq repeats, behind the table's head) leaves the seq order
     # the incremental stretch relies on: that table is re-evaluated whole, and stays exact.
-    log = EmbeddedLog(tmp_path / "log")
     half = len(records) // 2
-    feed(log, records, 0, half)
-    with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
-        project(log, con, publish_alerts=False)
+    with _projected(tmp_path, records, half) as (log, con):
         log.append([records[half // 3]])  # an old event of some table, again
         project(log, con, publish_alerts=False)
         assert differences(con) == (0, 0)
@@ -121,3 +132,51 @@ def test_a_table_whose_stream_goes_back_in_seq_is_still_exact(
         feed(log, records, half, len(records))
         project(log, con, batch_size=500, publish_alerts=False)
         assert_exact(con)
+
+
+def test_a_poll_commits_every_partition_in_one_batch_and_stays_exact(
+        tmp_path: Path, records: list[tuple[bytes, bytes]]) -> None:
+    # The log hands over one partition at a time; the projector gathers them, so a poll that
+    # finds records in several partitions pays one detection, not one per partition.
+    half = len(records) // 2
+    with _projected(tmp_path, records, half) as (log, con):
+        before = log.end_offsets()
+        feed(log, records, half, half + 90)
+        grown = [p for p, end in log.end_offsets().items() if end > before[p]]
+        assert len(grown) > 1  # the new records lie in several partitions
+        report = project(log, con, publish_alerts=False)
+        assert (report.events, report.batches) == (90, 1)
+        # A batch size below the poll's records splits it, never past the batch size.
+        feed(log, records, half + 90, half + 190)
+        done = [sum(before.values()) + 90]
+        report = project(log, con, batch_size=40, publish_alerts=False,
+                         progress=done.append)
+        sizes = [b - a for a, b in zip(done, done[1:], strict=False)]
+        assert report.events == sum(sizes) == 100 and len(sizes) == report.batches >= 3
+        assert max(sizes) <= 40
+        assert differences(con) == (0, 0)
+
+
+def test_each_new_alert_carries_the_recorded_at_of_its_newest_proving_event(
+        tmp_path: Path, records: list[tuple[bytes, bytes]]) -> None:
+    # pitlog serve's event-to-alert histogram reads it from the detection window
+    # (Detector.take_recorded) instead of joining the alerts with the whole history.
+    third = len(records) // 3
+    with _projected(tmp_path, records, third) as (log, con):
+        take_recorded(con)  # those of the first third: only the later ones are checked
+        ((before,),) = con.execute("SELECT max(alert_seq) FROM alerts").fetchall()
+        noted: dict[int, object] = {}
+        start = third
+        for cut in random_cuts(len(records) - third, 5, 9):
+            feed(log, records, start, third + cut)
+            start = third + cut
+            project(log, con, batch_size=300, publish_alerts=False)
+            noted.update(take_recorded(con))
+        expected = dict(con.execute("""
+            SELECT a.alert_seq, max(e.recorded_at)
+            FROM (SELECT alert_seq, table_id, unnest(seqs) AS seq FROM alerts
+                  WHERE alert_seq > $b) AS a
+            LEFT JOIN events AS e USING (table_id, seq)
+            GROUP BY a.alert_seq""", {"b": before}).fetchall())
+        assert len(expected) > 5  # the rest of the evening raised alerts
+        assert noted == expected

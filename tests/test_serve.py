@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -345,3 +346,22 @@ def test_serving_a_kafka_topic_follows_it_and_streams_its_alerts(kafka_uri: str,
         assert [t["table_id"] for t in tables] == ["T01", "T02"]
     finally:
         assert server.stop() == 0, server.err.read_text()
+
+
+def test_a_stop_ends_an_open_alert_stream_cleanly(tmp_path: Path) -> None:
+    # Told to stop, the server ends its alert streams before uvicorn's graceful shutdown:
+    # the client sees the stream end, the process exits 0, and no cancelled stream's
+    # traceback reaches the log.
+    log, db = tmp_path / "log", tmp_path / "small.duckdb"
+    events = EmbeddedLog(log, partitions=2)
+    simulate(events, SimConfig(seed=4, tables=1, rounds=30, irregularities=0.2))
+    events.close()
+    server = start_server(log, db, tmp_path)
+    raised = len(server.json(query("/api/sql", q="SELECT alert_seq FROM alerts"))["rows"])
+    assert raised > 0
+    got = sse_events(server, count=10**6,
+                     on_open=lambda: server.proc.send_signal(signal.SIGTERM))
+    assert len(got) == raised  # every alert, then the end of the stream (not a hang)
+    assert server.proc.wait(timeout=120) == 0
+    err = server.err.read_text()
+    assert "Traceback" not in err and "CancelledError" not in err, err

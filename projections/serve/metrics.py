@@ -32,10 +32,11 @@ class Metrics:
         with self._lock:
             self.lag = dict(lag)
 
-    def alert_latencies(self, seconds: list[float]) -> None:
+    def alert_latencies(self, seconds: list[float], raised: int | None = None) -> None:
+        """`raised` alerts committed (default: one per latency), `seconds` their latencies."""
         with self._lock:
+            self.alerts += len(seconds) if raised is None else raised
             for s in seconds:
-                self.alerts += 1
                 self._buckets[bisect_left(LATENCY_BUCKETS, s)] += 1
                 self._latency_sum += s
                 self._latency_count += 1

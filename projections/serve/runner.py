@@ -17,6 +17,7 @@ from pathlib import Path
 from types import FrameType
 
 import duckdb
+import uvicorn
 
 from events.errors import PitlogError
 from events.log import EventLog
@@ -30,6 +31,11 @@ log_ = logging.getLogger("pitlog.serve")
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8750
+# Seconds between looks at the log while it has nothing new: an event waits up to this long
+# before its batch starts, so it is a direct part of the event-to-alert latency (issue 16:
+# under a second); a look is one end-offset read (the index files' sizes, or one broker
+# request), cheap at ten a second.
+POLL_INTERVAL_S = 0.1
 
 
 class _Shutdown(Exception):
@@ -96,11 +102,14 @@ class Tracker:
         s.status.positions = dict(commit.positions)
         s.status.ends = dict(commit.ends)
         s.metrics.batch(commit.records, commit.lag)
+        s.notify()  # first: the alert streams wake now, not after the latency metric below
         try:
-            s.metrics.alert_latencies(self._new_alert_latencies(commit.at))
+            newest = self._max_alert_seq()
+            s.metrics.alert_latencies(self._new_alert_latencies(commit.at),
+                                      raised=newest - self.last_alert)
+            self.last_alert = newest
         except duckdb.Error as exc:  # the batch is committed: a metric must not stop following
             log_.warning("cannot measure the new alerts' latency: %s", exc)
-        s.notify()
 
     def on_round(self, commit: Commit) -> None:
         s = self.state
@@ -113,25 +122,19 @@ class Tracker:
         self.state.status.error = message
 
     def _new_alert_latencies(self, committed: datetime) -> list[float]:
-        """Seconds from the newest proving event's recorded_at to this commit, per new alert."""
-        cur = self.state.cursor()
-        try:
-            found = cur.execute(
-                "WITH a AS (SELECT alert_seq, table_id, unnest(seqs) AS seq FROM alerts "
-                "           WHERE alert_seq > $after) "
-                "SELECT a.alert_seq, max(e.recorded_at) FROM a "
-                "LEFT JOIN events AS e USING (table_id, seq) GROUP BY a.alert_seq "
-                "ORDER BY a.alert_seq", {"after": self.last_alert}).fetchall()
-        finally:
-            cur.close()
-        if found:
-            self.last_alert = int(found[-1][0])
+        """Seconds from the newest proving event's recorded_at to this commit, per alert the
+        detector raised since the last commit. It read each one from its window when it raised
+        the alert (incremental.Detector.take_recorded): no look-up in the history per commit.
+        (Alerts of a whole evaluation, at start, are counted but have no latency.)"""
+        from projections.incremental import take_recorded
+
         return [max(0.0, (committed - at).total_seconds()) if at is not None else 0.0
-                for _, at in found]
+                for seq, at in sorted(take_recorded(self.state.con)) if seq > self.last_alert]
 
 
 def serve(log: EventLog, db_path: Path, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
-          token: str | None = None, tz: tzinfo | None = None, poll_interval: float = 0.5,
+          token: str | None = None, tz: tzinfo | None = None,
+          poll_interval: float = POLL_INTERVAL_S,
           snapshot_every: float = 0.0, memory_limit: str | None = None,
           sql_timeout: float = 10.0, sql_max_rows: int = 10_000,
           ready: threading.Event | None = None) -> None:
@@ -158,8 +161,6 @@ def _run(log: EventLog, db_path: Path, sock: socket.socket, stop: threading.Even
          token: str | None, tz: tzinfo | None, poll_interval: float, snapshot_every: float,
          memory_limit: str | None, sql_timeout: float, sql_max_rows: int,
          ready: threading.Event | None) -> None:
-    import uvicorn
-
     from projections.serve.app import create_app
 
     con: duckdb.DuckDBPyConnection | None = None
@@ -180,7 +181,7 @@ def _run(log: EventLog, db_path: Path, sock: socket.socket, stop: threading.Even
         follower_thread.start()
         config = uvicorn.Config(create_app(state, token), log_config=None, access_log=False,
                                 timeout_graceful_shutdown=2, lifespan="off")
-        server = uvicorn.Server(config)
+        server = _Server(config, state)
         url = url_of(sock)
         discovery.write(db_path, url)
         log_.info("serving %s on %s (following %s)", db_path, url, log.uri)
@@ -198,6 +199,20 @@ def _run(log: EventLog, db_path: Path, sock: socket.socket, stop: threading.Even
         if con is not None:
             con.close()
         log_.info("stopped serving %s", db_path)
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server that, told to stop, first ends the alert streams: an open /alerts
+    stream would otherwise outlive the graceful shutdown and be cancelled, with a traceback in
+    the log."""
+
+    def __init__(self, config: uvicorn.Config, state: ServeState) -> None:
+        super().__init__(config)
+        self.pitlog_state = state
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        self.pitlog_state.close_streams()
+        super().handle_exit(sig, frame)
 
 
 def _follow(follower: Follower, state: ServeState) -> None:

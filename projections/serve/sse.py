@@ -65,12 +65,14 @@ async def alerts(request: Request) -> Response:
                     yield f"id: {after}\nevent: alert\ndata: {to_json(state, row)}\n\n"
                 if len(rows) == PAGE:
                     continue
-                if once:
+                if once or state.closing:
                     return
                 try:
                     await asyncio.wait_for(wake.wait(), KEEPALIVE_S)
                 except TimeoutError:
                     yield ": keepalive\n\n"
+                if state.closing:  # the server is stopping (runner: handle_exit)
+                    return
         finally:
             state.unsubscribe(wake)
 

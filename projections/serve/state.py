@@ -56,6 +56,7 @@ class ServeState:
         self._lock = threading.Lock()
         self._waiters: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
         self.commits = 0  # bumped after each commit: streams compare it to their last look
+        self.closing = False  # the server is stopping: alert streams end
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
         """A fresh cursor on the writer's connection: it sees every committed batch."""
@@ -75,6 +76,13 @@ class ServeState:
     def unsubscribe(self, event: asyncio.Event) -> None:
         with self._lock:
             self._waiters = {w for w in self._waiters if w[1] is not event}
+
+    def close_streams(self) -> None:
+        """The server is stopping: every alert stream ends at its next wake-up (now). Called
+        from a signal handler, which must not take a lock the interrupted frame may hold: the
+        wake-up is sent from a thread of its own."""
+        self.closing = True
+        threading.Thread(target=self.notify, name="pitlog-close-streams", daemon=True).start()
 
     def notify(self) -> None:
         with self._lock:
