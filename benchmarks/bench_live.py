@@ -33,7 +33,7 @@ sys.path.insert(0, str(HERE.parent))
 import duckdb  # noqa: E402
 
 import projections.incremental as incremental  # noqa: E402
-from events.embedded_log import EmbeddedLog  # noqa: E402
+from events.log.embedded.log import EmbeddedLog  # noqa: E402
 from projections.projector import project  # noqa: E402
 
 

@@ -29,11 +29,11 @@ from cli.options import (
 )
 from cli.output import Format, Summary, plain, render
 from cli.progress import phase, progress_bar, progress_tasks
-from events import theory
 from events.errors import PitlogError, RuleError
-from events.log import open_log
-from events.rules import STANDARD_PAYTABLE
-from events.simulator import SimConfig, simulate
+from events.log.base import open_log
+from events.reddog import theory
+from events.reddog.rules import STANDARD_PAYTABLE
+from events.simulation.simulator import SimConfig, simulate
 
 
 def register(app: typer.Typer) -> None:
@@ -128,7 +128,7 @@ def simulate_cmd(
 
     Example: pitlog simulate --tables 8 --rounds 500 --irregularities 0.01 --truth truth.jsonl
     """
-    from events import rules
+    from events.reddog import rules
 
     profiles = tuple(profile or ["nj-casino"])
     for p in profiles:

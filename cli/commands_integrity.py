@@ -21,10 +21,10 @@ from cli.options import (
 from cli.output import Format, Summary, render
 from cli.progress import progress_bar
 from events.errors import NotFoundError
-from events.ingest import BATCH_LINES, BadLine, IngestReport, default_quarantine, ingest
-from events.log import open_log
+from events.integrity.verify import verify_log
+from events.log.base import open_log
+from events.recording.ingest import BATCH_LINES, BadLine, IngestReport, default_quarantine, ingest
 from events.text import visible
-from events.verify import verify_log
 
 ANOMALY_COLUMNS = ["code", "kind", "table", "partition", "offset", "seq", "expected_seq",
                    "shoe", "round", "severity", "explanation", "rule"]

@@ -20,9 +20,9 @@ from typing import Any
 
 import duckdb
 
-from events.alert_log import AlertSink, alert_sink
 from events.errors import LogError
-from events.log import EventLog
+from events.log.alerts import AlertSink, alert_sink
+from events.log.base import EventLog
 from projections.queries import rows as query_rows
 
 ALERTS_DDL = """CREATE TABLE IF NOT EXISTS alerts (

@@ -278,7 +278,7 @@ def anomalies_touching(con: duckdb.DuckDBPyConnection, table: str, shoe: str | N
 
 
 class Labelled(Protocol):
-    """A ground-truth label (events.irregularities.TruthLabel)."""
+    """A ground-truth label (events.simulation.irregularities.TruthLabel)."""
 
     @property
     def code(self) -> str: ...

@@ -16,7 +16,7 @@
 
 -- The catalogue of docs/architecture.md, with the codes of issue 13 (docs/anomalies.md quotes each
 -- clause): code, severity, rule (with 13:47-20.31 written out) and what is flagged. The
--- simulator's INJECTABLE (events/irregularities.py), the severities of projections/anomalies.py
+-- simulator's INJECTABLE (events/simulation/irregularities.py), the severities of projections/anomalies.py
 -- and the CLI, and docs/anomalies.md must agree with it (tests/test_anomalies.py checks that).
 CREATE OR REPLACE VIEW anomaly_codes AS
 SELECT code, severity, CASE severity WHEN 'high' THEN 3 WHEN 'medium' THEN 2 ELSE 1 END AS severity_rank,
@@ -1113,7 +1113,7 @@ SELECT * FROM (
 
     UNION ALL
     -- DUPLICATE_EVENT (integrity): one event id more than once in a table's stream, e.g. a
-    -- device line re-sent and recorded again (events/event_ids.py refuses that at ingest, but
+    -- device line re-sent and recorded again (events/recording/event_ids.py refuses that at ingest, but
     -- two writers at the same instant, or another writer, can still do it). One row per id,
     -- at its last copy; every copy's seq is proof.
     SELECT 'DUPLICATE_EVENT', table_id, arg_max(shoe_id, seq), arg_max(round_no, seq),

@@ -42,7 +42,7 @@ from types import FrameType
 import duckdb
 
 from events.errors import LogError, ProjectionError
-from events.log import EventLog
+from events.log.base import EventLog
 from projections.alerts import create_tables as create_alert_tables
 from projections.projector import ProjectionReport, checkpoints, project
 from projections.snapshot import publish_snapshot

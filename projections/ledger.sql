@@ -8,7 +8,7 @@
 --
 -- Money is integer cents. A settlement's amount is what WagerSettled records: the winnings
 -- paid if WON (the winner's own stake comes back on top and is NOT in it), the wager collected
--- if LOST, the wager returned if VOID (events/rules.py, ExpectedSettlement).
+-- if LOST, the wager returned if VOID (events/reddog/rules.py, ExpectedSettlement).
 
 -- The calendar of a casino, whose gaming day does not start at midnight. `tz` is a time zone
 -- DuckDB knows ('America/New_York', 'UTC', or a fixed offset written 'GMT+05:30').
@@ -26,7 +26,7 @@ CREATE OR REPLACE MACRO shift_name(ts, tz, shift_starts, shift_names) AS
         len(shift_names))];
 
 -- One paytable line checked against its profile; NULL when the line is allowed. The messages
--- are word for word those of events.rules.validate_paytable (a test compares them).
+-- are word for word those of events.reddog.rules.validate_paytable (a test compares them).
 CREATE OR REPLACE MACRO paytable_line_violation(profile, board_approved, line, odds, standard) AS
     CASE
         -- 13:47-20.31(d)9: three of a kind "shall be paid at odds of 11 to 1" at a casino night,

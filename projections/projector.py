@@ -7,7 +7,8 @@ killed at any instant therefore leaves either the whole batch and its checkpoint
 and the next run continues from the checkpoint. Records that are not pitlog events go to the
 quarantine with their reason, in the same transaction (principle 1): never dropped, never fatal.
 
-Decoding is events.batch_decode: each field is read for all the batch's messages at once, straight
+Decoding is events.wire.batch_decode: each field is read for all the batch's messages at once,
+straight
 into Arrow columns (principle 5: no executemany, no per-row SQL, and no dict per record); any
 message it cannot read without ambiguity is decoded by codec.decode_raw exactly as before, so
 what is projected and what is quarantined, with which reason, does not depend on the path.
@@ -27,10 +28,10 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from events import codec
-from events.batch_decode import BatchDecoder
 from events.errors import LogCorruptError, ProjectionError
-from events.log import EventLog, LogRecord, record_digest
+from events.log.base import EventLog, LogRecord, record_digest
+from events.wire import codec
+from events.wire.batch_decode import BatchDecoder
 from projections import store as _store
 from projections.alerts import Publisher
 from projections.incremental import Detector

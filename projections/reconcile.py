@@ -2,7 +2,8 @@
 shoe, against the exact theoretical win; and the conservation check, to the cent.
 
 The money comes from the `ledger` view (ledger.sql); the queries are in reconcile.sql. The
-house edges are exact Fractions from events/theory.py, loaded into a temporary table as integer
+house edges are exact Fractions from events/reddog/theory.py, loaded into a temporary table as
+integer
 numerators over one denominator per deck count, so every theoretical figure stays exact until
 it is presented: a Decimal rounded to hundredths of a cent, next to the exact fraction.
 """
@@ -23,9 +24,9 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from events import theory
 from events.errors import ProjectionError
-from events.rules import Paytable, PaytableError
+from events.reddog import theory
+from events.reddog.rules import Paytable, PaytableError
 from projections.export import Rows
 
 RECONCILE_SQL = Path(__file__).with_name("reconcile.sql")

@@ -31,8 +31,8 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from events import codec
 from events.errors import ProjectionError
+from events.wire import codec
 from projections.snapshot import (
     check_database_file,
     open_for_reading,
@@ -116,7 +116,7 @@ CREATE TABLE IF NOT EXISTS checkpoints (
     PRIMARY KEY (source, log_partition)
 )"""
 # What a checkpoint remembers of the log, beside the position (issue 14): the log's id and the
-# last record it covers, its offset and SHA-256 (events.log.record_digest). Added by ALTER to
+# last record it covers, its offset and SHA-256 (events.log.base.record_digest). Added by ALTER to
 # files made before; NULL there until the next batch of that partition is committed.
 CHECKPOINT_IDENTITY = (("log_id", "VARCHAR"), ("last_offset", "BIGINT"), ("last_digest", "BLOB"))
 

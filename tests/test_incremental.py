@@ -19,8 +19,8 @@ from live_support import (
     source_log,
 )
 
-from events.embedded_log import EmbeddedLog
-from events.log import EventLog, open_log
+from events.log.base import EventLog, open_log
+from events.log.embedded.log import EmbeddedLog
 from projections.anomalies import STORED, anomaly_source
 from projections.projector import project
 

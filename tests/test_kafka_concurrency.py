@@ -1,5 +1,5 @@
 """Writer concurrency on Kafka: two recorders of one table never both take a sequence number
-(issue 6, point 5; events/kafka_fencing.py).
+(issue 6, point 5; events/log/kafka/fencing.py).
 
 With ``fencing=true`` every writer of a table appends through a transactional producer whose
 transactional.id is the table's own: the newest writer fences the older ones, checks the table's
@@ -23,11 +23,12 @@ import pytest
 from kafka import KafkaConsumer, TopicPartition
 from kafka_support import produce_raw
 
-from events import codec, model
 from events.errors import ConcurrencyError, LogError
-from events.kafka_log import KafkaLog
-from events.recorder import Recorder
-from events.verify import verify_log
+from events.integrity.verify import verify_log
+from events.log.kafka.log import KafkaLog
+from events.recording.recorder import Recorder
+from events.reddog import model
+from events.wire import codec
 
 pytestmark = pytest.mark.kafka
 

@@ -14,9 +14,9 @@ from audit_scenarios import ORIGINAL, RAISE, Floor
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from events import model, rules
-from events.model import Box, Choice, Meaning, SettledAs
-from events.rules import STANDARD_PAYTABLE, Paytable, PaytableError
+from events.reddog import model, rules
+from events.reddog.model import Box, Choice, Meaning, SettledAs
+from events.reddog.rules import STANDARD_PAYTABLE, Paytable, PaytableError
 from projections.reconcile import ledger_rows
 
 WON, LOST, VOID = SettledAs.WON, SettledAs.LOST, SettledAs.VOID

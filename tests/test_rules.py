@@ -1,4 +1,5 @@
-"""Tests of events.rules: card values, spread, classification, profiles, paytables, settlement."""
+"""Tests of events.reddog.rules: card values, spread, classification, profiles, paytables,
+settlement."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from events.errors import PitlogError, RuleError
-from events.rules import (
+from events.reddog.rules import (
     PROFILES,
     RANK_MAX,
     RANK_MIN,

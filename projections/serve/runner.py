@@ -19,7 +19,7 @@ from types import FrameType
 import duckdb
 
 from events.errors import PitlogError
-from events.log import EventLog
+from events.log.base import EventLog
 from projections.alerts import create_tables as create_alert_tables
 from projections.follow import Commit, Follower, Publisher, open_when_free
 from projections.serve import discovery

@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from events import codec
-from events.chain import HASH_LEN
+from events.wire import codec
+from events.wire.chain import HASH_LEN
 
 # The envelope every schema starts with: name and Avro type (logical types stripped).
 _LAYOUT = (("event_id", "string"), ("table_id", "string"), ("shoe_id", ["null", "string"]),

@@ -31,7 +31,7 @@ commits, which A cached. So A's check in step 2 was against the true last record
 else can commit between the check and A's commit: compare-and-append per table. The loser of
 a race (fenced, or finding a new last record) gets ConcurrencyError, and nothing of its batch
 becomes visible: a fenced or aborted transaction is skipped by every ``read_committed`` reader,
-and every pitlog reader is one (events/kafka_log.py, consumer_settings).
+and every pitlog reader is one (events/log/kafka/log.py, consumer_settings).
 
 The hot path reads nothing: while a writer holds a table, no one else can commit to it, so its
 cache is exact. Only opening (or a failure) reads the log, and only what is new since the last
@@ -55,7 +55,7 @@ Only writers that go through `append_expecting` are fenced. A plain `KafkaLog.ap
 same log object (the simulator's tampered events) updates the cache; one from elsewhere (the
 benchmarks, a foreign producer) is not seen, so run those only on tables no recorder writes.
 Records that are not pitlog events are skipped when looking for a table's last record, as
-`events.recorder.scan_heads` skips them.
+`events.recording.recorder.scan_heads` skips them.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ from kafka import KafkaProducer
 from kafka.errors import KafkaError
 
 from events.errors import ConcurrencyError, LogError
-from events.kafka_tails import RangeReader, Seen, TailReader, is_event, partition_of
+from events.log.kafka.tails import RangeReader, Seen, TailReader, is_event, partition_of
 
 # Broker default transaction.timeout.ms: an open transaction of a writer that died blocks the
 # readers of its partition at most this long (a new writer of the same table aborts it at once).

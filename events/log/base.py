@@ -100,13 +100,13 @@ def open_log(uri: str | None = None, *, partitions: int | None = None,
     LogError naming it, never an empty log made on the spot."""
     uri = uri or default_log_uri()
     if uri.startswith("kafka://"):
-        from events.kafka_log import KafkaLog  # imported lazily: only this backend knows Kafka
+        from events.log.kafka.log import KafkaLog  # imported lazily: only this backend knows Kafka
 
         _check_kafka_address(uri)
         return KafkaLog.from_uri(uri, partitions=partitions, create=create)
     if "://" in uri and not uri.startswith("file://"):
         raise LogError(f"unknown log address {uri!r}: use file:///path/to/log or kafka://host:port/topic")
-    from events.embedded_log import EmbeddedLog
+    from events.log.embedded.log import EmbeddedLog
 
     folder = Path(uri.removeprefix("file://"))
     if folder.exists() and not folder.is_dir():

@@ -5,7 +5,7 @@ Model: every round is dealt from a full, freshly shuffled shoe of `decks` standa
 the layout (the first two when the third is drawn). Burns and earlier rounds are ignored.
 All results are exact Fractions; the CLI does the presentation.
 
-The payout rules are those of events.rules (13:47-20.31(d)7-14, (e); GA (5)-(11)).
+The payout rules are those of events.reddog.rules (13:47-20.31(d)7-14, (e); GA (5)-(11)).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from events.errors import RuleError
-from events.rules import (
+from events.reddog.rules import (
     SPREAD_MAX,
     SPREAD_MIN,
     STANDARD_PAYTABLE,

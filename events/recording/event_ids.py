@@ -1,7 +1,8 @@
 """The event ids already in a log, per table, for `pitlog ingest` to refuse a line twice.
 
 Why: a device re-sends its lines after a failure or a restart, and the device `seq` check of
-events/ingest.py lasts one run. A line's event id (its `id`, or one derived from its device,
+events/recording/ingest.py lasts one run. A line's event id (its `id`, or one derived from its
+device,
 table and device seq: `derived_event_id`) is looked up here; one already recorded is reported
 as such and not recorded again (issue 14).
 
@@ -25,9 +26,9 @@ import uuid
 from contextlib import closing
 from pathlib import Path
 
-from events import codec
 from events.errors import LogError
-from events.log import DEFAULT_DATA_DIR, EventLog, LogRecord, record_digest
+from events.log.base import DEFAULT_DATA_DIR, EventLog, LogRecord, record_digest
+from events.wire import codec
 
 # Device lines without an `id` get a name-based UUID (RFC 4122 v5) of (table, actor, seq): the
 # same line re-sent has the same id, whichever run sends it.

@@ -1,10 +1,11 @@
 """`pitlog ingest`: JSON lines from card-reading shoes, shufflers and dealer terminals into events.
 
-The line format is documented in docs/ingest.md and parsed in events/device_line.py. A line's
+The line format is documented in docs/ingest.md and parsed in events/recording/device_line.py. A
+line's
 `seq` is the sending device's own counter for that table (per `actor` and `table`): it must
 increase, so a line that arrives late or twice is refused here. Across runs, a line already
 in the log (its event id, given or derived from device, table and device seq, is in the
-log's event id index, events/event_ids.py) is reported as already recorded and skipped.
+log's event id index, events/recording/event_ids.py) is reported as already recorded and skipped.
 
 Only *structurally* bad lines are refused (docs/architecture.md, principle 1): malformed JSON, an
 unknown
@@ -30,12 +31,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-from events.device_line import DeviceLine, LineRejected, parse_line
 from events.errors import ConcurrencyError, EncodeError
-from events.event_ids import EventIdIndex, derived_event_id
-from events.limits import ValueLimitError
-from events.log import DEFAULT_DATA_DIR, EventLog
-from events.recorder import Recorder
+from events.log.base import DEFAULT_DATA_DIR, EventLog
+from events.recording.device_line import DeviceLine, LineRejected, parse_line
+from events.recording.event_ids import EventIdIndex, derived_event_id
+from events.recording.limits import ValueLimitError
+from events.recording.recorder import Recorder
 
 __all__ = ["BadLine", "IngestReport", "LineRejected", "default_quarantine", "ingest",
            "parse_line"]

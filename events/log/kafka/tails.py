@@ -1,5 +1,5 @@
 """Reading where a Kafka topic ends: each table's last committed record, and the last record a
-reader can see. Used by the writer fencing (events/kafka_fencing.py) and `KafkaLog.end_offsets`.
+reader can see. Used by the writer fencing (events/log/kafka/fencing.py) and `KafkaLog.end_offsets`.
 
 Two offsets matter with transactions. The high watermark (HW) is the end of everything written;
 the last stable offset (LSO) is where the first still-open transaction starts, and a
@@ -19,9 +19,9 @@ from kafka import KafkaConsumer, TopicPartition
 from kafka.errors import KafkaError
 from kafka.partitioner.default import murmur2
 
-from events import codec
 from events.errors import DecodeError, LogError
-from events.log import LogRecord
+from events.log.base import LogRecord
+from events.wire import codec
 
 # KafkaLog's reader: (consumer, {partition: (first, end)}) -> batches of records.
 RangeReader = Callable[[KafkaConsumer, dict[int, tuple[int, int]]], Iterator[list[LogRecord]]]

@@ -5,7 +5,7 @@ Other query parameters: ``timeout_s`` (how long connecting, flushing or a stalle
 before LogError; default 120), ``client_id``, ``assign=0-3,8``: read only these partitions,
 so several projectors can share a topic, each with its own DuckDB file (docs/operating.md), and
 ``fencing=true``: the recorder's appends check each table's head, one transaction per table,
-so two writers of a table never both take a seq (events/kafka_fencing.py, docs/integrity.md).
+so two writers of a table never both take a seq (events/log/kafka/fencing.py, docs/integrity.md).
 
 Write side. The producer is idempotent with ``acks=all`` and unlimited retries inside the
 delivery timeout, and at most 5 requests in flight (the most idempotence allows while keeping
@@ -56,9 +56,9 @@ from kafka.admin import KafkaAdminClient
 from kafka.errors import KafkaError, TopicAlreadyExistsError
 
 from events.errors import LogError
-from events.kafka_fencing import TableFencing
-from events.kafka_tails import SHORT_FETCH_WAIT_MS, VisibleEnds, partition_of
-from events.log import EventLog, LogRecord
+from events.log.base import EventLog, LogRecord
+from events.log.kafka.fencing import TableFencing
+from events.log.kafka.tails import SHORT_FETCH_WAIT_MS, VisibleEnds, partition_of
 
 DEFAULT_PARTITIONS = 4  # the embedded log's default too
 DEFAULT_TIMEOUT_S = 120.0
@@ -155,7 +155,7 @@ def consumer_settings() -> dict[str, Any]:
         "enable_incremental_fetch_sessions": False,
         "request_timeout_ms": 30_000,
         # Records of aborted transactions (a writer fenced by another writer of its table,
-        # events/kafka_fencing.py) are never read; reading stops at the last stable offset.
+        # events/log/kafka/fencing.py) are never read; reading stops at the last stable offset.
         "isolation_level": "read_committed",
     }
 
@@ -384,7 +384,7 @@ class KafkaLog(EventLog):
                           expected: Mapping[bytes, bytes | None] | None
                           ) -> list[tuple[int, int]]:
         """`append_expecting` (with ``fencing``): `append`, if each key's last event still ends
-        with `expected[key]` (None: none yet), else ConcurrencyError (events/kafka_fencing.py).
+        with `expected[key]` (None: none yet), else ConcurrencyError (events/log/kafka/fencing.py).
         The recorder calls it: two recorders of a table never both take a seq."""
         if not items:
             return []

@@ -5,7 +5,7 @@ structurally valid event: malformed JSON, an unknown type, a missing or unknown 
 of the wrong type or range, an invalid card (13:47-20.31(a)2ii: ranks 2 to 14, four suits),
 a time without a zone. It does not judge game rules (docs/architecture.md, principle 1).
 
-Each type's payload fields are those of its dataclass in events/model.py, checked against the
+Each type's payload fields are those of its dataclass in events/reddog/model.py, checked against the
 newest schema for integer ranges, so a new schema version's field is accepted as soon as the
 model has it (docs/schema-evolution.md).
 """
@@ -19,9 +19,10 @@ from datetime import UTC, datetime
 from enum import Enum
 from typing import Any
 
-from events import codec, model
 from events.errors import IngestError
-from events.limits import MAX_JSON_DEPTH, json_depth_exceeds
+from events.recording.limits import MAX_JSON_DEPTH, json_depth_exceeds
+from events.reddog import model
+from events.wire import codec
 
 ENVELOPE_KEYS = {"type", "table", "shoe", "round", "seq", "at", "actor", "id"}
 _INT_RANGE = {"int": (-(2**31), 2**31 - 1), "long": (-(2**63), 2**63 - 1)}

@@ -25,11 +25,11 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from events import chain, codec, limits, model, rules
-from events.irregular_cards import CardSlips
-from events.irregular_hands import EXTRA_SIZES_CENTS, HandSlips, RoundStopped, free_seats
-from events.log import EventLog
-from events.model import (
+from events.log.base import EventLog
+from events.recording import limits
+from events.recording.recorder import Recorder, TableHead
+from events.reddog import model, rules
+from events.reddog.model import (
     Card,
     DomainEvent,
     Envelope,
@@ -39,10 +39,12 @@ from events.model import (
     ShuffleMethod,
     Suit,
 )
-from events.recorder import Recorder, TableHead
+from events.simulation.irregular_cards import CardSlips
+from events.simulation.irregular_hands import EXTRA_SIZES_CENTS, HandSlips, RoundStopped, free_seats
+from events.wire import chain, codec
 
 if TYPE_CHECKING:
-    from events.simulator import Hand, SimConfig, TableSim
+    from events.simulation.simulator import Hand, SimConfig, TableSim
 
 __all__ = ["INJECTABLE", "Irregularities", "RoundStopped", "TruthLabel", "record_tampered"]
 
@@ -55,7 +57,7 @@ INJECTABLE = (
     "ROUND_ABANDONED_AT_CUT_CARD", "DISCARD_RACK_ORDER", "CARD_UNACCOUNTED", "EXTRA_CARD",
     "MULTIPLE_BETTING_AREAS", "CALL_BET", "DEVICE_FAULT_NOT_VOIDED", "SEQUENCE_GAP",
     "CHAIN_BROKEN", "DUPLICATE_EVENT",
-    # the checkable clauses of the seeds (events/irregular_cards.py and below)
+    # the checkable clauses of the seeds (events/simulation/irregular_cards.py and below)
     "MATCH_PLAY_NOT_ALLOWED", "TOO_MANY_DECKS", "THIRD_CARD_REDRAWN", "SPREAD_WITHOUT_THIRD_CARD",
     "EARLY_RAISE", "WRONG_BOX", "BURN_MISDISCLOSED", "DRAWN_IN_ERROR_NOT_USED",
 )
@@ -98,7 +100,7 @@ def record_tampered(recorder: Recorder, log: EventLog, kind: str, table_id: str,
     recorder.flush()
     wrong = hashlib.sha256(b"pitlog-sim:altered:" + head.hash).digest()
     env = Envelope(table_id=table_id, seq=head.seq + 1, event=event, prev_hash=wrong, **stamp)
-    # Not through Recorder.record, so its value check is made here (events/limits.py).
+    # Not through Recorder.record, so its value check is made here (events/recording/limits.py).
     limits.check_envelope(table_id, env.shoe_id, env.actor, env.event_id, env.occurred_at,
                           env.recorded_at)
     limits.check_event(event)

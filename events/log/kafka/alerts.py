@@ -15,9 +15,9 @@ import fastavro
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import KafkaError, TopicAlreadyExistsError
 
-from events.alert_log import ALERT_SCHEMA, Alert
 from events.errors import LogError
-from events.kafka_log import KafkaLog, producer_settings, security_settings, topic_config
+from events.log.alerts import ALERT_SCHEMA, Alert
+from events.log.kafka.log import KafkaLog, producer_settings, security_settings, topic_config
 
 
 @cache

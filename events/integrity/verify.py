@@ -21,7 +21,7 @@ it was missing, `duplicate` otherwise. So a deleted event shows as a gap plus a 
 the next record; two swapped events as a gap and a link break at the first, out_of_order and
 a link break at the second, and a link break at the record after them.
 
-Only the envelope is parsed (events/envelope.py), never the body: verify runs several times
+Only the envelope is parsed (events/wire/envelope.py), never the body: verify runs several times
 faster than the projector.
 """
 
@@ -33,11 +33,12 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from events import codec, model
-from events.chain import HASH_LEN
-from events.envelope import Envelope, EnvelopeReader
 from events.errors import LogCorruptError
-from events.log import EventLog, LogRecord
+from events.log.base import EventLog, LogRecord
+from events.reddog import model
+from events.wire import codec
+from events.wire.chain import HASH_LEN
+from events.wire.envelope import Envelope, EnvelopeReader
 
 SEQUENCE_GAP = "SEQUENCE_GAP"
 CHAIN_BROKEN = "CHAIN_BROKEN"

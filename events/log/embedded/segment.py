@@ -1,6 +1,6 @@
 """One partition of the embedded log on disk (its .seg and .idx), and the append journal.
 
-The record format and the layout are described in events/embedded_log.py. This module knows
+The record format and the layout are described in events/log/embedded/log.py. This module knows
 the bytes: framing, the crash repair of one partition, rebuilding an index from its segment
 (what `verify` trusts instead of the .idx), and the undo journal that makes an append of
 several records, in several partitions, all or nothing.
@@ -57,7 +57,7 @@ class Partition:
     def recover(self) -> tuple[int, int]:
         """Repair a crashed tail; return (records indexed anew, bytes truncated).
 
-        Run after the journal's rollback (events/embedded_log.py), so a crashed append has
+        Run after the journal's rollback (events/log/embedded/log.py), so a crashed append has
         left nothing past the index: whole records found there are committed records whose
         index entries were lost (a deleted or half-restored .idx) and are indexed again."""
         for p in (self.seg_path, self.idx_path):

@@ -3,7 +3,8 @@
 Same config, same seed: byte-identical log. Each table runs from its own random stream; tables
 are merged by time, so the log interleaves them as a real floor would. The dealer follows the
 rules (13:47-20.31(d); 13:69F-6) unless an irregularity is injected: `Irregularities`
-(events/irregularities.py) draws from a stream of its own, so turning injection on or off never
+(events/simulation/irregularities.py) draws from a stream of its own, so turning injection on or
+off never
 changes the clean parts of the game, and every injection is written down as a ground-truth
 `TruthLabel`. The round below calls the injector at each point where a dealer or player can go
 wrong; with every rate at 0 those calls do nothing and draw nothing.
@@ -19,18 +20,19 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from events import codec, model, rules
 from events.errors import RuleError
-from events.irregularities import (
+from events.log.base import EventLog
+from events.recording.recorder import Recorder
+from events.reddog import model, rules
+from events.reddog.model import Box, Card, Meaning, Suit, WagerKind
+from events.simulation.irregularities import (
     INJECTABLE,
     Irregularities,
     RoundStopped,
     TruthLabel,
     record_tampered,
 )
-from events.log import EventLog
-from events.model import Box, Card, Meaning, Suit, WagerKind
-from events.recorder import Recorder
+from events.wire import codec
 
 SUITS = (Suit.SPADES, Suit.HEARTS, Suit.DIAMONDS, Suit.CLUBS)
 WAGER_SIZES_CENTS = (500, 500, 1000, 1000, 2500, 2500, 5000, 10000)

@@ -1,5 +1,5 @@
 """Where published alerts go: an append-only alert log beside the embedded event log, or a
-Kafka topic beside the event topic (events/kafka_alerts.py).
+Kafka topic beside the event topic (events/log/kafka/alerts.py).
 
 An alert is a dict with the fields of schemas/alerts/Alert.v1.avsc (times as aware datetimes).
 A sink appends alerts durably, in alert_seq order, and tells the greatest alert_seq it holds
@@ -20,10 +20,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from events.log import EventLog
+from events.log.base import EventLog
 
 Alert = dict[str, Any]
-ALERT_SCHEMA = Path(__file__).resolve().parent.parent / "schemas" / "alerts" / "Alert.v1.avsc"
+ALERT_SCHEMA = Path(__file__).resolve().parents[2] / "schemas" / "alerts" / "Alert.v1.avsc"
 FILE_NAME = "alerts.jsonl"
 
 
@@ -110,12 +110,12 @@ class EmbeddedAlertLog:
 
 def alert_sink(log: EventLog) -> AlertSink | None:
     """The alert sink beside `log`: its folder's alert log, or `<topic>.alerts` on Kafka."""
-    from events.embedded_log import EmbeddedLog
+    from events.log.embedded.log import EmbeddedLog
 
     if isinstance(log, EmbeddedLog):
         return EmbeddedAlertLog(log.folder)
     if log.uri.startswith("kafka://"):
-        from events.kafka_alerts import KafkaAlertTopic
+        from events.log.kafka.alerts import KafkaAlertTopic
 
         return KafkaAlertTopic.beside(log)
     return None

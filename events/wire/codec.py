@@ -24,8 +24,9 @@ from typing import Any
 import fastavro
 from fastavro.schema import fingerprint, to_parsing_canonical_form
 
-from events import chain, model
 from events.errors import DecodeError, EncodeError, SchemaError
+from events.reddog import model
+from events.wire import chain
 
 MAGIC = b"\xc3\x01"
 HEADER_LEN = 10
@@ -40,7 +41,7 @@ _MAX_US = (datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC) - _EPOCH) // t
 
 def schemas_dir() -> Path:
     return Path(
-        os.environ.get("PITLOG_SCHEMAS", Path(__file__).resolve().parent.parent / "schemas")
+        os.environ.get("PITLOG_SCHEMAS", Path(__file__).resolve().parents[2] / "schemas")
     )
 
 
@@ -95,7 +96,7 @@ class SchemaRegistry:
                     f"{path}: cannot parse schema ({exc}); fix or restore the file"
                 ) from exc
             if event_type not in model.EVENT_TYPES:
-                raise SchemaError(f"{path}: no event type {event_type} in events/model.py")
+                raise SchemaError(f"{path}: no event type {event_type} in events/reddog/model.py")
             sv = SchemaVersion(event_type, version, path, parsed, raw_parsed, fp)
             self.by_fingerprint[fp] = sv
             if event_type not in self.latest or version > self.latest[event_type].version:

@@ -34,9 +34,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from events import codec
-from events.batch_plan import Op, Plan, Unsupported, plan
 from events.errors import DecodeError
+from events.wire import codec
+from events.wire.batch_plan import Op, Plan, Unsupported, plan
 
 _PAD = np.zeros(64, np.uint8)  # widest single read is a fixed(32): gathers stay in bounds
 _I32 = (-(2 ** 31), 2 ** 31 - 1)

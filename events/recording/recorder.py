@@ -12,9 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from events import chain, codec, limits, model
 from events.errors import ConcurrencyError, DecodeError
-from events.log import EventLog
+from events.log.base import EventLog
+from events.recording import limits
+from events.reddog import model
+from events.wire import chain, codec
 
 
 @dataclass(slots=True)
@@ -90,7 +92,8 @@ class Recorder:
         `expected_seq`, when given, is the sequence number the caller believes comes next:
         optimistic concurrency, so two writers of one table cannot both take the same number.
 
-        Raises ValueLimitError (events/limits.py), before anything is stamped or buffered, for a
+        Raises ValueLimitError (events/recording/limits.py), before anything is stamped or
+        buffered, for a
         value the read side could not handle: an amount out of range, a time outside
         2000..2100, an over-long string."""
         limits.check_envelope(table_id, shoe_id, actor, event_id, occurred_at, recorded_at)

@@ -1,4 +1,4 @@
-"""How events/batch_decode.py reads one writer schema: a plan of vector reads per field.
+"""How events/wire/batch_decode.py reads one writer schema: a plan of vector reads per field.
 
 A plan resolves the writer schema (the one a message was written with) against the newest
 version of its event type, as fastavro's schema resolution does for decode_raw: fields the
@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from events import codec
+from events.wire import codec
 
 _PRIMITIVES = {"long", "int", "string", "bytes", "boolean"}
 

@@ -1,5 +1,6 @@
 """The dealer's and players' slips within a round, injected by the simulator (see
-events/irregularities.py, whose `Irregularities` is this class plus the shoe-level injections,
+events/simulation/irregularities.py, whose `Irregularities` is this class plus the shoe-level
+injections,
 the random stream and the ground-truth labels).
 
 Every method is called by TableSim.play_cards at one point of the round, returns at once when
@@ -12,11 +13,11 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING
 
-from events import model, rules
-from events.model import Box, Card, Choice, Fault, Meaning, SettledAs, WagerKind
+from events.reddog import model, rules
+from events.reddog.model import Box, Card, Choice, Fault, Meaning, SettledAs, WagerKind
 
 if TYPE_CHECKING:
-    from events.simulator import Hand, TableSim
+    from events.simulation.simulator import Hand, TableSim
 
 EXTRA_SIZES_CENTS = (500, 1000, 2500)
 Key = tuple[int, int]  # (seat, betting area)

@@ -8,7 +8,7 @@ Layout of a log folder:
                    marker: a record exists once its index entry does
   writer.lock      flock'd while appending, so two processes never interleave records
   append.pending   present only while an append is under way (or after one crashed): each
-                   touched partition's sizes before it (events/embedded_segment.py)
+                   touched partition's sizes before it (events/log/embedded/segment.py)
 
 Durability and atomicity: an append first writes the journal `append.pending` (fsynced), then
 the records, fsyncs the segment, then writes and fsyncs the index, in every partition it
@@ -32,7 +32,9 @@ from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
-from events.embedded_segment import (
+from events.errors import ConcurrencyError, LogCorruptError, LogError
+from events.log.base import EventLog, LogRecord
+from events.log.embedded.segment import (
     FRAME,
     JOURNAL,
     Partition,
@@ -41,8 +43,6 @@ from events.embedded_segment import (
     remove_journal,
     write_journal,
 )
-from events.errors import ConcurrencyError, LogCorruptError, LogError
-from events.log import EventLog, LogRecord
 
 __all__ = ["FRAME", "EmbeddedLog", "partition_for"]
 FORMAT_VERSION = 1

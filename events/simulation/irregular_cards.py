@@ -3,7 +3,8 @@ redrawn to the middle box after the deciding third card, a spread settled with n
 a raise before the first two cards, the first two cards to the wrong boxes, a card drawn in
 error and not used, a burnt card disclosed wrong, a casino-night shoe of two decks.
 
-Mixed into `Irregularities` (events/irregularities.py), which provides the random stream, the
+Mixed into `Irregularities` (events/simulation/irregularities.py), which provides the random
+stream, the
 state and the ground-truth labels. Every method returns at once, drawing nothing, when injection
 is off; each labels exactly the anomaly codes its injection must raise.
 """
@@ -12,12 +13,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from events import model, rules
-from events.irregular_hands import Slips
-from events.model import Box, Card, Meaning, Suit
+from events.reddog import model, rules
+from events.reddog.model import Box, Card, Meaning, Suit
+from events.simulation.irregular_hands import Slips
 
 if TYPE_CHECKING:
-    from events.simulator import Hand, TableSim
+    from events.simulation.simulator import Hand, TableSim
 
 _ALL_CARDS = tuple(Card(r, s) for r in range(2, 15) for s in Suit)
 
