@@ -21,8 +21,8 @@ from typing import Any
 import duckdb
 
 from events.errors import LogError
-from events.log.alerts import AlertSink, alert_sink
 from events.log.base import EventLog
+from events.log.embedded.alerts import AlertSink, alert_sink
 from projections.queries import rows as query_rows
 
 ALERTS_DDL = """CREATE TABLE IF NOT EXISTS alerts (

@@ -16,7 +16,7 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import KafkaError, TopicAlreadyExistsError
 
 from events.errors import LogError
-from events.log.alerts import ALERT_SCHEMA, Alert
+from events.log.embedded.alerts import ALERT_SCHEMA, Alert
 from events.log.kafka.log import KafkaLog, producer_settings, security_settings, topic_config
 
 

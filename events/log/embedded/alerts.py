@@ -23,7 +23,7 @@ from typing import Any, Protocol
 from events.log.base import EventLog
 
 Alert = dict[str, Any]
-ALERT_SCHEMA = Path(__file__).resolve().parents[2] / "schemas" / "alerts" / "Alert.v1.avsc"
+ALERT_SCHEMA = Path(__file__).resolve().parents[3] / "schemas" / "alerts" / "Alert.v1.avsc"
 FILE_NAME = "alerts.jsonl"
 
 
