@@ -30,7 +30,7 @@ from cli.options import (
 from cli.output import Format, Summary, plain, render
 from cli.progress import phase, progress_bar, progress_tasks
 from events.errors import PitlogError, RuleError
-from events.log.base import open_log
+from events.log.registry import open_log
 from events.reddog import theory
 from events.reddog.rules import STANDARD_PAYTABLE
 from events.simulation.simulator import SimConfig, simulate

@@ -22,7 +22,7 @@ from cli.output import Format, Summary, render
 from cli.progress import progress_bar
 from events.errors import NotFoundError
 from events.integrity.verify import verify_log
-from events.log.base import open_log
+from events.log.registry import open_log
 from events.recording.ingest import BATCH_LINES, BadLine, IngestReport, default_quarantine, ingest
 from events.text import visible
 

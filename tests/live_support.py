@@ -14,8 +14,9 @@ from pathlib import Path
 
 import duckdb
 
-from events.log.base import EventLog, open_log
+from events.log.base import EventLog
 from events.log.embedded.log import EmbeddedLog
+from events.log.registry import open_log
 from events.simulation.simulator import SimConfig, simulate
 from projections.anomalies import STATISTICAL, STORED
 
@@ -90,7 +91,7 @@ def assert_exact(con: duckdb.DuckDBPyConnection) -> None:
 
 _CHILD = """
 import sys
-from events.log.base import open_log
+from events.log.registry import open_log
 from projections.projector import project
 log = open_log(sys.argv[1])
 while True:

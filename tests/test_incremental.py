@@ -19,8 +19,9 @@ from live_support import (
     source_log,
 )
 
-from events.log.base import EventLog, open_log
+from events.log.base import EventLog
 from events.log.embedded.log import EmbeddedLog
+from events.log.registry import open_log
 from projections.anomalies import STORED, anomaly_source
 from projections.projector import project
 

@@ -25,7 +25,8 @@ from kafka_support import produce_raw
 
 from events.errors import ConcurrencyError, LogError
 from events.integrity.verify import verify_log
-from events.log.kafka.log import KafkaLog
+from events.log.base import ConditionalAppend
+from events.log.kafka.log import FencedKafkaLog, KafkaLog
 from events.recording.recorder import Recorder
 from events.reddog import model
 from events.wire import codec
@@ -261,8 +262,9 @@ def test_a_transaction_left_open_by_a_killed_writer_is_aborted_by_the_next_write
 def test_fencing_is_opt_in_per_log_address(kafka_uri: str) -> None:
     plain = KafkaLog.from_uri(kafka_uri)
     fenced = _fenced(kafka_uri)
-    try:  # the recorder checks heads only where the log offers append_expecting
-        assert not hasattr(plain, "append_expecting") and hasattr(fenced, "append_expecting")
+    try:  # the recorder checks heads only on a log that declares ConditionalAppend
+        assert not isinstance(plain, ConditionalAppend) and not hasattr(plain, "append_expecting")
+        assert isinstance(fenced, FencedKafkaLog) and isinstance(fenced, ConditionalAppend)
     finally:
         plain.close()
         fenced.close()

@@ -22,8 +22,8 @@ import pytest
 from kafka_support import content_digests, dedicated_broker, produce_raw, topic_for
 
 from events.errors import PitlogError
-from events.log.base import open_log
 from events.log.kafka.log import KafkaLog
+from events.log.registry import open_log
 from events.recording.recorder import Recorder, scan_heads
 from events.reddog import model
 from events.simulation.simulator import SimConfig, simulate
@@ -288,7 +288,7 @@ def test_an_unreachable_broker_is_a_log_error_naming_the_address() -> None:
 
 
 def test_security_settings_come_from_pitlog_kafka_variables() -> None:
-    from events.log.kafka.log import security_settings
+    from events.log.kafka.settings import security_settings
 
     settings = security_settings({
         "PITLOG_KAFKA_SECURITY_PROTOCOL": "SASL_SSL",

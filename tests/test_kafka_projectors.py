@@ -11,7 +11,7 @@ import pytest
 from kafka_support import WALL_CLOCK_COLUMNS, content_digests, relation_digest
 
 from events.errors import LogError
-from events.log.base import open_log
+from events.log.registry import open_log
 from events.simulation.simulator import SimConfig, simulate
 from projections.projector import project
 

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 from kafka_support import POSITION_COLUMNS, WALL_CLOCK_COLUMNS, content_digests
 
-from events.log.base import EventLog, LogRecord, open_log
+from events.log.base import EventLog, LogRecord
 from events.log.embedded.log import EmbeddedLog
+from events.log.registry import open_log
 from events.simulation.simulator import SimConfig, simulate
 from projections.projector import project
 

@@ -311,7 +311,7 @@ def test_stop_removes_the_discovery_file_and_releases_the_database(tmp_path: Pat
 @pytest.mark.kafka
 def test_serving_a_kafka_topic_follows_it_and_streams_its_alerts(kafka_uri: str,
                                                                  tmp_path: Path) -> None:
-    from events.log.base import open_log
+    from events.log.registry import open_log
 
     uri = f"{kafka_uri}?partitions=3"
     with open_log(uri) as log:

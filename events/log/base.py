@@ -1,14 +1,15 @@
-"""The event log contract, shared by the embedded log and Kafka.
+"""The event log contract, shared by the embedded log and Kafka; it imports no backend.
 
 A log is a set of partitions; each partition is an append-only sequence of (key, value) records
 at gapless offsets from 0. The key is the table id, so every table's events stay in one
-partition, in order. Values are the codec's exact bytes. Only the backends know their storage.
+partition, in order. Values are the codec's exact bytes. Only the backends know their storage;
+events/log/registry.py opens one by its address. What a backend can do beyond the contract is
+a type: `ConditionalAppend` (optimistic concurrency), checked with isinstance.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import struct
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from events.errors import LogError
+from events.log.alerts import AlertSink
 
 DEFAULT_DATA_DIR = Path("pitlog-data")
 
@@ -78,6 +80,20 @@ class EventLog(ABC):
                         return rec if rec.offset == offset else None
         return None
 
+    @classmethod
+    def from_uri(cls, uri: str, *, partitions: int | None = None,
+                 create: bool = True) -> EventLog:
+        """Open the log at `uri` (an address of this backend's scheme, events/log/registry.py).
+        `create=False`: a missing log is a LogError naming it, never an empty log made.
+        A backend registered by scheme overrides this; a wrapper around a log need not."""
+        raise LogError(f"{cls.__name__} cannot be opened by an address ({uri!r}); open it "
+                       f"with its constructor")
+
+    def alert_sink(self) -> AlertSink | None:
+        """Where this log's published alerts go, beside it (docs/architecture.md, principle 8);
+        None for a backend with no alert sink."""
+        return None
+
     def close(self) -> None:  # noqa: B027 - optional for backends with nothing to release
         """Release files, sockets and locks."""
 
@@ -88,43 +104,19 @@ class EventLog(ABC):
         self.close()
 
 
-def default_log_uri(data_dir: Path = DEFAULT_DATA_DIR) -> str:
-    return os.environ.get("PITLOG_LOG") or f"file://{(data_dir / 'log').resolve()}"
+class ConditionalAppend(EventLog):
+    """A log that can append on a condition: only if each table's last record is still the one
+    the writer read. The recorder uses it so that two writers of one table never both take a
+    seq (docs/integrity.md); on a log without it the recorder appends plainly."""
 
+    @abstractmethod
+    def append_expecting(self, items: Sequence[tuple[bytes, bytes]],
+                         expected: Mapping[bytes, bytes | None] | None,
+                         ) -> list[tuple[int, int]]:
+        """`append`, if each key's last value still ends with `expected[key]` (None: the key has
+        no records yet); otherwise ConcurrencyError, and nothing of a conflicting key is
+        appended."""
 
-def open_log(uri: str | None = None, *, partitions: int | None = None,
-             create: bool = True) -> EventLog:
-    """`file:///path` or a bare path: the embedded log; `kafka://host:port/topic`: Kafka.
-
-    `create=False` (readers: project, verify): a missing log folder or Kafka topic is a
-    LogError naming it, never an empty log made on the spot."""
-    uri = uri or default_log_uri()
-    if uri.startswith("kafka://"):
-        from events.log.kafka.log import KafkaLog  # imported lazily: only this backend knows Kafka
-
-        _check_kafka_address(uri)
-        return KafkaLog.from_uri(uri, partitions=partitions, create=create)
-    if "://" in uri and not uri.startswith("file://"):
-        raise LogError(f"unknown log address {uri!r}: use file:///path/to/log or kafka://host:port/topic")
-    from events.log.embedded.log import EmbeddedLog
-
-    folder = Path(uri.removeprefix("file://"))
-    if folder.exists() and not folder.is_dir():
-        raise LogError(f"--log {folder} is a file, not an event log folder: give the folder "
-                       f"of an embedded log (e.g. pitlog-data/log) or kafka://HOST:PORT/TOPIC")
-    if not create and not (folder / "meta.json").is_file():
-        raise LogError(f"no event log at {folder} (no such folder, or no meta.json in it): "
-                       f"check --log / PITLOG_LOG; `pitlog simulate` or `pitlog ingest` "
-                       f"creates a log")
-    return EmbeddedLog(folder, partitions=partitions, create=create)
-
-
-def _check_kafka_address(uri: str) -> None:
-    """Every HOST:PORT of a kafka:// address has a port number, before any client starts."""
-    netloc = uri.removeprefix("kafka://").split("/", 1)[0]
-    for server in filter(None, netloc.split(",")):
-        host, sep, port = server.rpartition(":")
-        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise LogError(f"bad Kafka address {uri!r}: {server!r} is not HOST:PORT with a port "
-                           f"from 1 to 65535; write kafka://HOST:PORT/TOPIC, e.g. "
-                           f"kafka://127.0.0.1:9092/pitlog.reddog.events")
+    @abstractmethod
+    def last_values(self) -> dict[bytes, bytes]:
+        """Each key's last value: the recorder's table heads, without reading the whole log."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from events.errors import ConcurrencyError, DecodeError
-from events.log.base import EventLog
+from events.log.base import ConditionalAppend, EventLog
 from events.recording import limits
 from events.reddog import model
 from events.wire import chain, codec
@@ -40,10 +40,9 @@ def scan_heads(log: EventLog) -> dict[str, TableHead]:
     A table whose newest record is not a pitlog event (foreign bytes on a Kafka topic, which
     the read side quarantines) continues from its newest record that is: one bad message must
     not stop every writer of the topic."""
-    last_values = getattr(log, "last_values", None)  # the embedded log keeps them current
     last: dict[bytes, bytes] = {}
-    if last_values is not None:
-        last = last_values()
+    if isinstance(log, ConditionalAppend):  # it keeps each table's last record at hand
+        last = log.last_values()
     else:
         for batch in log.read():
             for rec in batch:
@@ -128,12 +127,11 @@ class Recorder:
         table): those stay recorded, and ConcurrencyError.recorded names them."""
         if not self._pending:
             return
-        append_expecting = getattr(self.log, "append_expecting", None)
         try:
-            if append_expecting is None:  # no optimistic check on this backend (docs/integrity.md)
+            if isinstance(self.log, ConditionalAppend):
+                self.log.append_expecting(self._pending, self._continues)
+            else:  # no optimistic check on this backend (docs/integrity.md)
                 self.log.append(self._pending)
-            else:
-                append_expecting(self._pending, self._continues)
         except ConcurrencyError as exc:
             # Kafka appends each table in its own transaction: a conflict can come after some
             # tables of the batch were appended. Those stay recorded (their heads are right).

@@ -1,14 +1,7 @@
-"""Where published alerts go: an append-only alert log beside the embedded event log, or a
-Kafka topic beside the event topic (events/log/kafka/alerts.py).
-
-An alert is a dict with the fields of schemas/alerts/Alert.v1.avsc (times as aware datetimes).
-A sink appends alerts durably, in alert_seq order, and tells the greatest alert_seq it holds
-(`last_seq`), so a publisher killed between appending and recording its cursor does not append
-the same alerts again (projections/alerts.py, publish_pending).
-
-The embedded alert log is `alerts.jsonl` in the log's folder: one JSON object per line, times
-in ISO 8601 with offset, fsynced per append. A line cut short by a crash is cut off when the
-log is next opened for appending (it was never reported as published).
+"""The embedded log's alert sink: `alerts.jsonl` in the log's folder (events/log/alerts.py says
+what a sink is). One JSON object per line, times in ISO 8601 with offset, fsynced per append. A
+line cut short by a crash is cut off when the log is next opened for appending (it was never
+reported as published).
 """
 
 from __future__ import annotations
@@ -18,21 +11,11 @@ import os
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from events.log.base import EventLog
+from events.log.alerts import Alert
 
-Alert = dict[str, Any]
-ALERT_SCHEMA = Path(__file__).resolve().parents[3] / "schemas" / "alerts" / "Alert.v1.avsc"
 FILE_NAME = "alerts.jsonl"
-
-
-class AlertSink(Protocol):
-    name: str
-
-    def append(self, alerts: Sequence[Alert]) -> None: ...
-    def last_seq(self) -> int: ...
-    def close(self) -> None: ...
 
 
 def _jsonable(alert: Alert) -> dict[str, Any]:
@@ -107,15 +90,3 @@ class EmbeddedAlertLog:
     def close(self) -> None:
         pass
 
-
-def alert_sink(log: EventLog) -> AlertSink | None:
-    """The alert sink beside `log`: its folder's alert log, or `<topic>.alerts` on Kafka."""
-    from events.log.embedded.log import EmbeddedLog
-
-    if isinstance(log, EmbeddedLog):
-        return EmbeddedAlertLog(log.folder)
-    if log.uri.startswith("kafka://"):
-        from events.log.kafka.alerts import KafkaAlertTopic
-
-        return KafkaAlertTopic.beside(log)
-    return None

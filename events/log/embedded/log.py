@@ -33,7 +33,9 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from events.errors import ConcurrencyError, LogCorruptError, LogError
-from events.log.base import EventLog, LogRecord
+from events.log.alerts import AlertSink
+from events.log.base import ConditionalAppend, LogRecord
+from events.log.embedded.alerts import EmbeddedAlertLog
 from events.log.embedded.segment import (
     FRAME,
     JOURNAL,
@@ -54,8 +56,26 @@ def partition_for(key: bytes, partitions: int) -> int:
     return zlib.crc32(key) % partitions
 
 
-class EmbeddedLog(EventLog):
+class EmbeddedLog(ConditionalAppend):
     """Segment files in one folder; see the module docstring for the format."""
+
+    @classmethod
+    def from_uri(cls, uri: str, *, partitions: int | None = None,
+                 create: bool = True) -> EmbeddedLog:
+        """`file:///path` or a bare path. `create=False` (readers: project, verify): a missing
+        log folder is a LogError naming it, never an empty log made on the spot."""
+        folder = Path(uri.removeprefix("file://"))
+        if folder.exists() and not folder.is_dir():
+            raise LogError(f"--log {folder} is a file, not an event log folder: give the folder "
+                           f"of an embedded log (e.g. pitlog-data/log) or kafka://HOST:PORT/TOPIC")
+        if not create and not (folder / "meta.json").is_file():
+            raise LogError(f"no event log at {folder} (no such folder, or no meta.json in it): "
+                           f"check --log / PITLOG_LOG; `pitlog simulate` or `pitlog ingest` "
+                           f"creates a log")
+        return cls(folder, partitions=partitions, create=create)
+
+    def alert_sink(self) -> AlertSink:
+        return EmbeddedAlertLog(self.folder)
 
     def __init__(self, folder: Path, *, partitions: int | None = None, create: bool = True) -> None:
         self.folder = folder

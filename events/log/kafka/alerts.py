@@ -16,8 +16,8 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import KafkaError, TopicAlreadyExistsError
 
 from events.errors import LogError
-from events.log.embedded.alerts import ALERT_SCHEMA, Alert
-from events.log.kafka.log import KafkaLog, producer_settings, security_settings, topic_config
+from events.log.alerts import ALERT_SCHEMA, Alert
+from events.log.kafka.settings import producer_settings, security_settings, topic_config
 
 
 @cache
@@ -44,10 +44,6 @@ class KafkaAlertTopic:
         self._settings = security_settings()
         self._producer: KafkaProducer | None = None
         self._ensure_topic()
-
-    @classmethod
-    def beside(cls, log: KafkaLog) -> KafkaAlertTopic:
-        return cls(log.bootstrap, f"{log.topic}.alerts")
 
     def _ensure_topic(self) -> None:
         try:

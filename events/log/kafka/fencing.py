@@ -1,6 +1,6 @@
 """Writer concurrency on Kafka: compare-and-append per table, by transactional-producer fencing.
 
-`KafkaLog.append_expecting(items, expected)` appends a table's events only if the table's last
+`FencedKafkaLog.append_expecting(items, expected)` appends a table's events only if the table's last
 committed event still ends with `expected[table]` (the hash the recorder's batch continues from;
 None: the table has no events), else ConcurrencyError: the contract of the embedded log's
 method of the same name (issue 6, point 5; docs/integrity.md).

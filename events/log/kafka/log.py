@@ -45,7 +45,6 @@ keep kafka-python's defaults):
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -56,40 +55,20 @@ from kafka.admin import KafkaAdminClient
 from kafka.errors import KafkaError, TopicAlreadyExistsError
 
 from events.errors import LogError
-from events.log.base import EventLog, LogRecord
+from events.log.alerts import AlertSink
+from events.log.base import ConditionalAppend, EventLog, LogRecord
+from events.log.kafka.alerts import KafkaAlertTopic
 from events.log.kafka.fencing import TableFencing
+from events.log.kafka.settings import (
+    DEFAULT_TIMEOUT_S,
+    consumer_settings,
+    producer_settings,
+    security_settings,
+    topic_config,
+)
 from events.log.kafka.tails import SHORT_FETCH_WAIT_MS, VisibleEnds, partition_of
 
 DEFAULT_PARTITIONS = 4  # the embedded log's default too
-DEFAULT_TIMEOUT_S = 120.0
-# Topic settings of an audit log: keep everything forever, never compact.
-TOPIC_CONFIG = {"retention.ms": "-1", "cleanup.policy": "delete"}
-
-
-
-def topic_config(replication_factor: int) -> dict[str, str]:
-    """Settings of a topic pitlog creates. With 3 or more replicas an append needs 2 in-sync
-    copies (acks=all counts only in-sync replicas), so one broker may fail without losing an
-    acknowledged event or stopping the tables."""
-    config = {**TOPIC_CONFIG, "unclean.leader.election.enable": "false"}
-    if replication_factor >= 3:
-        config["min.insync.replicas"] = "2"
-    return config
-
-
-_ENV_SETTINGS: dict[str, str] = {
-    "PITLOG_KAFKA_SECURITY_PROTOCOL": "security_protocol",
-    "PITLOG_KAFKA_SSL_CAFILE": "ssl_cafile",
-    "PITLOG_KAFKA_SSL_CERTFILE": "ssl_certfile",
-    "PITLOG_KAFKA_SSL_KEYFILE": "ssl_keyfile",
-    "PITLOG_KAFKA_SSL_PASSWORD": "ssl_password",
-    "PITLOG_KAFKA_SSL_CRLFILE": "ssl_crlfile",
-    "PITLOG_KAFKA_SSL_CHECK_HOSTNAME": "ssl_check_hostname",
-    "PITLOG_KAFKA_SASL_MECHANISM": "sasl_mechanism",
-    "PITLOG_KAFKA_SASL_PLAIN_USERNAME": "sasl_plain_username",
-    "PITLOG_KAFKA_SASL_PLAIN_PASSWORD": "sasl_plain_password",
-    "PITLOG_KAFKA_SASL_KERBEROS_SERVICE_NAME": "sasl_kerberos_service_name",
-}
 
 
 _BOOLEANS = {"true": True, "1": True, "yes": True, "on": True,
@@ -105,59 +84,11 @@ def _partition_list(text: str) -> list[int]:
     return out
 
 
-def security_settings(env: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """kafka-python connection settings from the PITLOG_KAFKA_* variables that are set."""
-    env = os.environ if env is None else env
-    settings: dict[str, Any] = {}
-    for var, name in _ENV_SETTINGS.items():
-        value = env.get(var)
-        if value:
-            settings[name] = value.lower() not in ("0", "false", "no") \
-                if name == "ssl_check_hostname" else value
-    return settings
-
-
-def producer_settings(timeout_s: float = DEFAULT_TIMEOUT_S) -> dict[str, Any]:
-    """The producer's delivery settings; the benchmark gives bare kafka-python the same ones."""
-    return {
-        "enable_idempotence": True,
-        "acks": "all",
-        "retries": 2**31 - 1,  # bounded by delivery_timeout_ms, as in the Java client
-        # Idempotence keeps order with up to 5 in-flight requests per connection (KIP-98).
-        "max_in_flight_requests_per_connection": 5,
-        "delivery_timeout_ms": int(timeout_s * 1000),
-        "request_timeout_ms": 30_000,
-        # Appends come in batches of thousands: big batches and a linger wake the sender thread
-        # less often, which doubled send() throughput here (it contends for the GIL).
-        "batch_size": 256 * 1024,
-        "linger_ms": 100,  # flush() at the end of append sends at once anyway
-    }
-
-
 def _ms_left(deadline: float, at_most: int | None = None) -> int:
     """Milliseconds until `deadline` (at least 1: kafka-python treats 0 as "no wait" in places
     and "forever" in none), capped at `at_most`."""
     left = max(1, int((deadline - time.monotonic()) * 1000))
     return left if at_most is None else min(left, at_most)
-
-
-def consumer_settings() -> dict[str, Any]:
-    """The reader's settings; the benchmark gives bare kafka-python the same ones."""
-    return {
-        "group_id": None,  # manual assign + seek: the checkpoint lives in DuckDB
-        "enable_auto_commit": False,
-        # A checkpoint outside the topic is an error to report, not to paper over.
-        "auto_offset_reset": "none",
-        "max_partition_fetch_bytes": 4 * 1024 * 1024,
-        # kafka-python 3.0.12 never fetches again a partition that was paused and resumed in
-        # an incremental fetch session (read() pauses each partition at its end): full fetch
-        # requests instead, which cost a little more per request with many partitions.
-        "enable_incremental_fetch_sessions": False,
-        "request_timeout_ms": 30_000,
-        # Records of aborted transactions (a writer fenced by another writer of its table,
-        # events/log/kafka/fencing.py) are never read; reading stops at the last stable offset.
-        "isolation_level": "read_committed",
-    }
 
 
 class KafkaLog(EventLog):
@@ -166,8 +97,7 @@ class KafkaLog(EventLog):
     def __init__(self, bootstrap: str, topic: str, *, partitions: int | None = None,
                  replication_factor: int = 1, timeout_s: float = DEFAULT_TIMEOUT_S,
                  client_id: str = "pitlog", settings: Mapping[str, Any] | None = None,
-                 assign: Sequence[int] | None = None, fencing: bool = False,
-                 create: bool = True) -> None:
+                 assign: Sequence[int] | None = None, create: bool = True) -> None:
         self.bootstrap = bootstrap
         self.topic = topic
         self.uri = f"kafka://{bootstrap}/{topic}"
@@ -181,10 +111,6 @@ class KafkaLog(EventLog):
         self._visible = VisibleEnds(
             lambda: self._new_consumer("peek", fetch_max_wait_ms=SHORT_FETCH_WAIT_MS),
             self._read_ranges)
-        self.fencing = fencing
-        if fencing:  # the recorder looks these up: with them, each flush checks table heads
-            self.append_expecting = self._append_expecting
-            self.last_values = self._last_values
         self.n_partitions = self._ensure_topic(partitions, replication_factor, create)
         # Reading only some partitions: one projector (and one DuckDB file) per share of the
         # tables, assigned statically (docs/operating.md). Appends still go to any partition.
@@ -199,7 +125,8 @@ class KafkaLog(EventLog):
     def from_uri(cls, uri: str, *, partitions: int | None = None,
                  create: bool = True) -> KafkaLog:
         """`kafka://host:port[,host:port]/topic?partitions=N&replication_factor=R&timeout_s=S`;
-        the `partitions` argument wins over the query."""
+        the `partitions` argument wins over the query. `fencing=true` opens a FencedKafkaLog."""
+        _check_kafka_address(uri)
         parts = urlsplit(uri)
         topic = parts.path.lstrip("/")
         if parts.scheme != "kafka" or not parts.netloc or not topic or "/" in topic:
@@ -224,9 +151,17 @@ class KafkaLog(EventLog):
         except ValueError as exc:
             raise LogError(f"{uri}: {exc}; partitions and replication_factor are whole "
                            f"numbers, timeout_s is seconds, assign is like 0-3,8") from exc
-        return cls(parts.netloc, topic, partitions=n, replication_factor=replication_factor,
-                   timeout_s=timeout_s, client_id=query.get("client_id", "pitlog"),
-                   assign=assign, fencing=_BOOLEANS[fencing], create=create)
+        # A plain KafkaLog asked to fence becomes its fenced subclass (a subclass asked not to,
+        # stays what it is: it was chosen on purpose).
+        chosen = FencedKafkaLog if _BOOLEANS[fencing] and not issubclass(cls, FencedKafkaLog) \
+            else cls
+        return chosen(parts.netloc, topic, partitions=n, replication_factor=replication_factor,
+                      timeout_s=timeout_s, client_id=query.get("client_id", "pitlog"),
+                      assign=assign, create=create)
+
+    def alert_sink(self) -> AlertSink:
+        """`<topic>.alerts`, created when missing (events/log/kafka/alerts.py)."""
+        return KafkaAlertTopic(self.bootstrap, f"{self.topic}.alerts")
 
     # --- topic ----------------------------------------------------------------------------------
 
@@ -370,31 +305,6 @@ class KafkaLog(EventLog):
             p = self._partition_of_key[key] = partition_of(key, self.n_partitions)
         return p
 
-    def _get_fencing(self) -> TableFencing:
-        if self._fencing is None:
-            self._fencing = TableFencing(
-                bootstrap=self.bootstrap, topic=self.topic, partitions=self.n_partitions,
-                timeout_s=self.timeout_s, client_id=self.client_id,
-                producer_config={**producer_settings(self.timeout_s), **self._settings},
-                consumer_config={**consumer_settings(), **self._settings},
-                read_ranges=self._read_ranges)
-        return self._fencing
-
-    def _append_expecting(self, items: Sequence[tuple[bytes, bytes]],
-                          expected: Mapping[bytes, bytes | None] | None
-                          ) -> list[tuple[int, int]]:
-        """`append_expecting` (with ``fencing``): `append`, if each key's last event still ends
-        with `expected[key]` (None: none yet), else ConcurrencyError (events/log/kafka/fencing.py).
-        The recorder calls it: two recorders of a table never both take a seq."""
-        if not items:
-            return []
-        return self._get_fencing().append_expecting(items, expected)
-
-    def _last_values(self) -> dict[bytes, bytes]:
-        """`last_values` (with ``fencing``): each key's last event in the assigned partitions,
-        for the recorder's heads; the same cache `append_expecting` checks against."""
-        return self._get_fencing().tails.last_values(self.assigned)
-
     # --- reading --------------------------------------------------------------------------------
 
     def _get_consumer(self) -> KafkaConsumer:
@@ -530,3 +440,45 @@ class KafkaLog(EventLog):
         if self._consumer is not None:
             consumer, self._consumer = self._consumer, None
             consumer.close(autocommit=False)
+
+
+class FencedKafkaLog(KafkaLog, ConditionalAppend):
+    """A Kafka log whose writers are fenced (``fencing=true``): each append checks the tables'
+    heads, one transaction per table, so two writers of a table never both take a seq
+    (events/log/kafka/fencing.py, docs/integrity.md)."""
+
+    def _get_fencing(self) -> TableFencing:
+        if self._fencing is None:
+            self._fencing = TableFencing(
+                bootstrap=self.bootstrap, topic=self.topic, partitions=self.n_partitions,
+                timeout_s=self.timeout_s, client_id=self.client_id,
+                producer_config={**producer_settings(self.timeout_s), **self._settings},
+                consumer_config={**consumer_settings(), **self._settings},
+                read_ranges=self._read_ranges)
+        return self._fencing
+
+    def append_expecting(self, items: Sequence[tuple[bytes, bytes]],
+                         expected: Mapping[bytes, bytes | None] | None
+                         ) -> list[tuple[int, int]]:
+        """`append`, if each key's last event still ends
+        with `expected[key]` (None: none yet), else ConcurrencyError (events/log/kafka/fencing.py).
+        The recorder calls it: two recorders of a table never both take a seq."""
+        if not items:
+            return []
+        return self._get_fencing().append_expecting(items, expected)
+
+    def last_values(self) -> dict[bytes, bytes]:
+        """Each key's last event in the assigned partitions,
+        for the recorder's heads; the same cache `append_expecting` checks against."""
+        return self._get_fencing().tails.last_values(self.assigned)
+
+
+def _check_kafka_address(uri: str) -> None:
+    """Every HOST:PORT of a kafka:// address has a port number, before any client starts."""
+    netloc = uri.removeprefix("kafka://").split("/", 1)[0]
+    for server in filter(None, netloc.split(",")):
+        host, sep, port = server.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise LogError(f"bad Kafka address {uri!r}: {server!r} is not HOST:PORT with a port "
+                           f"from 1 to 65535; write kafka://HOST:PORT/TOPIC, e.g. "
+                           f"kafka://127.0.0.1:9092/pitlog.reddog.events")

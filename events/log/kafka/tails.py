@@ -1,5 +1,6 @@
 """Reading where a Kafka topic ends: each table's last committed record, and the last record a
-reader can see. Used by the writer fencing (events/log/kafka/fencing.py) and `KafkaLog.end_offsets`.
+reader can see. Used by the writer fencing (events/log/kafka/fencing.py) and
+`KafkaLog.end_offsets`.
 
 Two offsets matter with transactions. The high watermark (HW) is the end of everything written;
 the last stable offset (LSO) is where the first still-open transaction starts, and a
