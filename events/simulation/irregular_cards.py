@@ -11,14 +11,10 @@ is off; each labels exactly the anomaly codes its injection must raise.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from events.reddog import model, rules
 from events.reddog.model import Box, Card, Meaning, Suit
 from events.simulation.irregular_hands import Slips
-
-if TYPE_CHECKING:
-    from events.simulation.simulator import Hand, TableSim
+from events.simulation.table import Hand, Table
 
 _ALL_CARDS = tuple(Card(r, s) for r in range(2, 15) for s in Suit)
 
@@ -28,7 +24,7 @@ class CardSlips(Slips):
 
     # --- the shoe --------------------------------------------------------------------------------
 
-    def shoe_decks(self, table: TableSim, decks: int) -> int:
+    def shoe_decks(self, table: Table, decks: int) -> int:
         """TOO_MANY_DECKS (13:47-20.31(a)2: "A deck of cards"): a casino-night shoe of two."""
         if not self.enabled or table.profile != rules.Profile.NJ_CASINO_NIGHT \
                 or not self.chance("TOO_MANY_DECKS"):
@@ -36,7 +32,7 @@ class CardSlips(Slips):
         self.label("TOO_MANY_DECKS", table, "two decks", round_no=None)
         return 2
 
-    def burn_disclosure(self, table: TableSim, burnt: Card) -> None:
+    def burn_disclosure(self, table: Table, burnt: Card) -> None:
         """BURN_MISDISCLOSED ((d)1): a player asks for the burnt card; half the time it is shown
         as it was (unlabelled), half the time another card is named (labelled)."""
         if not (self.enabled and self.chance("BURN_MISDISCLOSED")):
@@ -51,14 +47,14 @@ class CardSlips(Slips):
 
     # --- the first two cards ---------------------------------------------------------------------
 
-    def first_boxes(self, table: TableSim) -> tuple[Box, Box]:
+    def first_boxes(self, table: Table) -> tuple[Box, Box]:
         """WRONG_BOX ((d)5; GA (3)): the first card to the right box, the second to the left."""
         if self.enabled and self.roll("WRONG_BOX"):
             self.label("WRONG_BOX", table)
             return Box.RIGHT, Box.LEFT
         return Box.LEFT, Box.RIGHT
 
-    def before_second_card(self, table: TableSim, hand: Hand) -> None:
+    def before_second_card(self, table: Table, hand: Hand) -> None:
         """EARLY_RAISE ((d)12): a player raises before the second card, in a round that the
         second card (the next in the shoe) makes a spread."""
         if not self.enabled or not hand.wagers or not table.shoe:
@@ -75,7 +71,7 @@ class CardSlips(Slips):
 
     # --- a card drawn in error -------------------------------------------------------------------
 
-    def card_in_error(self, table: TableSim, hand: Hand) -> None:
+    def card_in_error(self, table: Table, hand: Hand) -> None:
         """DRAWN_IN_ERROR_NOT_USED ((g)2; 13:69F-6.7(b)): the next card is drawn in error. Half
         the time it is used as the next card, as the rule says (unlabelled: the caller deals
         it); half the time it is put aside, racked with the round's cards, and the card after it
@@ -95,7 +91,7 @@ class CardSlips(Slips):
 
     # --- the third card --------------------------------------------------------------------------
 
-    def skip_third_card(self, table: TableSim, hand: Hand) -> bool:
+    def skip_third_card(self, table: Table, hand: Hand) -> bool:
         """SPREAD_WITHOUT_THIRD_CARD ((d)13-14): after "Raises closed" no third card is drawn and
         the wagers are returned. Not with the cutting card out in this round (that is
         ROUND_ABANDONED_AT_CUT_CARD's), nor without a wager to settle."""
@@ -105,7 +101,7 @@ class CardSlips(Slips):
         self.label("SPREAD_WITHOUT_THIRD_CARD", table)
         return True
 
-    def third_card_dealt(self, table: TableSim, hand: Hand) -> None:
+    def third_card_dealt(self, table: Table, hand: Hand) -> None:
         """THIRD_CARD_REDRAWN ((d)10, (d)13-14): after the deciding third card the dealer draws
         another to the middle box, announces it, and settles on it. Where that changes any
         wager's decision it is also WRONG_SETTLEMENT (the ledger judges the deciding card).

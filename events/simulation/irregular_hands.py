@@ -11,16 +11,12 @@ what the table records next. Each injection labels exactly the anomaly codes it 
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING
 
 from events.reddog import model, rules
 from events.reddog.model import Box, Card, Choice, Fault, Meaning, SettledAs, WagerKind
-
-if TYPE_CHECKING:
-    from events.simulation.simulator import Hand, TableSim
+from events.simulation.table import Hand, Key, Table
 
 EXTRA_SIZES_CENTS = (500, 1000, 2500)
-Key = tuple[int, int]  # (seat, betting area)
 
 
 class RoundStopped(Exception):
@@ -45,7 +41,7 @@ class Slips:
     def chance(self, code: str) -> bool:
         raise NotImplementedError
 
-    def label(self, code: str, table: TableSim, note: str = "", *,
+    def label(self, code: str, table: Table, note: str = "", *,
               round_no: int | None | str = "in play") -> None:
         raise NotImplementedError
 
@@ -57,7 +53,7 @@ class HandSlips(Slips):
     _settle_rolled: bool
     _payout_rolled: bool
 
-    def before_card(self, table: TableSim, hand: Hand) -> None:
+    def before_card(self, table: Table, hand: Hand) -> None:
         """FACE_UP_CARD_USED: the next card is found face up in the shoe ((g)1). Half the time
         it is discarded as the rule says (unlabelled), half the time it is dealt (labelled)."""
         if not self.enabled or len(table.shoe) < 2 or not self.roll("FACE_UP_CARD_USED"):
@@ -73,7 +69,7 @@ class HandSlips(Slips):
             self.cut_card_out = self.cut_card_this_round = True
         table.emit(model.CardFoundFaceUp(rank=top.rank, suit=top.suit), gap=0.5)
 
-    def cutting_card_reached(self, table: TableSim, hand: Hand, card: Card) -> None:
+    def cutting_card_reached(self, table: Table, hand: Hand, card: Card) -> None:
         """ROUND_ABANDONED_AT_CUT_CARD: the dealer stops the round at the cutting card, returns
         the wagers and racks what is out, instead of completing the round ((d)16)."""
         if not self.enabled:
@@ -87,7 +83,7 @@ class HandSlips(Slips):
         self.label("ROUND_ABANDONED_AT_CUT_CARD", table)
         raise RoundStopped
 
-    def first_card_out(self, table: TableSim, hand: Hand) -> None:
+    def first_card_out(self, table: Table, hand: Hand) -> None:
         """After the first card: a dealing-shoe jam, a late wager, or an altered wager."""
         if not self.enabled:
             return
@@ -111,7 +107,7 @@ class HandSlips(Slips):
             # The wager still stands as it was when the first card came out: it is settled so.
             self.label("WAGER_ALTERED", table, f"seat {seat}")
 
-    def _shoe_jam(self, table: TableSim, hand: Hand) -> None:
+    def _shoe_jam(self, table: Table, hand: Hand) -> None:
         """13:69F-34.16(n) by analogy: a jam mid-round voids the round and the cards are
         reshuffled. Half the time that is done (unlabelled); half the time the dealer clears
         the jam and deals on (DEVICE_FAULT_NOT_VOIDED)."""
@@ -127,7 +123,7 @@ class HandSlips(Slips):
         table.reshuffle_now = True
         raise RoundStopped
 
-    def _return_all(self, table: TableSim, hand: Hand) -> None:
+    def _return_all(self, table: Table, hand: Hand) -> None:
         """Every wager and raise returned, and the cards out racked in dealing order."""
         for key, amount in [*((k, (WagerKind.ORIGINAL, a)) for k, a in hand.wagers.items()),
                             *((k, (WagerKind.RAISE, a)) for k, a in hand.raises.items())]:
@@ -137,7 +133,7 @@ class HandSlips(Slips):
         if hand.dealt:
             table.emit(model.CardsRacked(cards=tuple(hand.dealt)), gap=2)
 
-    def consecutive_round(self, table: TableSim, hand: Hand) -> None:
+    def consecutive_round(self, table: Table, hand: Hand) -> None:
         if not self.enabled:
             return
         if self.roll("THIRD_CARD_ON_CONSECUTIVE"):  # (d)7: no third card is drawn
@@ -146,7 +142,7 @@ class HandSlips(Slips):
         else:
             self._raise_on_tie(table, hand)
 
-    def pair_round(self, table: TableSim, hand: Hand) -> bool:
+    def pair_round(self, table: Table, hand: Hand) -> bool:
         """False when the dealer does not draw the pair's third card ((d)8)."""
         if not self.enabled:
             return True
@@ -158,18 +154,18 @@ class HandSlips(Slips):
         self._raise_on_tie(table, hand)
         return True
 
-    def _raise_on_tie(self, table: TableSim, hand: Hand) -> None:
+    def _raise_on_tie(self, table: Table, hand: Hand) -> None:
         """RAISE_NOT_ALLOWED ((d)12): a raise on a consecutive or pair round."""
         if hand.wagers and self.roll("RAISE_NOT_ALLOWED"):
             key = self.rng.choice(sorted(hand.wagers))
             self._raise(table, hand, key, hand.wagers[key])
             self.label("RAISE_NOT_ALLOWED", table, f"seat {key[0]}")
 
-    def _raise(self, table: TableSim, hand: Hand, key: tuple[int, int], cents: int) -> None:
+    def _raise(self, table: Table, hand: Hand, key: tuple[int, int], cents: int) -> None:
         table.emit(model.RaisePlaced(seat=key[0], area=key[1], amount_cents=cents), gap=1)
         hand.raises[key] = hand.raises.get(key, 0) + cents
 
-    def raises_made(self, table: TableSim, hand: Hand) -> None:
+    def raises_made(self, table: Table, hand: Hand) -> None:
         """A spread round's raises are in: one over the limit, or one with no wager ((d)12)."""
         if not self.enabled:
             return
@@ -184,7 +180,7 @@ class HandSlips(Slips):
             self._raise(table, hand, (seat, seat), self.rng.choice(EXTRA_SIZES_CENTS))
             self.label("RAISE_NOT_ALLOWED", table, f"seat {seat} has no wager")
 
-    def early_third_card(self, table: TableSim, hand: Hand) -> bool:
+    def early_third_card(self, table: Table, hand: Hand) -> bool:
         """EARLY_THIRD_CARD ((g)3; 13:69F-6.7): a third card exposed before "Raises closed".
 
         The protocol as recorded: the exposed card (CardDrawn face up to the middle box); a
@@ -226,7 +222,7 @@ class HandSlips(Slips):
             self._refund(table, hand, voiders)
         return True
 
-    def _refund(self, table: TableSim, hand: Hand, voiders: list[tuple[int, int]]) -> None:
+    def _refund(self, table: Table, hand: Hand, voiders: list[tuple[int, int]]) -> None:
         for key in voiders:
             for kind, cents in ((WagerKind.ORIGINAL, hand.wagers[key]),
                                 (WagerKind.RAISE, hand.raises.get(key))):
@@ -236,7 +232,7 @@ class HandSlips(Slips):
                         amount_cents=cents), gap=0.8)
             hand.settled.add(key)
 
-    def raises_closed(self, table: TableSim, hand: Hand) -> None:
+    def raises_closed(self, table: Table, hand: Hand) -> None:
         """LATE_RAISE ((d)12-13; GA (11)): a raise after "Raises closed", before or after the
         third card is dealt."""
         if not self.enabled:
@@ -250,12 +246,12 @@ class HandSlips(Slips):
             else:
                 self._late_raise = key
 
-    def third_card_announced(self, table: TableSim, hand: Hand) -> None:
+    def third_card_announced(self, table: Table, hand: Hand) -> None:
         if self._late_raise is not None:
             key, self._late_raise = self._late_raise, None
             self._raise(table, hand, key, hand.wagers[key])
 
-    def settlement(self, table: TableSim, hand: Hand, amount: int, outcome: SettledAs,
+    def settlement(self, table: Table, hand: Hand, amount: int, outcome: SettledAs,
                    value: int, odds: int | None) -> tuple[SettledAs, int, int | None] | None:
         """WRONG_PAYOUT or WRONG_SETTLEMENT on the round's first winner / first settlement; and
         the BELOW_MINIMUM_ODDS label of a payout made at an illegal table's line."""
@@ -279,7 +275,7 @@ class HandSlips(Slips):
             self.label("BELOW_MINIMUM_ODDS", table, "paid at the illegal line")
         return made
 
-    def _wrong_settlement(self, table: TableSim, hand: Hand, amount: int,
+    def _wrong_settlement(self, table: Table, hand: Hand, amount: int,
                           outcome: SettledAs) -> tuple[SettledAs, int, int | None] | None:
         self.label("WRONG_SETTLEMENT", table, f"{outcome} settled wrong")
         if outcome is SettledAs.WON:
@@ -293,13 +289,13 @@ class HandSlips(Slips):
 
 
 
-def free_seats(table: TableSim, hand: Hand) -> list[int]:
+def free_seats(table: Table, hand: Hand) -> list[int]:
     """Seats whose betting area holds no wager in this round."""
     used = {area for _, area in hand.wagers} | {area for _, area in hand.raises}
     return [s for s in table.players if s not in used]
 
 
-def _illegal_odds(table: TableSim, hand: Hand, odds: int) -> bool:
+def _illegal_odds(table: Table, hand: Hand, odds: int) -> bool:
     """Whether a win paid at `odds` is below the standard table's (13:47-20.31(e), (d)9), or a
     casino night's three of a kind at other than 11 to 1 ((d)9)."""
     assert hand.left is not None and hand.right is not None

@@ -23,7 +23,7 @@ import hashlib
 import random
 from collections import Counter
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from events.log.base import EventLog
 from events.recording import limits
@@ -41,10 +41,8 @@ from events.reddog.model import (
 )
 from events.simulation.irregular_cards import CardSlips
 from events.simulation.irregular_hands import EXTRA_SIZES_CENTS, HandSlips, RoundStopped, free_seats
+from events.simulation.table import Hand, Rates, Table
 from events.wire import chain, codec
-
-if TYPE_CHECKING:
-    from events.simulation.simulator import Hand, SimConfig, TableSim
 
 __all__ = ["INJECTABLE", "Irregularities", "RoundStopped", "TruthLabel", "record_tampered"]
 
@@ -112,7 +110,7 @@ def record_tampered(recorder: Recorder, log: EventLog, kind: str, table_id: str,
 class Irregularities(HandSlips, CardSlips):
     """The seam where irregularities are injected; draws from its own random stream."""
 
-    def __init__(self, config: SimConfig, table_seed: str) -> None:
+    def __init__(self, config: Rates, table_seed: str) -> None:
         self.config = config
         self.rng = random.Random(f"{table_seed}:irregularities")
         self.labels: list[TruthLabel] = []
@@ -147,7 +145,7 @@ class Irregularities(HandSlips, CardSlips):
         self.busy = True
         return True
 
-    def label(self, code: str, table: TableSim, note: str = "", *,
+    def label(self, code: str, table: Table, note: str = "", *,
               round_no: int | None | str = "in play") -> None:
         rn = table.round_no if round_no == "in play" else round_no
         assert rn is None or isinstance(rn, int)
@@ -156,7 +154,7 @@ class Irregularities(HandSlips, CardSlips):
             self._labelled.add(key)
             self.labels.append(TruthLabel(code, table.table_id, table.shoe_id, rn, note))
 
-    def tamper_next(self, table: TableSim, event: DomainEvent) -> str | None:
+    def tamper_next(self, table: Table, event: DomainEvent) -> str | None:
         """The integrity irregularity the next event carries, if any. A duplicate waits for a
         wager: a card recorded twice would also be a second card in the rack count
         (CARD_UNACCOUNTED, EXTRA_CARD, WRONG_BOX), which is not what this label measures."""
@@ -171,7 +169,7 @@ class Irregularities(HandSlips, CardSlips):
 
     # --- shoe and staff -------------------------------------------------------------------------
 
-    def shoe_opening(self, table: TableSim) -> None:
+    def shoe_opening(self, table: Table) -> None:
         """BELOW_MINIMUM_ODDS: the pit opens this shoe with a paytable line below the minimum."""
         if not self.enabled:
             return
@@ -195,7 +193,7 @@ class Irregularities(HandSlips, CardSlips):
             self.label("BELOW_MINIMUM_ODDS", table,
                        f"{line} {'raised' if step > 0 else 'lowered'}", round_no=None)
 
-    def shuffling(self, table: TableSim, method: ShuffleMethod, device: str) -> None:
+    def shuffling(self, table: Table, method: ShuffleMethod, device: str) -> None:
         """DEVICE_FAULT_NOT_VOIDED: the shuffler jams; half the time the cards are reshuffled
         (13:69F-34.16(m), correct), half the time the shoe is loaded anyway (labelled)."""
         if not (self.enabled and self.chance("DEVICE_FAULT_NOT_VOIDED")):
@@ -208,7 +206,7 @@ class Irregularities(HandSlips, CardSlips):
             self.label("DEVICE_FAULT_NOT_VOIDED", table, "shuffler jam, no reshuffle",
                        round_no=None)
 
-    def skip_burn(self, table: TableSim, next_round: int) -> bool:
+    def skip_burn(self, table: Table, next_round: int) -> bool:
         """MISSING_BURN: no burn after a new shoe or a new dealer (13:47-20.31(d)1)."""
         if not (self.enabled and self.chance("MISSING_BURN")):
             return False
@@ -216,7 +214,7 @@ class Irregularities(HandSlips, CardSlips):
         self.label("MISSING_BURN", table, round_no=next_round)
         return True
 
-    def after_cutting_card_round(self, table: TableSim) -> None:
+    def after_cutting_card_round(self, table: Table) -> None:
         """NO_RESHUFFLE_AFTER_CUT_CARD: one more round is dealt from the shoe ((d)16)."""
         # Only when the cutting card was seen to come out (a new dealer's burn can take it
         # silently, and then no record shows that this round came after it).
@@ -229,7 +227,7 @@ class Irregularities(HandSlips, CardSlips):
 
     # --- a round --------------------------------------------------------------------------------
 
-    def round_starting(self, table: TableSim) -> None:
+    def round_starting(self, table: Table) -> None:
         if not self.enabled:
             return
         self.busy, self.hold_next_round = self.hold_next_round, False
@@ -250,7 +248,7 @@ class Irregularities(HandSlips, CardSlips):
         elif self.roll("MATCH_PLAY_NOT_ALLOWED"):
             self._coupon = True
 
-    def _introduce_card(self, table: TableSim) -> bool:
+    def _introduce_card(self, table: Table) -> bool:
         """EXTRA_CARD (13:47-20.31(a)2): a copy of a card whose every copy has already left
         the shoe replaces the next card; only then is the extra copy provable."""
         if len(table.shoe) > 51 * table.decks:
@@ -266,7 +264,7 @@ class Irregularities(HandSlips, CardSlips):
         self.label("EXTRA_CARD", table, f"extra {extra}")
         return True
 
-    def instrument(self, table: TableSim, instrument: Instrument) -> Instrument:
+    def instrument(self, table: Table, instrument: Instrument) -> Instrument:
         """CALL_BET: the round's first wager is a verbal call bet (forbidden at every profile:
         13:47-20.31(d)4; 13:69F-6.5(b); GA (2)). MATCH_PLAY_NOT_ALLOWED: it is a match play
         coupon, flagged only where wagers are chips and plaques only (GA (2)), recorded
@@ -284,7 +282,7 @@ class Irregularities(HandSlips, CardSlips):
             return Instrument.MATCH_PLAY_COUPON
         return instrument
 
-    def wagers_placed(self, table: TableSim, hand: Hand) -> None:
+    def wagers_placed(self, table: Table, hand: Hand) -> None:
         """MULTIPLE_BETTING_AREAS: a player also wagers on a free area ((g)4; 13:69F-6.8)."""
         if not self.enabled or not hand.wagers:
             return
@@ -298,7 +296,7 @@ class Irregularities(HandSlips, CardSlips):
             hand.wagers[seat, area] = amount
             self.label("MULTIPLE_BETTING_AREAS", table, f"seat {seat} also on area {area}")
 
-    def announcement(self, table: TableSim, meaning: Meaning,
+    def announcement(self, table: Table, meaning: Meaning,
                      value: int | None) -> tuple[Meaning, int | None] | None:
         """WRONG_ANNOUNCEMENT ((d)7-11, 13): an announcement left out or contradicting the
         cards. "Raises closed" is never touched: its absence is EARLY_THIRD_CARD's business."""
@@ -312,7 +310,7 @@ class Irregularities(HandSlips, CardSlips):
         self.label("WRONG_ANNOUNCEMENT", table, f"{meaning} {how}")
         return wrong
 
-    def racking(self, table: TableSim, dealt: list[Card]) -> list[Card] | None:
+    def racking(self, table: Table, dealt: list[Card]) -> list[Card] | None:
         """DISCARD_RACK_ORDER ((d)15; GA (12)) or CARD_UNACCOUNTED ((d)15)."""
         cards = list(dealt)
         if not self.enabled:

@@ -32,6 +32,7 @@ from events.simulation.irregularities import (
     TruthLabel,
     record_tampered,
 )
+from events.simulation.table import Hand, Key
 from events.wire import codec
 
 SUITS = (Suit.SPADES, Suit.HEARTS, Suit.DIAMONDS, Suit.CLUBS)
@@ -120,22 +121,6 @@ class Step:
 
     def __lt__(self, other: Step) -> bool:
         return (self.at_us, self.table_index, self.n) < (other.at_us, other.table_index, other.n)
-
-
-Key = tuple[int, int]  # (seat, betting area)
-
-
-@dataclass(slots=True)
-class Hand:
-    """The round in play: what is owed and what is on the layout."""
-
-    wagers: dict[Key, int]  # the original wagers as they stood when the first card came out
-    raises: dict[Key, int] = field(default_factory=dict)
-    dealt: list[Card] = field(default_factory=list)  # every card drawn, in order (the rack)
-    left: Card | None = None
-    right: Card | None = None
-    third: Card | None = None  # the card that decides the round
-    settled: set[Key] = field(default_factory=set)  # refunded early (voided, 13:47-20.31(g)3)
 
 
 class TableSim:
