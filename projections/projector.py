@@ -34,7 +34,8 @@ from events.wire import codec
 from events.wire.batch_decode import BatchDecoder
 from projections import store as _store
 from projections.alerts import Publisher
-from projections.incremental import Detector
+from projections.anomalies import memory_error
+from projections.incremental import Detector, detector_for
 from projections.log_checks import check_log_holds, hash_ok
 from projections.snapshot import publish_snapshot
 
@@ -127,8 +128,6 @@ def _project_and_publish(con: duckdb.DuckDBPyConnection, log: EventLog,
                          publish_alerts: bool) -> ProjectionReport:
     detector, raised = None, 0
     if store_anomalies:
-        from projections.incremental import detector_for
-
         detector, raised = detector_for(con, progress=anomaly_progress)
     publisher = Publisher(con, log if detector is not None and publish_alerts else None)
     publisher()
@@ -298,7 +297,6 @@ class _BatchLoader:
             except duckdb.OutOfMemoryException as exc:
                 # The batch is still committed; the stored rows stay behind its checkpoint (so
                 # readers evaluate the view) until a run with more memory catches up.
-                from projections.anomalies import memory_error
 
                 self.failure = memory_error(con)
                 self.failure.__cause__ = exc

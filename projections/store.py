@@ -39,6 +39,7 @@ from projections.snapshot import (
     publish_snapshot,
     snapshot_path,
 )
+from projections.views import create_views
 
 __all__ = ["Column", "arrow_schema", "ensure_schema", "event_columns", "open_for_reading",
            "open_store", "prepare", "publish_snapshot", "snapshot_path"]
@@ -276,13 +277,12 @@ def prepare(con: duckdb.DuckDBPyConnection) -> None:
     """ensure_schema and create_views, once per read-write connection."""
     if con in _PREPARED:
         return
-    from projections.views import create_views  # views.py needs the tables to exist
 
     try:
         ensure_schema(con)
     except duckdb.Error as exc:  # e.g. a read-only connection
         raise ProjectionError(f"cannot create or migrate the pitlog tables: {exc}") from exc
-    create_views(con)
+    create_views(con)  # after the tables: the views select from them
     _PREPARED.add(con)
 
 

@@ -19,7 +19,7 @@ from serve_support import Server, query, run_cli, sse_events, start_server, wait
 from events.log.embedded.log import EmbeddedLog
 from events.simulation.simulator import SimConfig, simulate
 from projections.serve import discovery
-from projections.serve.api import encoder
+from projections.serve.encoding import encoder
 from projections.snapshot import snapshot_path
 
 # Three tables; the third is appended while the server runs. LATE_RAISE is frequent, so every

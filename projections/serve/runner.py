@@ -23,6 +23,7 @@ from events.log.base import EventLog
 from projections.alerts import create_tables as create_alert_tables
 from projections.follow import Commit, Follower, Publisher, open_when_free
 from projections.serve import discovery
+from projections.serve.app import create_app
 from projections.serve.state import ServeState
 from projections.sql_console import seal_writer
 
@@ -160,7 +161,6 @@ def _run(log: EventLog, db_path: Path, sock: socket.socket, stop: threading.Even
          ready: threading.Event | None) -> None:
     import uvicorn
 
-    from projections.serve.app import create_app
 
     con: duckdb.DuckDBPyConnection | None = None
     follower_thread: threading.Thread | None = None
