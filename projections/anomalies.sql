@@ -65,11 +65,6 @@ CREATE OR REPLACE MACRO anomaly_seats(seats) AS
     CASE WHEN len(seats) = 1 THEN 'seat ' ELSE 'seats ' END
     || array_to_string(list_sort(list_distinct(seats)), ', ');
 
--- A rank as the dealer says it: 2..10, J, Q, K, A (13:47-20.31(a)2ii).
-CREATE OR REPLACE MACRO anomaly_rank(rank) AS
-    CASE rank WHEN 11 THEN 'J' WHEN 12 THEN 'Q' WHEN 13 THEN 'K' WHEN 14 THEN 'A'
-              ELSE CAST(rank AS VARCHAR) END;
-
 -- One row per round: its cards, kind and the marks the checks need. The left and right cards
 -- are the first drawn to those boxes, the middle card the deciding third card (views.sql's
 -- deciding_third, as in the `rounds` view); redraw_seqs are the cards to the middle box after
@@ -473,7 +468,7 @@ SELECT * FROM (
                   coalesce(' ' || CAST("value" AS VARCHAR), ''), left_card, right_card,
                   CASE WHEN meaning IN ('THREE_OF_A_KIND', 'NO_THREE_OF_A_KIND', 'THIRD_CARD')
                             AND middle_rank_before IS NOT NULL
-                       THEN ' with the third card ' || anomaly_rank(middle_rank_before) ELSE '' END),
+                       THEN ' with the third card ' || rank_label(middle_rank_before) ELSE '' END),
            occurred_at
     FROM said
     WHERE CASE meaning
@@ -706,10 +701,10 @@ money AS (
             -- The standard odds of this win: 13:47-20.31(e), (d)9.
             WHEN b.status = 'OK' AND b.expected_outcome = 'WON' AND NOT b.paytable_valid
                  AND b.paytable_seq IS NOT NULL
-                 AND (b.expected_odds < CASE WHEN b.hand = 'pair' THEN 11 WHEN b.spread = 1 THEN 5
-                                             WHEN b.spread = 2 THEN 4 WHEN b.spread = 3 THEN 2 ELSE 1 END
+                 AND (b.expected_odds < standard_odds(b.hand, b.spread)
                       -- 13:47-20.31(d)9: at a casino night three of a kind is 11 to 1 exactly.
-                      OR (b.profile = 'nj-casino-night' AND b.hand = 'pair' AND b.expected_odds <> 11))
+                      OR (b.profile = 'nj-casino-night' AND b.hand = 'pair'
+                          AND b.expected_odds <> standard_odds(b.hand, b.spread)))
                 THEN 'BELOW_MINIMUM_ODDS'
             WHEN b.status IN ('WRONG_OUTCOME', 'WRONG_AMOUNT', 'DOUBLE_SETTLED', 'NOT_OWED')
                  OR (b.status = 'UNSETTLED' AND f.finished)
@@ -722,8 +717,7 @@ money AS (
             WHEN b.amount_cents > o.original_cents THEN 'RAISE_OVER_LIMIT'
         END AS raise_code,
         CASE WHEN b.hand = 'pair' THEN 'three of a kind' ELSE printf('spread %d', b.spread) END AS line,
-        CASE WHEN b.hand = 'pair' THEN 11 WHEN b.spread = 1 THEN 5 WHEN b.spread = 2 THEN 4
-             WHEN b.spread = 3 THEN 2 ELSE 1 END AS standard_odds,
+        standard_odds(b.hand, b.spread) AS standard_odds,
         CASE b.wager_kind WHEN 'RAISE' THEN 'raise' ELSE 'wager' END AS what
     FROM suspects AS b
     LEFT JOIN originals AS o USING (table_id, shoe_id, round_no, seat, area)

@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from events.errors import ProjectionError
 from events.reddog import theory
-from events.reddog.rules import Paytable, PaytableError
+from events.reddog.rules import STANDARD_PAYTABLE, Paytable, PaytableError
 from projections.export import Rows
 
 RECONCILE_SQL = Path(__file__).with_name("reconcile.sql")
@@ -141,6 +141,9 @@ def query_sql(name: str, keys: Sequence[str] = ()) -> str:
     text = _sections()[name]
     if "{keys}" in text:
         text = text.replace("{keys}", ", ".join(f'"{k}"' for k in keys))
+    if "{standard_paytable}" in text:  # the one definition, events/reddog/rules.py
+        text = text.replace("{standard_paytable}",
+                            ", ".join(str(odds) for _, odds in STANDARD_PAYTABLE.lines()))
     if "{by_round}" in text:
         text = text.replace("{by_round}", _sections()["by_round"])
     return text

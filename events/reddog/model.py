@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 
+from events.reddog.rules import RANK_NAMES, STANDARD_PAYTABLE
+
 
 class Suit(StrEnum):
     """Suits identify a card; they never decide an outcome (13:47-20.31(a)2)."""
@@ -104,8 +106,7 @@ class Card:
     suit: Suit
 
     def __str__(self) -> str:
-        names = {11: "J", 12: "Q", 13: "K", 14: "A"}
-        return f"{names.get(self.rank, str(self.rank))}{self.suit.value}"
+        return f"{RANK_NAMES.get(self.rank, str(self.rank))}{self.suit.value}"
 
 
 # --- table and staff ---------------------------------------------------------------------------
@@ -116,11 +117,12 @@ class TableOpened:
     """The table's jurisdiction profile and paytable, in force until the next TableOpened."""
 
     profile: str  # nj-casino | nj-casino-night | gaming-authority
-    pays_spread_1: int = 5
-    pays_spread_2: int = 4
-    pays_spread_3: int = 2
-    pays_spread_4_to_11: int = 1
-    pays_three_of_a_kind: int = 11
+    # The standard table unless the casino posts another (events/reddog/rules.py).
+    pays_spread_1: int = STANDARD_PAYTABLE.spread_1
+    pays_spread_2: int = STANDARD_PAYTABLE.spread_2
+    pays_spread_3: int = STANDARD_PAYTABLE.spread_3
+    pays_spread_4_to_11: int = STANDARD_PAYTABLE.spread_4_to_11
+    pays_three_of_a_kind: int = STANDARD_PAYTABLE.three_of_a_kind
     min_wager_cents: int = 500
     max_wager_cents: int = 100_000
     multiple_areas_permitted: bool = False

@@ -376,23 +376,3 @@ def settle_wager(
         odds = spread_odds(paytable, c.spread)  # 13:47-20.31(e)
         return ExpectedSettlement(Outcome.WON, odds, amount_cents * odds, 0, 0)
     return ExpectedSettlement(Outcome.LOST, None, 0, amount_cents, 0)
-
-
-def round_result(
-    left: int, right: int, third: int | None
-) -> tuple[HandKind, int | None, bool | None]:
-    """(kind, spread, players_win) for a round.
-
-    players_win is None when there is no third-card decision (a consecutive round, or no third
-    card yet); True for three of a kind or a third card strictly between; False otherwise.
-    False on a pair round means "No three of a kind--tie hand" (a VOID, not a loss): use
-    settle_wager for the money.
-    """
-    c = classify(left, right)
-    if c.kind is HandKind.CONSECUTIVE or third is None:
-        if third is not None:
-            card_value(third)
-        return c.kind, c.spread, None
-    if c.kind is HandKind.PAIR:
-        return c.kind, None, card_value(third) == left
-    return c.kind, c.spread, third_card_wins(left, right, third)
