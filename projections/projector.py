@@ -8,9 +8,8 @@ and the next run continues from the checkpoint. Records that are not pitlog even
 quarantine with their reason, in the same transaction (principle 1): never dropped, never fatal.
 
 Decoding is events.wire.batch_decode: each field is read for all the batch's messages at once,
-straight
-into Arrow columns (principle 5: no executemany, no per-row SQL, and no dict per record); any
-message it cannot read without ambiguity is decoded by codec.decode_raw exactly as before, so
+straight into Arrow columns (principle 5: no executemany, no per-row SQL, and no dict per record);
+any message it cannot read without ambiguity is decoded by codec.decode_raw exactly as before, so
 what is projected and what is quarantined, with which reason, does not depend on the path.
 """
 

@@ -1,11 +1,10 @@
 """Reconciliation for auditors: handle, win and hold per table, dealer, shift, gaming day and
 shoe, against the exact theoretical win; and the conservation check, to the cent.
 
-The money comes from the `ledger` view (ledger.sql); the queries are in reconcile.sql. The
-house edges are exact Fractions from events/reddog/theory.py, loaded into a temporary table as
-integer
-numerators over one denominator per deck count, so every theoretical figure stays exact until
-it is presented: a Decimal rounded to hundredths of a cent, next to the exact fraction.
+The money comes from the `ledger` view (ledger.sql); the queries are in reconcile.sql. The house
+edges are exact Fractions from events/reddog/theory.py, loaded into a temporary table as integer
+numerators over one denominator per deck count, so every theoretical figure stays exact until it is
+presented: a Decimal rounded to hundredths of a cent, next to the exact fraction.
 """
 
 from __future__ import annotations

@@ -2,9 +2,8 @@
 
 The simulator injects every rule and integrity code at a configurable rate and labels each
 injection with the codes it must raise (events/simulation/irregularities.py); the projected anomaly
-views
-must find exactly those, nothing more, nothing less. A clean evening raises no rule anomaly at
-all. Also here: the statistics behind HOLD_VARIANCE and OUTCOME_FREQUENCY.
+views must find exactly those, nothing more, nothing less. A clean evening raises no rule anomaly
+at all. Also here: the statistics behind HOLD_VARIANCE and OUTCOME_FREQUENCY.
 """
 
 from __future__ import annotations

@@ -2,9 +2,8 @@
 
 Why: a device re-sends its lines after a failure or a restart, and the device `seq` check of
 events/recording/ingest.py lasts one run. A line's event id (its `id`, or one derived from its
-device,
-table and device seq: `derived_event_id`) is looked up here; one already recorded is reported
-as such and not recorded again (issue 14).
+device, table and device seq: `derived_event_id`) is looked up here; one already recorded is
+reported as such and not recorded again (issue 14).
 
 The index is a SQLite file beside the log (`event-ids.sqlite` in the embedded log's folder;
 for Kafka `pitlog-data/kafka-TOPIC-event-ids.sqlite`). It is a cache of the log, never a

@@ -1,11 +1,10 @@
 """`pitlog ingest`: JSON lines from card-reading shoes, shufflers and dealer terminals into events.
 
 The line format is documented in docs/ingest.md and parsed in events/recording/device_line.py. A
-line's
-`seq` is the sending device's own counter for that table (per `actor` and `table`): it must
-increase, so a line that arrives late or twice is refused here. Across runs, a line already
-in the log (its event id, given or derived from device, table and device seq, is in the
-log's event id index, events/recording/event_ids.py) is reported as already recorded and skipped.
+line's `seq` is the sending device's own counter for that table (per `actor` and `table`): it must
+increase, so a line that arrives late or twice is refused here. Across runs, a line already in the
+log (its event id, given or derived from device, table and device seq, is in the log's event id
+index, events/recording/event_ids.py) is reported as already recorded and skipped.
 
 Only *structurally* bad lines are refused (docs/architecture.md, principle 1): malformed JSON, an
 unknown

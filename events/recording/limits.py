@@ -1,8 +1,7 @@
 """The values pitlog accepts: every one the read side can sum, convert and show.
 
 One definition, checked by the Recorder (events/recording/recorder.py) before an event is stamped,
-so
-`pitlog ingest`, `pitlog simulate` and any Python caller are held to the same bounds; ingest
+so `pitlog ingest`, `pitlog simulate` and any Python caller are held to the same bounds; ingest
 quarantines a refused line with the reason and its line number. Stated in docs/integrity.md,
 "Confidentiality and input limits".
 

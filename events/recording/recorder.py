@@ -92,9 +92,8 @@ class Recorder:
         optimistic concurrency, so two writers of one table cannot both take the same number.
 
         Raises ValueLimitError (events/recording/limits.py), before anything is stamped or
-        buffered, for a
-        value the read side could not handle: an amount out of range, a time outside
-        2000..2100, an over-long string."""
+        buffered, for a value the read side could not handle: an amount out of range, a time
+        outside 2000..2100, an over-long string."""
         limits.check_envelope(table_id, shoe_id, actor, event_id, occurred_at, recorded_at)
         limits.check_event(event)
         head = self.heads.setdefault(table_id, TableHead())

@@ -4,9 +4,8 @@ a raise before the first two cards, the first two cards to the wrong boxes, a ca
 error and not used, a burnt card disclosed wrong, a casino-night shoe of two decks.
 
 Mixed into `Irregularities` (events/simulation/irregularities.py), which provides the random
-stream, the
-state and the ground-truth labels. Every method returns at once, drawing nothing, when injection
-is off; each labels exactly the anomaly codes its injection must raise.
+stream, the state and the ground-truth labels. Every method returns at once, drawing nothing, when
+injection is off; each labels exactly the anomaly codes its injection must raise.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """The dealer's and players' slips within a round, injected by the simulator (see
 events/simulation/irregularities.py, whose `Irregularities` is this class plus the shoe-level
-injections,
-the random stream and the ground-truth labels).
+injections, the random stream and the ground-truth labels).
 
 Every method is called by TableSim.play_cards at one point of the round, returns at once when
 injection is off, and otherwise may roll its codes (at most one injection per round) and change

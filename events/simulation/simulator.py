@@ -1,13 +1,12 @@
 """A seeded red dog table simulator: ground truth for tests, demos and benchmarks.
 
-Same config, same seed: byte-identical log. Each table runs from its own random stream; tables
-are merged by time, so the log interleaves them as a real floor would. The dealer follows the
-rules (13:47-20.31(d); 13:69F-6) unless an irregularity is injected: `Irregularities`
+Same config, same seed: byte-identical log. Each table runs from its own random stream; tables are
+merged by time, so the log interleaves them as a real floor would. The dealer follows the rules
+(13:47-20.31(d); 13:69F-6) unless an irregularity is injected: `Irregularities`
 (events/simulation/irregularities.py) draws from a stream of its own, so turning injection on or
-off never
-changes the clean parts of the game, and every injection is written down as a ground-truth
-`TruthLabel`. The round below calls the injector at each point where a dealer or player can go
-wrong; with every rate at 0 those calls do nothing and draw nothing.
+off never changes the clean parts of the game, and every injection is written down as a
+ground-truth `TruthLabel`. The round below calls the injector at each point where a dealer or
+player can go wrong; with every rate at 0 those calls do nothing and draw nothing.
 """
 
 from __future__ import annotations
