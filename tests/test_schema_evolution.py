@@ -23,7 +23,7 @@ from events.wire import chain, codec
 from projections.projector import project
 
 T0 = datetime(2026, 11, 28, 21, 0, tzinfo=UTC)
-SCHEMAS = Path(codec.__file__).resolve().parent.parent / "schemas"
+SCHEMAS = codec.schemas_dir()  # the repository's schemas/ (PITLOG_SCHEMAS is unset here)
 
 
 def _env(seq: int, position: int | None, prev: bytes = model.GENESIS_HASH) -> model.Envelope:
