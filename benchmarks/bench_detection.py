@@ -32,9 +32,9 @@ import duckdb
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE.parent / "tests")]
 
-from events.embedded_log import EmbeddedLog  # noqa: E402
-from events.irregularities import INJECTABLE, TruthLabel  # noqa: E402
-from events.simulator import SimConfig, simulate  # noqa: E402
+from events.log.embedded.log import EmbeddedLog  # noqa: E402
+from events.simulation.irregularities import INJECTABLE, TruthLabel  # noqa: E402
+from events.simulation.simulator import SimConfig, simulate  # noqa: E402
 from projections.anomalies import AnomalyFilter, list_anomalies, score  # noqa: E402
 from projections.projector import project  # noqa: E402
 from projections.statistics import (  # noqa: E402

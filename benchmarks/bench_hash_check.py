@@ -15,8 +15,8 @@ from pathlib import Path
 
 import duckdb
 
-from events import codec
-from events.embedded_log import EmbeddedLog
+from events.log.embedded.log import EmbeddedLog
+from events.wire import codec
 from projections import store
 from projections.log_checks import hash_ok as _hash_ok
 from projections.projector import DEFAULT_BATCH_SIZE, _BatchLoader, _by_key

@@ -15,10 +15,11 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from events import chain, model
-from events.embedded_log import EmbeddedLog
-from events.recorder import Recorder
-from events.verify import verify_log
+from events.integrity.verify import verify_log
+from events.log.embedded.log import EmbeddedLog
+from events.recording.recorder import Recorder
+from events.reddog import model
+from events.wire import chain
 
 T0 = datetime(2026, 11, 28, 21, 0, tzinfo=UTC)
 

@@ -5,7 +5,8 @@
 The messages are real simulator events (the same bytes and keys for both sides). Per repeat:
 
 - produce: `KafkaLog.append` in batches of 2000 (the recorder's batch) into a fresh topic,
-  against a bare `KafkaProducer` with the same settings (events.kafka_log.producer_settings)
+  against a bare `KafkaProducer` with the same settings
+  (events.log.kafka.settings.producer_settings)
   sending the same batches into another fresh topic, each batch flushed and every future
   checked, as `append` does: the same durability point.
 - consume: `KafkaLog.read` against a bare `KafkaConsumer` with the same settings
@@ -36,13 +37,14 @@ from typing import Any
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient
 
-from events.embedded_log import EmbeddedLog
-from events.kafka_log import TOPIC_CONFIG, KafkaLog, consumer_settings, producer_settings
-from events.simulator import SimConfig, simulate
+from events.log.embedded.log import EmbeddedLog
+from events.log.kafka.log import KafkaLog
+from events.log.kafka.settings import TOPIC_CONFIG, consumer_settings, producer_settings
+from events.simulation.simulator import SimConfig, simulate
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "benchmarks" / "out" / "bench_kafka.json"
-BATCH = 2000  # events.recorder.Recorder's default batch
+BATCH = 2000  # events.recording.recorder.Recorder's default batch
 Items = list[tuple[bytes, bytes]]
 
 

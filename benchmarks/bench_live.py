@@ -46,8 +46,9 @@ sys.path.insert(0, str(HERE.parent))
 import duckdb  # noqa: E402
 
 import projections.incremental as incremental  # noqa: E402
-from events.embedded_log import EmbeddedLog  # noqa: E402
-from events.log import EventLog, open_log  # noqa: E402
+from events.log.base import EventLog  # noqa: E402
+from events.log.embedded.log import EmbeddedLog  # noqa: E402
+from events.log.registry import open_log  # noqa: E402
 from projections.projector import project  # noqa: E402
 
 
@@ -121,7 +122,7 @@ def to_kafka(work: Path, bootstrap: str) -> str:
     key-to-partition function, so every record keeps its partition and offset), and point the
     database's checkpoints at it: the projected history then continues on Kafka. Returns the
     topic's URI (remembered in kafka.json for --reuse)."""
-    from events.kafka_log import KafkaLog
+    from events.log.kafka.log import KafkaLog
 
     remembered = work / "kafka.json"
     if remembered.exists():
@@ -256,7 +257,7 @@ def kafka_client(uri: str, arrived: dict[int, float], stop: threading.Event) -> 
     import fastavro
     from kafka import KafkaConsumer, TopicPartition
 
-    from events.alert_log import ALERT_SCHEMA
+    from events.log.alerts import ALERT_SCHEMA
 
     schema = fastavro.parse_schema(json.loads(ALERT_SCHEMA.read_text()))
     bootstrap, topic = uri.removeprefix("kafka://").split("/", 1)

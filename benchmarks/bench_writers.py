@@ -37,9 +37,14 @@ REPO = Path(__file__).resolve().parent.parent
 def child(args: argparse.Namespace) -> None:
     """One timed run with pitlog imported from `args.tree` (old or new)."""
     sys.path.insert(0, args.tree)
-    from events.embedded_log import EmbeddedLog
-    from events.ingest import ingest
-    from events.simulator import SimConfig, simulate
+    try:  # this tree's layout, or the flat events/ of a tree before the regrouping (issue 15)
+        from events.log.embedded.log import EmbeddedLog
+        from events.recording.ingest import ingest
+        from events.simulation.simulator import SimConfig, simulate
+    except ImportError:
+        from events.embedded_log import EmbeddedLog  # type: ignore[no-redef]
+        from events.ingest import ingest  # type: ignore[no-redef]
+        from events.simulator import SimConfig, simulate  # type: ignore[no-redef]
 
     out = Path(args.log)
     shutil.rmtree(out, ignore_errors=True)
@@ -67,8 +72,8 @@ def _device_lines(path: Path, tables: int, rounds: int, seed: int) -> int:
     from dataclasses import fields
     from enum import Enum
 
-    from events import codec
-    from events.simulator import SimConfig, generate
+    from events.simulation.simulator import SimConfig, generate
+    from events.wire import codec
 
     steps, sims = generate(SimConfig(seed=seed, tables=tables, rounds=rounds))
     table_ids = {sim.index: sim.table_id for sim in sims}
@@ -111,8 +116,9 @@ def _run(tree: Path, what: str, a: argparse.Namespace, work: Path) -> dict[str, 
 def _encoder(tables: int, rounds: int, seed: int) -> dict[str, float]:
     """CPU µs per event: fastavro reference against the compiled writer, same events."""
     sys.path.insert(0, str(REPO))
-    from events import codec, model
-    from events.simulator import SimConfig, generate
+    from events.reddog import model
+    from events.simulation.simulator import SimConfig, generate
+    from events.wire import codec
 
     steps, sims = generate(SimConfig(seed=seed, tables=tables, rounds=rounds))
     table_ids = {sim.index: sim.table_id for sim in sims}

@@ -21,9 +21,9 @@ from typing import Any
 import fastavro
 import pyarrow as pa
 
-from events import codec
-from events.batch_decode import BatchDecoder
-from events.log import EventLog
+from events.log.base import EventLog
+from events.wire import codec
+from events.wire.batch_decode import BatchDecoder
 from projections import store
 
 Batch = list[bytes]
@@ -117,7 +117,7 @@ class Ideas:
         return out
 
     def batch_decode(self, batch: Batch) -> pa.Table:
-        """Idea (c): events/batch_decode.py, field by field across the batch, into Arrow."""
+        """Idea (c): events/wire/batch_decode.py, field by field across the batch, into Arrow."""
         return self.decoder.decode(batch).table
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import duckdb
 
-from events.embedded_log import EmbeddedLog
+from events.log.embedded.log import EmbeddedLog
 from projections.dispute import dispute
 from projections.projector import project
 

@@ -15,9 +15,9 @@ import duckdb
 import fastavro
 import pyarrow as pa
 
-from events import codec
 from events.errors import DecodeError
-from events.log import EventLog, LogRecord
+from events.log.base import EventLog, LogRecord
+from events.wire import codec
 from projections import projector, store
 
 
@@ -52,7 +52,7 @@ def floor_projection(log: EventLog, db: Path, batch_size: int) -> int:
 
 def per_message_decode(self: projector._BatchLoader, batch: list[LogRecord],
                        ) -> tuple[pa.Table, list[tuple[LogRecord, str]]]:
-    """The projector's decode before events/batch_decode.py: decode_raw, one dict a message."""
+    """The projector's decode before events/wire/batch_decode.py: decode_raw, one dict a message."""
     decode_raw, reg = codec.decode_raw, self.reg
     rows: list[dict[str, object]] = []
     bad: list[tuple[LogRecord, str]] = []

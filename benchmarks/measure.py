@@ -26,13 +26,13 @@ sys.path[:0] = [str(REPO), str(REPO / "benchmarks")]
 import duckdb  # noqa: E402
 import floor  # noqa: E402  (benchmarks/floor.py)
 
-from events.embedded_log import EmbeddedLog  # noqa: E402
-from events.log import EventLog, LogRecord  # noqa: E402
-from events.simulator import SimConfig, simulate  # noqa: E402
+from events.log.base import EventLog, LogRecord  # noqa: E402
+from events.log.embedded.log import EmbeddedLog  # noqa: E402
+from events.simulation.simulator import SimConfig, simulate  # noqa: E402
 from projections import store  # noqa: E402
 from projections.projector import DEFAULT_BATCH_SIZE, project  # noqa: E402
 
-APPEND_BATCH = 2000  # events.recorder.Recorder's batch
+APPEND_BATCH = 2000  # events.recording.recorder.Recorder's batch
 Args = dict[str, Any]
 
 
@@ -138,7 +138,7 @@ def _recorder_batches(source: EmbeddedLog) -> Any:
 
 
 def m_kafka_produce(a: Args) -> dict[str, Any]:
-    from events.kafka_log import KafkaLog
+    from events.log.kafka.log import KafkaLog
 
     source = EmbeddedLog(Path(a["source"]), create=False)
     with KafkaLog(a["bootstrap"], a["topic"], partitions=source.n_partitions) as log:
@@ -146,7 +146,7 @@ def m_kafka_produce(a: Args) -> dict[str, Any]:
 
 
 def m_kafka_consume(a: Args) -> dict[str, Any]:
-    from events.kafka_log import KafkaLog
+    from events.log.kafka.log import KafkaLog
 
     expected = _count(EmbeddedLog(Path(a["source"]), create=False))
     tenths = Tenths(expected)

@@ -29,7 +29,7 @@ from cli.options import (
 from cli.output import Format, Summary, plain, render
 from cli.progress import phase, progress_bar, progress_tasks
 from events.errors import PitlogError, RuleError
-from events.log import open_log
+from events.log.registry import open_log
 
 
 def demo(
@@ -114,8 +114,8 @@ def simulate_cmd(
     Example: pitlog simulate --tables 8 --rounds 500 --irregularities 0.01 --truth truth.jsonl
     """
     # Imported here, not at the top: the other commands of this module must not pay for them.
-    from events import rules
-    from events.simulator import SimConfig, simulate
+    from events.reddog import rules
+    from events.simulation.simulator import SimConfig, simulate
 
     profiles = tuple(profile or ["nj-casino"])
     for p in profiles:
@@ -300,8 +300,8 @@ def theo(
 
     Example: pitlog theo --decks 6 --raise-from 7
     """
-    from events import theory
-    from events.rules import STANDARD_PAYTABLE
+    from events.reddog import theory
+    from events.reddog.rules import STANDARD_PAYTABLE
 
     edge = theory.house_edge(decks, raise_from, STANDARD_PAYTABLE)
     rows = [

@@ -22,11 +22,11 @@ from cli.output import Format, Summary, render
 from cli.progress import progress_bar
 from events.defaults import BATCH_LINES
 from events.errors import NotFoundError
-from events.log import open_log
+from events.log.registry import open_log
 from events.text import visible
 
 if TYPE_CHECKING:  # imported where used: `pitlog --help` must not load the event model
-    from events.ingest import BadLine, IngestReport
+    from events.recording.ingest import BadLine, IngestReport
 
 ANOMALY_COLUMNS = ["code", "kind", "table", "partition", "offset", "seq", "expected_seq",
                    "shoe", "round", "severity", "explanation", "rule"]
@@ -46,7 +46,7 @@ def verify(
 
     Example: pitlog verify --log pitlog-data/log --format json
     """
-    from events.verify import verify_log
+    from events.integrity.verify import verify_log
 
     uri = log_uri(log)
     if "://" not in uri or uri.startswith("file://"):  # verify must not create an empty log
@@ -91,7 +91,7 @@ def ingest_cmd(
 
     Example: pitlog ingest examples/devices.jsonl --log pitlog-data/log
     """
-    from events.ingest import default_quarantine
+    from events.recording.ingest import default_quarantine
 
     uri = log_uri(log)
     target = quarantine or default_quarantine(uri)
@@ -119,7 +119,7 @@ def ingest_cmd(
 def _ingest(stream: IO[bytes], source: str, uri: str, target: Path,
             on_reject: Callable[[BadLine], None], batch: int,
             create_topic: bool) -> IngestReport:
-    from events.ingest import ingest
+    from events.recording.ingest import ingest
 
     with open_for_writing(uri, create_topic) as event_log:
         return ingest(stream, event_log, source=source, quarantine=target, on_reject=on_reject,

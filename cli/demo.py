@@ -18,9 +18,9 @@ from typing import Any
 from cli.output import Format, Summary, render
 from cli.people import for_people
 from cli.progress import phase, progress_bar, progress_tasks
-from events.embedded_log import EmbeddedLog
 from events.errors import PitlogError
-from events.simulator import SimConfig, simulate
+from events.log.embedded.log import EmbeddedLog
+from events.simulation.simulator import SimConfig, simulate
 from projections.export import columns_of
 
 MARKER = "demo.json"

@@ -9,7 +9,8 @@ from typing import Annotated
 import typer
 
 from cli.output import Format, Summary
-from events.log import DEFAULT_DATA_DIR, EventLog, default_log_uri, open_log
+from events.log.base import DEFAULT_DATA_DIR, EventLog
+from events.log.registry import default_log_uri, open_log
 
 LogOpt = Annotated[str | None, typer.Option(
     "--log", envvar="PITLOG_LOG", show_default=False,

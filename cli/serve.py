@@ -47,7 +47,7 @@ def serve_cmd(
 
     Example: pitlog serve --port 8750 --tz America/New_York
     """
-    from events.log import open_log
+    from events.log.registry import open_log
     from projections.localtime import casino_zone
     from projections.serve.runner import check_bind, serve
 

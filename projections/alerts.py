@@ -20,9 +20,9 @@ from typing import Any
 
 import duckdb
 
-from events.alert_log import AlertSink, alert_sink
 from events.errors import LogError
-from events.log import EventLog
+from events.log.alerts import AlertSink
+from events.log.base import EventLog
 from projections.queries import rows as query_rows
 
 ALERTS_DDL = """CREATE TABLE IF NOT EXISTS alerts (
@@ -121,7 +121,7 @@ class Publisher:
         self.sink = None
         if log is not None:
             if log not in _SINKS:
-                _SINKS[log] = alert_sink(log)
+                _SINKS[log] = log.alert_sink()
             self.sink = _SINKS[log]
 
     def __call__(self) -> None:

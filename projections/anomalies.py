@@ -21,6 +21,7 @@ import duckdb
 from events.errors import ProjectionError
 from projections.queries import rows as query_rows
 from projections.reconcile import Calendar
+from projections.statistics import statistical_anomalies
 from projections.views import create_views
 
 COLUMNS = ("code", "severity", "table_id", "shoe_id", "round_no", "seqs", "explanation", "rule",
@@ -242,8 +243,6 @@ def list_anomalies(con: duckdb.DuckDBPyConnection, f: AnomalyFilter | None = Non
         progress(1, 2)
     wants_stats = f.statistics and (not codes or any(c in STATISTICAL for c in codes))
     if wants_stats and f.shoe is None and min_rank <= SEVERITIES.index("low") + 1:
-        from projections.statistics import statistical_anomalies
-
         for r in statistical_anomalies(con, calendar):
             if codes and r["code"] not in codes:
                 continue
@@ -278,7 +277,7 @@ def anomalies_touching(con: duckdb.DuckDBPyConnection, table: str, shoe: str | N
 
 
 class Labelled(Protocol):
-    """A ground-truth label (events.irregularities.TruthLabel)."""
+    """A ground-truth label (events.simulation.irregularities.TruthLabel)."""
 
     @property
     def code(self) -> str: ...

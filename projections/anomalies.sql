@@ -16,7 +16,7 @@
 
 -- The catalogue of docs/architecture.md, with the codes of issue 13 (docs/anomalies.md quotes each
 -- clause): code, severity, rule (with 13:47-20.31 written out) and what is flagged. The
--- simulator's INJECTABLE (events/irregularities.py), the severities of projections/anomalies.py
+-- simulator's INJECTABLE (events/simulation/irregularities.py), the severities of projections/anomalies.py
 -- and the CLI, and docs/anomalies.md must agree with it (tests/test_anomalies.py checks that).
 CREATE OR REPLACE VIEW anomaly_codes AS
 SELECT code, severity, CASE severity WHEN 'high' THEN 3 WHEN 'medium' THEN 2 ELSE 1 END AS severity_rank,
@@ -505,7 +505,7 @@ SELECT * FROM (
                   coalesce(' ' || CAST("value" AS VARCHAR), ''), left_card, right_card,
                   CASE WHEN meaning IN ('THREE_OF_A_KIND', 'NO_THREE_OF_A_KIND', 'THIRD_CARD')
                             AND middle_rank_before IS NOT NULL
-                       THEN ' with the third card ' || anomaly_rank(middle_rank_before) ELSE '' END),
+                       THEN ' with the third card ' || rank_label(middle_rank_before) ELSE '' END),
            occurred_at
     FROM said
     WHERE CASE meaning
@@ -772,10 +772,10 @@ money AS (
             -- The standard odds of this win: 13:47-20.31(e), (d)9.
             WHEN b.status = 'OK' AND b.expected_outcome = 'WON' AND NOT b.paytable_valid
                  AND b.paytable_seq IS NOT NULL
-                 AND (b.expected_odds < CASE WHEN b.hand = 'pair' THEN 11 WHEN b.spread = 1 THEN 5
-                                             WHEN b.spread = 2 THEN 4 WHEN b.spread = 3 THEN 2 ELSE 1 END
+                 AND (b.expected_odds < standard_odds(b.hand, b.spread)
                       -- 13:47-20.31(d)9: at a casino night three of a kind is 11 to 1 exactly.
-                      OR (b.profile = 'nj-casino-night' AND b.hand = 'pair' AND b.expected_odds <> 11))
+                      OR (b.profile = 'nj-casino-night' AND b.hand = 'pair'
+                          AND b.expected_odds <> standard_odds(b.hand, b.spread)))
                 THEN 'BELOW_MINIMUM_ODDS'
             WHEN b.status IN ('WRONG_OUTCOME', 'WRONG_AMOUNT', 'DOUBLE_SETTLED', 'NOT_OWED')
                  OR (b.status = 'UNSETTLED' AND f.finished)
@@ -788,8 +788,7 @@ money AS (
             WHEN b.amount_cents > o.original_cents THEN 'RAISE_OVER_LIMIT'
         END AS raise_code,
         CASE WHEN b.hand = 'pair' THEN 'three of a kind' ELSE printf('spread %d', b.spread) END AS line,
-        CASE WHEN b.hand = 'pair' THEN 11 WHEN b.spread = 1 THEN 5 WHEN b.spread = 2 THEN 4
-             WHEN b.spread = 3 THEN 2 ELSE 1 END AS standard_odds,
+        standard_odds(b.hand, b.spread) AS standard_odds,
         CASE b.wager_kind WHEN 'RAISE' THEN 'raise' ELSE 'wager' END AS what
     FROM suspects AS b
     LEFT JOIN originals AS o USING (table_id, shoe_id, round_no, seat, area)
@@ -1179,7 +1178,7 @@ SELECT * FROM (
 
     UNION ALL
     -- DUPLICATE_EVENT (integrity): one event id more than once in a table's stream, e.g. a
-    -- device line re-sent and recorded again (events/event_ids.py refuses that at ingest, but
+    -- device line re-sent and recorded again (events/recording/event_ids.py refuses that at ingest, but
     -- two writers at the same instant, or another writer, can still do it). One row per id,
     -- at its last copy; every copy's seq is proof.
     SELECT 'DUPLICATE_EVENT', table_id, arg_max(shoe_id, seq), arg_max(round_no, seq),

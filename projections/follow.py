@@ -42,8 +42,9 @@ from types import FrameType
 import duckdb
 
 from events.errors import LogError, ProjectionError
-from events.log import EventLog
+from events.log.base import EventLog
 from projections.alerts import create_tables as create_alert_tables
+from projections.anomalies import STORED, anomaly_source, refresh_stored_anomalies
 from projections.projector import ProjectionReport, checkpoints, project
 from projections.snapshot import publish_snapshot
 from projections.store import open_store
@@ -117,8 +118,6 @@ class Publisher:
         self.seconds: list[float] = []  # how long each publish took, logged at the end
 
     def publish(self) -> None:
-        from projections.anomalies import STORED, anomaly_source, refresh_stored_anomalies
-
         started = time.monotonic()
         if anomaly_source(self.con) != STORED:  # readers of the snapshot get them stored
             try:

@@ -8,7 +8,7 @@
 --
 -- Money is integer cents. A settlement's amount is what WagerSettled records: the winnings
 -- paid if WON (the winner's own stake comes back on top and is NOT in it), the wager collected
--- if LOST, the wager returned if VOID (events/rules.py, ExpectedSettlement).
+-- if LOST, the wager returned if VOID (events/reddog/rules.py, ExpectedSettlement).
 
 -- The calendar of a casino, whose gaming day does not start at midnight. `tz` is a time zone
 -- DuckDB knows ('America/New_York', 'UTC', or a fixed offset written 'GMT+05:30').
@@ -26,7 +26,7 @@ CREATE OR REPLACE MACRO shift_name(ts, tz, shift_starts, shift_names) AS
         len(shift_names))];
 
 -- One paytable line checked against its profile; NULL when the line is allowed. The messages
--- are word for word those of events.rules.validate_paytable (a test compares them).
+-- are word for word those of events.reddog.rules.validate_paytable (a test compares them).
 CREATE OR REPLACE MACRO paytable_line_violation(profile, board_approved, line, odds, standard) AS
     CASE
         -- 13:47-20.31(d)9: three of a kind "shall be paid at odds of 11 to 1" at a casino night,
@@ -63,11 +63,11 @@ CREATE OR REPLACE MACRO paytable_violation(profile, board_approved, s1, s2, s3, 
         THEN printf('unknown jurisdiction profile ''%s'' (known: nj-casino, nj-casino-night, gaming-authority)', profile)
         -- The standard table: 13:47-20.31(e) for the spreads, (d)9 for three of a kind.
         ELSE coalesce(
-            paytable_line_violation(profile, board_approved, 'spread_1', s1, 5),
-            paytable_line_violation(profile, board_approved, 'spread_2', s2, 4),
-            paytable_line_violation(profile, board_approved, 'spread_3', s3, 2),
-            paytable_line_violation(profile, board_approved, 'spread_4_to_11', s4, 1),
-            paytable_line_violation(profile, board_approved, 'three_of_a_kind', trips, 11))
+            paytable_line_violation(profile, board_approved, 'spread_1', s1, standard_line('spread_1')),
+            paytable_line_violation(profile, board_approved, 'spread_2', s2, standard_line('spread_2')),
+            paytable_line_violation(profile, board_approved, 'spread_3', s3, standard_line('spread_3')),
+            paytable_line_violation(profile, board_approved, 'spread_4_to_11', s4, standard_line('spread_4_to_11')),
+            paytable_line_violation(profile, board_approved, 'three_of_a_kind', trips, standard_line('three_of_a_kind')))
     END;
 
 -- One row per TableOpened: a table's profile and paytable, in force from `seq` until the
@@ -269,11 +269,11 @@ with_paytable AS (
         r.paytable_seq, r.profile,
         -- No TableOpened yet: the standard table of 13:47-20.31(e), (d)9 is assumed, and the
         -- row says so in paytable_violation.
-        coalesce(r.pays_spread_1, 5) AS pays_spread_1,
-        coalesce(r.pays_spread_2, 4) AS pays_spread_2,
-        coalesce(r.pays_spread_3, 2) AS pays_spread_3,
-        coalesce(r.pays_spread_4_to_11, 1) AS pays_spread_4_to_11,
-        coalesce(r.pays_three_of_a_kind, 11) AS pays_three_of_a_kind,
+        coalesce(r.pays_spread_1, standard_line('spread_1')) AS pays_spread_1,
+        coalesce(r.pays_spread_2, standard_line('spread_2')) AS pays_spread_2,
+        coalesce(r.pays_spread_3, standard_line('spread_3')) AS pays_spread_3,
+        coalesce(r.pays_spread_4_to_11, standard_line('spread_4_to_11')) AS pays_spread_4_to_11,
+        coalesce(r.pays_three_of_a_kind, standard_line('three_of_a_kind')) AS pays_three_of_a_kind,
         coalesce(r.valid, false) AS paytable_valid,
         CASE WHEN r.round_no IS NULL
              THEN 'recorded outside any round: no paytable applies'

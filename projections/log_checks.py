@@ -13,14 +13,14 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from events.chain import HASH_LEN
 from events.errors import LogError, ProjectionError
-from events.log import EventLog, LogRecord, record_digest
+from events.log.base import EventLog, LogRecord, record_digest
+from events.wire.chain import HASH_LEN
 
 
 def hash_ok(batch: list[LogRecord], rows: np.ndarray, table: pa.Table) -> list[bool]:
     """Per decoded row: do its bytes match its own hash, SHA-256(prev_hash || the message
-    before the hash) (events/chain.py)? False is an event altered in place after it was sealed:
+    before the hash) (events/wire/chain.py)? False is an event altered in place after it was sealed:
     CHAIN_BROKEN in the views (anomalies.sql, streams family) without running `verify`. The
     link to the previous event is the views' to check, over the stored rows, so no chain state
     lives in this process and a restart cannot lose it. One hashlib call per event: SHA-256

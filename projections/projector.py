@@ -7,9 +7,9 @@ killed at any instant therefore leaves either the whole batch and its checkpoint
 and the next run continues from the checkpoint. Records that are not pitlog events go to the
 quarantine with their reason, in the same transaction (principle 1): never dropped, never fatal.
 
-Decoding is events.batch_decode: each field is read for all the batch's messages at once, straight
-into Arrow columns (principle 5: no executemany, no per-row SQL, and no dict per record); any
-message it cannot read without ambiguity is decoded by codec.decode_raw exactly as before, so
+Decoding is events.wire.batch_decode: each field is read for all the batch's messages at once,
+straight into Arrow columns (principle 5: no executemany, no per-row SQL, and no dict per record);
+any message it cannot read without ambiguity is decoded by codec.decode_raw exactly as before, so
 what is projected and what is quarantined, with which reason, does not depend on the path.
 """
 
@@ -27,13 +27,14 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from events import codec
-from events.batch_decode import BatchDecoder
 from events.errors import LogCorruptError, ProjectionError
-from events.log import EventLog, LogRecord, record_digest
+from events.log.base import EventLog, LogRecord, record_digest
+from events.wire import codec
+from events.wire.batch_decode import BatchDecoder
 from projections import store as _store
 from projections.alerts import Publisher
-from projections.incremental import Detector
+from projections.anomalies import memory_error
+from projections.incremental import Detector, detector_for
 from projections.log_checks import check_log_holds, hash_ok
 from projections.snapshot import publish_snapshot
 
@@ -126,8 +127,6 @@ def _project_and_publish(con: duckdb.DuckDBPyConnection, log: EventLog,
                          publish_alerts: bool) -> ProjectionReport:
     detector, raised = None, 0
     if store_anomalies:
-        from projections.incremental import detector_for
-
         detector, raised = detector_for(con, progress=anomaly_progress)
     publisher = Publisher(con, log if detector is not None and publish_alerts else None)
     publisher()
@@ -313,7 +312,6 @@ class _BatchLoader:
             except duckdb.OutOfMemoryException as exc:
                 # The batch is still committed; the stored rows stay behind its checkpoint (so
                 # readers evaluate the view) until a run with more memory catches up.
-                from projections.anomalies import memory_error
 
                 self.failure = memory_error(con)
                 self.failure.__cause__ = exc

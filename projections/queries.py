@@ -15,6 +15,7 @@ import duckdb
 
 from events.errors import NotFoundError, ProjectionError
 from projections.export import Rows
+from projections.reconcile import reconcile
 
 Row = dict[str, Any]
 
@@ -137,7 +138,6 @@ def demo_summary(con: duckdb.DuckDBPyConnection) -> tuple[list[Row], list[Row]]:
     conservation, the report): handle is what was in force at each decision, so a wager removed
     before its decision (WAGER_ALTERED) is not handle. Summing the `wagers` view instead counted
     it, and the demo once showed T01's handle $25.00 above reconcile's."""
-    from projections.reconcile import reconcile
 
     summary = rows(con, """
         SELECT s.table_id,

@@ -1,10 +1,10 @@
 """Reconciliation for auditors: handle, win and hold per table, dealer, shift, gaming day and
 shoe, against the exact theoretical win; and the conservation check, to the cent.
 
-The money comes from the `ledger` view (ledger.sql); the queries are in reconcile.sql. The
-house edges are exact Fractions from events/theory.py, loaded into a temporary table as integer
-numerators over one denominator per deck count, so every theoretical figure stays exact until
-it is presented: a Decimal rounded to hundredths of a cent, next to the exact fraction.
+The money comes from the `ledger` view (ledger.sql); the queries are in reconcile.sql. The house
+edges are exact Fractions from events/reddog/theory.py, loaded into a temporary table as integer
+numerators over one denominator per deck count, so every theoretical figure stays exact until it is
+presented: a Decimal rounded to hundredths of a cent, next to the exact fraction.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from events import theory
 from events.errors import ProjectionError
-from events.rules import Paytable, PaytableError
+from events.reddog import theory
+from events.reddog.rules import STANDARD_PAYTABLE, Paytable, PaytableError
 from projections.defaults import DEFAULT_SIGMA
 from projections.export import Rows
 
@@ -140,6 +140,9 @@ def query_sql(name: str, keys: Sequence[str] = ()) -> str:
     text = _sections()[name]
     if "{keys}" in text:
         text = text.replace("{keys}", ", ".join(f'"{k}"' for k in keys))
+    if "{standard_paytable}" in text:  # the one definition, events/reddog/rules.py
+        text = text.replace("{standard_paytable}",
+                            ", ".join(str(odds) for _, odds in STANDARD_PAYTABLE.lines()))
     if "{by_round}" in text:
         text = text.replace("{by_round}", _sections()["by_round"])
     return text

@@ -3,7 +3,8 @@
 -- Each query is a section starting with a `-- name: NAME` line. Parameters are named ($tz,
 -- $day_start_minutes, $shift_starts, $shift_names, $day, $table) and always bound, never pasted.
 -- `{keys}` is replaced by column names from reconcile.GROUPINGS (a fixed whitelist), never by
--- user input.
+-- user input; `{standard_paytable}` by the standard table's five odds from
+-- events/reddog/rules.py (spreads 1, 2, 3, 4 to 11, then three of a kind).
 --
 -- The calendar: a casino's gaming day does not start at midnight. A round belongs to the
 -- gaming day and shift in which it started, on the wall clock of $tz:
@@ -27,7 +28,7 @@ tables AS (
            pays_three_of_a_kind
     FROM paytables
     UNION
-    SELECT DISTINCT table_id, 5, 4, 2, 1, 11 FROM decks
+    SELECT DISTINCT table_id, {standard_paytable} FROM decks
 )
 SELECT DISTINCT d.decks, t.pays_spread_1, t.pays_spread_2, t.pays_spread_3,
        t.pays_spread_4_to_11, t.pays_three_of_a_kind

@@ -6,7 +6,7 @@ Every figure in a table cell carries its exact value in `data-value` (integer ce
 percentages), so a test, or an auditor's script, can read the numbers back.
 
 Sections: hold against theoretical by table and by dealer; anomalies over time (from the
-`anomalies` view when it exists); outcome frequencies against events.theory's exact
+`anomalies` view when it exists); outcome frequencies against events.reddog.theory's exact
 probabilities, with a chi-square statistic; the conservation check; the ledger's statuses.
 """
 
@@ -23,7 +23,7 @@ from typing import Any
 import duckdb
 
 from events.errors import NotFoundError
-from events.theory import SPREADS, outcome_probabilities
+from events.reddog.theory import SPREADS, outcome_probabilities
 from projections import reconcile as rc
 from projections.report_charts import escape, hold_chart, outcome_chart, timeline_chart
 from projections.statistics import chi_square_sf, pearson
@@ -201,7 +201,7 @@ def _place(r: Row) -> str:
 
 def outcome_rows(counts: list[Row]) -> list[Row]:
     """Observed and expected rounds per outcome; expected = sum over deck counts of rounds
-    dealt from that many decks times events.theory.outcome_probabilities (exact)."""
+    dealt from that many decks times events.reddog.theory.outcome_probabilities (exact)."""
     by_decks: dict[int, int] = {}
     observed = dict.fromkeys(OUTCOMES, 0)
     for r in counts:
@@ -245,7 +245,7 @@ def _outcome_section(rows: list[Row]) -> str:
     chart = outcome_chart([(r["outcome"], r["observed"], float(r["expected"])) for r in rows])
     legend = ('<span class="legend" style="background:#2f6db5"></span>observed'
               '<span class="legend" style="border:2px solid #1d2430"></span>expected '
-              "(events.theory, exact, for each round's deck count)")
+              "(events.reddog.theory, exact, for each round's deck count)")
     return (f"<figure>{chart}<figcaption>{legend}. {total} rounds.{stat}</figcaption></figure>"
             + _table(["Outcome", "Observed", "Expected", "Observed %", "Expected %"], body))
 

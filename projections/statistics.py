@@ -13,7 +13,7 @@ benchmarks/bench_detection.py).
   skewed for the approximation).
 - OUTCOME_FREQUENCY: per table and deck count, the rounds' first two cards and a pair's third
   (consecutive, three of a kind, pair without, spread 1..11) against their exact probabilities
-  (events/theory.py, outcome_probabilities) by Pearson's chi-square; cells expected below 5
+  (events/reddog/theory.py, outcome_probabilities) by Pearson's chi-square; cells expected below 5
   are pooled. Flagged when the p-value is below OUTCOME_ALPHA (1 in 1,000) with at least
   MIN_FREQUENCY_ROUNDS rounds.
 
@@ -30,7 +30,7 @@ from typing import Any
 
 import duckdb
 
-from events import theory
+from events.reddog import theory
 from projections.queries import rows as query_rows
 from projections.reconcile import DEFAULT_SIGMA, Calendar, reconcile
 

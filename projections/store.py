@@ -31,14 +31,15 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from events import codec
 from events.errors import ProjectionError
+from events.wire import codec
 from projections.snapshot import (
     check_database_file,
     open_for_reading,
     publish_snapshot,
     snapshot_path,
 )
+from projections.views import create_views
 
 __all__ = ["Column", "arrow_schema", "ensure_schema", "event_columns", "open_for_reading",
            "open_store", "prepare", "publish_snapshot", "snapshot_path"]
@@ -116,7 +117,7 @@ CREATE TABLE IF NOT EXISTS checkpoints (
     PRIMARY KEY (source, log_partition)
 )"""
 # What a checkpoint remembers of the log, beside the position (issue 14): the log's id and the
-# last record it covers, its offset and SHA-256 (events.log.record_digest). Added by ALTER to
+# last record it covers, its offset and SHA-256 (events.log.base.record_digest). Added by ALTER to
 # files made before; NULL there until the next batch of that partition is committed.
 CHECKPOINT_IDENTITY = (("log_id", "VARCHAR"), ("last_offset", "BIGINT"), ("last_digest", "BLOB"))
 
@@ -276,13 +277,12 @@ def prepare(con: duckdb.DuckDBPyConnection) -> None:
     """ensure_schema and create_views, once per read-write connection."""
     if con in _PREPARED:
         return
-    from projections.views import create_views  # views.py needs the tables to exist
 
     try:
         ensure_schema(con)
     except duckdb.Error as exc:  # e.g. a read-only connection
         raise ProjectionError(f"cannot create or migrate the pitlog tables: {exc}") from exc
-    create_views(con)
+    create_views(con)  # after the tables: the views select from them
     _PREPARED.add(con)
 
 

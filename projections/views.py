@@ -12,6 +12,7 @@ from pathlib import Path
 import duckdb
 
 from events.errors import ProjectionError
+from projections.reddog_macros import macros_sql
 
 VIEWS_SQL = Path(__file__).with_name("views.sql")
 VIEW_NAMES = ("timeline", "rack", "rounds", "shoes", "settlements", "wagers", "hands")
@@ -24,15 +25,23 @@ def views_sql() -> str:
 
 # Views kept in files of their own, created after views.sql in this order (each may select from
 # the views before it): the settlement ledger and paytables, then the anomalies (which read them).
-# A file not written yet is skipped.
 MORE_SQL = tuple(VIEWS_SQL.with_name(name) for name in ("ledger.sql", "anomalies.sql"))
 
 
 def create_views(con: duckdb.DuckDBPyConnection) -> None:
-    """CREATE OR REPLACE every view (and the card_label and dollars macros) on `con`."""
-    for path in (VIEWS_SQL, *(p for p in MORE_SQL if p.exists())):
+    """CREATE OR REPLACE every view and macro on `con`: first the red dog macros generated
+    from events/reddog/rules.py, then the .sql files. A missing .sql file (a packaging slip)
+    is a ProjectionError naming it, never a store without its anomalies."""
+    try:
+        con.execute(macros_sql())
+    except duckdb.Error as exc:
+        raise ProjectionError(f"cannot create the red dog macros ({exc})") from exc
+    for path in (VIEWS_SQL, *MORE_SQL):
         try:
             con.execute(views_sql() if path == VIEWS_SQL else path.read_text())
+        except OSError as exc:
+            raise ProjectionError(f"{path}: cannot read the view definitions ({exc}); "
+                                  f"reinstall pitlog") from exc
         except duckdb.Error as exc:
             raise ProjectionError(f"{path}: cannot create the views ({exc})") from exc
 

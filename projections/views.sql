@@ -9,10 +9,8 @@
 -- view is a pure function of the log's contents: a rebuild gives the same rows, bit for bit.
 
 -- A card as surveillance reads it aloud: rank (2..10, J, Q, K, A) then suit: "AS", "10H".
--- 13:47-20.31(a)2ii: J=11, Q=12, K=13, A=14.
-CREATE OR REPLACE MACRO card_label(rank, suit) AS
-    CASE rank WHEN 11 THEN 'J' WHEN 12 THEN 'Q' WHEN 13 THEN 'K' WHEN 14 THEN 'A'
-              ELSE CAST(rank AS VARCHAR) END || suit;
+-- rank_label is generated from events/reddog/rules.py (projections/reddog_macros.py).
+CREATE OR REPLACE MACRO card_label(rank, suit) AS rank_label(rank) || suit;
 
 -- Integer cents as dollars: 2500 -> '$25.00'. Money is never a float.
 CREATE OR REPLACE MACRO dollars(cents) AS

@@ -11,9 +11,10 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 
-from events import model, rules
-from events.embedded_log import EmbeddedLog
-from events.model import (
+from events.log.embedded.log import EmbeddedLog
+from events.recording.recorder import Recorder
+from events.reddog import model, rules
+from events.reddog.model import (
     Announced,
     Box,
     Card,
@@ -24,10 +25,9 @@ from events.model import (
     Suit,
     WagerKind,
 )
-from events.recorder import Recorder
-from events.rules import STANDARD_PAYTABLE, Paytable
-from events.simulator import phrase
-from events.theory import original_wager_edge, raise_edge
+from events.reddog.rules import STANDARD_PAYTABLE, Paytable
+from events.reddog.theory import original_wager_edge, raise_edge
+from events.simulation.simulator import phrase
 from projections.projector import project
 
 # 18:00 in New York (EST, UTC-5) on 28 November 2026.

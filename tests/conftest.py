@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from events import model, rules
-from events.embedded_log import EmbeddedLog
-from events.model import Announced, Box, Card, CardDrawn, CardsRacked, Meaning, Suit
-from events.recorder import Recorder
+from events.log.embedded.log import EmbeddedLog
+from events.recording.recorder import Recorder
+from events.reddog import model, rules
+from events.reddog.model import Announced, Box, Card, CardDrawn, CardsRacked, Meaning, Suit
 
 START = datetime(2026, 11, 28, 23, 0, tzinfo=UTC)
 _RANKS = {"J": 11, "Q": 12, "K": 13, "A": 14}

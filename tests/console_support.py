@@ -20,8 +20,8 @@ from zoneinfo import ZoneInfo
 import duckdb
 import pytest
 
-from events.embedded_log import EmbeddedLog
-from events.simulator import SimConfig, simulate
+from events.log.embedded.log import EmbeddedLog
+from events.simulation.simulator import SimConfig, simulate
 from projections.projector import project
 
 CHROMIUM = Path("/usr/bin/chromium")

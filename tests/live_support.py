@@ -14,9 +14,10 @@ from pathlib import Path
 
 import duckdb
 
-from events.embedded_log import EmbeddedLog
-from events.log import EventLog, open_log
-from events.simulator import SimConfig, simulate
+from events.log.base import EventLog
+from events.log.embedded.log import EmbeddedLog
+from events.log.registry import open_log
+from events.simulation.simulator import SimConfig, simulate
 from projections.anomalies import STATISTICAL, STORED
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -92,7 +93,7 @@ def assert_exact(con: duckdb.DuckDBPyConnection) -> None:
 
 _CHILD = """
 import sys
-from events.log import open_log
+from events.log.registry import open_log
 from projections.projector import project
 log = open_log(sys.argv[1])
 while True:

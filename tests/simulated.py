@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from events.embedded_log import EmbeddedLog
-from events.simulator import SimConfig, simulate
+from events.log.embedded.log import EmbeddedLog
+from events.simulation.simulator import SimConfig, simulate
 from projections.projector import project
 
 

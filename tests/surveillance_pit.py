@@ -16,10 +16,10 @@ from typing import Any
 
 import duckdb
 
-from events import model, rules
-from events.embedded_log import EmbeddedLog
-from events.irregularities import record_tampered
-from events.model import (
+from events.log.embedded.log import EmbeddedLog
+from events.recording.recorder import Recorder
+from events.reddog import model, rules
+from events.reddog.model import (
     Announced,
     Box,
     BurnReason,
@@ -33,8 +33,8 @@ from events.model import (
     Suit,
     WagerKind,
 )
-from events.recorder import Recorder
-from events.simulator import phrase
+from events.simulation.irregularities import record_tampered
+from events.simulation.simulator import phrase
 from projections.anomalies import AnomalyFilter, list_anomalies
 from projections.projector import project
 

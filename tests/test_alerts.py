@@ -15,9 +15,9 @@ import pytest
 from kafka import KafkaConsumer, TopicPartition
 from live_support import ROOT, feed, fill, kill_repeatedly, random_cuts, source_log
 
-from events.alert_log import EmbeddedAlertLog
-from events.embedded_log import EmbeddedLog
-from events.log import open_log
+from events.log.embedded.alerts import EmbeddedAlertLog
+from events.log.embedded.log import EmbeddedLog
+from events.log.registry import open_log
 from projections.alerts import ALERT_ID, alerts_after
 from projections.anomalies import STORED
 from projections.projector import project

@@ -11,9 +11,9 @@ from pathlib import Path
 
 from surveillance_pit import LEFT, LOST, MIDDLE, ORIGINAL, RAISE, RIGHT, VOID, WON, Pit, opened
 
-from events import model
-from events.model import BurnReason, Choice, Fault, Instrument, Meaning, ShuffleMethod
-from events.rules import Paytable
+from events.reddog import model
+from events.reddog.model import BurnReason, Choice, Fault, Instrument, Meaning, ShuffleMethod
+from events.reddog.rules import Paytable
 
 SPREAD, RAISES_CLOSED, THIRD_CARD = Meaning.SPREAD, Meaning.RAISES_CLOSED, Meaning.THIRD_CARD
 
@@ -662,7 +662,7 @@ def test_the_catalogue_is_the_same_everywhere_it_is_written(tmp_path: Path) -> N
     import duckdb
 
     from cli.commands_surveillance import Severity
-    from events.irregularities import INJECTABLE
+    from events.simulation.irregularities import INJECTABLE
     from projections.anomalies import SEVERITIES, STATISTICAL, catalogue
 
     db = opened(tmp_path).project()

@@ -22,9 +22,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from events import avro_writer, codec, model
-from events.embedded_log import EmbeddedLog
-from events.simulator import SimConfig, simulate
+from events.log.embedded.log import EmbeddedLog
+from events.reddog import model
+from events.simulation.simulator import SimConfig, simulate
+from events.wire import avro_writer, codec
 
 REG = codec.registry()
 SCHEMAS = sorted(REG.by_fingerprint.values(), key=lambda sv: (sv.event_type, sv.version))
@@ -164,8 +165,8 @@ def test_encode_of_an_older_version_refuses_a_field_it_would_lose() -> None:
 
 def test_record_us_writes_what_record_writes_and_refuses_the_same_times(tmp_path: Any) -> None:
     """The simulator's and ingest's path (integer micros) and the datetime path agree."""
-    from events.limits import ValueLimitError
-    from events.recorder import Recorder
+    from events.recording.limits import ValueLimitError
+    from events.recording.recorder import Recorder
 
     event = model.WagerPlaced(seat=2, area=1, player_id="P-é", amount_cents=2500)
     at = datetime(2026, 11, 28, 23, 0, 1, 250_001, tzinfo=UTC)

@@ -1,6 +1,6 @@
 """The batch decoder against the per-message decoder: the same rows, the same refusals.
 
-events/batch_decode.py reads each field for every message of a batch at once and sends
+events/wire/batch_decode.py reads each field for every message of a batch at once and sends
 whatever it cannot read without ambiguity to codec.decode_raw. These tests hold it to
 decode_raw, message by message: every event type, both CardDrawn versions, values the codec's
 validation refuses, and corrupt bytes of every kind, mixed in one batch in any order.
@@ -23,9 +23,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from events import codec, model
-from events.batch_decode import BatchDecoder
 from events.errors import DecodeError
+from events.reddog import model
+from events.wire import codec
+from events.wire.batch_decode import BatchDecoder
 from projections.store import arrow_schema, event_columns
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

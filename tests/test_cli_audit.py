@@ -17,7 +17,7 @@ from audit_scenarios import MONEY, ORIGINAL, Floor, evening
 from typer.testing import CliRunner
 
 from cli.app import app
-from events.model import SettledAs
+from events.reddog.model import SettledAs
 
 runner = CliRunner()
 REPO = Path(__file__).resolve().parents[1]

@@ -14,8 +14,8 @@ from simulated import simulated_db
 from typer.testing import CliRunner
 
 from cli.app import PANELS, app
-from events.embedded_log import EmbeddedLog
-from events.simulator import SimConfig, simulate
+from events.log.embedded.log import EmbeddedLog
+from events.simulation.simulator import SimConfig, simulate
 
 PITLOG = str(Path(sys.executable).parent / "pitlog")
 runner = CliRunner()
@@ -194,7 +194,7 @@ def test_demo_says_why_it_takes_a_folder() -> None:
                    if "--data-dir" in _spellings(o)]
     text = " ".join(data_dir.help.split())  # type: ignore[attr-defined]
     assert "--log DIR/log --db DIR/pitlog.duckdb" in text
-    from events.log import DEFAULT_DATA_DIR
+    from events.log.base import DEFAULT_DATA_DIR
 
     # Its default folder is the other commands' default, so `pitlog demo` then `pitlog shoes`
     # needs no options at all.

@@ -18,10 +18,10 @@ from typer.testing import CliRunner
 
 from cli import app as app_module
 
-HEAVY = ("pyarrow", "numpy", "matplotlib", "starlette", "uvicorn", "events.simulator",
+HEAVY = ("pyarrow", "numpy", "matplotlib", "starlette", "uvicorn", "events.simulation.simulator",
          "projections.projector", "projections.report_charts", "pandas", "polars",
          # a lookup reads the views, never the log's events: no Avro, no event model
-         "fastavro", "events.model", "events.codec")
+         "fastavro", "events.reddog.model", "events.wire.codec")
 
 _RUN = """
 import json, sys
@@ -80,7 +80,7 @@ def test_replay_imports_duckdb_but_no_heavy_library(tmp_path: Path, db: Path) ->
 def test_the_check_sees_a_command_that_needs_the_simulator(tmp_path: Path) -> None:
     modules, _ = _modules(tmp_path, "simulate", "--tables", "1", "--rounds", "1",
                           "--log", str(tmp_path / "log"))
-    assert "events.simulator" in modules
+    assert "events.simulation.simulator" in modules
 
 
 def test_every_command_of_the_table_loads_and_the_help_lists_exactly_them() -> None:

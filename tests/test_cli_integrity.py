@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from events.embedded_log import EmbeddedLog
+from events.log.embedded.log import EmbeddedLog
 
 PITLOG = [sys.executable, "-m", "cli.app"]
 REPO = Path(__file__).resolve().parent.parent

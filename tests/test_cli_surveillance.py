@@ -16,8 +16,8 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.app import app
-from events.embedded_log import EmbeddedLog
-from events.simulator import SimConfig, simulate
+from events.log.embedded.log import EmbeddedLog
+from events.simulation.simulator import SimConfig, simulate
 from projections.anomalies import COLUMNS, AnomalyFilter, list_anomalies
 from projections.projector import project
 

@@ -14,8 +14,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from events import chain, codec, model
 from events.errors import DecodeError
+from events.reddog import model
+from events.wire import chain, codec
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 timestamps = st.integers(0, 4_102_444_800_000_000).map(

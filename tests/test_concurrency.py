@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from events import codec, model
-from events.embedded_log import EmbeddedLog
 from events.errors import ConcurrencyError
-from events.recorder import Recorder
-from events.verify import verify_log
+from events.integrity.verify import verify_log
+from events.log.embedded.log import EmbeddedLog
+from events.recording.recorder import Recorder
+from events.reddog import model
+from events.wire import codec
 
 T0 = datetime(2026, 11, 28, 21, 0, tzinfo=UTC)
 

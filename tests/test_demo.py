@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from events.log import open_log
+from events.log.registry import open_log
 
 PITLOG = str(Path(sys.executable).parent / "pitlog")
 REPO = Path(__file__).resolve().parents[1]

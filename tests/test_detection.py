@@ -1,9 +1,9 @@
 """Detection against the simulator's ground truth: precision and recall per anomaly code.
 
 The simulator injects every rule and integrity code at a configurable rate and labels each
-injection with the codes it must raise (events/irregularities.py); the projected anomaly views
-must find exactly those, nothing more, nothing less. A clean evening raises no rule anomaly at
-all. Also here: the statistics behind HOLD_VARIANCE and OUTCOME_FREQUENCY.
+injection with the codes it must raise (events/simulation/irregularities.py); the projected anomaly
+views must find exactly those, nothing more, nothing less. A clean evening raises no rule anomaly
+at all. Also here: the statistics behind HOLD_VARIANCE and OUTCOME_FREQUENCY.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ import duckdb
 import pytest
 from surveillance_pit import LEFT, LOST, MIDDLE, ORIGINAL, RIGHT, Pit
 
-from events.embedded_log import EmbeddedLog
-from events.irregularities import INJECTABLE, TruthLabel
-from events.model import Meaning
-from events.simulator import SimConfig, simulate
+from events.log.embedded.log import EmbeddedLog
+from events.reddog.model import Meaning
+from events.simulation.irregularities import INJECTABLE, TruthLabel
+from events.simulation.simulator import SimConfig, simulate
 from projections.anomalies import STATISTICAL, AnomalyFilter, list_anomalies, score
 from projections.projector import project
 from projections.statistics import chi_square_sf, pearson

@@ -14,7 +14,7 @@ import pytest
 from surveillance_pit import EVENING, LEFT, MIDDLE, ORIGINAL, RIGHT, VOID, WON, Pit, opened
 
 from events.errors import NotFoundError
-from events.model import Choice, Meaning
+from events.reddog.model import Choice, Meaning
 from projections.dispute import Dispute, dispute
 
 

@@ -14,7 +14,7 @@ import duckdb
 import pytest
 from surveillance_pit import EVENING, opened
 
-from events import model
+from events.reddog import model
 from projections import moment
 from projections.dispute import dispute
 from projections.localtime import parse_zone

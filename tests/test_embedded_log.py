@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from events.embedded_log import FRAME, EmbeddedLog, partition_for
 from events.errors import LogError
+from events.log.embedded.log import FRAME, EmbeddedLog, partition_for
 
 
 def _items(n: int, tables: int = 3) -> list[tuple[bytes, bytes]]:

@@ -22,10 +22,10 @@ import duckdb
 import pytest
 from test_verify import record_events
 
-from events.embedded_log import EmbeddedLog
-from events.embedded_segment import JOURNAL
 from events.errors import LogError, ProjectionError
-from events.verify import verify_log
+from events.integrity.verify import verify_log
+from events.log.embedded.log import EmbeddedLog
+from events.log.embedded.segment import JOURNAL
 from projections.projector import project
 from projections.store import CHECKPOINTS_DDL
 
@@ -184,8 +184,8 @@ def test_the_hash_check_survives_restarts_exactly_once(tmp_path: Path) -> None:
 _CHILD = textwrap.dedent("""
     import os, resource, sys
     from pathlib import Path
-    from events.embedded_log import EmbeddedLog
-    import events.embedded_log as el
+    from events.log.embedded.log import EmbeddedLog
+    import events.log.embedded.log as el
     folder, mode = Path(sys.argv[1]), sys.argv[2]
     log = EmbeddedLog(folder)
     items = [(f"T{i % 4:02d}".encode(), bytes([i % 251]) * 3000) for i in range(40)]

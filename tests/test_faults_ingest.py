@@ -18,12 +18,12 @@ import duckdb
 from test_faults import PITLOG, pitlog
 from test_verify import T0, record_events
 
-from events import model
-from events.embedded_log import EmbeddedLog
-from events.event_ids import EventIdIndex, event_id_of
-from events.ingest import IngestReport, ingest
-from events.recorder import Recorder
-from events.verify import verify_log
+from events.integrity.verify import verify_log
+from events.log.embedded.log import EmbeddedLog
+from events.recording.event_ids import EventIdIndex, event_id_of
+from events.recording.ingest import IngestReport, ingest
+from events.recording.recorder import Recorder
+from events.reddog import model
 from projections.projector import project
 
 # --- ingest resumes safely: each device line once ---------------------------------------------
@@ -147,7 +147,7 @@ def test_a_duplicate_event_id_in_the_log_is_an_anomaly(tmp_path: Path) -> None:
 def test_the_derived_event_id_is_the_rfc_4122_name_based_uuid_of_the_line() -> None:
     import uuid
 
-    from events.event_ids import _LINE_NAMESPACE, derived_event_id
+    from events.recording.event_ids import _LINE_NAMESPACE, derived_event_id
 
     for table, actor, seq in [("T01", "SHOE-1", 1), ("Tü7", "TERM-9", 2**40)]:
         assert derived_event_id(table, actor, seq) == str(

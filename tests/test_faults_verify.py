@@ -14,9 +14,9 @@ import pytest
 from test_faults import ROOT, pitlog
 from test_verify import record_events
 
-from events.embedded_log import EmbeddedLog
 from events.errors import ProjectionError
-from events.verify import verify_log
+from events.integrity.verify import verify_log
+from events.log.embedded.log import EmbeddedLog
 from projections.projector import project
 
 # --- verify never trusts the index; a damaged partition does not stop the others -------------

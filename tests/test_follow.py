@@ -15,8 +15,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from events.embedded_log import EmbeddedLog
-from events.simulator import SimConfig, simulate
+from events.log.embedded.log import EmbeddedLog
+from events.simulation.simulator import SimConfig, simulate
 from projections.follow import Commit, Follower, follow
 from projections.projector import ProjectionReport
 from projections.snapshot import database_path, open_for_reading, snapshot_path

@@ -17,13 +17,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from events import chain, codec, model
-from events.embedded_log import EmbeddedLog
-from events.envelope import EnvelopeReader
 from events.errors import DecodeError
-from events.log import LogRecord
-from events.recorder import Recorder
-from events.verify import CHAIN_BROKEN, verify_records
+from events.integrity.verify import CHAIN_BROKEN, verify_records
+from events.log.base import LogRecord
+from events.log.embedded.log import EmbeddedLog
+from events.recording.recorder import Recorder
+from events.reddog import model
+from events.wire import chain, codec
+from events.wire.envelope import EnvelopeReader
 from projections.projector import project
 
 T0 = datetime(2026, 11, 28, 21, 0, tzinfo=UTC)

@@ -21,8 +21,9 @@ from live_support import (
     source_log,
 )
 
-from events.embedded_log import EmbeddedLog
-from events.log import EventLog, open_log
+from events.log.base import EventLog
+from events.log.embedded.log import EmbeddedLog
+from events.log.registry import open_log
 from projections.anomalies import STORED, anomaly_source
 from projections.incremental import take_recorded
 from projections.projector import project

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from events import codec, model
-from events.embedded_log import EmbeddedLog
 from events.errors import ConcurrencyError
-from events.ingest import (
+from events.integrity.verify import verify_log
+from events.log.embedded.log import EmbeddedLog
+from events.recording.ingest import (
     MAX_LINE_BYTES,
     BadLine,
     LineRejected,
@@ -26,7 +26,8 @@ from events.ingest import (
     ingest,
     parse_line,
 )
-from events.verify import verify_log
+from events.reddog import model
+from events.wire import codec
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -182,7 +183,7 @@ def test_an_overlong_a_non_utf8_and_an_empty_line_are_quarantined_exactly(tmp_pa
 def test_docs_list_every_event_type_with_exactly_its_fields() -> None:
     import re
 
-    from events.device_line import payload_fields
+    from events.recording.device_line import payload_fields
 
     doc = (EXAMPLES.parent / "docs" / "ingest.md").read_text()
     rows = dict(re.findall(r"^\| `(\w+)` \| (.*) \|$", doc, flags=re.M))
@@ -234,8 +235,8 @@ def test_two_concurrent_ingests_of_one_table_both_land_gapless(tmp_path: Path) -
 _RSS_SCRIPT = """
 import io, resource, sys
 from pathlib import Path
-from events.embedded_log import EmbeddedLog
-from events.ingest import ingest
+from events.log.embedded.log import EmbeddedLog
+from events.recording.ingest import ingest
 
 n, folder = int(sys.argv[1]), Path(sys.argv[2])
 
@@ -269,7 +270,7 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, report.seconds)
 class PartlyCommittingLog(EmbeddedLog):
     """The embedded log, except that its first conditional append commits only table T01's
     events and then reports a conflict on the rest, as Kafka with fencing can (one transaction
-    per table: events/kafka_fencing.py)."""
+    per table: events/log/kafka/fencing.py)."""
 
     conflicts = 1
 

@@ -1,5 +1,5 @@
 """Writer concurrency on Kafka: two recorders of one table never both take a sequence number
-(issue 6, point 5; events/kafka_fencing.py).
+(issue 6, point 5; events/log/kafka/fencing.py).
 
 With ``fencing=true`` every writer of a table appends through a transactional producer whose
 transactional.id is the table's own: the newest writer fences the older ones, checks the table's
@@ -23,11 +23,13 @@ import pytest
 from kafka import KafkaConsumer, TopicPartition
 from kafka_support import produce_raw
 
-from events import codec, model
 from events.errors import ConcurrencyError, LogError
-from events.kafka_log import KafkaLog
-from events.recorder import Recorder
-from events.verify import verify_log
+from events.integrity.verify import verify_log
+from events.log.base import ConditionalAppend
+from events.log.kafka.log import FencedKafkaLog, KafkaLog
+from events.recording.recorder import Recorder
+from events.reddog import model
+from events.wire import codec
 
 pytestmark = pytest.mark.kafka
 
@@ -260,8 +262,9 @@ def test_a_transaction_left_open_by_a_killed_writer_is_aborted_by_the_next_write
 def test_fencing_is_opt_in_per_log_address(kafka_uri: str) -> None:
     plain = KafkaLog.from_uri(kafka_uri)
     fenced = _fenced(kafka_uri)
-    try:  # the recorder checks heads only where the log offers append_expecting
-        assert not hasattr(plain, "append_expecting") and hasattr(fenced, "append_expecting")
+    try:  # the recorder checks heads only on a log that declares ConditionalAppend
+        assert not isinstance(plain, ConditionalAppend) and not hasattr(plain, "append_expecting")
+        assert isinstance(fenced, FencedKafkaLog) and isinstance(fenced, ConditionalAppend)
     finally:
         plain.close()
         fenced.close()

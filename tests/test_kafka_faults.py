@@ -21,12 +21,13 @@ import duckdb
 import pytest
 from kafka_support import content_digests, dedicated_broker, produce_raw, topic_for
 
-from events import chain, codec, model
 from events.errors import PitlogError
-from events.kafka_log import KafkaLog
-from events.log import open_log
-from events.recorder import Recorder, scan_heads
-from events.simulator import SimConfig, simulate
+from events.log.kafka.log import KafkaLog
+from events.log.registry import open_log
+from events.recording.recorder import Recorder, scan_heads
+from events.reddog import model
+from events.simulation.simulator import SimConfig, simulate
+from events.wire import chain, codec
 from projections.projector import project
 from projections.snapshot import snapshot_path
 
@@ -287,7 +288,7 @@ def test_an_unreachable_broker_is_a_log_error_naming_the_address() -> None:
 
 
 def test_security_settings_come_from_pitlog_kafka_variables() -> None:
-    from events.kafka_log import security_settings
+    from events.log.kafka.settings import security_settings
 
     settings = security_settings({
         "PITLOG_KAFKA_SECURITY_PROTOCOL": "SASL_SSL",
@@ -305,7 +306,7 @@ def test_security_settings_come_from_pitlog_kafka_variables() -> None:
 
 _BROKER_GONE = """
 import sys
-import events.kafka_log as k
+import events.log.kafka.log as k
 first = k.KafkaLog._get_producer
 def producer(self, *args):
     # The topic was made and its heads read: from the first append on, the broker is gone

@@ -11,8 +11,8 @@ import pytest
 from kafka_support import WALL_CLOCK_COLUMNS, content_digests, relation_digest
 
 from events.errors import LogError
-from events.log import open_log
-from events.simulator import SimConfig, simulate
+from events.log.registry import open_log
+from events.simulation.simulator import SimConfig, simulate
 from projections.projector import project
 
 pytestmark = pytest.mark.kafka

@@ -14,10 +14,11 @@ from audit_scenarios import ORIGINAL, RAISE, Floor
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from events import model, rules
-from events.model import Box, Choice, Meaning, SettledAs
-from events.rules import STANDARD_PAYTABLE, Paytable, PaytableError
+from events.reddog import model, rules
+from events.reddog.model import Box, Choice, Meaning, SettledAs
+from events.reddog.rules import STANDARD_PAYTABLE, Paytable, PaytableError
 from projections.reconcile import ledger_rows
+from projections.reddog_macros import macros_sql
 
 WON, LOST, VOID = SettledAs.WON, SettledAs.LOST, SettledAs.VOID
 LEDGER_SQL = Path(__file__).resolve().parents[1] / "projections" / "ledger.sql"
@@ -294,8 +295,10 @@ def test_sql_paytable_violation_equals_validate_paytable(
 
 @cache
 def _macros() -> duckdb.DuckDBPyConnection:
-    """An in-memory database with ledger.sql's macros only (they need no events table)."""
+    """An in-memory database with ledger.sql's macros only (they need no events table), over
+    the red dog macros generated from events/reddog/rules.py."""
     con = duckdb.connect()
+    con.execute(macros_sql())
     con.execute(LEDGER_SQL.read_text().split("-- One row per TableOpened")[0])
     return con
 

@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 from kafka_support import POSITION_COLUMNS, WALL_CLOCK_COLUMNS, content_digests
 
-from events.embedded_log import EmbeddedLog
-from events.log import EventLog, LogRecord, open_log
-from events.simulator import SimConfig, simulate
+from events.log.base import EventLog, LogRecord
+from events.log.embedded.log import EmbeddedLog
+from events.log.registry import open_log
+from events.simulation.simulator import SimConfig, simulate
 from projections.projector import project
 
 PARTITIONS = 4
@@ -63,7 +64,7 @@ def _records(log: EventLog, start: dict[int, int] | None = None,
 
 
 class TestEventLogContract:
-    """Every backend of events.log.EventLog passes these tests unchanged."""
+    """Every backend of events.log.base.EventLog passes these tests unchanged."""
 
     def test_append_returns_gapless_offsets_per_partition(self, event_log: EventLog) -> None:
         first = event_log.append(_items(60, tables=12))

@@ -16,9 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from events.embedded_log import EmbeddedLog
 from events.errors import NotFoundError, ProjectionError
-from events.log import EventLog, LogRecord
+from events.log.base import EventLog, LogRecord
+from events.log.embedded.log import EmbeddedLog
 from projections.projector import checkpoints, project
 from projections.store import event_columns, open_for_reading, open_store, snapshot_path
 from projections.views import digest_views
@@ -228,7 +228,7 @@ def test_interrupt_between_batches_keeps_committed_batches_and_resumes(
 _KILLABLE = """
 import sys
 from pathlib import Path
-from events.embedded_log import EmbeddedLog
+from events.log.embedded.log import EmbeddedLog
 from projections.projector import project
 project(EmbeddedLog(Path(sys.argv[1])), sys.argv[2], batch_size=20,
         progress=lambda done: print(done, flush=True))
@@ -308,7 +308,7 @@ def test_an_int_past_32_bits_is_quarantined_naming_the_field_and_the_rest_projec
 
     import fastavro
 
-    from events import codec
+    from events.wire import codec
 
     tb = table("T01")
     tb.tap_in("D1")

@@ -1,5 +1,5 @@
 """Reconciliation and conservation on hand-built evenings, to the cent, with the theoretical
-win exact (events.theory's Fractions), for each jurisdiction profile."""
+win exact (events.reddog.theory's Fractions), for each jurisdiction profile."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ import duckdb
 import pytest
 from audit_scenarios import MONEY, ORIGINAL, PROMO, THEO, Floor, evening
 
-from events.model import SettledAs
-from events.rules import STANDARD_PAYTABLE
-from events.theory import original_wager_edge, raise_edge
+from events.reddog.model import SettledAs
+from events.reddog.rules import STANDARD_PAYTABLE
+from events.reddog.theory import original_wager_edge, raise_edge
 from projections.reconcile import (
     Calendar,
     ReconcileError,

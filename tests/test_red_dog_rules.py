@@ -17,9 +17,9 @@ import pytest
 from surveillance_pit import LEFT, LOST, MIDDLE, ORIGINAL, RAISE, RIGHT, VOID, WON, Pit, opened
 from surveillance_pit import card as card_of
 
-from events import model
-from events.model import Box, BurnReason, Instrument, Meaning, ShuffleMethod, Suit
-from events.rules import Paytable
+from events.reddog import model
+from events.reddog.model import Box, BurnReason, Instrument, Meaning, ShuffleMethod, Suit
+from events.reddog.rules import Paytable
 from projections.dispute import dispute
 
 SPREAD, RAISES_CLOSED, THIRD_CARD = Meaning.SPREAD, Meaning.RAISES_CLOSED, Meaning.THIRD_CARD
@@ -593,11 +593,11 @@ def test_a_correct_burn_disclosure_and_a_reshuffling_shoe_without_burns_raise_no
 
 def test_clean_rounds_keep_their_theoretical_win_and_ledger(tmp_path: Path) -> None:
     """Rounds dealt correctly: the reconciliation's theoretical win is the exact edge times the
-    wagers (events.theory), as before this issue, and every settlement is OK."""
+    wagers (events.reddog.theory), as before this issue, and every settlement is OK."""
     import json
     from fractions import Fraction
 
-    from events import theory
+    from events.reddog import theory
     from projections.reconcile import reconcile
 
     pit = opened(tmp_path)

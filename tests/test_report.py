@@ -17,8 +17,8 @@ import duckdb
 import pytest
 from audit_scenarios import MONEY, ORIGINAL, THEO, Floor, evening
 
-from events.model import SettledAs
-from events.theory import outcome_probabilities
+from events.reddog.model import SettledAs
+from events.reddog.theory import outcome_probabilities
 from projections.reconcile import Calendar
 from projections.report import build_report, chi_square, outcome_rows
 from projections.statistics import chi_square_sf, pearson

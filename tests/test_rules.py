@@ -1,4 +1,5 @@
-"""Tests of events.rules: card values, spread, classification, profiles, paytables, settlement."""
+"""Tests of events.reddog.rules: card values, spread, classification, profiles, paytables,
+settlement."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from events.errors import PitlogError, RuleError
-from events.rules import (
+from events.reddog.rules import (
     PROFILES,
     RANK_MAX,
     RANK_MIN,
@@ -26,7 +27,6 @@ from events.rules import (
     card_value,
     classify,
     profile_rules,
-    round_result,
     settle_wager,
     spread,
     spread_odds,
@@ -111,17 +111,6 @@ def test_third_card_strictly_between_wins_and_ends_lose() -> None:
     assert not any(third_card_wins(8, 8, t) for t in RANKS)
     assert not any(third_card_wins(8, 9, t) for t in RANKS)
     assert [t for t in RANKS if third_card_wins(2, A, t)] == list(range(3, 14))
-
-
-def test_round_result() -> None:
-    assert round_result(4, 5, None) == (HandKind.CONSECUTIVE, None, None)
-    assert round_result(Q, Q, Q) == (HandKind.PAIR, None, True)
-    assert round_result(Q, Q, 3) == (HandKind.PAIR, None, False)
-    assert round_result(Q, Q, None) == (HandKind.PAIR, None, None)
-    assert round_result(9, K, J) == (HandKind.SPREAD, 3, True)
-    assert round_result(9, K, K) == (HandKind.SPREAD, 3, False)
-    with pytest.raises(RuleError):
-        round_result(9, K, 15)
 
 
 # --- profiles ----------------------------------------------------------------------------------

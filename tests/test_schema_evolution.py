@@ -14,15 +14,16 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from events import chain, codec, model
-from events.embedded_log import EmbeddedLog
 from events.errors import EncodeError
-from events.recorder import Recorder, TableHead
-from events.verify import verify_log
+from events.integrity.verify import verify_log
+from events.log.embedded.log import EmbeddedLog
+from events.recording.recorder import Recorder, TableHead
+from events.reddog import model
+from events.wire import chain, codec
 from projections.projector import project
 
 T0 = datetime(2026, 11, 28, 21, 0, tzinfo=UTC)
-SCHEMAS = Path(codec.__file__).resolve().parent.parent / "schemas"
+SCHEMAS = codec.schemas_dir()  # the repository's schemas/ (PITLOG_SCHEMAS is unset here)
 
 
 def _env(seq: int, position: int | None, prev: bytes = model.GENESIS_HASH) -> model.Envelope:

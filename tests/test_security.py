@@ -260,8 +260,8 @@ def _wager(seq: int, amount: object, **over: object) -> dict[str, object]:
 def _ingest_lines(tmp_path: Path, lines: list[str]) -> tuple[object, list[object], object]:
     import io
 
-    from events.embedded_log import EmbeddedLog
-    from events.ingest import ingest
+    from events.log.embedded.log import EmbeddedLog
+    from events.recording.ingest import ingest
 
     log = EmbeddedLog(tmp_path / "log", partitions=2)
     bad: list[object] = []
@@ -298,7 +298,7 @@ def test_values_out_of_range_are_quarantined_and_the_rest_recorded(
         tmp_path: Path, line: dict[str, object], reason: str) -> None:
     import json
 
-    from events import codec
+    from events.wire import codec
 
     lines = [json.dumps(_wager(1, 500)), json.dumps(line), json.dumps(_wager(3, 700))]
     report, bad, log = _ingest_lines(tmp_path, lines)
@@ -340,10 +340,10 @@ def test_the_recorder_refuses_them_for_every_writer(tmp_path: Path) -> None:
     """The Python API (and so the simulator) goes through the same check, before stamping."""
     from datetime import UTC, datetime
 
-    from events import model
-    from events.embedded_log import EmbeddedLog
-    from events.limits import ValueLimitError
-    from events.recorder import Recorder
+    from events.log.embedded.log import EmbeddedLog
+    from events.recording.limits import ValueLimitError
+    from events.recording.recorder import Recorder
+    from events.reddog import model
 
     log = EmbeddedLog(tmp_path / "log", partitions=1)
     rec = Recorder(log)
@@ -373,7 +373,7 @@ def test_the_read_side_handles_the_extremes_that_are_accepted(tmp_path: Path) ->
     recorded, projected, and every money command still answers (no INT64 overflow)."""
     import json
 
-    from events.limits import MAX_AMOUNT_CENTS, MAX_ODDS
+    from events.recording.limits import MAX_AMOUNT_CENTS, MAX_ODDS
 
     out = []
     for i, text in enumerate((REPO / "examples" / "devices.jsonl").read_text().splitlines()):
@@ -585,10 +585,10 @@ def test_fuzzed_device_lines_are_recorded_within_limits_or_quarantined(tmp_path:
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
-    from events import codec
-    from events.embedded_log import EmbeddedLog
-    from events.ingest import ingest
-    from events.limits import check_envelope, check_event
+    from events.log.embedded.log import EmbeddedLog
+    from events.recording.ingest import ingest
+    from events.recording.limits import check_envelope, check_event
+    from events.wire import codec
 
     base = [json.loads(x) for x in (REPO / "examples" / "devices.jsonl").read_text().splitlines()]
     runs = iter(range(10**6))
@@ -637,7 +637,7 @@ def test_fuzzed_device_lines_are_recorded_within_limits_or_quarantined(tmp_path:
 def test_an_id_with_a_control_character_is_quarantined_and_verify_stays_clean(
         tmp_path: Path) -> None:
     """An id names a table, shoe or device in keys and reports: `T07\\x00` would be a second
-    table that prints like T07, so it is refused (events/limits.py), never recorded."""
+    table that prints like T07, so it is refused (events/recording/limits.py), never recorded."""
     lines = (REPO / "examples" / "devices.jsonl").read_text().splitlines()[:3]
     bad = []
     for field, value in (("table", "T07\u0000"), ("actor", "TERM\u001b[31m7")):

@@ -17,10 +17,10 @@ import duckdb
 import pytest
 from serve_support import Server, query, run_cli, sse_events, start_server, wait_until
 
-from events.embedded_log import EmbeddedLog
-from events.simulator import SimConfig, simulate
+from events.log.embedded.log import EmbeddedLog
+from events.simulation.simulator import SimConfig, simulate
 from projections.serve import discovery
-from projections.serve.api import encoder
+from projections.serve.encoding import encoder
 from projections.snapshot import snapshot_path
 
 # Three tables; the third is appended while the server runs. LATE_RAISE is frequent, so every
@@ -312,7 +312,7 @@ def test_stop_removes_the_discovery_file_and_releases_the_database(tmp_path: Pat
 @pytest.mark.kafka
 def test_serving_a_kafka_topic_follows_it_and_streams_its_alerts(kafka_uri: str,
                                                                  tmp_path: Path) -> None:
-    from events.log import open_log
+    from events.log.registry import open_log
 
     uri = f"{kafka_uri}?partitions=3"
     with open_log(uri) as log:

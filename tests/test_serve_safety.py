@@ -15,8 +15,8 @@ import duckdb
 import pytest
 from serve_support import Server, query, request, run_cli, sse_events, start_server
 
-from events.embedded_log import EmbeddedLog
-from events.simulator import SimConfig, simulate
+from events.log.embedded.log import EmbeddedLog
+from events.simulation.simulator import SimConfig, simulate
 from projections.serve import discovery
 
 TOKEN = "s3cret-token-for-tests"

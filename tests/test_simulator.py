@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from events import chain, codec, rules
-from events.embedded_log import EmbeddedLog
-from events.model import CardDrawn, CardsRacked, WagerSettled
-from events.simulator import SimConfig, simulate
+from events.log.embedded.log import EmbeddedLog
+from events.reddog import rules
+from events.reddog.model import CardDrawn, CardsRacked, WagerSettled
+from events.simulation.simulator import SimConfig, simulate
+from events.wire import chain, codec
 
 
 def _segments(folder: Path) -> dict[str, bytes]:
@@ -86,8 +87,8 @@ def test_shoe_is_reshuffled_after_the_cutting_card(tmp_path: Path) -> None:
 def test_a_recorder_continues_past_a_foreign_record_at_a_tables_tail(tmp_path: Path) -> None:
     from datetime import UTC, datetime
 
-    from events.model import DealerTappedIn
-    from events.recorder import Recorder, scan_heads
+    from events.recording.recorder import Recorder, scan_heads
+    from events.reddog.model import DealerTappedIn
 
     log = EmbeddedLog(tmp_path / "log", partitions=1)
     simulate(log, SimConfig(seed=4, tables=1, rounds=3))

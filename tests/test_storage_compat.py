@@ -18,8 +18,8 @@ import duckdb
 import pytest
 from simulated import simulated_db
 
-from events.embedded_log import EmbeddedLog
-from events.simulator import SimConfig, simulate
+from events.log.embedded.log import EmbeddedLog
+from events.simulation.simulator import SimConfig, simulate
 from projections.projector import project
 
 OLD = "1.5.6"  # the newest duckdb-cli on PyPI, and the newest 1.x Python client

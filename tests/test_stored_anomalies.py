@@ -7,9 +7,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from events.embedded_log import EmbeddedLog
 from events.errors import ProjectionError
-from events.simulator import SimConfig, simulate
+from events.log.embedded.log import EmbeddedLog
+from events.simulation.simulator import SimConfig, simulate
 from projections.anomalies import (
     FAMILY_ROWS,
     STORED,

@@ -1,4 +1,4 @@
-"""Tests of events.theory: the closed forms against independent brute-force enumerations."""
+"""Tests of events.reddog.theory: the closed forms against independent brute-force enumerations."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from fractions import Fraction
 import pytest
 
 from events.errors import RuleError
-from events.rules import STANDARD_PAYTABLE, Paytable, settle_wager
-from events.theory import (
+from events.reddog.rules import STANDARD_PAYTABLE, Paytable, settle_wager
+from events.reddog.theory import (
     HouseEdge,
     house_edge,
     original_wager_edge,
@@ -27,7 +27,8 @@ PROMO = Paytable(spread_1=6, spread_4_to_11=2, three_of_a_kind=12)
 
 
 # --- brute force -------------------------------------------------------------------------------
-# Deliberately independent of events.theory and events.rules: its own payout table and logic.
+# Deliberately independent of events.reddog.theory and events.reddog.rules: its own payout table
+# and logic.
 
 
 def _odds(table: Paytable, s: int) -> int:
@@ -134,7 +135,7 @@ def test_single_deck_matches_real_cards() -> None:
 
 
 def test_settle_wager_agrees_with_theory() -> None:
-    # the same expectation, settled wager by wager in cents with events.rules
+    # the same expectation, settled wager by wager in cents with events.reddog.rules
     for decks in (1, 8):
         c = 4 * decks
         total = win = 0

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from events import model
-from events.embedded_log import FRAME, EmbeddedLog
-from events.log import EventLog
-from events.recorder import Recorder
-from events.verify import CHAIN_BROKEN, SEQUENCE_GAP, VerifyReport, verify_log
+from events.integrity.verify import CHAIN_BROKEN, SEQUENCE_GAP, VerifyReport, verify_log
+from events.log.base import EventLog
+from events.log.embedded.log import FRAME, EmbeddedLog
+from events.recording.recorder import Recorder
+from events.reddog import model
 
 T0 = datetime(2026, 11, 28, 21, 0, tzinfo=UTC)
 
@@ -280,7 +280,7 @@ def test_verify_locates_a_forged_and_a_replayed_record_on_a_real_kafka_topic(
     import uuid
     from contextlib import ExitStack
 
-    from events.kafka_log import KafkaLog
+    from events.log.kafka.log import KafkaLog
 
     with ExitStack() as stack:
         # CI starts one broker for the run (.ci/run); alone, this test starts its own.

@@ -11,9 +11,9 @@ import duckdb
 import pytest
 from conftest import START, HandBuiltTable, card
 
-from events import model
-from events.embedded_log import EmbeddedLog
 from events.errors import NotFoundError
+from events.log.embedded.log import EmbeddedLog
+from events.reddog import model
 from projections.projector import project
 from projections.queries import list_shoes, replay_shoe
 

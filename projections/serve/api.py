@@ -8,12 +8,10 @@ money stays in integer cents; decimals are strings (exact); fractions are "n/d".
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from decimal import Decimal
-from fractions import Fraction
 from typing import Any
 
 import duckdb
@@ -22,7 +20,17 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from events.errors import PitlogError
+from projections.alerts import alerts_after
+from projections.anomalies import AnomalyFilter, list_anomalies
+from projections.dispute import dispute as rebuild
+from projections.localtime import parse_zone
+from projections.moment import OutsideRound
+from projections.queries import list_shoes, replay_shoe, rows
+from projections.reconcile import DEFAULT_SIGMA, Calendar, ledger_rows, parse_day
+from projections.reconcile import conservation as conservation_report
+from projections.reconcile import reconcile as reconcile_report
 from projections.serve import sse
+from projections.serve.encoding import to_json
 from projections.serve.sql import bounded_query
 from projections.serve.state import ServeState
 
@@ -44,28 +52,6 @@ def routes() -> list[BaseRoute]:
 
 
 # --- encoding -------------------------------------------------------------------------------
-
-def encoder(tz: Any) -> Callable[[Any], Any]:
-    def default(value: Any) -> Any:
-        if isinstance(value, datetime):
-            return value.astimezone(tz).isoformat() if value.tzinfo else value.isoformat()
-        if isinstance(value, date):
-            return value.isoformat()
-        if isinstance(value, Decimal):
-            return str(value)
-        if isinstance(value, Fraction):
-            return f"{value.numerator}/{value.denominator}"
-        if isinstance(value, bytes | bytearray | memoryview):
-            return bytes(value).hex()
-        if isinstance(value, set | frozenset | tuple):
-            return list(value)
-        raise TypeError(f"cannot encode {type(value).__name__}")
-    return default
-
-
-def to_json(state: ServeState, body: Any) -> str:
-    return json.dumps(body, default=encoder(state.tz), allow_nan=False)
-
 
 def decimal_keys(body: Any, found: set[str] | None = None) -> set[str]:
     """The object keys whose values are Decimals somewhere in `body`: sent in the
@@ -152,8 +138,6 @@ def reading(request: Request) -> Iterator[duckdb.DuckDBPyConnection]:
 
 
 def calendar(p: dict[str, str]) -> Any:
-    from projections.reconcile import Calendar
-
     return Calendar.parse(p.get("tz", "UTC"), p.get("gaming_day_start", "06:00"),
                           p.get("shifts", "06:00,14:00,22:00"))
 
@@ -161,16 +145,12 @@ def calendar(p: dict[str, str]) -> Any:
 # --- endpoints ------------------------------------------------------------------------------
 
 def shoes(request: Request) -> Response:
-    from projections.queries import list_shoes
-
     p = params(request, "table")
     with reading(request) as con:
         return reply(request, list_shoes(con, table=p.get("table")))
 
 
 def replay(request: Request) -> Response:
-    from projections.queries import replay_shoe
-
     p = params(request, "table")
     with reading(request) as con:
         r = replay_shoe(con, request.path_params["shoe"], table=p.get("table"))
@@ -178,8 +158,6 @@ def replay(request: Request) -> Response:
 
 
 def anomalies(request: Request) -> Response:
-    from projections.anomalies import AnomalyFilter, list_anomalies
-
     state: ServeState = request.app.state.pitlog
     p = params(request, "code", "table", "shoe", "since", "until", "severity", "statistics")
     f = AnomalyFilter(codes=tuple(many(request, "code")), table=p.get("table"),
@@ -191,11 +169,7 @@ def anomalies(request: Request) -> Response:
 
 
 def dispute(request: Request) -> Response:
-    from projections.dispute import dispute as rebuild
-
     state: ServeState = request.app.state.pitlog
-    from projections.localtime import parse_zone
-    from projections.moment import OutsideRound
 
     p = params(request, "table", "at", "shoe", "round", "seat", "tz")
     if "table" not in p:
@@ -217,9 +191,6 @@ def dispute(request: Request) -> Response:
 
 
 def reconcile(request: Request) -> Response:
-    from projections.reconcile import DEFAULT_SIGMA, parse_day
-    from projections.reconcile import reconcile as run
-
     p = params(request, "by", "tz", "gaming_day_start", "shifts", "day", "table", "sigma")
     try:
         sigma = float(p.get("sigma", DEFAULT_SIGMA))
@@ -228,24 +199,20 @@ def reconcile(request: Request) -> Response:
     if not sigma >= 0:
         raise BadRequest("sigma must be a number at least 0")
     with reading(request) as con:
-        return reply(request, run(con, many(request, "by") or ["table"], calendar(p),
+        return reply(request, reconcile_report(con, many(request, "by") or ["table"], calendar(p),
                                   day=parse_day(p.get("day")), table=p.get("table"),
                                   sigma=sigma))
 
 
 def conservation(request: Request) -> Response:
-    from projections.reconcile import conservation as run
-    from projections.reconcile import parse_day
-
     p = params(request, "by", "tz", "gaming_day_start", "shifts", "day", "table")
     with reading(request) as con:
-        return reply(request, run(con, many(request, "by") or ["table", "day"], calendar(p),
-                                  day=parse_day(p.get("day")), table=p.get("table")))
+        return reply(request, conservation_report(
+            con, many(request, "by") or ["table", "day"], calendar(p),
+            day=parse_day(p.get("day")), table=p.get("table")))
 
 
 def ledger(request: Request) -> Response:
-    from projections.reconcile import ledger_rows
-
     p = params(request, "table", "shoe", "status", "exceptions")
     with reading(request) as con:
         return reply(request, ledger_rows(con, table=p.get("table"), shoe=p.get("shoe"),
@@ -294,7 +261,6 @@ ORDER BY t.table_id
 def tables(request: Request) -> Response:
     """One row per table: its paytable profile, current shoe and round, dealer, last event
     time, and the alerts raised there (alerts have no acknowledgement yet: all count as open)."""
-    from projections.queries import rows
 
     params(request)
     with reading(request) as con:
@@ -304,7 +270,6 @@ def tables(request: Request) -> Response:
 def alerts(request: Request) -> Response:
     """The alerts after `after` (an alert_seq), in raise order, at most `limit`: the JSON twin
     of the /alerts stream, for a client that polls."""
-    from projections.alerts import alerts_after
 
     p = params(request, "after", "limit")
     limit = as_int(p, "limit", 1) or 1000

@@ -33,7 +33,9 @@ from projections.console_data import (
     recent_alerts,
     replay_steps,
 )
+from projections.dispute import dispute as rebuild
 from projections.moment import OutsideRound, known_tables
+from projections.queries import list_shoes, rows
 from projections.serve import api
 from projections.serve.state import ServeState
 from projections.serve.templates.alerts import alerts_page, rows_html
@@ -75,8 +77,6 @@ def _now() -> datetime:
 # --- tables ---------------------------------------------------------------------------------
 
 def _table_rows(request: Request) -> list[Row]:
-    from projections.queries import rows
-
     with api.reading(request) as con:
         return rows(con, api._TABLES)  # the /api/tables query: one definition
 
@@ -135,7 +135,6 @@ def alert_rows(request: Request) -> Response:
 def _rebuild(request: Request, p: dict[str, str]) -> dict[str, Any]:
     """The dispute the parameters name: {'dispute', 'outside', 'alert', 'table', 'at',
     'seat', 'tables'}; at most one of 'dispute' and 'outside' is set."""
-    from projections.dispute import dispute as rebuild
 
     state = _state(request)
     seat = api.as_int(p, "seat", 1)
@@ -215,8 +214,6 @@ def incident(request: Request) -> Response:
 # --- replay ---------------------------------------------------------------------------------
 
 def shoes(request: Request) -> Response:
-    from projections.queries import list_shoes
-
     p = api.params(request, "table", "format")
     json_wanted = _wants_json(p)
     with api.reading(request) as con:

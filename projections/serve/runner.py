@@ -20,10 +20,12 @@ import duckdb
 import uvicorn
 
 from events.errors import PitlogError
-from events.log import EventLog
+from events.log.base import EventLog
 from projections.alerts import create_tables as create_alert_tables
 from projections.follow import Commit, Follower, Publisher, open_when_free
+from projections.incremental import take_recorded
 from projections.serve import discovery
+from projections.serve.app import create_app
 from projections.serve.state import ServeState
 from projections.sql_console import seal_writer
 
@@ -126,8 +128,6 @@ class Tracker:
         detector raised since the last commit. It read each one from its window when it raised
         the alert (incremental.Detector.take_recorded): no look-up in the history per commit.
         (Alerts of a whole evaluation, at start, are counted but have no latency.)"""
-        from projections.incremental import take_recorded
-
         return [max(0.0, (committed - at).total_seconds()) if at is not None else 0.0
                 for seq, at in sorted(take_recorded(self.state.con)) if seq > self.last_alert]
 
@@ -161,8 +161,6 @@ def _run(log: EventLog, db_path: Path, sock: socket.socket, stop: threading.Even
          token: str | None, tz: tzinfo | None, poll_interval: float, snapshot_every: float,
          memory_limit: str | None, sql_timeout: float, sql_max_rows: int,
          ready: threading.Event | None) -> None:
-    from projections.serve.app import create_app
-
     con: duckdb.DuckDBPyConnection | None = None
     follower_thread: threading.Thread | None = None
     try:

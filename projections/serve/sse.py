@@ -18,6 +18,8 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from events.errors import PitlogError
+from projections.alerts import alerts_after
+from projections.serve.encoding import to_json
 from projections.serve.state import ServeState
 
 KEEPALIVE_S = 15.0
@@ -36,8 +38,6 @@ def _after(request: Request) -> int:
 
 
 def _page(state: ServeState, after: int) -> list[dict[str, Any]]:
-    from projections.alerts import alerts_after
-
     cur = state.cursor()
     try:
         return alerts_after(cur, after, PAGE)
@@ -46,8 +46,6 @@ def _page(state: ServeState, after: int) -> list[dict[str, Any]]:
 
 
 async def alerts(request: Request) -> Response:
-    from projections.serve.api import to_json
-
     state: ServeState = request.app.state.pitlog
     after = _after(request)
     once = request.query_params.get("once") in ("1", "true")  # read what is there, then end

@@ -1,0 +1,122 @@
+"""The event log contract, shared by the embedded log and Kafka; it imports no backend.
+
+A log is a set of partitions; each partition is an append-only sequence of (key, value) records
+at gapless offsets from 0. The key is the table id, so every table's events stay in one
+partition, in order. Values are the codec's exact bytes. Only the backends know their storage;
+events/log/registry.py opens one by its address. What a backend can do beyond the contract is
+a type: `ConditionalAppend` (optimistic concurrency), checked with isinstance.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+
+from events.errors import LogError
+from events.log.alerts import AlertSink
+
+DEFAULT_DATA_DIR = Path("pitlog-data")
+
+
+@dataclass(frozen=True, slots=True)
+class LogRecord:
+    partition: int
+    offset: int
+    key: bytes
+    value: bytes
+
+
+def record_digest(rec: LogRecord) -> bytes:
+    """SHA-256 of a record's key and value: what a checkpoint remembers of the last record it
+    covers, for any record (a quarantined one has no chain hash of its own)."""
+    h = hashlib.sha256(struct.pack("<I", len(rec.key)))
+    h.update(rec.key)
+    h.update(rec.value)
+    return h.digest()
+
+
+class EventLog(ABC):
+    """Append-only, partitioned by key, ordered per partition."""
+
+    uri: str
+    # A name written once when the log is created (the embedded log's meta.json), so a reader
+    # can tell another log at the same address; None where the backend has none (Kafka).
+    log_id: str | None = None
+
+    @abstractmethod
+    def append(self, items: Sequence[tuple[bytes, bytes]]) -> list[tuple[int, int]]:
+        """Append (key, value) pairs in order; return each one's (partition, offset).
+
+        Durable once it returns: fsynced (embedded) or acknowledged by all in-sync replicas
+        (Kafka). A failure raises LogError and nothing after the failed record is appended."""
+
+    @abstractmethod
+    def end_offsets(self) -> dict[int, int]:
+        """Next offset to be written, per partition (the log's current end)."""
+
+    @abstractmethod
+    def read(self, start: Mapping[int, int] | None = None, *,
+             max_batch: int = 5000) -> Iterator[list[LogRecord]]:
+        """Batches of records from `start` (partition -> first offset, default 0) up to the end
+        as it was when reading began. Each batch holds records of one partition, in order."""
+
+    def record_at(self, partition: int, offset: int) -> LogRecord | None:
+        """The record at (partition, offset), or None when the log holds none there. Reads
+        that record only (the projector checks its checkpoints with it on every run)."""
+        ends = self.end_offsets()
+        if partition not in ends or not 0 <= offset < ends[partition]:
+            return None
+        with closing(self.read({**ends, partition: offset}, max_batch=1)) as batches:
+            for batch in batches:
+                for rec in batch:
+                    # A reader that hands over earlier records too (at least once) is
+                    # followed up to the offset; its first record is the one for a true one.
+                    if rec.partition == partition and rec.offset >= offset:
+                        return rec if rec.offset == offset else None
+        return None
+
+    @classmethod
+    def from_uri(cls, uri: str, *, partitions: int | None = None,
+                 create: bool = True) -> EventLog:
+        """Open the log at `uri` (an address of this backend's scheme, events/log/registry.py).
+        `create=False`: a missing log is a LogError naming it, never an empty log made.
+        A backend registered by scheme overrides this; a wrapper around a log need not."""
+        raise LogError(f"{cls.__name__} cannot be opened by an address ({uri!r}); open it "
+                       f"with its constructor")
+
+    def alert_sink(self) -> AlertSink | None:
+        """Where this log's published alerts go, beside it (docs/architecture.md, principle 8);
+        None for a backend with no alert sink."""
+        return None
+
+    def close(self) -> None:  # noqa: B027 - optional for backends with nothing to release
+        """Release files, sockets and locks."""
+
+    def __enter__(self) -> EventLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class ConditionalAppend(EventLog):
+    """A log that can append on a condition: only if each table's last record is still the one
+    the writer read. The recorder uses it so that two writers of one table never both take a
+    seq (docs/integrity.md); on a log without it the recorder appends plainly."""
+
+    @abstractmethod
+    def append_expecting(self, items: Sequence[tuple[bytes, bytes]],
+                         expected: Mapping[bytes, bytes | None] | None,
+                         ) -> list[tuple[int, int]]:
+        """`append`, if each key's last value still ends with `expected[key]` (None: the key has
+        no records yet); otherwise ConcurrencyError, and nothing of a conflicting key is
+        appended."""
+
+    @abstractmethod
+    def last_values(self) -> dict[bytes, bytes]:
+        """Each key's last value: the recorder's table heads, without reading the whole log."""

@@ -1,0 +1,92 @@
+"""The embedded log's alert sink: `alerts.jsonl` in the log's folder (events/log/alerts.py says
+what a sink is). One JSON object per line, times in ISO 8601 with offset, fsynced per append. A
+line cut short by a crash is cut off when the log is next opened for appending (it was never
+reported as published).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from events.log.alerts import Alert
+
+FILE_NAME = "alerts.jsonl"
+
+
+def _jsonable(alert: Alert) -> dict[str, Any]:
+    return {k: v.isoformat() if isinstance(v, datetime) else v for k, v in alert.items()}
+
+
+class EmbeddedAlertLog:
+    """alerts.jsonl in an embedded log's folder."""
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / FILE_NAME
+        self.name = f"file://{self.path}"
+        self._repaired = False
+
+    def _repair(self) -> None:
+        """Cut a torn last line (no newline: the append never finished)."""
+        if self._repaired or not self.path.exists():
+            self._repaired = True
+            return
+        with self.path.open("r+b") as f:
+            data_end = f.seek(0, os.SEEK_END)
+            pos = data_end
+            while pos > 0:
+                step = min(4096, pos)
+                f.seek(pos - step)
+                chunk = f.read(step)
+                nl = chunk.rfind(b"\n")
+                if nl >= 0:
+                    pos = pos - step + nl + 1
+                    break
+                pos -= step
+            if pos != data_end:
+                f.truncate(pos)
+                os.fsync(f.fileno())
+        self._repaired = True
+
+    def append(self, alerts: Sequence[Alert]) -> None:
+        if not alerts:
+            return
+        self._repair()
+        body = "".join(json.dumps(_jsonable(a), sort_keys=True) + "\n" for a in alerts)
+        with self.path.open("ab") as f:
+            f.write(body.encode())
+            f.flush()
+            os.fsync(f.fileno())
+
+    def read(self) -> Iterator[Alert]:
+        """Every whole alert line, in order (a torn last line is skipped)."""
+        if not self.path.exists():
+            return
+        with self.path.open("rb") as f:
+            for line in f:
+                if line.endswith(b"\n"):
+                    yield json.loads(line)
+
+    def last_seq(self) -> int:
+        self._repair()
+        last = 0
+        if self.path.exists():
+            with self.path.open("rb") as f:
+                end = f.seek(0, os.SEEK_END)
+                f.seek(max(0, end - 65536))
+                lines = [ln for ln in f.read().split(b"\n") if ln.strip()]
+            for ln in reversed(lines):
+                try:
+                    last = int(json.loads(ln)["alert_seq"])
+                    break
+                except (ValueError, KeyError):
+                    continue  # the first, partial line of the window
+        return last
+
+    def close(self) -> None:
+        pass
+

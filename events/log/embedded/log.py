@@ -1,0 +1,395 @@
+"""The embedded default log: append-only segment files on local disk, no server needed.
+
+Layout of a log folder:
+  meta.json        {"format": 1, "partitions": N}
+  pNNNN.seg        framed records: u32 body length, u32 CRC-32 of the body, u16 key length,
+                   then the body (key bytes, then value bytes)
+  pNNNN.idx        u64 byte position of each record in the .seg, one per offset; it is the commit
+                   marker: a record exists once its index entry does
+  writer.lock      flock'd while appending, so two processes never interleave records
+  append.pending   present only while an append is under way (or after one crashed): each
+                   touched partition's sizes before it (events/log/embedded/segment.py)
+
+Durability and atomicity: an append first writes the journal `append.pending` (fsynced), then
+the records, fsyncs the segment, then writes and fsyncs the index, in every partition it
+touches, and then removes the journal: that removal commits the whole batch. An append that
+fails part way (a full disk) truncates every partition back to its journalled sizes; a crash
+leaves the journal, and the next writer truncates back before anything else. Readers never see
+a record past a pending journal's sizes. So a batch is all or nothing, in every partition.
+Opening for writing also repairs what no journal explains: a torn tail is truncated, and whole,
+CRC-valid records past the index (its entries lost, e.g. a deleted .idx) are indexed again.
+Earlier records are never touched.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import uuid
+import zlib
+from array import array
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+
+from events.errors import ConcurrencyError, LogCorruptError, LogError
+from events.log.alerts import AlertSink
+from events.log.base import ConditionalAppend, LogRecord
+from events.log.embedded.alerts import EmbeddedAlertLog
+from events.log.embedded.segment import (
+    FRAME,
+    JOURNAL,
+    Partition,
+    fsync_dir,
+    read_journal,
+    remove_journal,
+    write_journal,
+)
+
+__all__ = ["FRAME", "EmbeddedLog", "partition_for"]
+FORMAT_VERSION = 1
+DEFAULT_PARTITIONS = 4
+
+
+def partition_for(key: bytes, partitions: int) -> int:
+    """Stable across processes and machines (unlike hash())."""
+    return zlib.crc32(key) % partitions
+
+
+class EmbeddedLog(ConditionalAppend):
+    """Segment files in one folder; see the module docstring for the format."""
+
+    @classmethod
+    def from_uri(cls, uri: str, *, partitions: int | None = None,
+                 create: bool = True) -> EmbeddedLog:
+        """`file:///path` or a bare path. `create=False` (readers: project, verify): a missing
+        log folder is a LogError naming it, never an empty log made on the spot."""
+        folder = Path(uri.removeprefix("file://"))
+        if folder.exists() and not folder.is_dir():
+            raise LogError(f"--log {folder} is a file, not an event log folder: give the folder "
+                           f"of an embedded log (e.g. pitlog-data/log) or kafka://HOST:PORT/TOPIC")
+        if not create and not (folder / "meta.json").is_file():
+            raise LogError(f"no event log at {folder} (no such folder, or no meta.json in it): "
+                           f"check --log / PITLOG_LOG; `pitlog simulate` or `pitlog ingest` "
+                           f"creates a log")
+        return cls(folder, partitions=partitions, create=create)
+
+    def alert_sink(self) -> AlertSink:
+        return EmbeddedAlertLog(self.folder)
+
+    def __init__(self, folder: Path, *, partitions: int | None = None, create: bool = True) -> None:
+        self.folder = folder
+        self.uri = f"file://{folder.resolve()}"
+        self._meta_path = meta_path = folder / "meta.json"
+        if meta_path.exists():
+            try:
+                meta = json.loads(meta_path.read_text())
+                self.n_partitions = int(meta["partitions"])
+            except (ValueError, KeyError, TypeError) as exc:
+                raise LogError(
+                    f"{meta_path}: unreadable ({exc}); restore it from a backup"
+                ) from exc
+            if partitions is not None and partitions != self.n_partitions:
+                raise LogError(
+                    f"{folder} has {self.n_partitions} partitions, not {partitions}: "
+                    f"partitions are fixed when a log is created"
+                )
+            # Logs made before log ids get one from their next writer (_recover_locked).
+            self.log_id = meta.get("log_id") if isinstance(meta.get("log_id"), str) else None
+        elif create:
+            folder.mkdir(parents=True, exist_ok=True)
+            self.n_partitions = partitions or DEFAULT_PARTITIONS
+            self._write_meta(uuid.uuid4().hex)
+        else:
+            raise LogError(
+                f"no event log at {folder}: run `pitlog simulate` or `pitlog ingest` first"
+            )
+        self._parts = [Partition(folder, i) for i in range(self.n_partitions)]
+        self._lock_path = folder / "writer.lock"
+        self._recovered = False
+        # Each key's last value, and per partition how many records it reflects: the
+        # optimistic concurrency check reads only what other writers appended since.
+        self._tails: dict[bytes, bytes] = {}
+        self._tails_upto: dict[int, int] = {}
+
+    def _write_meta(self, log_id: str) -> None:
+        """meta.json, atomically: the log id is the log's identity for the projector's
+        checkpoints (a log made anew at the same path gets another one)."""
+        tmp = self._meta_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"format": FORMAT_VERSION, "partitions": self.n_partitions,
+                                   "log_id": log_id}))
+        os.replace(tmp, self._meta_path)
+        self.log_id = log_id
+
+    # --- writing --------------------------------------------------------------------------------
+
+    def recover(self) -> dict[int, tuple[int, int]]:
+        """Roll back a pending append and repair torn tails in every partition (done under the
+        writer lock before a process first appends or reads the heads)."""
+        with self._writer_lock():
+            return self._recover_locked()
+
+    def _recover_locked(self) -> dict[int, tuple[int, int]]:
+        self._roll_back_pending()
+        report = {p.number: p.recover() for p in self._parts}
+        if self.log_id is None:
+            self._write_meta(uuid.uuid4().hex)
+        self._recovered = True
+        return report
+
+    def _roll_back_pending(self) -> None:
+        """Undo an append that crashed or failed part way (its journal is still there): its
+        records are truncated in every partition it touched, before anyone appends after them."""
+        try:
+            journal = read_journal(self.folder)
+        except (ValueError, KeyError, IndexError, TypeError) as exc:
+            raise LogError(f"{self.folder / JOURNAL} is unreadable ({exc}): it is written whole "
+                           f"and renamed into place, so the folder was damaged by hand; "
+                           f"restore the log from a backup") from exc
+        if journal is None:
+            return
+        for number, (seg_size, count) in journal.items():
+            self._parts[number].truncate_to(seg_size, count)
+            # Cached tails may hold values of the rolled-back records: read them again.
+            self._tails_upto.pop(number, None)
+            for key in [k for k in self._tails if partition_for(k, self.n_partitions) == number]:
+                del self._tails[key]
+        remove_journal(self.folder)
+
+    def _writer_lock(self) -> _Flock:
+        return _Flock(self._lock_path)
+
+    def _ready_to_write(self) -> None:
+        """Under the writer lock: recover once per process, and roll back a journal that a
+        writer which crashed since has left (else our records would follow its)."""
+        if not self._recovered:
+            self._recover_locked()
+        elif (self.folder / JOURNAL).exists():
+            self._roll_back_pending()
+
+    def append(self, items: Sequence[tuple[bytes, bytes]]) -> list[tuple[int, int]]:
+        return self.append_expecting(items, None)
+
+    def append_expecting(
+        self, items: Sequence[tuple[bytes, bytes]], expected: Mapping[bytes, bytes | None] | None
+    ) -> list[tuple[int, int]]:
+        """`append`, if each key's last value still ends with `expected[key]` (None: the key
+        has no records yet); otherwise ConcurrencyError and nothing is appended.
+
+        Optimistic concurrency for writers of one table in several processes (issue 6): the
+        recorder passes the hash its batch continues from. Checked under the writer flock, so
+        check and append are atomic; it costs one index stat per partition when no one else
+        wrote since this object's last append.
+
+        All or nothing (see the module docstring): if it raises LogError, no record of `items`
+        is in the log, in any partition, now or after a restart."""
+        by_part: dict[int, list[int]] = {}
+        for i, (key, _) in enumerate(items):
+            if len(key) > 0xFFFF:
+                raise LogError(f"key of {len(key)} bytes is too long (max 65535); "
+                               f"nothing was appended")
+            by_part.setdefault(partition_for(key, self.n_partitions), []).append(i)
+        if not items:
+            return []
+        with self._writer_lock():
+            self._ready_to_write()
+            if expected:
+                self._refresh_tails({partition_for(k, self.n_partitions) for k in expected})
+                moved = [
+                    k for k, tail in expected.items() if not _ends_with(self._tails.get(k), tail)
+                ]
+                if moved:
+                    names = ", ".join(k.decode("utf-8", "backslashreplace") for k in moved)
+                    raise ConcurrencyError(
+                        f"{names}: another writer appended since this writer read the head; "
+                        f"nothing was appended: reload the head and retry"
+                    )
+            before = {n: (self._parts[n].seg_size(), self._parts[n].count()) for n in by_part}
+            try:
+                write_journal(self.folder, before)
+            except OSError as exc:
+                (self.folder / (JOURNAL + ".tmp")).unlink(missing_ok=True)
+                raise LogError(f"cannot append to {self.folder}: {exc}; nothing was "
+                               f"appended: free disk space and retry") from exc
+            try:
+                for number, indices in by_part.items():
+                    _write_records(self._parts[number], before[number][0],
+                                   [items[i] for i in indices])
+                (self.folder / JOURNAL).unlink()  # the commit
+            except BaseException as exc:
+                self._fail(exc)
+                raise
+            fsync_dir(self.folder)  # the commit survives a power loss too
+        result: list[tuple[int, int]] = [(0, 0)] * len(items)
+        for number, indices in by_part.items():
+            first = before[number][1]
+            for k, i in enumerate(indices):
+                result[i] = (number, first + k)
+            if self._tails_upto.get(number) == first:  # the cache stays current for free
+                for i in indices:
+                    self._tails[items[i][0]] = items[i][1]
+                self._tails_upto[number] = first + len(indices)
+        return result
+
+    def _fail(self, exc: BaseException) -> None:
+        """An append failed part way: truncate back now; if even that fails, the journal stays
+        and the next writer does it (readers see none of the batch meanwhile)."""
+        try:
+            self._roll_back_pending()
+        except OSError as undo:
+            raise LogError(f"append to {self.folder} failed ({exc}) and could not be undone "
+                           f"yet ({undo}); no reader sees its records, and the next writer "
+                           f"removes them: free disk space and retry") from exc
+        if isinstance(exc, OSError):
+            raise LogError(f"append to {self.folder} failed: {exc}; nothing of the batch was "
+                           f"appended (rolled back): free disk space and retry") from exc
+
+    def last_values(self) -> dict[bytes, bytes]:
+        """Each key's last value (for the recorder's heads), read once and then kept current.
+        Recovery comes first: heads read before a crashed append's rollback would name records
+        that vanish, and the first append would then see "another writer" (issue 14)."""
+        with self._writer_lock():
+            self._ready_to_write()
+            self._refresh_tails(range(self.n_partitions))
+        return dict(self._tails)
+
+    def _refresh_tails(self, numbers: Iterable[int]) -> None:
+        for number in numbers:
+            part = self._parts[number]
+            upto, end = self._tails_upto.get(number, 0), part.count()
+            if upto < end:
+                with part.seg_path.open("rb") as seg:
+                    for start in range(upto, end, 5000):
+                        for rec in self._read_range(part, seg, start, min(end, start + 5000)):
+                            self._tails[rec.key] = rec.value
+                self._tails_upto[number] = end
+
+    # --- reading --------------------------------------------------------------------------------
+
+    def end_offsets(self) -> dict[int, int]:
+        """Per partition, the records committed: the index's entries, but none past a pending
+        append's journal (read after the counts, so an append that commits in between is only
+        seen whole or not at all)."""
+        counts = {p.number: p.count() for p in self._parts}
+        try:
+            journal = read_journal(self.folder)
+        except (OSError, ValueError):
+            journal = None  # a half-written journal is never renamed into place; be lenient
+        for number, (_, count) in (journal or {}).items():
+            if number in counts:
+                counts[number] = min(counts[number], count)
+        return counts
+
+    def read(
+        self, start: Mapping[int, int] | None = None, *, max_batch: int = 5000
+    ) -> Iterator[list[LogRecord]]:
+        start = start or {}
+        ends = self.end_offsets()
+        for part in self._parts:
+            offset, end = start.get(part.number, 0), ends[part.number]
+            if offset >= end:
+                continue
+            with part.seg_path.open("rb") as seg:
+                while offset < end:
+                    stop = min(end, offset + max_batch)
+                    yield self._read_range(part, seg, offset, stop)
+                    offset = stop
+
+    def check_index(self) -> list[tuple[int, int, str]]:
+        """For `verify`: check each partition's .idx against its segment (Partition.check_index),
+        read through the segment's own framing from now on where they disagree, and say where:
+        (partition, first offset concerned, what). Writes nothing (verify runs on copies)."""
+        journal = read_journal(self.folder) or {}
+        findings = []
+        for part in self._parts:
+            seg_limit, count_limit = journal.get(part.number, (None, None))
+            override, found = part.check_index(seg_limit, count_limit)
+            part.override = override
+            findings.extend((part.number, offset, what) for offset, what in found)
+        return findings
+
+    def record_at(self, partition: int, offset: int) -> LogRecord | None:
+        if not 0 <= offset < self.end_offsets().get(partition, 0):
+            return None
+        part = self._parts[partition]
+        with part.seg_path.open("rb") as seg:
+            return self._read_range(part, seg, offset, offset + 1)[0]
+
+    def _read_range(self, part: Partition, seg: object, start: int, stop: int) -> list[LogRecord]:
+        positions = part.positions(start, stop)
+        first = positions[0]
+        f = seg  # type: ignore[assignment]
+        f.seek(first)  # type: ignore[attr-defined]
+        # One read for the whole batch: the last record ends where its own frame says.
+        f.seek(positions[-1])  # type: ignore[attr-defined]
+        last_frame = f.read(FRAME.size)  # type: ignore[attr-defined]
+        if len(last_frame) < FRAME.size:  # a LogCorruptError below, not a struct.error here
+            last_frame = FRAME.pack(0, 0, 0)
+        last_len = FRAME.unpack(last_frame)[0]
+        f.seek(first)  # type: ignore[attr-defined]
+        buf = f.read(positions[-1] + FRAME.size + last_len - first)  # type: ignore[attr-defined]
+        out: list[LogRecord] = []
+        unpack = FRAME.unpack_from
+        for k, pos in enumerate(positions):
+            rel = pos - first
+            if rel + FRAME.size > len(buf):
+                raise LogCorruptError(
+                    f"{part.seg_path}: record {start + k} at byte {pos} lies past "
+                    f"the end of the file; the segment was truncated by hand", part.number
+                )
+            length, _crc, key_len = unpack(buf, rel)
+            body_start = rel + FRAME.size
+            out.append(
+                LogRecord(
+                    part.number,
+                    start + k,
+                    buf[body_start : body_start + key_len],
+                    buf[body_start + key_len : body_start + length],
+                )
+            )
+        return out
+
+    def segment_position(self, partition: int, offset: int) -> tuple[Path, int]:
+        """Where a record's frame starts on disk (for error messages and tamper tests)."""
+        part = self._parts[partition]
+        return part.seg_path, part.positions(offset, offset + 1)[0]
+
+
+def _write_records(part: Partition, seg_size: int, records: list[tuple[bytes, bytes]]) -> None:
+    """Write and fsync the records at the segment's end, then their index entries."""
+    chunks: list[bytes] = []
+    positions = array("Q")
+    pos = seg_size
+    for key, value in records:
+        body = key + value
+        chunks.append(FRAME.pack(len(body), zlib.crc32(body), len(key)))
+        chunks.append(body)
+        positions.append(pos)
+        pos += FRAME.size + len(body)
+    with part.seg_path.open("ab") as seg:
+        seg.write(b"".join(chunks))
+        seg.flush()
+        os.fsync(seg.fileno())
+    with part.idx_path.open("ab") as idx:
+        idx.write(positions.tobytes())
+        idx.flush()
+        os.fsync(idx.fileno())
+
+
+def _ends_with(value: bytes | None, tail: bytes | None) -> bool:
+    return value is None if tail is None else value is not None and value.endswith(tail)
+
+
+class _Flock:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.fd = -1
+
+    def __enter__(self) -> _Flock:
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+        os.close(self.fd)

@@ -1,0 +1,234 @@
+"""One partition of the embedded log on disk (its .seg and .idx), and the append journal.
+
+The record format and the layout are described in events/log/embedded/log.py. This module knows
+the bytes: framing, the crash repair of one partition, rebuilding an index from its segment
+(what `verify` trusts instead of the .idx), and the undo journal that makes an append of
+several records, in several partitions, all or nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import zlib
+from array import array
+from pathlib import Path
+from typing import BinaryIO
+
+FRAME = struct.Struct("<IIH")
+JOURNAL = "append.pending"
+
+
+class Partition:
+    """A partition's two files. Nothing here creates a file except `recover` (a writer's):
+    a reader, `verify` on a read-only copy among them, writes nothing."""
+
+    def __init__(self, folder: Path, number: int) -> None:
+        self.number = number
+        self.seg_path = folder / f"p{number:04d}.seg"
+        self.idx_path = folder / f"p{number:04d}.idx"
+        # Positions rebuilt from the segment, used instead of the .idx (verify only).
+        self.override: array | None = None
+
+    def count(self) -> int:
+        if self.override is not None:
+            return len(self.override)
+        try:
+            return self.idx_path.stat().st_size // 8
+        except FileNotFoundError:  # a reader sees an empty partition; verify reports it
+            return 0
+
+    def seg_size(self) -> int:
+        try:
+            return self.seg_path.stat().st_size
+        except FileNotFoundError:
+            return 0
+
+    def positions(self, start: int, stop: int) -> array:
+        if self.override is not None:
+            return self.override[start:stop]
+        pos = array("Q")
+        with self.idx_path.open("rb") as f:
+            f.seek(start * 8)
+            pos.frombytes(f.read((stop - start) * 8))
+        return pos
+
+    def recover(self) -> tuple[int, int]:
+        """Repair a crashed tail; return (records indexed anew, bytes truncated).
+
+        Run after the journal's rollback (events/log/embedded/log.py), so a crashed append has
+        left nothing past the index: whole records found there are committed records whose
+        index entries were lost (a deleted or half-restored .idx) and are indexed again."""
+        for p in (self.seg_path, self.idx_path):
+            p.touch(exist_ok=True)
+        idx_size = self.idx_path.stat().st_size
+        if idx_size % 8:
+            with self.idx_path.open("r+b") as f:
+                f.truncate(idx_size - idx_size % 8)
+        seg_size = self.seg_path.stat().st_size
+        n = self.count()
+        with self.seg_path.open("r+b") as seg:
+            # Index entries whose record is not whole in the segment (a copied or half-restored
+            # folder) are dropped.
+            end = 0
+            while n:
+                (last,) = self.positions(n - 1, n)
+                rec_end = valid_record_end(seg, last, seg_size)
+                if rec_end is not None:
+                    end = rec_end
+                    break
+                n -= 1
+            if n != self.count():
+                with self.idx_path.open("r+b") as f:
+                    f.truncate(n * 8)
+            new_positions, pos = scan_frames(seg, end, seg_size)
+            truncated = seg_size - pos
+            if truncated:
+                seg.truncate(pos)
+                seg.flush()
+                os.fsync(seg.fileno())
+        if new_positions:
+            with self.idx_path.open("ab") as f:
+                f.write(new_positions.tobytes())
+                f.flush()
+                os.fsync(f.fileno())
+        return len(new_positions), truncated
+
+    def truncate_to(self, seg_size: int, count: int) -> None:
+        """Roll back to sizes taken before an append (never grows a file)."""
+        for path, size in ((self.idx_path, count * 8), (self.seg_path, seg_size)):
+            if path.exists() and path.stat().st_size > size:
+                with path.open("r+b") as f:
+                    f.truncate(size)
+                    f.flush()
+                    os.fsync(f.fileno())
+
+    def check_index(self, seg_limit: int | None, count_limit: int | None
+                    ) -> tuple[array | None, list[tuple[int, str]]]:
+        """For `verify`, which never trusts the .idx blindly: compare it with the segment's own
+        framing. Returns the positions to read instead (None: the .idx is right) and the
+        findings, (offset, what). `seg_limit`/`count_limit`: a pending append's sizes (its
+        records are not committed, so not judged).
+
+        An entry is wrong if it does not follow the record before it (by that record's length)
+        and does not start a CRC-valid record either: a damaged length field leaves the .idx
+        right (verify reports that record's framing), a damaged entry does not. Entries past
+        the segment's end are a truncated segment, reported record by record by verify."""
+        size = self.seg_size() if seg_limit is None else min(self.seg_size(), seg_limit)
+        name = self.idx_path.name
+        if not self.idx_path.exists():
+            if not size:
+                return None, []
+            with self.seg_path.open("rb") as seg:
+                walk = walk_frames(seg, 0, size)
+            return walk, [(0, f"{name} is missing: the segment holds {len(walk)} records no "
+                              f"reader of the log sees; the next writer (pitlog simulate or "
+                              f"ingest) rebuilds it")]
+        n = self.count() if count_limit is None else min(self.count(), count_limit)
+        stored = self.positions(0, n)
+        with self.seg_path.open("rb") as seg:
+            prev_end = 0
+            for i, pos in enumerate(stored):
+                if pos >= size:
+                    return None, []
+                if pos != prev_end and (i == 0 or pos <= stored[i - 1] or
+                                        valid_record_end(seg, pos, size) is None):
+                    walk = walk_frames(seg, 0, size)
+                    return walk, [(i, (
+                        f"{name} disagrees with the segment at offset {i}: its entry points "
+                        f"at byte {pos}, not at a record; verify read the segment's {len(walk)} "
+                        f"records instead. Readers go by {name}: restore it and the segment "
+                        f"from a backup, or delete {name} and let the next writer rebuild it"))]
+                seg.seek(pos)
+                frame = seg.read(FRAME.size)
+                prev_end = pos + FRAME.size + (FRAME.unpack(frame)[0]
+                                               if len(frame) == FRAME.size else 0)
+            extra, _ = scan_frames(seg, prev_end, size) if prev_end <= size else (array("Q"), 0)
+        if not extra:
+            return None, []
+        return stored + extra, [(n, (
+            f"{self.seg_path.name} holds {len(extra)} whole records after the last one "
+            f"{name} lists: readers do not see them; the next writer indexes them"))]
+
+
+def walk_frames(seg: BinaryIO, start: int, size: int) -> array:
+    """Positions of the records from `start`, by their lengths alone (a record whose CRC
+    fails is still a record: verify reports what is wrong inside it)."""
+    positions = array("Q")
+    pos = start
+    while pos + FRAME.size <= size:
+        seg.seek(pos)
+        length, _, key_len = FRAME.unpack(seg.read(FRAME.size))
+        end = pos + FRAME.size + length
+        if end > size or key_len > length:
+            break
+        positions.append(pos)
+        pos = end
+    return positions
+
+
+def scan_frames(seg: BinaryIO, start: int, size: int) -> tuple[array, int]:
+    """Positions of consecutive valid records from `start`; and where the first invalid one (or
+    the end) is."""
+    positions = array("Q")
+    pos = start
+    while pos < size:
+        rec_end = valid_record_end(seg, pos, size)
+        if rec_end is None:
+            break
+        positions.append(pos)
+        pos = rec_end
+    return positions, pos
+
+
+def valid_record_end(seg: BinaryIO, pos: int, seg_size: int) -> int | None:
+    if pos + FRAME.size > seg_size:
+        return None
+    seg.seek(pos)
+    length, crc, key_len = FRAME.unpack(seg.read(FRAME.size))
+    end = pos + FRAME.size + length
+    if end > seg_size or key_len > length:
+        return None
+    body = seg.read(length)
+    return end if zlib.crc32(body) == crc else None
+
+
+# --- the append journal ---------------------------------------------------------------------
+# Before an append writes a byte, it records each partition's sizes in `append.pending`
+# (fsynced); it removes the file once every partition's segment and index are fsynced. That
+# removal is the append's commit. A failed append truncates back and removes it; after a crash
+# the next writer finds it and truncates back before anything else. Readers meanwhile see no
+# record past the journal's sizes, so no one ever reads a record of a batch that did not commit.
+
+
+def write_journal(folder: Path, sizes: dict[int, tuple[int, int]]) -> None:
+    path, tmp = folder / JOURNAL, folder / (JOURNAL + ".tmp")
+    with tmp.open("w") as f:
+        json.dump({str(n): list(s) for n, s in sizes.items()}, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    fsync_dir(folder)
+
+
+def read_journal(folder: Path) -> dict[int, tuple[int, int]] | None:
+    """Partition -> (segment bytes, index entries) before the pending append; None if none."""
+    try:
+        raw = (folder / JOURNAL).read_text()
+    except FileNotFoundError:
+        return None
+    return {int(n): (int(s[0]), int(s[1])) for n, s in json.loads(raw).items()}
+
+
+def remove_journal(folder: Path) -> None:
+    (folder / JOURNAL).unlink(missing_ok=True)
+    fsync_dir(folder)
+
+
+def fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,1 @@
+"""Recording: the recorder that seals events onto a log, and JSON-lines ingest from devices."""

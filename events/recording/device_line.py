@@ -1,0 +1,281 @@
+"""One device JSON line to a domain event: the line format of `pitlog ingest` (docs/ingest.md).
+
+`parse_line` refuses, with LineRejected (the reason, and what to do), anything that is not a
+structurally valid event: malformed JSON, an unknown type, a missing or unknown field, a value
+of the wrong type or range, an invalid card (13:47-20.31(a)2ii: ranks 2 to 14, four suits),
+a time without a zone. It does not judge game rules (docs/architecture.md, principle 1).
+
+Each type's payload fields are those of its dataclass in events/reddog/model.py, checked against the
+newest schema for integer ranges, so a new schema version's field is accepted as soon as the
+model has it (docs/schema-evolution.md).
+"""
+
+from __future__ import annotations
+
+import json
+import typing
+from dataclasses import MISSING, dataclass, field, fields
+from datetime import UTC, datetime
+from enum import Enum
+from typing import Any
+
+from events.errors import IngestError
+from events.recording.limits import MAX_JSON_DEPTH, json_depth_exceeds
+from events.reddog import model
+from events.wire import codec
+
+ENVELOPE_KEYS = {"type", "table", "shoe", "round", "seq", "at", "actor", "id"}
+_INT_RANGE = {"int": (-(2**31), 2**31 - 1), "long": (-(2**63), 2**63 - 1)}
+_DOCS = "docs/ingest.md"
+
+
+class LineRejected(IngestError):
+    """One input line is not a structurally valid event; it is quarantined, never recorded."""
+
+    def __init__(self, reason: str, hint: str) -> None:
+        super().__init__(f"{reason}; {hint}")
+        self.reason, self.hint = reason, hint
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceLine:
+    """One good line, parsed: what the recorder needs."""
+
+    table: str
+    event: model.DomainEvent
+    shoe: str | None
+    round_no: int | None
+    seq: int
+    at: datetime
+    actor: str
+    event_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Field:
+    name: str
+    kind: str  # int | bool | str | enum | cards
+    required: bool
+    nullable: bool
+    enum: type[Enum] | None = None
+    avro: str = ""  # int | long for integers: their range
+    choices: dict[str, Enum] = field(default_factory=dict)  # an enum's members by value
+
+
+def _avro_int(sv_fields: dict[str, Any], name: str) -> str:
+    t = sv_fields[name]
+    t = [b for b in t if b != "null"][0] if isinstance(t, list) else t
+    return t if t in _INT_RANGE else "long"
+
+
+def payload_fields() -> dict[str, tuple[_Field, ...]]:
+    """Each event type's payload fields as a line carries them (docs/ingest.md lists them)."""
+    reg = codec.registry()
+    out: dict[str, tuple[_Field, ...]] = {}
+    for name, cls in model.EVENT_TYPES.items():
+        avro_types = {f["name"]: f["type"] for f in reg.latest[name].raw_parsed["fields"]}
+        hints = typing.get_type_hints(cls)
+        specs = []
+        for f in fields(cls):
+            tp = hints[f.name]
+            args = [a for a in typing.get_args(tp) if a is not type(None)]
+            nullable = type(None) in typing.get_args(tp)
+            inner = args[0] if nullable else tp
+            required = f.default is MISSING and f.default_factory is MISSING
+            if typing.get_origin(inner) is tuple:
+                specs.append(_Field(f.name, "cards", required, nullable))
+            elif isinstance(inner, type) and issubclass(inner, Enum):
+                specs.append(_Field(f.name, "enum", required, nullable, inner,
+                                    choices={m.value: m for m in inner}))
+            elif inner is bool:
+                specs.append(_Field(f.name, "bool", required, nullable))
+            elif inner is int:
+                specs.append(_Field(f.name, "int", required, nullable,
+                                    avro=_avro_int(avro_types, f.name)))
+            else:
+                specs.append(_Field(f.name, "str", required, nullable))
+        out[name] = tuple(specs)
+    return out
+
+
+_FIELDS: dict[str, tuple[_Field, ...]] | None = None
+
+
+def _int(name: str, value: Any, avro: str = "long") -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise LineRejected(f"field '{name}' must be an integer, not {json.dumps(value)}",
+                           "send the number without quotes")
+    lo, hi = _INT_RANGE[avro]
+    if not lo <= value <= hi:
+        raise LineRejected(f"field '{name}' is {value}, outside the {avro} range",
+                           f"check the device's value ({lo}..{hi})")
+    return value
+
+
+def _str(name: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise LineRejected(f"field '{name}' must be a string, not {json.dumps(value)}",
+                           "send it in double quotes")
+    return value
+
+
+def _rank(name: str, value: Any) -> int:
+    rank = _int(name, value, "int")
+    if not 2 <= rank <= 14:  # 13:47-20.31(a)2ii: 2..10 face value, J=11, Q=12, K=13, A=14
+        raise LineRejected(f"invalid card: {name} {rank} is not 2..14",
+                           "ranks are 2-10, J=11, Q=12, K=13, A=14: check the shoe's reader")
+    return rank
+
+
+def _enum(spec: _Field, value: Any) -> Enum:
+    member = spec.choices.get(value) if isinstance(value, str) else None
+    if member is None:
+        allowed = ", ".join(spec.choices)
+        card = "invalid card: " if spec.enum is model.Suit else ""
+        raise LineRejected(f"{card}{spec.name} {json.dumps(value)} is not one of {allowed}",
+                           f"send one of {allowed}")
+    return member
+
+
+def _value(spec: _Field, value: Any) -> Any:
+    # The usual values first, each accepted exactly when the checks below would accept it
+    # (this runs for every field of every line); anything else takes the full path.
+    kind, t = spec.kind, type(value)
+    if t is int and kind == "int" and spec.name != "rank":
+        lo, hi = _INT_RANGE[spec.avro]
+        if lo <= value <= hi:
+            return value
+    elif t is str and kind == "str":
+        return value
+    elif t is str and kind == "enum":
+        member = spec.choices.get(value)
+        if member is not None:
+            return member
+    if value is None:
+        if spec.nullable:
+            return None
+        raise LineRejected(f"field '{spec.name}' may not be null", "send a value")
+    if spec.name == "rank":
+        return _rank("rank", value)
+    if spec.kind == "int":
+        return _int(spec.name, value, spec.avro)
+    if spec.kind == "bool":
+        if not isinstance(value, bool):
+            raise LineRejected(f"field '{spec.name}' must be true or false, not "
+                               f"{json.dumps(value)}", "send a JSON boolean")
+        return value
+    if spec.kind == "enum":
+        return _enum(spec, value)
+    if spec.kind == "cards":
+        if not isinstance(value, list):
+            raise LineRejected(f"field '{spec.name}' must be a list of cards",
+                               'send [{"rank": 12, "suit": "H"}, ...]')
+        suit = _Field("suit", "enum", True, False, model.Suit,
+                      choices={m.value: m for m in model.Suit})
+        cards = []
+        for card in value:
+            if not isinstance(card, dict) or set(card) != {"rank", "suit"}:
+                raise LineRejected(f"invalid card in '{spec.name}': {json.dumps(card)}",
+                                   'each card is {"rank": 2..14, "suit": "S|H|D|C"}')
+            cards.append(model.Card(_rank("rank", card["rank"]),
+                                    typing.cast(model.Suit, _enum(suit, card["suit"]))))
+        return tuple(cards)
+    return _str(spec.name, value)
+
+
+_ALLOWED: dict[str, frozenset[str]] = {}
+
+
+def _allowed(event_type: str, specs: tuple[_Field, ...]) -> frozenset[str]:
+    """The keys a line of this type may have, made once per type (this runs once a line)."""
+    found = _ALLOWED.get(event_type)
+    if found is None:
+        found = _ALLOWED[event_type] = frozenset(ENVELOPE_KEYS | {s.name for s in specs})
+    return found
+
+
+def parse_line(text: str | bytes) -> DeviceLine:
+    """One JSON line to a DeviceLine, or LineRejected with the reason and what to do."""
+    global _FIELDS
+    if _FIELDS is None:
+        _FIELDS = payload_fields()
+    raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    if json_depth_exceeds(raw):
+        raise LineRejected(f"JSON nested deeper than {MAX_JSON_DEPTH} levels",
+                           "a device line is one flat object (cards a list of objects): "
+                           "check the sender")
+    if isinstance(text, bytes) and text[:1] == b"{" and text[1:2] != b"\x00":
+        # What json.loads does with such bytes (detect_encoding answers utf-8, decoded with
+        # surrogatepass), minus the detection: this runs once a line.
+        try:
+            text = text.decode("utf-8", "surrogatepass")
+        except UnicodeDecodeError as exc:
+            raise LineRejected("the line is not UTF-8 text", "send UTF-8 JSON") from exc
+    try:
+        obj = json.loads(text)
+    except RecursionError as exc:  # not reached after the depth check; never abort ingest
+        raise LineRejected("JSON nested too deeply", "check the sender") from exc
+    except json.JSONDecodeError as exc:
+        raise LineRejected(f"malformed JSON ({exc.msg} at column {exc.colno})",
+                           "each line must be one JSON object: fix the device's output "
+                           "and resend the line") from exc
+    except UnicodeDecodeError as exc:
+        raise LineRejected("the line is not UTF-8 text", "send UTF-8 JSON") from exc
+    if not isinstance(obj, dict):
+        raise LineRejected(f"a line must be a JSON object, not {type(obj).__name__}",
+                           "send one object per line")
+    event_type = obj.get("type")
+    if event_type is None:
+        raise LineRejected("missing field 'type'", f"name the event type ({_DOCS} lists them)")
+    specs = _FIELDS.get(event_type) if isinstance(event_type, str) else None
+    if specs is None:
+        raise LineRejected(f"unknown event type {json.dumps(event_type)}",
+                           f"use one of the {len(_FIELDS)} types in {_DOCS}")
+    for key in ("table", "seq", "at", "actor"):
+        if key not in obj:
+            raise LineRejected(f"missing field '{key}' for {event_type}",
+                               "add it and resend the line")
+    if not _allowed(event_type, specs).issuperset(obj):
+        known = {s.name for s in specs}
+        unknown = sorted(set(obj) - ENVELOPE_KEYS - known)
+        raise LineRejected(f"unknown field '{unknown[0]}' for {event_type}",
+                           f"remove it; {event_type} has {', '.join(sorted(known)) or 'no fields'}")
+    payload: dict[str, Any] = {}
+    for spec in specs:
+        if spec.name in obj:
+            payload[spec.name] = _value(spec, obj[spec.name])
+        elif spec.required:
+            raise LineRejected(f"missing field '{spec.name}' for {event_type}",
+                               "add it and resend the line")
+    table = _str("table", obj["table"])
+    if not 1 <= len(table) <= 64:
+        raise LineRejected(f"table id {json.dumps(table)} must be 1 to 64 characters",
+                           "send the table's id, e.g. T07")
+    actor = _str("actor", obj["actor"])
+    if not actor:
+        raise LineRejected("field 'actor' is empty", "send the device or dealer id")
+    seq = _int("seq", obj["seq"])
+    if seq < 1:
+        raise LineRejected(f"seq {seq} is below 1", "a device numbers its lines from 1")
+    shoe = obj.get("shoe")
+    round_no = obj.get("round")
+    event_id = obj.get("id")
+    return DeviceLine(
+        table=table, event=model.EVENT_TYPES[event_type](**payload),
+        shoe=None if shoe is None else _str("shoe", shoe),
+        round_no=None if round_no is None else _int("round", round_no, "int"),
+        seq=seq, at=_time(obj["at"]), actor=actor,
+        event_id=None if event_id is None else _str("id", event_id))
+
+
+def _time(value: Any) -> datetime:
+    hint = "send an ISO 8601 time with its zone, e.g. 2026-11-28T21:14:03.120Z"
+    if not isinstance(value, str):
+        raise LineRejected(f"field 'at' must be a string, not {json.dumps(value)}", hint)
+    try:
+        at = datetime.fromisoformat(value)
+    except ValueError as exc:
+        raise LineRejected(f"field 'at' is not a time: {json.dumps(value)}", hint) from exc
+    if at.tzinfo is None:
+        raise LineRejected(f"field 'at' has no time zone: {json.dumps(value)}", hint)
+    return at.astimezone(UTC)

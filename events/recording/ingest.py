@@ -1,0 +1,275 @@
+"""`pitlog ingest`: JSON lines from card-reading shoes, shufflers and dealer terminals into events.
+
+The line format is documented in docs/ingest.md and parsed in events/recording/device_line.py. A
+line's `seq` is the sending device's own counter for that table (per `actor` and `table`): it must
+increase, so a line that arrives late or twice is refused here. Across runs, a line already in the
+log (its event id, given or derived from device, table and device seq, is in the log's event id
+index, events/recording/event_ids.py) is reported as already recorded and skipped.
+
+Only *structurally* bad lines are refused (docs/architecture.md, principle 1): malformed JSON, an
+unknown
+type, a missing or unknown field, a value of the wrong type, an invalid card, a device
+sequence out of order. A line that breaks a game rule (a raise after "Raises closed") is
+structurally fine and is recorded: the read side judges it. Each refused line is reported
+and written to the quarantine file with its line number, raw text and reason; never dropped.
+
+Memory is bounded: lines are read one at a time (each at most MAX_LINE_BYTES), the recorder
+holds at most one batch, and the only other state is one counter per device and table.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import random
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+from events.defaults import BATCH_LINES
+from events.errors import ConcurrencyError, EncodeError
+from events.log.base import DEFAULT_DATA_DIR, EventLog
+from events.recording.device_line import DeviceLine, LineRejected, parse_line
+from events.recording.event_ids import EventIdIndex, derived_event_id
+from events.recording.limits import ValueLimitError
+from events.recording.recorder import Recorder
+from events.wire.codec import micros
+
+__all__ = ["BadLine", "IngestReport", "LineRejected", "default_quarantine", "ingest",
+           "parse_line"]
+
+MAX_LINE_BYTES = 64 * 1024
+MAX_RETRIES = 20  # conflicts: another writer of the same table appended first
+
+
+@dataclass(frozen=True, slots=True)
+class BadLine:
+    """A refused line: where, why, what to do, and its exact bytes."""
+
+    line: int
+    reason: str
+    hint: str
+    raw: bytes
+
+    @property
+    def message(self) -> str:
+        return f"line {self.line}: {self.reason}; {self.hint}"
+
+
+@dataclass(slots=True)
+class IngestReport:
+    source: str
+    log: str
+    quarantine: str
+    lines: int = 0
+    recorded: int = 0
+    rejected: int = 0
+    device_seq_gaps: int = 0  # a device's seq jumped: lines may be missing upstream
+    already_recorded: int = 0  # lines whose event id the log holds already: skipped
+    tables: set[str] = field(default_factory=set)
+    seconds: float = 0.0
+
+    @property
+    def exit_code(self) -> int:
+        """0: every line recorded; 1: at least one line rejected (docs/ingest.md)."""
+        return 1 if self.rejected else 0
+
+    def as_row(self) -> dict[str, Any]:
+        return {"source": self.source, "lines": self.lines, "recorded": self.recorded,
+                "rejected": self.rejected, "tables": len(self.tables),
+                "device_seq_gaps": self.device_seq_gaps,
+                "already_recorded": self.already_recorded, "quarantine": self.quarantine,
+                "log": self.log, "lines_per_second": round(self.lines / self.seconds)
+                if self.seconds else None}
+
+
+# --- a whole input --------------------------------------------------------------------------
+
+
+def default_quarantine(log_uri: str) -> Path:
+    """Next to the log: `pitlog-data/log` -> `pitlog-data/log-quarantine.jsonl`. A Kafka log
+    has no folder: `pitlog-data/kafka-TOPIC-quarantine.jsonl`."""
+    if log_uri.startswith("kafka://"):
+        topic = log_uri.rstrip("/").rsplit("/", 1)[-1].split("?", 1)[0]
+        return DEFAULT_DATA_DIR / f"kafka-{topic}-quarantine.jsonl"
+    folder = Path(log_uri.removeprefix("file://"))
+    return folder.parent / f"{folder.name}-quarantine.jsonl"
+
+
+def _lines(stream: IO[bytes]) -> Iterator[tuple[int, bytes, bool]]:
+    """(line number, bytes without the newline, too long?), one line in memory at a time."""
+    n = 0
+    while True:
+        raw = stream.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        n += 1
+        too_long = len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n")
+        if too_long:
+            while True:  # skip the rest of the line without holding it
+                rest = stream.readline(MAX_LINE_BYTES)
+                if not rest or rest.endswith(b"\n"):
+                    break
+        yield n, raw.rstrip(b"\r\n"), too_long
+
+
+class _Quarantine:
+    """Refused lines, appended as JSON lines: an audit record too, so never truncated."""
+
+    def __init__(self, path: Path, source: str) -> None:
+        self.path, self.source = path, source
+        self.file: IO[str] | None = None
+
+    def add(self, bad: BadLine) -> None:
+        if self.file is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.file = self.path.open("a", encoding="utf-8")
+        entry: dict[str, Any] = {
+            "source": self.source, "line": bad.line, "reason": bad.reason,
+            "raw": bad.raw.decode("utf-8", "replace"),
+            "quarantined_at": datetime.now(UTC).isoformat()}
+        try:
+            bad.raw.decode("utf-8")
+        except UnicodeDecodeError:
+            entry["raw_base64"] = base64.b64encode(bad.raw).decode()  # the exact bytes
+        self.file.write(json.dumps(entry) + "\n")
+
+    def sync(self) -> None:
+        if self.file is not None:
+            self.file.flush()
+            os.fsync(self.file.fileno())
+
+    def close(self) -> None:
+        if self.file is not None:
+            self.sync()
+            self.file.close()
+
+
+def ingest(stream: IO[bytes], log: EventLog, *, source: str, quarantine: Path,
+           on_reject: Callable[[BadLine], None] | None = None,
+           now: Callable[[], datetime] | None = None,
+           batch_lines: int = BATCH_LINES) -> IngestReport:
+    """Record every good line of `stream` through the Recorder; quarantine every bad one."""
+    started = time.perf_counter()
+    report = IngestReport(source, log.uri, str(quarantine))
+    # Flushed here, to retry conflicts. `now` None: the recorder's own clock (integer micros).
+    recorder = Recorder(log, batch_size=2**62, now=now)
+    last_seq: dict[tuple[str, str], int] = {}
+    # Lines that passed parsing and the order check, with whether their device seq jumped;
+    # their event ids are looked up in the index a batch at a time (one query, not one a line).
+    candidates: list[tuple[int, bytes, DeviceLine, bool]] = []
+    bad_lines = _Quarantine(quarantine, source)
+    ids = EventIdIndex(log)
+
+    def reject(n: int, raw: bytes, reason: str, hint: str) -> None:
+        bad = BadLine(n, reason, hint, raw)
+        report.rejected += 1
+        bad_lines.add(bad)
+        if on_reject is not None:
+            on_reject(bad)
+
+    def commit() -> None:
+        """Record the candidates whose event id the log does not hold yet, and flush."""
+        known = ids.recorded_many([(line.table, line.event_id or "")
+                                   for _, _, line, _ in candidates])
+        batch: list[DeviceLine] = []
+        for n, raw, line, gap in candidates:
+            key = (line.table, line.event_id or "")
+            if key in known:
+                report.already_recorded += 1  # a re-sent line: recorded once, not again
+                continue
+            try:
+                _record(recorder, line)
+            except (LineRejected, ValueLimitError) as exc:
+                reject(n, raw, exc.reason, exc.hint)
+                continue
+            except EncodeError as exc:
+                reject(n, raw, f"not encodable ({exc})", "check the values against the schema")
+                continue
+            known.add(key)  # the same line twice in one batch: once
+            report.device_seq_gaps += gap
+            batch.append(line)
+        candidates.clear()
+        _flush(recorder, batch)
+        ids.catch_up()
+        bad_lines.sync()
+        report.recorded += len(batch)
+        report.tables.update(x.table for x in batch)
+
+    try:
+        for n, raw, too_long in _lines(stream):
+            report.lines += 1
+            if too_long:
+                reject(n, raw, f"line longer than {MAX_LINE_BYTES} bytes (first ones kept)",
+                       "a device line is one small JSON object: check the sender")
+                continue
+            if not raw.strip():
+                reject(n, raw, "empty line", "remove it or send an event")
+                continue
+            try:
+                line = _with_event_id(parse_line(raw))
+                last = _check_order(line, last_seq)
+            except LineRejected as exc:
+                reject(n, raw, exc.reason, exc.hint)
+                continue
+            last_seq[(line.actor, line.table)] = line.seq
+            candidates.append((n, raw, line, bool(last and line.seq > last + 1)))
+            if len(candidates) >= batch_lines:
+                commit()
+        commit()
+    finally:
+        bad_lines.close()
+        ids.close()
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _check_order(line: DeviceLine, last_seq: dict[tuple[str, str], int]) -> int:
+    """The device's last accepted seq for this table; LineRejected unless this one is above."""
+    last = last_seq.get((line.actor, line.table), 0)
+    if line.seq <= last:
+        raise LineRejected(
+            f"sequence out of order: {line.actor} seq {line.seq} for table {line.table} "
+            f"after seq {last}", "a device's seq must increase: resend its lines in order "
+                                 "(a line sent twice is refused too)")
+    return last
+
+
+def _with_event_id(line: DeviceLine) -> DeviceLine:
+    """The line's own `id`, else one derived from its device, table and device seq: a line
+    re-sent in a later run then has the same id, and is found already recorded."""
+    if line.event_id is not None:
+        return line
+    # Built directly: dataclasses.replace cost as much as deriving the id (this runs per line).
+    return DeviceLine(line.table, line.event, line.shoe, line.round_no, line.seq, line.at,
+                      line.actor, derived_event_id(line.table, line.actor, line.seq))
+
+
+def _record(recorder: Recorder, line: DeviceLine) -> None:
+    # line.at is in UTC (parse_line converts it): integer micros, what the writer encodes.
+    recorder.record_us(line.table, line.event, shoe_id=line.shoe, round_no=line.round_no,
+                       actor=line.actor, occurred_us=micros(line.at), event_id=line.event_id)
+
+
+def _flush(recorder: Recorder, batch: list[DeviceLine]) -> None:
+    """Another writer of one of these tables may append first: the recorder then drops the
+    batch and reloads its heads, and the batch is recorded again on top (issue 6). Between
+    attempts, a random and growing pause, so two writers in step stop colliding."""
+    for attempt in range(MAX_RETRIES + 1):
+        try:
+            recorder.flush()
+            return
+        except ConcurrencyError as exc:
+            if attempt == MAX_RETRIES:
+                raise
+            # Tables the conflict did not stop are recorded (Kafka commits each table on its
+            # own): only the others' lines are recorded again, or theirs would be twice.
+            done = {key.decode() for key in exc.recorded}
+            batch = [line for line in batch if line.table not in done]
+            time.sleep(random.uniform(0, 0.002 * 2 ** min(attempt, 8)))
+            for line in batch:
+                _record(recorder, line)

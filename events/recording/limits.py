@@ -1,0 +1,178 @@
+"""The values pitlog accepts: every one the read side can sum, convert and show.
+
+One definition, checked by the Recorder (events/recording/recorder.py) before an event is stamped,
+so `pitlog ingest`, `pitlog simulate` and any Python caller are held to the same bounds; ingest
+quarantines a refused line with the reason and its line number. Stated in docs/integrity.md,
+"Confidentiality and input limits".
+
+Why these bounds:
+- Amounts in cents are 0..MAX_AMOUNT_CENTS. DuckDB sums BIGINT columns into a HUGEINT and the
+  views cast totals back to BIGINT: at 2**62 cents a sum of two amounts is already out of range.
+  With at most 10**12 cents ($10,000,000,000.00) per event, 9 million events at the maximum still
+  sum inside BIGINT. An amount is never negative: a wager or raise is an amount placed on the
+  layout (13:47-20.31(d)12), a settlement moves money the way its outcome says (paid if WON,
+  (e); collected if LOST; returned if VOID); minimum and maximum wagers are amounts too.
+- Payout odds ("X to 1") are 0..MAX_ODDS, so amount times odds stays inside BIGINT.
+- Times are in [MIN_TIME, MAX_TIME): a time zone shift of year 1 or 9999 leaves Python's and
+  DuckDB's date range, and no casino device speaks from before 2000.
+- Strings are at most MAX_TEXT_CHARS characters (ids at most MAX_ID_CHARS), so one event stays
+  small and a table cell stays readable.
+- A device line's JSON nests at most MAX_JSON_DEPTH deep (a card list inside a line is 3).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from datetime import UTC, datetime
+
+from events.errors import EncodeError
+from events.reddog import model
+from events.text import UNSAFE as _CONTROL
+from events.text import visible
+from events.wire import codec
+
+MAX_AMOUNT_CENTS = 10**12
+MAX_ODDS = 10_000
+MIN_TIME = datetime(2000, 1, 1, tzinfo=UTC)
+MAX_TIME = datetime(2100, 1, 1, tzinfo=UTC)
+MIN_TIME_US, MAX_TIME_US = codec.micros(MIN_TIME), codec.micros(MAX_TIME)  # the writers' clock
+MAX_TEXT_CHARS = 1024
+MAX_ID_CHARS = 128
+MAX_JSON_DEPTH = 16
+
+_ODDS_FIELDS = frozenset({"odds", "pays_spread_1", "pays_spread_2", "pays_spread_3",
+                          "pays_spread_4_to_11", "pays_three_of_a_kind"})
+_HINT = "docs/integrity.md (Confidentiality and input limits) states the accepted ranges"
+
+
+class ValueLimitError(EncodeError):
+    """A value outside what pitlog accepts (this module's bounds). `field` names it."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(f"{reason}; {_HINT}")
+        self.field, self.reason, self.hint = field, reason, _HINT
+
+
+def check_amount(field: str, value: int) -> None:
+    if not 0 <= value <= MAX_AMOUNT_CENTS:
+        raise ValueLimitError(field, f"field '{field}' is {value} cents, outside 0.."
+                                     f"{MAX_AMOUNT_CENTS} (an amount is never negative)")
+
+
+def check_time(field: str, value: datetime) -> None:
+    if value.tzinfo is None:
+        raise ValueLimitError(field, f"field '{field}' has no time zone")
+    if not MIN_TIME <= value < MAX_TIME:
+        raise ValueLimitError(field, f"field '{field}' is {value.isoformat()}, outside "
+                                     f"{MIN_TIME:%Y-%m-%d} to {MAX_TIME:%Y-%m-%d} (UTC)")
+
+
+def check_time_us(field: str, value: int) -> None:
+    """check_time for a time in integer microseconds since the epoch (UTC)."""
+    if not MIN_TIME_US <= value < MAX_TIME_US:
+        check_time(field, codec.from_micros(value))
+
+
+def check_text(field: str, value: str | None, limit: int = MAX_TEXT_CHARS) -> None:
+    if value is not None and len(value) > limit:
+        raise ValueLimitError(field, f"field '{field}' has {len(value)} characters, more than "
+                                     f"{limit}")
+
+
+# Per event type, once: the fields with a bound, as (name, kind). This runs for every event.
+_PLANS: dict[type, tuple[tuple[str, str], ...]] = {}
+
+
+def _plan(cls: type) -> tuple[tuple[str, str], ...]:
+    hints = typing.get_type_hints(cls)
+    plan = []
+    for f in dataclasses.fields(cls):
+        if f.name.endswith("_cents"):
+            plan.append((f.name, "amount"))
+        elif f.name in _ODDS_FIELDS:
+            plan.append((f.name, "odds"))
+        elif str in (hints[f.name], *typing.get_args(hints[f.name])):
+            plan.append((f.name, "text"))
+    return tuple(plan)
+
+
+def check_event(event: model.DomainEvent) -> None:
+    """ValueLimitError unless every payload value of `event` is within bounds."""
+    plan = _PLANS.get(type(event))
+    if plan is None:
+        plan = _PLANS[type(event)] = _plan(type(event))
+    for name, kind in plan:
+        value = getattr(event, name)
+        if value is None:
+            continue
+        if kind == "amount":
+            check_amount(name, value)
+        elif kind == "odds":
+            if not 0 <= value <= MAX_ODDS:
+                raise ValueLimitError(name, f"field '{name}' is {value}, outside 0..{MAX_ODDS}")
+        else:
+            check_text(name, value)
+
+
+def check_envelope(table_id: str, shoe_id: str | None, actor: str, event_id: str | None,
+                   occurred_at: datetime, recorded_at: datetime | None) -> None:
+    """ValueLimitError unless the envelope values a caller gives are within bounds."""
+    check_ids(table_id, shoe_id, actor, event_id)
+    check_time("at", occurred_at)
+    if recorded_at is not None:
+        check_time("recorded_at", recorded_at)
+
+
+def check_envelope_us(table_id: str, shoe_id: str | None, actor: str, event_id: str | None,
+                      occurred_us: int, recorded_us: int | None) -> None:
+    """check_envelope with the times in integer microseconds (the writers' hot path)."""
+    check_ids(table_id, shoe_id, actor, event_id)
+    for name, us in (("at", occurred_us), ("recorded_at", recorded_us)):
+        if us is not None:
+            check_time_us(name, us)
+
+
+def check_ids(table_id: str, shoe_id: str | None, actor: str, event_id: str | None) -> None:
+    """ValueLimitError unless the ids are short printable text."""
+    if max(len(table_id), len(shoe_id or ""), len(actor), len(event_id or "")) > MAX_ID_CHARS:
+        for name, text in (("table", table_id), ("shoe", shoe_id), ("actor", actor),
+                           ("id", event_id)):
+            check_text(name, text, MAX_ID_CHARS)
+    # One search over the four (the usual case: none has a control character), then the one
+    # to blame; the separator is printable, so it finds nothing itself.
+    if not _CONTROL.search(f"{table_id} {shoe_id} {actor} {event_id}"):
+        return
+    for name, text in (("table", table_id), ("shoe", shoe_id), ("actor", actor),
+                       ("id", event_id)):
+        if text and _CONTROL.search(text):
+            # An id names a table, shoe or device in keys, file names and reports: a control
+            # character there is a sender's fault, never a name (events/text.py for free text).
+            raise ValueLimitError(name, f"the {name} id {visible(text)!r} holds a control "
+                                        f"character; send ids as printable text")
+
+
+def json_depth_exceeds(raw: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
+    """True when the JSON text nests objects and arrays deeper than `limit` (brackets inside
+    strings do not count). Checked before json.loads, whose recursion would otherwise end in a
+    RecursionError on a short line."""
+    if raw.count(b"[") + raw.count(b"{") <= limit:
+        return False  # the usual line: too few brackets to be that deep
+    depth, in_string, escaped = 0, False, False
+    for byte in raw:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:  # quote
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):  # [ {
+            depth += 1
+            if depth > limit:
+                return True
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+    return False
