@@ -20,9 +20,9 @@ from cli.options import (
 )
 from cli.output import Format, Summary, render
 from cli.progress import progress_bar
-from events.defaults import BATCH_LINES
 from events.errors import NotFoundError
 from events.log.registry import open_log
+from events.recording.defaults import BATCH_LINES
 from events.text import visible
 
 if TYPE_CHECKING:  # imported where used: `pitlog --help` must not load the event model

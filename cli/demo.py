@@ -93,8 +93,8 @@ def _sign(data_dir: Path) -> None:
 def run_demo(data_dir: Path, *, seed: int, replace: bool = False) -> DemoReport:
     from projections.anomalies import list_anomalies
     from projections.projector import project
-    from projections.queries import demo_summary
     from projections.snapshot import open_for_reading
+    from projections.summary import demo_summary
 
     started = time.perf_counter()
     _claim(data_dir, replace)

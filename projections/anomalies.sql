@@ -66,11 +66,6 @@ CREATE OR REPLACE MACRO anomaly_seats(seats) AS
     CASE WHEN len(seats) = 1 THEN 'seat ' ELSE 'seats ' END
     || array_to_string(list_sort(list_distinct(seats)), ', ');
 
--- A rank as the dealer says it: 2..10, J, Q, K, A (13:47-20.31(a)2ii).
-CREATE OR REPLACE MACRO anomaly_rank(rank) AS
-    CASE rank WHEN 11 THEN 'J' WHEN 12 THEN 'Q' WHEN 13 THEN 'K' WHEN 14 THEN 'A'
-              ELSE CAST(rank AS VARCHAR) END;
-
 -- Who wins on a deciding third card, read aloud (13:47-20.31(d)9-10, (d)14; GA (7)-(8), (11)(a)).
 CREATE OR REPLACE MACRO third_card_verdict(kind, left_rank, right_rank, third_rank) AS
     CASE WHEN kind = 'pair' AND third_rank = left_rank THEN 'three of a kind, players win'

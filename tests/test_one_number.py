@@ -13,8 +13,8 @@ from simulated import simulated_db
 from typer.testing import CliRunner
 
 from cli.app import app
-from projections.queries import demo_summary
 from projections.reconcile import Calendar, conservation, reconcile
+from projections.summary import demo_summary
 
 
 @pytest.fixture(scope="module")

@@ -30,9 +30,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-from events.defaults import BATCH_LINES
 from events.errors import ConcurrencyError, EncodeError
 from events.log.base import DEFAULT_DATA_DIR, EventLog
+from events.recording.defaults import BATCH_LINES
 from events.recording.device_line import DeviceLine, LineRejected, parse_line
 from events.recording.event_ids import EventIdIndex, derived_event_id
 from events.recording.limits import ValueLimitError
