@@ -178,7 +178,8 @@ def test_events_appended_across_a_broker_restart_are_on_the_topic_exactly_once(
         errors: list[BaseException] = []
         restarted = threading.Event()
         after_restart = [0]
-        flush_seconds: list[float] = []
+        # Per flush: (begun before the broker was back, returned after it was back).
+        flushes: list[tuple[bool, bool]] = []
 
         def produce() -> None:
             with open_log(uri) as log:
@@ -196,9 +197,9 @@ def test_events_appended_across_a_broker_restart_are_on_the_topic_exactly_once(
                                             shoe_id=None, round_no=None, actor="pit",
                                             occurred_at=clock)
                             pending[table] += 1
-                        started = time.monotonic()
+                        began_before = not restarted.is_set()
                         recorder.flush()  # returns only once the broker acknowledged them
-                        flush_seconds.append(time.monotonic() - started)
+                        flushes.append((began_before, restarted.is_set()))
                         for table, count in pending.items():
                             acked[table] += count
                         if restarted.is_set():
@@ -221,8 +222,9 @@ def test_events_appended_across_a_broker_restart_are_on_the_topic_exactly_once(
         assert not producer.is_alive()
         assert errors == []
         assert before_stop < sum(acked.values())
-        # Some append was in flight across the outage: it waited for the broker, then succeeded.
-        assert max(flush_seconds) > 1.5
+        # Some append was in flight across the outage: begun before the broker was back (it is
+        # set only once the restarted broker is ready), it returned, acknowledged, after it.
+        assert (True, True) in flushes
 
         with open_log(uri) as log:
             by_table: dict[str, list[bytes]] = defaultdict(list)
