@@ -22,7 +22,7 @@ from live_support import (
 )
 
 from events.log.base import EventLog
-from events.log.embedded.log import EmbeddedLog
+from events.log.embedded.log import DEFAULT_PARTITIONS, EmbeddedLog, partition_for
 from events.log.registry import open_log
 from projections.anomalies import STORED, anomaly_source
 from projections.incremental import take_recorded
@@ -139,8 +139,13 @@ def test_a_poll_commits_every_partition_in_one_batch_and_stays_exact(
         tmp_path: Path, records: list[tuple[bytes, bytes]]) -> None:
     # The log hands over one partition at a time; the projector gathers them, so a poll that
     # finds records in several partitions pays one detection, not one per partition.
-    half = len(records) // 2
+    # The split: the first point at or after the middle whose next 90 records lie in more
+    # than one partition (the source log is read a partition at a time).
+    parts = [partition_for(key, DEFAULT_PARTITIONS) for key, _ in records]
+    half = next(i for i in range(len(records) // 2, len(records) - 190)
+                if len(set(parts[i:i + 90])) > 1)
     with _projected(tmp_path, records, half) as (log, con):
+        assert log.n_partitions == DEFAULT_PARTITIONS
         before = log.end_offsets()
         feed(log, records, half, half + 90)
         grown = [p for p, end in log.end_offsets().items() if end > before[p]]
