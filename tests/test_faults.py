@@ -278,7 +278,9 @@ def test_simulate_killed_at_random_points_then_run_again_never_sees_another_writ
     faults = 0
     for i in range(5):
         proc = subprocess.Popen([PITLOG, "simulate", "--log", str(folder), "--tables", "4",
-                                 "--rounds", "300", "--seed", str(i)],
+                                 # long enough to be mid-run when killed, even at the compiled
+                                 # writers' speed on an idle machine
+                                 "--rounds", "3000", "--seed", str(i)],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         time.sleep(rng.uniform(1.0, 3.0))
         if proc.poll() is None:

@@ -104,7 +104,7 @@ def test_ingest_killed_at_random_points_and_resent_records_each_line_once(
     """The operator's recovery: after a SIGKILL, send the whole file again. Each line ends up
     in the log exactly once: none lost, none twice."""
     folder, source = tmp_path / "log", tmp_path / "lines.jsonl"
-    source.write_text(_device_lines(6000, tables=5))
+    source.write_text(_device_lines(20_000, tables=5))  # still running when killed, even idle
     rng = random.Random(16)
     kills = 0
     for _ in range(3):
@@ -120,7 +120,7 @@ def test_ingest_killed_at_random_points_and_resent_records_each_line_once(
     assert final.returncode == 0, final.stderr
     assert kills >= 1
     ids = _ids(folder)
-    assert len(ids) == len(set(ids)) == 6000  # lost: 0, duplicated: 0
+    assert len(ids) == len(set(ids)) == 20_000  # lost: 0, duplicated: 0
     assert verify_log(EmbeddedLog(folder)).ok
 
 
