@@ -33,7 +33,8 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE.parent / "tests")]
 
 from events.log.embedded.log import EmbeddedLog  # noqa: E402
-from events.simulation.irregularities import INJECTABLE, TruthLabel  # noqa: E402
+from events.reddog.catalogue import INJECTABLE  # noqa: E402
+from events.simulation.irregularities import TruthLabel  # noqa: E402
 from events.simulation.simulator import SimConfig, simulate  # noqa: E402
 from projections.anomalies import AnomalyFilter, list_anomalies, score  # noqa: E402
 from projections.projector import project  # noqa: E402

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 from datetime import datetime
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -30,14 +29,8 @@ from cli.options import (
 from cli.output import Format, render
 from cli.progress import progress_bar
 from events.errors import PitlogError
+from events.reddog.catalogue import Severity
 from projections.localtime import casino_zone, gaming_day_bounds, parse_local
-
-
-class Severity(StrEnum):
-    low = "low"
-    medium = "medium"
-    high = "high"
-
 
 ANOMALY_SUMMARY = ["occurred_at", "code", "severity", "table_id", "shoe_id", "round_no", "seqs",
                    "explanation"]

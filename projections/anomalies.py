@@ -19,6 +19,7 @@ from typing import Any, Protocol
 import duckdb
 
 from events.errors import ProjectionError
+from events.reddog.catalogue import SEVERITIES, STATISTICAL, Severity
 from projections.queries import rows as query_rows
 from projections.reconcile import Calendar
 from projections.statistics import statistical_anomalies
@@ -26,8 +27,6 @@ from projections.views import create_views
 
 COLUMNS = ("code", "severity", "table_id", "shoe_id", "round_no", "seqs", "explanation", "rule",
            "occurred_at")
-SEVERITIES = ("low", "medium", "high")
-STATISTICAL = ("HOLD_VARIANCE", "OUTCOME_FREQUENCY")
 Row = dict[str, Any]
 
 
@@ -235,14 +234,14 @@ def list_anomalies(con: duckdb.DuckDBPyConnection, f: AnomalyFilter | None = Non
                                 f"{', '.join(sorted(known))}")
     if f.severity is not None and f.severity not in SEVERITIES:
         raise AnomalyQueryError(f"no severity {f.severity!r}; use {', '.join(SEVERITIES)}")
-    min_rank = SEVERITIES.index(f.severity) + 1 if f.severity else 1
+    min_rank = Severity(f.severity).rank if f.severity else Severity.LOW.rank
     found = query_rows(con, _SELECT.format(source=anomaly_source(con)), {
         "codes": list(codes), "table": f.table, "shoe": f.shoe, "since": f.since,
         "until": f.until, "min_rank": min_rank})
     if progress is not None:
         progress(1, 2)
     wants_stats = f.statistics and (not codes or any(c in STATISTICAL for c in codes))
-    if wants_stats and f.shoe is None and min_rank <= SEVERITIES.index("low") + 1:
+    if wants_stats and f.shoe is None and min_rank <= Severity.LOW.rank:  # the statistics are low
         for r in statistical_anomalies(con, calendar):
             if codes and r["code"] not in codes:
                 continue

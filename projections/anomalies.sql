@@ -14,52 +14,10 @@
 -- round LACKS (an announcement, a settlement, the rack) is judged only once it is finished,
 -- so a live table's round in progress is never flagged for what is still to come.
 
--- The catalogue of docs/architecture.md, with the codes of issue 13 (docs/anomalies.md quotes each
--- clause): code, severity, rule (with 13:47-20.31 written out) and what is flagged. The
--- simulator's INJECTABLE (events/simulation/irregularities.py), the severities of projections/anomalies.py
--- and the CLI, and docs/anomalies.md must agree with it (tests/test_anomalies.py checks that).
-CREATE OR REPLACE VIEW anomaly_codes AS
-SELECT code, severity, CASE severity WHEN 'high' THEN 3 WHEN 'medium' THEN 2 ELSE 1 END AS severity_rank,
-       rule, flagged
-FROM (VALUES
-    ('EARLY_THIRD_CARD', 'medium', '13:47-20.31(g)3; 13:69F-6.7', 'a third card exposed before "Raises closed"'),
-    ('EARLY_EXPOSURE_MISHANDLED', 'high', '13:47-20.31(g)3; 13:69F-6.7', 'after an early exposure: the exposed card used, no void-or-play choice offered, or a voiding player not refunded the wager and raise before the new third card'),
-    ('LATE_WAGER', 'high', '13:47-20.31(d)3; GA (1)', 'wager placed after the first card left the shoe'),
-    ('WAGER_ALTERED', 'high', '13:47-20.31(d)6; GA (4)', 'wager changed or removed after the first card, before its decision'),
-    ('RAISE_OVER_LIMIT', 'medium', '13:47-20.31(d)12', 'raise larger than the original wager'),
-    ('RAISE_NOT_ALLOWED', 'medium', '13:47-20.31(d)12', 'raise on a consecutive or pair round, or with no original wager'),
-    ('LATE_RAISE', 'high', '13:47-20.31(d)12-13; GA (11)', 'raise after "Raises closed"'),
-    ('WRONG_PAYOUT', 'high', '13:47-20.31(e); GA (11)(b)', 'a winner paid at other than the table''s paytable, under or over'),
-    ('BELOW_MINIMUM_ODDS', 'high', '13:47-20.31(d)9, (e)-(f); GA (11)(c)', 'a paytable or payout below the jurisdiction''s minimum (at a casino night, three of a kind at other than 11 to 1)'),
-    ('WRONG_SETTLEMENT', 'high', '13:47-20.31(d)7, 10, 14', 'a winner collected, a loser paid, or a void/tie not returned'),
-    ('WRONG_ANNOUNCEMENT', 'low', '13:47-20.31(d)7-11, 13', 'an announcement missing or contradicting the cards'),
-    ('THIRD_CARD_ON_CONSECUTIVE', 'medium', '13:47-20.31(d)7', 'a third card drawn in a consecutive round'),
-    ('PAIR_WITHOUT_THIRD_CARD', 'medium', '13:47-20.31(d)8', 'a pair not followed at once by the third card'),
-    ('MISSING_BURN', 'medium', '13:47-20.31(d)1; 13:69F-6.4, 6.9', 'no burn after a new shoe or a dealer change (none owed at an nj-casino table dealing from an automatic reshuffling shoe)'),
-    ('FACE_UP_CARD_USED', 'high', '13:47-20.31(g)1', 'a card found face up in the shoe played instead of discarded'),
-    ('NO_RESHUFFLE_AFTER_CUT_CARD', 'medium', '13:47-20.31(d)16; GA (13)', 'a new round dealt after the cutting card was reached'),
-    ('ROUND_ABANDONED_AT_CUT_CARD', 'medium', '13:47-20.31(d)16', 'the round stopped at the cutting card instead of completed'),
-    ('DISCARD_RACK_ORDER', 'medium', '13:47-20.31(d)15; GA (12)', 'cards racked out of dealing order, or missing from the rack'),
-    ('CARD_UNACCOUNTED', 'high', '13:47-20.31(d)15', 'a card that left the shoe never reached the rack'),
-    ('EXTRA_CARD', 'high', '13:47-20.31(a)2', 'more copies of a card than the shoe''s decks hold (a card introduced)'),
-    ('MULTIPLE_BETTING_AREAS', 'medium', '13:47-20.31(g)4; 13:69F-6.8', 'one player on more than one area without permission'),
-    ('CALL_BET', 'medium', '13:47-20.31(d)4; 13:69F-6.5(b); GA (2)', 'a verbal wager (call bet): every profile wants wagers placed on the layout'),
-    ('MATCH_PLAY_NOT_ALLOWED', 'medium', 'GA (2)', 'a match play coupon at a table that takes chips and plaques only'),
-    ('TOO_MANY_DECKS', 'medium', '13:47-20.31(a)2', 'a shoe of more than one deck at a casino-night table'),
-    ('THIRD_CARD_REDRAWN', 'high', '13:47-20.31(d)10, (d)13-14; GA (8), (11)', 'a card drawn from the shoe (to any box) after the third card that decided the round'),
-    ('THIRD_CARD_DIVERTED', 'high', '13:47-20.31(d)8, (d)13; GA (6), (11)', 'the deciding third card put in the discard rack or on a side box instead of the middle box'),
-    ('SPREAD_WITHOUT_THIRD_CARD', 'high', '13:47-20.31(d)13-14; GA (11)', 'a spread round settled with no third card, or before it'),
-    ('EARLY_RAISE', 'medium', '13:47-20.31(d)12', 'a raise placed before the first two cards were dealt'),
-    ('WRONG_BOX', 'medium', '13:47-20.31(d)5; GA (3)', 'the first card dealt to other than the left box, or the second to other than the right'),
-    ('BURN_MISDISCLOSED', 'high', '13:47-20.31(d)1; 13:69F-6.4', 'a burnt card disclosed that is not the card burnt'),
-    ('DRAWN_IN_ERROR_NOT_USED', 'high', '13:47-20.31(g)2; 13:69F-6.7', 'a card drawn in error not used as the next card'),
-    ('DEVICE_FAULT_NOT_VOIDED', 'high', '13:69F-34.16(m)-(n) by analogy', 'a shuffler or shoe fault not followed by void and reshuffle'),
-    ('SEQUENCE_GAP', 'high', 'integrity', 'a missing sequence number in a table stream (an event lost or deleted)'),
-    ('CHAIN_BROKEN', 'high', 'integrity', 'a hash link that does not verify (an event altered)'),
-    ('DUPLICATE_EVENT', 'high', 'integrity', 'an event id recorded more than once in a table stream (one event counted twice)'),
-    ('HOLD_VARIANCE', 'low', 'statistical reports in the style of the minimum internal control standards', 'hold for a table, shift or day outside statistical bounds of theoretical'),
-    ('OUTCOME_FREQUENCY', 'low', 'deck-integrity statistics', 'pairs, trips or spreads off their combinatorial frequencies (chi-square)')
-) AS catalogue(code, severity, rule, flagged);
+-- The catalogue, `anomaly_codes` (code, severity, severity_rank, rule, flagged), is generated
+-- from events/reddog/catalogue.py before this file runs (projections/reddog_macros.py). A code
+-- selected below needs its entry there, or the `anomalies` view's join drops its rows
+-- (tests/test_catalogue.py fails first).
 
 -- "seat 2" or "seats 1, 3" in an explanation.
 CREATE OR REPLACE MACRO anomaly_seats(seats) AS

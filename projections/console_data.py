@@ -11,6 +11,7 @@ from typing import Any
 
 import duckdb
 
+from events.reddog.catalogue import SEVERITIES as RISING
 from projections.queries import replay_shoe, rows
 
 Row = dict[str, Any]
@@ -18,7 +19,7 @@ Row = dict[str, Any]
 _ALERT_COLUMNS = ("alert_seq, alert_id, code, severity, table_id, shoe_id, round_no, seqs, "
                   "explanation, rule, occurred_at, raised_at")
 
-SEVERITIES = ("high", "medium", "low")
+SEVERITIES = tuple(reversed(RISING))  # the console lists the worst first
 
 _RECENT = f"""
 SELECT {_ALERT_COLUMNS} FROM alerts

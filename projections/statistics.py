@@ -31,6 +31,7 @@ from typing import Any
 import duckdb
 
 from events.reddog import theory
+from events.reddog.catalogue import BY_CODE
 from projections.queries import rows as query_rows
 from projections.reconcile import DEFAULT_SIGMA, Calendar, reconcile
 
@@ -41,8 +42,7 @@ MIN_HOLD_ROUNDS = 200
 OUTCOME_ALPHA = 0.001
 MIN_FREQUENCY_ROUNDS = 500
 MIN_EXPECTED = 5.0  # Pearson's rule of thumb for a chi-square cell
-HOLD_RULE = "statistical reports in the style of the minimum internal control standards"
-FREQUENCY_RULE = "deck-integrity statistics"
+HOLD, FREQUENCY = BY_CODE["HOLD_VARIANCE"], BY_CODE["OUTCOME_FREQUENCY"]
 CATEGORIES = ("consecutive", "trips", "pair_no_trips", *(f"spread_{s}" for s in theory.SPREADS))
 
 
@@ -201,24 +201,24 @@ def statistical_anomalies(con: duckdb.DuckDBPyConnection,
         if not g["flagged"]:
             continue
         found.append({
-            "code": "HOLD_VARIANCE", "severity": "low",
+            "code": HOLD.code, "severity": HOLD.severity.value,
             "table_id": g.get("table_id"), "shoe_id": None, "round_no": None, "seqs": [],
             "explanation": (
                 f"{_group_name(g)} held {g['hold_pct']}% of {_money(g['handle_cents'])} "
                 f"(net win {_money(g['net_win_cents'])}) against a theoretical "
                 f"{g['theo_hold_pct']}% ({_money(g['theo_win_cents'])}) over {g['rounds']} "
                 f"rounds: z = {g['z_score']}, beyond +/-{HOLD_Z} (1 in 1,000 by chance)"),
-            "rule": HOLD_RULE, "occurred_at": g["last_at"]})
+            "rule": HOLD.rule, "occurred_at": g["last_at"]})
     for g in outcome_frequency(con):
         if not g["flagged"]:
             continue
         found.append({
-            "code": "OUTCOME_FREQUENCY", "severity": "low", "table_id": g["table_id"],
+            "code": FREQUENCY.code, "severity": FREQUENCY.severity.value, "table_id": g["table_id"],
             "shoe_id": None, "round_no": None, "seqs": [],
             "explanation": (
                 f"Table {g['table_id']} ({g['decks']}-deck shoes, {g['rounds']} rounds): outcome "
                 f"frequencies off the combinatorics, chi-square {g['chi_square']} on {g['df']} "
                 f"df, p = {g['p_value']:.2g} < {OUTCOME_ALPHA}; most off: {g['worst']} "
                 f"{g['worst_observed']} seen, {g['worst_expected']} expected"),
-            "rule": FREQUENCY_RULE, "occurred_at": g["last_at"]})
+            "rule": FREQUENCY.rule, "occurred_at": g["last_at"]})
     return found

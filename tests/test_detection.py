@@ -19,8 +19,9 @@ import pytest
 from surveillance_pit import LEFT, LOST, MIDDLE, ORIGINAL, RIGHT, Pit
 
 from events.log.embedded.log import EmbeddedLog
+from events.reddog.catalogue import INJECTABLE
 from events.reddog.model import Meaning
-from events.simulation.irregularities import INJECTABLE, TruthLabel
+from events.simulation.irregularities import TruthLabel
 from events.simulation.simulator import SimConfig, simulate
 from projections.anomalies import STATISTICAL, AnomalyFilter, list_anomalies, score
 from projections.projector import project

@@ -44,22 +44,8 @@ from events.simulation.irregular_hands import EXTRA_SIZES_CENTS, HandSlips, Roun
 from events.simulation.table import Hand, Rates, Table
 from events.wire import chain, codec
 
-__all__ = ["INJECTABLE", "Irregularities", "RoundStopped", "TruthLabel", "record_tampered"]
+__all__ = ["Irregularities", "RoundStopped", "TruthLabel", "record_tampered"]
 
-# The rule codes that can be injected: every code of the catalogue but the two statistical ones.
-INJECTABLE = (
-    "EARLY_THIRD_CARD", "EARLY_EXPOSURE_MISHANDLED", "LATE_WAGER", "WAGER_ALTERED",
-    "RAISE_OVER_LIMIT", "RAISE_NOT_ALLOWED", "LATE_RAISE", "WRONG_PAYOUT", "BELOW_MINIMUM_ODDS",
-    "WRONG_SETTLEMENT", "WRONG_ANNOUNCEMENT", "THIRD_CARD_ON_CONSECUTIVE",
-    "PAIR_WITHOUT_THIRD_CARD", "MISSING_BURN", "FACE_UP_CARD_USED", "NO_RESHUFFLE_AFTER_CUT_CARD",
-    "ROUND_ABANDONED_AT_CUT_CARD", "DISCARD_RACK_ORDER", "CARD_UNACCOUNTED", "EXTRA_CARD",
-    "MULTIPLE_BETTING_AREAS", "CALL_BET", "DEVICE_FAULT_NOT_VOIDED", "SEQUENCE_GAP",
-    "CHAIN_BROKEN", "DUPLICATE_EVENT",
-    # the checkable clauses of the seeds (events/simulation/irregular_cards.py and below)
-    "MATCH_PLAY_NOT_ALLOWED", "TOO_MANY_DECKS", "THIRD_CARD_REDRAWN", "SPREAD_WITHOUT_THIRD_CARD",
-    "EARLY_RAISE", "WRONG_BOX", "BURN_MISDISCLOSED", "DRAWN_IN_ERROR_NOT_USED",
-    "THIRD_CARD_DIVERTED",
-)
 _WRONG_LINES = ("spread_1", "spread_2", "spread_3", "three_of_a_kind")
 _ALL_CARDS = tuple(Card(r, s) for r in range(2, 15) for s in Suit)
 

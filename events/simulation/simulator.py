@@ -22,9 +22,9 @@ from events.errors import RuleError
 from events.log.base import EventLog
 from events.recording.recorder import Recorder
 from events.reddog import model, rules
+from events.reddog.catalogue import INJECTABLE
 from events.reddog.model import Box, Card, Meaning, Suit, WagerKind
 from events.simulation.irregularities import (
-    INJECTABLE,
     Irregularities,
     RoundStopped,
     TruthLabel,
