@@ -19,11 +19,11 @@ from events.reddog.rules import (
     Classification,
     ExpectedSettlement,
     HandKind,
-    Outcome,
     Paytable,
     PaytableError,
     Profile,
     ProfileRules,
+    SettledAs,
     card_value,
     classify,
     profile_rules,
@@ -227,15 +227,15 @@ def test_validate_paytable_unknown_profile() -> None:
 
 
 def won(odds: int, paid: int) -> ExpectedSettlement:
-    return ExpectedSettlement(Outcome.WON, odds, paid, 0, 0)
+    return ExpectedSettlement(SettledAs.WON, odds, paid, 0, 0)
 
 
 def void(returned: int) -> ExpectedSettlement:
-    return ExpectedSettlement(Outcome.VOID, None, 0, 0, returned)
+    return ExpectedSettlement(SettledAs.VOID, None, 0, 0, returned)
 
 
 def lost(collected: int) -> ExpectedSettlement:
-    return ExpectedSettlement(Outcome.LOST, None, 0, collected, 0)
+    return ExpectedSettlement(SettledAs.LOST, None, 0, collected, 0)
 
 
 @pytest.mark.parametrize(
@@ -304,17 +304,17 @@ def test_settlement_accounts_for_the_whole_wager(
     left: int, right: int, third: int, amount: int
 ) -> None:
     s = settle_wager(STANDARD_PAYTABLE, left, right, third, amount)
-    if s.outcome is Outcome.WON:
+    if s.outcome is SettledAs.WON:
         assert s.odds is not None and s.paid_cents == amount * s.odds
         assert s.collected_cents == s.returned_cents == 0
-    elif s.outcome is Outcome.LOST:
+    elif s.outcome is SettledAs.LOST:
         assert (s.paid_cents, s.collected_cents, s.returned_cents, s.odds) == (0, amount, 0, None)
     else:
         assert (s.paid_cents, s.collected_cents, s.returned_cents, s.odds) == (0, 0, amount, None)
     expected = {
-        HandKind.CONSECUTIVE: Outcome.VOID,
-        HandKind.PAIR: Outcome.WON if third == left else Outcome.VOID,
-        HandKind.SPREAD: Outcome.WON if third_card_wins(left, right, third) else Outcome.LOST,
+        HandKind.CONSECUTIVE: SettledAs.VOID,
+        HandKind.PAIR: SettledAs.WON if third == left else SettledAs.VOID,
+        HandKind.SPREAD: SettledAs.WON if third_card_wins(left, right, third) else SettledAs.LOST,
     }
     assert s.outcome is expected[classify(left, right).kind]
 
@@ -366,8 +366,26 @@ def test_nj_valid_paytable_never_pays_less_than_standard(
         left, right, third = win
         got = settle_wager(table, left, right, third, amount)
         std = settle_wager(STANDARD_PAYTABLE, left, right, third, amount)
-        assert got.outcome is std.outcome is Outcome.WON
+        assert got.outcome is std.outcome is SettledAs.WON
         assert got.paid_cents >= std.paid_cents
         trips = settle_wager(table, left, left, left, amount)
         std_trips = settle_wager(STANDARD_PAYTABLE, left, left, left, amount)
         assert trips.paid_cents >= std_trips.paid_cents
+
+
+def test_the_rules_decision_is_what_the_dealer_records() -> None:
+    """One SettledAs: the decision settle_wager expects is the value a WagerSettled stores,
+    spelled as the schema's enum symbols (stored logs keep reading)."""
+    import json
+    from pathlib import Path
+
+    from events.reddog import model
+
+    assert model.SettledAs is SettledAs
+    schema = json.loads((Path(__file__).parents[1] / "schemas" / "WagerSettled.v1.avsc")
+                        .read_text())
+    (field,) = [f for f in schema["fields"] if f["name"] == "outcome"]
+    assert field["type"]["symbols"] == [s.value for s in SettledAs] == ["WON", "LOST", "VOID"]
+    assert settle_wager(STANDARD_PAYTABLE, 3, 9, 5, 1000).outcome is SettledAs.WON
+    assert settle_wager(STANDARD_PAYTABLE, 3, 9, 9, 1000).outcome is SettledAs.LOST
+    assert settle_wager(STANDARD_PAYTABLE, 5, 6, None, 1000).outcome is SettledAs.VOID

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 
-from events.reddog.rules import RANK_NAMES, STANDARD_PAYTABLE
+# SettledAs is the rules' decision on a wager, recorded as it is (one definition, in rules.py).
+from events.reddog.rules import RANK_NAMES, STANDARD_PAYTABLE, SettledAs
 
 
 class Suit(StrEnum):
@@ -90,14 +91,6 @@ class Choice(StrEnum):
 class WagerKind(StrEnum):
     ORIGINAL = "ORIGINAL"
     RAISE = "RAISE"
-
-
-class SettledAs(StrEnum):
-    """WON: amount is the winnings paid; LOST: the wager collected; VOID: the wager returned."""
-
-    WON = "WON"
-    LOST = "LOST"
-    VOID = "VOID"
 
 
 @dataclass(frozen=True, slots=True)

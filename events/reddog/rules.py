@@ -287,13 +287,15 @@ def validate_paytable(
 # --- settlement ------------------------------------------------------------------------------
 
 
-class Outcome(StrEnum):
-    """The decision on one wager."""
+class SettledAs(StrEnum):
+    """The decision on one wager, as the rules expect it (ExpectedSettlement) and as the dealer
+    records it (model.WagerSettled, stored in these spellings). WON: the winnings paid; LOST:
+    the wager collected; VOID: docs/architecture.md's "void or push", the wager returned (a tie
+    hand or a voided round)."""
 
-    WON = "won"
-    LOST = "lost"
-    # docs/architecture.md's "void or push": the wager is returned (a tie hand or a voided round)
-    VOID = "void"
+    WON = "WON"
+    LOST = "LOST"
+    VOID = "VOID"
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,7 +309,7 @@ class ExpectedSettlement:
     "X to 1" a winner is paid at, None unless WON.
     """
 
-    outcome: Outcome
+    outcome: SettledAs
     odds: int | None
     paid_cents: int
     collected_cents: int
@@ -320,7 +322,7 @@ class ExpectedSettlement:
 
 
 def _void(amount_cents: int) -> ExpectedSettlement:
-    return ExpectedSettlement(Outcome.VOID, None, 0, 0, amount_cents)
+    return ExpectedSettlement(SettledAs.VOID, None, 0, 0, amount_cents)
 
 
 def settle_wager(
@@ -369,10 +371,10 @@ def settle_wager(
     if c.kind is HandKind.PAIR:
         if third == left:
             odds = trips_odds(paytable)  # 13:47-20.31(d)9
-            return ExpectedSettlement(Outcome.WON, odds, amount_cents * odds, 0, 0)
+            return ExpectedSettlement(SettledAs.WON, odds, amount_cents * odds, 0, 0)
         return _void(amount_cents)  # 13:47-20.31(d)10
     assert c.spread is not None
     if third_card_wins(left, right, third):  # 13:47-20.31(d)14
         odds = spread_odds(paytable, c.spread)  # 13:47-20.31(e)
-        return ExpectedSettlement(Outcome.WON, odds, amount_cents * odds, 0, 0)
-    return ExpectedSettlement(Outcome.LOST, None, 0, amount_cents, 0)
+        return ExpectedSettlement(SettledAs.WON, odds, amount_cents * odds, 0, 0)
+    return ExpectedSettlement(SettledAs.LOST, None, 0, amount_cents, 0)

@@ -310,13 +310,14 @@ class TableSim:
                 is not rules.HandKind.CONSECUTIVE:
             # Only after an injected irregularity (a pair without its third card): the dealer
             # treats the round as a tie and returns the wager.
-            expected = rules.ExpectedSettlement(rules.Outcome.VOID, None, 0, 0, amount)
+            expected = rules.ExpectedSettlement(model.SettledAs.VOID, None, 0, 0, amount)
         else:
             expected = rules.settle_wager(self.paytable, hand.left.rank, hand.right.rank, third,
                                           amount, is_raise=kind is WagerKind.RAISE)
-        outcome = model.SettledAs(expected.outcome.value.upper())
-        value = {"WON": expected.paid_cents, "LOST": expected.collected_cents,
-                 "VOID": expected.returned_cents}[outcome.value]
+        outcome = expected.outcome
+        value = {model.SettledAs.WON: expected.paid_cents,
+                 model.SettledAs.LOST: expected.collected_cents,
+                 model.SettledAs.VOID: expected.returned_cents}[outcome]
         made = self.inject.settlement(self, hand, amount, outcome, value, expected.odds)
         if made is not None:
             outcome, value, odds = made
