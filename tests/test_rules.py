@@ -15,6 +15,7 @@ from events.reddog.rules import (
     RANK_MAX,
     RANK_MIN,
     RANK_NAMES,
+    RANK_WORDS,
     STANDARD_PAYTABLE,
     Classification,
     ExpectedSettlement,
@@ -389,3 +390,18 @@ def test_the_rules_decision_is_what_the_dealer_records() -> None:
     assert settle_wager(STANDARD_PAYTABLE, 3, 9, 5, 1000).outcome is SettledAs.WON
     assert settle_wager(STANDARD_PAYTABLE, 3, 9, 9, 1000).outcome is SettledAs.LOST
     assert settle_wager(STANDARD_PAYTABLE, 5, 6, None, 1000).outcome is SettledAs.VOID
+
+
+def test_rank_words_are_the_one_spelling_of_ranks_in_words() -> None:
+    """RANK_WORDS names every rank; a face card's word starts with its label (Queen: Q); the
+    console's card names and the simulated dealer's third-card call both use it."""
+    from events.reddog.model import Meaning
+    from events.simulation.simulator import phrase
+    from projections.serve.templates.cards import card_name
+
+    assert set(RANK_WORDS) == set(RANK_NAMES) == set(RANKS)
+    for rank, label in RANK_NAMES.items():
+        if label != str(rank):
+            assert RANK_WORDS[rank][0] == label
+        assert phrase("nj-casino", Meaning.THIRD_CARD, rank) == RANK_WORDS[rank]
+    assert card_name("QH") == "queen of hearts" and card_name("10C") == "10 of clubs"

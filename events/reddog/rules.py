@@ -23,6 +23,10 @@ RANK_MAX: Final = 14
 RANK_NAMES: Final[dict[int, str]] = {
     r: {11: "J", 12: "Q", 13: "K", 14: "A"}.get(r, str(r)) for r in range(RANK_MIN, RANK_MAX + 1)
 }
+# The ranks in words, as the dealer announces the third card's value (13:47-20.31(d)13).
+RANK_WORDS: Final[dict[int, str]] = {
+    2: "Two", 3: "Three", 4: "Four", 5: "Five", 6: "Six", 7: "Seven", 8: "Eight", 9: "Nine",
+    10: "Ten", 11: "Jack", 12: "Queen", 13: "King", 14: "Ace"}
 # 13:47-20.31(d)11; GA (10): "a number from one to 11 inclusive".
 SPREAD_MIN: Final = 1
 SPREAD_MAX: Final = 11

@@ -36,8 +36,6 @@ from events.wire import codec
 SUITS = (Suit.SPADES, Suit.HEARTS, Suit.DIAMONDS, Suit.CLUBS)
 WAGER_SIZES_CENTS = (500, 500, 1000, 1000, 2500, 2500, 5000, 10000)
 DEFAULT_START = datetime(2026, 11, 28, 23, 0, tzinfo=UTC)  # 18:00 on the US east coast
-RANK_WORDS = {2: "Two", 3: "Three", 4: "Four", 5: "Five", 6: "Six", 7: "Seven", 8: "Eight",
-              9: "Nine", 10: "Ten", 11: "Jack", 12: "Queen", 13: "King", 14: "Ace"}
 
 # The dealer's exact words per jurisdiction: 13:47-20.31(d)7-10 and GA (5)-(8).
 PHRASES: dict[str, dict[Meaning, str]] = {
@@ -62,7 +60,7 @@ def phrase(profile: str, meaning: Meaning, value: int | None = None) -> str:
     if meaning is Meaning.SPREAD:
         return f"Spread {value}"
     if meaning is Meaning.THIRD_CARD:
-        return RANK_WORDS[value or 0]
+        return rules.RANK_WORDS[value or 0]
     return PHRASES["ga" if profile == rules.Profile.GAMING_AUTHORITY else "nj"][meaning]
 
 

@@ -3,11 +3,13 @@ red for hearts and diamonds. A card can be shown face down (a burn) and marked (
 
 from __future__ import annotations
 
+from events.reddog.rules import RANK_NAMES, RANK_WORDS
 from projections.serve.templates.base import e
 
 SUITS = {"S": ("♠", "spades"), "H": ("♥", "hearts"), "D": ("♦", "diamonds"),
          "C": ("♣", "clubs")}
-RANKS = {"A": "ace", "K": "king", "Q": "queen", "J": "jack"}
+# The face cards' labels in words (A: ace); a number card's label is read as it is.
+RANKS = {label: RANK_WORDS[r].lower() for r, label in RANK_NAMES.items() if label != str(r)}
 
 
 def card_name(label: str) -> str:
