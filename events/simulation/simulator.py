@@ -24,6 +24,7 @@ from events.recording.recorder import Recorder
 from events.reddog import model, rules
 from events.reddog.catalogue import INJECTABLE
 from events.reddog.model import Box, Card, Meaning, Suit, WagerKind
+from events.reddog.round_state import RoundState, evolve
 from events.simulation.irregularities import (
     Irregularities,
     RoundStopped,
@@ -142,6 +143,7 @@ class TableSim:
         self.burn_owed = True  # 13:69F-6.9: not at an nj-casino reshuffling shoe
         self.reshuffle_now = False  # set when a round ends the shoe early (a jam, the cut card)
         self.round_no: int | None = None  # the round in play, None between rounds
+        self.round_state = RoundState()  # the fold of the round's events (round_state.evolve)
         self.round_count = 0  # rounds dealt from the current shoe
         self.rounds_played = 0
         self.dealer_no = 0
@@ -161,6 +163,8 @@ class TableSim:
             self.round_no, self.rng.randrange(5_000, 400_000),
             str(uuid.UUID(int=self.rng.getrandbits(128), version=4)),
             self.inject.tamper_next(self, event)))
+        if self.round_no is not None:
+            self.round_state = evolve(self.round_state, event)
 
     def draw(self) -> Card:
         return self.shoe.pop()
@@ -354,6 +358,7 @@ class TableSim:
         self.round_count += 1
         self.rounds_played += 1
         self.round_no = self.round_count
+        self.round_state = RoundState()
         self.clock_us += int(self.rng.uniform(4, 12) * 1_000_000)
         self.inject.round_starting(self)
         hand = Hand(self.place_wagers())
@@ -368,13 +373,15 @@ class TableSim:
         x = self.inject
         # 13:47-20.31(d)5: first card to the left box, second to the right (unless injected).
         first_box, second_box = x.first_boxes(self)
-        first = self.deal(first_box, hand)
+        self.deal(first_box, hand)
         x.first_card_out(self, hand)
         x.before_second_card(self, hand)  # a raise before the second card (EARLY_RAISE)
-        second = self.deal(second_box, hand)
-        hand.left, hand.right = (first, second) if first_box is Box.LEFT else (second, first)
-        left, right = hand.left, hand.right
-        kind = rules.classify(left.rank, right.rank)
+        self.deal(second_box, hand)
+        # The round as its events say, as the views will read it (the first card to each box).
+        state = self.round_state
+        left, right, kind = state.left, state.right, state.classification
+        assert left is not None and right is not None and kind is not None
+        hand.left, hand.right = left, right
         if kind.kind is rules.HandKind.CONSECUTIVE:
             self.announce(Meaning.CONSECUTIVE)  # (d)7: all wagers void, no third card
             x.consecutive_round(self, hand)

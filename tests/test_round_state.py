@@ -1,0 +1,80 @@
+"""Round state as a fold (events/reddog/round_state.py): folding each round's events with
+`evolve` gives the rounds view's cards, kind, deciding third card and result, on simulated
+shoes with and without injected irregularities, in every jurisdiction profile."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from events.log.embedded.log import EmbeddedLog
+from events.reddog.model import Announced, Box, Card, CardDrawn, Meaning, RoundVoided, Suit
+from events.reddog.round_state import RoundState, evolve
+from events.reddog.rules import SettledAs
+from events.simulation.simulator import SimConfig, simulate
+from events.wire import codec
+from projections.projector import project
+
+PROFILES = ("nj-casino", "nj-casino-night", "gaming-authority")
+
+
+def _label(card: Card | None) -> str | None:
+    return None if card is None else str(card)
+
+
+def folded(state: RoundState) -> tuple:
+    c = state.classification
+    d = state.deciding_draw
+    return (_label(state.left), _label(state.right), c.kind.value.lower() if c else None,
+            c.spread if c else None, _label(state.third), d.box.value if d else None,
+            [str(x) for x in state.redrawn], state.voided,
+            [m.value for m in state.announced] or None,
+            # the view writes the decision in lower case: SettledAs.WON is 'won'
+            state.outcome.value.lower() if state.outcome else None)
+
+
+_VIEW = """
+SELECT table_id, shoe_id, round_no, left_card, right_card, kind, spread, middle_card,
+       third_card_box, redrawn_cards, voided, announced, outcome
+FROM rounds
+"""
+
+
+@pytest.mark.parametrize("irregularities", [0.0, 0.08], ids=["clean", "irregular"])
+def test_the_fold_of_every_simulated_round_is_its_row_in_the_rounds_view(
+        tmp_path: Path, irregularities: float) -> None:
+    log = EmbeddedLog(tmp_path / "log")
+    simulate(log, SimConfig(seed=17, tables=3, rounds=120, decks=2, profiles=PROFILES,
+                            irregularities=irregularities))
+    states: dict[tuple, RoundState] = {}
+    envelopes = [codec.decode(r.value) for batch in log.read() for r in batch]
+    for env in sorted(envelopes, key=lambda e: (e.table_id, e.seq)):
+        if env.round_no is not None:
+            key = (env.table_id, env.shoe_id, env.round_no)
+            states[key] = evolve(states.get(key, RoundState()), env.event)
+    db = tmp_path / "p.duckdb"
+    project(log, db)
+    with duckdb.connect(str(db), read_only=True) as con:
+        view = {tuple(r[:3]): tuple(r[3:]) for r in con.execute(_VIEW).fetchall()}
+    assert len(view) > 300 and set(states) == set(view)
+    differ = {k: (folded(s), view[k]) for k, s in states.items() if folded(s) != view[k]}
+    assert differ == {}
+    outcomes = {s.outcome for s in states.values()}
+    assert {SettledAs.WON, SettledAs.LOST, SettledAs.VOID} <= outcomes  # every branch was met
+
+
+def _drawn(rank: int, box: Box) -> CardDrawn:
+    return CardDrawn(rank=rank, suit=Suit.CLUBS, face_up=True, destination=box)
+
+
+def test_a_card_exposed_before_raises_closed_does_not_decide() -> None:
+    """13:47-20.31(g)3: the first card after "Raises closed" decides, not an early one."""
+    s = RoundState()
+    for e in (_drawn(3, Box.LEFT), _drawn(9, Box.RIGHT), _drawn(9, Box.MIDDLE),
+              Announced(phrase="Raises closed", meaning=Meaning.RAISES_CLOSED, value=None),
+              _drawn(5, Box.MIDDLE)):
+        s = evolve(s, e)
+    assert (s.third, s.outcome) == (Card(5, Suit.CLUBS), SettledAs.WON)
+    assert evolve(s, RoundVoided(reason="void")).outcome is SettledAs.VOID
