@@ -22,10 +22,11 @@ from events.text import visible
 # Every command: its module, function and help panel (`pitlog --help` groups the commands by
 # who uses them). A command's module is imported only when that command runs, or when the help
 # lists every command (issue 19: `pitlog replay` must not pay for the simulator's, the report's
-# or the server's imports). The modules themselves import their heavy libraries (pyarrow,
-# matplotlib, the simulator, starlette) inside the functions that use them, so the help stays
-# light too (tests/test_cli_imports.py). A module or function missing from this table's entries
-# is an ImportError or AttributeError, never a command silently left out.
+# or the server's imports). Since the help imports every command module, the pitlog modules that
+# load DuckDB, fastavro, pyarrow, matplotlib or the server are imported inside the commands that
+# use them, for start-up alone (tests/test_cli_imports.py); tests/test_import_contract.py allows
+# exactly those imports inside functions (START_UP). A module or function missing from this
+# table's entries is an ImportError or AttributeError, never a command silently left out.
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "demo": ("cli.commands_core", "demo", "Operations"),
     "simulate": ("cli.commands_core", "simulate_cmd", "Operations"),

@@ -21,6 +21,7 @@ from typing import Annotated, Any
 import typer
 
 from events.errors import PitlogError
+from projections.serve.discovery import read
 
 ServerOpt = Annotated[str | None, typer.Option(
     "--server", envvar="PITLOG_SERVER", show_default=False,
@@ -76,7 +77,6 @@ def find(db: Path, server: str | None) -> Client | None:
     token = os.environ.get("PITLOG_TOKEN") or None
     if server:
         return Client(server, token)
-    from projections.serve.discovery import read
 
     found = read(db)
     return Client(found["url"], token, explicit=False) if found else None

@@ -28,6 +28,7 @@ from cli.options import (
 )
 from cli.output import Format, render
 from cli.people import for_people
+from cli.progress import progress_bar
 from events.errors import PitlogError
 from projections.defaults import DEFAULT_SIGMA
 
@@ -233,7 +234,6 @@ def report_cmd(
     if out.suffix.lower() not in (".html", ".htm"):
         raise PitlogError(f"--out {out}: the report is HTML; name the file *.html")
     calendar = Calendar.parse(tz, gaming_day_start, shifts)
-    from cli.progress import progress_bar
     from projections.report import REPORT_STEPS
 
     with _reading(db) as con, progress_bar("building the report", REPORT_STEPS) as update:

@@ -13,7 +13,7 @@ import typer
 
 from cli.client import ServerOpt, ask
 from cli.listing import LimitOpt, limited
-from cli.logs import LogFormat, LogFormatOpt, LogLevel, LogLevelOpt
+from cli.logs import LogFormat, LogFormatOpt, LogLevel, LogLevelOpt, setup_logging
 from cli.options import (
     CreateTopicOpt,
     DbOpt,
@@ -30,6 +30,9 @@ from cli.output import Format, Summary, plain, render
 from cli.progress import phase, progress_bar, progress_tasks
 from events.errors import PitlogError, RuleError
 from events.log.registry import open_log
+from events.reddog import rules, theory
+from events.reddog.rules import STANDARD_PAYTABLE
+from projections.serve.discovery import read as serving
 
 
 def demo(
@@ -114,7 +117,6 @@ def simulate_cmd(
     Example: pitlog simulate --tables 8 --rounds 500 --irregularities 0.01 --truth truth.jsonl
     """
     # Imported here, not at the top: the other commands of this module must not pay for them.
-    from events.reddog import rules
     from events.simulation.simulator import SimConfig, simulate
 
     profiles = tuple(profile or ["nj-casino"])
@@ -183,7 +185,6 @@ def project_cmd(
     from projections.projector import project
 
     path = db_path(db)
-    from projections.serve.discovery import read as serving
 
     if (server := serving(path)) is not None:
         raise PitlogError(f"{path} is held by `pitlog serve` at {server['url']} (pid "
@@ -195,7 +196,6 @@ def project_cmd(
         with progress_tasks() as task:
             update = task("projecting events", total)
             if follow:
-                from cli.logs import setup_logging
                 from projections.follow import follow as follow_log
 
                 setup_logging(log_level, log_format)
@@ -300,8 +300,6 @@ def theo(
 
     Example: pitlog theo --decks 6 --raise-from 7
     """
-    from events.reddog import theory
-    from events.reddog.rules import STANDARD_PAYTABLE
 
     edge = theory.house_edge(decks, raise_from, STANDARD_PAYTABLE)
     rows = [

@@ -21,7 +21,11 @@ from cli.progress import phase, progress_bar, progress_tasks
 from events.errors import PitlogError
 from events.log.embedded.log import EmbeddedLog
 from events.simulation.simulator import SimConfig, simulate
+from projections.anomalies import list_anomalies
 from projections.export import columns_of
+from projections.projector import project
+from projections.snapshot import open_for_reading
+from projections.summary import demo_summary
 
 MARKER = "demo.json"
 EXAMPLES = 8  # anomalies shown in full; `pitlog anomalies` lists them all
@@ -91,11 +95,6 @@ def _sign(data_dir: Path) -> None:
 
 
 def run_demo(data_dir: Path, *, seed: int, replace: bool = False) -> DemoReport:
-    from projections.anomalies import list_anomalies
-    from projections.projector import project
-    from projections.snapshot import open_for_reading
-    from projections.summary import demo_summary
-
     started = time.perf_counter()
     _claim(data_dir, replace)
     config = SimConfig(**{**DEMO_CONFIG.__dict__, "seed": seed})

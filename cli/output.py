@@ -27,6 +27,7 @@ from rich.text import Text
 
 from events.errors import PitlogError
 from events.text import visible
+from projections.export import columns_of, write
 from projections.localtime import casino_zone, stamp
 
 
@@ -76,7 +77,6 @@ def render(rows: Sequence[dict[str, Any]], fmt: Format | Summary, *, out: Path |
     """Write `rows` as `fmt`. In the table format, times are shown in `tz` (default: the
     casino's zone), the columns named in `keep` (amounts, statuses) are never wrapped, and
     `compact` drops the vertical rules to leave their room to the cells."""
-    from projections.export import columns_of, write
 
     fmt = Format(str(fmt))
     cols = list(columns or columns_of(rows))

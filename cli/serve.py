@@ -9,6 +9,8 @@ import typer
 
 from cli.logs import LogFormat, LogFormatOpt, LogLevel, LogLevelOpt, setup_logging
 from cli.options import DbOpt, LogOpt, TzOpt, db_path, log_uri
+from events.log.registry import open_log
+from projections.localtime import casino_zone
 
 
 def serve_cmd(
@@ -47,8 +49,6 @@ def serve_cmd(
 
     Example: pitlog serve --port 8750 --tz America/New_York
     """
-    from events.log.registry import open_log
-    from projections.localtime import casino_zone
     from projections.serve.runner import check_bind, serve
 
     token = os.environ.get("PITLOG_TOKEN") or None
