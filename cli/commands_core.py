@@ -30,8 +30,6 @@ from cli.output import Format, Summary, plain, render
 from cli.progress import phase, progress_bar, progress_tasks
 from events.errors import PitlogError, RuleError
 from events.log.registry import open_log
-from events.reddog import rules, theory
-from events.reddog.rules import STANDARD_PAYTABLE
 from projections.serve.discovery import read as serving
 
 
@@ -117,6 +115,7 @@ def simulate_cmd(
     Example: pitlog simulate --tables 8 --rounds 500 --irregularities 0.01 --truth truth.jsonl
     """
     # Imported here, not at the top: the other commands of this module must not pay for them.
+    from events.reddog import rules
     from events.simulation.simulator import SimConfig, simulate
 
     profiles = tuple(profile or ["nj-casino"])
@@ -300,6 +299,8 @@ def theo(
 
     Example: pitlog theo --decks 6 --raise-from 7
     """
+    from events.reddog import theory  # exact fractions over every shoe: only when it runs
+    from events.reddog.rules import STANDARD_PAYTABLE
 
     edge = theory.house_edge(decks, raise_from, STANDARD_PAYTABLE)
     rows = [
