@@ -127,7 +127,7 @@ WITH per_round AS (
         max(seq) FILTER (event_type = 'Announced' AND meaning IN ('THREE_OF_A_KIND', 'NO_THREE_OF_A_KIND'))
             AS last_outcome_said_seq,
         max(seq) FILTER (event_type = 'Announced' AND meaning = 'THIRD_CARD') AS last_value_said_seq
-    FROM events
+    FROM events_once_of(NULL, NULL, NULL, NULL)  -- each card event once (views.sql)
     WHERE round_no IS NOT NULL
     GROUP BY table_id, shoe_id, round_no
 ),
@@ -224,7 +224,7 @@ exposures AS MATERIALIZED (
            CASE WHEN f.raises_closed_seq IS NOT NULL THEN f.third_card_seq END AS new_third_seq,
            CASE WHEN f.raises_closed_seq IS NOT NULL THEN f.middle_card END AS new_third_card
     FROM facts AS f
-    JOIN events AS e USING (table_id, shoe_id, round_no)
+    JOIN card_events_of(NULL, NULL, NULL, NULL) AS e USING (table_id, shoe_id, round_no)
     WHERE f.kind = 'spread' AND e.event_type = 'CardDrawn'
       AND CASE WHEN e.destination = 'MIDDLE'
                THEN f.raises_closed_seq IS NULL OR e.seq < f.raises_closed_seq
@@ -872,7 +872,7 @@ cards_out AS MATERIALIZED (
                lead(event_type) OVER w AS next_type, lead(rank) OVER w AS next_rank,
                lead(suit) OVER w AS next_suit, lead(destination) OVER w AS next_destination,
                lead(seq) OVER w AS next_seq, lead(round_no) OVER w AS next_round_no
-        FROM events
+        FROM card_events_of(NULL, NULL, NULL, NULL)  -- each card once (views.sql)
         WHERE event_type IN ('CardDrawn', 'CardBurned', 'CardFoundFaceUp', 'CardDrawnInError')
           AND shoe_id IS NOT NULL
         WINDOW w AS (PARTITION BY table_id, shoe_id ORDER BY seq, log_offset)
@@ -935,7 +935,7 @@ burn_stream AS (
                OVER from_this AS next_draw_seq,
            first_value(CASE WHEN event_type = 'ShoeClosed' THEN seq END IGNORE NULLS)
                OVER from_this AS next_close_seq
-    FROM events
+    FROM events_once_of(NULL, NULL, NULL, NULL) AS e  -- each card event once (views.sql)
     LEFT JOIN burn_exempt_loads AS x USING (table_id, seq)
     WHERE event_type IN ('CardsLoaded', 'ShoeClosed', 'DealerTappedIn', 'CardBurned', 'CardDrawn')
     WINDOW before_this AS (PARTITION BY table_id ORDER BY seq, log_offset
