@@ -207,6 +207,22 @@ CREATE OR REPLACE MACRO card_role(seq, dest, third_seq, kind, side_card) AS
          THEN 'exposed before "Raises closed": discarded, decides nothing (13:47-20.31(g)3)'
          ELSE 'drawn out of turn: decides nothing' END;
 
+-- Whether a round's RoundVoided (its first, at void_seq) is one the rules allow; a void they
+-- do not allow voids nothing: the ledger judges the wagers against the cards, and anomalies.sql
+-- flags it (ROUND_VOIDED_WITHOUT_CAUSE). The rules void a round only:
+--   13:69F-34.16(n), by analogy: "If an automated dealing shoe ... jams, stops dealing cards, or
+--     fails to deal all cards during a round of play, the round of play shall be void": a
+--     dealing-shoe fault (DeviceFaulted, any fault but SHUFFLER_JAM) in the round before the void;
+--   13:47-20.31(d)7; GA (5): consecutive cards, "all wagers shall be void";
+--   13:47-20.31(d)10; GA (8): a pair whose deciding third card is "not identical in value to
+--     the initial two cards", "all wagers shall be void".
+-- (g)3's void is each player's own choice (VoidOrPlayChosen), never a RoundVoided.
+CREATE OR REPLACE MACRO void_allowed(kind, left_rank, third_rank, void_seq, shoe_fault_seq) AS
+    void_seq IS NOT NULL AND (
+        coalesce(shoe_fault_seq < void_seq, false)
+        OR coalesce(kind = 'consecutive', false)
+        OR coalesce(kind = 'pair' AND third_rank <> left_rank, false));
+
 -- One row per round. The dealer is the one whose DealerTappedIn is the table's latest at or
 -- before the round's first event. The left and right cards are the first drawn to those boxes;
 -- the middle card (middle_rank, middle_suit, middle_card, third_card_seq) is the deciding
@@ -241,7 +257,10 @@ WITH per_round AS (
         count(*) FILTER (event_type = 'CardDrawn' AND destination = 'MIDDLE') AS middle_cards_drawn,
         string_agg(phrase, ' | ' ORDER BY seq, log_offset) FILTER (event_type = 'Announced') AS announcements,
         list(meaning ORDER BY seq, log_offset) FILTER (event_type = 'Announced') AS announced,
-        count(*) FILTER (event_type = 'RoundVoided') > 0 AS voided
+        count(*) FILTER (event_type = 'RoundVoided') > 0 AS void_recorded,
+        -- void_allowed above: the round's first RoundVoided and the dealing-shoe fault before it
+        min(seq) FILTER (event_type = 'RoundVoided') AS void_seq,
+        min(seq) FILTER (event_type = 'DeviceFaulted' AND fault <> 'SHUFFLER_JAM') AS shoe_fault_seq
     FROM events_once_of(in_table, in_shoe, from_seq, to_seq)
     WHERE round_no IS NOT NULL
       AND (in_table IS NULL OR table_id = in_table) AND (in_shoe IS NULL OR shoe_id = in_shoe)
@@ -270,6 +289,13 @@ classified AS (
 decided AS (
     SELECT *, deciding_third(draws, kind, left_seq, right_seq, raises_closed_seq) AS third
     FROM classified
+),
+void_judged AS (
+    -- `voided`: a RoundVoided the rules allow (void_allowed); one they do not voids nothing.
+    SELECT * EXCLUDE (void_recorded),
+           void_recorded AND void_allowed(kind, left_rank, third.rank, void_seq, shoe_fault_seq)
+               AS voided
+    FROM decided
 )
 SELECT
     table_id, shoe_id, round_no, started_at, ended_at, dealer,
@@ -295,7 +321,7 @@ SELECT
               AND third.rank < greatest(left_rank, right_rank) THEN 'won'
          ELSE 'lost' END AS outcome,
     first_seq, last_seq, events
-FROM decided;
+FROM void_judged;
 
 CREATE OR REPLACE VIEW rounds AS
 SELECT * FROM rounds_of(NULL, NULL, NULL, NULL, NULL)
@@ -473,3 +499,47 @@ FROM dealt FULL OUTER JOIN racked USING (table_id, shoe_id, round_no);
 CREATE OR REPLACE VIEW hands AS
 SELECT * FROM hands_of(NULL, NULL, NULL, NULL)
 ORDER BY table_id, shoe_id, round_no;
+
+-- Cards out of the shoe inside a round where the rules allow none (anomalies.sql:
+-- BURN_DURING_ROUND, CARD_OUTSIDE_ROUND; ledger.sql does not confirm that round's settlements).
+-- A round lies from its first card out of the shoe (CardDrawn or CardDrawnInError with its
+-- round_no, round_no > 0) to its last event other than a burn. A card event between the two is an
+-- intruder when it is:
+--   a burn: 13:47-20.31(d)1 burns "the first card" after "each full deck of cards is placed in
+--     the shoe", and "Each new dealer who comes to the table shall also "burn" one card before
+--     dealing any card in a round of lay"; 13:69F-6.4 the same: a burn comes before a round's
+--     first card, never inside the round (13:69F-6.9's reshuffling shoe owes none at all);
+--   a card dealt (CardDrawn, CardDrawnInError) recorded for another round or shoe, or for none.
+-- Each intruder, with the round it lies in (table_id, shoe_id, round_no), that round's first
+-- card and "Raises closed", and the intruder's own shoe and round (card_shoe_id, card_round_no).
+-- Cards are read once each (events_once_of). from_seq and to_seq, given with in_table, only
+-- narrow the scan: they must bracket the rounds asked about.
+CREATE OR REPLACE MACRO round_intruders_of(in_table, from_seq, to_seq) AS TABLE
+WITH round_events AS NOT MATERIALIZED (
+    SELECT * FROM events_once_of(in_table, NULL, from_seq, to_seq)
+),
+spans AS (
+    SELECT table_id, shoe_id, round_no,
+           min(seq) FILTER (event_type IN ('CardDrawn', 'CardDrawnInError')) AS first_card_seq,
+           max(seq) FILTER (event_type NOT IN ('CardBurned', 'BurnDisclosed')) AS end_seq,
+           min(seq) FILTER (event_type = 'Announced' AND meaning = 'RAISES_CLOSED')
+               AS raises_closed_seq
+    FROM round_events
+    WHERE round_no > 0
+    GROUP BY ALL
+    HAVING min(seq) FILTER (event_type IN ('CardDrawn', 'CardDrawnInError')) IS NOT NULL
+),
+cards AS (
+    SELECT table_id, shoe_id AS card_shoe_id, round_no AS card_round_no, seq, event_type,
+           rank, suit, destination, occurred_at
+    FROM round_events
+    WHERE event_type IN ('CardDrawn', 'CardDrawnInError', 'CardBurned')
+)
+SELECT s.table_id, s.shoe_id, s.round_no, s.first_card_seq, s.raises_closed_seq,
+       c.card_shoe_id, c.card_round_no, c.seq, c.event_type, c.rank, c.suit, c.destination,
+       c.occurred_at
+FROM cards AS c
+ASOF JOIN spans AS s ON c.table_id = s.table_id AND c.seq > s.first_card_seq
+WHERE c.seq < s.end_seq
+  AND (c.event_type = 'CardBurned' OR c.card_shoe_id IS DISTINCT FROM s.shoe_id
+       OR c.card_round_no IS DISTINCT FROM s.round_no);
