@@ -41,6 +41,7 @@ from events.reddog.model import (
 )
 from events.simulation.irregular_cards import CardSlips
 from events.simulation.irregular_hands import EXTRA_SIZES_CENTS, HandSlips, RoundStopped, free_seats
+from events.simulation.irregular_places import PlaceSlips
 from events.simulation.table import Hand, Rates, Table
 from events.wire import chain, codec
 
@@ -59,6 +60,8 @@ INJECTABLE = (
     "MATCH_PLAY_NOT_ALLOWED", "TOO_MANY_DECKS", "THIRD_CARD_REDRAWN", "SPREAD_WITHOUT_THIRD_CARD",
     "EARLY_RAISE", "WRONG_BOX", "BURN_MISDISCLOSED", "DRAWN_IN_ERROR_NOT_USED",
     "THIRD_CARD_DIVERTED",
+    # events where the rules allow none (events/simulation/irregular_places.py)
+    "BURN_DURING_ROUND", "CARD_OUTSIDE_ROUND", "ROUND_VOIDED_WITHOUT_CAUSE",
 )
 _WRONG_LINES = ("spread_1", "spread_2", "spread_3", "three_of_a_kind")
 _ALL_CARDS = tuple(Card(r, s) for r in range(2, 15) for s in Suit)
@@ -108,7 +111,7 @@ def record_tampered(recorder: Recorder, log: EventLog, kind: str, table_id: str,
     head.seq, head.hash = env.seq, chain.stored_hash(message)
 
 
-class Irregularities(HandSlips, CardSlips):
+class Irregularities(HandSlips, CardSlips, PlaceSlips):
     """The seam where irregularities are injected; draws from its own random stream."""
 
     def __init__(self, config: Rates, table_seed: str) -> None:
