@@ -229,7 +229,9 @@ CREATE OR REPLACE MACRO void_allowed(kind, left_rank, third_rank, void_seq, shoe
 -- third card of deciding_third above, never a later one, and `third_card_box` says where the
 -- dealer put it ('MIDDLE', or elsewhere: THIRD_CARD_DIVERTED); `redrawn_cards` lists every card
 -- drawn from the shoe after it, to any box (THIRD_CARD_REDRAWN, or the cards that followed a
--- diverted one), `middle_cards_drawn` counts every card to the middle box.
+-- diverted one), `middle_cards_drawn` counts every card to the middle box. `voided` is a
+-- RoundVoided the rules allow (void_allowed above); a void without cause voids nothing, and
+-- `outcome` follows the cards (ROUND_VOIDED_WITHOUT_CAUSE).
 --
 -- rounds_of(in_table, in_shoe, in_round, from_seq, to_seq) is the rounds view's rows of one
 -- table, shoe and round (a NULL argument: all of them), so that a dispute or a replay does not
