@@ -55,7 +55,7 @@ FROM (VALUES
     ('DRAWN_IN_ERROR_NOT_USED', 'high', '13:47-20.31(g)2; 13:69F-6.7', 'a card drawn in error not used as the next card'),
     ('BURN_DURING_ROUND', 'high', '13:47-20.31(d)1; 13:69F-6.4', 'a card burned inside a round, between its first card and its end: burns come only after a new deck is loaded or a new dealer arrives, before a round'),
     ('CARD_OUTSIDE_ROUND', 'high', '13:47-20.31(d)5, (d)15; GA (3), (12)', 'a card dealt with no round or round 0, from a shoe not loaded (or closed), or for a round already concluded'),
-    ('ROUND_VOIDED_WITHOUT_CAUSE', 'high', '13:47-20.31(d)7, (d)10, (d)13-14; 13:69F-34.16(n) by analogy', 'a round voided though no rule voids it: no dealing-shoe fault before the void and no tie hand'),
+    ('ROUND_VOIDED_WITHOUT_CAUSE', 'high', '13:47-20.31(d)7, (d)10, (d)13-14; 13:69F-34.16(n) by analogy', 'a round voided after its deciding third card though no rule voids it: no dealing-shoe fault before the void and no tie hand'),
     ('DEVICE_FAULT_NOT_VOIDED', 'high', '13:69F-34.16(m)-(n) by analogy', 'a shuffler or shoe fault not followed by void and reshuffle'),
     ('SEQUENCE_GAP', 'high', 'integrity', 'a missing sequence number in a table stream (an event lost or deleted)'),
     ('CHAIN_BROKEN', 'high', 'integrity', 'a hash link that does not verify (an event altered)'),
@@ -727,29 +727,24 @@ SELECT * FROM (
              OR (round_no IS NOT NULL AND void_seq IS NULL AND finished) END
 
     UNION ALL
-    -- ROUND_VOIDED_WITHOUT_CAUSE: a RoundVoided the rules do not allow (views.sql, void_allowed:
-    -- 13:69F-34.16(n) by analogy, a dealing-shoe fault in the round before it; 13:47-20.31(d)7 and
-    -- (d)10, a tie hand). It voids nothing: the ledger judges every wager against the deciding
+    -- ROUND_VOIDED_WITHOUT_CAUSE: a RoundVoided after the deciding third card that the rules do
+    -- not allow (views.sql, void_allowed: 13:69F-34.16(n) by analogy, a dealing-shoe fault in
+    -- the round before it; 13:47-20.31(d)7 and (d)10, a tie hand). It voids nothing: the ledger judges every wager against the deciding
     -- third card (13:47-20.31(d)13-14: "The player shall win if the value of the third card
     -- dealt is between ... and shall lose if ... not between"), so wagers returned on a decided
     -- round are also WRONG_SETTLEMENT. Proof: the deciding third card, if any, and the void.
     SELECT 'ROUND_VOIDED_WITHOUT_CAUSE', v.table_id, v.shoe_id, v.round_no,
-           list_filter([f.third_card_seq, v.void_seq], lambda s: s IS NOT NULL),
-           printf('Round %d was voided ("%s") %s; no dealing-shoe fault came before the void and the cards are no tie hand, so nothing voids it',
-                  v.round_no, v.void_reason,
-                  CASE WHEN f.third_card_seq < v.void_seq
-                       THEN printf('after the third card %s had decided it (%s and %s, %s: %s)',
-                                   f.middle_card, f.left_card, f.right_card,
-                                   CASE WHEN f.kind = 'pair' THEN 'a pair' ELSE printf('spread %d', f.spread) END,
-                                   third_card_verdict(f.kind, f.left_rank, f.right_rank, f.middle_rank))
-                       WHEN f.kind IS NOT NULL
-                       THEN printf('on %s and %s before its third card', f.left_card, f.right_card)
-                       ELSE 'before its first two cards were out' END),
+           [f.third_card_seq, v.void_seq],
+           printf('Round %d was voided ("%s") after the third card %s had decided it (%s and %s, %s: %s); no dealing-shoe fault came before the void and the cards are no tie hand, so nothing voids it',
+                  v.round_no, v.void_reason, f.middle_card, f.left_card, f.right_card,
+                  CASE WHEN f.kind = 'pair' THEN 'a pair' ELSE printf('spread %d', f.spread) END,
+                  third_card_verdict(f.kind, f.left_rank, f.right_rank, f.middle_rank)),
            v.voided_at
     FROM voids AS v
     JOIN facts AS f
         ON f.table_id = v.table_id AND f.shoe_id IS NOT DISTINCT FROM v.shoe_id AND f.round_no = v.round_no
-    WHERE NOT void_allowed(f.kind, f.left_rank, f.middle_rank, v.void_seq, v.shoe_fault_seq)
+    WHERE NOT void_allowed(f.kind, f.left_rank, f.middle_rank, f.third_card_seq, v.void_seq,
+                           v.shoe_fault_seq)
 ) AS found(code, table_id, shoe_id, round_no, seqs, explanation, occurred_at);
 
 -- The money: every wager and raise of the ledger against what the rules say it was owed.

@@ -209,17 +209,22 @@ CREATE OR REPLACE MACRO card_role(seq, dest, third_seq, kind, side_card) AS
 
 -- Whether a round's RoundVoided (its first, at void_seq) is one the rules allow; a void they
 -- do not allow voids nothing: the ledger judges the wagers against the cards, and anomalies.sql
--- flags it (ROUND_VOIDED_WITHOUT_CAUSE). The rules void a round only:
+-- flags it (ROUND_VOIDED_WITHOUT_CAUSE). Once the deciding third card is out (third_seq, before
+-- the void) the cards have decided the round, and the rules void it only:
 --   13:69F-34.16(n), by analogy: "If an automated dealing shoe ... jams, stops dealing cards, or
 --     fails to deal all cards during a round of play, the round of play shall be void": a
 --     dealing-shoe fault (DeviceFaulted, any fault but SHUFFLER_JAM) in the round before the void;
 --   13:47-20.31(d)7; GA (5): consecutive cards, "all wagers shall be void";
 --   13:47-20.31(d)10; GA (8): a pair whose deciding third card is "not identical in value to
 --     the initial two cards", "all wagers shall be void".
--- (g)3's void is each player's own choice (VoidOrPlayChosen), never a RoundVoided.
-CREATE OR REPLACE MACRO void_allowed(kind, left_rank, third_rank, void_seq, shoe_fault_seq) AS
+-- (g)3's void is each player's own choice (VoidOrPlayChosen), never a RoundVoided. A void
+-- before the decision (no deciding card yet) returns every wager before anything is won or
+-- lost, and stands.
+CREATE OR REPLACE MACRO void_allowed(kind, left_rank, third_rank, third_seq, void_seq,
+                                     shoe_fault_seq) AS
     void_seq IS NOT NULL AND (
-        coalesce(shoe_fault_seq < void_seq, false)
+        third_seq IS NULL OR third_seq > void_seq
+        OR coalesce(shoe_fault_seq < void_seq, false)
         OR coalesce(kind = 'consecutive', false)
         OR coalesce(kind = 'pair' AND third_rank <> left_rank, false));
 
@@ -295,7 +300,8 @@ decided AS (
 void_judged AS (
     -- `voided`: a RoundVoided the rules allow (void_allowed); one they do not voids nothing.
     SELECT * EXCLUDE (void_recorded),
-           void_recorded AND void_allowed(kind, left_rank, third.rank, void_seq, shoe_fault_seq)
+           void_recorded AND void_allowed(kind, left_rank, third.rank, third.seq, void_seq,
+                                                shoe_fault_seq)
                AS voided
     FROM decided
 )

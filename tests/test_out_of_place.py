@@ -102,6 +102,18 @@ def _void_after_a_losing_third_card(tmp: Path) -> tuple[Pit, Seqs]:
     return pit, s
 
 
+def _void_before_the_third_card(tmp: Path) -> tuple[Pit, Seqs]:
+    """A round voided after "Raises closed", before any third card: nothing is decided yet, so
+    the void stands (every wager returned) and is not flagged."""
+    pit, s = opened(tmp), {}
+    _spread_opening(pit, s)
+    pit.emit(model.RoundVoided(reason="dealer's call"))
+    pit.settle(1, ORIGINAL, VOID, 1000)
+    pit.rack("3C QD")
+    pit.close_shoe()
+    return pit, s
+
+
 def _void_after_a_shoe_jam(tmp: Path) -> tuple[Pit, Seqs]:
     """13:69F-34.16(n) by analogy: the dealing shoe jams after the first card, the round is
     voided, the wager returned, the card racked and the shoe closed: nothing is flagged."""
@@ -203,6 +215,8 @@ CASES: dict[str, tuple[Callable[[Path], tuple[Pit, Seqs]],
         [("ROUND_VOIDED_WITHOUT_CAUSE", 1, ["third", "void"]),
          ("WRONG_SETTLEMENT", 1, ["w1", "p1"])],
         {(1, "ORIGINAL"): ("WRONG_OUTCOME", "LOST", 0, 1000, 0)}),
+    "void_before_the_third_card_stands": (
+        _void_before_the_third_card, [], {(1, "ORIGINAL"): ("OK", "VOID", 0, 0, 1000)}),
     "void_after_a_shoe_jam": (
         _void_after_a_shoe_jam, [], {(1, "ORIGINAL"): ("OK", "VOID", 0, 0, 1000)}),
     "void_on_a_pair_tie": (
