@@ -17,14 +17,13 @@ import duckdb
 import pytest
 from surveillance_pit import LEFT, MIDDLE, ORIGINAL, RIGHT, VOID, WON, Pit, opened
 from surveillance_pit import card as card_of
+from test_red_dog_rules import Ledger, Seqs
+from test_red_dog_rules import _ledger as round_one_ledger
 
 from events.reddog import model
 from events.reddog.model import BurnReason, CardDrawn, Fault, Meaning
 
 SPREAD, RAISES_CLOSED, THIRD_CARD = Meaning.SPREAD, Meaning.RAISES_CLOSED, Meaning.THIRD_CARD
-Seqs = dict[str, int]
-# (seat, kind) -> (status, expected outcome, expected paid, collected, returned) in cents
-Ledger = dict[tuple[int, str], tuple[str, str | None, int, int, int]]
 
 
 def _spread_opening(pit: Pit, s: Seqs) -> None:
@@ -36,6 +35,15 @@ def _spread_opening(pit: Pit, s: Seqs) -> None:
     s["closed"] = pit.say(RAISES_CLOSED)
 
 
+def _nine_paid(pit: Pit, s: Seqs, racked: str = "3C QD 9H") -> None:
+    """9H to the middle box decides for the players; seat 1's $10 paid at 1 to 1; racked."""
+    s["third"] = pit.draw("9H", MIDDLE)
+    pit.say(THIRD_CARD, 9)
+    s["p1"] = pit.settle(1, ORIGINAL, WON, 1000, 1)
+    pit.rack(racked)
+    pit.close_shoe()
+
+
 def _burn_after_raises_closed(round_no: int | None) -> Callable[[Path], tuple[Pit, Seqs]]:
     """The reviewer's F1: after "Raises closed" the dealer burns the 2S (the players would lose)
     face down, deals 9H to the middle box and pays. The burn carries `round_no`."""
@@ -45,11 +53,7 @@ def _burn_after_raises_closed(round_no: int | None) -> Callable[[Path], tuple[Pi
         pit.round_no = round_no
         s["burn"] = pit.burn("2S", BurnReason.OTHER)
         pit.round_no = 1
-        s["third"] = pit.draw("9H", MIDDLE)
-        pit.say(THIRD_CARD, 9)
-        s["p1"] = pit.settle(1, ORIGINAL, WON, 1000, 1)
-        pit.rack("3C QD 9H")
-        pit.close_shoe()
+        _nine_paid(pit, s)
         return pit, s
     return build
 
@@ -64,11 +68,7 @@ def _second_card_burned(tmp: Path) -> tuple[Pit, Seqs]:
     pit.draw("QD", RIGHT)
     pit.say(SPREAD, 8)
     pit.say(RAISES_CLOSED)
-    pit.draw("9H", MIDDLE)
-    pit.say(THIRD_CARD, 9)
-    pit.settle(1, ORIGINAL, WON, 1000, 1)
-    pit.rack("3C QD 9H")
-    pit.close_shoe()
+    _nine_paid(pit, s)
     return pit, s
 
 
@@ -155,11 +155,7 @@ def _card_with_no_round_hides_the_third_card(tmp: Path) -> tuple[Pit, Seqs]:
     pit.round_no = None
     s["hidden"] = pit.draw("2S", MIDDLE)
     pit.round_no = 1
-    pit.draw("9H", MIDDLE)
-    pit.say(THIRD_CARD, 9)
-    pit.settle(1, ORIGINAL, WON, 1000, 1)
-    pit.rack("3C QD 9H")
-    pit.close_shoe()
+    _nine_paid(pit, s)
     return pit, s
 
 
@@ -184,14 +180,10 @@ def _card_drawn_twice(tmp: Path) -> tuple[Pit, Seqs]:
                                         destination=LEFT))
     s["copy"] = pit.recorder.heads[pit.table_id].seq
     s["l"] = s["copy"] - 1
-    pit.draw("9H", RIGHT)
-    pit.say(SPREAD, 4)
+    pit.draw("QD", RIGHT)
+    pit.say(SPREAD, 7)
     pit.say(RAISES_CLOSED)
-    pit.draw("7C", MIDDLE)
-    pit.say(THIRD_CARD, 7)
-    pit.settle(1, ORIGINAL, WON, 1000, 1)
-    pit.rack("4S 9H 7C")
-    pit.close_shoe()
+    _nine_paid(pit, s, "4S QD 9H")
     return pit, s
 
 
@@ -232,15 +224,6 @@ CASES: dict[str, tuple[Callable[[Path], tuple[Pit, Seqs]],
 }
 
 
-def _ledger(db: Path) -> Ledger:
-    with duckdb.connect(str(db), read_only=True) as con:
-        got = con.execute(
-            "SELECT seat, wager_kind, status, expected_outcome, expected_paid_cents, "
-            "expected_collected_cents, expected_returned_cents FROM ledger "
-            "WHERE round_no = 1").fetchall()
-    return {(seat, kind): tuple(rest) for seat, kind, *rest in got}  # type: ignore[misc]
-
-
 @pytest.mark.parametrize("name", CASES)
 def test_each_event_out_of_place_raises_its_code_and_the_ledger_does_not_confirm_it(
         tmp_path: Path, name: str) -> None:
@@ -249,7 +232,7 @@ def test_each_event_out_of_place_raises_its_code_and_the_ledger_does_not_confirm
     expected = sorted((code, "T01", "S1", round_no, sorted(seqs[n] for n in names))
                       for code, round_no, names in found)
     assert pit.judge() == expected
-    assert _ledger(pit.folder / "pitlog.duckdb") == ledger
+    assert round_one_ledger(pit.folder / "pitlog.duckdb") == ledger
 
 
 def test_the_burn_and_the_void_are_explained_with_their_clause(tmp_path: Path) -> None:
