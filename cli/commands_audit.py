@@ -114,7 +114,8 @@ def ledger_cmd(
     shoe: Annotated[str | None, typer.Option(help="Only this shoe, e.g. T01-S0001.")] = None,
     status: Annotated[str | None, typer.Option(
         help="Only this status: OK, REMOVED, IN_PLAY, UNSETTLED, DOUBLE_SETTLED, "
-             "WRONG_OUTCOME, WRONG_AMOUNT, WRONG_ODDS, NOT_OWED, SETTLED_BEFORE_DECISION.")]
+             "WRONG_OUTCOME, WRONG_AMOUNT, WRONG_ODDS, NOT_OWED, SETTLED_BEFORE_DECISION, "
+             "IRREGULAR_ROUND.")]
     = None,
     exceptions: Annotated[bool, typer.Option(
         "--exceptions", help="Only the rows an auditor must look at (not OK, REMOVED or "

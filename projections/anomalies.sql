@@ -85,7 +85,7 @@ WITH per_round AS (
         max(seq) FILTER (event_type = 'Announced' AND meaning IN ('THREE_OF_A_KIND', 'NO_THREE_OF_A_KIND'))
             AS last_outcome_said_seq,
         max(seq) FILTER (event_type = 'Announced' AND meaning = 'THIRD_CARD') AS last_value_said_seq
-    FROM events
+    FROM events_once_of(NULL, NULL, NULL, NULL)  -- each card event once (views.sql)
     WHERE round_no IS NOT NULL
     GROUP BY table_id, shoe_id, round_no
 ),
@@ -182,7 +182,7 @@ exposures AS MATERIALIZED (
            CASE WHEN f.raises_closed_seq IS NOT NULL THEN f.third_card_seq END AS new_third_seq,
            CASE WHEN f.raises_closed_seq IS NOT NULL THEN f.middle_card END AS new_third_card
     FROM facts AS f
-    JOIN events AS e USING (table_id, shoe_id, round_no)
+    JOIN card_events_of(NULL, NULL, NULL, NULL) AS e USING (table_id, shoe_id, round_no)
     WHERE f.kind = 'spread' AND e.event_type = 'CardDrawn'
       AND CASE WHEN e.destination = 'MIDDLE'
                THEN f.raises_closed_seq IS NULL OR e.seq < f.raises_closed_seq
@@ -330,6 +330,20 @@ rack_check AS (
     FROM rack_differs AS d
     LEFT JOIN rack_copies AS c USING (table_id, shoe_id, round_no)
     GROUP BY ALL
+),
+
+-- Each round's first RoundVoided and the dealing-shoe fault before it (views.sql, void_allowed,
+-- which the rounds view and the ledger read too).
+voids AS (
+    SELECT table_id, shoe_id, round_no,
+           min(seq) FILTER (event_type = 'RoundVoided') AS void_seq,
+           arg_min(reason, seq) FILTER (event_type = 'RoundVoided') AS void_reason,
+           arg_min(occurred_at, seq) FILTER (event_type = 'RoundVoided') AS voided_at,
+           min(seq) FILTER (event_type = 'DeviceFaulted' AND fault <> 'SHUFFLER_JAM') AS shoe_fault_seq
+    FROM events
+    WHERE event_type IN ('RoundVoided', 'DeviceFaulted') AND round_no IS NOT NULL
+    GROUP BY ALL
+    HAVING min(seq) FILTER (event_type = 'RoundVoided') IS NOT NULL
 ),
 
 -- Device faults (13:69F-34.16(m)-(n), applied by analogy) and what followed each.
@@ -666,6 +680,26 @@ SELECT * FROM (
         WHEN 'SHUFFLER_JAM' THEN card_seq IS NOT NULL AND (reshuffle_seq IS NULL OR reshuffle_seq > card_seq)
         ELSE card_seq IS NOT NULL
              OR (round_no IS NOT NULL AND void_seq IS NULL AND finished) END
+
+    UNION ALL
+    -- ROUND_VOIDED_WITHOUT_CAUSE: a RoundVoided after the deciding third card that the rules do
+    -- not allow (views.sql, void_allowed: 13:69F-34.16(n) by analogy, a dealing-shoe fault in
+    -- the round before it; 13:47-20.31(d)7 and (d)10, a tie hand). It voids nothing: the ledger judges every wager against the deciding
+    -- third card (13:47-20.31(d)13-14: "The player shall win if the value of the third card
+    -- dealt is between ... and shall lose if ... not between"), so wagers returned on a decided
+    -- round are also WRONG_SETTLEMENT. Proof: the deciding third card, if any, and the void.
+    SELECT 'ROUND_VOIDED_WITHOUT_CAUSE', v.table_id, v.shoe_id, v.round_no,
+           [f.third_card_seq, v.void_seq],
+           printf('Round %d was voided ("%s") after the third card %s had decided it (%s and %s, %s: %s); no dealing-shoe fault came before the void and the cards are no tie hand, so nothing voids it',
+                  v.round_no, v.void_reason, f.middle_card, f.left_card, f.right_card,
+                  CASE WHEN f.kind = 'pair' THEN 'a pair' ELSE printf('spread %d', f.spread) END,
+                  third_card_verdict(f.kind, f.left_rank, f.right_rank, f.middle_rank)),
+           v.voided_at
+    FROM voids AS v
+    JOIN facts AS f
+        ON f.table_id = v.table_id AND f.shoe_id IS NOT DISTINCT FROM v.shoe_id AND f.round_no = v.round_no
+    WHERE NOT void_allowed(f.kind, f.left_rank, f.middle_rank, f.third_card_seq, v.void_seq,
+                           v.shoe_fault_seq)
 ) AS found(code, table_id, shoe_id, round_no, seqs, explanation, occurred_at);
 
 -- The money: every wager and raise of the ledger against what the rules say it was owed.
@@ -830,7 +864,7 @@ cards_out AS MATERIALIZED (
                lead(event_type) OVER w AS next_type, lead(rank) OVER w AS next_rank,
                lead(suit) OVER w AS next_suit, lead(destination) OVER w AS next_destination,
                lead(seq) OVER w AS next_seq, lead(round_no) OVER w AS next_round_no
-        FROM events
+        FROM card_events_of(NULL, NULL, NULL, NULL)  -- each card once (views.sql)
         WHERE event_type IN ('CardDrawn', 'CardBurned', 'CardFoundFaceUp', 'CardDrawnInError')
           AND shoe_id IS NOT NULL
         WINDOW w AS (PARTITION BY table_id, shoe_id ORDER BY seq, log_offset)
@@ -893,7 +927,7 @@ burn_stream AS (
                OVER from_this AS next_draw_seq,
            first_value(CASE WHEN event_type = 'ShoeClosed' THEN seq END IGNORE NULLS)
                OVER from_this AS next_close_seq
-    FROM events
+    FROM events_once_of(NULL, NULL, NULL, NULL) AS e  -- each card event once (views.sql)
     LEFT JOIN burn_exempt_loads AS x USING (table_id, seq)
     WHERE event_type IN ('CardsLoaded', 'ShoeClosed', 'DealerTappedIn', 'CardBurned', 'CardDrawn')
     WINDOW before_this AS (PARTITION BY table_id ORDER BY seq, log_offset
@@ -1145,6 +1179,109 @@ SELECT * FROM (
     HAVING count(*) > 1
 ) AS found(code, table_id, shoe_id, round_no, seqs, explanation, occurred_at);
 
+-- Cards out of the shoe where the rules allow none: a burn inside a round, and a card dealt
+-- outside any round in play (views.sql, round_intruders_of, reads both inside a round; the
+-- ledger never confirms such a round: status IRREGULAR_ROUND). Every such card is still a card
+-- out of its shoe: EXTRA_CARD counts it (anomalies_found_shoes, cards_out).
+CREATE OR REPLACE VIEW anomalies_found_places AS
+WITH
+intruders AS MATERIALIZED (
+    SELECT * FROM round_intruders_of(NULL, NULL, NULL)
+),
+-- Every card dealt from a shoe with the shoe's state before it (its last CardsLoaded or
+-- ShoeClosed) and the latest round of the shoe whose cards had come out before it (the highest
+-- round_no, at its first card's seq).
+shoe_stream AS (
+    SELECT table_id, shoe_id, round_no, seq, event_type, rank, suit, destination, occurred_at,
+           last_value(CASE WHEN event_type IN ('CardsLoaded', 'ShoeClosed')
+                           THEN {'type': event_type, 'seq': seq} END IGNORE NULLS)
+               OVER before_this AS shoe_state,
+           max(CASE WHEN event_type IN ('CardDrawn', 'CardDrawnInError') AND round_no > 0
+                    THEN {'round_no': round_no, 'neg_seq': -seq} END) OVER before_this AS latest
+    FROM events_once_of(NULL, NULL, NULL, NULL)
+    WHERE event_type IN ('CardsLoaded', 'ShoeClosed', 'CardDrawn', 'CardDrawnInError')
+      AND shoe_id IS NOT NULL
+    WINDOW before_this AS (PARTITION BY table_id, shoe_id ORDER BY seq, log_offset
+                           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+),
+racks AS (
+    SELECT table_id, shoe_id, round_no, min(seq) AS racked_seq FROM events
+    WHERE event_type = 'CardsRacked' AND round_no IS NOT NULL AND shoe_id IS NOT NULL
+    GROUP BY ALL
+),
+-- Why a card dealt is outside any round in play (the first reason that holds), and the event
+-- that shows it.
+loose AS (
+    SELECT c.table_id, c.shoe_id, c.round_no, c.seq, c.event_type, c.rank, c.suit,
+           c.destination, c.occurred_at,
+           CASE WHEN c.round_no IS NULL THEN 'with no round'
+                WHEN c.round_no <= 0 THEN printf('for round %d, which is no round', c.round_no)
+                WHEN c.shoe_id IS NULL THEN 'with no shoe'
+                WHEN c.shoe_state IS NULL THEN printf('from shoe %s, which was never loaded', c.shoe_id)
+                WHEN c.shoe_state.type = 'ShoeClosed' THEN printf('from shoe %s after it was closed', c.shoe_id)
+                WHEN r.racked_seq < c.seq
+                THEN printf('for round %d after its cards were racked (the round was concluded)', c.round_no)
+                WHEN c.latest.round_no > c.round_no
+                THEN printf('for round %d after round %d had begun', c.round_no, c.latest.round_no)
+           END AS why,
+           CASE WHEN c.round_no IS NULL OR c.round_no <= 0 OR c.shoe_id IS NULL THEN NULL
+                WHEN c.shoe_state IS NULL THEN NULL
+                WHEN c.shoe_state.type = 'ShoeClosed' THEN c.shoe_state.seq
+                WHEN r.racked_seq < c.seq THEN r.racked_seq
+                WHEN c.latest.round_no > c.round_no THEN -c.latest.neg_seq
+           END AS shown_by
+    FROM (SELECT * FROM shoe_stream WHERE event_type IN ('CardDrawn', 'CardDrawnInError')
+          UNION ALL BY NAME
+          SELECT table_id, shoe_id, round_no, seq, event_type, rank, suit, destination, occurred_at
+          FROM card_events_of(NULL, NULL, NULL, NULL)
+          WHERE shoe_id IS NULL AND event_type IN ('CardDrawn', 'CardDrawnInError')) AS c
+    LEFT JOIN racks AS r USING (table_id, shoe_id, round_no)
+)
+SELECT * FROM (
+    -- BURN_DURING_ROUND (13:47-20.31(d)1: "After each full deck of cards is placed in the shoe,
+    -- the dealer shall remove the first card face down and place it in the discard rack. Each new
+    -- dealer who comes to the table shall also "burn" one card before dealing any card in a round
+    -- of lay"; 13:69F-6.4): a burn is owed at a new deck or a new dealer, before a round; a card
+    -- burned between a round's first card and its end takes a card the round should have dealt
+    -- (after "Raises closed", the deciding third card). Proof: the round's first card and the burn.
+    SELECT 'BURN_DURING_ROUND', table_id, shoe_id, round_no, [first_card_seq, seq],
+           printf('%s was burned face down in round %d %s: a card is burned only after a new deck is loaded or when a new dealer arrives, before a round',
+                  card_label(rank, suit), round_no,
+                  CASE WHEN raises_closed_seq < seq
+                       THEN 'after "Raises closed", where the third card is dealt'
+                       ELSE 'after its first card was dealt' END),
+           occurred_at
+    FROM intruders
+    WHERE event_type = 'CardBurned'
+
+    UNION ALL
+    -- CARD_OUTSIDE_ROUND (13:47-20.31(d)5: "To begin each round of play, the dealer shall place
+    -- the first card ..."; (d)15: "At the conclusion of each round of play, all cards on the
+    -- layout shall be picked up ... and placed in the discard rack"; GA (3), (12)): every card
+    -- dealt belongs to the round in play, from a loaded shoe: flagged, a card recorded with no
+    -- round or round 0 or less, with no shoe, from a shoe not loaded or already closed, or for a
+    -- round already concluded (its cards racked, or a later round begun). When it lies inside
+    -- another round (views.sql, round_intruders_of) the row is that round's, whose ledger rows
+    -- are IRREGULAR_ROUND. Proof: the event that shows it (the shoe's closing, the rack, the
+    -- later round's first card) and the card.
+    SELECT 'CARD_OUTSIDE_ROUND', l.table_id, coalesce(i.shoe_id, l.shoe_id),
+           CASE WHEN i.table_id IS NOT NULL THEN i.round_no
+                WHEN l.round_no > 0 THEN l.round_no END,
+           list_sort(list_filter([l.shown_by, l.seq], lambda s: s IS NOT NULL)),
+           printf('%s was %s to %s %s%s', card_label(l.rank, l.suit),
+                  CASE WHEN l.event_type = 'CardDrawnInError' THEN 'drawn in error' ELSE 'drawn' END,
+                  CASE WHEN l.event_type = 'CardDrawnInError' THEN 'no box' ELSE card_place(l.destination) END,
+                  l.why,
+                  CASE WHEN i.table_id IS NOT NULL
+                       THEN printf(', inside round %d (after its first card%s)', i.round_no,
+                                   CASE WHEN i.raises_closed_seq < l.seq THEN ' and "Raises closed"' ELSE '' END)
+                       ELSE '' END),
+           l.occurred_at
+    FROM loose AS l
+    LEFT JOIN intruders AS i ON i.table_id = l.table_id AND i.seq = l.seq
+    WHERE l.why IS NOT NULL
+) AS found(code, table_id, shoe_id, round_no, seqs, explanation, occurred_at);
+
 -- Every rule and integrity anomaly, with its severity and rule.
 CREATE OR REPLACE VIEW anomalies AS
 SELECT f.code, c.severity, f.table_id, f.shoe_id, f.round_no, f.seqs, f.explanation, c.rule,
@@ -1153,5 +1290,6 @@ FROM (SELECT * FROM anomalies_found_rounds
       UNION ALL SELECT * FROM anomalies_found_money
       UNION ALL SELECT * FROM anomalies_found_shoes
       UNION ALL SELECT * FROM anomalies_found_tables
-      UNION ALL SELECT * FROM anomalies_found_streams) AS f
+      UNION ALL SELECT * FROM anomalies_found_streams
+      UNION ALL SELECT * FROM anomalies_found_places) AS f
 JOIN anomaly_codes AS c USING (code);

@@ -13,6 +13,10 @@ Scopes, family by family (anomalies.sql). Every rule is decided within one table
   Scope: the shoes above, back to the last card dealt before them, plus that state event.
 - tables: BELOW_MINIMUM_ODDS on a TableOpened, MULTIPLE_BETTING_AREAS per round, CALL_BET per
   wager, with the paytable in force: the rounds above plus every TableOpened of the table.
+- places: BURN_DURING_ROUND and CARD_OUTSIDE_ROUND read a round from its first card to its end,
+  the shoe's CardsLoaded/ShoeClosed before a card, the round's rack and the shoe's later rounds:
+  all within the card's shoe (a card or burn with no shoe lies inside the shoe around it, which
+  then overlaps the stretch and joins it), so the rounds' scope holds.
 - streams: SEQUENCE_GAP and CHAIN_BROKEN compare each event with its predecessor in seq order:
   the events above plus the one before them.
 

@@ -228,6 +228,13 @@ settled AS (
     WHERE event_type = 'WagerSettled'
     GROUP BY table_id, shoe_id, round_no, seat, area, wager_kind
 ),
+intruded AS (
+    -- A card burned, or dealt for another round or none, inside the round (views.sql,
+    -- round_intruders_of: BURN_DURING_ROUND, CARD_OUTSIDE_ROUND): which card decided the round
+    -- is in doubt, so its settlements are never confirmed (status IRREGULAR_ROUND).
+    SELECT DISTINCT table_id, shoe_id, round_no, true AS cards_intruded
+    FROM round_intruders_of(in_table, from_seq, to_seq)
+),
 keyed AS (
     SELECT
         coalesce(w.table_id, s.table_id) AS table_id, coalesce(w.shoe_id, s.shoe_id) AS shoe_id,
@@ -284,12 +291,19 @@ with_paytable AS (
     LEFT JOIN round_context AS r USING (table_id, shoe_id, round_no)
     LEFT JOIN choices AS c USING (table_id, shoe_id, round_no, seat, area)
 ),
+with_intruders AS (
+    SELECT p.*, coalesce(x.cards_intruded, false) AS cards_intruded
+    FROM with_paytable AS p
+    LEFT JOIN intruded AS x USING (table_id, shoe_id, round_no)
+),
 decided AS (
     SELECT
         *,
         CASE
             WHEN no_wager OR removed THEN NULL         -- nothing owed (13:47-20.31(d)3)
-            WHEN round_voided THEN 'VOID'              -- 13:69F-34.16(n) by analogy: round void
+            -- 13:69F-34.16(n) by analogy, (d)7, (d)10: a void the rules allow (views.sql,
+            -- void_allowed; the rounds view's `voided`); one they do not allow voids nothing.
+            WHEN round_voided THEN 'VOID'
             WHEN voided_by_choice THEN 'VOID'          -- 13:47-20.31(g)3; 13:69F-6.7
             WHEN hand IS NULL THEN NULL                -- the first two cards are not both out
             WHEN hand = 'consecutive' THEN 'VOID'      -- (d)7; GA (5): tie hand
@@ -303,7 +317,7 @@ decided AS (
                  AND middle_rank < greatest(left_rank, right_rank) THEN 'WON'
             ELSE 'LOST'
         END AS expected_outcome
-    FROM with_paytable
+    FROM with_intruders
 ),
 priced AS (
     SELECT
@@ -362,6 +376,9 @@ SELECT
              OR actual_returned_cents <> expected_returned_cents THEN 'WRONG_AMOUNT'
         WHEN expected_outcome = 'WON' AND actual_odds IS DISTINCT FROM expected_odds
         THEN 'WRONG_ODDS'
+        -- BURN_DURING_ROUND, CARD_OUTSIDE_ROUND (intruded above): settled as the recorded
+        -- cards say, but a card left the shoe inside the round where the rules allow none.
+        WHEN cards_intruded THEN 'IRREGULAR_ROUND'
         ELSE 'OK'
     END AS status,
     wager_seqs, settlement_seqs, round_first_seq

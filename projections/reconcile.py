@@ -348,7 +348,8 @@ def conservation(con: duckdb.DuckDBPyConnection, by: Sequence[str] = ("table", "
 
 
 LEDGER_STATUSES = ("OK", "REMOVED", "IN_PLAY", "UNSETTLED", "DOUBLE_SETTLED", "WRONG_OUTCOME",
-                   "WRONG_AMOUNT", "WRONG_ODDS", "NOT_OWED", "SETTLED_BEFORE_DECISION")
+                   "WRONG_AMOUNT", "WRONG_ODDS", "NOT_OWED", "SETTLED_BEFORE_DECISION",
+                   "IRREGULAR_ROUND")
 
 
 def ledger_rows(con: duckdb.DuckDBPyConnection, *, table: str | None = None,

@@ -31,6 +31,30 @@ CREATE OR REPLACE MACRO round_dealt(outs) AS
                 AND outs[i + 1].suit = x.suit AND outs[i + 1].dest IN ('LEFT', 'RIGHT', 'MIDDLE'),
                 false)));
 
+-- Each card event once (DUPLICATE_EVENT is the finding, docs/anomalies.md): the card events
+-- (CardDrawn, CardDrawnInError, CardFoundFaceUp, CardBurned) of the tables asked for, each event
+-- id at its first copy in seq order. A card event recorded twice (a device line re-sent and
+-- recorded again) is one card out of the shoe, so no card view counts the copy: the hands, the
+-- rounds, the rack, the shoes' counts and the card anomalies read their cards from here. An
+-- event without an id is kept. from_seq and to_seq, given with in_table, only narrow the scan.
+CREATE OR REPLACE MACRO card_events_of(in_table, in_shoe, from_seq, to_seq) AS TABLE
+SELECT * FROM events
+WHERE event_type IN ('CardDrawn', 'CardDrawnInError', 'CardFoundFaceUp', 'CardBurned')
+  AND (in_table IS NULL OR table_id = in_table) AND (in_shoe IS NULL OR shoe_id = in_shoe)
+  AND (from_seq IS NULL OR seq >= from_seq) AND (to_seq IS NULL OR seq <= to_seq)
+QUALIFY event_id IS NULL
+     OR row_number() OVER (PARTITION BY table_id, event_id ORDER BY seq, log_offset) = 1;
+
+-- The events of the tables asked for with each card event once (card_events_of); every other
+-- event as recorded (a repeated wager or settlement is the ledger's to judge).
+CREATE OR REPLACE MACRO events_once_of(in_table, in_shoe, from_seq, to_seq) AS TABLE
+SELECT * FROM events
+WHERE event_type NOT IN ('CardDrawn', 'CardDrawnInError', 'CardFoundFaceUp', 'CardBurned')
+  AND (in_table IS NULL OR table_id = in_table) AND (in_shoe IS NULL OR shoe_id = in_shoe)
+  AND (from_seq IS NULL OR seq >= from_seq) AND (to_seq IS NULL OR seq <= to_seq)
+UNION ALL
+SELECT * FROM card_events_of(in_table, in_shoe, from_seq, to_seq);
+
 -- Every event with a readable one-line description, in table order (pitlog replay).
 CREATE OR REPLACE VIEW timeline AS
 SELECT
@@ -102,7 +126,7 @@ ORDER BY table_id, seq, log_offset;
 -- shoes asked for (rack positions count from the shoe's first card), or be NULL.
 CREATE OR REPLACE MACRO rack_of(in_table, in_shoe, from_seq, to_seq) AS TABLE
 WITH shoe_events AS NOT MATERIALIZED (
-    SELECT * FROM events
+    SELECT * FROM events_once_of(in_table, in_shoe, from_seq, to_seq)
     WHERE (in_table IS NULL OR table_id = in_table) AND (in_shoe IS NULL OR shoe_id = in_shoe)
       AND (from_seq IS NULL OR seq >= from_seq) AND (to_seq IS NULL OR seq <= to_seq)
 ),
@@ -183,13 +207,36 @@ CREATE OR REPLACE MACRO card_role(seq, dest, third_seq, kind, side_card) AS
          THEN 'exposed before "Raises closed": discarded, decides nothing (13:47-20.31(g)3)'
          ELSE 'drawn out of turn: decides nothing' END;
 
+-- Whether a round's RoundVoided (its first, at void_seq) is one the rules allow; a void they
+-- do not allow voids nothing: the ledger judges the wagers against the cards, and anomalies.sql
+-- flags it (ROUND_VOIDED_WITHOUT_CAUSE). Once the deciding third card is out (third_seq, before
+-- the void) the cards have decided the round, and the rules void it only:
+--   13:69F-34.16(n), by analogy: "If an automated dealing shoe ... jams, stops dealing cards, or
+--     fails to deal all cards during a round of play, the round of play shall be void": a
+--     dealing-shoe fault (DeviceFaulted, any fault but SHUFFLER_JAM) in the round before the void;
+--   13:47-20.31(d)7; GA (5): consecutive cards, "all wagers shall be void";
+--   13:47-20.31(d)10; GA (8): a pair whose deciding third card is "not identical in value to
+--     the initial two cards", "all wagers shall be void".
+-- (g)3's void is each player's own choice (VoidOrPlayChosen), never a RoundVoided. A void
+-- before the decision (no deciding card yet) returns every wager before anything is won or
+-- lost, and stands.
+CREATE OR REPLACE MACRO void_allowed(kind, left_rank, third_rank, third_seq, void_seq,
+                                     shoe_fault_seq) AS
+    void_seq IS NOT NULL AND (
+        third_seq IS NULL OR third_seq > void_seq
+        OR coalesce(shoe_fault_seq < void_seq, false)
+        OR coalesce(kind = 'consecutive', false)
+        OR coalesce(kind = 'pair' AND third_rank <> left_rank, false));
+
 -- One row per round. The dealer is the one whose DealerTappedIn is the table's latest at or
 -- before the round's first event. The left and right cards are the first drawn to those boxes;
 -- the middle card (middle_rank, middle_suit, middle_card, third_card_seq) is the deciding
 -- third card of deciding_third above, never a later one, and `third_card_box` says where the
 -- dealer put it ('MIDDLE', or elsewhere: THIRD_CARD_DIVERTED); `redrawn_cards` lists every card
 -- drawn from the shoe after it, to any box (THIRD_CARD_REDRAWN, or the cards that followed a
--- diverted one), `middle_cards_drawn` counts every card to the middle box.
+-- diverted one), `middle_cards_drawn` counts every card to the middle box. `voided` is a
+-- RoundVoided the rules allow (void_allowed above); a void without cause voids nothing, and
+-- `outcome` follows the cards (ROUND_VOIDED_WITHOUT_CAUSE).
 --
 -- rounds_of(in_table, in_shoe, in_round, from_seq, to_seq) is the rounds view's rows of one
 -- table, shoe and round (a NULL argument: all of them), so that a dispute or a replay does not
@@ -217,8 +264,11 @@ WITH per_round AS (
         count(*) FILTER (event_type = 'CardDrawn' AND destination = 'MIDDLE') AS middle_cards_drawn,
         string_agg(phrase, ' | ' ORDER BY seq, log_offset) FILTER (event_type = 'Announced') AS announcements,
         list(meaning ORDER BY seq, log_offset) FILTER (event_type = 'Announced') AS announced,
-        count(*) FILTER (event_type = 'RoundVoided') > 0 AS voided
-    FROM events
+        count(*) FILTER (event_type = 'RoundVoided') > 0 AS void_recorded,
+        -- void_allowed above: the round's first RoundVoided and the dealing-shoe fault before it
+        min(seq) FILTER (event_type = 'RoundVoided') AS void_seq,
+        min(seq) FILTER (event_type = 'DeviceFaulted' AND fault <> 'SHUFFLER_JAM') AS shoe_fault_seq
+    FROM events_once_of(in_table, in_shoe, from_seq, to_seq)
     WHERE round_no IS NOT NULL
       AND (in_table IS NULL OR table_id = in_table) AND (in_shoe IS NULL OR shoe_id = in_shoe)
       AND (in_round IS NULL OR round_no = in_round)
@@ -246,6 +296,14 @@ classified AS (
 decided AS (
     SELECT *, deciding_third(draws, kind, left_seq, right_seq, raises_closed_seq) AS third
     FROM classified
+),
+void_judged AS (
+    -- `voided`: a RoundVoided the rules allow (void_allowed); one they do not voids nothing.
+    SELECT * EXCLUDE (void_recorded),
+           void_recorded AND void_allowed(kind, left_rank, third.rank, third.seq, void_seq,
+                                                shoe_fault_seq)
+               AS voided
+    FROM decided
 )
 SELECT
     table_id, shoe_id, round_no, started_at, ended_at, dealer,
@@ -271,7 +329,7 @@ SELECT
               AND third.rank < greatest(left_rank, right_rank) THEN 'won'
          ELSE 'lost' END AS outcome,
     first_seq, last_seq, events
-FROM decided;
+FROM void_judged;
 
 CREATE OR REPLACE VIEW rounds AS
 SELECT * FROM rounds_of(NULL, NULL, NULL, NULL, NULL)
@@ -285,7 +343,7 @@ ORDER BY table_id, shoe_id, round_no;
 -- event of the shoes asked for, or be NULL.
 CREATE OR REPLACE MACRO shoes_of(in_table, in_shoe, from_seq, to_seq) AS TABLE
 WITH shoe_events AS NOT MATERIALIZED (
-    SELECT * FROM events
+    SELECT * FROM events_once_of(in_table, in_shoe, from_seq, to_seq)
     WHERE shoe_id IS NOT NULL
       AND (in_table IS NULL OR table_id = in_table) AND (in_shoe IS NULL OR shoe_id = in_shoe)
       AND (from_seq IS NULL OR seq >= from_seq) AND (to_seq IS NULL OR seq <= to_seq)
@@ -421,7 +479,7 @@ WITH dealt AS (
         SELECT table_id, shoe_id, round_no,
                list({'seq': seq, 'type': event_type, 'rank': rank, 'suit': suit,
                      'dest': destination} ORDER BY seq, log_offset) AS outs
-        FROM events
+        FROM card_events_of(in_table, in_shoe, from_seq, to_seq)
         WHERE event_type IN ('CardDrawn', 'CardDrawnInError', 'CardFoundFaceUp', 'CardBurned')
           AND round_no IS NOT NULL
           AND (in_table IS NULL OR table_id = in_table) AND (in_shoe IS NULL OR shoe_id = in_shoe)
@@ -449,3 +507,47 @@ FROM dealt FULL OUTER JOIN racked USING (table_id, shoe_id, round_no);
 CREATE OR REPLACE VIEW hands AS
 SELECT * FROM hands_of(NULL, NULL, NULL, NULL)
 ORDER BY table_id, shoe_id, round_no;
+
+-- Cards out of the shoe inside a round where the rules allow none (anomalies.sql:
+-- BURN_DURING_ROUND, CARD_OUTSIDE_ROUND; ledger.sql does not confirm that round's settlements).
+-- A round lies from its first card out of the shoe (CardDrawn or CardDrawnInError with its
+-- round_no, round_no > 0) to its last event other than a burn. A card event between the two is an
+-- intruder when it is:
+--   a burn: 13:47-20.31(d)1 burns "the first card" after "each full deck of cards is placed in
+--     the shoe", and "Each new dealer who comes to the table shall also "burn" one card before
+--     dealing any card in a round of lay"; 13:69F-6.4 the same: a burn comes before a round's
+--     first card, never inside the round (13:69F-6.9's reshuffling shoe owes none at all);
+--   a card dealt (CardDrawn, CardDrawnInError) recorded for another round or shoe, or for none.
+-- Each intruder, with the round it lies in (table_id, shoe_id, round_no), that round's first
+-- card and "Raises closed", and the intruder's own shoe and round (card_shoe_id, card_round_no).
+-- Cards are read once each (events_once_of). from_seq and to_seq, given with in_table, only
+-- narrow the scan: they must bracket the rounds asked about.
+CREATE OR REPLACE MACRO round_intruders_of(in_table, from_seq, to_seq) AS TABLE
+WITH round_events AS NOT MATERIALIZED (
+    SELECT * FROM events_once_of(in_table, NULL, from_seq, to_seq)
+),
+spans AS (
+    SELECT table_id, shoe_id, round_no,
+           min(seq) FILTER (event_type IN ('CardDrawn', 'CardDrawnInError')) AS first_card_seq,
+           max(seq) FILTER (event_type NOT IN ('CardBurned', 'BurnDisclosed')) AS end_seq,
+           min(seq) FILTER (event_type = 'Announced' AND meaning = 'RAISES_CLOSED')
+               AS raises_closed_seq
+    FROM round_events
+    WHERE round_no > 0
+    GROUP BY ALL
+    HAVING min(seq) FILTER (event_type IN ('CardDrawn', 'CardDrawnInError')) IS NOT NULL
+),
+cards AS (
+    SELECT table_id, shoe_id AS card_shoe_id, round_no AS card_round_no, seq, event_type,
+           rank, suit, destination, occurred_at
+    FROM round_events
+    WHERE event_type IN ('CardDrawn', 'CardDrawnInError', 'CardBurned')
+)
+SELECT s.table_id, s.shoe_id, s.round_no, s.first_card_seq, s.raises_closed_seq,
+       c.card_shoe_id, c.card_round_no, c.seq, c.event_type, c.rank, c.suit, c.destination,
+       c.occurred_at
+FROM cards AS c
+ASOF JOIN spans AS s ON c.table_id = s.table_id AND c.seq > s.first_card_seq
+WHERE c.seq < s.end_seq
+  AND (c.event_type = 'CardBurned' OR c.card_shoe_id IS DISTINCT FROM s.shoe_id
+       OR c.card_round_no IS DISTINCT FROM s.round_no);

@@ -642,7 +642,7 @@ def test_every_catalogue_code_has_its_rule_and_severity(tmp_path: Path) -> None:
     db = opened(tmp_path).project()
     with duckdb.connect(str(db), read_only=True) as con:
         rows = {r["code"]: (r["severity"], r["rule"]) for r in catalogue(con)}
-    assert len(rows) == 37
+    assert len(rows) == 40
     assert rows["DUPLICATE_EVENT"] == ("high", "integrity")
     assert rows["THIRD_CARD_REDRAWN"] == ("high", "13:47-20.31(d)10, (d)13-14; GA (8), (11)")
     assert rows["THIRD_CARD_DIVERTED"] == ("high", "13:47-20.31(d)8, (d)13; GA (6), (11)")

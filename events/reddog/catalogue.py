@@ -131,6 +131,16 @@ CATALOGUE: Final[tuple[AnomalyCode, ...]] = (
     AnomalyCode("THIRD_CARD_DIVERTED", HIGH, "13:47-20.31(d)8, (d)13; GA (6), (11)",
                 "the deciding third card put in the discard rack or on a side box instead of "
                 "the middle box"),
+    AnomalyCode("BURN_DURING_ROUND", HIGH, "13:47-20.31(d)1; 13:69F-6.4",
+                "a card burned inside a round, between its first card and its end: burns come "
+                "only after a new deck is loaded or a new dealer arrives, before a round"),
+    AnomalyCode("CARD_OUTSIDE_ROUND", HIGH, "13:47-20.31(d)5, (d)15; GA (3), (12)",
+                "a card dealt with no round or round 0, from a shoe not loaded (or closed), or "
+                "for a round already concluded"),
+    AnomalyCode("ROUND_VOIDED_WITHOUT_CAUSE", HIGH,
+                "13:47-20.31(d)7, (d)10, (d)13-14; 13:69F-34.16(n) by analogy",
+                "a round voided after its deciding third card though no rule voids it: no "
+                "dealing-shoe fault before the void and no tie hand"),
     _stat("HOLD_VARIANCE",
           "statistical reports in the style of the minimum internal control standards",
           "hold for a table, shift or day outside statistical bounds of theoretical"),

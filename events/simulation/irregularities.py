@@ -41,6 +41,7 @@ from events.reddog.model import (
 )
 from events.simulation.irregular_cards import CardSlips
 from events.simulation.irregular_hands import EXTRA_SIZES_CENTS, HandSlips, RoundStopped, free_seats
+from events.simulation.irregular_places import PlaceSlips
 from events.simulation.table import Hand, Rates, Table
 from events.wire import chain, codec
 
@@ -94,7 +95,7 @@ def record_tampered(recorder: Recorder, log: EventLog, kind: str, table_id: str,
     head.seq, head.hash = env.seq, chain.stored_hash(message)
 
 
-class Irregularities(HandSlips, CardSlips):
+class Irregularities(HandSlips, CardSlips, PlaceSlips):
     """The seam where irregularities are injected; draws from its own random stream."""
 
     def __init__(self, config: Rates, table_seed: str) -> None:

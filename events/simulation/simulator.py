@@ -401,12 +401,14 @@ class TableSim:
             if not x.early_third_card(self, hand):  # (g)3, when injected
                 self.announce(Meaning.RAISES_CLOSED)  # (d)13
                 x.raises_closed(self, hand)
+                x.card_out_of_place(self, hand)  # BURN_DURING_ROUND, CARD_OUTSIDE_ROUND
                 if not x.skip_third_card(self, hand):  # SPREAD_WITHOUT_THIRD_CARD
                     x.third_card_diverted(self, hand)  # THIRD_CARD_DIVERTED
                     hand.third = third = self.deal(Box.MIDDLE, hand)
                     self.announce(Meaning.THIRD_CARD, third.rank)
                     x.third_card_announced(self, hand)
                     x.third_card_dealt(self, hand)  # a redraw (THIRD_CARD_REDRAWN)
+                    x.round_decided(self, hand)  # ROUND_VOIDED_WITHOUT_CAUSE
         self.settle_all(hand)
         self.rack(hand)
 
