@@ -42,7 +42,7 @@ RATES = {
     # issue 13
     "MATCH_PLAY_NOT_ALLOWED": 0.004, "TOO_MANY_DECKS": 0.02, "THIRD_CARD_REDRAWN": 0.002,
     "SPREAD_WITHOUT_THIRD_CARD": 0.002, "EARLY_RAISE": 0.002, "WRONG_BOX": 0.002,
-    "BURN_MISDISCLOSED": 0.05, "DRAWN_IN_ERROR_NOT_USED": 0.001, "THIRD_CARD_DIVERTED": 0.002,
+    "BURN_MISDISCLOSED": 0.05, "DRAWN_IN_ERROR_NOT_USED": 0.003, "THIRD_CARD_DIVERTED": 0.002,
 }
 # Every 4th shoe of a table comes from an automatic reshuffling shoe (13:69F-6.9): no burn is
 # owed at the nj-casino tables, while casino nights and the gaming authority still owe them.
