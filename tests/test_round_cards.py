@@ -64,6 +64,20 @@ def _dispute_roles(db: Path, round_no: int = 1) -> dict[str, str | None]:
     return {c["card"]: c["role"] for c in d.cards}
 
 
+def _spread_3c_qd(tmp_path: Path, *, closed: bool = True, decks: int = 6) -> tuple[Pit, Seqs]:
+    """Round 1 begun at a fresh table: seat 1 wagers $10, 3C to the left box, QD to the right,
+    "spread 8" and (unless `closed` is False) "Raises closed"."""
+    pit, s = opened(tmp_path, "nj-casino", decks=decks), {}
+    pit.begin(1)
+    s["w1"] = pit.wager(1, 1000)
+    pit.draw("3C", LEFT)
+    pit.draw("QD", RIGHT)
+    pit.say(SPREAD, 8)
+    if closed:
+        s["closed"] = pit.say(RAISES_CLOSED)
+    return pit, s
+
+
 # --- F2: a card racked between the first two is the second card ---------------------------------
 
 def test_a_card_racked_between_the_first_two_is_the_second_card(tmp_path: Path) -> None:
@@ -112,13 +126,7 @@ def test_a_card_drawn_in_error_decides_where_it_came_out(tmp_path: Path) -> None
     the middle box instead and pays. 13:47-20.31(g)2: "A card drawn in error without its face
     being exposed shall be used as though it were the next card from the shoe": the 2S is the
     third card and the players lose."""
-    pit, s = opened(tmp_path), {}
-    pit.begin(1)
-    s["w1"] = pit.wager(1, 1000)
-    pit.draw("3C", LEFT)
-    pit.draw("QD", RIGHT)
-    pit.say(SPREAD, 8)
-    pit.say(RAISES_CLOSED)
+    pit, s = _spread_3c_qd(tmp_path)
     s["error"] = pit.emit(model.CardDrawnInError(rank=2, suit=Suit.SPADES))
     s["dealt"] = pit.draw("9H", MIDDLE)
     pit.say(THIRD_CARD, 9)
@@ -208,13 +216,7 @@ def test_a_card_drawn_in_error_then_racked_is_one_card(tmp_path: Path) -> None:
     card ((g)2: the next card; (d)15: racked once), so no CARD_UNACCOUNTED and no EXTRA_CARD; it
     is the deciding third card, put in the rack (THIRD_CARD_DIVERTED). Both win: the payment is
     right."""
-    pit, s = opened(tmp_path, "nj-casino", decks=1), {}
-    pit.begin(1)
-    s["w1"] = pit.wager(1, 1000)
-    pit.draw("3C", LEFT)
-    pit.draw("QD", RIGHT)
-    pit.say(SPREAD, 8)
-    pit.say(RAISES_CLOSED)
+    pit, s = _spread_3c_qd(tmp_path, decks=1)
     s["error"] = pit.emit(model.CardDrawnInError(rank=8, suit=Suit.HEARTS))
     s["racked"] = pit.draw("8H", RACK)
     s["middle"] = pit.draw("9S", MIDDLE)
@@ -236,12 +238,7 @@ def test_with_no_raises_closed_the_third_card_out_decides_wherever_it_went(
     """3C QD, "spread 8", no "Raises closed": 2S (a loser) comes out to `box`, then 9H to the
     middle box is announced and paid. Nothing discarded the 2S ((g)3 discards a card only in
     favour of one dealt after "Raises closed"), so it decides, whatever box it went to."""
-    pit, s = opened(tmp_path), {}
-    pit.begin(1)
-    s["w1"] = pit.wager(1, 1000)
-    pit.draw("3C", LEFT)
-    pit.draw("QD", RIGHT)
-    pit.say(SPREAD, 8)
+    pit, s = _spread_3c_qd(tmp_path, closed=False)
     s["exposed"] = pit.draw("2S", box)
     s["next"] = pit.draw("9H", MIDDLE)
     pit.say(THIRD_CARD, 9)
