@@ -35,16 +35,19 @@ CREATE OR REPLACE MACRO third_card_verdict(kind, left_rank, right_rank, third_ra
 -- Cards drawn ({seq, card, dest} structs) with where each went: "9H to the middle box, 5C to
 -- the discard rack".
 CREATE OR REPLACE MACRO placed_cards(draws) AS
-    array_to_string(list_transform(draws, lambda x: x.card || ' to ' || card_place(x.dest)), ', ');
+    array_to_string(list_transform(draws, lambda x: x.card
+        || coalesce(' to ' || card_place(x.dest), ' drawn in error')), ', ');
 
--- One row per round: its cards, kind and the marks the checks need. The left and right cards
--- are the first drawn to those boxes, the middle card the deciding third card (views.sql's
--- deciding_third, as in the `rounds` view: the first card drawn after the trigger, to any box)
--- and third_card_box where it went; `redraws` are the cards drawn after it (any box), and
--- `beyond_two` every card drawn beyond the first two (any card to the middle box, and any card
--- after both the left and the right one). "finished": the table recorded something after the
--- round's last event;
--- what a round LACKS (an announcement, a settlement, the rack) is judged only then, so a live
+-- One row per round: its cards, kind and the marks the checks need, from the round's cards
+-- (views.sql, round_cards: every card out of the shoe in game order, wherever it went; one
+-- definition with the `rounds` view, so the checks judge the cards the ledger judges). The left
+-- and right cards are the first and second cards out, whatever their boxes (WRONG_BOX judges
+-- the boxes); the middle card the deciding third card (views.sql, deciding_index) and
+-- third_card_box where it went; `redraws` are the cards out after it (any box), `beyond_two`
+-- every card out beyond the first two, and `exposed` the cards of a spread exposed before
+-- "Raises closed" (13:47-20.31(g)3; with no "Raises closed", the third card out, which then
+-- decides). "finished": the table recorded something after the round's last event; what a
+-- round LACKS (an announcement, a settlement, the rack) is judged only then, so a live
 -- table's round in progress is never flagged for what is still to come.
 CREATE OR REPLACE VIEW anomaly_round_facts AS
 WITH per_round AS (
@@ -52,32 +55,23 @@ WITH per_round AS (
         table_id, shoe_id, round_no,
         min(occurred_at) AS started_at, max(occurred_at) AS ended_at,
         min(seq) AS first_seq, max(seq) AS last_seq,
-        arg_min({'rank': rank, 'suit': suit}, seq) FILTER (event_type = 'CardDrawn' AND destination = 'LEFT') AS l,
-        arg_min({'rank': rank, 'suit': suit}, seq) FILTER (event_type = 'CardDrawn' AND destination = 'RIGHT') AS r,
-        min(seq) FILTER (event_type = 'CardDrawn' AND destination = 'LEFT') AS left_seq,
-        min(seq) FILTER (event_type = 'CardDrawn' AND destination = 'RIGHT') AS right_seq,
-        -- every card drawn from the shoe, to any box (deciding_third)
-        list({'seq': seq, 'rank': rank, 'suit': suit, 'dest': destination} ORDER BY seq)
-            FILTER (event_type = 'CardDrawn') AS draws,
+        -- the cards out of the shoe in game order (views.sql, round_cards)
+        coalesce(round_cards(list({'seq': seq, 'at': occurred_at, 'type': event_type, 'rank': rank,
+                                   'suit': suit, 'dest': destination}
+                                  ORDER BY occurred_at, seq, log_offset)
+                             FILTER (event_type IN ('CardDrawn', 'CardDrawnInError',
+                                                    'CardFoundFaceUp', 'CardBurned'))), [])
+            AS cards,
         coalesce(bool_or(event_type = 'RoundVoided'), false) AS voided,
         -- 13:47-20.31(d)3, (d)6: the first card out of the shoe (as the ledger counts it).
         min(seq) FILTER (event_type IN ('CardDrawn', 'CardDrawnInError')) AS first_card_seq,
         arg_min({'rank': rank, 'suit': suit}, seq) FILTER (event_type IN ('CardDrawn', 'CardDrawnInError')) AS first,
         min(seq) FILTER (event_type = 'Announced' AND meaning = 'RAISES_CLOSED') AS raises_closed_seq,
+        min(game_order(occurred_at, seq)) FILTER (event_type = 'Announced' AND meaning = 'RAISES_CLOSED')
+            AS raises_closed,
         min(seq) FILTER (event_type = 'CuttingCardReached') AS cut_seq,
         min(seq) FILTER (event_type = 'WagerSettled') AS first_settlement_seq,
-        list(seq ORDER BY seq) FILTER (event_type = 'CardDrawn') AS card_seqs,
-        -- 13:47-20.31(d)5; GA (3): the first two cards to the layout and their boxes.
-        list({'seq': seq, 'box': destination, 'card': card_label(rank, suit)} ORDER BY seq)
-            FILTER (event_type = 'CardDrawn' AND destination IN ('LEFT', 'RIGHT', 'MIDDLE'))[:2]
-            AS first_two,
         min(seq) FILTER (event_type = 'CardsRacked') AS racked_seq,
-        -- 13:47-20.31(d)15; GA (12): every card drawn in the round (CardDrawn, any box) and the
-        -- cards of its CardsRacked, in order (NULL when there are none).
-        list({'seq': seq, 'type': event_type, 'rank': rank, 'suit': suit, 'dest': destination}
-             ORDER BY seq, log_offset)
-            FILTER (event_type IN ('CardDrawn', 'CardDrawnInError', 'CardFoundFaceUp', 'CardBurned'))
-            AS outs,
         flatten(list(cards ORDER BY seq, log_offset) FILTER (event_type = 'CardsRacked')) AS racked_cards,
         -- 13:47-20.31(d)7-11, 13: the announcements a finished round must have: how many named
         -- the first two cards' kind, and the last seq of an outcome and of a third-card value.
@@ -93,53 +87,52 @@ table_end AS (
     SELECT table_id, max(seq) AS table_last_seq FROM events GROUP BY table_id
 ),
 kinds AS (
-    SELECT *,
-        -- 13:47-20.31(d)7-8, (d)11; GA (5), (6), (9)-(10)
-        CASE WHEN l IS NULL OR r IS NULL THEN NULL
-             WHEN l.rank = r.rank THEN 'pair'
-             WHEN abs(l.rank - r.rank) = 1 THEN 'consecutive'
-             ELSE 'spread' END AS kind
+    SELECT *, cards[1] AS l, cards[2] AS r, round_kind(cards[1].rank, cards[2].rank) AS kind,
+           list_transform(cards, lambda x: {'seq': x.seq, 'card': card_label(x.rank, x.suit),
+                                            'dest': x.dest, 'at': x.at}) AS placed
     FROM per_round
 ),
 decided AS (
-    -- The deciding third card (views.sql, deciding_third: one definition with the rounds view)
-    -- and the cards drawn after it (THIRD_CARD_REDRAWN, THIRD_CARD_DIVERTED).
-    SELECT *, deciding_third(draws, kind, left_seq, right_seq, raises_closed_seq) AS m,
-           greatest(left_seq, right_seq) AS sides_seq,
-           round_dealt(outs) AS dealt_outs
-    FROM kinds
+    -- The deciding third card (views.sql, deciding_index: one definition with the rounds view)
+    SELECT *, deciding_index(cards, kind, raises_closed) AS third_pos FROM kinds
 ),
 drawn AS (
-    SELECT *,
-           list_transform(list_filter(draws, lambda x: x.seq > m.seq),
-                          lambda x: {'seq': x.seq, 'card': card_label(x.rank, x.suit), 'dest': x.dest})
-               AS redraws,
+    SELECT *, cards[third_pos] AS m,
+           CASE WHEN third_pos IS NULL THEN [] ELSE placed[third_pos + 1:] END AS redraws,
            -- 13:47-20.31(d)7-8, (d)13: every card beyond the first two
-           list_transform(list_filter(draws, lambda x: x.dest = 'MIDDLE' OR x.seq > sides_seq),
-                          lambda x: {'seq': x.seq, 'card': card_label(x.rank, x.suit), 'dest': x.dest})
-               AS beyond
+           placed[3:] AS beyond,
+           -- 13:47-20.31(g)3: a spread's cards out before "Raises closed", beyond the first
+           -- two; with none said, the third card out (it decides: deciding_index)
+           CASE WHEN kind <> 'spread' THEN []
+                WHEN raises_closed IS NULL THEN placed[3:3]
+                ELSE list_filter(placed[3:], lambda x: game_order(x.at, x.seq) < raises_closed) END
+               AS exposed
     FROM decided
 )
 SELECT
     p.table_id, p.shoe_id, p.round_no, p.started_at, p.ended_at, p.first_seq, p.last_seq,
-    p.l.rank AS left_rank, card_label(p.l.rank, p.l.suit) AS left_card,
-    p.r.rank AS right_rank, card_label(p.r.rank, p.r.suit) AS right_card, p.right_seq,
+    p.l.rank AS left_rank, card_label(p.l.rank, p.l.suit) AS left_card, p.l.seq AS left_seq,
+    p.r.rank AS right_rank, card_label(p.r.rank, p.r.suit) AS right_card, p.r.seq AS right_seq,
     p.m.rank AS middle_rank, card_label(p.m.rank, p.m.suit) AS middle_card,
-    p.m.seq AS third_card_seq, p.m.dest AS third_card_box, p.sides_seq,
+    p.m.seq AS third_card_seq, p.m.dest AS third_card_box, p.third_pos AS third_card_pos,
+    game_order(p.m.at, p.m.seq) AS third_card_order, p.r.seq AS sides_seq,
     coalesce(list_transform(p.redraws, lambda x: x.seq), []::BIGINT[]) AS redraw_seqs,
     coalesce(list_transform(p.redraws, lambda x: x.card), []::VARCHAR[]) AS redrawn_cards,
     coalesce(p.redraws, []) AS redraws, coalesce(p.beyond, []) AS beyond_two,
+    coalesce(p.exposed, []) AS exposed,
     p.kind,
     CASE WHEN abs(p.l.rank - p.r.rank) >= 2 THEN abs(p.l.rank - p.r.rank) - 1 END AS spread,
     p.voided, p.first_card_seq, card_label(p.first.rank, p.first.suit) AS first_card,
-    p.raises_closed_seq, p.cut_seq, p.first_settlement_seq,
-    coalesce(p.card_seqs, []::BIGINT[]) AS card_seqs, p.racked_seq,
-    coalesce(p.first_two, []) AS first_two,
+    p.raises_closed_seq, p.raises_closed, p.cut_seq, p.first_settlement_seq,
+    list_transform(p.cards, lambda x: x.seq) AS card_seqs, p.racked_seq,
+    -- 13:47-20.31(d)5; GA (3): the first two cards out of the shoe and where they went.
+    list_transform(p.placed[:2], lambda x: {'seq': x.seq, 'box': x.dest, 'card': x.card})
+        AS first_two,
     p.last_seq < t.table_last_seq AS finished,
-    -- 13:47-20.31(d)15; (g)2: the cards dealt (round_dealt: a card drawn in error and not used
-    -- included) and their seqs, against the rack.
-    nullif(list_transform(p.dealt_outs, lambda x: {'rank': x.rank, 'suit': x.suit}), []) AS dealt_cards,
-    coalesce(list_transform(p.dealt_outs, lambda x: x.seq), []::BIGINT[]) AS dealt_seqs,
+    -- 13:47-20.31(d)15; (g)2: the round's cards (a card drawn in error and not used included)
+    -- and their seqs, against the rack.
+    nullif(list_transform(p.cards, lambda x: {'rank': x.rank, 'suit': x.suit}), []) AS dealt_cards,
+    list_transform(p.cards, lambda x: x.seq) AS dealt_seqs,
     p.racked_cards, p.kind_said, p.last_outcome_said_seq, p.last_value_said_seq
 FROM drawn AS p
 JOIN table_end AS t USING (table_id);
@@ -165,54 +158,53 @@ facts AS MATERIALIZED (
     FROM anomaly_round_facts
 ),
 
--- Spread rounds with a card drawn before "Raises closed" (13:47-20.31(g)3: "If a third card is
--- drawn and exposed to the players prior to the dealer announcing "Raises closed," the card
--- shall be discarded"): any card to the middle box before it, and any card drawn after the
--- first two to another box (the discard rack, a side box) before it: (g)3 names a third card
--- drawn, wherever it lands, and a card sent straight to the rack is discarded but was still
--- drawn before the players' choice. With no "Raises closed" at all, every card to the middle
--- box and any other drawn after the first two before the deciding one. The new third card is
--- the deciding one (views.sql, deciding_third: the first card drawn after "Raises closed").
+-- Spread rounds with a card out of the shoe before "Raises closed" (13:47-20.31(g)3: "If a
+-- third card is drawn and exposed to the players prior to the dealer announcing "Raises
+-- closed," the card shall be discarded"): the round facts' `exposed`, any card beyond the first
+-- two before it in game order (views.sql, game_order), wherever it landed: (g)3 names a third
+-- card drawn, and a card sent straight to the rack is discarded but was still drawn before the
+-- players' choice. With no "Raises closed" at all, the third card out, which then decides. The
+-- new third card is the deciding one (views.sql, deciding_index: the first card out after
+-- "Raises closed"). Before and after are game order throughout, so a dealer terminal whose
+-- lines reach the log after the shoe's is judged on when things happened at the table.
 exposures AS MATERIALIZED (
     SELECT f.table_id, f.shoe_id, f.round_no, f.finished, f.left_card, f.right_card, f.spread,
            f.raises_closed_seq,
-           min(e.seq) AS exposed_seq,
-           arg_min(card_label(e.rank, e.suit), e.seq) AS exposed_card,
-           arg_min(e.occurred_at, e.seq) AS exposed_at,
-           CASE WHEN f.raises_closed_seq IS NOT NULL THEN f.third_card_seq END AS new_third_seq,
-           CASE WHEN f.raises_closed_seq IS NOT NULL THEN f.middle_card END AS new_third_card
+           f.exposed[1].seq AS exposed_seq, f.exposed[1].card AS exposed_card,
+           f.exposed[1].at AS exposed_at,
+           game_order(f.exposed[1].at, f.exposed[1].seq) AS exposed_order,
+           CASE WHEN f.raises_closed IS NOT NULL THEN f.third_card_seq END AS new_third_seq,
+           CASE WHEN f.raises_closed IS NOT NULL THEN f.third_card_order END AS new_third_order,
+           CASE WHEN f.raises_closed IS NOT NULL THEN f.middle_card END AS new_third_card
     FROM facts AS f
-    JOIN card_events_of(NULL, NULL, NULL, NULL) AS e USING (table_id, shoe_id, round_no)
-    WHERE f.kind = 'spread' AND e.event_type = 'CardDrawn'
-      AND CASE WHEN e.destination = 'MIDDLE'
-               THEN f.raises_closed_seq IS NULL OR e.seq < f.raises_closed_seq
-               ELSE e.seq > f.sides_seq
-                    AND e.seq < coalesce(f.raises_closed_seq, f.third_card_seq, 9223372036854775807) END
-    GROUP BY ALL
+    WHERE f.kind = 'spread' AND len(f.exposed) > 0
 ),
 
 -- After an exposure, per betting area: what was at stake when the card came out (the last
 -- wager placed or changed, nothing if removed; the raises placed), and, before the new third
--- card, the player's last choice and the wager and raise returned.
+-- card, the player's last choice and the wager and raise returned (game order).
 exposure_areas AS (
     SELECT x.table_id, x.shoe_id, x.round_no, e.seat, e.area,
-           arg_max(CASE WHEN e.event_type = 'WagerRemoved' THEN 0 ELSE e.amount_cents END, e.seq)
+           arg_max(CASE WHEN e.event_type = 'WagerRemoved' THEN 0 ELSE e.amount_cents END,
+                   game_order(e.occurred_at, e.seq))
                FILTER (e.event_type IN ('WagerPlaced', 'WagerChanged', 'WagerRemoved')
-                       AND e.seq < x.exposed_seq) AS wager_cents,
-           coalesce(sum(e.amount_cents) FILTER (e.event_type = 'RaisePlaced' AND e.seq < x.exposed_seq), 0)
+                       AND game_order(e.occurred_at, e.seq) < x.exposed_order) AS wager_cents,
+           coalesce(sum(e.amount_cents) FILTER (e.event_type = 'RaisePlaced'
+                        AND game_order(e.occurred_at, e.seq) < x.exposed_order), 0)
                AS raise_cents,
-           arg_max(e.choice, e.seq) FILTER (e.event_type = 'VoidOrPlayChosen' AND e.seq > x.exposed_seq
-               AND e.seq < coalesce(x.new_third_seq, 9223372036854775807)) AS choice,
-           arg_max(e.seq, e.seq) FILTER (e.event_type = 'VoidOrPlayChosen' AND e.seq > x.exposed_seq
-               AND e.seq < coalesce(x.new_third_seq, 9223372036854775807)) AS choice_seq,
+           arg_max(e.choice, game_order(e.occurred_at, e.seq)) FILTER (e.event_type = 'VoidOrPlayChosen' AND after_exposure)
+               AS choice,
+           arg_max(e.seq, game_order(e.occurred_at, e.seq)) FILTER (e.event_type = 'VoidOrPlayChosen' AND after_exposure)
+               AS choice_seq,
            coalesce(sum(e.amount_cents) FILTER (e.event_type = 'WagerSettled' AND e.outcome = 'VOID'
-               AND e.wager_kind = 'ORIGINAL' AND e.seq > x.exposed_seq
-               AND e.seq < coalesce(x.new_third_seq, 9223372036854775807)), 0) AS wager_back,
+               AND e.wager_kind = 'ORIGINAL' AND after_exposure), 0) AS wager_back,
            coalesce(sum(e.amount_cents) FILTER (e.event_type = 'WagerSettled' AND e.outcome = 'VOID'
-               AND e.wager_kind = 'RAISE' AND e.seq > x.exposed_seq
-               AND e.seq < coalesce(x.new_third_seq, 9223372036854775807)), 0) AS raise_back
+               AND e.wager_kind = 'RAISE' AND after_exposure), 0) AS raise_back
     FROM exposures AS x
-    JOIN events AS e USING (table_id, shoe_id, round_no)
+    JOIN events AS e USING (table_id, shoe_id, round_no),
+    LATERAL (SELECT game_order(e.occurred_at, e.seq) > x.exposed_order
+                    AND (x.new_third_order IS NULL OR game_order(e.occurred_at, e.seq) < x.new_third_order)
+                 AS after_exposure)
     WHERE e.event_type IN ('WagerPlaced', 'WagerChanged', 'WagerRemoved', 'RaisePlaced',
                            'VoidOrPlayChosen', 'WagerSettled')
     GROUP BY ALL
@@ -438,13 +430,15 @@ SELECT * FROM (
     UNION ALL
     -- WRONG_BOX (13:47-20.31(d)5; GA (3)): "the dealer shall place the first card ... on the box
     -- farthest to the dealer's left ... the second card ... farthest to the dealer's right": the
-    -- round's first card to the layout not to the left box, or its second not to the right.
-    -- Proof: the first two cards to the layout.
+    -- round's first card out of the shoe not to the left box, or its second not to the right,
+    -- whatever the other box (the middle box, the discard rack: a card racked between the first
+    -- two is still the second card and makes the spread, views.sql, round_cards). A card drawn
+    -- in error and not used has no box (DRAWN_IN_ERROR_NOT_USED's). Proof: the first two cards.
     SELECT 'WRONG_BOX', table_id, shoe_id, round_no,
            list_transform(first_two, lambda c: c.seq),
-           'The first card ' || first_two[1].card || ' went to the ' || lower(first_two[1].box)
-               || ' box' || coalesce(' and the second ' || first_two[2].card || ' to the '
-               || lower(first_two[2].box) || ' box', '')
+           'The first card ' || first_two[1].card || ' went to ' || coalesce(card_place(first_two[1].box), 'no box')
+               || coalesce(' and the second ' || first_two[2].card || ' to '
+                           || coalesce(card_place(first_two[2].box), 'no box'), '')
                || ': the first card goes to the left box, the second to the right',
            started_at
     FROM facts
@@ -525,7 +519,7 @@ SELECT * FROM (
            e.occurred_at
     FROM facts AS f
     JOIN events AS e ON e.table_id = f.table_id AND e.seq = f.beyond_two[1].seq
-                    AND e.event_type = 'CardDrawn'
+                    AND e.event_type IN ('CardDrawn', 'CardDrawnInError')
     WHERE f.kind = 'consecutive' AND len(f.beyond_two) > 0
 
     UNION ALL
@@ -547,7 +541,7 @@ SELECT * FROM (
     UNION ALL
     -- THIRD_CARD_REDRAWN (13:47-20.31(d)10, (d)13-14; GA (8), (11)): exactly one third card
     -- decides a pair or a spread (the first card drawn after the pair, or after "Raises closed":
-    -- views.sql, deciding_third); any card drawn from the shoe after it, to any box, is a
+    -- views.sql, deciding_index); any card drawn from the shoe after it, to any box, is a
     -- redraw. The ledger judges every settlement against the deciding card. Proof: the
     -- deciding card and every card drawn after it. A deciding card put anywhere but the middle
     -- box is THIRD_CARD_DIVERTED instead, whose proof names the cards after it.
@@ -563,12 +557,12 @@ SELECT * FROM (
            e.occurred_at
     FROM facts AS f
     JOIN events AS e ON e.table_id = f.table_id AND e.seq = f.redraw_seqs[1]
-                    AND e.event_type = 'CardDrawn'
+                    AND e.event_type IN ('CardDrawn', 'CardDrawnInError')
     WHERE f.kind IN ('pair', 'spread') AND len(f.redraw_seqs) > 0 AND f.third_card_box = 'MIDDLE'
 
     UNION ALL
     -- THIRD_CARD_DIVERTED (13:47-20.31(d)8, (d)13; GA (6), (11)): the deciding third card
-    -- (views.sql, deciding_third: the first card drawn after the pair, or after "Raises
+    -- (views.sql, deciding_index: the first card drawn after the pair, or after "Raises
     -- closed") "shall be placed face up in the middle box" / "place it face up on the box
     -- between the initial two cards"; one put in the discard rack or on a side box still
     -- decides, and every card drawn after it decides nothing (the ledger judges the
@@ -586,7 +580,7 @@ SELECT * FROM (
            e.occurred_at
     FROM facts AS f
     JOIN events AS e ON e.table_id = f.table_id AND e.seq = f.third_card_seq
-                    AND e.event_type = 'CardDrawn'
+                    AND e.event_type IN ('CardDrawn', 'CardDrawnInError')
     WHERE f.kind IN ('pair', 'spread') AND f.third_card_box <> 'MIDDLE'
 
     UNION ALL
@@ -867,19 +861,21 @@ cards_out AS MATERIALIZED (
         FROM card_events_of(NULL, NULL, NULL, NULL)  -- each card once (views.sql)
         WHERE event_type IN ('CardDrawn', 'CardBurned', 'CardFoundFaceUp', 'CardDrawnInError')
           AND shoe_id IS NOT NULL
-        WINDOW w AS (PARTITION BY table_id, shoe_id ORDER BY seq, log_offset)
+        -- game order (views.sql, game_order), as the round's cards are read
+        WINDOW w AS (PARTITION BY table_id, shoe_id ORDER BY occurred_at, seq, log_offset)
     )
 ),
 
 -- 13:47-20.31(g)2; 13:69F-6.7(b): a card drawn in error "shall be used as though it were the
--- next card": it is used when the next card out of the shoe, in the same round, is a CardDrawn
--- of it to a box (views.sql, round_dealt, says the same per round). A used one is one card,
--- counted once (as its CardDrawn); an unused one still left the shoe and is counted.
+-- next card": when the next card out of the shoe, in the same round, is a CardDrawn of the same
+-- card (to any box, or the discard rack), that is the one physical card being placed, counted
+-- once as its CardDrawn (views.sql, round_cards, says the same per round); where it went is
+-- WRONG_BOX's or THIRD_CARD_DIVERTED's to judge. Otherwise the card drawn in error was not
+-- used: it still left the shoe and is counted.
 in_error AS MATERIALIZED (
     SELECT *,
            event_type = 'CardDrawnInError' AND coalesce(
                next_type = 'CardDrawn' AND next_rank = rank AND next_suit = suit
-               AND next_destination IN ('LEFT', 'RIGHT', 'MIDDLE')
                AND next_round_no IS NOT DISTINCT FROM round_no, false) AS used_in_error
     FROM cards_out
 ),

@@ -40,7 +40,8 @@ class Dispute:
 # DealerTappedIn up to them, instead of aggregating every round of the store to read one.
 _ROUND = """
 SELECT table_id, shoe_id, round_no, dealer, started_at, ended_at, left_card, right_card,
-       middle_card AS third_card, third_card_seq, lower(third_card_box) AS third_card_box,
+       middle_card AS third_card, third_card_seq, third_card_pos,
+       lower(third_card_box) AS third_card_box,
        redrawn_cards, middle_cards_drawn, kind, spread,
        outcome AS players_result, voided, announcements, first_seq, last_seq
 FROM rounds_of($table, $shoe, $round, $first, $last)
@@ -56,38 +57,29 @@ WHERE table_id = $table AND shoe_id = $shoe AND round_no = $round
 # lies there, by the rounds view's definition): events are stored in log order, so DuckDB skips
 # the row groups outside that range instead of scanning the whole table.
 
-# 13:47-20.31(d)15: each racked card matched to the draw it came from (the k-th copy racked of
-# a card to its k-th draw in the round), in rack order; then any card drawn but never racked.
-# A card drawn in error counts as drawn when it was not used as the next card ((g)2; views.sql,
-# round_dealt). `role` says which card decided the round ($third: the rounds view's
-# third_card_seq, the first card drawn after the trigger wherever it went: views.sql,
-# deciding_third), whether it was diverted from the middle box, and which cards decided nothing:
-# drawn after it, exposed before "Raises closed", or drawn in a consecutive round ($kind).
+# 13:47-20.31(d)15: each racked card matched to the card out of the shoe it came from (the k-th
+# copy racked of a card to its k-th copy among the round's cards), in rack order; then any card
+# out but never racked. The round's cards are views.sql's round_cards (one definition with the
+# rounds view and the ledger): every card out of the shoe in game order, wherever it went, a
+# card drawn in error and not used included ((g)2). `role` says what each did from its place
+# among them ($third_pos: the rounds view's third_card_pos, views.sql deciding_index; $kind):
+# the first and second cards (on a wrong box they still count), the deciding third card (also
+# when diverted or drawn in error), and the cards that decided nothing.
 _CARDS = """
-WITH outs AS (
-    SELECT seq, occurred_at, event_type, rank, suit, destination, face_up,
-           lead(event_type) OVER w AS next_type, lead(rank) OVER w AS next_rank,
-           lead(suit) OVER w AS next_suit, lead(destination) OVER w AS next_destination
+WITH round_cards AS (
+    SELECT round_cards(list({'seq': seq, 'at': occurred_at, 'type': event_type, 'rank': rank,
+                             'suit': suit, 'dest': destination}
+                            ORDER BY occurred_at, seq, log_offset)) AS cards
     FROM events
     WHERE table_id = $table AND shoe_id = $shoe AND round_no = $round
       AND seq BETWEEN $first AND $last
       AND event_type IN ('CardDrawn', 'CardDrawnInError', 'CardFoundFaceUp', 'CardBurned')
-    WINDOW w AS (ORDER BY seq)
 ),
 drawn AS (
-    SELECT seq AS drawn_seq, occurred_at AS drawn_at, rank, suit, face_up,
-           CASE WHEN event_type = 'CardDrawnInError' THEN 'IN_ERROR' ELSE destination END
-               AS destination,
-           -- the left and right cards: the first drawn to those boxes
-           seq IN (min(seq) FILTER (event_type = 'CardDrawn' AND destination = 'LEFT') OVER (),
-                   min(seq) FILTER (event_type = 'CardDrawn' AND destination = 'RIGHT') OVER ())
-               AS side_card,
-           row_number() OVER (PARTITION BY rank, suit ORDER BY seq) AS copy_no
-    FROM outs
-    WHERE event_type = 'CardDrawn'
-       OR (event_type = 'CardDrawnInError' AND NOT coalesce(
-               next_type = 'CardDrawn' AND next_rank = rank AND next_suit = suit
-               AND next_destination IN ('LEFT', 'RIGHT', 'MIDDLE'), false))
+    SELECT c.seq AS drawn_seq, c.at AS drawn_at, c.rank AS rank, c.suit AS suit, pos,
+           coalesce(c.dest, 'IN_ERROR') AS destination,
+           row_number() OVER (PARTITION BY c.rank, c.suit ORDER BY pos) AS copy_no
+    FROM (SELECT unnest(cards) AS c, generate_subscripts(cards, 1) AS pos FROM round_cards)
 ),
 racked AS (
     SELECT seq AS racked_seq, occurred_at AS racked_at, pos, card.rank AS rank,
@@ -109,9 +101,7 @@ SELECT r.rack_position, card_label(coalesce(r.rank, d.rank), coalesce(r.suit, d.
        CASE d.destination WHEN 'IN_ERROR' THEN 'drawn in error' ELSE lower(d.destination) END
            AS box,
        CASE WHEN d.drawn_seq IS NULL THEN NULL  -- racked but not drawn in this round
-            WHEN d.destination = 'IN_ERROR'
-            THEN 'drawn in error and not used as the next card (13:47-20.31(g)2)'
-            ELSE card_role(d.drawn_seq, d.destination, $third, $kind, d.side_card)
+            ELSE card_role(d.pos, nullif(d.destination, 'IN_ERROR'), $third_pos, $kind)
        END AS role,
        d.drawn_at, d.drawn_seq, r.racked_at, r.racked_seq,
        CASE WHEN r.rank IS NULL THEN 'drawn but never racked'
@@ -123,7 +113,7 @@ UNION ALL
 SELECT NULL, card_label(rank, suit), 'found face up', NULL, occurred_at, seq, occurred_at, seq,
        'found face up in the shoe: to the discard rack, not used (13:47-20.31(g)1)'
 FROM found
-ORDER BY rack_position NULLS LAST, drawn_seq
+ORDER BY rack_position NULLS LAST, drawn_at, drawn_seq
 """
 
 _ANNOUNCEMENTS = """
@@ -212,7 +202,7 @@ def dispute(con: duckdb.DuckDBPyConnection, table: str, *, at: datetime | None =
         _seat_absent(con, table, r, seat, at)
     return Dispute(
         round=r,
-        cards=rows(con, _CARDS, {**params, "third": r["third_card_seq"], "kind": r["kind"]}),
+        cards=rows(con, _CARDS, {**params, "third_pos": r["third_card_pos"], "kind": r["kind"]}),
         announcements=rows(con, _ANNOUNCEMENTS, params),
         wagers=wagers,
         settlements=rows(con, _SETTLEMENTS, {**params, "seat": seat}),

@@ -60,18 +60,20 @@ WHERE shoe_id = $shoe AND ($table IS NULL OR table_id = $table)
 GROUP BY table_id ORDER BY table_id
 """
 
-# `role`: what a card drawn did in its round (views.sql, card_role): the deciding third card,
-# diverted or not, a redraw, a card exposed early; NULL for every other event and the left and
-# right cards.
+# `role`: what a card of a round did (views.sql, card_role, from its place among the round's
+# cards, round_cards: the rounds view's card_seqs): the first and second cards on a wrong box,
+# the deciding third card (diverted, or drawn in error), a redraw, a card exposed early; NULL
+# for every other event, the first and second cards on their boxes, and a card drawn in error
+# that the next CardDrawn placed (that CardDrawn carries the role).
 _REPLAY_EVENTS = """
 SELECT t.seq, t.occurred_at, t.round_no, t.actor, t.event_type, t.description,
-       CASE WHEN t.event_type = 'CardDrawn' AND r.round_no IS NOT NULL
-            THEN card_role(t.seq, e.destination, r.third_card_seq, r.kind,
-                           t.seq IN (r.left_seq, r.right_seq)) END AS role
+       CASE WHEN t.event_type IN ('CardDrawn', 'CardDrawnInError') AND r.round_no IS NOT NULL
+            THEN card_role(list_position(r.card_seqs, t.seq), e.destination, r.third_card_pos,
+                           r.kind) END AS role
 FROM timeline AS t
 LEFT JOIN (SELECT seq, log_partition, log_offset, destination FROM events
            WHERE table_id = $table AND seq BETWEEN $first AND $last
-             AND event_type = 'CardDrawn') AS e
+             AND event_type IN ('CardDrawn', 'CardDrawnInError')) AS e
        ON e.seq = t.seq AND e.log_partition = t.log_partition AND e.log_offset = t.log_offset
 LEFT JOIN rounds_of($table, $shoe, NULL, $first, $last) AS r
        ON r.table_id = t.table_id AND r.shoe_id = t.shoe_id AND r.round_no = t.round_no
@@ -81,7 +83,7 @@ ORDER BY t.seq, t.log_offset
 
 # One row per racking: a burn, a card found face up, or one CardsRacked (a round's hand), in
 # rack order, beside the hand as dealt and the round's cards and result: the third card that
-# decided it (views.sql, deciding_third) and any card redrawn to the middle box after it.
+# decided it (views.sql, deciding_index) and any card out after it.
 _REPLAY_HANDS = """
 WITH racking AS (
     SELECT table_id, shoe_id, source, round_no, seq,

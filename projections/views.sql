@@ -17,19 +17,47 @@ CREATE OR REPLACE MACRO dollars(cents) AS
     CASE WHEN cents < 0 THEN '-' ELSE '' END
     || printf('$%d.%02d', abs(cents) // 100, abs(cents) % 100);
 
--- The cards a round dealt, in order, from its cards out of the shoe (`outs`: a list of {seq,
--- type, rank, suit, dest} of its CardDrawn, CardDrawnInError, CardFoundFaceUp and CardBurned
--- in seq order): every CardDrawn, and every card drawn in error that was NOT used as the next
--- card (13:47-20.31(g)2; 13:69F-6.7(b): it shall be used as though it were the next card, so
--- it is used when the next card out is a CardDrawn of the same card to a box). A used one is
--- its CardDrawn, counted once; an unused one still left the shoe and must reach the rack
--- ((d)15). One definition for the hands view and the anomaly round facts.
-CREATE OR REPLACE MACRO round_dealt(outs) AS
+-- The game order of a table's events: when each happened at the table, then seq. A table's
+-- events reach the log from several devices (the card-reading shoe, the dealer terminal, the
+-- shuffler), each in its own order; `seq` is the order the recorder received them, which across
+-- devices is arrival order (batches, retries, a slow link), not the order of play. So "before"
+-- and "after" in a round (a card before "Raises closed", a choice before the new third card)
+-- compare occurred_at, each device's stamp of the moment at the table, and seq breaks ties and
+-- keeps one device's lines in its own order. seq stays the order of the log for integrity
+-- (SEQUENCE_GAP, CHAIN_BROKEN) and names the events that prove an anomaly.
+CREATE OR REPLACE MACRO game_order(happened_at, at_seq) AS {'at': happened_at, 'seq': at_seq};
+
+-- THE CARDS OF A ROUND: every card out of the shoe in the round, in game order, wherever it
+-- went, from `outs` (a list of {seq, at, type, rank, suit, dest} of the round's CardDrawn,
+-- CardDrawnInError, CardFoundFaceUp and CardBurned in game order). One definition, used by the
+-- rounds view (so the ledger, reconciliation, theo win, statistics, dispute and replay), the
+-- hands view and the anomaly round facts:
+--   - every CardDrawn, to any box or the discard rack: the first two out make the spread
+--     (13:47-20.31(d)5: "the first card ... the second card"), the deciding third card is
+--     counted from them (deciding_index), and where each went is judged only by WRONG_BOX,
+--     THIRD_CARD_DIVERTED and THIRD_CARD_REDRAWN. A card racked between the first two is the
+--     second card, not invisible;
+--   - a card drawn in error "shall be used as though it were the next card from the shoe"
+--     (13:47-20.31(g)2; 13:69F-6.7(b)): it takes its place in the order where it came out.
+--     When the next card out is a CardDrawn of the same card (to any box or the rack), that is
+--     the same physical card being placed: one card, the CardDrawn. Otherwise the card drawn
+--     in error is the card at that place (dest NULL) and the cards after it come after it:
+--     the dealer who draws a loser in error and deals a winner instead is judged on the loser
+--     (DRAWN_IN_ERROR_NOT_USED flags it).
+-- Burns and cards found face up are not cards of the round ((d)1, (g)1).
+CREATE OR REPLACE MACRO round_cards(outs) AS
     list_filter(outs, lambda x, i: x.type = 'CardDrawn'
         OR (x.type = 'CardDrawnInError' AND NOT coalesce(
                 outs[i + 1].type = 'CardDrawn' AND outs[i + 1].rank = x.rank
-                AND outs[i + 1].suit = x.suit AND outs[i + 1].dest IN ('LEFT', 'RIGHT', 'MIDDLE'),
-                false)));
+                AND outs[i + 1].suit = x.suit, false)));
+
+-- The kind of a round from its first two cards' ranks (13:47-20.31(d)7-8, (d)11; GA (5), (6),
+-- (9)-(10)).
+CREATE OR REPLACE MACRO round_kind(first_rank, second_rank) AS
+    CASE WHEN first_rank IS NULL OR second_rank IS NULL THEN NULL
+         WHEN first_rank = second_rank THEN 'pair'
+         WHEN abs(first_rank - second_rank) = 1 THEN 'consecutive'
+         ELSE 'spread' END;
 
 -- Each card event once (DUPLICATE_EVENT is the finding, docs/anomalies.md): the card events
 -- (CardDrawn, CardDrawnInError, CardFoundFaceUp, CardBurned) of the tables asked for, each event
@@ -159,48 +187,51 @@ CREATE OR REPLACE VIEW rack AS
 SELECT * FROM rack_of(NULL, NULL, NULL, NULL)
 ORDER BY table_id, shoe_id, rack_position;
 
--- The third card that decides a round, from the round's cards drawn from the shoe (`draws`: a
--- list of {seq, rank, suit, dest} of its CardDrawn events of EVERY destination, in dealing
--- order), its kind, the seqs of its left and right cards (the first to those boxes) and of its
--- first "Raises closed". Exactly one third card decides, and it is the first card drawn from
--- the shoe after the trigger, wherever the dealer put it (13:47-20.31(d)13: "The dealer shall
+-- Where the third card that decides a round sits in the round's cards (round_cards above, in
+-- game order, every destination), from the round's kind and its first "Raises closed" (a
+-- game_order struct, or NULL). Exactly one third card decides, and it is a card out of the shoe
+-- counted from the first two, wherever the dealer put it (13:47-20.31(d)13: "The dealer shall
 -- then draw a third card, place it face up on the box between the initial two cards"):
---   pair: the first card drawn after both the left and the right card (the later of the two:
---     with the first card on the right box, WRONG_BOX, the left comes second) (13:47-20.31(d)8-10;
---     GA (6)-(8): "shall immediately draw a third card");
---   spread: the first card drawn after the first "Raises closed" (and after both cards)
+--   pair: the third card out (13:47-20.31(d)8-10; GA (6)-(8): "shall immediately draw a third
+--     card");
+--   spread: the first card out after the first "Raises closed", beyond the first two
 --     (13:47-20.31(d)13-14; GA (11)); one exposed before it is discarded ((g)3; 13:69F-6.7).
---     When "Raises closed" was never said, the first card to the middle box (EARLY_THIRD_CARD
---     and EARLY_EXPOSURE_MISHANDLED flag the round).
--- A deciding card placed anywhere but the middle box is THIRD_CARD_DIVERTED, any card drawn
--- after it THIRD_CARD_REDRAWN (anomalies.sql); neither changes which card decides. Cards drawn
--- in error, burned or found face up are not CardDrawn and never decide.
--- One definition, used by the rounds view (so the ledger, reconciliation, statistics,
--- dispute and replay) and the anomaly round facts.
-CREATE OR REPLACE MACRO deciding_third(draws, kind, left_seq, right_seq, raises_closed_seq) AS
-    CASE kind
-        WHEN 'pair' THEN list_filter(draws, lambda d: d.seq > greatest(left_seq, right_seq))[1]
-        WHEN 'spread' THEN CASE
-            WHEN raises_closed_seq IS NULL THEN list_filter(draws, lambda d: d.dest = 'MIDDLE')[1]
-            ELSE list_filter(draws, lambda d: d.seq > greatest(left_seq, right_seq,
-                                                               raises_closed_seq))[1] END
-    END;
+--     When "Raises closed" was never said, the third card out, wherever it went: nothing
+--     discarded it (EARLY_THIRD_CARD and EARLY_EXPOSURE_MISHANDLED flag the round), and which
+--     card decides does not depend on the box it was put on.
+-- A deciding card placed anywhere but the middle box is THIRD_CARD_DIVERTED, any card out after
+-- it THIRD_CARD_REDRAWN (anomalies.sql); neither changes which card decides.
+CREATE OR REPLACE MACRO deciding_index(cards, kind, raises_closed) AS
+    CASE WHEN kind NOT IN ('pair', 'spread') OR len(cards) < 3 THEN NULL
+         WHEN kind = 'pair' OR raises_closed IS NULL THEN 3
+         ELSE list_position(list_transform(cards, lambda c, i: i >= 3
+                  AND game_order(c.at, c.seq) > raises_closed), true) END;
 
 -- Where a card went, as read aloud: "the middle box", "the discard rack".
 CREATE OR REPLACE MACRO card_place(dest) AS
     CASE dest WHEN 'DISCARD_RACK' THEN 'the discard rack' ELSE 'the ' || lower(dest) || ' box' END;
 
--- What a card drawn in a round (a CardDrawn: its seq and destination) did, for the dispute and
--- the replay, from the round's deciding third card (seq and box, deciding_third above), kind,
--- and whether the card is the round's left or right card: NULL for those two.
-CREATE OR REPLACE MACRO card_role(seq, dest, third_seq, kind, side_card) AS
-    CASE WHEN seq = third_seq AND dest = 'MIDDLE' THEN 'the deciding third card'
-         WHEN seq = third_seq
+-- What a card of a round did, for the dispute and the replay: from its place in the round's
+-- cards (round_cards: `pos`, 1-based) and where it went (`dest`, NULL for a card drawn in error
+-- and not used), the deciding third card's place (deciding_index) and the round's kind.
+CREATE OR REPLACE MACRO card_role(pos, dest, third_pos, kind) AS
+    CASE WHEN pos IS NULL THEN NULL
+         WHEN pos = third_pos AND dest = 'MIDDLE' THEN 'the deciding third card'
+         WHEN pos = third_pos AND dest IS NULL
+         THEN 'the deciding third card, drawn in error: used as the next card, it decides (13:47-20.31(g)2)'
+         WHEN pos = third_pos
          THEN 'the deciding third card, diverted to ' || card_place(dest)
               || ' instead of the middle box: it still decides (13:47-20.31(d)8, (d)13)'
-         WHEN seq > third_seq
+         WHEN pos > third_pos
          THEN 'redrawn after the deciding third card: decides nothing (13:47-20.31(d)13-14)'
-         WHEN side_card THEN NULL
+         WHEN pos <= 2 AND dest IS NULL
+         THEN printf('the %s card, drawn in error: used as the next card (13:47-20.31(g)2)',
+                     CASE pos WHEN 1 THEN 'first' ELSE 'second' END)
+         WHEN pos <= 2 AND dest <> CASE pos WHEN 1 THEN 'LEFT' ELSE 'RIGHT' END
+         THEN printf('the %s card out of the shoe, put on %s instead of the %s box: it still counts (13:47-20.31(d)5)',
+                     CASE pos WHEN 1 THEN 'first' ELSE 'second' END, card_place(dest),
+                     CASE pos WHEN 1 THEN 'left' ELSE 'right' END)
+         WHEN pos <= 2 THEN NULL
          WHEN kind = 'consecutive'
          THEN 'drawn in a consecutive round: decides nothing (13:47-20.31(d)7)'
          WHEN kind = 'spread'
@@ -229,12 +260,16 @@ CREATE OR REPLACE MACRO void_allowed(kind, left_rank, third_rank, third_seq, voi
         OR coalesce(kind = 'pair' AND third_rank <> left_rank, false));
 
 -- One row per round. The dealer is the one whose DealerTappedIn is the table's latest at or
--- before the round's first event. The left and right cards are the first drawn to those boxes;
--- the middle card (middle_rank, middle_suit, middle_card, third_card_seq) is the deciding
--- third card of deciding_third above, never a later one, and `third_card_box` says where the
--- dealer put it ('MIDDLE', or elsewhere: THIRD_CARD_DIVERTED); `redrawn_cards` lists every card
--- drawn from the shoe after it, to any box (THIRD_CARD_REDRAWN, or the cards that followed a
--- diverted one), `middle_cards_drawn` counts every card to the middle box. `voided` is a
+-- before the round's first event. The round's cards are round_cards above (every card out of
+-- the shoe, in game order, wherever it went): the left and right cards (left_*, right_*,
+-- left_seq, right_seq) are the FIRST and SECOND cards out, whichever box they went to
+-- (13:47-20.31(d)5 names them "the first card" and "the second card"; a wrong box is WRONG_BOX,
+-- it never changes the spread). The middle card (middle_rank, middle_suit, middle_card,
+-- third_card_seq, third_card_pos: its place in the round's cards) is the deciding third card
+-- of deciding_index above, never a later one, and `third_card_box` says where the dealer put it
+-- ('MIDDLE'; elsewhere: THIRD_CARD_DIVERTED; NULL: a card drawn in error and not used);
+-- `redrawn_cards` lists every card out after it, to any box; `card_seqs` the seqs of the
+-- round's cards in order; `middle_cards_drawn` counts every card to the middle box. `voided` is a
 -- RoundVoided the rules allow (void_allowed above); a void without cause voids nothing, and
 -- `outcome` follows the cards (ROUND_VOIDED_WITHOUT_CAUSE).
 --
@@ -251,16 +286,14 @@ WITH per_round AS (
         table_id, shoe_id, round_no,
         min(occurred_at) AS started_at, max(occurred_at) AS ended_at,
         min(seq) AS first_seq, max(seq) AS last_seq, count(*) AS events,
-        arg_min(rank, (seq, log_offset)) FILTER (event_type = 'CardDrawn' AND destination = 'LEFT') AS left_rank,
-        arg_min(suit, (seq, log_offset)) FILTER (event_type = 'CardDrawn' AND destination = 'LEFT') AS left_suit,
-        arg_min(rank, (seq, log_offset)) FILTER (event_type = 'CardDrawn' AND destination = 'RIGHT') AS right_rank,
-        arg_min(suit, (seq, log_offset)) FILTER (event_type = 'CardDrawn' AND destination = 'RIGHT') AS right_suit,
-        min(seq) FILTER (event_type = 'CardDrawn' AND destination = 'LEFT') AS left_seq,
-        min(seq) FILTER (event_type = 'CardDrawn' AND destination = 'RIGHT') AS right_seq,
-        min(seq) FILTER (event_type = 'Announced' AND meaning = 'RAISES_CLOSED') AS raises_closed_seq,
-        -- every card drawn from the shoe, to any box (deciding_third)
-        list({'seq': seq, 'rank': rank, 'suit': suit, 'dest': destination} ORDER BY seq, log_offset)
-            FILTER (event_type = 'CardDrawn') AS draws,
+        min(game_order(occurred_at, seq)) FILTER (event_type = 'Announced' AND meaning = 'RAISES_CLOSED')
+            AS raises_closed,
+        -- the cards out of the shoe in game order (round_cards)
+        round_cards(list({'seq': seq, 'at': occurred_at, 'type': event_type, 'rank': rank,
+                          'suit': suit, 'dest': destination}
+                         ORDER BY occurred_at, seq, log_offset)
+                    FILTER (event_type IN ('CardDrawn', 'CardDrawnInError', 'CardFoundFaceUp',
+                                           'CardBurned'))) AS cards,
         count(*) FILTER (event_type = 'CardDrawn' AND destination = 'MIDDLE') AS middle_cards_drawn,
         string_agg(phrase, ' | ' ORDER BY seq, log_offset) FILTER (event_type = 'Announced') AS announcements,
         list(meaning ORDER BY seq, log_offset) FILTER (event_type = 'Announced') AS announced,
@@ -283,50 +316,53 @@ dealer_taps AS (
 ),
 classified AS (
     SELECT
-        r.*, t.dealer_id AS dealer,
-        -- 13:47-20.31(d)7-8, (d)11; GA (5), (6), (9)-(10)
-        CASE WHEN left_rank IS NULL OR right_rank IS NULL THEN NULL
-             WHEN left_rank = right_rank THEN 'pair'
-             WHEN abs(left_rank - right_rank) = 1 THEN 'consecutive'
-             ELSE 'spread' END AS kind,
-        CASE WHEN abs(left_rank - right_rank) >= 2 THEN abs(left_rank - right_rank) - 1 END AS spread
+        r.* EXCLUDE (cards), coalesce(r.cards, []) AS cards, t.dealer_id AS dealer,
+        r.cards[1] AS l, r.cards[2] AS rt,
+        round_kind(r.cards[1].rank, r.cards[2].rank) AS kind
     FROM per_round AS r
     ASOF LEFT JOIN dealer_taps AS t ON r.table_id = t.table_id AND r.first_seq >= t.seq
 ),
 decided AS (
-    SELECT *, deciding_third(draws, kind, left_seq, right_seq, raises_closed_seq) AS third
+    SELECT *, deciding_index(cards, kind, raises_closed) AS third_pos
     FROM classified
+),
+placed AS (
+    SELECT *, cards[third_pos] AS third FROM decided
 ),
 void_judged AS (
     -- `voided`: a RoundVoided the rules allow (void_allowed); one they do not voids nothing.
     SELECT * EXCLUDE (void_recorded),
-           void_recorded AND void_allowed(kind, left_rank, third.rank, third.seq, void_seq,
-                                                shoe_fault_seq)
+           void_recorded AND void_allowed(kind, l.rank, third.rank, third.seq, void_seq,
+                                          shoe_fault_seq)
                AS voided
-    FROM decided
+    FROM placed
 )
 SELECT
     table_id, shoe_id, round_no, started_at, ended_at, dealer,
-    left_rank, left_suit, card_label(left_rank, left_suit) AS left_card,
-    right_rank, right_suit, card_label(right_rank, right_suit) AS right_card,
-    left_seq, right_seq,
+    l.rank AS left_rank, l.suit AS left_suit, card_label(l.rank, l.suit) AS left_card,
+    rt.rank AS right_rank, rt.suit AS right_suit, card_label(rt.rank, rt.suit) AS right_card,
+    l.seq AS left_seq, rt.seq AS right_seq,
     third.rank AS middle_rank, third.suit AS middle_suit,
     card_label(third.rank, third.suit) AS middle_card, third.seq AS third_card_seq,
-    third.dest AS third_card_box,
-    coalesce(list_transform(list_filter(draws, lambda m: m.seq > third.seq),
-                            lambda m: card_label(m.rank, m.suit)), []::VARCHAR[]) AS redrawn_cards,
-    middle_cards_drawn, kind, spread, announcements, announced, voided,
+    third.dest AS third_card_box, third_pos AS third_card_pos,
+    CASE WHEN third_pos IS NULL THEN []::VARCHAR[]
+         ELSE list_transform(cards[third_pos + 1:], lambda m: card_label(m.rank, m.suit)) END
+        AS redrawn_cards,
+    list_transform(cards, lambda c: c.seq) AS card_seqs,
+    middle_cards_drawn, kind,
+    CASE WHEN abs(l.rank - rt.rank) >= 2 THEN abs(l.rank - rt.rank) - 1 END AS spread,
+    announcements, announced, voided,
     -- The players' result, from the cards (settlements are judged against it elsewhere):
     CASE WHEN voided THEN 'void'                   -- 13:69F-34.16(n) by analogy: a voided round
          WHEN kind IS NULL THEN NULL               -- the first two cards are not both out
          WHEN kind = 'consecutive' THEN 'void'     -- 13:47-20.31(d)7: tie hand, wagers returned
          WHEN third.rank IS NULL THEN NULL        -- no third card (yet)
-         WHEN kind = 'pair' THEN CASE WHEN third.rank = left_rank
+         WHEN kind = 'pair' THEN CASE WHEN third.rank = l.rank
                                       THEN 'won'   -- (d)9: three of a kind
                                       ELSE 'void' END  -- (d)10: no three of a kind, tie hand
          -- (d)14; GA (11)(a): strictly between wins; equal to either card loses.
-         WHEN third.rank > least(left_rank, right_rank)
-              AND third.rank < greatest(left_rank, right_rank) THEN 'won'
+         WHEN third.rank > least(l.rank, rt.rank)
+              AND third.rank < greatest(l.rank, rt.rank) THEN 'won'
          ELSE 'lost' END AS outcome,
     first_seq, last_seq, events
 FROM void_judged;
@@ -462,8 +498,8 @@ FROM all_wagers AS w
 LEFT JOIN settled AS s USING (table_id, shoe_id, round_no, seat, area, wager_kind)
 ORDER BY table_id, shoe_id, round_no, seat, area, wager_kind;
 
--- Per round, the cards as dealt (every card drawn from the shoe in the round, in order, and a
--- card drawn in error and not used: round_dealt above) next to the cards as racked (13:47-20.31(d)15: "in order", so the two should be equal).
+-- Per round, the cards as dealt (the round's cards, round_cards above: every card out of the
+-- shoe in game order, wherever it went, a card drawn in error and not used included) next to the cards as racked (13:47-20.31(d)15: "in order", so the two should be equal).
 --
 -- hands_of(in_table, in_shoe, from_seq, to_seq) is the hands of one table and shoe (a NULL
 -- argument: all of them; the `hands` view below is hands_of(NULL, NULL, NULL, NULL)). from_seq
@@ -471,14 +507,14 @@ ORDER BY table_id, shoe_id, round_no, seat, area, wager_kind;
 -- shoes asked for (the rack positions count from the shoe's first card), or be NULL.
 CREATE OR REPLACE MACRO hands_of(in_table, in_shoe, from_seq, to_seq) AS TABLE
 WITH dealt AS (
-    -- round_dealt: every CardDrawn, and a card drawn in error that was not used (it left the
-    -- shoe all the same).
+    -- round_cards: the cards out of the shoe in the round (one definition with the rounds view).
     SELECT table_id, shoe_id, round_no,
-           list_transform(round_dealt(outs), lambda x: card_label(x.rank, x.suit)) AS dealt_cards
+           list_transform(round_cards(outs), lambda x: card_label(x.rank, x.suit)) AS dealt_cards
     FROM (
         SELECT table_id, shoe_id, round_no,
-               list({'seq': seq, 'type': event_type, 'rank': rank, 'suit': suit,
-                     'dest': destination} ORDER BY seq, log_offset) AS outs
+               list({'seq': seq, 'at': occurred_at, 'type': event_type, 'rank': rank,
+                     'suit': suit, 'dest': destination}
+                    ORDER BY occurred_at, seq, log_offset) AS outs
         FROM card_events_of(in_table, in_shoe, from_seq, to_seq)
         WHERE event_type IN ('CardDrawn', 'CardDrawnInError', 'CardFoundFaceUp', 'CardBurned')
           AND round_no IS NOT NULL
@@ -486,7 +522,7 @@ WITH dealt AS (
           AND (from_seq IS NULL OR seq >= from_seq) AND (to_seq IS NULL OR seq <= to_seq)
         GROUP BY table_id, shoe_id, round_no
     )
-    WHERE len(round_dealt(outs)) > 0
+    WHERE len(round_cards(outs)) > 0
 ),
 racked AS (
     SELECT table_id, shoe_id, round_no,

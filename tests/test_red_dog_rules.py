@@ -270,14 +270,22 @@ def _first_card_to_the_right_box(tmp: Path) -> tuple[Pit, Seqs]:
 
 
 def _drawn_in_error(tmp: Path, *, racked: str) -> tuple[Pit, Seqs]:
-    """(g)2: a card drawn in error (KD) must be the next card; here 4S comes out instead."""
+    """(g)2: a card drawn in error (8D, after "Raises closed") must be the next card; here 7C
+    comes out after it instead. The 8D is the third card all the same (views.sql, round_cards):
+    it wins on 4S 9H as the 7C does, so the payment is right."""
     pit, s = opened(tmp), {}
     pit.begin(1)
     pit.wager(1, 1000)
-    s["error"] = pit.emit(model.CardDrawnInError(rank=13, suit=Suit.DIAMONDS))
-    s["l"] = pit.draw("4S", LEFT)
+    pit.draw("4S", LEFT)
     pit.draw("9H", RIGHT)
-    s["rack"] = _spread_tail(pit, racked)
+    pit.say(SPREAD, 4)
+    pit.say(RAISES_CLOSED)
+    s["error"] = pit.emit(model.CardDrawnInError(rank=8, suit=Suit.DIAMONDS))
+    s["l"] = pit.draw("7C", MIDDLE)
+    pit.say(THIRD_CARD, 7)
+    pit.settle(1, ORIGINAL, WON, 1000, 1)
+    s["rack"] = pit.rack(racked)
+    pit.close_shoe()
     return pit, s
 
 
@@ -412,7 +420,7 @@ CASES: dict[str, Case] = {
         _first_card_to_the_right_box, [("WRONG_BOX", 1, ["first", "second"])],
         {(1, "ORIGINAL"): OK_WON_1000}),
     "drawn_in_error_not_used_and_racked": Case(
-        lambda tmp: _drawn_in_error(tmp, racked="KD 4S 9H 7C"),
+        lambda tmp: _drawn_in_error(tmp, racked="4S 9H 8D 7C"),
         [("DRAWN_IN_ERROR_NOT_USED", 1, ["error", "l"])], {(1, "ORIGINAL"): OK_WON_1000}),
     "drawn_in_error_not_used_and_never_racked": Case(
         lambda tmp: _drawn_in_error(tmp, racked="4S 9H 7C"),
@@ -560,22 +568,27 @@ def test_a_card_drawn_in_error_and_used_counts_once_in_the_shoe(tmp_path: Path) 
 
 
 def test_a_card_drawn_in_error_and_not_used_stays_in_the_card_count(tmp_path: Path) -> None:
-    """The unused card left the shoe: a second KD out of a one-deck shoe is an extra card."""
+    """The unused card left the shoe: a second KD out of a one-deck shoe is an extra card. The
+    KD is round 1's third card ((g)2; views.sql, round_cards): it loses on 4S 9H, as collected,
+    though 8C was dealt after it."""
     pit = opened(tmp_path, "nj-casino-night", decks=1)
     pit.begin(1)
     pit.wager(1, 1000)
-    error = pit.emit(model.CardDrawnInError(rank=13, suit=Suit.DIAMONDS))
-    left = pit.draw("4S", LEFT)
+    pit.draw("4S", LEFT)
     pit.draw("9H", RIGHT)
     pit.say(SPREAD, 4)
     pit.say(RAISES_CLOSED)
-    extra = pit.draw("KD", MIDDLE)
-    pit.say(THIRD_CARD, 13)
+    error = pit.emit(model.CardDrawnInError(rank=13, suit=Suit.DIAMONDS))
+    dealt = pit.draw("8C", MIDDLE)
+    pit.say(THIRD_CARD, 8)
     pit.settle(1, ORIGINAL, LOST, 1000)
-    pit.rack("KD 4S 9H KD")
+    pit.rack("4S 9H KD 8C")
+    pit.end()
+    extra = pit.play(2, "KD 5S 9C", {1: 1000})["left"]
     pit.close_shoe()
-    assert pit.judge() == [("DRAWN_IN_ERROR_NOT_USED", "T01", "S1", 1, [error, left]),
-                           ("EXTRA_CARD", "T01", "S1", 1, [error, extra])]
+    assert pit.judge() == [("DRAWN_IN_ERROR_NOT_USED", "T01", "S1", 1, [error, dealt]),
+                           ("EXTRA_CARD", "T01", "S1", 2, [error, extra])]
+    assert _ledger(pit.folder / "pitlog.duckdb")[(1, "ORIGINAL")] == ("OK", "LOST", 0, 1000, 0)
 
 
 def test_a_correct_burn_disclosure_and_a_reshuffling_shoe_without_burns_raise_nothing(

@@ -74,13 +74,20 @@ class CardSlips(Slips):
     def card_in_error(self, table: Table, hand: Hand) -> None:
         """DRAWN_IN_ERROR_NOT_USED ((g)2; 13:69F-6.7(b)): the next card is drawn in error. Half
         the time it is used as the next card, as the rule says (unlabelled: the caller deals
-        it); half the time it is put aside, racked with the round's cards, and the card after it
-        is dealt instead (labelled)."""
+        it); half the time, at the deal of a pair's or a spread's third card, it is put aside,
+        racked with the round's cards, and the card after it is dealt, announced and settled
+        instead (labelled). The card drawn in error is the third card all the same ((g)2: "used
+        as though it were the next card"; views.sql, round_cards), so where it decides otherwise
+        than the card dealt every wager settled on that card is also WRONG_SETTLEMENT. Not for
+        the first two cards (the card drawn in error would be one of them, and every later card
+        shift one place: WRONG_BOX, the announcements, ...), nor at an illegal paytable (its
+        payouts are BELOW_MINIMUM_ODDS's)."""
         if not self.enabled or len(table.shoe) < 2 or not self.roll("DRAWN_IN_ERROR_NOT_USED"):
             return
         top = table.shoe[-1]
         table.emit(model.CardDrawnInError(rank=top.rank, suit=top.suit), gap=0.5)
-        if self.rng.random() < 0.5 or top == table.shoe[-2]:
+        if self.rng.random() < 0.5 or top == table.shoe[-2] or hand.left is None \
+                or hand.right is None or self.illegal_paytable:
             return  # used: the caller deals it next (the same card twice looks used)
         table.draw()
         hand.dealt.append(top)  # it left the shoe: it goes to the rack in dealing order
@@ -88,6 +95,11 @@ class CardSlips(Slips):
             table.emit(model.CuttingCardReached(), gap=0.3)
             self.cut_card_out = self.cut_card_this_round = True
         self.label("DRAWN_IN_ERROR_NOT_USED", table, f"{top} not used")
+        left, right = hand.left.rank, hand.right.rank
+        decided = rules.settle_wager(table.paytable, left, right, top.rank, 100)
+        dealt = rules.settle_wager(table.paytable, left, right, table.shoe[-1].rank, 100)
+        if decided != dealt and (hand.wagers or hand.raises):
+            self.label("WRONG_SETTLEMENT", table, f"settled on the card after {top}")
 
     # --- the third card --------------------------------------------------------------------------
 
