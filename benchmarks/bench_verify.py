@@ -1,0 +1,117 @@
+"""`pitlog verify` against its floor (raw read + SHA-256), old path beside new, in one run.
+
+    .venv/bin/python benchmarks/bench_verify.py /tmp/h19bench/1m/log --repeats 3
+
+Three ways over the same embedded log, taking turns within each repeat (the order rotates):
+
+- floor: each partition's .idx and its segment read in batches of 5000 records, one SHA-256
+  per record over its body (no parsing at all);
+- old: `verify_log` reading a record object at a time (the log wrapped so that it offers no
+  FramedRead, which is the path Kafka takes and the only one before issue 19);
+- new: `verify_log` on the embedded log itself (batches of bytes, envelopes with numpy).
+
+Prints one JSON object: per way the median wall and CPU seconds and µs per record, and the
+ratios to the floor (median of the per-repeat ratios). Measured here, never in a timed test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import statistics
+import time
+from array import array
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+
+from events.integrity.verify import verify_log
+from events.log.base import EventLog, LogRecord
+from events.log.embedded.log import FRAME, EmbeddedLog
+
+BATCH = 5000
+
+
+class RecordsOnly(EventLog):
+    """The embedded log through the plain contract only: verify's record-at-a-time path."""
+
+    def __init__(self, log: EmbeddedLog) -> None:
+        self.log, self.uri = log, log.uri
+
+    def append(self, items: Sequence[tuple[bytes, bytes]]) -> list[tuple[int, int]]:
+        raise NotImplementedError
+
+    def end_offsets(self) -> dict[int, int]:
+        return self.log.end_offsets()
+
+    def read(self, start: Mapping[int, int] | None = None, *,
+             max_batch: int = 5000) -> Iterator[list[LogRecord]]:
+        return self.log.read(start, max_batch=max_batch)
+
+    def check_index(self) -> list[tuple[int, int, str]]:
+        return self.log.check_index()
+
+
+def floor(folder: Path) -> int:
+    n = 0
+    sha256 = hashlib.sha256
+    for idx in sorted(folder.glob("p*.idx")):
+        positions = array("Q", idx.read_bytes())
+        with idx.with_suffix(".seg").open("rb") as seg:
+            for first in range(0, len(positions), BATCH):
+                pos = positions[first:first + BATCH]
+                seg.seek(pos[0])
+                seg.seek(pos[-1])
+                last_len = FRAME.unpack(seg.read(FRAME.size))[0]
+                seg.seek(pos[0])
+                buf = seg.read(pos[-1] + FRAME.size + last_len - pos[0])
+                view = memoryview(buf)
+                base = pos[0]
+                starts = [p - base for p in pos]
+                starts.append(len(buf))
+                for k in range(len(pos)):
+                    sha256(view[starts[k] + FRAME.size:starts[k + 1]]).digest()
+                n += len(pos)
+    return n
+
+
+def run(way: str, folder: Path) -> tuple[float, float, int]:
+    wall, cpu = time.perf_counter(), time.process_time()
+    if way == "floor":
+        n = floor(folder)
+    else:
+        log = EmbeddedLog(folder, create=False)
+        report = verify_log(log if way == "new" else RecordsOnly(log), max_batch=BATCH)
+        assert report.ok, report.anomalies[:3]
+        n = report.records
+    return time.perf_counter() - wall, time.process_time() - cpu, n
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("log", type=Path)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    ways = ["floor", "old", "new"]
+    results: dict[str, list[tuple[float, float, int]]] = {w: [] for w in ways}
+    for r in range(args.repeats):
+        for way in ways[r % 3:] + ways[:r % 3]:
+            results[way].append(run(way, args.log))
+    records = results["floor"][0][2]
+    out: dict[str, object] = {"records": records, "repeats": args.repeats}
+    for way in ways:
+        wall = statistics.median(x[0] for x in results[way])
+        cpu = statistics.median(x[1] for x in results[way])
+        out[way] = {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
+                    "us_per_record_cpu": round(cpu / records * 1e6, 2)}
+    for way in ("old", "new"):
+        for i, what in ((0, "wall"), (1, "cpu")):
+            out[f"{way}/floor ({what})"] = round(statistics.median(
+                a[i] / f[i] for a, f in zip(results[way], results["floor"], strict=True)), 2)
+    out["old/new (cpu)"] = round(statistics.median(
+        o[1] / n[1] for o, n in zip(results["old"], results["new"], strict=True)), 2)
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
