@@ -1,14 +1,18 @@
-"""`pitlog verify` against its floor (raw read + SHA-256), old path beside new, in one run.
+"""`pitlog verify` against its floor (raw read + SHA-256), old code beside new, in one run.
 
-    .venv/bin/python benchmarks/bench_verify.py /tmp/h19bench/1m/log --repeats 3
+    git archive b5e6d79 events projections schemas | tar -x -C /tmp/hperf-main   # the old code
+    .venv/bin/python benchmarks/bench_verify.py /tmp/h19bench/1m/log --old /tmp/hperf-main
 
-Three ways over the same embedded log, taking turns within each repeat (the order rotates):
+Three ways over the same embedded log, each in its own child process, taking turns within
+each repeat (the order rotates); the child times only the work, not its imports:
 
 - floor: each partition's .idx and its segment read in batches of 5000 records, one SHA-256
   per record over its body (no parsing at all);
-- old: `verify_log` reading a record object at a time (the log wrapped so that it offers no
-  FramedRead, which is the path Kafka takes and the only one before issue 19);
-- new: `verify_log` on the embedded log itself (batches of bytes, envelopes with numpy).
+- old: `verify_log` of the code at --old (before issue 19: a record object at a time, and the
+  index checked with a seek per record);
+- new: `verify_log` of this tree (batches of bytes, envelopes with numpy); `per_record` is this
+  tree's record-at-a-time path (the log wrapped so that it offers no FramedRead: what Kafka
+  takes).
 
 Prints one JSON object: per way the median wall and CPU seconds and µs per record, and the
 ratios to the floor (median of the per-repeat ratios). Measured here, never in a timed test.
@@ -19,7 +23,11 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
+import resource
 import statistics
+import subprocess
+import sys
 import time
 from array import array
 from collections.abc import Iterator, Mapping, Sequence
@@ -75,36 +83,53 @@ def floor(folder: Path) -> int:
     return n
 
 
-def run(way: str, folder: Path) -> tuple[float, float, int]:
+def child(way: str, folder: Path) -> None:
     wall, cpu = time.perf_counter(), time.process_time()
     if way == "floor":
         n = floor(folder)
     else:
         log = EmbeddedLog(folder, create=False)
-        report = verify_log(log if way == "new" else RecordsOnly(log), max_batch=BATCH)
+        report = verify_log(RecordsOnly(log) if way == "per_record" else log, max_batch=BATCH)
         assert report.ok, report.anomalies[:3]
         n = report.records
-    return time.perf_counter() - wall, time.process_time() - cpu, n
+    print(json.dumps([time.perf_counter() - wall, time.process_time() - cpu, n,
+                      resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024]))
+
+
+def run(way: str, folder: Path, old: Path) -> tuple[float, float, int, int]:
+    here = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": f"{old if way == 'old' else here}:{here}"}
+    out = subprocess.run([sys.executable, __file__, str(folder), "--child",
+                          "new" if way == "old" else way],
+                         env=env, check=True, capture_output=True, text=True).stdout
+    wall, cpu, n, rss = json.loads(out)
+    return wall, cpu, n, rss
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("log", type=Path)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--old", type=Path, default=Path("/tmp/hperf-main"))
+    parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    ways = ["floor", "old", "new"]
-    results: dict[str, list[tuple[float, float, int]]] = {w: [] for w in ways}
+    if args.child:
+        child(args.child, args.log)
+        return
+    ways = ["floor", "old", "new", "per_record"]
+    results: dict[str, list[tuple[float, float, int, int]]] = {w: [] for w in ways}
     for r in range(args.repeats):
-        for way in ways[r % 3:] + ways[:r % 3]:
-            results[way].append(run(way, args.log))
+        for way in ways[r % 4:] + ways[:r % 4]:
+            results[way].append(run(way, args.log, args.old))
     records = results["floor"][0][2]
     out: dict[str, object] = {"records": records, "repeats": args.repeats}
     for way in ways:
         wall = statistics.median(x[0] for x in results[way])
         cpu = statistics.median(x[1] for x in results[way])
         out[way] = {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
-                    "us_per_record_cpu": round(cpu / records * 1e6, 2)}
-    for way in ("old", "new"):
+                    "us_per_record_cpu": round(cpu / records * 1e6, 2),
+                    "peak_rss_mb": max(x[3] for x in results[way])}
+    for way in ("old", "new", "per_record"):
         for i, what in ((0, "wall"), (1, "cpu")):
             out[f"{way}/floor ({what})"] = round(statistics.median(
                 a[i] / f[i] for a, f in zip(results[way], results["floor"], strict=True)), 2)

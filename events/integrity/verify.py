@@ -262,18 +262,25 @@ class _Verifier:
             return
         eb = envelope_batch.read_batch(fb, fast_fps)
         buf, view = fb.buf, memoryview(fb.buf)
-        key_at, value_at, end = fb.key_at.tolist(), fb.value_at.tolist(), fb.end.tolist()
-        keys = [buf[a:b] for a, b in zip(key_at, value_at, strict=True)]
-        ids: dict[bytes, int] = {}
-        kid = np.fromiter((ids.setdefault(k, len(ids)) for k in keys), np.int64, n)
+        by_key = envelope_batch.key_ids(fb)
+        if by_key is None:
+            per_record = [buf[a:b] for a, b in zip(fb.key_at.tolist(), fb.value_at.tolist(),
+                                                   strict=True)]
+            known: dict[bytes, int] = {}
+            kid = np.fromiter((known.setdefault(k, len(known)) for k in per_record), np.int64, n)
+            keys = list(known)
+        else:
+            kid, keys = by_key
         good = eb.regular.copy()
-        prev_at = eb.prev_at.tolist()
         sha256 = hashlib.sha256
-        digests = []
-        for k in np.flatnonzero(good).tolist():
-            h = sha256(view[prev_at[k]:prev_at[k] + HASH_LEN])
-            h.update(view[value_at[k]:end[k] - HASH_LEN])
-            digests.append(h.digest())
+        digests: list[bytes] = []
+        digest = digests.append
+        at = np.flatnonzero(good)
+        for p, v, e in zip(eb.prev_at[at].tolist(), fb.value_at[at].tolist(),
+                           (fb.end[at] - HASH_LEN).tolist(), strict=True):
+            h = sha256(view[p:p + HASH_LEN])
+            h.update(view[v:e])
+            digest(h.digest())
         b = np.frombuffer(buf, np.uint8)
         span = np.arange(HASH_LEN)
         stored = b[np.clip(fb.end - HASH_LEN, 0, len(b) - HASH_LEN)[:, None] + span]
@@ -291,16 +298,18 @@ class _Verifier:
         for g, first in enumerate(firsts):
             members = order[first:firsts[g + 1] if g + 1 < len(firsts) else n]
             head = int(members[0])
-            st = self.streams.get(keys[head])
+            st = self.streams.get(keys[kid[head]])
             fast = 0
+            p = int(eb.prev_at[head])
             if (st is not None and not st.resync and good[head] and seqs[head] == st.high + 1
-                    and buf[prev_at[head]:prev_at[head] + HASH_LEN] == st.last_hash):
+                    and buf[p:p + HASH_LEN] == st.last_hash):
                 bad = np.flatnonzero(~good[members])
                 fast = int(bad[0]) if len(bad) else len(members)
             if fast:
                 last = int(members[fast - 1])
                 st.high = st.last_seq = int(seqs[last])
-                st.last_hash = buf[end[last] - HASH_LEN:end[last]]
+                e = int(fb.end[last])
+                st.last_hash = buf[e - HASH_LEN:e]
                 summary = st.summary
                 summary.events += fast
                 summary.last_offset = st.last_offset = fb.offset + last

@@ -48,14 +48,13 @@ def fingerprints(fast: dict[bytes, object]) -> Any:
 
 def read_batch(fb: FrameBatch, fast_fps: Any) -> EnvelopeBatch:
     b = np.frombuffer(fb.buf, dtype=np.uint8)
-    last = len(b) - 1
     start, end = fb.value_at, fb.end
     # The frame itself must be sane: key before value, value inside the buffer, room for a
     # header and a hash.
     ok = (fb.key_at <= start) & (end <= len(b)) & (start + codec.HEADER_LEN + HASH_LEN <= end)
 
     def byte(p: Any) -> Any:
-        return b[np.clip(p, 0, last)].astype(np.int64)
+        return b.take(p, mode="clip").astype(np.int64)
 
     magic = codec.MAGIC
     ok &= (byte(start) == magic[0]) & (byte(start + 1) == magic[1])
@@ -116,3 +115,21 @@ def read_batch(fb: FrameBatch, fast_fps: Any) -> EnvelopeBatch:
     _, _, p = string(p)  # actor
     ok &= p + HASH_LEN <= end - HASH_LEN
     return EnvelopeBatch(ok, seq, p)
+
+
+def key_ids(fb: FrameBatch) -> tuple[Any, list[bytes]] | None:
+    """Each record's key as a small int, and the keys (index = id), without a bytes object
+    per record; None if a key is longer than _MAX_TEXT (the caller then slices them)."""
+    n_key = fb.value_at - fb.key_at
+    width = int(n_key.max(initial=0))
+    if width > _MAX_TEXT or int(n_key.min(initial=0)) < 0:
+        return None
+    b = np.frombuffer(fb.buf, dtype=np.uint8)
+    span = np.arange(width)
+    grid = b.take(fb.key_at[:, None] + span, mode="clip")
+    grid[span >= n_key[:, None]] = 0
+    rows = np.concatenate((grid, n_key.astype(np.uint8)[:, None]), axis=1)
+    rows = np.ascontiguousarray(rows).view(np.dtype((np.void, width + 1))).ravel()
+    _, first, ids = np.unique(rows, return_index=True, return_inverse=True)
+    keys = [fb.buf[int(fb.key_at[i]):int(fb.value_at[i])] for i in first.tolist()]
+    return ids.ravel(), keys
