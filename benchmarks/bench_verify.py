@@ -30,34 +30,13 @@ import subprocess
 import sys
 import time
 from array import array
-from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from events.integrity.verify import verify_log
-from events.log.base import EventLog, LogRecord
 from events.log.embedded.log import FRAME, EmbeddedLog
+from tests.test_verify_frames import RecordsOnly  # the wrapper the equivalence test uses
 
 BATCH = 5000
-
-
-class RecordsOnly(EventLog):
-    """The embedded log through the plain contract only: verify's record-at-a-time path."""
-
-    def __init__(self, log: EmbeddedLog) -> None:
-        self.log, self.uri = log, log.uri
-
-    def append(self, items: Sequence[tuple[bytes, bytes]]) -> list[tuple[int, int]]:
-        raise NotImplementedError
-
-    def end_offsets(self) -> dict[int, int]:
-        return self.log.end_offsets()
-
-    def read(self, start: Mapping[int, int] | None = None, *,
-             max_batch: int = 5000) -> Iterator[list[LogRecord]]:
-        return self.log.read(start, max_batch=max_batch)
-
-    def check_index(self) -> list[tuple[int, int, str]]:
-        return self.log.check_index()
 
 
 def floor(folder: Path) -> int:
