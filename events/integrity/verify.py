@@ -35,10 +35,11 @@ from typing import Any
 
 import numpy as np
 
+from events.integrity import envelope_batch
 from events.integrity.reading import partition_frames, partition_records
 from events.log.base import EventLog, FrameBatch, FramedRead, LogRecord
 from events.reddog import model
-from events.wire import codec, envelope_batch
+from events.wire import codec
 from events.wire.chain import HASH_LEN
 from events.wire.envelope import Envelope, EnvelopeReader
 
@@ -250,7 +251,7 @@ class _Verifier:
     def check_frames(self, fb: FrameBatch, fast_fps: Any) -> None:
         """`check` for every record of a batch of bytes, without an object per record (issue 19,
         item 6). Per table, the batch's records that continue its stream as expected (a regular
-        envelope, events/wire/envelope_batch.py; the next seq; the link; their own hash) only
+        envelope, events/integrity/envelope_batch.py; the next seq; the link; their own hash) only
         move the stream on, checked with numpy; from a table's first record that does not,
         its records go through `check`, in log order, so every finding is made by the same
         code either way. No finding comes from the fast records, so taking them first changes
