@@ -29,12 +29,15 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from events.errors import LogCorruptError
-from events.log.base import EventLog, LogRecord
+import numpy as np
+
+from events.integrity import envelope_batch
+from events.integrity.reading import partition_frames, partition_records
+from events.log.base import EventLog, FrameBatch, FramedRead, LogRecord
 from events.reddog import model
 from events.wire import codec
 from events.wire.chain import HASH_LEN
@@ -245,6 +248,78 @@ class _Verifier:
             self._report(st, SEQUENCE_GAP, "duplicate", rec, env, expected,
                          f"seq {seq} appears again after seq {st.high}: a duplicate or a replay")
 
+    def check_frames(self, fb: FrameBatch, fast_fps: Any) -> None:
+        """`check` for every record of a batch of bytes, without an object per record (issue 19,
+        item 6). Per table, the batch's records that continue its stream as expected (a regular
+        envelope, events/integrity/envelope_batch.py; the next seq; the link; their own hash) only
+        move the stream on, checked with numpy; from a table's first record that does not,
+        its records go through `check`, in log order, so every finding is made by the same
+        code either way. No finding comes from the fast records, so taking them first changes
+        nothing: each stream's state still moves in its own log order."""
+        n = len(fb)
+        if len(fb.buf) < HASH_LEN:  # no whole event in it: nothing for the fast path
+            for k in range(n):
+                self.check(fb.record(k))
+            return
+        eb = envelope_batch.read_batch(fb, fast_fps)
+        buf, view = fb.buf, memoryview(fb.buf)
+        by_key = envelope_batch.key_ids(fb)
+        if by_key is None:
+            per_record = [buf[a:b] for a, b in zip(fb.key_at.tolist(), fb.value_at.tolist(),
+                                                   strict=True)]
+            known: dict[bytes, int] = {}
+            kid = np.fromiter((known.setdefault(k, len(known)) for k in per_record), np.int64, n)
+            keys = list(known)
+        else:
+            kid, keys = by_key
+        good = eb.regular.copy()
+        sha256 = hashlib.sha256
+        digests: list[bytes] = []
+        digest = digests.append
+        at = np.flatnonzero(good)
+        for p, v, e in zip(eb.prev_at[at].tolist(), fb.value_at[at].tolist(),
+                           (fb.end[at] - HASH_LEN).tolist(), strict=True):
+            h = sha256(view[p:p + HASH_LEN])
+            h.update(view[v:e])
+            digest(h.digest())
+        b = np.frombuffer(buf, np.uint8)
+        span = np.arange(HASH_LEN)
+        stored = b[np.clip(fb.end - HASH_LEN, 0, len(b) - HASH_LEN)[:, None] + span]
+        prev = b[np.clip(eb.prev_at, 0, len(b) - HASH_LEN)[:, None] + span]
+        good[good] = (np.frombuffer(b"".join(digests), np.uint8).reshape(-1, HASH_LEN)
+                      == stored[good]).all(axis=1)
+        order = np.argsort(kid, kind="stable")
+        later = np.flatnonzero(kid[order][1:] == kid[order][:-1]) + 1  # not a table's first
+        cur, before = order[later], order[later - 1]
+        good[cur] &= ((prev[cur] == stored[before]).all(axis=1)
+                      & (eb.seq[cur] == eb.seq[before] + 1))
+        slow: list[int] = []
+        seqs = eb.seq
+        firsts = np.flatnonzero(np.r_[True, kid[order][1:] != kid[order][:-1]]).tolist()
+        for g, first in enumerate(firsts):
+            members = order[first:firsts[g + 1] if g + 1 < len(firsts) else n]
+            head = int(members[0])
+            st = self.streams.get(keys[kid[head]])
+            fast = 0
+            p = int(eb.prev_at[head])
+            if (st is not None and not st.resync and good[head] and seqs[head] == st.high + 1
+                    and buf[p:p + HASH_LEN] == st.last_hash):
+                bad = np.flatnonzero(~good[members])
+                fast = int(bad[0]) if len(bad) else len(members)
+            if fast:
+                last = int(members[fast - 1])
+                st.high = st.last_seq = int(seqs[last])
+                e = int(fb.end[last])
+                st.last_hash = buf[e - HASH_LEN:e]
+                summary = st.summary
+                summary.events += fast
+                summary.last_offset = st.last_offset = fb.offset + last
+                summary.last_seq = st.last_seq
+                self.records += fast
+            slow.extend(members[fast:].tolist())
+        for k in sorted(slow):
+            self.check(fb.record(k))
+
     def index_problem(self, partition: int, offset: int, what: str) -> None:
         """The embedded log's index disagrees with its segment (check_index): verify reads the
         segment itself, so every table is still checked, and says so."""
@@ -294,35 +369,6 @@ def _take_missing(ranges: list[list[int]], seq: int) -> bool:
     return False
 
 
-def _partition_records(log: EventLog, partition: int, ends: dict[int, int], max_batch: int,
-                       on_unreadable: Callable[[int, int, str], None]) -> Iterator[LogRecord]:
-    """One partition's records up to `ends`. A batch the log cannot return (LogCorruptError:
-    damage the log itself detects) is re-read record by record, so only the damaged ones are
-    skipped and each is reported at its offset."""
-    pos, end = 0, ends[partition]
-    others = {p: e for p, e in ends.items() if p != partition}
-    batch_size = max_batch
-    while pos < end:
-        try:
-            for batch in log.read({**others, partition: pos}, max_batch=batch_size):
-                for rec in batch:
-                    if rec.partition != partition or rec.offset >= end:
-                        continue
-                    pos = rec.offset + 1
-                    yield rec
-                if batch_size == 1 and pos < end and max_batch > 1:
-                    batch_size = max_batch
-                    break  # past the damage: back to whole batches
-            else:
-                return
-        except LogCorruptError as exc:
-            if batch_size > 1:
-                batch_size = 1  # find which record it is
-            else:
-                on_unreadable(partition, pos, str(exc))
-                pos += 1
-
-
 def verify_records(records: Iterable[LogRecord], *, limit: int = 10_000) -> VerifyReport:
     """The same checks over records from anywhere (in log order within each partition)."""
     started = time.perf_counter()
@@ -346,12 +392,21 @@ def verify_log(log: EventLog, *, limit: int = 10_000, max_batch: int = 5000,
         for partition, offset, what in check_index():
             verifier.index_problem(partition, offset, what)
     ends = log.end_offsets()
-    for partition in sorted(ends):
-        for rec in _partition_records(log, partition, ends, max_batch,
-                                      verifier.unreadable_record):
-            verifier.check(rec)
-            if progress is not None and verifier.records % max_batch == 0:
-                progress(verifier.records)
+    if isinstance(log, FramedRead):  # batches of bytes, not an object per record (issue 19)
+        fast_fps = envelope_batch.fingerprints(verifier.envelopes.fast)
+        for partition in sorted(ends):
+            for fb in partition_frames(log, partition, ends[partition], max_batch,
+                                       verifier.unreadable_record):
+                verifier.check_frames(fb, fast_fps)
+                if progress is not None:
+                    progress(verifier.records)
+    else:
+        for partition in sorted(ends):
+            for rec in partition_records(log, partition, ends, max_batch,
+                                         verifier.unreadable_record):
+                verifier.check(rec)
+                if progress is not None and verifier.records % max_batch == 0:
+                    progress(verifier.records)
     report = verifier.report()
     report.seconds = time.perf_counter() - started
     return report
