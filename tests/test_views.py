@@ -109,11 +109,11 @@ def test_rounds_classify_the_cards_and_name_the_dealer_tapped_in(
                        "spread, outcome, announcements FROM rounds "
                        "WHERE table_id = 'T01'").fetchall()
     assert rows == [
-        (1, "D1", "AS", "3H", "10D", "spread", 10, "won", "Spread 10 | Raises closed | 10"),
+        (1, "D1", "AS", "3H", "10D", "spread", 10, "won", "Spread 10 | Raises closed | Ten"),
         (2, "D1", "5C", "6C", None, "consecutive", None, "void",
          "The cards are consecutive--tie hand"),
         (3, "D2", "QD", "QS", "QH", "pair", None, "won", "We have a pair | Three of a kind"),
-        (4, "D2", "KC", "4D", "8S", "spread", 8, "won", "Spread 8 | Raises closed | 8"),
+        (4, "D2", "KC", "4D", "8S", "spread", 8, "won", "Spread 8 | Raises closed | Eight"),
     ]
     (other,) = con.execute("SELECT dealer, kind, outcome FROM rounds "
                            "WHERE table_id = 'T02'").fetchall()
