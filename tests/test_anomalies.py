@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from repo_paths import DOCS
 from surveillance_pit import LEFT, LOST, MIDDLE, ORIGINAL, RAISE, RIGHT, VOID, WON, Pit, opened
 
 from events.reddog import model
@@ -671,7 +672,7 @@ def test_the_catalogue_is_the_same_everywhere_it_is_written(tmp_path: Path) -> N
     assert set(rows) == set(INJECTABLE) | set(STATISTICAL)
     assert len(INJECTABLE) == len(set(INJECTABLE))
     assert {s for s, _ in rows.values()} <= set(SEVERITIES) == {s.value for s in Severity}
-    doc = (Path(__file__).parents[1] / "docs" / "anomalies.md").read_text()
+    doc = (DOCS / "anomalies.md").read_text()
     headings = [h for h in doc.splitlines() if h.startswith("### ")]
     clauses = doc.split("## The deciding third card")[0]
     for code, (severity, rule) in rows.items():

@@ -7,10 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from repo_paths import REPO
+
 from events.log.embedded.log import EmbeddedLog
 
 PITLOG = [sys.executable, "-m", "cli.app"]
-REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
 
 

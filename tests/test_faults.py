@@ -20,6 +20,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from repo_paths import REPO
 from test_verify import record_events
 
 from events.errors import LogError, ProjectionError
@@ -29,7 +30,7 @@ from events.log.embedded.segment import JOURNAL
 from projections.projector import project
 from projections.store import CHECKPOINTS_DDL
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO
 PITLOG = str(ROOT / ".venv" / "bin" / "pitlog")
 
 

@@ -10,6 +10,7 @@ from itertools import count
 from pathlib import Path
 
 import pytest
+from repo_paths import TOOLS
 
 from events.integrity.verify import CHAIN_BROKEN, SEQUENCE_GAP, VerifyReport, verify_log
 from events.log.base import EventLog
@@ -286,7 +287,7 @@ def test_verify_locates_a_forged_and_a_replayed_record_on_a_real_kafka_topic(
         # CI starts one broker for the run (.ci/run); alone, this test starts its own.
         bootstrap = os.environ.get("PITLOG_KAFKA_BOOTSTRAP")
         if not bootstrap:
-            sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+            sys.path.insert(0, str(TOOLS))
             import kafka_broker as kb
 
             broker = kb.start_broker(tmp_path / "kafka", timeout_s=180)
