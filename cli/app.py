@@ -24,7 +24,7 @@ from events.text import visible
 # lists every command (issue 19: `pitlog replay` must not pay for the simulator's, the report's
 # or the server's imports). The modules themselves import their heavy libraries (pyarrow,
 # matplotlib, the simulator, starlette) inside the functions that use them, so the help stays
-# light too (tests/test_cli_imports.py). A module or function missing from this table's entries
+# light too (tests/cli/test_cli_imports.py). A module or function missing from this table's entries
 # is an ImportError or AttributeError, never a command silently left out.
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "demo": ("cli.commands_core", "demo", "Operations"),

@@ -17,7 +17,8 @@
 -- The catalogue of docs/architecture.md, with the codes of issue 13 (docs/anomalies.md quotes each
 -- clause): code, severity, rule (with 13:47-20.31 written out) and what is flagged. The
 -- simulator's INJECTABLE (events/simulation/irregularities.py), the severities of projections/anomalies.py
--- and the CLI, and docs/anomalies.md must agree with it (tests/test_anomalies.py checks that).
+-- and the CLI, and docs/anomalies.md must agree with it (tests/projections/test_anomalies.py
+-- checks that).
 CREATE OR REPLACE VIEW anomaly_codes AS
 SELECT code, severity, CASE severity WHEN 'high' THEN 3 WHEN 'medium' THEN 2 ELSE 1 END AS severity_rank,
        rule, flagged

@@ -1,7 +1,7 @@
 """The red dog facts the SQL needs, written as DuckDB macros from their one definition in
 events/reddog/rules.py: the rank labels (J, Q, K, A) and the standard paytable (13:47-20.31(e),
 (d)9). create_views runs this before the .sql files, which call the macros instead of spelling
-the numbers out; tests/test_reddog_macros.py checks the macros against the Python rules.
+the numbers out; tests/projections/test_reddog_macros.py checks the macros against the Python rules.
 """
 
 from __future__ import annotations
