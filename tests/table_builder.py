@@ -190,3 +190,26 @@ class TableBuilder:
                 settle(seat, RAISE, raises[seat], dealt)
         seqs["rack"] = self.rack(racked or cards)
         return seqs
+
+
+T0 = datetime(2026, 11, 28, 21, 0, tzinfo=UTC)  # record_events' first second
+
+
+def record_events(log: EventLog, per_table: dict[str, int], run: str = "e") -> Recorder:
+    """Round-robin over the tables so their records interleave in the partition. `run`
+    prefixes the event ids: two runs from the same heads then record other bytes."""
+    ids = itertools.count(1)
+    recorder = Recorder(log, new_id=lambda: f"{run}{next(ids)}", now=lambda: T0)
+    remaining = dict(per_table)
+    i = 0
+    while any(remaining.values()):
+        for table, left in remaining.items():
+            if left:
+                recorder.record(table, model.CardDrawn(
+                    rank=2 + i % 13, suit=model.Suit.HEARTS, face_up=True,
+                    destination=model.Box.LEFT), shoe_id=f"{table}-S0001", round_no=1 + i // 3,
+                    actor="SHOE-1", occurred_at=T0 + timedelta(seconds=i))
+                remaining[table] = left - 1
+                i += 1
+    recorder.flush()
+    return recorder

@@ -343,7 +343,7 @@ def test_a_topic_made_anew_under_a_projected_database_is_refused(
     """Issue 14 on Kafka (no log id): the topic is deleted and made again with other events,
     more of them than were projected; the checkpoint's record digest refuses it."""
     from kafka.admin import KafkaAdminClient
-    from test_verify import record_events
+    from table_builder import record_events
 
     from projections.projector import project
 
