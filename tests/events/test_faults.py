@@ -21,7 +21,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from repo_paths import REPO
-from test_verify import record_events
+from table_builder import record_events
 
 from events.errors import LogError, ProjectionError
 from events.integrity.verify import verify_log
