@@ -197,7 +197,7 @@ def test_replay_describes_every_event_in_order_with_its_time(
         "seat 1 raises $25.00",
         '"Raises closed" (raises_closed)',
         "10D face up to the middle box",
-        '"10" (third_card 10)',
+        '"Ten" (third_card 10)',
         "seat 1 wager won: paid $25.00 at 1 to 1",
         "seat 1 raise won: paid $25.00 at 1 to 1",
         "seat 2 wager won: paid $10.00 at 1 to 1",
