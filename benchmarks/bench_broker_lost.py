@@ -5,7 +5,7 @@
 
 Starts a broker of its own (tests/kafka_support.dedicated_broker; never the shared one), lets
 simulate append to it for 25 s, stops the broker and times the rest. A measurement, not a test
-(no timings in tests): tests/test_kafka_faults.py asserts the error line and exit code.
+(no timings in tests): tests/kafka/test_kafka_faults.py asserts the error line and exit code.
 """
 
 from __future__ import annotations

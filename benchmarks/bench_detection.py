@@ -6,8 +6,9 @@ time each stage takes, and the statistics' false-alarm rates on clean evenings.
                                          [--out benchmarks/detection.md]
 
 1. Injected evening: `--tables` tables of `--rounds` rounds (seats 2; the three profiles in
-   turn) with every injectable code at the rates of tests/test_detection.py, simulated by
-   `--workers` processes into one embedded log, projected, and judged by the anomaly views.
+   turn) with every injectable code at the rates of tests/projections/test_detection.py,
+   simulated by `--workers` processes into one embedded log, projected, and judged by the
+   anomaly views.
    Precision and recall per code over distinct (table, shoe, round) places.
 2. Clean evening: `--clean-tables` tables with no injection; every HOLD_VARIANCE and
    OUTCOME_FREQUENCY test is run and its statistic kept, so the false-alarm rate is measured at

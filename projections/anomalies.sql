@@ -17,7 +17,7 @@
 -- The catalogue, `anomaly_codes` (code, severity, severity_rank, rule, flagged), is generated
 -- from events/reddog/catalogue.py before this file runs (projections/reddog_macros.py). A code
 -- selected below needs its entry there, or the `anomalies` view's join drops its rows
--- (tests/test_catalogue.py fails first).
+-- (tests/projections/test_catalogue.py fails first).
 
 -- "seat 2" or "seats 1, 3" in an explanation.
 CREATE OR REPLACE MACRO anomaly_seats(seats) AS

@@ -60,8 +60,8 @@ _UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
 # The storage format new database files are written in. DuckDB 2.0 writes storage version 69 by
 # default, which the newest 1.5 clients (duckdb and duckdb-cli 1.5.6 on PyPI) refuse; files
 # written as 'v1.4.0' open in DuckDB 1.4.0 and later, views included (README, "Opening the
-# database elsewhere"; tests/test_storage_compat.py opens one with duckdb 1.5.6). It applies when
-# a file is created: a file made earlier keeps the version it was written in.
+# database elsewhere"; tests/projections/test_storage_compat.py opens one with duckdb 1.5.6). It
+# applies when a file is created: a file made earlier keeps the version it was written in.
 STORAGE_VERSION = "v1.4.0"
 _MEMORY = re.compile(r"(\d+(?:\.\d+)?)\s*(" + "|".join(_UNITS) + ")", re.IGNORECASE)
 

@@ -4,126 +4,42 @@ then projected into a real DuckDB file. No simulator, no mocks."""
 
 from __future__ import annotations
 
-import itertools
-import uuid
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 
+from table_builder import EVENING, ORIGINAL, RAISE, TableBuilder, recorder_for
+
 from events.log.embedded.log import EmbeddedLog
-from events.recording.recorder import Recorder
-from events.reddog import model, rules
-from events.reddog.model import (
-    Announced,
-    Box,
-    Card,
-    CardDrawn,
-    CardsRacked,
-    Meaning,
-    SettledAs,
-    Suit,
-    WagerKind,
-)
-from events.reddog.rules import STANDARD_PAYTABLE, Paytable
+from events.reddog import model
+from events.reddog.model import Box, SettledAs, Suit, WagerKind
+from events.reddog.rules import Paytable
 from events.reddog.theory import original_wager_edge, raise_edge
-from events.simulation.simulator import phrase
 from projections.projector import project
 
-# 18:00 in New York (EST, UTC-5) on 28 November 2026.
-EVENING = datetime(2026, 11, 28, 23, 0, tzinfo=UTC)
-_RANKS = {"J": 11, "Q": 12, "K": 13, "A": 14}
-ORIGINAL, RAISE = WagerKind.ORIGINAL, WagerKind.RAISE
-
-
-def card(label: str) -> Card:
-    """'AS' -> ace of spades, '10H' -> ten of hearts."""
-    rank = label[:-1]
-    return Card(_RANKS.get(rank) or int(rank), Suit(label[-1]))
-
+__all__ = ["ORIGINAL", "RAISE"]
 
 # A settlement a test states: (outcome, amount_cents, odds).
 Settlement = tuple[SettledAs, int, int | None]
 
 
-@dataclass
-class Pit:
-    """One table, recorded event by event with a 1-second clock that a test may move."""
+class Pit(TableBuilder):
+    """One table of a Floor, its rounds numbered 1, 2, 3... in each shoe."""
 
-    recorder: Recorder
-    table_id: str = "T01"
-    clock: datetime = EVENING
-    dealer: str = "D1"
-    paytable: Paytable = STANDARD_PAYTABLE
-    profile: str = "nj-casino"
-    shoe_id: str | None = None
-    round_no: int | None = None
-    rounds_in_shoe: int = 0
-    seqs: dict[str, int] = field(default_factory=dict)
+    rounds_in_shoe = 0
 
-    def emit(self, event: model.DomainEvent, *, actor: str | None = None) -> int:
-        self.clock += timedelta(seconds=1)
-        return self.recorder.record(self.table_id, event, shoe_id=self.shoe_id,
-                                    round_no=self.round_no, actor=actor or self.dealer,
-                                    occurred_at=self.clock, recorded_at=self.clock)
-
-    def open_table(self, profile: str, paytable: Paytable = STANDARD_PAYTABLE, *,
-                   board_approved: bool = False) -> int:
-        self.paytable, self.profile = paytable, profile
-        return self.emit(model.TableOpened(
-            profile=profile, pays_spread_1=paytable.spread_1, pays_spread_2=paytable.spread_2,
-            pays_spread_3=paytable.spread_3, pays_spread_4_to_11=paytable.spread_4_to_11,
-            pays_three_of_a_kind=paytable.three_of_a_kind, board_approved=board_approved),
-            actor="pit-terminal")
-
-    def tap_in(self, dealer: str) -> None:
-        self.dealer = dealer
-        self.emit(model.DealerTappedIn(dealer_id=dealer))
-
-    def new_shoe(self, shoe_id: str, decks: int = 6, burn: str = "2C") -> None:
-        self.shoe_id, self.round_no, self.rounds_in_shoe = shoe_id, None, 0
-        self.emit(model.CardsLoaded(decks=decks))
-        c = card(burn)  # 13:47-20.31(d)1: the first card of a shoe is burned
-        self.emit(model.CardBurned(rank=c.rank, suit=c.suit, reason=model.BurnReason.NEW_SHOE))
-
-    # --- a round, piece by piece --------------------------------------------------------------
+    def new_shoe(self, shoe_id: str, decks: int = 6, burn: str = "2C") -> int:
+        self.rounds_in_shoe = 0
+        return super().new_shoe(shoe_id, decks, burn)
 
     def begin(self) -> int:
         self.rounds_in_shoe += 1
         self.round_no = self.rounds_in_shoe
         return self.round_no
 
-    def wager(self, seat: int, cents: int, *, player: str | None = None) -> int:
-        return self.emit(model.WagerPlaced(seat=seat, area=seat, player_id=player or f"P{seat}",
-                                           amount_cents=cents))
-
-    def draw(self, label: str, box: Box) -> int:
-        c = card(label)
-        return self.emit(CardDrawn(rank=c.rank, suit=c.suit, face_up=True, destination=box))
-
-    def say(self, meaning: Meaning, value: int | None = None) -> None:
-        """The dealer's exact words under the table's profile (13:47-20.31(d)7-13; GA (5)-(11))."""
-        self.emit(Announced(phrase=phrase(self.profile, meaning, value), meaning=meaning,
-                            value=value))
-
-    def settle(self, seat: int, kind: WagerKind, outcome: SettledAs, cents: int,
-               odds: int | None = None) -> int:
-        return self.emit(model.WagerSettled(seat=seat, area=seat, wager_kind=kind,
-                                            outcome=outcome, amount_cents=cents, odds=odds))
-
-    def settle_by_rules(self, seat: int, kind: WagerKind, cents: int, cards: list[str]) -> None:
-        left, right = card(cards[0]).rank, card(cards[1]).rank
-        third = card(cards[2]).rank if len(cards) > 2 else None
-        e = rules.settle_wager(self.paytable, left, right, third, cents)
-        outcome = SettledAs(e.outcome.value.upper())
-        self.settle(seat, kind, outcome, e.paid_cents or e.collected_cents or e.returned_cents,
-                    e.odds)
-
     def end(self, cards: list[str]) -> None:
-        self.emit(CardsRacked(cards=tuple(card(c) for c in cards)))
+        self.rack(cards)
         self.round_no = None
-
-    # --- a whole round ------------------------------------------------------------------------
 
     def play(self, cards: str, wagers: dict[int, int], raises: dict[int, int] | None = None,
              *, override: dict[tuple[int, WagerKind], list[Settlement]] | None = None) -> int:
@@ -132,47 +48,17 @@ class Pit:
         paytable, and the rack. `override[(seat, kind)]` replaces the settlements of one wager
         or raise with the ones given ([] leaves it unsettled)."""
         round_no = self.begin()
-        raises = raises or {}
         override = override or {}
-        dealt = cards.split()
-        for seat, cents in wagers.items():
-            self.wager(seat, cents)
-        self.draw(dealt[0], Box.LEFT)
-        self.draw(dealt[1], Box.RIGHT)
-        kind = rules.classify(card(dealt[0]).rank, card(dealt[1]).rank)
-        if kind.kind is rules.HandKind.CONSECUTIVE:
-            self.say(Meaning.CONSECUTIVE)
-            dealt = dealt[:2]
-        else:
-            if kind.kind is rules.HandKind.SPREAD:
-                self.say(Meaning.SPREAD, kind.spread)
-                for seat, cents in raises.items():
-                    self.emit(model.RaisePlaced(seat=seat, area=seat, amount_cents=cents))
-                self.say(Meaning.RAISES_CLOSED)
-            else:
-                self.say(Meaning.PAIR)
-            self.draw(dealt[2], Box.MIDDLE)
-            third = card(dealt[2]).rank
-            if kind.kind is rules.HandKind.SPREAD:
-                self.say(Meaning.THIRD_CARD, third)  # (d)13: the third card's value
-            elif third == card(dealt[0]).rank:
-                self.say(Meaning.THREE_OF_A_KIND)  # (d)9
-            else:
-                self.say(Meaning.NO_THREE_OF_A_KIND)  # (d)10
-        for seat, cents in wagers.items():
-            self._settle(seat, ORIGINAL, cents, dealt, override)
-            if seat in raises:
-                self._settle(seat, RAISE, raises[seat], dealt, override)
-        self.end(dealt)
-        return round_no
 
-    def _settle(self, seat: int, kind: WagerKind, cents: int, dealt: list[str],
-                override: dict[tuple[int, WagerKind], list[Settlement]]) -> None:
-        if (seat, kind) in override:
-            for outcome, amount, odds in override[(seat, kind)]:
+        def settle(seat: int, kind: WagerKind, cents: int, dealt: list[str]) -> None:
+            if (seat, kind) not in override:
+                self.settle_by_the_rules(seat, kind, cents, dealt)
+            for outcome, amount, odds in override.get((seat, kind), []):
                 self.settle(seat, kind, outcome, amount, odds)
-        else:
-            self.settle_by_rules(seat, kind, cents, dealt)
+
+        self.deal_round(cards, wagers, raises, settle=settle)
+        self.round_no = None
+        return round_no
 
 
 class Floor:
@@ -181,9 +67,7 @@ class Floor:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.log = EmbeddedLog(folder / "log")
-        ids = itertools.count(1)
-        self.recorder = Recorder(self.log, heads={}, new_id=lambda: str(uuid.UUID(int=next(ids))),
-                                 now=lambda: EVENING)
+        self.recorder = recorder_for(self.log)
 
     def table(self, table_id: str, *, at: datetime = EVENING, dealer: str = "D1") -> Pit:
         return Pit(self.recorder, table_id=table_id, clock=at, dealer=dealer)

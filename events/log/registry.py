@@ -14,7 +14,7 @@ from pathlib import Path
 from events.errors import LogError
 from events.log.base import DEFAULT_DATA_DIR, EventLog
 
-# scheme -> (module, class): the backends pitlog ships. tests/test_import_contract.py checks
+# scheme -> (module, class): the backends pitlog ships. tests/events/test_import_contract.py checks
 # that each one loads, is an EventLog, and that nothing else imports a backend's module.
 BACKENDS: dict[str, tuple[str, str]] = {
     "file": ("events.log.embedded.log", "EmbeddedLog"),

@@ -4,7 +4,7 @@ view is generated from it (projections/reddog_macros.py), list_anomalies, the co
 CLI take their severities from it, and the simulator its injectable codes.
 
 Adding a code: one entry here, its SELECT in projections/anomalies.sql and its section in
-docs/anomalies.md (tests/test_catalogue.py fails until all three agree).
+docs/anomalies.md (tests/projections/test_catalogue.py fails until all three agree).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 the event, and the cards, kind, deciding third card and players' result are read off it.
 
 It decides as the read side's `rounds` view does (projections/views.sql, rounds_of and
-deciding_third), so the simulator and the views agree on every round; tests/test_round_state.py
+deciding_third), so the simulator and the views agree on every round; tests/projections/test_round_state.py
 folds simulated shoes and compares. Events that do not change a round's cards, announcements or
 voiding (wagers, settlements, the rack) leave the state as it was.
 """

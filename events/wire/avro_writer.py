@@ -11,7 +11,7 @@ The generated writer refuses nothing itself: any value it does not handle exactl
 reference would (out of range, of an unexpected type, a check of events/wire/codec.py's
 `validate_record` that fails) sends the event to `fallback`, the fastavro path, which writes
 it or raises exactly what it always raised. So the two paths write the same bytes for every
-event by construction where the fast one answers, and tests/test_avro_writer.py compares them
+event by construction where the fast one answers, and tests/events/test_avro_writer.py compares them
 on every schema in schemas/. A schema with a type this compiler does not know gets no writer
 (`Unsupported`): the codec then always uses fastavro for it.
 """

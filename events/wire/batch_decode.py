@@ -18,7 +18,7 @@ For those the Avro spec fixes the value, so it is the value fastavro gives. Ever
 goes to the slow path, `codec.decode_raw` one message at a time, which either decodes it (the
 row is used, in its place) or refuses it with exactly the reason it gave before. The fast path
 therefore changes how fast messages are decoded, never which are accepted or what they hold;
-tests/test_batch_decode.py checks that against decode_raw with hypothesis.
+tests/events/test_batch_decode.py checks that against decode_raw with hypothesis.
 
 If `codec.validate_record` gains a check, mirror it in `_validate` (the test will catch a
 missing one only if its strategies produce the offending value).

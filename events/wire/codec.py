@@ -250,7 +250,7 @@ def validate_record(
     if rec.get("seq", 1) < 1:
         raise DecodeError(f"{event_type}: sequence number {rec.get('seq')} is below 1")
     # decode_raw leaves timestamps as integer micros, decode makes datetimes (years 1..9999):
-    # both must refuse the same bytes (a disagreement found by tests/test_fuzz.py).
+    # both must refuse the same bytes (a disagreement found by tests/events/test_fuzz.py).
     for name in ("occurred_at", "recorded_at"):
         us = rec.get(name)
         if isinstance(us, int) and not _MIN_US <= us <= _MAX_US:
@@ -344,7 +344,8 @@ def encode_reference(
     env: model.Envelope, reg: SchemaRegistry | None = None, *, version: int | None = None
 ) -> bytes:
     """`encode` through fastavro's schemaless_writer and a dict per event: the reference the
-    compiled writers are tested against (tests/test_avro_writer.py) and benchmarked beside."""
+    compiled writers are tested against (tests/events/test_avro_writer.py) and benchmarked
+    beside."""
     return _write_reference(reg or registry(), env.event_type, to_record(env), version)
 
 

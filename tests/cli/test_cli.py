@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from repo_paths import REPO
 from typer.main import get_command
 from typer.testing import CliRunner
 
@@ -15,7 +16,6 @@ from cli.app import app
 
 runner = CliRunner()
 PITLOG = [sys.executable, "-m", "cli.app"]
-REPO = Path(__file__).resolve().parent.parent
 
 
 def _commands() -> list[str]:

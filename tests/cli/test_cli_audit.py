@@ -14,13 +14,13 @@ import duckdb
 import pyarrow.parquet as pq
 import pytest
 from audit_scenarios import MONEY, ORIGINAL, Floor, evening
+from repo_paths import REPO
 from typer.testing import CliRunner
 
 from cli.app import app
 from events.reddog.model import SettledAs
 
 runner = CliRunner()
-REPO = Path(__file__).resolve().parents[1]
 NY = ["--tz", "America/New_York"]
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import duckdb
 import pytest
+from repo_paths import REPO
 from typer.testing import CliRunner
 
 from cli.app import app
@@ -22,7 +23,6 @@ from projections.anomalies import COLUMNS, AnomalyFilter, list_anomalies
 from projections.projector import project
 
 runner = CliRunner()
-REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")

@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
+from repo_paths import TOOLS
 
 # tools/ is not a package. Import the module under the plain name "kafka_broker" so every
 # test helper in this process shares one copy (and one registry of the JVMs it launched).
-TOOLS_DIR = Path(__file__).resolve().parent.parent / "tools"
+TOOLS_DIR = TOOLS
 if str(TOOLS_DIR) not in sys.path:
     sys.path.insert(0, str(TOOLS_DIR))
 import kafka_broker as kb  # noqa: E402

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from table_builder import record_events
 from test_faults import ROOT, pitlog
-from test_verify import record_events
 
 from events.errors import ProjectionError
 from events.integrity.verify import verify_log

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from repo_paths import EXAMPLES
 
 from events.errors import ConcurrencyError
 from events.integrity.verify import verify_log
@@ -28,8 +29,6 @@ from events.recording.ingest import (
 )
 from events.reddog import model
 from events.wire import codec
-
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 def card_line(seq: int, *, table: str = "T09", actor: str = "SHOE-9",

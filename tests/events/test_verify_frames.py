@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from table_builder import record_events
 
 from events.integrity.verify import VerifyReport, verify_log
 from events.log.base import EventLog, FramedRead, LogRecord
 from events.log.embedded.log import EmbeddedLog
-from tests.test_verify import record_events
 
 
 class RecordsOnly(EventLog):

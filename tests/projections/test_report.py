@@ -16,6 +16,7 @@ from typing import Any
 import duckdb
 import pytest
 from audit_scenarios import MONEY, ORIGINAL, THEO, Floor, evening
+from repo_paths import REPO
 
 from events.reddog.model import SettledAs
 from events.reddog.theory import outcome_probabilities
@@ -23,7 +24,6 @@ from projections.reconcile import Calendar
 from projections.report import build_report, chi_square, outcome_rows
 from projections.statistics import chi_square_sf, pearson
 
-REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")
 NEW_YORK = Calendar.parse("America/New_York")
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from console_support import CHROMIUM, NEW_YORK, Served, build_store, needs_chromium, running
+from repo_paths import REPO
 
 pytestmark = needs_chromium
 sync_api = pytest.importorskip("playwright.sync_api")
@@ -310,7 +311,7 @@ def test_the_cli_writes_the_same_incident_page(served: Served, tmp_path: Path) -
         [sys.executable, "-m", "cli.app", "dispute", "--db", str(db), "--table", a["table_id"],
          "--round", f"{a['shoe_id']}:{a['round_no']}", "--tz", "America/New_York",
          "--out", str(out)], capture_output=True, text=True, timeout=120,
-        cwd=Path(__file__).resolve().parent.parent)
+        cwd=REPO)
     assert proc.returncode == 0, proc.stderr
     url = (f"{served.url}/incident?table={a['table_id']}&shoe={a['shoe_id']}"
            f"&round={a['round_no']}")

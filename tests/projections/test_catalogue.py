@@ -14,6 +14,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from repo_paths import REPO
 
 from events.reddog.catalogue import (
     BY_CODE,
@@ -26,7 +27,6 @@ from events.reddog.catalogue import (
 from projections import anomalies, console_data, views
 from projections.reddog_macros import macros_sql
 
-REPO = Path(__file__).resolve().parents[1]
 SQL = Path(views.__file__).parent
 _LITERAL = re.compile(r"'([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*)'")
 _SELECTED = re.compile(r"\bSELECT\s+'([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*)'\s*,")  # a found row's code

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from test_verify import record_events
+from repo_paths import REPO
+from table_builder import record_events
 
 from events.errors import LogError, ProjectionError
 from events.integrity.verify import verify_log
@@ -29,7 +30,7 @@ from events.log.embedded.segment import JOURNAL
 from projections.projector import project
 from projections.store import CHECKPOINTS_DDL
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO
 PITLOG = str(ROOT / ".venv" / "bin" / "pitlog")
 
 

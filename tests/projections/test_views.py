@@ -109,11 +109,11 @@ def test_rounds_classify_the_cards_and_name_the_dealer_tapped_in(
                        "spread, outcome, announcements FROM rounds "
                        "WHERE table_id = 'T01'").fetchall()
     assert rows == [
-        (1, "D1", "AS", "3H", "10D", "spread", 10, "won", "Spread 10 | Raises closed | 10"),
+        (1, "D1", "AS", "3H", "10D", "spread", 10, "won", "Spread 10 | Raises closed | Ten"),
         (2, "D1", "5C", "6C", None, "consecutive", None, "void",
          "The cards are consecutive--tie hand"),
         (3, "D2", "QD", "QS", "QH", "pair", None, "won", "We have a pair | Three of a kind"),
-        (4, "D2", "KC", "4D", "8S", "spread", 8, "won", "Spread 8 | Raises closed | 8"),
+        (4, "D2", "KC", "4D", "8S", "spread", 8, "won", "Spread 8 | Raises closed | Eight"),
     ]
     (other,) = con.execute("SELECT dealer, kind, outcome FROM rounds "
                            "WHERE table_id = 'T02'").fetchall()
@@ -197,7 +197,7 @@ def test_replay_describes_every_event_in_order_with_its_time(
         "seat 1 raises $25.00",
         '"Raises closed" (raises_closed)',
         "10D face up to the middle box",
-        '"10" (third_card 10)',
+        '"Ten" (third_card 10)',
         "seat 1 wager won: paid $25.00 at 1 to 1",
         "seat 1 raise won: paid $25.00 at 1 to 1",
         "seat 2 wager won: paid $10.00 at 1 to 1",

@@ -3,21 +3,14 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
+
+from cli_support import run
+from repo_paths import REPO
 
 from events.log.embedded.log import EmbeddedLog
 
-PITLOG = [sys.executable, "-m", "cli.app"]
-REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
-
-
-def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*PITLOG, *args], capture_output=True, text=True, cwd=REPO,
-                          input=stdin, timeout=120, env={"PATH": "/usr/bin:/bin",
-                                                         "PYTHONPATH": str(REPO)})
 
 
 def test_ingest_of_the_example_records_every_line_and_exits_0(tmp_path: Path) -> None:

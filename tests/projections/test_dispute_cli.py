@@ -11,11 +11,10 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
+from repo_paths import REPO
 from surveillance_pit import EVENING
 from test_dispute import short_payout
 from test_dispute_outside import build_evening
-
-REPO = Path(__file__).resolve().parent.parent
 
 
 def _run(*args: str, columns: int = 80, **env: str) -> subprocess.CompletedProcess[str]:

@@ -8,10 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from repo_paths import REPO
+
 from events.log.registry import open_log
 
 PITLOG = str(Path(sys.executable).parent / "pitlog")
-REPO = Path(__file__).resolve().parents[1]
 DEVICES = REPO / "examples" / "devices.jsonl"
 
 

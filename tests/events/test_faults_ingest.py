@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+from table_builder import T0, record_events
 from test_faults import PITLOG, pitlog
-from test_verify import T0, record_events
 
 from events.integrity.verify import verify_log
 from events.log.embedded.log import EmbeddedLog

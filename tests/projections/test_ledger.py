@@ -13,6 +13,7 @@ import pytest
 from audit_scenarios import ORIGINAL, RAISE, Floor
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from repo_paths import REPO
 
 from events.reddog import model, rules
 from events.reddog.model import Box, Choice, Meaning, SettledAs
@@ -21,7 +22,7 @@ from projections.reconcile import ledger_rows
 from projections.reddog_macros import macros_sql
 
 WON, LOST, VOID = SettledAs.WON, SettledAs.LOST, SettledAs.VOID
-LEDGER_SQL = Path(__file__).resolve().parents[1] / "projections" / "ledger.sql"
+LEDGER_SQL = REPO / "projections" / "ledger.sql"
 
 
 def _ledger(db: Path, **filters: Any) -> dict[tuple[int, int, str], dict[str, Any]]:

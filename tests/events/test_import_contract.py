@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from repo_paths import REPO
 
 from events.log.base import EventLog
 from events.log.registry import BACKENDS, backend
 
-REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("events", "projections", "cli")
 
 # What each part of events/ may import of pitlog besides itself: each concern sits on the ones

@@ -20,6 +20,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from kafka_support import content_digests, dedicated_broker, produce_raw, topic_for
+from repo_paths import REPO
 
 from events.errors import PitlogError
 from events.log.kafka.log import KafkaLog
@@ -33,7 +34,6 @@ from projections.snapshot import snapshot_path
 
 pytestmark = pytest.mark.kafka
 
-REPO = Path(__file__).resolve().parent.parent
 START = datetime(2026, 11, 28, 23, 0, tzinfo=UTC)
 
 
@@ -331,7 +331,7 @@ def test_with_the_broker_gone_an_append_gives_up_with_one_error_line(kafka_uri: 
     run = subprocess.run(
         [sys.executable, "-c", _BROKER_GONE, "simulate", "--log", f"{kafka_uri}?timeout_s=3",
          "--create-topic", "--tables", "1", "--rounds", "2"],
-        capture_output=True, text=True, timeout=600, cwd=Path(__file__).resolve().parents[1])
+        capture_output=True, text=True, timeout=600, cwd=REPO)
     assert run.returncode == 1
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: cannot start a producer"), run.stderr
@@ -343,7 +343,7 @@ def test_a_topic_made_anew_under_a_projected_database_is_refused(
     """Issue 14 on Kafka (no log id): the topic is deleted and made again with other events,
     more of them than were projected; the checkpoint's record digest refuses it."""
     from kafka.admin import KafkaAdminClient
-    from test_verify import record_events
+    from table_builder import record_events
 
     from projections.projector import project
 

@@ -656,7 +656,7 @@ def test_the_redraw_cheats_reproduced_through_pitlog_ingest(tmp_path: Path) -> N
     paid. Round 2: 7S 7H, 9D decides (tie hand), 7D redrawn and paid 11 to 1."""
     import json
 
-    from test_cli_integrity import run
+    from cli_support import run
 
     rounds = [(1, "3C QD 2S 9H", ("SPREAD", 8), [("THIRD_CARD", 2), ("THIRD_CARD", 9)],
                ("WON", 2500, 1)),
@@ -772,7 +772,7 @@ def test_the_diverted_card_reproduced_through_pitlog_ingest(tmp_path: Path) -> N
     `pitlog replay` label the deciding card and the redrawn one."""
     import json
 
-    from test_cli_integrity import run
+    from cli_support import run
 
     def drawn(label: str, box: str) -> tuple[str, dict[str, object]]:
         c = card_of(label)

@@ -16,6 +16,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from audit_scenarios import evening
+from repo_paths import REPO
 
 from events.text import visible
 from projections.sql_console import (
@@ -26,7 +27,6 @@ from projections.sql_console import (
 )
 from projections.store import open_store
 
-REPO = Path(__file__).resolve().parents[1]
 HUGE_CROSS_JOIN = "SELECT count(*) FROM range(1000000000) a, range(1000000000) b"
 
 

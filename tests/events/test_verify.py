@@ -5,39 +5,14 @@ from __future__ import annotations
 
 import tracemalloc
 from array import array
-from datetime import UTC, datetime, timedelta
-from itertools import count
 from pathlib import Path
 
 import pytest
+from repo_paths import TOOLS
+from table_builder import record_events
 
 from events.integrity.verify import CHAIN_BROKEN, SEQUENCE_GAP, VerifyReport, verify_log
-from events.log.base import EventLog
 from events.log.embedded.log import FRAME, EmbeddedLog
-from events.recording.recorder import Recorder
-from events.reddog import model
-
-T0 = datetime(2026, 11, 28, 21, 0, tzinfo=UTC)
-
-
-def record_events(log: EventLog, per_table: dict[str, int], run: str = "e") -> Recorder:
-    """Round-robin over the tables so their records interleave in the partition. `run`
-    prefixes the event ids: two runs from the same heads then record other bytes."""
-    ids = count(1)
-    recorder = Recorder(log, new_id=lambda: f"{run}{next(ids)}", now=lambda: T0)
-    remaining = dict(per_table)
-    i = 0
-    while any(remaining.values()):
-        for table, left in remaining.items():
-            if left:
-                recorder.record(table, model.CardDrawn(
-                    rank=2 + i % 13, suit=model.Suit.HEARTS, face_up=True,
-                    destination=model.Box.LEFT), shoe_id=f"{table}-S0001", round_no=1 + i // 3,
-                    actor="SHOE-1", occurred_at=T0 + timedelta(seconds=i))
-                remaining[table] = left - 1
-                i += 1
-    recorder.flush()
-    return recorder
 
 
 def one_table_log(tmp_path: Path, n: int = 10) -> EmbeddedLog:
@@ -286,7 +261,7 @@ def test_verify_locates_a_forged_and_a_replayed_record_on_a_real_kafka_topic(
         # CI starts one broker for the run (.ci/run); alone, this test starts its own.
         bootstrap = os.environ.get("PITLOG_KAFKA_BOOTSTRAP")
         if not bootstrap:
-            sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+            sys.path.insert(0, str(TOOLS))
             import kafka_broker as kb
 
             broker = kb.start_broker(tmp_path / "kafka", timeout_s=180)
