@@ -67,7 +67,7 @@ class PlaceSlips(Slips):
         assert hand.left is not None and hand.right is not None and hand.third is not None
         expected = rules.settle_wager(table.paytable, hand.left.rank, hand.right.rank,
                                       hand.third.rank, 100)
-        if expected.outcome is not rules.Outcome.LOST \
+        if expected.outcome is not rules.SettledAs.LOST \
                 or not self.roll("ROUND_VOIDED_WITHOUT_CAUSE"):
             return
         table.emit(model.RoundVoided(reason="dealer's call"))
