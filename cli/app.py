@@ -24,9 +24,10 @@ from events.text import visible
 # lists every command (issue 19: `pitlog replay` must not pay for the simulator's, the report's
 # or the server's imports). Since the help imports every command module, the pitlog modules that
 # load DuckDB, fastavro, pyarrow, matplotlib or the server are imported inside the commands that
-# use them, for start-up alone (tests/cli/test_cli_imports.py); tests/events/test_import_contract.py allows
-# exactly those imports inside functions (START_UP). A module or function missing from this
-# table's entries is an ImportError or AttributeError, never a command silently left out.
+# use them, for start-up alone (tests/cli/test_cli_imports.py);
+# tests/events/test_import_contract.py allows exactly those imports inside functions (START_UP).
+# A module or function missing from this table's entries is an ImportError or AttributeError,
+# never a command silently left out.
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "demo": ("cli.commands_core", "demo", "Operations"),
     "simulate": ("cli.commands_core", "simulate_cmd", "Operations"),

@@ -2,8 +2,8 @@
 definition in events/reddog/: the rank labels (J, Q, K, A) and the standard paytable
 (13:47-20.31(e), (d)9) from rules.py, the anomaly catalogue (`anomaly_codes`) from catalogue.py.
 create_views runs this before the .sql files, which call the macros and join the catalogue
-instead of spelling them out; tests/projections/test_reddog_macros.py and tests/projections/test_catalogue.py check
-them against the Python.
+instead of spelling them out; tests/projections/test_reddog_macros.py and
+tests/projections/test_catalogue.py check them against the Python.
 """
 
 from __future__ import annotations

@@ -378,12 +378,13 @@ def test_the_rules_decision_is_what_the_dealer_records() -> None:
     """One SettledAs: the decision settle_wager expects is the value a WagerSettled stores,
     spelled as the schema's enum symbols (stored logs keep reading)."""
     import json
-    from pathlib import Path
+
+    from repo_paths import REPO
 
     from events.reddog import model
 
     assert model.SettledAs is SettledAs
-    schema = json.loads((Path(__file__).parents[1] / "schemas" / "WagerSettled.v1.avsc")
+    schema = json.loads((REPO / "schemas" / "WagerSettled.v1.avsc")
                         .read_text())
     (field,) = [f for f in schema["fields"] if f["name"] == "outcome"]
     assert field["type"]["symbols"] == [s.value for s in SettledAs] == ["WON", "LOST", "VOID"]

@@ -61,7 +61,8 @@ def test_the_rows_stored_family_by_family_are_the_views_rows_for_every_family(
     project(log, db)
     with duckdb.connect(str(db)) as con:
         families = anomaly_families(con)
-        assert families == ["anomalies_found_money", "anomalies_found_rounds",
+        assert families == ["anomalies_found_money", "anomalies_found_places",
+                            "anomalies_found_rounds",
                             "anomalies_found_shoes", "anomalies_found_streams",
                             "anomalies_found_tables"]
         per_family = {f: con.sql(f"SELECT count(*) FROM ({FAMILY_ROWS.format(family=f)})")
