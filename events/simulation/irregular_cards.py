@@ -22,6 +22,8 @@ _ALL_CARDS = tuple(Card(r, s) for r in range(2, 15) for s in Suit)
 class CardSlips(Slips):
     """The card-level injections; mixed into `Irregularities`, which provides the state."""
 
+    _rack_second: bool  # WRONG_BOX racked between: the second card goes to the rack
+
     # --- the shoe --------------------------------------------------------------------------------
 
     def shoe_decks(self, table: Table, decks: int) -> int:
@@ -48,15 +50,55 @@ class CardSlips(Slips):
     # --- the first two cards ---------------------------------------------------------------------
 
     def first_boxes(self, table: Table) -> tuple[Box, Box]:
-        """WRONG_BOX ((d)5; GA (3)): the first card to the right box, the second to the left."""
-        if self.enabled and self.roll("WRONG_BOX"):
-            self.label("WRONG_BOX", table)
+        """WRONG_BOX ((d)5; GA (3)), one of three slips, each labelled with exactly what the views
+        raise (the first two cards out make the round wherever they went, views.sql round_cards):
+        - swapped: the first card to the right box, the second to the left (WRONG_BOX);
+        - stacked: both on one side box, the second on top of the first; the dealer plays the
+          round on those two, so the spread does not change (WRONG_BOX alone);
+        - racked between: the second card to the discard rack and the next to the right box, in
+          a round whose first two out are consecutive, and the first with the card on the right
+          too; the dealer calls the tie and returns the wagers, which is right for the round the
+          views read (the first two out), but the card on the right came out after a tie hand
+          (WRONG_BOX and THIRD_CARD_ON_CONSECUTIVE, 13:47-20.31(d)7). Offered when two such cards
+          are left in the shoe, moved up, and not near the cutting card."""
+        if not (self.enabled and self.roll("WRONG_BOX")):
+            return Box.LEFT, Box.RIGHT
+        way = self.rng.choice(("swapped", "stacked", "racked"))
+        if way == "racked" and self._neighbours_up(table):
+            self._rack_second = True
+            self.label("WRONG_BOX", table, "second card racked between")
+            self.label("THIRD_CARD_ON_CONSECUTIVE", table, "the card on the right after the tie")
+            return Box.LEFT, Box.RIGHT
+        if way == "swapped":
+            self.label("WRONG_BOX", table, "swapped")
             return Box.RIGHT, Box.LEFT
-        return Box.LEFT, Box.RIGHT
+        side = self.rng.choice((Box.LEFT, Box.RIGHT))
+        self.label("WRONG_BOX", table, f"stacked on the {side.value.lower()} box")
+        return side, side
+
+    def _neighbours_up(self, table: Table) -> bool:
+        """Move two cards consecutive to the next card (the first of the round) to come right
+        after it; False (nothing moved) when the shoe holds no two, or the cutting card is near."""
+        if len(table.shoe) <= table.cut_behind + 4:
+            return False
+        first = table.shoe[-1].rank
+        near = [i for i in range(len(table.shoe) - 1) if abs(table.shoe[i].rank - first) == 1]
+        if len(near) < 2:
+            return False
+        # table.shoe deals from its end: after the first card, shoe[-2] then shoe[-3].
+        for slot, i in ((-2, near[-1]), (-3, near[-2])):
+            table.shoe[i], table.shoe[slot] = table.shoe[slot], table.shoe[i]
+        return True
 
     def before_second_card(self, table: Table, hand: Hand) -> None:
-        """EARLY_RAISE ((d)12): a player raises before the second card, in a round that the
-        second card (the next in the shoe) makes a spread."""
+        """The second card racked between the first two (first_boxes): it goes to the discard
+        rack, and the caller deals the next card to the right box. Or EARLY_RAISE ((d)12): a
+        player raises before the second card, in a round that the second card (the next in the
+        shoe) makes a spread."""
+        if self._rack_second:
+            self._rack_second = False
+            table.deal(Box.DISCARD_RACK, hand)
+            return
         if not self.enabled or not hand.wagers or not table.shoe:
             return
         first, second = hand.dealt[0], table.shoe[-1]

@@ -187,18 +187,27 @@ class HandSlips(Slips):
         "Raises closed"; the new third card; its value; the players' settlements. Half the
         injections follow it (EARLY_THIRD_CARD only); the rest break it one way (also
         EARLY_EXPOSURE_MISHANDLED): the exposed card is used, a player is offered no choice,
-        or a voider is refunded only after the new third card. Returns True when it dealt
-        the round's third card.
+        a voider is refunded only after the new third card, or "elsewhere" (see
+        _exposed_elsewhere). Returns True when it dealt the round's third card.
         """
         if not (self.enabled and self.roll("EARLY_THIRD_CARD")):
             return False
         keys = sorted(hand.wagers)
-        way = self.rng.choice(("proper", "proper", "proper", "used", "no_choice", "late_refund")
-                              if keys else ("proper", "used"))
-        exposed = table.deal(Box.MIDDLE, hand)
+        ways = ("proper", "proper", "proper", "used", "no_choice", "late_refund") if keys \
+            else ("proper", "used")
+        # "elsewhere" settles on the card after the exposed one: not at an illegal paytable
+        # (its payouts are BELOW_MINIMUM_ODDS's), nor with the cutting card near.
+        if not self.illegal_paytable and not self.cut_card_this_round \
+                and len(table.shoe) > table.cut_behind + 3:
+            ways += ("elsewhere",)
+        way = self.rng.choice(ways)
         self.label("EARLY_THIRD_CARD", table, way)
         if way != "proper":
             self.label("EARLY_EXPOSURE_MISHANDLED", table, way)
+        if way == "elsewhere":
+            self._exposed_elsewhere(table, hand)
+            return True
+        exposed = table.deal(Box.MIDDLE, hand)
         if way == "used":
             hand.third = exposed
             table.announce(Meaning.THIRD_CARD, exposed.rank)
@@ -220,6 +229,28 @@ class HandSlips(Slips):
         if way == "late_refund":
             self._refund(table, hand, voiders)
         return True
+
+    def _exposed_elsewhere(self, table: Table, hand: Hand) -> None:
+        """A spread round with no "Raises closed" at all: the third card out goes to any box or
+        the discard rack, no choice is offered, and the dealer deals the next card to the middle
+        box, announces it and settles on it. Nothing discarded the exposed card ((g)3 discards
+        it only in favour of a card dealt after "Raises closed"), so it decides wherever it went
+        (views.sql deciding_index): EARLY_THIRD_CARD, EARLY_EXPOSURE_MISHANDLED (it was used),
+        THIRD_CARD_REDRAWN for the card after it (the exposed card in the middle box) or
+        THIRD_CARD_DIVERTED (elsewhere), and WRONG_SETTLEMENT when a wager settled on the card
+        after it is decided otherwise by the exposed card."""
+        assert hand.left is not None and hand.right is not None
+        box = self.rng.choice((Box.MIDDLE, Box.DISCARD_RACK, Box.LEFT, Box.RIGHT))
+        exposed = table.deal(box, hand)
+        hand.third = dealt = table.deal(Box.MIDDLE, hand)
+        table.announce(Meaning.THIRD_CARD, dealt.rank)
+        self.label("THIRD_CARD_REDRAWN" if box is Box.MIDDLE else "THIRD_CARD_DIVERTED", table,
+                   f"{exposed} to {box.value.lower()} before raises closed, then {dealt}")
+        left, right = hand.left.rank, hand.right.rank
+        decided = rules.settle_wager(table.paytable, left, right, exposed.rank, 100)
+        settled = rules.settle_wager(table.paytable, left, right, dealt.rank, 100)
+        if decided != settled and (hand.wagers or hand.raises):
+            self.label("WRONG_SETTLEMENT", table, f"settled on {dealt}, not {exposed}")
 
     def _refund(self, table: Table, hand: Hand, voiders: list[tuple[int, int]]) -> None:
         for key in voiders:

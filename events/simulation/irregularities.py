@@ -109,6 +109,7 @@ class Irregularities(HandSlips, CardSlips, PlaceSlips):
         self._tamper: str | None = None
         self._call_bet = False
         self._coupon = False
+        self._rack_second = False
         self._late_raise: tuple[int, int] | None = None
         self._settle_rolled = self._payout_rolled = False
         self.extra_card_pending = False
