@@ -9,6 +9,7 @@ at all. Also here: the statistics behind HOLD_VARIANCE and OUTCOME_FREQUENCY.
 from __future__ import annotations
 
 import multiprocessing
+import re
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -111,6 +112,40 @@ def test_precision_and_recall_are_one_on_100k_rounds_at_8_tables(tmp_path: Path)
     print(f"\n{rounds} rounds, {events} events, {len(truth)} labels, {seconds:.0f} s")
     for code, (precision, recall, labelled) in sorted(result.items()):
         print(f"{code}: precision {precision:.3f} recall {recall:.3f} on {labelled} injected")
+
+
+def test_the_box_slips_and_the_exposure_with_no_raises_closed_are_labelled_exactly(
+        tmp_path: Path) -> None:
+    """The slips of tests/projections/test_round_cards.py, injected (F2, F6, F8): the second card
+    racked between the first two, the second card stacked on the first's box, and a spread's
+    third card out to any box (or the rack) with no "Raises closed" and the next card settled
+    on. Each kind is injected, and in every labelled round the codes the views raise are
+    exactly its labels (code by code, round by round), so none is found by a neighbour's label.
+    """
+    config = SimConfig(seed=23, tables=4, rounds=400, seats=3, profiles=PROFILES,
+                       per_code={"WRONG_BOX": 0.2, "EARLY_THIRD_CARD": 0.3},
+                       reshuffling_every=RESHUFFLING_EVERY)
+    with EmbeddedLog(tmp_path / "log") as log:
+        report = simulate(log, config)
+    notes = {t.note for t in report.truth}
+    assert {"second card racked between", "stacked on the left box",
+            "stacked on the right box", "swapped", "elsewhere"} <= notes
+    exposed = {m.group(1) for t in report.truth
+               if (m := re.search(r" to (\w+) before raises closed", t.note))}
+    assert exposed == {"middle", "discard_rack", "left", "right"}
+    labelled: dict[tuple[str, str | None, int | None], set[str]] = {}
+    for t in report.truth:
+        labelled.setdefault((t.table_id, t.shoe_id, t.round_no), set()).add(t.code)
+    found: dict[tuple[str, str | None, int | None], set[str]] = {}
+    for a in detect(tmp_path / "log", tmp_path / "db.duckdb"):
+        found.setdefault((a["table_id"], a["shoe_id"], a["round_no"]), set()).add(a["code"])
+    assert found == labelled
+    racked = {k for k, codes in labelled.items() if "THIRD_CARD_ON_CONSECUTIVE" in codes}
+    assert racked and all(labelled[k] == {"WRONG_BOX", "THIRD_CARD_ON_CONSECUTIVE"}
+                          for k in racked)
+    assert any(codes == {"EARLY_THIRD_CARD", "EARLY_EXPOSURE_MISHANDLED",
+                         "THIRD_CARD_DIVERTED", "WRONG_SETTLEMENT"}
+               for codes in labelled.values())
 
 
 def test_a_clean_evening_raises_no_rule_anomaly(tmp_path: Path) -> None:
