@@ -1,8 +1,9 @@
 """The dealer's slips with the cards themselves, injected by the simulator (issue 13): a card
 redrawn to the middle box after the deciding third card, the deciding third card put in the
 discard rack or on a side box and a winner dealt to the middle box, a spread settled with no
-third card, a raise before the first two cards, the first two cards to the wrong boxes, a card
-drawn in error and not used, a burnt card disclosed wrong, a casino-night shoe of two decks.
+third card, a raise before the first two cards, the first two cards to the wrong boxes (swapped,
+stacked, or the second racked between), a card drawn in error and not used, a burnt card
+disclosed wrong, a casino-night shoe of two decks.
 
 Mixed into `Irregularities` (events/simulation/irregularities.py), which provides the random
 stream, the state and the ground-truth labels. Every method returns at once, drawing nothing, when
