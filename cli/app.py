@@ -16,6 +16,7 @@ import inspect
 import os
 import sys
 from importlib import import_module
+from importlib.util import find_spec
 from typing import Annotated, Any, NamedTuple
 
 import typer
@@ -139,6 +140,14 @@ class _LazyGroup(TyperGroup):
         # Known by name from the start: "did you mean" suggestions see every command.
         self.commands.update({name: _Listed(name, entry) for name, entry in COMMANDS.items()})
         self._listing = 0
+        # A packaging slip (a command module left out) fails every call, `--help` included,
+        # instead of dropping a command: its file is looked for, not imported.
+        for name, entry in COMMANDS.items():
+            if find_spec(f"{PACKAGE}.{entry.module}") is None:
+                raise ModuleNotFoundError(
+                    f"the module {PACKAGE}.{entry.module} of the command {name!r} is missing: "
+                    f"this installation of pitlog is incomplete, reinstall it",
+                    name=f"{PACKAGE}.{entry.module}")
 
     def list_commands(self, ctx: Any) -> list[str]:
         return list(COMMANDS)
