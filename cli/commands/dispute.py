@@ -18,19 +18,17 @@ import typer
 
 from cli.client import ServerOpt, ask
 from cli.options import DbOpt, FormatOpt, TzOpt, db_path, new_file, parse_time
-from cli.output import Format, cents, render
+from cli.output import Format, render
 from cli.reading import reading
 from events.errors import PitlogError
 from projections.dispute import Dispute, dispute
 from projections.localtime import casino_zone, clock, stamp
 from projections.moment import OutsideRound
+from projections.money import dollars
+from projections.serve.templates.base import seqs_text
 from projections.serve.templates.incident import incident_page
 
 Row = dict[str, Any]
-
-
-def _seqs(value: Any) -> str:
-    return " ".join(str(v) for v in value or [])
 
 
 def round_fields(d: Dispute, tz: tzinfo) -> list[Row]:
@@ -71,16 +69,16 @@ def render_dispute(d: Dispute, tz: tzinfo) -> None:
            Format.table, title=f"{where}: announcements", tz=tz, compact=True, keep=("time",))
     render([{"seat": w["seat"], "area": w["area"], "time": clock(w["occurred_at"], tz),
              "seq": w["seq"], "action": w["action"], "player": w["player_id"],
-             "amount": cents(w["amount_cents"])} for w in d.wagers],
+             "amount": dollars(w["amount_cents"])} for w in d.wagers],
            Format.table, title=f"{where}: wagers, raises and choices", tz=tz, compact=True,
            keep=("time", "amount"))
     render([{"seat": s["seat"], "kind": s["wager_kind"].lower(),
-             "wager": cents(s["wager_cents"]), "required": s["required"], "made": s["made"],
+             "wager": dollars(s["wager_cents"]), "required": s["required"], "made": s["made"],
              "status": s["status"], "settled": clock(s["settled_at"], tz)}
             for s in d.settlements],
            Format.table, title=f"{where}: settlement required and made", tz=tz, compact=True,
            keep=("wager", "status", "settled"))
-    render([{"code": a["code"], "severity": a["severity"], "seqs": _seqs(a["seqs"]),
+    render([{"code": a["code"], "severity": a["severity"], "seqs": seqs_text(a["seqs"]),
              "explanation": a["explanation"]} for a in d.anomalies],
            Format.table, title=f"{where}: anomalies", tz=tz, compact=True, keep=("code",))
 
