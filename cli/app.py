@@ -4,10 +4,10 @@ concern, each imported only when one of its commands runs or shows its own help.
 `pitlog --help` lists every command from COMMANDS alone (name, panel, one-line summary), so it
 imports no command module: no DuckDB, pyarrow, numpy, fastavro or the simulator (issue 19,
 item 4: a command's start pays only for what it needs; tests/cli/test_cli_imports.py). A
-command module imports what it needs at its top. A name in COMMANDS whose module or function is
-missing is an ImportError or AttributeError when it is asked for, never a command silently left
-out (issue 15). Every PitlogError becomes one line, `Error: ...`, and exit code 1: never a
-traceback.
+command module imports what it needs at its top. A command of COMMANDS whose module is missing
+fails every call, `--help` included, and one whose function is missing fails when it is asked
+for: never a command silently left out (issue 15). Every PitlogError becomes one line,
+`Error: ...`, and exit code 1: never a traceback.
 """
 
 from __future__ import annotations
