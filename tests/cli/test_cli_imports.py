@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -45,10 +46,12 @@ with open(sys.argv[1], "w") as f:
 """
 
 
-def _modules(tmp_path: Path, *args: str) -> tuple[set[str], str]:
+def _modules(tmp_path: Path, *args: str, env: dict[str, str] | None = None
+             ) -> tuple[set[str], str]:
     report = tmp_path / "modules.json"
     proc = subprocess.run([sys.executable, "-c", _RUN, str(report), *args], cwd=REPO,
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, **(env or {})})
     found = json.loads(report.read_text())
     assert found["code"] in (0, None), proc.stderr
     return set(found["modules"]), proc.stdout
@@ -84,6 +87,20 @@ def test_replay_help_imports_the_replay_module_alone_and_no_heavy_library(
     assert "Example: pitlog replay" in " ".join(out.split())
     assert _command_modules(modules) == [f"{PACKAGE}.replay"]
     assert _heavy(modules) == []
+
+
+def test_completing_a_command_name_imports_no_command_module(tmp_path: Path) -> None:
+    modules, out = _modules(tmp_path, env={"_PITLOG_COMPLETE": "complete_bash",
+                                           "COMP_WORDS": "pitlog re", "COMP_CWORD": "1"})
+    assert out.split() == ["replay", "reconcile", "report"]
+    assert _command_modules(modules) == []
+
+
+def test_completing_an_option_loads_that_command_alone(tmp_path: Path) -> None:
+    modules, out = _modules(tmp_path, env={"_PITLOG_COMPLETE": "complete_bash",
+                                           "COMP_WORDS": "pitlog replay --s", "COMP_CWORD": "2"})
+    assert out.split() == ["--shoe", "--server"]
+    assert _command_modules(modules) == [f"{PACKAGE}.replay"]
 
 
 def test_replay_imports_duckdb_but_no_heavy_library(tmp_path: Path, db: Path) -> None:
