@@ -11,7 +11,10 @@ from this checkout ("new") and from a `git archive` of `--old` ("old"). Wall and
 
     help / import duckdb        replay / (import duckdb + query)
 
-which issue 19 wants at most 1.5. Prints one JSON object as its last line.
+which issue 19 wants at most 1.5. Three more yardsticks show where a command's start goes
+beyond DuckDB: `import typer`, and what typer imports on top of it to draw a help
+(`typer.rich_utils`: rich's markdown and traceback) and to convert a command's arguments
+(`typer._adapters`: pydantic). Prints one JSON object as its last line.
 """
 
 from __future__ import annotations
@@ -82,6 +85,9 @@ def main() -> None:
         old = Path(old_dir)
         runs: list[tuple[str, list[str], Path | None]] = [
             ("import duckdb", [py, "-c", "import duckdb"], None),
+            ("import typer", [py, "-c", "import typer"], None),
+            ("import typer.rich_utils", [py, "-c", "import typer.rich_utils"], None),
+            ("import typer._adapters", [py, "-c", "import typer._adapters"], None),
             ("help, new", [py, "-m", "cli.app", "--help"], REPO),
             ("help, old", [py, "-m", "cli.app", "--help"], old),
             ("replay, new", [py, "-m", "cli.app", "replay", shoe, "--db", str(a.db)], REPO),

@@ -1,76 +1,183 @@
-"""The `pitlog` command: one Typer app; each command lives in a small module of its own.
+"""The `pitlog` command: one Typer app whose commands live in cli/commands/, one module per
+concern, each imported only when one of its commands runs or shows its own help.
 
-Every PitlogError becomes one line, `Error: ...`, and exit code 1: never a traceback.
+`pitlog --help` lists every command from COMMANDS alone (name, panel, one-line summary), so it
+imports no command module: no DuckDB, pyarrow, numpy, fastavro or the simulator (issue 19,
+item 4: a command's start pays only for what it needs; tests/cli/test_cli_imports.py). A
+command module imports what it needs at its top. A command of COMMANDS whose module is missing
+fails every call, `--help` included, and one whose function is missing fails when it is asked
+for: never a command silently left out (issue 15). Every PitlogError becomes one line,
+`Error: ...`, and exit code 1: never a traceback.
 """
 
 from __future__ import annotations
 
-import importlib
+import inspect
 import os
 import sys
-from importlib.metadata import PackageNotFoundError, version
-from typing import Annotated
+from importlib import import_module
+from importlib.util import find_spec
+from typing import Annotated, Any, NamedTuple
 
-import click
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 from typer.models import CommandInfo
 
 from events.errors import PitlogError
 from events.text import visible
+from projections.defaults import STORAGE_VERSION
 
-# Every command: its module, function and help panel (`pitlog --help` groups the commands by
-# who uses them). A command's module is imported only when that command runs, or when the help
-# lists every command (issue 19: `pitlog replay` must not pay for the simulator's, the report's
-# or the server's imports). Since the help imports every command module, the pitlog modules that
-# load DuckDB, fastavro, pyarrow, matplotlib or the server are imported inside the commands that
-# use them, for start-up alone (tests/cli/test_cli_imports.py);
-# tests/events/test_import_contract.py allows exactly those imports inside functions (START_UP).
-# A module or function missing from this table's entries is an ImportError or AttributeError,
-# never a command silently left out.
-COMMANDS: dict[str, tuple[str, str, str]] = {
-    "demo": ("cli.commands_core", "demo", "Operations"),
-    "simulate": ("cli.commands_core", "simulate_cmd", "Operations"),
-    "project": ("cli.commands_core", "project_cmd", "Operations"),
-    "shoes": ("cli.commands_core", "shoes", "Surveillance"),
-    "replay": ("cli.commands_core", "replay", "Surveillance"),
-    "theo": ("cli.commands_core", "theo", "Audit"),
-    "anomalies": ("cli.commands_surveillance", "anomalies_cmd", "Surveillance"),
-    "dispute": ("cli.commands_surveillance", "dispute_cmd", "Surveillance"),
-    "reconcile": ("cli.commands_audit", "reconcile_cmd", "Audit"),
-    "ledger": ("cli.commands_audit", "ledger_cmd", "Audit"),
-    "conservation": ("cli.commands_audit", "conservation_cmd", "Audit"),
-    "sql": ("cli.commands_audit", "sql_cmd", "Audit"),
-    "report": ("cli.commands_audit", "report_cmd", "Audit"),
-    "verify": ("cli.commands_integrity", "verify", "Integrity"),
-    "ingest": ("cli.commands_integrity", "ingest_cmd", "Operations"),
-    "serve": ("cli.serve", "serve_cmd", "Operations"),
+PACKAGE = "cli.commands"
+
+
+class Entry(NamedTuple):
+    module: str  # in cli/commands/
+    function: str
+    panel: str  # `pitlog --help` groups the commands by who uses them
+    summary: str  # what `pitlog --help` shows: the first paragraph of the function's docstring
+
+
+# Every command, in the order `pitlog --help` lists them within each panel. A summary is the
+# first paragraph of its command's docstring on one line, checked equal by
+# tests/cli/test_cli_imports.py, so the help list never drifts from the commands' own help.
+COMMANDS: dict[str, Entry] = {
+    "demo": Entry("demo", "demo", "Operations", (
+        "Simulate a short evening at four tables, with irregularities, project it, and "
+        "print the summary and the anomalies.")),
+    "simulate": Entry("simulate", "simulate_cmd", "Operations", (
+        "Play a seeded evening at the tables and record every event to the log.")),
+    "project": Entry("project", "project_cmd", "Operations", (
+        "Bring the DuckDB views up to date with the log (only new events are read). With "
+        "--follow, --log-level info logs one line per committed batch (records and lag).")),
+    "shoes": Entry("replay", "shoes", "Surveillance", (
+        "List the shoes: table, decks, when opened and closed, rounds, cards, burns, "
+        "dealers.")),
+    "replay": Entry("replay", "replay", "Surveillance", (
+        "Replay one shoe event by event (times, cards, announcements, wagers, "
+        "settlements), then its hands in discard-rack order.")),
+    "theo": Entry("theo", "theo", "Audit", (
+        "The exact house edge from the combinatorics, as a fraction and a percentage.")),
+    "anomalies": Entry("anomalies", "anomalies_cmd", "Surveillance", (
+        "The flagged anomalies: each with its code, severity, place, the sequence numbers"
+        " of the events that prove it, a one-line explanation and the rule it cites "
+        "(docs/anomalies.md).")),
+    "dispute": Entry("dispute", "dispute_cmd", "Surveillance", (
+        "Rebuild the hand in play at a table at a moment: its cards in discard-rack order"
+        " with the time each left the shoe, every announcement, every wager and raise per"
+        " seat, the settlement the rules require next to the one made, and the anomalies "
+        "that touch the round. Times are shown on the casino's clock (--tz or PITLOG_TZ).")),
+    "reconcile": Entry("reconcile", "reconcile_cmd", "Audit", (
+        "Handle, paid, collected, returned, net win and hold, against the exact "
+        "theoretical win (the house edge for the shoe's decks and the table's paytable, "
+        "applied to the wagers and raises actually made), with the variance in cents and "
+        "in % and flags.")),
+    "ledger": Entry("reconcile", "ledger_cmd", "Audit", (
+        "The settlement ledger: every wager and raise with the decision the rules and the"
+        " table's paytable require next to the settlements recorded; unsettled and doubly"
+        " settled wagers included. The table format shows the main columns; json, csv and"
+        " parquet all of them.")),
+    "conservation": Entry("reconcile", "conservation_cmd", "Audit", (
+        "Check money in = money out + net win, to the cent, per table and gaming day: "
+        "handle = paid winnings + stakes returned to winners + voids returned + "
+        "(collected - paid), with stakes still in play set aside. Exit code 1 if any "
+        "group does not balance.")),
+    "sql": Entry("sql", "sql_cmd", "Audit", (
+        "Run one read-only query over the views (ledger, paytables, rounds, wagers, ...) "
+        "on a read-only connection that cannot read files or URLs, load extensions or "
+        "change its own settings, within a time and memory limit. Anything that could "
+        "write is refused.")),
+    "report": Entry("report", "report_cmd", "Audit", (
+        "Write a self-contained HTML report for one gaming day (default: the latest): "
+        "hold against theoretical by table and by dealer, anomalies over time, outcome "
+        "frequencies against the combinatorics, and the conservation check. No scripts, "
+        "nothing fetched.")),
+    "verify": Entry("verify", "verify", "Integrity", (
+        "Check every table stream on the log: gapless sequence numbers (SEQUENCE_GAP) and"
+        " the hash chain (CHAIN_BROKEN), each located by partition, offset and seq; then "
+        "a summary per table. Exit code 1 if anything is broken.")),
+    "ingest": Entry("ingest", "ingest_cmd", "Operations", (
+        "Record device JSON lines (card-reading shoes, shufflers, dealer terminals) as "
+        "events. Each bad line is reported with its line number and reason and "
+        "quarantined; every good line is recorded. Exit code 0 if every line was "
+        "recorded, 1 if any was rejected.")),
+    "serve": Entry("serve", "serve_cmd", "Operations", (
+        "Follow the log into the database (as `project --follow` does) and serve it read-"
+        "only over HTTP: the JSON API (/api/...), alerts as Server-Sent Events (/alerts),"
+        " /health and /metrics. The query commands (shoes, anomalies, ...) use it "
+        "automatically. Stop with Ctrl-C or SIGTERM. Binding beyond loopback needs "
+        "PITLOG_TOKEN (sent as a bearer token).")),
 }
 PANELS: dict[str, tuple[str, ...]] = {}
-for _name, (_, _, _panel) in COMMANDS.items():
-    PANELS[_panel] = (*PANELS.get(_panel, ()), _name)
+for _name, _entry in COMMANDS.items():
+    PANELS[_entry.panel] = (*PANELS.get(_entry.panel, ()), _name)
+
+
+def summary_of(command: Any) -> str:
+    """A command's help as COMMANDS states it: the first paragraph, on one line."""
+    return " ".join(inspect.cleandoc(command.help or "").split("\n\n")[0].split())
+
+
+class _Listed(TyperCommand):
+    """A command as `pitlog --help` and shell completion list it: name, panel and summary,
+    without importing its module. Asked to run (or for its own help), it loads the real one."""
+
+    def __init__(self, name: str, entry: Entry) -> None:
+        super().__init__(name=name, help=entry.summary, short_help=entry.summary,
+                         rich_help_panel=entry.panel)
+
+    def make_context(self, info_name: str | None, args: list[str],
+                     parent: Any = None, **extra: Any) -> Any:
+        real = load(self.name or "")
+        return real.make_context(info_name, args, parent=parent, **extra)
 
 
 class _LazyGroup(TyperGroup):
-    """The commands of COMMANDS, each built from its function the first time it is asked for."""
+    """click's lazy subcommands: each command of COMMANDS is loaded the first time it is asked
+    for by name; the group's help and completion list them from COMMANDS alone."""
 
-    def list_commands(self, ctx: click.Context) -> list[str]:
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        # Known by name from the start: "did you mean" suggestions see every command.
+        self.commands.update({name: _Listed(name, entry) for name, entry in COMMANDS.items()})
+        self._listing = 0
+        # A packaging slip (a command module left out) fails every call, `--help` included,
+        # instead of dropping a command: its file is looked for, not imported.
+        for name, entry in COMMANDS.items():
+            if find_spec(f"{PACKAGE}.{entry.module}") is None:
+                raise ModuleNotFoundError(
+                    f"the module {PACKAGE}.{entry.module} of the command {name!r} is missing: "
+                    f"this installation of pitlog is incomplete, reinstall it",
+                    name=f"{PACKAGE}.{entry.module}")
+
+    def list_commands(self, ctx: Any) -> list[str]:
         return list(COMMANDS)
 
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name not in self.commands:
-            if cmd_name in COMMANDS:
-                self.commands[cmd_name] = _load(cmd_name)
-            else:  # not a command: load them all, so the "did you mean" suggestions see them
-                for name in COMMANDS:
-                    self.get_command(ctx, name)
-        return super().get_command(ctx, cmd_name)
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        found = self.commands.get(cmd_name)
+        if isinstance(found, _Listed) and not self._listing:
+            found = self.commands[cmd_name] = load(cmd_name)
+        return found
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        self._listing += 1  # the list of commands: their summaries, no module imported
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self._listing -= 1
+
+    def shell_complete(self, ctx: Any, incomplete: str) -> Any:
+        self._listing += 1
+        try:
+            return super().shell_complete(ctx, incomplete)
+        finally:
+            self._listing -= 1
 
 
-def _load(name: str) -> click.Command:
-    module, function, panel = COMMANDS[name]
-    callback = getattr(importlib.import_module(module), function)
-    info = CommandInfo(name=name, callback=callback, rich_help_panel=panel)
+def load(name: str) -> Any:
+    """The click command of COMMANDS[name], built from its function (importing its module)."""
+    entry = COMMANDS[name]
+    callback = getattr(import_module(f"{PACKAGE}.{entry.module}"), entry.function)
+    info = CommandInfo(name=name, callback=callback, rich_help_panel=entry.panel)
     return typer.main.get_command_from_info(
         info, pretty_exceptions_short=app.pretty_exceptions_short,
         rich_markup_mode=app.rich_markup_mode)
@@ -87,12 +194,14 @@ app = typer.Typer(
 def _versions(value: bool) -> None:
     if not value:
         return
+    # importlib.metadata costs a tenth of a second: only for --version.
+    from importlib.metadata import PackageNotFoundError, version
+
     def of(package: str) -> str:
         try:
             return version(package)
         except PackageNotFoundError:
             return "unknown"
-    from projections.store import STORAGE_VERSION
 
     typer.echo(f"pitlog {of('pitlog')} (DuckDB {of('duckdb')}, database files written in "
                f"storage version {STORAGE_VERSION})")

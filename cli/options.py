@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated
 
@@ -11,6 +12,7 @@ import typer
 from cli.output import Format, Summary
 from events.log.base import DEFAULT_DATA_DIR, EventLog
 from events.log.registry import default_log_uri, open_log
+from projections.localtime import casino_zone, parse_local
 
 LogOpt = Annotated[str | None, typer.Option(
     "--log", envvar="PITLOG_LOG", show_default=False,
@@ -70,8 +72,16 @@ DayOpt = Annotated[str | None, typer.Option(
                   "to the next day's start).")]
 DayStartOpt = Annotated[str, typer.Option(
     "--gaming-day-start", help="When the gaming day begins, local HH:MM.")]
+ShiftsOpt = Annotated[str, typer.Option(
+    "--shifts", help="Shift start times, local HH:MM, comma-separated; each shift runs to "
+                     "the next one's start.")]
 TzOpt = Annotated[str | None, typer.Option(
     "--tz", envvar="PITLOG_TZ", show_default=False,
-    help="The casino's time zone (default UTC): times given without a zone are read on its "
-         "clock and the table format shows every time in it. An IANA name (America/New_York) "
-         "or an offset (-05:00).")]
+    help="The casino's time zone (default UTC): gaming days and shifts run on its clock, times "
+         "given without a zone are read on it and the table format shows every time in it. An "
+         "IANA name (America/New_York) or an offset (-05:00).")]
+
+
+def parse_time(text: str, zone: str | None, what: str) -> datetime:
+    """An ISO 8601 time; one without a zone is on the casino's clock (--tz)."""
+    return parse_local(text, casino_zone(zone), what)

@@ -127,11 +127,3 @@ def _cell(value: Any, zone: tzinfo) -> str:
         return visible(" ".join(str(v) for v in value))
     return visible(str(value))
 
-
-def cents(amount: int | None) -> str:
-    """$1,234.50 from integer cents, exactly (no floats)."""
-    if amount is None:
-        return ""
-    sign = "-" if amount < 0 else ""
-    dollars, rest = divmod(abs(amount), 100)
-    return f"{sign}${dollars:,}.{rest:02d}"

@@ -8,10 +8,10 @@ a theoretical amount (exact to the cent, a Decimal) as ~$607.60.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from decimal import ROUND_HALF_EVEN, Decimal
+from decimal import Decimal
 from typing import Any
 
-from cli.output import cents
+from projections.money import dollars
 
 
 def shown_name(column: str) -> str:
@@ -27,9 +27,8 @@ def shown_value(column: str, value: Any) -> Any:
     if value is None or isinstance(value, bool):
         return value
     if column.endswith("_cents"):
-        if isinstance(value, Decimal):  # theoretical amounts, shown to the nearest cent
-            return "~" + cents(int(value.to_integral_value(ROUND_HALF_EVEN)))
-        return cents(int(value))
+        # A theoretical amount (a Decimal) is shown to the nearest cent, marked as such.
+        return ("~" if isinstance(value, Decimal) else "") + dollars(value)
     if column.endswith("_pct"):
         return f"{value}%"
     return value

@@ -10,21 +10,23 @@ format is defined here once.
 from __future__ import annotations
 
 import os
+import re
 from datetime import UTC, date, datetime, time, timedelta, timezone, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from events.errors import PitlogError
 
 ENV = "PITLOG_TZ"
+# A fixed offset, east positive: -05:00, +0530, +5, UTC+2, GMT-03:30.
+_OFFSET = re.compile(r"^(?:UTC|GMT)?([+-])(\d{1,2})(?::?(\d{2}))?$", re.IGNORECASE)
 
 
 def parse_zone(name: str) -> tzinfo:
-    """'UTC', 'America/New_York', '-05:00' or '+0530' as a tzinfo."""
+    """'UTC', 'America/New_York', '-05:00', '+0530' or 'UTC+2' as a tzinfo: every time zone
+    pitlog is given (--tz, PITLOG_TZ, the API's tz=) is read here, and only here."""
     text = name.strip()
-    sign = text[:1]
-    if sign and sign in "+-" and text[1:].replace(":", "").isdigit():
-        digits = text[1:].replace(":", "")
-        hours, minutes = int(digits[:2]), int(digits[2:4] or 0)
+    if m := _OFFSET.match(text):
+        sign, hours, minutes = m.group(1), int(m.group(2)), int(m.group(3) or 0)
         if hours > 18 or minutes > 59:
             raise PitlogError(f"--tz {name!r}: an offset runs from -18:00 to +18:00")
         offset = timedelta(hours=hours, minutes=minutes)
@@ -36,6 +38,20 @@ def parse_zone(name: str) -> tzinfo:
     except (ZoneInfoNotFoundError, ValueError):
         raise PitlogError(f"unknown time zone {name!r}: give an IANA name such as "
                           f"America/New_York, UTC, or an offset such as -05:00") from None
+
+
+def sql_zone(zone: tzinfo) -> str:
+    """The zone's name for DuckDB's timezone(): an IANA name as it is, a fixed offset as ICU's
+    custom zone 'GMT-05:00' (east positive), UTC as 'UTC'."""
+    key = getattr(zone, "key", None)  # a ZoneInfo
+    if key:
+        return str(key)
+    offset = zone.utcoffset(None) or timedelta()
+    if not offset:
+        return "UTC"
+    minutes = int(offset.total_seconds()) // 60
+    sign = "-" if minutes < 0 else "+"
+    return f"GMT{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
 
 
 def casino_zone(name: str | None = None) -> tzinfo:

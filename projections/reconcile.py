@@ -23,11 +23,12 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from events.errors import ProjectionError
+from events.errors import PitlogError, ProjectionError
 from events.reddog import theory
 from events.reddog.rules import STANDARD_PAYTABLE, Paytable, PaytableError
 from projections.defaults import DEFAULT_SIGMA
 from projections.export import Rows
+from projections.localtime import parse_zone, sql_zone
 
 RECONCILE_SQL = Path(__file__).with_name("reconcile.sql")
 
@@ -52,7 +53,6 @@ class ReconcileError(ProjectionError):
 # --- the calendar ----------------------------------------------------------------------------
 
 _HHMM = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
-_OFFSET = re.compile(r"^(?:UTC|GMT)?([+-])(\d{1,2})(?::?(\d{2}))?$", re.IGNORECASE)
 
 
 def parse_hhmm(text: str, what: str) -> int:
@@ -68,15 +68,12 @@ def hhmm(minutes: int) -> str:
 
 
 def zone_name(tz: str) -> str:
-    """The DuckDB (ICU) name of a time zone: IANA names as given; a fixed offset such as
-    '-05:00', '+0530' or 'UTC+2' becomes 'GMT-05:00' (ICU's custom zones, east positive)."""
-    m = _OFFSET.match(tz.strip())
-    if m is None:
-        return tz.strip()
-    sign, hours, minutes = m.group(1), int(m.group(2)), int(m.group(3) or 0)
-    if hours > 18 or minutes > 59:
-        raise ReconcileError(f"time zone offset {tz!r} is out of range (-18:00..+18:00)")
-    return f"GMT{sign}{hours:02d}:{minutes:02d}"
+    """The DuckDB (ICU) name of a time zone, read by projections.localtime.parse_zone: IANA
+    names as given; a fixed offset such as '-05:00', '+0530' or 'UTC+2' becomes 'GMT-05:00'."""
+    try:
+        return sql_zone(parse_zone(tz))
+    except PitlogError as exc:
+        raise ReconcileError(str(exc)) from None
 
 
 @dataclass(frozen=True, slots=True)

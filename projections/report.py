@@ -25,6 +25,7 @@ import duckdb
 from events.errors import NotFoundError
 from events.reddog.theory import SPREADS, outcome_probabilities
 from projections import reconcile as rc
+from projections.money import dollars
 from projections.report_charts import escape, hold_chart, outcome_chart, timeline_chart
 from projections.statistics import chi_square_sf, pearson
 
@@ -49,14 +50,6 @@ class Report:
 
 
 # --- cells -------------------------------------------------------------------------------------
-
-
-def dollars(c: int | None) -> str:
-    if c is None:
-        return ""
-    sign = "-" if c < 0 else ""
-    d, rest = divmod(abs(c), 100)
-    return f"{sign}${d:,}.{rest:02d}"
 
 
 def _cell(col: str, value: Any, text: str | None = None, cls: str = "") -> str:
@@ -89,7 +82,6 @@ def _hold_section(rows: list[Row], key: str, label: str) -> str:
         # Marked: the figure that needs attention (z beyond the limit), and the flags; the
         # group's name stays plain, so a page of tables with one exception each is not all red.
         off = "HOLD_VARIANCE" in r["flags"]
-        theo_cents = int(r["theo_win_cents"].to_integral_value())
         body.append(
             f'<tr data-group="{escape(name)}"><td>{escape(name)}</td>'
             + _cell("rounds", r["rounds"])
@@ -97,10 +89,10 @@ def _hold_section(rows: list[Row], key: str, label: str) -> str:
                       ("handle_cents", "paid_cents", "collected_cents", "returned_cents",
                        "net_win_cents"))
             + _cell("hold_pct", r["hold_pct"], _pct(r["hold_pct"]))
-            + _cell("theo_win_cents", r["theo_win_cents"], dollars(theo_cents))
+            + _cell("theo_win_cents", r["theo_win_cents"], dollars(r["theo_win_cents"]))
             + _cell("theo_hold_pct", r["theo_hold_pct"], _pct(r["theo_hold_pct"]))
             + _cell("variance_cents", r["variance_cents"],
-                    dollars(int(r["variance_cents"].to_integral_value())))
+                    dollars(r["variance_cents"]))
             + _cell("variance_pct", r["variance_pct"], _pct(r["variance_pct"]))
             + _cell("z_score", r["z_score"], cls="attn" if off else "")
             + f'<td class="flags{" attn" if r["flags"] else ""}">'

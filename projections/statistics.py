@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import math
 from datetime import datetime
-from decimal import Decimal
 from typing import Any
 
 import duckdb
 
 from events.reddog import theory
 from events.reddog.catalogue import BY_CODE
+from projections.money import dollars
 from projections.queries import rows as query_rows
 from projections.reconcile import DEFAULT_SIGMA, Calendar, reconcile
 
@@ -179,12 +179,6 @@ def hold_variance(con: duckdb.DuckDBPyConnection, calendar: Calendar | None = No
 # --- as anomaly rows ---------------------------------------------------------------------------
 
 
-def _money(cents: Any) -> str:
-    """Cents (an int, or reconcile's Decimal hundredths of a cent) as dollars, no floats."""
-    dollars = (Decimal(str(cents)) / 100).quantize(Decimal("0.01"))
-    return f"{'-' if dollars < 0 else ''}${abs(dollars):,}"
-
-
 def _group_name(g: Row) -> str:
     if g["grouping"] == "table":
         return f"Table {g['table_id']}"
@@ -204,9 +198,9 @@ def statistical_anomalies(con: duckdb.DuckDBPyConnection,
             "code": HOLD.code, "severity": HOLD.severity.value,
             "table_id": g.get("table_id"), "shoe_id": None, "round_no": None, "seqs": [],
             "explanation": (
-                f"{_group_name(g)} held {g['hold_pct']}% of {_money(g['handle_cents'])} "
-                f"(net win {_money(g['net_win_cents'])}) against a theoretical "
-                f"{g['theo_hold_pct']}% ({_money(g['theo_win_cents'])}) over {g['rounds']} "
+                f"{_group_name(g)} held {g['hold_pct']}% of {dollars(g['handle_cents'])} "
+                f"(net win {dollars(g['net_win_cents'])}) against a theoretical "
+                f"{g['theo_hold_pct']}% ({dollars(g['theo_win_cents'])}) over {g['rounds']} "
                 f"rounds: z = {g['z_score']}, beyond +/-{HOLD_Z} (1 in 1,000 by chance)"),
             "rule": HOLD.rule, "occurred_at": g["last_at"]})
     for g in outcome_frequency(con):

@@ -33,6 +33,7 @@ import pyarrow as pa
 
 from events.errors import ProjectionError
 from events.wire import codec
+from projections.defaults import STORAGE_VERSION
 from projections.snapshot import (
     check_database_file,
     open_for_reading,
@@ -57,12 +58,6 @@ LOAD_MEMORY_LIMIT = "128MB"
 _LIMITS: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, str] = weakref.WeakKeyDictionary()
 _UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
           "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
-# The storage format new database files are written in. DuckDB 2.0 writes storage version 69 by
-# default, which the newest 1.5 clients (duckdb and duckdb-cli 1.5.6 on PyPI) refuse; files
-# written as 'v1.4.0' open in DuckDB 1.4.0 and later, views included (README, "Opening the
-# database elsewhere"; tests/projections/test_storage_compat.py opens one with duckdb 1.5.6). It
-# applies when a file is created: a file made earlier keeps the version it was written in.
-STORAGE_VERSION = "v1.4.0"
 _MEMORY = re.compile(r"(\d+(?:\.\d+)?)\s*(" + "|".join(_UNITS) + ")", re.IGNORECASE)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -23,7 +23,7 @@ from events.errors import PitlogError
 from projections.alerts import alerts_after
 from projections.anomalies import AnomalyFilter, list_anomalies
 from projections.dispute import dispute as rebuild
-from projections.localtime import parse_zone
+from projections.localtime import parse_local, parse_zone
 from projections.moment import OutsideRound
 from projections.queries import list_shoes, replay_shoe, rows
 from projections.reconcile import DEFAULT_SIGMA, Calendar, ledger_rows, parse_day
@@ -116,15 +116,14 @@ def as_bool(p: dict[str, str], name: str, default: bool) -> bool:
 
 
 def as_time(p: dict[str, str], name: str, tz: Any) -> datetime | None:
-    """ISO 8601; a time without an offset is on the casino's wall clock."""
+    """ISO 8601; a time without an offset is on the casino's wall clock (as the CLI reads it:
+    projections.localtime.parse_local)."""
     if name not in p:
         return None
     try:
-        at = datetime.fromisoformat(p[name].strip().replace(" ", "T", 1))
-    except ValueError:
-        raise BadRequest(f"{name}={p[name]!r} is not a time: write ISO 8601, e.g. "
-                         "2026-11-28T21:14:00-05:00") from None
-    return (at if at.tzinfo else at.replace(tzinfo=tz)).astimezone(UTC)
+        return parse_local(p[name], tz, name)
+    except PitlogError as exc:
+        raise BadRequest(str(exc)) from None
 
 
 @contextmanager

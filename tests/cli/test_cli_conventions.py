@@ -189,7 +189,8 @@ def test_options_meaning_the_same_thing_share_one_name() -> None:
 
 def test_demo_says_why_it_takes_a_folder() -> None:
     # The one command with no --log/--db: it writes both into one folder it claims whole
-    # (cli/demo.py: it never deletes what it did not write), and its help says where they go.
+    # (cli/commands/demo.py: it never deletes what it did not write), and its help says where
+    # they go.
     (data_dir,) = [o for o in _options(_commands()["demo"])
                    if "--data-dir" in _spellings(o)]
     text = " ".join(data_dir.help.split())  # type: ignore[attr-defined]

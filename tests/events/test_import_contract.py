@@ -7,10 +7,10 @@ which, read from the source with `ast` (every import statement, at any depth, co
   outside a backend's own folder imports it: events/log/registry.py opens backends by name.
 - `events.simulation` is a leaf: nothing in events/ or projections/ imports it; in cli/ only
   the commands that simulate.
-- No import cycles among pitlog's modules, and no pitlog import inside a function, but for the
-  CLI's start-up imports (START_UP): `pitlog --help` imports every command module, so a command
-  imports a pitlog module that loads DuckDB, fastavro, pyarrow, matplotlib or the server inside
-  itself (cli/app.py, COMMANDS). Each of those is checked to load one of them.
+- No import cycles among pitlog's modules, and no pitlog import inside a function, cli/ included:
+  `pitlog --help` lists the commands without importing their modules (cli/app.py, COMMANDS), so
+  each command module imports what it needs at its top (tests/cli/test_cli_imports.py checks
+  what the help and a lookup import).
 
 Each test names every offending import as file:line, so a failure says what to move.
 """
@@ -48,21 +48,7 @@ LAYERS: dict[str, set[str]] = {
 }
 LOG_CONTRACT = ("events.log", "events.log.base", "events.log.alerts", "events.log.registry")
 BACKEND_PACKAGES = ("events.log.embedded", "events.log.kafka")
-SIMULATING_COMMANDS = {"cli.commands_core", "cli.demo"}
-# The pitlog modules cli/ imports inside its commands, for start-up alone (see the docstring).
-START_UP = {
-    "cli.demo", "cli.dispute_table", "events.integrity.verify", "events.recording.ingest",
-    "events.simulation.simulator", "projections.anomalies", "projections.dispute",
-    "projections.follow", "projections.moment", "projections.projector", "projections.queries",
-    "projections.reconcile", "projections.report", "projections.serve.runner",
-    "projections.serve.templates.incident", "projections.snapshot", "projections.sql_console",
-    "projections.store",
-}
-# And two pure ones the help does not load either (the rules' profile tables and the theory's
-# exact fractions), wanted by `simulate` and `theo` alone.
-START_UP_PURE = {"events.reddog.rules", "events.reddog.theory"}
-START_UP |= START_UP_PURE
-HEAVY = ("duckdb", "fastavro", "pyarrow", "numpy", "matplotlib", "starlette", "uvicorn")
+SIMULATING_COMMANDS = {"cli.commands.simulate", "cli.commands.demo"}
 
 
 @dataclass(frozen=True)
@@ -174,51 +160,9 @@ def test_the_simulation_is_a_leaf() -> None:
     assert not bad, report(bad)
 
 
-def test_no_pitlog_import_inside_a_function_but_the_clis_start_up_ones() -> None:
-    bad = [i for i in IMPORTS if i.in_function
-           and not (within(i.importer, "cli") and i.target in START_UP)]
+def test_no_pitlog_import_inside_a_function() -> None:
+    bad = [i for i in IMPORTS if i.in_function]
     assert not bad, report(bad)
-    used = {i.target for i in IMPORTS if i.in_function}
-    assert sorted(START_UP - used) == [], "no longer imported inside a function: drop them"
-
-
-_LOADS = """
-import json, os, sys
-heavy, found = tuple(sys.argv[1].split(",")), {}
-for name in sys.argv[2:]:
-    read, write = os.pipe()
-    if os.fork() == 0:  # a fresh child per module: only what that module loads
-        __import__(name)
-        loaded = sorted({m.split(".")[0] for m in sys.modules} & set(heavy))
-        os.write(write, json.dumps(loaded).encode())
-        os._exit(0)
-    os.close(write)
-    found[name] = json.loads(os.read(read, 10_000) or b"null")
-    os.wait()
-import cli.app  # what `pitlog --help` imports: the app and every command module
-for module in sorted({m for m, _, _ in cli.app.COMMANDS.values()}):
-    __import__(module)
-found["the help"] = sorted(sys.modules)
-print(json.dumps(found))
-"""
-
-
-def test_each_start_up_import_loads_a_library_the_help_must_not() -> None:
-    """A START_UP module that no longer loads a heavy library belongs at the top of its module;
-    the pure ones must stay out of what the help imports."""
-    import json
-
-    control = "events.errors"  # light: the check must see that
-    out = subprocess.run([sys.executable, "-c", _LOADS, ",".join(HEAVY),
-                          *sorted(START_UP - START_UP_PURE), control],
-                         cwd=REPO, capture_output=True, text=True, check=True, timeout=600)
-    found = json.loads(out.stdout)
-    help_loads = set(found.pop("the help"))
-    assert found.pop(control) == []
-    light = sorted(m for m, loaded in found.items() if not loaded)
-    assert light == [], "import these at the top of the command modules"
-    assert sorted(START_UP_PURE & help_loads) == [], "the help loads them anyway: import at top"
-    assert "cli.commands_core" in help_loads  # the help did import the command modules
 
 
 def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:

@@ -461,7 +461,7 @@ def test_the_catalogue_is_the_same_everywhere_it_is_written(tmp_path: Path) -> N
 
     import duckdb
 
-    from cli.commands_surveillance import Severity
+    from cli.commands.anomalies import Severity
     from events.reddog.catalogue import INJECTABLE
     from projections.anomalies import SEVERITIES, STATISTICAL, catalogue
 

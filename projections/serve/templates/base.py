@@ -1,7 +1,7 @@
 """The layout and the cells every console page shares.
 
 Times are shown by projections/localtime.py (the casino's clock, to the second, zone named);
-money by projections.report.dollars (integer cents); cards by cards.py (drawn, not text).
+money by projections/money.py (integer cents); cards by cards.py (drawn, not text).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-from projections.localtime import clock, iso, stamp
-from projections.report import dollars
+from projections.localtime import clock, iso, stamp, zone_name
+from projections.money import dollars
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
 
@@ -58,7 +58,7 @@ def page(title: str, body: str, tz: tzinfo, *, active: str = "", json_href: str 
     nav = "".join(f'<a href="{url}" class="{"on" if key == active else ""}">{label}</a>'
                   for key, url, label in NAV)
     twin = f'<a class="twin" href="{json_href}">JSON</a>' if json_href else ""
-    zone = e(now.astimezone(tz).tzname()) if now else e(str(tz))
+    zone = e(zone_name(now, tz)) if now else e(str(tz))
     js = "".join(f'<script src="/static/{s}" defer></script>' for s in scripts)
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, tzinfo
 from typing import Any
 
 from projections.dispute import Dispute
-from projections.localtime import stamp
+from projections.localtime import stamp, zone_name
 from projections.serve.templates.base import STATIC, e, seqs_text, severity, time_cell
 from projections.serve.templates.dispute import (
     announcements_panel,
@@ -85,7 +85,7 @@ def incident_page(d: Dispute, tz: tzinfo, *, at: datetime | None = None, seat: i
 {cards_panel(d, tz, proof, size="sm")}
 {settlements_panel(d, tz, proof)}
 <div class="two">{wagers_panel(d, tz, proof)}{announcements_panel(d, tz, proof)}</div>
-<p class="legend">Times are on the casino's clock ({e(prepared.astimezone(tz).tzname())}), to
+<p class="legend">Times are on the casino's clock ({e(zone_name(prepared, tz))}), to
 the second, for the video. Highlighted: the events that prove the findings. Required
 settlement from the paytable in force (docs/anomalies.md); made: as recorded.</p>
 </section>

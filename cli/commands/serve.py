@@ -1,4 +1,5 @@
-"""`pitlog serve`: follow the log into the database and serve it read-only over HTTP."""
+"""`pitlog serve`: follow the log into the database and serve it read-only over HTTP (the JSON
+API, the console's pages and the alerts stream: projections/serve/)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from cli.logs import LogFormat, LogFormatOpt, LogLevel, LogLevelOpt, setup_loggi
 from cli.options import DbOpt, LogOpt, TzOpt, db_path, log_uri
 from events.log.registry import open_log
 from projections.localtime import casino_zone
+from projections.serve.runner import check_bind, serve
 
 
 def serve_cmd(
@@ -49,8 +51,6 @@ def serve_cmd(
 
     Example: pitlog serve --port 8750 --tz America/New_York
     """
-    from projections.serve.runner import check_bind, serve
-
     token = os.environ.get("PITLOG_TOKEN") or None
     check_bind(host, token)  # before opening anything
     zone = casino_zone(tz)  # the API's times carry its offset; a wrong name is an Error: line

@@ -1,0 +1,86 @@
+"""`pitlog anomalies`: the flagged anomalies, filtered by code, place, time or severity
+(projections/anomalies.py; the catalogue is events/reddog/catalogue.py)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from cli.client import ServerOpt, ask
+from cli.listing import LimitOpt, limited
+from cli.options import (
+    DayOpt,
+    DayStartOpt,
+    DbOpt,
+    FormatOpt,
+    OutOpt,
+    TableOpt,
+    TzOpt,
+    db_path,
+    parse_time,
+)
+from cli.output import Format, render
+from cli.progress import progress_bar
+from cli.reading import reading
+from events.reddog.catalogue import Severity
+from projections.anomalies import COLUMNS, AnomalyFilter, list_anomalies
+from projections.localtime import casino_zone, gaming_day_bounds
+from projections.reconcile import parse_day, parse_hhmm
+
+ANOMALY_SUMMARY = ["occurred_at", "code", "severity", "table_id", "shoe_id", "round_no", "seqs",
+                   "explanation"]
+
+
+def anomalies_cmd(
+    code: Annotated[list[str] | None, typer.Option(
+        "--code", help="Only this anomaly code (repeatable), e.g. LATE_RAISE.")] = None,
+    table: TableOpt = None,
+    shoe: Annotated[str | None, typer.Option(
+        "--shoe", help="Only this shoe, e.g. T01-S0003.")] = None,
+    since: Annotated[str | None, typer.Option(
+        "--since", help="Only anomalies at or after this time (ISO 8601).")] = None,
+    until: Annotated[str | None, typer.Option(
+        "--until", help="Only anomalies before this time (ISO 8601).")] = None,
+    day: DayOpt = None,
+    gaming_day_start: DayStartOpt = "06:00",
+    severity: Annotated[Severity | None, typer.Option(
+        "--severity", help="Only this severity and above: low, medium or high.")] = None,
+    statistics: Annotated[bool, typer.Option(
+        "--statistics/--no-statistics",
+        help="Include HOLD_VARIANCE and OUTCOME_FREQUENCY (statistics over many rounds).")] = True,
+    tz: TzOpt = None,
+    limit: LimitOpt = None,
+    db: DbOpt = None, format: FormatOpt = Format.table, out: OutOpt = None,
+    server: ServerOpt = None,
+) -> None:
+    """The flagged anomalies: each with its code, severity, place, the sequence numbers of the
+    events that prove it, a one-line explanation and the rule it cites (docs/anomalies.md).
+
+    --day takes the gaming day as reconcile, conservation and report do (--gaming-day-start on
+    the --tz clock to the next day's); with --since or --until too, the narrower window wins.
+
+    Example: pitlog anomalies --code LATE_RAISE --table T03 --since 2026-11-28T21:00
+    (or: pitlog anomalies --day 2026-11-28 --tz America/New_York)
+    """
+    first = parse_time(since, tz, "--since") if since else None
+    last = parse_time(until, tz, "--until") if until else None
+    if day is not None:
+        begins, ends = gaming_day_bounds(parse_day(day),  # type: ignore[arg-type]
+                                         parse_hhmm(gaming_day_start, "--gaming-day-start"),
+                                         casino_zone(tz))
+        first, last = max(first or begins, begins), min(last or ends, ends)
+    f = AnomalyFilter(
+        codes=tuple(code or ()), table=table, shoe=shoe, since=first, until=last,
+        severity=severity.value if severity else None, statistics=statistics)
+    found = ask(db_path(db), server, "/api/anomalies", code=list(f.codes), table=table,
+                shoe=shoe, since=f.since, until=f.until, severity=f.severity,
+                statistics=str(statistics).lower())
+    if found is None:
+        with reading(db) as con, progress_bar("finding anomalies", 2) as update:
+            found = list_anomalies(con, f, progress=update)
+    found = limited(found, limit, format, format is Format.table and out is None, "anomalies")
+    if format is Format.table and out is None:
+        render(found, format, title="anomalies", columns=ANOMALY_SUMMARY, tz=casino_zone(tz))
+    else:
+        render(found, format, out=out, columns=list(COLUMNS))

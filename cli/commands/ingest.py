@@ -1,0 +1,68 @@
+"""`pitlog ingest`: device JSON lines recorded as events; bad lines quarantined with their
+reasons (events/recording/ingest.py, docs/ingest.md)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Annotated
+
+import typer
+
+from cli.options import CreateTopicOpt, LogOpt, SummaryOpt, log_uri, open_for_writing
+from cli.output import Summary, render
+from events.errors import NotFoundError
+from events.recording.defaults import BATCH_LINES
+from events.recording.ingest import BadLine, IngestReport, default_quarantine, ingest
+from events.text import visible
+
+
+def ingest_cmd(
+    file: Annotated[str, typer.Argument(help="JSON lines file from the devices, or - for "
+                                             "standard input (format: docs/ingest.md).")],
+    log: LogOpt = None,
+    create_topic: CreateTopicOpt = False,
+    quarantine: Annotated[Path | None, typer.Option(
+        help="Where refused lines go (appended, JSON lines). Default: next to the log, "
+             "e.g. pitlog-data/log-quarantine.jsonl.")] = None,
+    batch: Annotated[int, typer.Option(
+        min=1, help="Lines per append (one fsync each). Use 1 for a live feed on standard input, "
+                    "so each line is durable as soon as it arrives.")] = BATCH_LINES,
+    format: SummaryOpt = Summary.table,
+) -> None:
+    """Record device JSON lines (card-reading shoes, shufflers, dealer terminals) as events.
+    Each bad line is reported with its line number and reason and quarantined; every good
+    line is recorded. Exit code 0 if every line was recorded, 1 if any was rejected.
+
+    Example: pitlog ingest examples/devices.jsonl --log pitlog-data/log
+    """
+    uri = log_uri(log)
+    target = quarantine or default_quarantine(uri)
+
+    def report_bad(bad: BadLine) -> None:
+        typer.echo(f"Error: {visible(bad.message)}", err=True)
+
+    if file == "-":
+        report = _ingest(sys.stdin.buffer, "<stdin>", uri, target, report_bad, batch,
+                         create_topic)
+    else:
+        path = Path(file)
+        if not path.is_file():
+            raise NotFoundError(f"no file {file}: pass a JSON lines file, or - for stdin")
+        with path.open("rb") as stream:
+            report = _ingest(stream, str(path), uri, target, report_bad, batch,
+                             create_topic)
+    render([report.as_row()], format, title="ingest")
+    if report.exit_code:
+        typer.echo(f"Error: {report.rejected} of {report.lines} lines rejected; they are in "
+                   f"{target} with their reasons: fix and resend them", err=True)
+        raise typer.Exit(code=report.exit_code)
+
+
+def _ingest(stream: IO[bytes], source: str, uri: str, target: Path,
+            on_reject: Callable[[BadLine], None], batch: int,
+            create_topic: bool) -> IngestReport:
+    with open_for_writing(uri, create_topic) as event_log:
+        return ingest(stream, event_log, source=source, quarantine=target, on_reject=on_reject,
+                      batch_lines=batch)

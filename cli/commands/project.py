@@ -1,0 +1,65 @@
+"""`pitlog project`: bring the DuckDB views up to date with the log, once or following it."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated
+
+import typer
+
+from cli.logs import LogFormat, LogFormatOpt, LogLevel, LogLevelOpt, setup_logging
+from cli.options import DbOpt, LogOpt, SummaryOpt, db_path, log_uri
+from cli.output import Summary, plain, render
+from cli.progress import phase, progress_tasks
+from events.errors import PitlogError
+from events.log.registry import open_log
+from projections.follow import follow as follow_log
+from projections.projector import project
+from projections.serve.discovery import read as serving
+
+
+def project_cmd(
+    log: LogOpt = None,
+    db: DbOpt = None,
+    follow: Annotated[
+        bool, typer.Option(help="Keep following the log until Ctrl-C or SIGTERM.")
+    ] = False,
+    memory_limit: Annotated[
+        str | None,
+        typer.Option(envvar="PITLOG_MEMORY_LIMIT",
+                     help="DuckDB's memory while projecting, e.g. 2GB [default: 512MB]; "
+                          "beyond it DuckDB spills to <db>.tmp."),
+    ] = None,
+    format: SummaryOpt = Summary.table,
+    log_level: LogLevelOpt = LogLevel.warning,
+    log_format: LogFormatOpt = LogFormat.text,
+) -> None:
+    """Bring the DuckDB views up to date with the log (only new events are read). With
+    --follow, --log-level info logs one line per committed batch (records and lag).
+
+    Example: pitlog project --db pitlog-data/pitlog.duckdb --memory-limit 2GB
+    """
+    path = db_path(db)
+
+    if (server := serving(path)) is not None:
+        raise PitlogError(f"{path} is held by `pitlog serve` at {server['url']} (pid "
+                          f"{server['pid']}), which already keeps it up to date with its log; "
+                          f"stop it first to project here")
+    started = time.perf_counter()
+    with open_log(log_uri(log), create=False) as event_log:  # a reader never creates a log
+        total = sum(event_log.end_offsets().values())
+        with progress_tasks() as task:
+            update = task("projecting events", total)
+            if follow:
+                setup_logging(log_level, log_format)
+                report = follow_log(event_log, path, progress=update,
+                                    memory_limit=memory_limit)
+            else:
+                report = project(event_log, path, progress=update, memory_limit=memory_limit,
+                                 anomaly_progress=phase(task, "storing anomaly rows"))
+    row = report.as_row()
+    # The whole run, the anomaly rows' phase included (`seconds` is the events' phase alone).
+    whole = time.perf_counter() - started
+    row.update(total_seconds=round(whole, 3),
+               events_per_second_overall=round(report.events / whole) if whole > 0 else None)
+    render([{k: plain(v) for k, v in row.items()}], format)

@@ -1,0 +1,55 @@
+"""`pitlog sql`: one read-only query over the views, in a sandboxed connection with a time and
+memory limit (projections/sql_console.py)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from cli.client import ServerOpt, ask
+from cli.listing import LimitOpt, limited
+from cli.options import DbOpt, FormatOpt, OutOpt, db_path
+from cli.output import Format, render
+from events.errors import PitlogError
+from projections.sql_console import QueryLimits, run_query
+
+
+def sql_cmd(
+    query: Annotated[str, typer.Argument(help="One read-only query: SELECT, WITH, DESCRIBE, "
+                                              "SHOW or EXPLAIN; - reads it from stdin.")],
+    limit: LimitOpt = None,
+    db: DbOpt = None, format: FormatOpt = Format.table, out: OutOpt = None,
+    timeout: Annotated[float | None, typer.Option(
+        "--timeout", show_default=False,
+        help="Stop the query after this many seconds (default PITLOG_SQL_TIMEOUT, else 60).")
+    ] = None,
+    memory_limit: Annotated[str | None, typer.Option(
+        "--memory-limit", show_default=False,
+        help="DuckDB memory limit of the query (default PITLOG_SQL_MEMORY_LIMIT, else 1GB).")
+    ] = None,
+    server: ServerOpt = None,
+) -> None:
+    """Run one read-only query over the views (ledger, paytables, rounds, wagers, ...) on a
+    read-only connection that cannot read files or URLs, load extensions or change its own
+    settings, within a time and memory limit. Anything that could write is refused.
+
+    Example: pitlog sql "SELECT status, count(*) FROM ledger GROUP BY status"
+    (or: echo "SELECT * FROM shoes" | pitlog sql - --format csv)
+    """
+    if query == "-":
+        query = sys.stdin.read()
+        if not query.strip():
+            raise PitlogError("pitlog sql -: standard input held no query")
+    limits = QueryLimits.from_env(timeout, memory_limit)  # bad limits: an error before asking
+    answer = ask(db_path(db), server, "/api/sql", q=query)
+    if answer is None:
+        columns, rows = run_query(db_path(db), query, limits=limits)
+    else:
+        columns, rows = answer["columns"], answer["rows"]
+        if answer["truncated"]:
+            typer.echo(f"Warning: the server returns at most {answer['max_rows']} rows "
+                       "(pitlog serve --sql-max-rows); narrow the query", err=True)
+    rows = limited(rows, limit, format, format is Format.table and out is None)
+    render(rows, format, out=out, columns=columns)

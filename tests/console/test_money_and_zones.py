@@ -1,0 +1,79 @@
+"""Money and time zones, each defined once (issue 15, item 2): projections/money.py shows every
+amount, projections/localtime.py reads every time zone, for the CLI, the console, the report and
+the SQL alike."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from decimal import Decimal
+
+import duckdb
+import pytest
+from repo_paths import REPO
+
+from cli.people import shown_value
+from events.errors import PitlogError
+from projections.localtime import local, parse_zone, sql_zone
+from projections.money import dollars
+from projections.reconcile import ReconcileError, zone_name
+from projections.serve.templates.base import money
+
+
+@pytest.mark.parametrize(("cents", "shown"), [
+    (0, "$0.00"), (5, "$0.05"), (-5, "-$0.05"), (123456, "$1,234.56"),
+    (-100_000_000_01, "-$100,000,000.01"), (None, ""),
+    # a theoretical amount, exact to fractions of a cent: to the nearest, a half to the even
+    (Decimal("60759.5"), "$607.60"), (Decimal("60760.5"), "$607.60"),
+    (Decimal("-150.5"), "-$1.50"), (Decimal("-0.4"), "$0.00"), (Decimal("99.51"), "$1.00"),
+])
+def test_dollars_are_exact_from_integer_cents(cents: int | Decimal | None, shown: str) -> None:
+    assert dollars(cents) == shown
+
+
+def test_the_cli_and_the_console_show_an_amount_the_same_way() -> None:
+    assert shown_value("handle_cents", 123456) == "$1,234.56"
+    assert shown_value("theo_win_cents", Decimal("60759.5")) == "~$607.60"  # marked theoretical
+    assert money(-250) == '<span class="money">-$2.50</span>'
+
+
+def test_no_other_module_formats_money() -> None:
+    """Thousands separators after a division of cents by 100, or a `$` written before a
+    number: only projections/money.py does either."""
+    pattern = re.compile(r"divmod\([^)]*,\s*100\)|\$\{|\"\$\"|'\$'|f\"[^\"]*\$\{")
+    found = [f"{p.relative_to(REPO)}:{n}" for folder in ("cli", "projections", "events")
+             for p in sorted((REPO / folder).rglob("*.py")) if p.name != "money.py"
+             for n, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
+    assert found == []
+
+
+@pytest.mark.parametrize(("given", "sql"), [
+    ("UTC", "UTC"), ("utc", "UTC"), ("America/New_York", "America/New_York"),
+    ("-05:00", "GMT-05:00"), ("+0530", "GMT+05:30"), ("+5", "GMT+05:00"),
+    ("UTC+2", "GMT+02:00"), ("GMT-3:30", "GMT-03:30"), ("+00:00", "UTC"),
+])
+def test_a_zone_is_read_once_and_named_for_duckdb_from_that_reading(given: str, sql: str) -> None:
+    assert sql_zone(parse_zone(given)) == sql
+    assert zone_name(given) == sql  # reconcile's calendar reads it the same way
+
+
+@pytest.mark.parametrize("given", ["Mars/Olympus", "+19:00", "-05:75"])
+def test_a_bad_zone_is_the_same_error_for_the_cli_and_for_reconcile(given: str) -> None:
+    with pytest.raises(PitlogError) as cli_error:
+        parse_zone(given)
+    with pytest.raises(ReconcileError) as reconcile_error:
+        zone_name(given)
+    assert str(reconcile_error.value) == str(cli_error.value)
+
+
+@pytest.mark.parametrize("given", ["America/New_York", "Europe/London", "-05:00", "+0530",
+                                   "UTC+2", "UTC"])
+@pytest.mark.parametrize("at", [datetime(2026, 3, 8, 6, 59, 59, tzinfo=UTC),
+                                datetime(2026, 3, 8, 7, 0, 0, tzinfo=UTC),
+                                datetime(2026, 11, 1, 5, 30, 0, tzinfo=UTC)])
+def test_duckdb_and_python_read_the_wall_clock_alike(given: str, at: datetime) -> None:
+    """The SQL's gaming days and the pages' times agree, across the DST changes too."""
+    with duckdb.connect() as con:
+        (wall,) = con.execute("SELECT timezone(?, ?::TIMESTAMPTZ)",
+                              [sql_zone(parse_zone(given)), at]).fetchone()
+    assert wall == local(at, parse_zone(given)).replace(tzinfo=None)
