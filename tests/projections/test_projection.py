@@ -53,7 +53,7 @@ def test_projecting_twice_adds_nothing_and_keeps_identical_views(evening: Embedd
 
 # Batch size 7 is below a round's events, so nearly every round is split across batches, each
 # of which runs detection (about 2 s a batch on CI's machine): six rounds a table, seed 180
-# dealing every kind of round at both tables (checked below), keep that at ~20 batches instead
+# dealing every kind of round at both tables (checked below), keep that at 23 batches instead
 # of the 30-round evening's 100 (shared_evening in test_projection_interrupted.py takes it
 # down to batch size 1).
 @pytest.mark.slow
