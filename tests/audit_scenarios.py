@@ -72,10 +72,13 @@ class Floor:
     def table(self, table_id: str, *, at: datetime = EVENING, dealer: str = "D1") -> Pit:
         return Pit(self.recorder, table_id=table_id, clock=at, dealer=dealer)
 
-    def build(self) -> Path:
+    def build(self, *, store_anomalies: bool = True) -> Path:
+        """Project the log into pitlog.duckdb. `store_anomalies=False` leaves out the stored
+        anomaly rows and alerts (a whole detection pass, most of a small projection's time):
+        for tests that read only views that never read them, as the ledger's."""
         self.recorder.flush()
         db = self.folder / "pitlog.duckdb"
-        project(self.log, db)
+        project(self.log, db, store_anomalies=store_anomalies)
         return db
 
 

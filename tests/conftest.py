@@ -70,8 +70,10 @@ def kafka_uri(kafka_broker: str, request: pytest.FixtureRequest) -> str:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test marked slow goes first (the order is the same with or without xdist): under
-    pytest-xdist its module is then the first handed to a worker, so the longest test starts at
-    once instead of last. (--dist loadfile keeps each module on one worker, so its module-scoped
-    store, server or browser is built once; --dist loadgroup cannot do it here: xdist 3.8 marks
-    a group by rewriting item._nodeid, which pytest 9 no longer reads.)"""
+    pytest-xdist its module is then among the first handed to a worker, so the longest modules
+    start at once instead of last (pyproject's --no-loadscope-reorder keeps this order; xdist's
+    default hands out the modules with the most tests first, whatever they cost). (--dist
+    loadfile keeps each module on one worker, so its module-scoped store, server or browser is
+    built once; --dist loadgroup cannot do it here: xdist 3.8 marks a group by rewriting
+    item._nodeid, which pytest 9 no longer reads.)"""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable

@@ -121,6 +121,7 @@ def evening(tmp_path_factory: pytest.TempPathFactory) -> Any:
         assert server.stop() == 0, server.err.read_text()
 
 
+@pytest.mark.slow
 def test_cli_query_commands_print_the_same_rows_through_a_live_server(evening: Evening) -> None:
     # The server holds the file and publishes no copy: a command that printed rows can only
     # have asked the server.

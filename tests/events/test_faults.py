@@ -54,6 +54,7 @@ def chain_broken(db: Path) -> list[tuple[str, list[int], str]]:
 # --- log identity and checkpoints --------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_log_restored_from_a_backup_and_appended_to_is_refused(tmp_path: Path) -> None:
     """The issue's case: back up the log folder, record more, project, restore the backup at
     the same path, record other events, project again: an Error, and the database unchanged."""

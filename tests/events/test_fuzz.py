@@ -179,6 +179,7 @@ def test_a_mutated_message_never_crashes_and_its_damage_is_never_hidden(
         assert broken == [i]
 
 
+@pytest.mark.slow
 @settings(max_examples=12, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(st.lists(mutants, min_size=1, max_size=8), st.randoms(use_true_random=False))

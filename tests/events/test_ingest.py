@@ -265,7 +265,6 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, report.seconds)
 """
 
 
-@pytest.mark.slow
 class PartlyCommittingLog(EmbeddedLog):
     """The embedded log, except that its first conditional append commits only table T01's
     events and then reports a conflict on the rest, as Kafka with fencing can (one transaction
@@ -294,6 +293,7 @@ def test_a_retry_after_a_partial_commit_records_only_the_tables_not_recorded(
         ("T01", 1), ("T01", 2), ("T02", 1), ("T02", 2)]
 
 
+@pytest.mark.slow
 def test_a_200k_line_input_streams_in_bounded_memory(tmp_path: Path) -> None:
     def peak_kib(n: int) -> int:
         folder = tmp_path / str(n)

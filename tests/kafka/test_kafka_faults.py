@@ -77,6 +77,7 @@ def _start_follower(uri: str, db: Path, log_file: Path) -> subprocess.Popen[byte
             cwd=REPO, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL)
 
 
+@pytest.mark.slow
 def test_projector_killed_at_random_points_ends_with_the_views_of_an_uninterrupted_run(
         kafka_uri: str, tmp_path: Path) -> None:
     # ~100k events (8 tables x 760 rounds), simulated straight into Kafka while it is followed.

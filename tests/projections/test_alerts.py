@@ -66,6 +66,7 @@ def test_every_stored_row_is_raised_once_and_the_alert_log_holds_them_in_order(
     assert [p["seqs"] for p in published] == [list(a["seqs"]) for a in alerts]
 
 
+@pytest.mark.slow
 def test_the_alert_id_is_the_same_in_an_independent_rebuild(
         tmp_path: Path, records: list[tuple[bytes, bytes]]) -> None:
     log = EmbeddedLog(tmp_path / "log")

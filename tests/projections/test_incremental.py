@@ -90,6 +90,7 @@ def test_a_sigkilled_projector_restarts_to_the_full_evaluation(
     _kill_and_restart(f"file://{tmp_path / 'log'}", tmp_path / "v.duckdb", 2)
 
 
+@pytest.mark.slow
 @pytest.mark.kafka
 def test_kafka_random_batches_equal_a_full_evaluation(
         tmp_path: Path, records: list[tuple[bytes, bytes]], kafka_uri: str) -> None:

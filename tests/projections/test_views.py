@@ -3,7 +3,6 @@ rebuilt card by card, rounds, hands, wagers, settlements, shoes, and the replay.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
@@ -54,15 +53,19 @@ def record_shoe(tb: HandBuiltTable) -> None:
     tb.flush()
 
 
-@pytest.fixture
-def db(log: EmbeddedLog, table: Callable[..., HandBuiltTable], tmp_path: Path) -> Path:
-    record_shoe(table("T01"))
-    other = table("T02")  # another table's dealer must not leak into T01's rounds
+# Built once for the module: every test only reads it, through a read-only connection (con),
+# and its projection in batches of 10 (detection runs in each) was most of each test's time.
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("views")
+    log = EmbeddedLog(folder / "log", partitions=4)  # as conftest's log fixture
+    record_shoe(HandBuiltTable(log, "T01"))
+    other = HandBuiltTable(log, "T02")  # another table's dealer must not leak into T01's rounds
     other.tap_in("D9")
     other.new_shoe("T02-S1", burn="KH", decks=1)
     other.play(1, "2S 2H 3D", wagers={1: 500})
     other.flush()
-    path = tmp_path / "views.duckdb"
+    path = folder / "views.duckdb"
     project(log, path, batch_size=10)
     return path
 
