@@ -238,10 +238,10 @@ CREATE OR REPLACE MACRO card_role(pos, dest, third_pos, kind) AS
          THEN 'exposed before "Raises closed": discarded, decides nothing (13:47-20.31(g)3)'
          ELSE 'drawn out of turn: decides nothing' END;
 
--- Whether a round's RoundVoided (its first, at void_seq) is one the rules allow; a void they
+-- Whether a round's RoundVoided (its first in game order, at void_order) is one the rules allow; a void they
 -- do not allow voids nothing: the ledger judges the wagers against the cards, and anomalies.sql
--- flags it (ROUND_VOIDED_WITHOUT_CAUSE). Once the deciding third card is out (third_seq, before
--- the void) the cards have decided the round, and the rules void it only:
+-- flags it (ROUND_VOIDED_WITHOUT_CAUSE). Once the deciding third card is out (third_order, before
+-- the void in game order: game_order above) the cards have decided the round, and the rules void it only:
 --   13:69F-34.16(n), by analogy: "If an automated dealing shoe ... jams, stops dealing cards, or
 --     fails to deal all cards during a round of play, the round of play shall be void": a
 --     dealing-shoe fault (DeviceFaulted, any fault but SHUFFLER_JAM) in the round before the void;
@@ -251,11 +251,14 @@ CREATE OR REPLACE MACRO card_role(pos, dest, third_pos, kind) AS
 -- (g)3's void is each player's own choice (VoidOrPlayChosen), never a RoundVoided. A void
 -- before the decision (no deciding card yet) returns every wager before anything is won or
 -- lost, and stands.
-CREATE OR REPLACE MACRO void_allowed(kind, left_rank, third_rank, third_seq, void_seq,
-                                     shoe_fault_seq) AS
-    void_seq IS NOT NULL AND (
-        third_seq IS NULL OR third_seq > void_seq
-        OR coalesce(shoe_fault_seq < void_seq, false)
+-- third_order, void_order and shoe_fault_order are game_order structs: a void typed at the
+-- dealer terminal before the shoe's third card is a void before the decision, whichever line
+-- reached the recorder first.
+CREATE OR REPLACE MACRO void_allowed(kind, left_rank, third_rank, third_order, void_order,
+                                     shoe_fault_order) AS
+    void_order IS NOT NULL AND (
+        third_order IS NULL OR third_order > void_order
+        OR coalesce(shoe_fault_order < void_order, false)
         OR coalesce(kind = 'consecutive', false)
         OR coalesce(kind = 'pair' AND third_rank <> left_rank, false));
 
@@ -298,9 +301,10 @@ WITH per_round AS (
         string_agg(phrase, ' | ' ORDER BY seq, log_offset) FILTER (event_type = 'Announced') AS announcements,
         list(meaning ORDER BY seq, log_offset) FILTER (event_type = 'Announced') AS announced,
         count(*) FILTER (event_type = 'RoundVoided') > 0 AS void_recorded,
-        -- void_allowed above: the round's first RoundVoided and the dealing-shoe fault before it
-        min(seq) FILTER (event_type = 'RoundVoided') AS void_seq,
-        min(seq) FILTER (event_type = 'DeviceFaulted' AND fault <> 'SHUFFLER_JAM') AS shoe_fault_seq
+        -- void_allowed above: the round's first RoundVoided and dealing-shoe fault, in game order
+        min(game_order(occurred_at, seq)) FILTER (event_type = 'RoundVoided') AS void_order,
+        min(game_order(occurred_at, seq)) FILTER (event_type = 'DeviceFaulted' AND fault <> 'SHUFFLER_JAM')
+            AS shoe_fault_order
     FROM events_once_of(in_table, in_shoe, from_seq, to_seq)
     WHERE round_no IS NOT NULL
       AND (in_table IS NULL OR table_id = in_table) AND (in_shoe IS NULL OR shoe_id = in_shoe)
@@ -332,8 +336,8 @@ placed AS (
 void_judged AS (
     -- `voided`: a RoundVoided the rules allow (void_allowed); one they do not voids nothing.
     SELECT * EXCLUDE (void_recorded),
-           void_recorded AND void_allowed(kind, l.rank, third.rank, third.seq, void_seq,
-                                          shoe_fault_seq)
+           void_recorded AND void_allowed(kind, l.rank, third.rank, game_order(third.at, third.seq),
+                                          void_order, shoe_fault_order)
                AS voided
     FROM placed
 )
