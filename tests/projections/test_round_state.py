@@ -60,7 +60,7 @@ def test_the_fold_of_every_simulated_round_is_its_row_in_the_rounds_view(
             seen.add((env.table_id, env.event_id))
         if env.round_no is not None:
             key = (env.table_id, env.shoe_id, env.round_no)
-            states[key] = evolve(states.get(key, RoundState()), env.event)
+            states[key] = evolve(states.get(key, RoundState()), env.event, env.occurred_at)
     db = tmp_path / "p.duckdb"
     project(log, db)
     with duckdb.connect(str(db), read_only=True) as con:
