@@ -8,7 +8,11 @@
 --
 -- Every row: code, severity, table_id, shoe_id, round_no, seqs (the sequence numbers of the
 -- events that prove it), explanation (one line to read aloud), rule, occurred_at.
--- Within a table, events are ordered by seq (gapless per table), then log offset.
+-- Within a table, the log's events are ordered by seq (gapless per table), then log offset:
+-- the order the recorder received them. Every "before" or "after" within a round is game order
+-- instead (views.sql, game_order: occurred_at, then seq), since across the shoe and the dealer
+-- terminal seq is arrival order; the checks that still read seq compare lines of one device,
+-- or read the log's own order (the chain, the rack's lines, the paytable and dealer in force).
 --
 -- "Finished": a round whose table recorded anything after the round's last event. What a
 -- round LACKS (an announcement, a settlement, the rack) is judged only once it is finished,
@@ -357,15 +361,18 @@ faults AS (
     SELECT f.table_id, f.shoe_id, f.round_no, f.seq, f.occurred_at, f.fault, f.device_id,
            c.seq AS card_seq, s.seq AS reshuffle_seq, min(v.seq) AS void_seq, r.finished
     FROM events AS f
-    -- the next card out of the same shoe, and the next shuffle begun for it
+    -- the next card out of the same shoe, and the next shuffle begun for it (seq: the fault, the
+    -- cards and the shuffle are the devices' own lines, each in its own order)
     ASOF LEFT JOIN (SELECT table_id, shoe_id, seq FROM events
                     WHERE event_type IN ('CardDrawn', 'CardBurned', 'CardFoundFaceUp', 'CardDrawnInError')) AS c
         ON c.table_id = f.table_id AND c.shoe_id = f.shoe_id AND f.seq < c.seq
     ASOF LEFT JOIN (SELECT table_id, shoe_id, seq FROM events WHERE event_type = 'ShuffleStarted') AS s
         ON s.table_id = f.table_id AND s.shoe_id = f.shoe_id AND f.seq < s.seq
+    -- the void (a terminal line) after the fault (the device's) in game order (views.sql)
     LEFT JOIN events AS v
         ON v.table_id = f.table_id AND v.shoe_id = f.shoe_id AND v.round_no = f.round_no
-       AND v.event_type = 'RoundVoided' AND v.seq > f.seq
+       AND v.event_type = 'RoundVoided'
+       AND game_order(v.occurred_at, v.seq) > game_order(f.occurred_at, f.seq)
     LEFT JOIN facts AS r
         ON r.table_id = f.table_id AND r.shoe_id = f.shoe_id AND r.round_no = f.round_no
     WHERE f.event_type = 'DeviceFaulted'
@@ -1035,9 +1042,13 @@ SELECT * FROM (
                             card_label(d.rank, d.suit), card_label(b.rank, b.suit)) END,
            d.occurred_at
     FROM events AS d
-    ASOF LEFT JOIN (SELECT table_id, shoe_id, seq, rank, suit FROM events
+    -- the latest burn before the disclosure in game order (views.sql, game_order): the burn is
+    -- the shoe's line, the disclosure the terminal's
+    ASOF LEFT JOIN (SELECT table_id, shoe_id, seq, game_order(occurred_at, seq) AS burned,
+                           rank, suit FROM events
                     WHERE event_type = 'CardBurned') AS b
-        ON b.table_id = d.table_id AND b.shoe_id = d.shoe_id AND d.seq > b.seq
+        ON b.table_id = d.table_id AND b.shoe_id = d.shoe_id
+       AND game_order(d.occurred_at, d.seq) > b.burned
     WHERE d.event_type = 'BurnDisclosed'
       AND (b.seq IS NULL OR b.rank <> d.rank OR b.suit <> d.suit)
 

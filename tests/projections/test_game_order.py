@@ -117,6 +117,19 @@ def _pair_round(*extra: Line) -> list[Line]:
     return _with(lines, *extra)
 
 
+def _choice(name: str, second: float, choice: str) -> Line:
+    return Line(name, "VoidOrPlayChosen", second, TERM, {"seat": 1, "area": 1, "choice": choice})
+
+
+def _exposed_round(*extra: Line) -> list[Line]:
+    """The spread round with 9S exposed at 9, before "Raises closed" (13:47-20.31(g)3)."""
+    exposed = Line("exposed", "CardDrawn", 9, SHOE,
+                   {"rank": 9, "suit": "S", "face_up": True, "destination": "MIDDLE"})
+    rack = Line("rack", "CardsRacked", 17, TERM,
+                {"cards": RACKED[:2] + [{"rank": 9, "suit": "S"}, RACKED[2]]})
+    return _with(_spread_round(), exposed, rack, *extra)
+
+
 @dataclass
 class Case:
     lines: list[Line]
@@ -221,6 +234,42 @@ CASES: dict[str, Case] = {
         [("ROUND_VOIDED_WITHOUT_CAUSE", ["third", "void"]),
          ("WRONG_SETTLEMENT", ["wager", "settle"])],
         {"ORIGINAL": ("WRONG_OUTCOME", "WON", 1000, 0, 0)}, ("third", "void")),
+    # DEVICE_FAULT_NOT_VOIDED (13:69F-34.16(n) by analogy) and void_allowed: the shoe jams at
+    # 14.2, after the third card; the terminal's void at 14.5 arrives before the shoe's fault
+    # line. The void follows the fault at the table: it stands, the wager comes back.
+    "void_after_fault_arriving_before_it": Case(
+        _arrive(_spread_round(
+            Line("fault", "DeviceFaulted", 14.2, SHOE, {"device_id": SHOE, "fault": "SHOE_JAM"}),
+            Line("void", "RoundVoided", 14.5, TERM, {"reason": "shoe jam"}),
+            _settle("settle", 16, "VOID", 1000)), fault=16.5),
+        [], {"ORIGINAL": ("OK", "VOID", 0, 0, 1000)}, ("fault", "void")),
+    # BURN_MISDISCLOSED (13:47-20.31(d)1): 2C burned at 3 and disclosed at 3.5, the shoe's burn
+    # line arriving after the disclosure: the card disclosed is the card burned.
+    "burn_disclosed_after_burn_arriving_first": Case(
+        _arrive(_spread_round(Line("disclosed", "BurnDisclosed", 3.5, TERM,
+                                   {"rank": 2, "suit": "C", "requested_by_seat": 1}, None)),
+                burn=3.7),
+        [], {"ORIGINAL": WON_1000}, ("burn", "disclosed")),
+    # 2C "disclosed" at 2.5, before any card was burned, the line arriving after the burn
+    "burn_disclosed_before_burn_arriving_after": Case(
+        _arrive(_spread_round(Line("disclosed", "BurnDisclosed", 2.5, TERM,
+                                   {"rank": 2, "suit": "C", "requested_by_seat": 1}, None)),
+                disclosed=3.5),
+        [("BURN_MISDISCLOSED", ["disclosed"])], {"ORIGINAL": WON_1000}, ("disclosed", "burn")),
+    # The ledger's last void-or-play choice ((g)3; 13:69F-6.7): 9S exposed before "Raises
+    # closed"; seat 1 says VOID at 10 then PLAY at 11, the PLAY line arriving first. The last
+    # word is PLAY: the wager plays on, and the new third card 8H wins it.
+    "last_choice_play_arriving_first": Case(
+        _arrive(_exposed_round(_choice("void_choice", 10, "VOID"), _choice("play", 11, "PLAY")),
+                play=9.5),
+        [("EARLY_THIRD_CARD", ["exposed", "closed"])], {"ORIGINAL": WON_1000},
+        ("void_choice", "play")),
+    # PLAY at 11 then VOID at 12, the VOID line arriving first: the wager comes back.
+    "last_choice_void_arriving_first": Case(
+        _arrive(_exposed_round(_choice("play", 11, "PLAY"), _choice("void_choice", 12, "VOID"),
+                               _settle("settle", 12.5, "VOID", 1000)), void_choice=9.5),
+        [("EARLY_THIRD_CARD", ["exposed", "closed"])],
+        {"ORIGINAL": ("OK", "VOID", 0, 0, 1000)}, ("play", "void_choice")),
 }
 TABLES = {name: f"T{i:02d}" for i, name in enumerate(CASES, start=1)}
 
