@@ -567,11 +567,16 @@ WITH round_events AS NOT MATERIALIZED (
     SELECT * FROM events_once_of(in_table, NULL, from_seq, to_seq)
 ),
 spans AS (
+    -- From the first card to the end in game order (game_order above): the round's end is
+    -- often the terminal's rack line, the intruder the shoe's, and a burn for the next round
+    -- that reaches the recorder before the rack line is not inside the round.
     SELECT table_id, shoe_id, round_no,
-           min(seq) FILTER (event_type IN ('CardDrawn', 'CardDrawnInError')) AS first_card_seq,
-           max(seq) FILTER (event_type NOT IN ('CardBurned', 'BurnDisclosed')) AS end_seq,
-           min(seq) FILTER (event_type = 'Announced' AND meaning = 'RAISES_CLOSED')
-               AS raises_closed_seq
+           min(game_order(occurred_at, seq)) FILTER (event_type IN ('CardDrawn', 'CardDrawnInError'))
+               AS first_card,
+           max(game_order(occurred_at, seq)) FILTER (event_type NOT IN ('CardBurned', 'BurnDisclosed'))
+               AS round_end,
+           min(game_order(occurred_at, seq)) FILTER (event_type = 'Announced' AND meaning = 'RAISES_CLOSED')
+               AS raises_closed
     FROM round_events
     WHERE round_no > 0
     GROUP BY ALL
@@ -579,15 +584,16 @@ spans AS (
 ),
 cards AS (
     SELECT table_id, shoe_id AS card_shoe_id, round_no AS card_round_no, seq, event_type,
-           rank, suit, destination, occurred_at
+           rank, suit, destination, occurred_at, game_order(occurred_at, seq) AS at_order
     FROM round_events
     WHERE event_type IN ('CardDrawn', 'CardDrawnInError', 'CardBurned')
 )
-SELECT s.table_id, s.shoe_id, s.round_no, s.first_card_seq, s.raises_closed_seq,
+SELECT s.table_id, s.shoe_id, s.round_no, s.first_card.seq AS first_card_seq,
+       s.raises_closed.seq AS raises_closed_seq,
        c.card_shoe_id, c.card_round_no, c.seq, c.event_type, c.rank, c.suit, c.destination,
        c.occurred_at
 FROM cards AS c
-ASOF JOIN spans AS s ON c.table_id = s.table_id AND c.seq > s.first_card_seq
-WHERE c.seq < s.end_seq
+ASOF JOIN spans AS s ON c.table_id = s.table_id AND c.at_order > s.first_card
+WHERE c.at_order < s.round_end
   AND (c.event_type = 'CardBurned' OR c.card_shoe_id IS DISTINCT FROM s.shoe_id
        OR c.card_round_no IS DISTINCT FROM s.round_no);

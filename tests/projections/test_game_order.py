@@ -15,14 +15,16 @@ import io
 import json
 from dataclasses import dataclass, field
 from datetime import timedelta
+from pathlib import Path
 
 import duckdb
 import pytest
+from live_support import differences
 from surveillance_pit import EVENING
 
 from events.log.embedded.log import EmbeddedLog
 from events.recording.ingest import ingest
-from projections.anomalies import AnomalyFilter, list_anomalies
+from projections.anomalies import STORED, AnomalyFilter, list_anomalies
 from projections.projector import project
 
 TERM, SHOE = "TERM-1", "SHOE-1"
@@ -270,6 +272,20 @@ CASES: dict[str, Case] = {
                                _settle("settle", 12.5, "VOID", 1000)), void_choice=9.5),
         [("EARLY_THIRD_CARD", ["exposed", "closed"])],
         {"ORIGINAL": ("OK", "VOID", 0, 0, 1000)}, ("play", "void_choice")),
+    # BURN_DURING_ROUND (13:47-20.31(d)1; views.sql round_intruders_of): a burn at 17.5, after
+    # the round's last line (the rack at 17), reaching the recorder before the rack line.
+    "burn_after_rack_arriving_before_it": Case(
+        _arrive(_spread_round(Line("burn2", "CardBurned", 17.5, SHOE,
+                                   {"rank": 4, "suit": "S", "reason": "OTHER"}, None)),
+                rack=17.8),
+        [], {"ORIGINAL": WON_1000}, ("rack", "burn2")),
+    # a burn at 16.5, inside the round (before its rack at 17), arriving after the rack line
+    "burn_inside_round_arriving_after_rack": Case(
+        _arrive(_spread_round(Line("burn2", "CardBurned", 16.5, SHOE,
+                                   {"rank": 4, "suit": "S", "reason": "OTHER"}, None)),
+                burn2=17.5),
+        [("BURN_DURING_ROUND", ["left", "burn2"])],
+        {"ORIGINAL": ("IRREGULAR_ROUND", "WON", 1000, 0, 0)}, ("burn2", "rack")),
 }
 TABLES = {name: f"T{i:02d}" for i, name in enumerate(CASES, start=1)}
 
@@ -307,9 +323,10 @@ def judged(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
         ).fetchall()
         found = [(a["table_id"], a["code"], a["seqs"])
                  for a in list_anomalies(con, AnomalyFilter())]
-    return {"seqs": {(t, k, at.replace(tzinfo=None) if at.tzinfo is None else at): s
-                     for t, k, at, s in seqs},
-            "ledger": ledger, "found": found}
+    records = [(r.key, r.value) for batch in log.read() for r in batch]
+    log.close()
+    return {"seqs": {(t, k, at): s for t, k, at, s in seqs},
+            "ledger": ledger, "found": found, "records": records}
 
 
 def _seq(judged: dict[str, object], name: str, line: str) -> int:
@@ -337,3 +354,23 @@ def test_each_rule_judges_in_game_order_not_arrival_order(
     ledger = judged["ledger"]
     assert isinstance(ledger, list)
     assert {kind: tuple(rest) for t, kind, *rest in ledger if t == table} == case.ledger
+
+
+@pytest.mark.parametrize("every", [1, 4, 13])
+def test_incremental_detection_stays_exact_when_lines_arrive_out_of_time_order(
+        judged: dict[str, object], tmp_path: Path, every: int) -> None:
+    """The projector's incremental detection (projections/incremental.py) re-evaluates every
+    shoe a batch touches from its first seq, so a line that arrives late but happened early
+    (a void after the shoe's fault, a raise before "Raises closed") replaces the rows the
+    earlier batches stored: after batches of `every` records the stored anomalies equal a full
+    evaluation, row for row, and hold every code the cases raise."""
+    records = judged["records"]
+    assert isinstance(records, list)
+    log = EmbeddedLog(tmp_path / "log")
+    with duckdb.connect(str(tmp_path / "p.duckdb")) as con:
+        for start in range(0, len(records), every * 7):
+            log.append(records[start:start + every * 7])
+            project(log, con, batch_size=every, publish_alerts=False)
+        assert differences(con) == (0, 0)
+        stored = {c for (c,) in con.execute(f"SELECT DISTINCT code FROM {STORED}").fetchall()}
+    assert {code for case in CASES.values() for code, _ in case.found} <= stored
