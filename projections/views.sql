@@ -25,7 +25,9 @@ CREATE OR REPLACE MACRO dollars(cents) AS
 -- compare occurred_at, each device's stamp of the moment at the table, and seq breaks ties and
 -- keeps one device's lines in its own order. seq stays the order of the log for integrity
 -- (SEQUENCE_GAP, CHAIN_BROKEN) and names the events that prove an anomaly.
-CREATE OR REPLACE MACRO game_order(happened_at, at_seq) AS {'at': happened_at, 'seq': at_seq};
+-- NULL for no event (a NULL seq): a struct of NULLs would compare greater than every order.
+CREATE OR REPLACE MACRO game_order(happened_at, at_seq) AS
+    CASE WHEN at_seq IS NOT NULL THEN {'at': happened_at, 'seq': at_seq} END;
 
 -- THE CARDS OF A ROUND: every card out of the shoe in the round, in game order, wherever it
 -- went, from `outs` (a list of {seq, at, type, rank, suit, dest} of the round's CardDrawn,
