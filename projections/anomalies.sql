@@ -8,7 +8,11 @@
 --
 -- Every row: code, severity, table_id, shoe_id, round_no, seqs (the sequence numbers of the
 -- events that prove it), explanation (one line to read aloud), rule, occurred_at.
--- Within a table, events are ordered by seq (gapless per table), then log offset.
+-- Within a table, the log's events are ordered by seq (gapless per table), then log offset:
+-- the order the recorder received them. Every "before" or "after" within a round is game order
+-- instead (views.sql, game_order: occurred_at, then seq), since across the shoe and the dealer
+-- terminal seq is arrival order; the checks that still read seq compare lines of one device,
+-- or read the log's own order (the chain, the rack's lines, the paytable and dealer in force).
 --
 -- "Finished": a round whose table recorded anything after the round's last event. What a
 -- round LACKS (an announcement, a settlement, the rack) is judged only once it is finished,
@@ -63,22 +67,27 @@ WITH per_round AS (
                                                     'CardFoundFaceUp', 'CardBurned'))), [])
             AS cards,
         coalesce(bool_or(event_type = 'RoundVoided'), false) AS voided,
-        -- 13:47-20.31(d)3, (d)6: the first card out of the shoe (as the ledger counts it).
-        min(seq) FILTER (event_type IN ('CardDrawn', 'CardDrawnInError')) AS first_card_seq,
-        arg_min({'rank': rank, 'suit': suit}, seq) FILTER (event_type IN ('CardDrawn', 'CardDrawnInError')) AS first,
-        min(seq) FILTER (event_type = 'Announced' AND meaning = 'RAISES_CLOSED') AS raises_closed_seq,
+        -- 13:47-20.31(d)3, (d)6: the first card out of the shoe in game order (as the ledger
+        -- counts it, ledger.sql first_cards): a wager typed at the terminal before the shoe's
+        -- first card is on time even when its line reaches the recorder after the card's.
+        min(game_order(occurred_at, seq)) FILTER (event_type IN ('CardDrawn', 'CardDrawnInError'))
+            AS first_card_order,
+        arg_min({'rank': rank, 'suit': suit}, game_order(occurred_at, seq))
+            FILTER (event_type IN ('CardDrawn', 'CardDrawnInError')) AS first,
         min(game_order(occurred_at, seq)) FILTER (event_type = 'Announced' AND meaning = 'RAISES_CLOSED')
             AS raises_closed,
         min(seq) FILTER (event_type = 'CuttingCardReached') AS cut_seq,
-        min(seq) FILTER (event_type = 'WagerSettled') AS first_settlement_seq,
+        -- (d)8, (d)13: the first settlement in game order (the third card must come before it)
+        min(game_order(occurred_at, seq)) FILTER (event_type = 'WagerSettled') AS first_settlement,
         min(seq) FILTER (event_type = 'CardsRacked') AS racked_seq,
         flatten(list(cards ORDER BY seq, log_offset) FILTER (event_type = 'CardsRacked')) AS racked_cards,
         -- 13:47-20.31(d)7-11, 13: the announcements a finished round must have: how many named
-        -- the first two cards' kind, and the last seq of an outcome and of a third-card value.
+        -- the first two cards' kind, and the last of an outcome and of a third-card value
+        -- (game order: said after the third card at the table).
         count(seq) FILTER (event_type = 'Announced' AND meaning IN ('CONSECUTIVE', 'PAIR', 'SPREAD')) AS kind_said,
-        max(seq) FILTER (event_type = 'Announced' AND meaning IN ('THREE_OF_A_KIND', 'NO_THREE_OF_A_KIND'))
-            AS last_outcome_said_seq,
-        max(seq) FILTER (event_type = 'Announced' AND meaning = 'THIRD_CARD') AS last_value_said_seq
+        max(game_order(occurred_at, seq)) FILTER (event_type = 'Announced' AND meaning IN ('THREE_OF_A_KIND', 'NO_THREE_OF_A_KIND'))
+            AS last_outcome_said,
+        max(game_order(occurred_at, seq)) FILTER (event_type = 'Announced' AND meaning = 'THIRD_CARD') AS last_value_said
     FROM events_once_of(NULL, NULL, NULL, NULL)  -- each card event once (views.sql)
     WHERE round_no IS NOT NULL
     GROUP BY table_id, shoe_id, round_no
@@ -122,8 +131,10 @@ SELECT
     coalesce(p.exposed, []) AS exposed,
     p.kind,
     CASE WHEN abs(p.l.rank - p.r.rank) >= 2 THEN abs(p.l.rank - p.r.rank) - 1 END AS spread,
-    p.voided, p.first_card_seq, card_label(p.first.rank, p.first.suit) AS first_card,
-    p.raises_closed_seq, p.raises_closed, p.cut_seq, p.first_settlement_seq,
+    p.voided, p.first_card_order.seq AS first_card_seq, p.first_card_order,
+    card_label(p.first.rank, p.first.suit) AS first_card,
+    p.raises_closed.seq AS raises_closed_seq, p.raises_closed, p.cut_seq, p.first_settlement.seq AS first_settlement_seq,
+    p.first_settlement, game_order(p.r.at, p.r.seq) AS second_card_order,
     list_transform(p.cards, lambda x: x.seq) AS card_seqs, p.racked_seq,
     -- 13:47-20.31(d)5; GA (3): the first two cards out of the shoe and where they went.
     list_transform(p.placed[:2], lambda x: {'seq': x.seq, 'box': x.dest, 'card': x.card})
@@ -133,7 +144,7 @@ SELECT
     -- and their seqs, against the rack.
     nullif(list_transform(p.cards, lambda x: {'rank': x.rank, 'suit': x.suit}), []) AS dealt_cards,
     list_transform(p.cards, lambda x: x.seq) AS dealt_seqs,
-    p.racked_cards, p.kind_said, p.last_outcome_said_seq, p.last_value_said_seq
+    p.racked_cards, p.kind_said, p.last_outcome_said, p.last_value_said
 FROM drawn AS p
 JOIN table_end AS t USING (table_id);
 
@@ -224,21 +235,26 @@ exposure_faults AS (
 
 -- Wager events after the round's first card (13:47-20.31(d)3, (d)6; GA (1), (4)), with whether
 -- the area held a wager before the first card and whether its decision came before the event.
+-- Before and after are game order (views.sql, game_order): the wagers come from the dealer
+-- terminal and the first card from the shoe, so their seqs are arrival order only.
 moves AS (
     SELECT e.table_id, e.shoe_id, e.round_no, e.seat, e.area, e.seq, e.event_type,
-           e.amount_cents, e.instrument, e.occurred_at, f.first_card_seq, f.first_card
+           e.amount_cents, e.instrument, e.occurred_at, f.first_card_seq, f.first_card,
+           f.first_card_order, game_order(e.occurred_at, e.seq) AS move_order
     FROM events AS e
     JOIN facts AS f USING (table_id, shoe_id, round_no)
     WHERE e.event_type IN ('WagerPlaced', 'WagerChanged', 'WagerRemoved')
-      AND e.seq > f.first_card_seq
+      AND game_order(e.occurred_at, e.seq) > f.first_card_order
 ),
 
 late_moves AS (
     SELECT m.table_id, m.shoe_id, m.round_no, m.seat, m.area, m.seq, m.event_type,
            m.amount_cents, m.instrument, m.occurred_at, m.first_card_seq, m.first_card,
-           coalesce(bool_or(b.event_type = 'WagerPlaced' AND b.seq < m.first_card_seq), false) AS had_wager,
-           coalesce(bool_or(b.event_type = 'WagerSettled' AND b.wager_kind = 'ORIGINAL' AND b.seq < m.seq),
-                    false) AS decided
+           m.first_card_order, m.move_order,
+           coalesce(bool_or(b.event_type = 'WagerPlaced'
+                            AND game_order(b.occurred_at, b.seq) < m.first_card_order), false) AS had_wager,
+           coalesce(bool_or(b.event_type = 'WagerSettled' AND b.wager_kind = 'ORIGINAL'
+                            AND game_order(b.occurred_at, b.seq) < m.move_order), false) AS decided
     FROM moves AS m
     LEFT JOIN events AS b
         ON b.table_id = m.table_id AND b.shoe_id = m.shoe_id AND b.round_no = m.round_no
@@ -251,18 +267,20 @@ late_moves AS (
 -- the last card drawn before each beyond the first two: the card it is about (to the middle
 -- box, or one the dealer put elsewhere: where it went is THIRD_CARD_DIVERTED's finding, not a
 -- wrong announcement). The other meanings never look at that card, so only the third-card
--- announcements pay for the ASOF join.
+-- announcements pay for the ASOF join. "Before" is game order (views.sql, game_order): the
+-- words come from the dealer terminal, the cards from the shoe.
 said AS (
     SELECT a.table_id, a.shoe_id, a.round_no, a.seq, a.occurred_at, a.phrase, a.meaning, a."value",
            f.kind, f.spread, f.left_rank, f.left_card, f.right_card,
-           CASE WHEN m.destination = 'MIDDLE' OR m.seq > f.sides_seq THEN m.rank END
+           CASE WHEN m.destination = 'MIDDLE' OR m.drawn > f.second_card_order THEN m.rank END
                AS middle_rank_before
     FROM events AS a
     JOIN facts AS f USING (table_id, shoe_id, round_no)
-    ASOF LEFT JOIN (SELECT table_id, shoe_id, round_no, seq, rank, destination FROM events
+    ASOF LEFT JOIN (SELECT table_id, shoe_id, round_no, game_order(occurred_at, seq) AS drawn,
+                           rank, destination FROM events
                     WHERE event_type = 'CardDrawn') AS m
         ON m.table_id = a.table_id AND m.shoe_id = a.shoe_id AND m.round_no = a.round_no
-       AND a.seq > m.seq
+       AND game_order(a.occurred_at, a.seq) > m.drawn
     WHERE a.event_type = 'Announced' AND f.kind IS NOT NULL
       AND a.meaning IN ('THREE_OF_A_KIND', 'NO_THREE_OF_A_KIND', 'THIRD_CARD')
     UNION ALL
@@ -281,8 +299,8 @@ said_per_round AS (
            middle_card, third_card_seq, card_seqs, ended_at,
            CASE WHEN shoe_id IS NULL THEN 0 ELSE kind_said END AS kind_said,
            -- 13:47-20.31(d)9-10, (d)13: said after the deciding third card.
-           shoe_id IS NOT NULL AND coalesce(last_outcome_said_seq > third_card_seq, false) AS outcome_said,
-           shoe_id IS NOT NULL AND coalesce(last_value_said_seq > third_card_seq, false) AS value_said
+           shoe_id IS NOT NULL AND coalesce(last_outcome_said > third_card_order, false) AS outcome_said,
+           shoe_id IS NOT NULL AND coalesce(last_value_said > third_card_order, false) AS value_said
     FROM facts
     WHERE kind IS NOT NULL AND finished AND NOT voided
 ),
@@ -324,14 +342,14 @@ rack_check AS (
     GROUP BY ALL
 ),
 
--- Each round's first RoundVoided and the dealing-shoe fault before it (views.sql, void_allowed,
--- which the rounds view and the ledger read too).
+-- Each round's first RoundVoided and dealing-shoe fault, in game order (views.sql, void_allowed
+-- and game_order, which the rounds view and the ledger read too).
 voids AS (
     SELECT table_id, shoe_id, round_no,
-           min(seq) FILTER (event_type = 'RoundVoided') AS void_seq,
-           arg_min(reason, seq) FILTER (event_type = 'RoundVoided') AS void_reason,
-           arg_min(occurred_at, seq) FILTER (event_type = 'RoundVoided') AS voided_at,
-           min(seq) FILTER (event_type = 'DeviceFaulted' AND fault <> 'SHUFFLER_JAM') AS shoe_fault_seq
+           min(game_order(occurred_at, seq)) FILTER (event_type = 'RoundVoided') AS void_order,
+           arg_min(reason, game_order(occurred_at, seq)) FILTER (event_type = 'RoundVoided') AS void_reason,
+           min(game_order(occurred_at, seq)) FILTER (event_type = 'DeviceFaulted' AND fault <> 'SHUFFLER_JAM')
+               AS shoe_fault_order
     FROM events
     WHERE event_type IN ('RoundVoided', 'DeviceFaulted') AND round_no IS NOT NULL
     GROUP BY ALL
@@ -343,15 +361,18 @@ faults AS (
     SELECT f.table_id, f.shoe_id, f.round_no, f.seq, f.occurred_at, f.fault, f.device_id,
            c.seq AS card_seq, s.seq AS reshuffle_seq, min(v.seq) AS void_seq, r.finished
     FROM events AS f
-    -- the next card out of the same shoe, and the next shuffle begun for it
+    -- the next card out of the same shoe, and the next shuffle begun for it (seq: the fault, the
+    -- cards and the shuffle are the devices' own lines, each in its own order)
     ASOF LEFT JOIN (SELECT table_id, shoe_id, seq FROM events
                     WHERE event_type IN ('CardDrawn', 'CardBurned', 'CardFoundFaceUp', 'CardDrawnInError')) AS c
         ON c.table_id = f.table_id AND c.shoe_id = f.shoe_id AND f.seq < c.seq
     ASOF LEFT JOIN (SELECT table_id, shoe_id, seq FROM events WHERE event_type = 'ShuffleStarted') AS s
         ON s.table_id = f.table_id AND s.shoe_id = f.shoe_id AND f.seq < s.seq
+    -- the void (a terminal line) after the fault (the device's) in game order (views.sql)
     LEFT JOIN events AS v
         ON v.table_id = f.table_id AND v.shoe_id = f.shoe_id AND v.round_no = f.round_no
-       AND v.event_type = 'RoundVoided' AND v.seq > f.seq
+       AND v.event_type = 'RoundVoided'
+       AND game_order(v.occurred_at, v.seq) > game_order(f.occurred_at, f.seq)
     LEFT JOIN facts AS r
         ON r.table_id = f.table_id AND r.shoe_id = f.shoe_id AND r.round_no = f.round_no
     WHERE f.event_type = 'DeviceFaulted'
@@ -425,7 +446,9 @@ SELECT * FROM (
            e.occurred_at
     FROM events AS e
     JOIN facts AS f USING (table_id, shoe_id, round_no)
-    WHERE e.event_type = 'RaisePlaced' AND f.kind = 'spread' AND e.seq < f.card_seqs[2]
+    -- game order (views.sql, game_order): the raise is keyed at the terminal, the card is the shoe's
+    WHERE e.event_type = 'RaisePlaced' AND f.kind = 'spread'
+      AND game_order(e.occurred_at, e.seq) < f.second_card_order
 
     UNION ALL
     -- WRONG_BOX (13:47-20.31(d)5; GA (3)): "the dealer shall place the first card ... on the box
@@ -448,12 +471,15 @@ SELECT * FROM (
     -- LATE_RAISE (13:47-20.31(d)12-13; GA (11)): a raise placed after "Raises closed".
     SELECT 'LATE_RAISE', e.table_id, e.shoe_id, e.round_no, [f.raises_closed_seq, e.seq],
            printf('Seat %d raised %s on area %d after "Raises closed"%s', e.seat, dollars(e.amount_cents),
-                  e.area, CASE WHEN e.seq > f.third_card_seq
+                  e.area, CASE WHEN game_order(e.occurred_at, e.seq) > f.third_card_order
                                THEN ', with the third card ' || f.middle_card || ' already out' ELSE '' END),
            e.occurred_at
     FROM events AS e
     JOIN facts AS f USING (table_id, shoe_id, round_no)
-    WHERE e.event_type = 'RaisePlaced' AND f.kind = 'spread' AND e.seq > f.raises_closed_seq
+    -- game order (views.sql, game_order): a raise keyed before "Raises closed" is on time
+    -- whichever line reached the recorder first
+    WHERE e.event_type = 'RaisePlaced' AND f.kind = 'spread'
+      AND game_order(e.occurred_at, e.seq) > f.raises_closed
 
     UNION ALL
     -- WRONG_ANNOUNCEMENT (13:47-20.31(d)7-11, 13; GA (5)-(11)): the structured meaning of an
@@ -536,7 +562,7 @@ SELECT * FROM (
            ended_at
     FROM facts
     WHERE kind = 'pair' AND NOT voided AND finished
-      AND ((third_card_seq IS NULL AND cut_seq IS NULL) OR third_card_seq > first_settlement_seq)
+      AND ((third_card_seq IS NULL AND cut_seq IS NULL) OR third_card_order > first_settlement)
 
     UNION ALL
     -- THIRD_CARD_REDRAWN (13:47-20.31(d)10, (d)13-14; GA (8), (11)): exactly one third card
@@ -598,7 +624,8 @@ SELECT * FROM (
     FROM facts
     WHERE kind = 'spread' AND NOT voided AND cut_seq IS NULL
       AND first_settlement_seq IS NOT NULL
-      AND (len(beyond_two) = 0 OR beyond_two[1].seq > first_settlement_seq)
+      AND (len(beyond_two) = 0
+           OR game_order(beyond_two[1].at, beyond_two[1].seq) > first_settlement)
 
     UNION ALL
     -- ROUND_ABANDONED_AT_CUT_CARD (13:47-20.31(d)16; GA (13)): the cutting card came out in
@@ -683,17 +710,17 @@ SELECT * FROM (
     -- dealt is between ... and shall lose if ... not between"), so wagers returned on a decided
     -- round are also WRONG_SETTLEMENT. Proof: the deciding third card, if any, and the void.
     SELECT 'ROUND_VOIDED_WITHOUT_CAUSE', v.table_id, v.shoe_id, v.round_no,
-           [f.third_card_seq, v.void_seq],
+           [f.third_card_seq, v.void_order.seq],
            printf('Round %d was voided ("%s") after the third card %s had decided it (%s and %s, %s: %s); no dealing-shoe fault came before the void and the cards are no tie hand, so nothing voids it',
                   v.round_no, v.void_reason, f.middle_card, f.left_card, f.right_card,
                   CASE WHEN f.kind = 'pair' THEN 'a pair' ELSE printf('spread %d', f.spread) END,
                   third_card_verdict(f.kind, f.left_rank, f.right_rank, f.middle_rank)),
-           v.voided_at
+           v.void_order.at
     FROM voids AS v
     JOIN facts AS f
         ON f.table_id = v.table_id AND f.shoe_id IS NOT DISTINCT FROM v.shoe_id AND f.round_no = v.round_no
-    WHERE NOT void_allowed(f.kind, f.left_rank, f.middle_rank, f.third_card_seq, v.void_seq,
-                           v.shoe_fault_seq)
+    WHERE NOT void_allowed(f.kind, f.left_rank, f.middle_rank, f.third_card_order, v.void_order,
+                           v.shoe_fault_order)
 ) AS found(code, table_id, shoe_id, round_no, seqs, explanation, occurred_at);
 
 -- The money: every wager and raise of the ledger against what the rules say it was owed.
@@ -1015,9 +1042,13 @@ SELECT * FROM (
                             card_label(d.rank, d.suit), card_label(b.rank, b.suit)) END,
            d.occurred_at
     FROM events AS d
-    ASOF LEFT JOIN (SELECT table_id, shoe_id, seq, rank, suit FROM events
+    -- the latest burn before the disclosure in game order (views.sql, game_order): the burn is
+    -- the shoe's line, the disclosure the terminal's
+    ASOF LEFT JOIN (SELECT table_id, shoe_id, seq, game_order(occurred_at, seq) AS burned,
+                           rank, suit FROM events
                     WHERE event_type = 'CardBurned') AS b
-        ON b.table_id = d.table_id AND b.shoe_id = d.shoe_id AND d.seq > b.seq
+        ON b.table_id = d.table_id AND b.shoe_id = d.shoe_id
+       AND game_order(d.occurred_at, d.seq) > b.burned
     WHERE d.event_type = 'BurnDisclosed'
       AND (b.seq IS NULL OR b.rank <> d.rank OR b.suit <> d.suit)
 

@@ -121,7 +121,7 @@ SELECT seq, occurred_at, phrase, lower(meaning) AS meaning, "value"
 FROM events
 WHERE table_id = $table AND shoe_id = $shoe AND round_no = $round
   AND seq BETWEEN $first AND $last AND event_type = 'Announced'
-ORDER BY seq
+ORDER BY occurred_at, seq  -- in game order (views.sql, game_order), as said at the table
 """
 
 _WAGERS = """

@@ -118,7 +118,9 @@ WITH round_events AS NOT MATERIALIZED (
 first_cards AS (
     -- 13:47-20.31(d)6; GA (4): once the first card of the round is out of the shoe, no one
     -- may alter a wager until its decision. A card drawn in error is a card out of the shoe.
-    SELECT table_id, shoe_id, round_no, min(seq) AS first_card_seq
+    -- First in game order (views.sql, game_order): the wagers are the terminal's lines, the
+    -- card the shoe's, and their seqs are only the order they reached the recorder.
+    SELECT table_id, shoe_id, round_no, min(game_order(occurred_at, seq)) AS first_card_order
     FROM round_events
     WHERE event_type IN ('CardDrawn', 'CardDrawnInError') AND round_no IS NOT NULL
     GROUP BY table_id, shoe_id, round_no
@@ -128,13 +130,11 @@ original_events AS (
            e.amount_cents, e.player_id, e.instrument, e.occurred_at,
            -- 13:47-20.31(d)3, (d)6; GA (1), (4): placements, changes and removals before the
            -- first card are legal and count; later ones are not allowed and do not.
-           f.first_card_seq IS NULL OR e.seq < f.first_card_seq AS before_first_card,
+           f.first_card_order IS NULL OR game_order(e.occurred_at, e.seq) < f.first_card_order
+               AS before_first_card,
+           game_order(e.occurred_at, e.seq) AS at_order,
            -- The wager's state after this event: its amount, or -1 once removed.
-           CASE WHEN e.event_type = 'WagerRemoved' THEN -1 ELSE e.amount_cents END AS state,
-           -- Ranks the events so that the greatest is the one that sets what is owed: the
-           -- last before the first card or, for a late wager, its first event.
-           CASE WHEN f.first_card_seq IS NULL OR e.seq < f.first_card_seq
-                THEN e.seq + 1099511627776 ELSE -e.seq END AS owed_rank
+           CASE WHEN e.event_type = 'WagerRemoved' THEN -1 ELSE e.amount_cents END AS state
     FROM round_events AS e
     LEFT JOIN first_cards AS f USING (table_id, shoe_id, round_no)
     WHERE e.event_type IN ('WagerPlaced', 'WagerChanged', 'WagerRemoved')
@@ -142,10 +142,13 @@ original_events AS (
 original_states AS (
     SELECT
         table_id, shoe_id, round_no, seat, area,
-        arg_min(player_id, seq) FILTER (event_type = 'WagerPlaced') AS player_id,
-        arg_min(instrument, seq) FILTER (event_type = 'WagerPlaced') AS instrument,
-        arg_min(amount_cents, seq) FILTER (event_type = 'WagerPlaced') AS placed_cents,
-        arg_max(state, owed_rank) AS owed_state,
+        arg_min(player_id, at_order) FILTER (event_type = 'WagerPlaced') AS player_id,
+        arg_min(instrument, at_order) FILTER (event_type = 'WagerPlaced') AS instrument,
+        arg_min(amount_cents, at_order) FILTER (event_type = 'WagerPlaced') AS placed_cents,
+        -- What is owed: the state after the last event before the first card or, for a late
+        -- wager, after its first event (game order).
+        coalesce(arg_max(state, at_order) FILTER (before_first_card),
+                 arg_min(state, at_order)) AS owed_state,
         count(*) FILTER (before_first_card) AS events_before,
         count(*) FILTER (NOT before_first_card) AS events_after,
         min(occurred_at) AS placed_at,
@@ -200,9 +203,10 @@ shoe_decks AS (
 ),
 choices AS (
     -- 13:47-20.31(g)3; 13:69F-6.7: after a third card exposed before "Raises closed", a player
-    -- who voids the round gets the wager and any raise back. The player's last word counts.
+    -- who voids the round gets the wager and any raise back. The player's last word (in game
+    -- order, views.sql game_order) counts.
     SELECT table_id, shoe_id, round_no, seat, area,
-           arg_max(choice, seq) = 'VOID' AS voided_by_choice
+           arg_max(choice, game_order(occurred_at, seq)) = 'VOID' AS voided_by_choice
     FROM round_events
     WHERE event_type = 'VoidOrPlayChosen'
     GROUP BY table_id, shoe_id, round_no, seat, area

@@ -25,7 +25,9 @@ CREATE OR REPLACE MACRO dollars(cents) AS
 -- compare occurred_at, each device's stamp of the moment at the table, and seq breaks ties and
 -- keeps one device's lines in its own order. seq stays the order of the log for integrity
 -- (SEQUENCE_GAP, CHAIN_BROKEN) and names the events that prove an anomaly.
-CREATE OR REPLACE MACRO game_order(happened_at, at_seq) AS {'at': happened_at, 'seq': at_seq};
+-- NULL for no event (a NULL seq): a struct of NULLs would compare greater than every order.
+CREATE OR REPLACE MACRO game_order(happened_at, at_seq) AS
+    CASE WHEN at_seq IS NOT NULL THEN {'at': happened_at, 'seq': at_seq} END;
 
 -- THE CARDS OF A ROUND: every card out of the shoe in the round, in game order, wherever it
 -- went, from `outs` (a list of {seq, at, type, rank, suit, dest} of the round's CardDrawn,
@@ -238,10 +240,10 @@ CREATE OR REPLACE MACRO card_role(pos, dest, third_pos, kind) AS
          THEN 'exposed before "Raises closed": discarded, decides nothing (13:47-20.31(g)3)'
          ELSE 'drawn out of turn: decides nothing' END;
 
--- Whether a round's RoundVoided (its first, at void_seq) is one the rules allow; a void they
+-- Whether a round's RoundVoided (its first in game order, at void_order) is one the rules allow; a void they
 -- do not allow voids nothing: the ledger judges the wagers against the cards, and anomalies.sql
--- flags it (ROUND_VOIDED_WITHOUT_CAUSE). Once the deciding third card is out (third_seq, before
--- the void) the cards have decided the round, and the rules void it only:
+-- flags it (ROUND_VOIDED_WITHOUT_CAUSE). Once the deciding third card is out (third_order, before
+-- the void in game order: game_order above) the cards have decided the round, and the rules void it only:
 --   13:69F-34.16(n), by analogy: "If an automated dealing shoe ... jams, stops dealing cards, or
 --     fails to deal all cards during a round of play, the round of play shall be void": a
 --     dealing-shoe fault (DeviceFaulted, any fault but SHUFFLER_JAM) in the round before the void;
@@ -251,11 +253,14 @@ CREATE OR REPLACE MACRO card_role(pos, dest, third_pos, kind) AS
 -- (g)3's void is each player's own choice (VoidOrPlayChosen), never a RoundVoided. A void
 -- before the decision (no deciding card yet) returns every wager before anything is won or
 -- lost, and stands.
-CREATE OR REPLACE MACRO void_allowed(kind, left_rank, third_rank, third_seq, void_seq,
-                                     shoe_fault_seq) AS
-    void_seq IS NOT NULL AND (
-        third_seq IS NULL OR third_seq > void_seq
-        OR coalesce(shoe_fault_seq < void_seq, false)
+-- third_order, void_order and shoe_fault_order are game_order structs: a void typed at the
+-- dealer terminal before the shoe's third card is a void before the decision, whichever line
+-- reached the recorder first.
+CREATE OR REPLACE MACRO void_allowed(kind, left_rank, third_rank, third_order, void_order,
+                                     shoe_fault_order) AS
+    void_order IS NOT NULL AND (
+        third_order IS NULL OR third_order > void_order
+        OR coalesce(shoe_fault_order < void_order, false)
         OR coalesce(kind = 'consecutive', false)
         OR coalesce(kind = 'pair' AND third_rank <> left_rank, false));
 
@@ -298,9 +303,10 @@ WITH per_round AS (
         string_agg(phrase, ' | ' ORDER BY seq, log_offset) FILTER (event_type = 'Announced') AS announcements,
         list(meaning ORDER BY seq, log_offset) FILTER (event_type = 'Announced') AS announced,
         count(*) FILTER (event_type = 'RoundVoided') > 0 AS void_recorded,
-        -- void_allowed above: the round's first RoundVoided and the dealing-shoe fault before it
-        min(seq) FILTER (event_type = 'RoundVoided') AS void_seq,
-        min(seq) FILTER (event_type = 'DeviceFaulted' AND fault <> 'SHUFFLER_JAM') AS shoe_fault_seq
+        -- void_allowed above: the round's first RoundVoided and dealing-shoe fault, in game order
+        min(game_order(occurred_at, seq)) FILTER (event_type = 'RoundVoided') AS void_order,
+        min(game_order(occurred_at, seq)) FILTER (event_type = 'DeviceFaulted' AND fault <> 'SHUFFLER_JAM')
+            AS shoe_fault_order
     FROM events_once_of(in_table, in_shoe, from_seq, to_seq)
     WHERE round_no IS NOT NULL
       AND (in_table IS NULL OR table_id = in_table) AND (in_shoe IS NULL OR shoe_id = in_shoe)
@@ -332,8 +338,8 @@ placed AS (
 void_judged AS (
     -- `voided`: a RoundVoided the rules allow (void_allowed); one they do not voids nothing.
     SELECT * EXCLUDE (void_recorded),
-           void_recorded AND void_allowed(kind, l.rank, third.rank, third.seq, void_seq,
-                                          shoe_fault_seq)
+           void_recorded AND void_allowed(kind, l.rank, third.rank, game_order(third.at, third.seq),
+                                          void_order, shoe_fault_order)
                AS voided
     FROM placed
 )
@@ -563,11 +569,16 @@ WITH round_events AS NOT MATERIALIZED (
     SELECT * FROM events_once_of(in_table, NULL, from_seq, to_seq)
 ),
 spans AS (
+    -- From the first card to the end in game order (game_order above): the round's end is
+    -- often the terminal's rack line, the intruder the shoe's, and a burn for the next round
+    -- that reaches the recorder before the rack line is not inside the round.
     SELECT table_id, shoe_id, round_no,
-           min(seq) FILTER (event_type IN ('CardDrawn', 'CardDrawnInError')) AS first_card_seq,
-           max(seq) FILTER (event_type NOT IN ('CardBurned', 'BurnDisclosed')) AS end_seq,
-           min(seq) FILTER (event_type = 'Announced' AND meaning = 'RAISES_CLOSED')
-               AS raises_closed_seq
+           min(game_order(occurred_at, seq)) FILTER (event_type IN ('CardDrawn', 'CardDrawnInError'))
+               AS first_card,
+           max(game_order(occurred_at, seq)) FILTER (event_type NOT IN ('CardBurned', 'BurnDisclosed'))
+               AS round_end,
+           min(game_order(occurred_at, seq)) FILTER (event_type = 'Announced' AND meaning = 'RAISES_CLOSED')
+               AS raises_closed
     FROM round_events
     WHERE round_no > 0
     GROUP BY ALL
@@ -575,15 +586,16 @@ spans AS (
 ),
 cards AS (
     SELECT table_id, shoe_id AS card_shoe_id, round_no AS card_round_no, seq, event_type,
-           rank, suit, destination, occurred_at
+           rank, suit, destination, occurred_at, game_order(occurred_at, seq) AS at_order
     FROM round_events
     WHERE event_type IN ('CardDrawn', 'CardDrawnInError', 'CardBurned')
 )
-SELECT s.table_id, s.shoe_id, s.round_no, s.first_card_seq, s.raises_closed_seq,
+SELECT s.table_id, s.shoe_id, s.round_no, s.first_card.seq AS first_card_seq,
+       s.raises_closed.seq AS raises_closed_seq,
        c.card_shoe_id, c.card_round_no, c.seq, c.event_type, c.rank, c.suit, c.destination,
        c.occurred_at
 FROM cards AS c
-ASOF JOIN spans AS s ON c.table_id = s.table_id AND c.seq > s.first_card_seq
-WHERE c.seq < s.end_seq
+ASOF JOIN spans AS s ON c.table_id = s.table_id AND c.at_order > s.first_card
+WHERE c.at_order < s.round_end
   AND (c.event_type = 'CardBurned' OR c.card_shoe_id IS DISTINCT FROM s.shoe_id
        OR c.card_round_no IS DISTINCT FROM s.round_no);

@@ -6,11 +6,19 @@ round_cards, deciding_index and void_allowed), so the simulator and the views ag
 round; tests/projections/test_round_state.py folds simulated shoes and compares. Events that
 do not change a round's cards, announcements or voiding (wagers, settlements, the rack) leave
 the state as it was.
+
+Before and after are game order, as in views.sql (game_order): when an event happened at the
+table (its envelope's occurred_at), then the order it was folded in (seq). Events arrive in seq
+order, which across the shoe and the dealer terminal is arrival order, not play order, so the
+fold keeps its cards sorted by game order and its marks ("Raises closed", the void, the shoe
+fault) at the earliest in game order.
 """
 
 from __future__ import annotations
 
+from bisect import insort
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from functools import singledispatch
 
 from events.reddog import rules
@@ -30,14 +38,20 @@ from events.reddog.model import (
 )
 from events.reddog.rules import Classification, SettledAs
 
+# An event's place in game order: (occurred_at, how many events of the round were folded
+# before it). The second part is seq order within the round, the tie-breaker of views.sql.
+Order = tuple[datetime, int]
+
+# An event folded without a time is put after everything so far (the fold's seq order).
+_NO_TIME = datetime.min.replace(tzinfo=UTC)
+
 
 @dataclass(frozen=True, slots=True)
 class Draw:
     """A card out of the shoe in the round (a CardDrawn, or a CardDrawnInError that keeps its
-    place), where it went (None: drawn in error and not used), and how many events of the round
-    came before it (its place in seq order)."""
+    place), where it went (None: drawn in error and not used), and its place in game order."""
 
-    at: int
+    at: Order
     card: Card
     box: Box | None
 
@@ -46,37 +60,42 @@ class Draw:
 class _Out:
     """Any card event of the round, in order: round_cards in views.sql reads these."""
 
-    at: int
+    at: Order
     kind: type
     card: Card
     box: Box | None
 
 
+def _draws(outs: tuple[_Out, ...]) -> tuple[Draw, ...]:
+    """The round's cards (round_cards in views.sql) from its card events in game order: every
+    CardDrawn, and a card drawn in error unless the next card event deals that same card
+    (13:47-20.31(g)2: it is used as the next card). Burns and cards found face up are not cards
+    of the round ((d)1, (g)1)."""
+    kept = []
+    for i, o in enumerate(outs):
+        if o.kind is CardDrawn:
+            kept.append(Draw(o.at, o.card, o.box))
+        elif o.kind is CardDrawnInError:
+            nxt = outs[i + 1] if i + 1 < len(outs) else None
+            if not (nxt is not None and nxt.kind is CardDrawn and nxt.card == o.card):
+                kept.append(Draw(o.at, o.card, None))
+    return tuple(kept)
+
+
 @dataclass(frozen=True, slots=True)
 class RoundState:
-    """What a round's events so far say. `events` counts them (it orders the cards)."""
+    """What a round's events so far say. `events` counts them; `now` is the game order of the
+    event being folded (set by evolve); `latest` the latest time folded so far."""
 
     events: int = 0
-    outs: tuple[_Out, ...] = ()
-    announced: tuple[Meaning, ...] = ()
-    raises_closed_at: int | None = None  # the first "Raises closed"
-    void_at: int | None = None  # the first RoundVoided
-    shoe_fault_at: int | None = None  # the first dealing-shoe fault (not the shuffler's)
-
-    @property
-    def draws(self) -> tuple[Draw, ...]:
-        """The round's cards (round_cards in views.sql): every CardDrawn, and a card drawn in
-        error unless the next card event deals that same card (13:47-20.31(g)2: it is used as
-        the next card). Burns and cards found face up are not cards of the round ((d)1, (g)1)."""
-        kept = []
-        for i, o in enumerate(self.outs):
-            if o.kind is CardDrawn:
-                kept.append(Draw(o.at, o.card, o.box))
-            elif o.kind is CardDrawnInError:
-                nxt = self.outs[i + 1] if i + 1 < len(self.outs) else None
-                if not (nxt is not None and nxt.kind is CardDrawn and nxt.card == o.card):
-                    kept.append(Draw(o.at, o.card, None))
-        return tuple(kept)
+    now: Order = (_NO_TIME, 0)
+    latest: datetime = _NO_TIME
+    outs: tuple[_Out, ...] = ()  # the card events, in game order
+    draws: tuple[Draw, ...] = ()  # the round's cards (_draws of outs), folded once per card event
+    announced: tuple[Meaning, ...] = ()  # in seq order, as the rounds view lists them
+    raises_closed_at: Order | None = None  # the first "Raises closed" in game order
+    void_at: Order | None = None  # the first RoundVoided in game order
+    shoe_fault_at: Order | None = None  # the first dealing-shoe fault (not the shuffler's)
 
     @property
     def left(self) -> Card | None:
@@ -161,8 +180,14 @@ def _apply(event: DomainEvent, state: RoundState) -> RoundState:
     return state  # wagers, settlements, the rack: not the round's cards or words
 
 
+def _earliest(mark: Order | None, now: Order) -> Order:
+    return now if mark is None else min(mark, now)
+
+
 def _out(state: RoundState, kind: type, card: Card, box: Box | None) -> RoundState:
-    return replace(state, outs=(*state.outs, _Out(state.events, kind, card, box)))
+    outs = list(state.outs)
+    insort(outs, _Out(state.now, kind, card, box), key=lambda o: o.at)
+    return replace(state, outs=tuple(outs), draws=_draws(tuple(outs)))
 
 
 @_apply.register
@@ -188,24 +213,29 @@ def _(event: CardFoundFaceUp, state: RoundState) -> RoundState:
 @_apply.register
 def _(event: Announced, state: RoundState) -> RoundState:
     closed = state.raises_closed_at
-    if closed is None and event.meaning is Meaning.RAISES_CLOSED:
-        closed = state.events
+    if event.meaning is Meaning.RAISES_CLOSED:
+        closed = _earliest(closed, state.now)
     return replace(state, announced=(*state.announced, event.meaning), raises_closed_at=closed)
 
 
 @_apply.register
 def _(event: RoundVoided, state: RoundState) -> RoundState:
-    return replace(state, void_at=state.events if state.void_at is None else state.void_at)
+    return replace(state, void_at=_earliest(state.void_at, state.now))
 
 
 @_apply.register
 def _(event: DeviceFaulted, state: RoundState) -> RoundState:
-    if state.shoe_fault_at is not None or event.fault is Fault.SHUFFLER_JAM:
+    if event.fault is Fault.SHUFFLER_JAM:
         return state
-    return replace(state, shoe_fault_at=state.events)
+    return replace(state, shoe_fault_at=_earliest(state.shoe_fault_at, state.now))
 
 
-def evolve(state: RoundState, event: DomainEvent) -> RoundState:
-    """The round after `event`, one of its events in recorded (seq) order."""
-    after = _apply(event, state)
+def evolve(state: RoundState, event: DomainEvent,
+           occurred_at: datetime | None = None) -> RoundState:
+    """The round after `event`, one of its events in recorded (seq) order; `occurred_at` is its
+    envelope's time at the table, which places it in game order (None: after every event so
+    far, as a fold in seq order of one device's events)."""
+    at = state.latest if occurred_at is None else occurred_at
+    now = replace(state, now=(at, state.events), latest=max(state.latest, at))
+    after = _apply(event, now)
     return replace(after, events=after.events + 1)

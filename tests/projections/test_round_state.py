@@ -4,6 +4,7 @@ shoes with and without injected irregularities, in every jurisdiction profile.""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import duckdb
@@ -60,7 +61,7 @@ def test_the_fold_of_every_simulated_round_is_its_row_in_the_rounds_view(
             seen.add((env.table_id, env.event_id))
         if env.round_no is not None:
             key = (env.table_id, env.shoe_id, env.round_no)
-            states[key] = evolve(states.get(key, RoundState()), env.event)
+            states[key] = evolve(states.get(key, RoundState()), env.event, env.occurred_at)
     db = tmp_path / "p.duckdb"
     project(log, db)
     with duckdb.connect(str(db), read_only=True) as con:
@@ -89,3 +90,31 @@ def test_a_card_exposed_before_raises_closed_does_not_decide() -> None:
     assert evolve(s, RoundVoided(reason="void")).outcome is SettledAs.WON
     faulted = evolve(s, model.DeviceFaulted(device_id="SHOE-1", fault=model.Fault.SHOE_JAM))
     assert evolve(faulted, RoundVoided(reason="void")).outcome is SettledAs.VOID
+
+
+def test_the_fold_judges_in_game_order_not_arrival_order() -> None:
+    """views.sql, game_order: the shoe's third card 8H (at 14 s) reaches the fold before the
+    terminal's "Raises closed" (at 13 s). In game order it comes after and decides ((d)13-14),
+    as the rounds view says; a void keyed before it (13.5 s) but folded after it stands, one
+    keyed after it (14.5 s) but folded before it voids nothing (void_allowed)."""
+    t0 = datetime(2026, 11, 28, 23, 0, tzinfo=UTC)
+    closed = Announced(phrase="Raises closed", meaning=Meaning.RAISES_CLOSED, value=None)
+    s = RoundState()
+    for e, second in ((_drawn(3, Box.LEFT), 6), (_drawn(12, Box.RIGHT), 7),
+                      (_drawn(8, Box.MIDDLE), 14), (closed, 13)):
+        s = evolve(s, e, t0 + timedelta(seconds=second))
+    assert (s.third, s.outcome) == (Card(8, Suit.CLUBS), SettledAs.WON)
+    assert [d.card.rank for d in s.draws] == [3, 12, 8]
+    early_void = evolve(s, RoundVoided(reason="void"), t0 + timedelta(seconds=13.5))
+    assert early_void.outcome is SettledAs.VOID
+    # the void keyed at 14.5 s, folded before the card keyed at 14 s
+    s = RoundState()
+    for e, second in ((_drawn(3, Box.LEFT), 6), (_drawn(12, Box.RIGHT), 7), (closed, 13),
+                      (RoundVoided(reason="void"), 14.5), (_drawn(8, Box.MIDDLE), 14)):
+        s = evolve(s, e, t0 + timedelta(seconds=second))
+    assert (s.third, s.voided, s.outcome) == (Card(8, Suit.CLUBS), False, SettledAs.WON)
+    # a card keyed before the ones already folded takes its place among them
+    s = RoundState()
+    for e, second in ((_drawn(12, Box.RIGHT), 7), (_drawn(3, Box.LEFT), 6)):
+        s = evolve(s, e, t0 + timedelta(seconds=second))
+    assert (s.left, s.right) == (Card(3, Suit.CLUBS), Card(12, Suit.CLUBS))
