@@ -59,27 +59,37 @@ CREATE OR REPLACE MACRO round_kind(first_rank, second_rank) AS
          WHEN abs(first_rank - second_rank) = 1 THEN 'consecutive'
          ELSE 'spread' END;
 
--- Each card event once (DUPLICATE_EVENT is the finding, docs/anomalies.md): the card events
--- (CardDrawn, CardDrawnInError, CardFoundFaceUp, CardBurned) of the tables asked for, each event
--- id at its first copy in seq order. A card event recorded twice (a device line re-sent and
--- recorded again) is one card out of the shoe, so no card view counts the copy: the hands, the
--- rounds, the rack, the shoes' counts and the card anomalies read their cards from here. An
--- event without an id is kept. from_seq and to_seq, given with in_table, only narrow the scan.
-CREATE OR REPLACE MACRO card_events_of(in_table, in_shoe, from_seq, to_seq) AS TABLE
+-- The card events: every card out of the shoe, whichever way it came out (13:47-20.31(d)1-2,
+-- (g)1-2): CardDrawn, CardDrawnInError, CardFoundFaceUp, CardBurned.
+CREATE OR REPLACE MACRO is_card_event(kind) AS
+    kind IN ('CardDrawn', 'CardDrawnInError', 'CardFoundFaceUp', 'CardBurned');
+
+-- The events of the tables and shoes asked for (a NULL argument: all of them). from_seq and
+-- to_seq, given with in_table, only narrow the scan (events are stored in log order, so DuckDB
+-- skips the row groups outside them). The one place these predicates are written: every
+-- *_of macro below reads its events through here (card_events_of, events_once_of).
+CREATE OR REPLACE MACRO events_in(in_table, in_shoe, from_seq, to_seq) AS TABLE
 SELECT * FROM events
-WHERE event_type IN ('CardDrawn', 'CardDrawnInError', 'CardFoundFaceUp', 'CardBurned')
-  AND (in_table IS NULL OR table_id = in_table) AND (in_shoe IS NULL OR shoe_id = in_shoe)
-  AND (from_seq IS NULL OR seq >= from_seq) AND (to_seq IS NULL OR seq <= to_seq)
+WHERE (in_table IS NULL OR table_id = in_table) AND (in_shoe IS NULL OR shoe_id = in_shoe)
+  AND (from_seq IS NULL OR seq >= from_seq) AND (to_seq IS NULL OR seq <= to_seq);
+
+-- Each card event once (DUPLICATE_EVENT is the finding, docs/anomalies.md): the card events
+-- (is_card_event) of the tables asked for (events_in), each event id at its first copy in seq
+-- order. A card event recorded twice (a device line re-sent and recorded again) is one card out
+-- of the shoe, so no card view counts the copy: the hands, the rounds, the rack, the shoes'
+-- counts, the card anomalies, the dispute and the replay read their cards from here. An event
+-- without an id is kept.
+CREATE OR REPLACE MACRO card_events_of(in_table, in_shoe, from_seq, to_seq) AS TABLE
+SELECT * FROM events_in(in_table, in_shoe, from_seq, to_seq)
+WHERE is_card_event(event_type)
 QUALIFY event_id IS NULL
      OR row_number() OVER (PARTITION BY table_id, event_id ORDER BY seq, log_offset) = 1;
 
 -- The events of the tables asked for with each card event once (card_events_of); every other
 -- event as recorded (a repeated wager or settlement is the ledger's to judge).
 CREATE OR REPLACE MACRO events_once_of(in_table, in_shoe, from_seq, to_seq) AS TABLE
-SELECT * FROM events
-WHERE event_type NOT IN ('CardDrawn', 'CardDrawnInError', 'CardFoundFaceUp', 'CardBurned')
-  AND (in_table IS NULL OR table_id = in_table) AND (in_shoe IS NULL OR shoe_id = in_shoe)
-  AND (from_seq IS NULL OR seq >= from_seq) AND (to_seq IS NULL OR seq <= to_seq)
+SELECT * FROM events_in(in_table, in_shoe, from_seq, to_seq)
+WHERE NOT is_card_event(event_type)
 UNION ALL
 SELECT * FROM card_events_of(in_table, in_shoe, from_seq, to_seq);
 
@@ -155,8 +165,6 @@ ORDER BY table_id, seq, log_offset;
 CREATE OR REPLACE MACRO rack_of(in_table, in_shoe, from_seq, to_seq) AS TABLE
 WITH shoe_events AS NOT MATERIALIZED (
     SELECT * FROM events_once_of(in_table, in_shoe, from_seq, to_seq)
-    WHERE (in_table IS NULL OR table_id = in_table) AND (in_shoe IS NULL OR shoe_id = in_shoe)
-      AND (from_seq IS NULL OR seq >= from_seq) AND (to_seq IS NULL OR seq <= to_seq)
 ),
 entries AS (
     SELECT table_id, shoe_id, NULL::INTEGER AS round_no, 'burn' AS source, rank, suit,
@@ -292,8 +300,7 @@ WITH per_round AS (
         round_cards(list({'seq': seq, 'at': occurred_at, 'type': event_type, 'rank': rank,
                           'suit': suit, 'dest': destination}
                          ORDER BY occurred_at, seq, log_offset)
-                    FILTER (event_type IN ('CardDrawn', 'CardDrawnInError', 'CardFoundFaceUp',
-                                           'CardBurned'))) AS cards,
+                    FILTER (is_card_event(event_type))) AS cards,
         count(*) FILTER (event_type = 'CardDrawn' AND destination = 'MIDDLE') AS middle_cards_drawn,
         string_agg(phrase, ' | ' ORDER BY seq, log_offset) FILTER (event_type = 'Announced') AS announcements,
         list(meaning ORDER BY seq, log_offset) FILTER (event_type = 'Announced') AS announced,
@@ -302,10 +309,7 @@ WITH per_round AS (
         min(seq) FILTER (event_type = 'RoundVoided') AS void_seq,
         min(seq) FILTER (event_type = 'DeviceFaulted' AND fault <> 'SHUFFLER_JAM') AS shoe_fault_seq
     FROM events_once_of(in_table, in_shoe, from_seq, to_seq)
-    WHERE round_no IS NOT NULL
-      AND (in_table IS NULL OR table_id = in_table) AND (in_shoe IS NULL OR shoe_id = in_shoe)
-      AND (in_round IS NULL OR round_no = in_round)
-      AND (from_seq IS NULL OR seq >= from_seq) AND (to_seq IS NULL OR seq <= to_seq)
+    WHERE round_no IS NOT NULL AND (in_round IS NULL OR round_no = in_round)
     GROUP BY table_id, shoe_id, round_no
 ),
 dealer_taps AS (
@@ -381,8 +385,6 @@ CREATE OR REPLACE MACRO shoes_of(in_table, in_shoe, from_seq, to_seq) AS TABLE
 WITH shoe_events AS NOT MATERIALIZED (
     SELECT * FROM events_once_of(in_table, in_shoe, from_seq, to_seq)
     WHERE shoe_id IS NOT NULL
-      AND (in_table IS NULL OR table_id = in_table) AND (in_shoe IS NULL OR shoe_id = in_shoe)
-      AND (from_seq IS NULL OR seq >= from_seq) AND (to_seq IS NULL OR seq <= to_seq)
 ),
 per_shoe AS (
     SELECT
@@ -515,11 +517,8 @@ WITH dealt AS (
                list({'seq': seq, 'at': occurred_at, 'type': event_type, 'rank': rank,
                      'suit': suit, 'dest': destination}
                     ORDER BY occurred_at, seq, log_offset) AS outs
-        FROM card_events_of(in_table, in_shoe, from_seq, to_seq)
-        WHERE event_type IN ('CardDrawn', 'CardDrawnInError', 'CardFoundFaceUp', 'CardBurned')
-          AND round_no IS NOT NULL
-          AND (in_table IS NULL OR table_id = in_table) AND (in_shoe IS NULL OR shoe_id = in_shoe)
-          AND (from_seq IS NULL OR seq >= from_seq) AND (to_seq IS NULL OR seq <= to_seq)
+        FROM card_events_of(in_table, in_shoe, from_seq, to_seq)  -- card events, each once
+        WHERE round_no IS NOT NULL
         GROUP BY table_id, shoe_id, round_no
     )
     WHERE len(round_cards(outs)) > 0
