@@ -70,7 +70,7 @@ GROUP BY table_id ORDER BY table_id
 _REPLAY_EVENTS = """
 SELECT t.seq, t.occurred_at, t.round_no, t.actor, t.event_type, t.description,
        CASE WHEN is_card_event(t.event_type) AND e.seq IS NULL
-            THEN 'recorded again (the same event id as an earlier card event): one card, counted once'
+            THEN 'recorded again (the event id of an earlier card event): one card, counted once'
             WHEN t.event_type IN ('CardDrawn', 'CardDrawnInError') AND r.round_no IS NOT NULL
             THEN card_role(list_position(r.card_seqs, t.seq), e.destination, r.third_card_pos,
                            r.kind) END AS role
