@@ -44,9 +44,15 @@ CREATE OR REPLACE MACRO game_order(happened_at, at_seq) AS {'at': happened_at, '
 --     in error is the card at that place (dest NULL) and the cards after it come after it:
 --     the dealer who draws a loser in error and deals a winner instead is judged on the loser
 --     (DRAWN_IN_ERROR_NOT_USED flags it).
--- Burns and cards found face up are not cards of the round ((d)1, (g)1).
+-- Burns and cards found face up are not cards of the round ((d)1, (g)1). A card found face up
+-- "shall not be used in the game and shall be placed in the discard rack" (13:47-20.31(g)1;
+-- 13:69F-6.7(a)): when the next card out is a CardDrawn of the same card to the discard rack,
+-- that is the dealer placing it there, the same physical card: no card of the round (to a box,
+-- it was used: FACE_UP_CARD_USED, and it counts where it went).
 CREATE OR REPLACE MACRO round_cards(outs) AS
-    list_filter(outs, lambda x, i: x.type = 'CardDrawn'
+    list_filter(outs, lambda x, i: (x.type = 'CardDrawn' AND NOT coalesce(
+                x.dest = 'DISCARD_RACK' AND i > 1 AND outs[i - 1].type = 'CardFoundFaceUp'
+                AND outs[i - 1].rank = x.rank AND outs[i - 1].suit = x.suit, false))
         OR (x.type = 'CardDrawnInError' AND NOT coalesce(
                 outs[i + 1].type = 'CardDrawn' AND outs[i + 1].rank = x.rank
                 AND outs[i + 1].suit = x.suit, false)));
@@ -247,23 +253,24 @@ CREATE OR REPLACE MACRO card_role(pos, dest, third_pos, kind) AS
          ELSE 'drawn out of turn: decides nothing' END;
 
 -- Whether a round's RoundVoided (its first, at void_seq) is one the rules allow; a void they
--- do not allow voids nothing: the ledger judges the wagers against the cards, and anomalies.sql
--- flags it (ROUND_VOIDED_WITHOUT_CAUSE). Once the deciding third card is out (third_seq, before
--- the void) the cards have decided the round, and the rules void it only:
---   13:69F-34.16(n), by analogy: "If an automated dealing shoe ... jams, stops dealing cards, or
---     fails to deal all cards during a round of play, the round of play shall be void": a
---     dealing-shoe fault (DeviceFaulted, any fault but SHUFFLER_JAM) in the round before the void;
+-- do not allow voids nothing: the ledger judges the wagers against the cards (with no deciding
+-- card yet, wagers returned are SETTLED_BEFORE_DECISION), and anomalies.sql flags it
+-- (ROUND_VOIDED_WITHOUT_CAUSE). The seeds void every wager of a round only:
 --   13:47-20.31(d)7; GA (5): consecutive cards, "all wagers shall be void";
 --   13:47-20.31(d)10; GA (8): a pair whose deciding third card is "not identical in value to
---     the initial two cards", "all wagers shall be void".
--- (g)3's void is each player's own choice (VoidOrPlayChosen), never a RoundVoided. A void
--- before the decision (no deciding card yet) returns every wager before anything is won or
--- lost, and stands.
-CREATE OR REPLACE MACRO void_allowed(kind, left_rank, third_rank, third_seq, void_seq,
-                                     shoe_fault_seq) AS
+--     the initial two cards", "all wagers shall be void";
+--   13:69F-34.16(n), by analogy: "If an automated dealing shoe ... jams, stops dealing cards, or
+--     fails to deal all cards during a round of play, the round of play shall be void": a
+--     dealing-shoe fault (DeviceFaulted, any fault but SHUFFLER_JAM) in the round before the void.
+-- Nothing else: (g)3's void is each player's own choice (VoidOrPlayChosen), never a RoundVoided,
+-- and no clause lets a dealer void a round on his own word, before the deciding card or after
+-- it. So a void needs its cause in the events, before or after the deciding card alike. What
+-- the events cannot tell: a DeviceFaulted is a device's own report, and one recorded falsely
+-- (a terminal line typed to cover a void) reads exactly as a real one; only the device's own
+-- log or the surveillance video can tell them apart.
+CREATE OR REPLACE MACRO void_allowed(kind, left_rank, third_rank, void_seq, shoe_fault_seq) AS
     void_seq IS NOT NULL AND (
-        third_seq IS NULL OR third_seq > void_seq
-        OR coalesce(shoe_fault_seq < void_seq, false)
+        coalesce(shoe_fault_seq < void_seq, false)
         OR coalesce(kind = 'consecutive', false)
         OR coalesce(kind = 'pair' AND third_rank <> left_rank, false));
 
@@ -336,8 +343,7 @@ placed AS (
 void_judged AS (
     -- `voided`: a RoundVoided the rules allow (void_allowed); one they do not voids nothing.
     SELECT * EXCLUDE (void_recorded),
-           void_recorded AND void_allowed(kind, l.rank, third.rank, third.seq, void_seq,
-                                          shoe_fault_seq)
+           void_recorded AND void_allowed(kind, l.rank, third.rank, void_seq, shoe_fault_seq)
                AS voided
     FROM placed
 )
@@ -583,6 +589,24 @@ SELECT s.table_id, s.shoe_id, s.round_no, s.first_card_seq, s.raises_closed_seq,
        c.occurred_at
 FROM cards AS c
 ASOF JOIN spans AS s ON c.table_id = s.table_id AND c.seq > s.first_card_seq
-WHERE c.seq < s.end_seq
-  AND (c.event_type = 'CardBurned' OR c.card_shoe_id IS DISTINCT FROM s.shoe_id
-       OR c.card_round_no IS DISTINCT FROM s.round_no);
+WHERE c.event_type <> 'CardBurned' AND c.seq < s.end_seq
+  AND (c.card_shoe_id IS DISTINCT FROM s.shoe_id OR c.card_round_no IS DISTINCT FROM s.round_no)
+UNION ALL
+-- A burn is an intruder inside ANY round's span, not only the latest begun: a misplaced card
+-- carrying its own round number (a card for round 5 dealt inside round 1) makes a span of one
+-- event, and the latest span before a later burn, so the burn would hide behind it. The row is
+-- the burn's own round when it lies inside that round, else the earliest round it lies inside.
+SELECT table_id, shoe_id, round_no, first_card_seq, raises_closed_seq, card_shoe_id,
+       card_round_no, seq, event_type, rank, suit, destination, occurred_at
+FROM (SELECT s.table_id, s.shoe_id, s.round_no, s.first_card_seq, s.raises_closed_seq,
+             c.card_shoe_id, c.card_round_no, c.seq, c.event_type, c.rank, c.suit,
+             c.destination, c.occurred_at,
+             row_number() OVER (PARTITION BY c.table_id, c.seq
+                                ORDER BY (c.card_shoe_id IS NOT DISTINCT FROM s.shoe_id
+                                          AND c.card_round_no IS NOT DISTINCT FROM s.round_no) DESC,
+                                         s.first_card_seq) AS pick
+      FROM cards AS c
+      JOIN spans AS s
+        ON c.table_id = s.table_id AND c.seq > s.first_card_seq AND c.seq < s.end_seq
+      WHERE c.event_type = 'CardBurned')
+WHERE pick = 1;
