@@ -315,7 +315,7 @@ def test_the_reviewers_attacks_reproduced_through_pitlog_ingest(tmp_path: Path) 
         add("WagerSettled", rn, seat=1, area=1, wager_kind="ORIGINAL", outcome="WON",
             amount_cents=2500, odds=1)
         racked("3C QD 9H", rn)
-    add("ShoeClosed", None, cards_remaining=300)
+    seqs["close"] = add("ShoeClosed", None, cards_remaining=300)
     feed = tmp_path / "floor.jsonl"
     feed.write_text("\n".join(lines) + "\n")
     log, db = tmp_path / "log", tmp_path / "pitlog.duckdb"
@@ -327,6 +327,8 @@ def test_the_reviewers_attacks_reproduced_through_pitlog_ingest(tmp_path: Path) 
     assert sorted((a["code"], a["round_no"], a["seqs"]) for a in json.loads(found.stdout)) == [
         ("BURN_DURING_ROUND", 1, [seqs["l1"], seqs["burn"]]),
         ("CARD_OUTSIDE_ROUND", 3, [seqs["hidden"]]),
+        # (d)15: the 2S with no round never reached the rack before the shoe closed
+        ("CARD_UNACCOUNTED", None, [seqs["hidden"], seqs["close"]]),
         ("ROUND_VOIDED_WITHOUT_CAUSE", 2, [seqs["third"], seqs["void"]]),
         ("WRONG_SETTLEMENT", 2, [seqs["w2"], seqs["p2"]])]
     with duckdb.connect(str(db), read_only=True) as con:
