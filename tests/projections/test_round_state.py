@@ -89,3 +89,23 @@ def test_a_card_exposed_before_raises_closed_does_not_decide() -> None:
     assert evolve(s, RoundVoided(reason="void")).outcome is SettledAs.WON
     faulted = evolve(s, model.DeviceFaulted(device_id="SHOE-1", fault=model.Fault.SHOE_JAM))
     assert evolve(faulted, RoundVoided(reason="void")).outcome is SettledAs.VOID
+
+
+def test_a_void_before_the_deciding_card_needs_its_cause_and_a_racked_face_up_card_is_none(
+        ) -> None:
+    """As the views (void_allowed, round_cards): a void before any third card, on the dealer's
+    word, voids nothing (no outcome yet); after a dealing-shoe fault it stands. A card found
+    face up and then drawn to the discard rack is the same card placed there ((g)1): no card of
+    the round, so the next card out decides."""
+    s = RoundState()
+    for e in (_drawn(3, Box.LEFT), _drawn(9, Box.RIGHT),
+              Announced(phrase="Raises closed", meaning=Meaning.RAISES_CLOSED, value=None)):
+        s = evolve(s, e)
+    voided = evolve(s, RoundVoided(reason="dealer's call"))
+    assert (voided.voided, voided.outcome) == (False, None)
+    faulted = evolve(s, model.DeviceFaulted(device_id="SHOE-1", fault=model.Fault.SHOE_JAM))
+    assert evolve(faulted, RoundVoided(reason="jam")).outcome is SettledAs.VOID
+    for e in (model.CardFoundFaceUp(rank=4, suit=Suit.CLUBS), _drawn(4, Box.DISCARD_RACK),
+              _drawn(5, Box.MIDDLE)):
+        s = evolve(s, e)
+    assert (s.third, s.outcome) == (Card(5, Suit.CLUBS), SettledAs.WON)
