@@ -342,6 +342,47 @@ rack_check AS (
     GROUP BY ALL
 ),
 
+-- 13:47-20.31(d)15, (g)1-2: every card out of the shoe reaches the discard rack. A card dealt
+-- with no round (CARD_OUTSIDE_ROUND) is no round's card, so no round's rack check above sees it:
+-- by the time its shoe is closed it must be racked, beyond the cards of the round whose
+-- CardsRacked holds it (rack_copies: a round's racked copies over its dealt ones) or in a
+-- CardsRacked with no round. A card drawn in error and then drawn (the same card, (g)2) is one
+-- card, and a card found face up then drawn to the rack is racked as found ((g)1).
+loose_cards AS (
+    SELECT table_id, shoe_id, rank, suit, seq,
+           row_number() OVER (PARTITION BY table_id, shoe_id, rank, suit ORDER BY seq) AS copy_no
+    FROM (SELECT *, lag(event_type) OVER w AS prev_type, lag(rank) OVER w AS prev_rank,
+                 lag(suit) OVER w AS prev_suit, lead(event_type) OVER w AS next_type,
+                 lead(rank) OVER w AS next_rank, lead(suit) OVER w AS next_suit
+          FROM card_events_of(NULL, NULL, NULL, NULL)  -- each card once (views.sql)
+          WHERE round_no IS NULL AND shoe_id IS NOT NULL
+            AND event_type IN ('CardDrawn', 'CardDrawnInError', 'CardFoundFaceUp')
+          WINDOW w AS (PARTITION BY table_id, shoe_id ORDER BY occurred_at, seq, log_offset))
+    WHERE (event_type = 'CardDrawn' AND NOT coalesce(destination = 'DISCARD_RACK'
+               AND prev_type = 'CardFoundFaceUp' AND prev_rank = rank AND prev_suit = suit, false))
+       OR (event_type = 'CardDrawnInError' AND NOT coalesce(next_type = 'CardDrawn'
+               AND next_rank = rank AND next_suit = suit, false))
+),
+racked_beyond_rounds AS (
+    SELECT table_id, shoe_id, rank, suit, sum(n)::BIGINT AS racked_n
+    FROM (SELECT table_id, shoe_id, rank, suit, racked_n - dealt_n AS n FROM rack_copies
+          WHERE racked_n > dealt_n
+          UNION ALL
+          SELECT table_id, shoe_id, c.rank, c.suit, 1
+          FROM (SELECT table_id, shoe_id, unnest(cards) AS c FROM events
+                WHERE event_type = 'CardsRacked' AND round_no IS NULL AND shoe_id IS NOT NULL))
+    GROUP BY ALL
+),
+loose_unracked AS (
+    SELECT l.table_id, l.shoe_id, l.rank, l.suit, l.seq, c.seq AS closed_seq, c.occurred_at
+    FROM loose_cards AS l
+    LEFT JOIN racked_beyond_rounds AS r USING (table_id, shoe_id, rank, suit)
+    ASOF JOIN (SELECT table_id, shoe_id, seq, occurred_at FROM events
+               WHERE event_type = 'ShoeClosed') AS c
+        ON c.table_id = l.table_id AND c.shoe_id = l.shoe_id AND c.seq > l.seq
+    WHERE l.copy_no > coalesce(r.racked_n, 0)
+),
+
 -- Each round's first RoundVoided and dealing-shoe fault, in game order (views.sql, void_allowed
 -- and game_order, which the rounds view and the ledger read too).
 voids AS (
@@ -684,6 +725,15 @@ SELECT * FROM (
     WHERE racked_seq IS NOT NULL AND len(missing) > 0
 
     UNION ALL
+    -- CARD_UNACCOUNTED (13:47-20.31(d)15; (g)1-2): a card dealt with no round never reached the
+    -- rack before its shoe was closed (loose_unracked). Proof: the card and the shoe's closing.
+    SELECT 'CARD_UNACCOUNTED', table_id, shoe_id, NULL, [seq, closed_seq],
+           printf('%s left shoe %s with no round and never reached the rack before the shoe was closed',
+                  card_label(rank, suit), shoe_id),
+           occurred_at
+    FROM loose_unracked
+
+    UNION ALL
     -- DEVICE_FAULT_NOT_VOIDED (13:69F-34.16(m)-(n) by analogy): a shuffler jam must be followed
     -- by a reshuffle (ShuffleStarted) before any card comes out; a dealing-shoe jam by
     -- RoundVoided in its round (once the round is over) and no further card from that shoe.
@@ -703,24 +753,27 @@ SELECT * FROM (
              OR (round_no IS NOT NULL AND void_seq IS NULL AND finished) END
 
     UNION ALL
-    -- ROUND_VOIDED_WITHOUT_CAUSE: a RoundVoided after the deciding third card that the rules do
-    -- not allow (views.sql, void_allowed: 13:69F-34.16(n) by analogy, a dealing-shoe fault in
-    -- the round before it; 13:47-20.31(d)7 and (d)10, a tie hand). It voids nothing: the ledger judges every wager against the deciding
-    -- third card (13:47-20.31(d)13-14: "The player shall win if the value of the third card
-    -- dealt is between ... and shall lose if ... not between"), so wagers returned on a decided
-    -- round are also WRONG_SETTLEMENT. Proof: the deciding third card, if any, and the void.
+    -- ROUND_VOIDED_WITHOUT_CAUSE: a RoundVoided the rules do not allow (views.sql, void_allowed:
+    -- 13:69F-34.16(n) by analogy, a dealing-shoe fault in the round before it; 13:47-20.31(d)7
+    -- and (d)10, a tie hand), before the deciding third card or after it. It voids nothing: the
+    -- ledger judges every wager against the deciding third card (13:47-20.31(d)13-14: "The
+    -- player shall win if the value of the third card dealt is between ... and shall lose if ...
+    -- not between"), so wagers returned on a decided round are also WRONG_SETTLEMENT, and on an
+    -- undecided one SETTLED_BEFORE_DECISION. Proof: the deciding third card, if any, and the void.
     SELECT 'ROUND_VOIDED_WITHOUT_CAUSE', v.table_id, v.shoe_id, v.round_no,
-           [f.third_card_seq, v.void_order.seq],
-           printf('Round %d was voided ("%s") after the third card %s had decided it (%s and %s, %s: %s); no dealing-shoe fault came before the void and the cards are no tie hand, so nothing voids it',
-                  v.round_no, v.void_reason, f.middle_card, f.left_card, f.right_card,
-                  CASE WHEN f.kind = 'pair' THEN 'a pair' ELSE printf('spread %d', f.spread) END,
-                  third_card_verdict(f.kind, f.left_rank, f.right_rank, f.middle_rank)),
+           list_filter([f.third_card_seq, v.void_order.seq], lambda s: s IS NOT NULL),
+           CASE WHEN f.third_card_order IS NULL OR f.third_card_order > v.void_order
+                THEN printf('Round %d was voided ("%s") before any third card decided it, with no dealing-shoe fault before the void and no tie hand: nothing in the rules voids it',
+                            v.round_no, v.void_reason)
+                ELSE printf('Round %d was voided ("%s") after the third card %s had decided it (%s and %s, %s: %s); no dealing-shoe fault came before the void and the cards are no tie hand, so nothing voids it',
+                            v.round_no, v.void_reason, f.middle_card, f.left_card, f.right_card,
+                            CASE WHEN f.kind = 'pair' THEN 'a pair' ELSE printf('spread %d', f.spread) END,
+                            third_card_verdict(f.kind, f.left_rank, f.right_rank, f.middle_rank)) END,
            v.void_order.at
     FROM voids AS v
     JOIN facts AS f
         ON f.table_id = v.table_id AND f.shoe_id IS NOT DISTINCT FROM v.shoe_id AND f.round_no = v.round_no
-    WHERE NOT void_allowed(f.kind, f.left_rank, f.middle_rank, f.third_card_order, v.void_order,
-                           v.shoe_fault_order)
+    WHERE NOT void_allowed(f.kind, f.left_rank, f.middle_rank, v.void_order, v.shoe_fault_order)
 ) AS found(code, table_id, shoe_id, round_no, seqs, explanation, occurred_at);
 
 -- The money: every wager and raise of the ledger against what the rules say it was owed.
@@ -875,11 +928,15 @@ SELECT * FROM (
 CREATE OR REPLACE VIEW anomalies_found_shoes AS
 WITH
 -- The physical cards that left each shoe: drawn, burned, or found face up. A card found face
--- up and then drawn at once to a box (FACE_UP_CARD_USED) is one card, counted once.
+-- up and then drawn at once is one card, counted once (as its CardDrawn): to a box it was used
+-- (FACE_UP_CARD_USED); to the discard rack it was placed where 13:47-20.31(g)1 puts it (views.sql,
+-- round_cards: then no card of the round either).
 cards_out AS MATERIALIZED (
     SELECT *,
-           event_type = 'CardFoundFaceUp' AND next_type = 'CardDrawn' AND next_rank = rank
-               AND next_suit = suit AND next_destination IN ('LEFT', 'RIGHT', 'MIDDLE') AS used_face_up
+           face_up_then_drawn AND next_destination IN ('LEFT', 'RIGHT', 'MIDDLE') AS used_face_up
+    FROM (SELECT *,
+                 coalesce(event_type = 'CardFoundFaceUp' AND next_type = 'CardDrawn'
+                          AND next_rank = rank AND next_suit = suit, false) AS face_up_then_drawn
     FROM (
         SELECT table_id, shoe_id, round_no, seq, log_offset, occurred_at, event_type, rank, suit,
                lead(event_type) OVER w AS next_type, lead(rank) OVER w AS next_rank,
@@ -890,7 +947,7 @@ cards_out AS MATERIALIZED (
           AND shoe_id IS NOT NULL
         -- game order (views.sql, game_order), as the round's cards are read
         WINDOW w AS (PARTITION BY table_id, shoe_id ORDER BY occurred_at, seq, log_offset)
-    )
+    ))
 ),
 
 -- 13:47-20.31(g)2; 13:69F-6.7(b): a card drawn in error "shall be used as though it were the
@@ -914,7 +971,7 @@ copies AS (
     FROM in_error AS o
     JOIN (SELECT table_id, shoe_id, arg_min(decks, seq) AS decks FROM events
           WHERE event_type = 'CardsLoaded' GROUP BY ALL) AS s USING (table_id, shoe_id)
-    WHERE NOT o.used_face_up AND NOT o.used_in_error
+    WHERE NOT o.face_up_then_drawn AND NOT o.used_in_error
 ),
 
 -- 13:69F-6.9: "In lieu of the dealing and shuffling requirements set forth in N.J.A.C.
@@ -1226,7 +1283,8 @@ shoe_stream AS (
            max(CASE WHEN event_type IN ('CardDrawn', 'CardDrawnInError') AND round_no > 0
                     THEN {'round_no': round_no, 'neg_seq': -seq} END) OVER before_this AS latest
     FROM events_once_of(NULL, NULL, NULL, NULL)
-    WHERE event_type IN ('CardsLoaded', 'ShoeClosed', 'CardDrawn', 'CardDrawnInError')
+    WHERE event_type IN ('CardsLoaded', 'ShoeClosed', 'CardDrawn', 'CardDrawnInError',
+                         'CardFoundFaceUp')
       AND shoe_id IS NOT NULL
     WINDOW before_this AS (PARTITION BY table_id, shoe_id ORDER BY seq, log_offset
                            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
@@ -1236,12 +1294,14 @@ racks AS (
     WHERE event_type = 'CardsRacked' AND round_no IS NOT NULL AND shoe_id IS NOT NULL
     GROUP BY ALL
 ),
--- Why a card dealt is outside any round in play (the first reason that holds), and the event
--- that shows it.
+-- Why a card dealt, or found face up, is outside any round in play (the first reason that
+-- holds), and the event that shows it. A card found face up comes out of the shoe like any
+-- other (13:47-20.31(g)1; 13:69F-6.7(a): it "shall be placed in the discard rack"), so the same
+-- checks hold for it, but for one: it may be found between rounds, so no round is no fault.
 loose AS (
     SELECT c.table_id, c.shoe_id, c.round_no, c.seq, c.event_type, c.rank, c.suit,
            c.destination, c.occurred_at,
-           CASE WHEN c.round_no IS NULL THEN 'with no round'
+           CASE WHEN c.round_no IS NULL AND c.event_type <> 'CardFoundFaceUp' THEN 'with no round'
                 WHEN c.round_no <= 0 THEN printf('for round %d, which is no round', c.round_no)
                 WHEN c.shoe_id IS NULL THEN 'with no shoe'
                 WHEN c.shoe_state IS NULL THEN printf('from shoe %s, which was never loaded', c.shoe_id)
@@ -1251,17 +1311,20 @@ loose AS (
                 WHEN c.latest.round_no > c.round_no
                 THEN printf('for round %d after round %d had begun', c.round_no, c.latest.round_no)
            END AS why,
-           CASE WHEN c.round_no IS NULL OR c.round_no <= 0 OR c.shoe_id IS NULL THEN NULL
+           CASE WHEN (c.round_no IS NULL AND c.event_type <> 'CardFoundFaceUp')
+                     OR c.round_no <= 0 OR c.shoe_id IS NULL THEN NULL
                 WHEN c.shoe_state IS NULL THEN NULL
                 WHEN c.shoe_state.type = 'ShoeClosed' THEN c.shoe_state.seq
                 WHEN r.racked_seq < c.seq THEN r.racked_seq
                 WHEN c.latest.round_no > c.round_no THEN -c.latest.neg_seq
            END AS shown_by
-    FROM (SELECT * FROM shoe_stream WHERE event_type IN ('CardDrawn', 'CardDrawnInError')
+    FROM (SELECT * FROM shoe_stream
+          WHERE event_type IN ('CardDrawn', 'CardDrawnInError', 'CardFoundFaceUp')
           UNION ALL BY NAME
           SELECT table_id, shoe_id, round_no, seq, event_type, rank, suit, destination, occurred_at
           FROM card_events_of(NULL, NULL, NULL, NULL)
-          WHERE shoe_id IS NULL AND event_type IN ('CardDrawn', 'CardDrawnInError')) AS c
+          WHERE shoe_id IS NULL
+            AND event_type IN ('CardDrawn', 'CardDrawnInError', 'CardFoundFaceUp')) AS c
     LEFT JOIN racks AS r USING (table_id, shoe_id, round_no)
 )
 SELECT * FROM (
@@ -1287,7 +1350,8 @@ SELECT * FROM (
     -- layout shall be picked up ... and placed in the discard rack"; GA (3), (12)): every card
     -- dealt belongs to the round in play, from a loaded shoe: flagged, a card recorded with no
     -- round or round 0 or less, with no shoe, from a shoe not loaded or already closed, or for a
-    -- round already concluded (its cards racked, or a later round begun). When it lies inside
+    -- round already concluded (its cards racked, or a later round begun). A card found face up
+    -- (13:47-20.31(g)1) is held to the same, but may carry no round (found between rounds). When it lies inside
     -- another round (views.sql, round_intruders_of) the row is that round's, whose ledger rows
     -- are IRREGULAR_ROUND. Proof: the event that shows it (the shoe's closing, the rack, the
     -- later round's first card) and the card.
@@ -1295,9 +1359,10 @@ SELECT * FROM (
            CASE WHEN i.table_id IS NOT NULL THEN i.round_no
                 WHEN l.round_no > 0 THEN l.round_no END,
            list_sort(list_filter([l.shown_by, l.seq], lambda s: s IS NOT NULL)),
-           printf('%s was %s to %s %s%s', card_label(l.rank, l.suit),
-                  CASE WHEN l.event_type = 'CardDrawnInError' THEN 'drawn in error' ELSE 'drawn' END,
-                  CASE WHEN l.event_type = 'CardDrawnInError' THEN 'no box' ELSE card_place(l.destination) END,
+           printf('%s was %s %s%s', card_label(l.rank, l.suit),
+                  CASE l.event_type WHEN 'CardDrawnInError' THEN 'drawn in error to no box'
+                                    WHEN 'CardFoundFaceUp' THEN 'found face up in the shoe'
+                                    ELSE 'drawn to ' || card_place(l.destination) END,
                   l.why,
                   CASE WHEN i.table_id IS NOT NULL
                        THEN printf(', inside round %d (after its first card%s)', i.round_no,

@@ -66,14 +66,15 @@ WHERE table_id = $table AND shoe_id = $shoe AND round_no = $round
 # the first and second cards (on a wrong box they still count), the deciding third card (also
 # when diverted or drawn in error), and the cards that decided nothing.
 _CARDS = """
-WITH round_cards AS (
+WITH card_events AS (
+    -- each card event once (views.sql, card_events_of): a card recorded twice is one card
+    SELECT * FROM card_events_of($table, $shoe, $first, $last) WHERE round_no = $round
+),
+round_cards AS (
     SELECT round_cards(list({'seq': seq, 'at': occurred_at, 'type': event_type, 'rank': rank,
                              'suit': suit, 'dest': destination}
                             ORDER BY occurred_at, seq, log_offset)) AS cards
-    FROM events
-    WHERE table_id = $table AND shoe_id = $shoe AND round_no = $round
-      AND seq BETWEEN $first AND $last
-      AND event_type IN ('CardDrawn', 'CardDrawnInError', 'CardFoundFaceUp', 'CardBurned')
+    FROM card_events
 ),
 drawn AS (
     SELECT c.seq AS drawn_seq, c.at AS drawn_at, c.rank AS rank, c.suit AS suit, pos,
@@ -93,9 +94,7 @@ racked AS (
             AND seq BETWEEN $first AND $last AND event_type = 'CardsRacked')
 ),
 found AS (
-    SELECT seq, occurred_at, rank, suit FROM events
-    WHERE table_id = $table AND shoe_id = $shoe AND round_no = $round
-      AND seq BETWEEN $first AND $last AND event_type = 'CardFoundFaceUp'
+    SELECT seq, occurred_at, rank, suit FROM card_events WHERE event_type = 'CardFoundFaceUp'
 )
 SELECT r.rack_position, card_label(coalesce(r.rank, d.rank), coalesce(r.suit, d.suit)) AS card,
        CASE d.destination WHEN 'IN_ERROR' THEN 'drawn in error' ELSE lower(d.destination) END

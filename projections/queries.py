@@ -64,16 +64,18 @@ GROUP BY table_id ORDER BY table_id
 # cards, round_cards: the rounds view's card_seqs): the first and second cards on a wrong box,
 # the deciding third card (diverted, or drawn in error), a redraw, a card exposed early; NULL
 # for every other event, the first and second cards on their boxes, and a card drawn in error
-# that the next CardDrawn placed (that CardDrawn carries the role).
+# that the next CardDrawn placed (that CardDrawn carries the role). The timeline is the log, so
+# a card event recorded twice shows twice; the copy (not in card_events_of, which keeps each
+# event id's first copy) says so, and is no card of the round (DUPLICATE_EVENT flags it).
 _REPLAY_EVENTS = """
 SELECT t.seq, t.occurred_at, t.round_no, t.actor, t.event_type, t.description,
-       CASE WHEN t.event_type IN ('CardDrawn', 'CardDrawnInError') AND r.round_no IS NOT NULL
+       CASE WHEN is_card_event(t.event_type) AND e.seq IS NULL
+            THEN 'recorded again (the event id of an earlier card event): one card, counted once'
+            WHEN t.event_type IN ('CardDrawn', 'CardDrawnInError') AND r.round_no IS NOT NULL
             THEN card_role(list_position(r.card_seqs, t.seq), e.destination, r.third_card_pos,
                            r.kind) END AS role
 FROM timeline AS t
-LEFT JOIN (SELECT seq, log_partition, log_offset, destination FROM events
-           WHERE table_id = $table AND seq BETWEEN $first AND $last
-             AND event_type IN ('CardDrawn', 'CardDrawnInError')) AS e
+LEFT JOIN card_events_of($table, $shoe, $first, $last) AS e
        ON e.seq = t.seq AND e.log_partition = t.log_partition AND e.log_offset = t.log_offset
 LEFT JOIN rounds_of($table, $shoe, NULL, $first, $last) AS r
        ON r.table_id = t.table_id AND r.shoe_id = t.shoe_id AND r.round_no = t.round_no

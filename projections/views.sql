@@ -46,9 +46,15 @@ CREATE OR REPLACE MACRO game_order(happened_at, at_seq) AS
 --     in error is the card at that place (dest NULL) and the cards after it come after it:
 --     the dealer who draws a loser in error and deals a winner instead is judged on the loser
 --     (DRAWN_IN_ERROR_NOT_USED flags it).
--- Burns and cards found face up are not cards of the round ((d)1, (g)1).
+-- Burns and cards found face up are not cards of the round ((d)1, (g)1). A card found face up
+-- "shall not be used in the game and shall be placed in the discard rack" (13:47-20.31(g)1;
+-- 13:69F-6.7(a)): when the next card out is a CardDrawn of the same card to the discard rack,
+-- that is the dealer placing it there, the same physical card: no card of the round (to a box,
+-- it was used: FACE_UP_CARD_USED, and it counts where it went).
 CREATE OR REPLACE MACRO round_cards(outs) AS
-    list_filter(outs, lambda x, i: x.type = 'CardDrawn'
+    list_filter(outs, lambda x, i: (x.type = 'CardDrawn' AND NOT coalesce(
+                x.dest = 'DISCARD_RACK' AND i > 1 AND outs[i - 1].type = 'CardFoundFaceUp'
+                AND outs[i - 1].rank = x.rank AND outs[i - 1].suit = x.suit, false))
         OR (x.type = 'CardDrawnInError' AND NOT coalesce(
                 outs[i + 1].type = 'CardDrawn' AND outs[i + 1].rank = x.rank
                 AND outs[i + 1].suit = x.suit, false)));
@@ -61,27 +67,37 @@ CREATE OR REPLACE MACRO round_kind(first_rank, second_rank) AS
          WHEN abs(first_rank - second_rank) = 1 THEN 'consecutive'
          ELSE 'spread' END;
 
--- Each card event once (DUPLICATE_EVENT is the finding, docs/anomalies.md): the card events
--- (CardDrawn, CardDrawnInError, CardFoundFaceUp, CardBurned) of the tables asked for, each event
--- id at its first copy in seq order. A card event recorded twice (a device line re-sent and
--- recorded again) is one card out of the shoe, so no card view counts the copy: the hands, the
--- rounds, the rack, the shoes' counts and the card anomalies read their cards from here. An
--- event without an id is kept. from_seq and to_seq, given with in_table, only narrow the scan.
-CREATE OR REPLACE MACRO card_events_of(in_table, in_shoe, from_seq, to_seq) AS TABLE
+-- The card events: every card out of the shoe, whichever way it came out (13:47-20.31(d)1-2,
+-- (g)1-2): CardDrawn, CardDrawnInError, CardFoundFaceUp, CardBurned.
+CREATE OR REPLACE MACRO is_card_event(kind) AS
+    kind IN ('CardDrawn', 'CardDrawnInError', 'CardFoundFaceUp', 'CardBurned');
+
+-- The events of the tables and shoes asked for (a NULL argument: all of them). from_seq and
+-- to_seq, given with in_table, only narrow the scan (events are stored in log order, so DuckDB
+-- skips the row groups outside them). The one place these predicates are written: every
+-- *_of macro below reads its events through here (card_events_of, events_once_of).
+CREATE OR REPLACE MACRO events_in(in_table, in_shoe, from_seq, to_seq) AS TABLE
 SELECT * FROM events
-WHERE event_type IN ('CardDrawn', 'CardDrawnInError', 'CardFoundFaceUp', 'CardBurned')
-  AND (in_table IS NULL OR table_id = in_table) AND (in_shoe IS NULL OR shoe_id = in_shoe)
-  AND (from_seq IS NULL OR seq >= from_seq) AND (to_seq IS NULL OR seq <= to_seq)
+WHERE (in_table IS NULL OR table_id = in_table) AND (in_shoe IS NULL OR shoe_id = in_shoe)
+  AND (from_seq IS NULL OR seq >= from_seq) AND (to_seq IS NULL OR seq <= to_seq);
+
+-- Each card event once (DUPLICATE_EVENT is the finding, docs/anomalies.md): the card events
+-- (is_card_event) of the tables asked for (events_in), each event id at its first copy in seq
+-- order. A card event recorded twice (a device line re-sent and recorded again) is one card out
+-- of the shoe, so no card view counts the copy: the hands, the rounds, the rack, the shoes'
+-- counts, the card anomalies, the dispute and the replay read their cards from here. An event
+-- without an id is kept.
+CREATE OR REPLACE MACRO card_events_of(in_table, in_shoe, from_seq, to_seq) AS TABLE
+SELECT * FROM events_in(in_table, in_shoe, from_seq, to_seq)
+WHERE is_card_event(event_type)
 QUALIFY event_id IS NULL
      OR row_number() OVER (PARTITION BY table_id, event_id ORDER BY seq, log_offset) = 1;
 
 -- The events of the tables asked for with each card event once (card_events_of); every other
 -- event as recorded (a repeated wager or settlement is the ledger's to judge).
 CREATE OR REPLACE MACRO events_once_of(in_table, in_shoe, from_seq, to_seq) AS TABLE
-SELECT * FROM events
-WHERE event_type NOT IN ('CardDrawn', 'CardDrawnInError', 'CardFoundFaceUp', 'CardBurned')
-  AND (in_table IS NULL OR table_id = in_table) AND (in_shoe IS NULL OR shoe_id = in_shoe)
-  AND (from_seq IS NULL OR seq >= from_seq) AND (to_seq IS NULL OR seq <= to_seq)
+SELECT * FROM events_in(in_table, in_shoe, from_seq, to_seq)
+WHERE NOT is_card_event(event_type)
 UNION ALL
 SELECT * FROM card_events_of(in_table, in_shoe, from_seq, to_seq);
 
@@ -157,8 +173,6 @@ ORDER BY table_id, seq, log_offset;
 CREATE OR REPLACE MACRO rack_of(in_table, in_shoe, from_seq, to_seq) AS TABLE
 WITH shoe_events AS NOT MATERIALIZED (
     SELECT * FROM events_once_of(in_table, in_shoe, from_seq, to_seq)
-    WHERE (in_table IS NULL OR table_id = in_table) AND (in_shoe IS NULL OR shoe_id = in_shoe)
-      AND (from_seq IS NULL OR seq >= from_seq) AND (to_seq IS NULL OR seq <= to_seq)
 ),
 entries AS (
     SELECT table_id, shoe_id, NULL::INTEGER AS round_no, 'burn' AS source, rank, suit,
@@ -241,26 +255,26 @@ CREATE OR REPLACE MACRO card_role(pos, dest, third_pos, kind) AS
          ELSE 'drawn out of turn: decides nothing' END;
 
 -- Whether a round's RoundVoided (its first in game order, at void_order) is one the rules allow; a void they
--- do not allow voids nothing: the ledger judges the wagers against the cards, and anomalies.sql
--- flags it (ROUND_VOIDED_WITHOUT_CAUSE). Once the deciding third card is out (third_order, before
--- the void in game order: game_order above) the cards have decided the round, and the rules void it only:
---   13:69F-34.16(n), by analogy: "If an automated dealing shoe ... jams, stops dealing cards, or
---     fails to deal all cards during a round of play, the round of play shall be void": a
---     dealing-shoe fault (DeviceFaulted, any fault but SHUFFLER_JAM) in the round before the void;
+-- do not allow voids nothing: the ledger judges the wagers against the cards (with no deciding
+-- card yet, wagers returned are SETTLED_BEFORE_DECISION), and anomalies.sql flags it
+-- (ROUND_VOIDED_WITHOUT_CAUSE). The seeds void every wager of a round only:
 --   13:47-20.31(d)7; GA (5): consecutive cards, "all wagers shall be void";
 --   13:47-20.31(d)10; GA (8): a pair whose deciding third card is "not identical in value to
---     the initial two cards", "all wagers shall be void".
--- (g)3's void is each player's own choice (VoidOrPlayChosen), never a RoundVoided. A void
--- before the decision (no deciding card yet) returns every wager before anything is won or
--- lost, and stands.
--- third_order, void_order and shoe_fault_order are game_order structs: a void typed at the
--- dealer terminal before the shoe's third card is a void before the decision, whichever line
--- reached the recorder first.
-CREATE OR REPLACE MACRO void_allowed(kind, left_rank, third_rank, third_order, void_order,
-                                     shoe_fault_order) AS
+--     the initial two cards", "all wagers shall be void";
+--   13:69F-34.16(n), by analogy: "If an automated dealing shoe ... jams, stops dealing cards, or
+--     fails to deal all cards during a round of play, the round of play shall be void": a
+--     dealing-shoe fault (DeviceFaulted, any fault but SHUFFLER_JAM) in the round before the void.
+-- Nothing else: (g)3's void is each player's own choice (VoidOrPlayChosen), never a RoundVoided,
+-- and no clause lets a dealer void a round on his own word, before the deciding card or after
+-- it. So a void needs its cause in the events, before or after the deciding card alike. What
+-- the events cannot tell: a DeviceFaulted is a device's own report, and one recorded falsely
+-- (a terminal line typed to cover a void) reads exactly as a real one; only the device's own
+-- log or the surveillance video can tell them apart.
+-- void_order and shoe_fault_order are game_order structs (game_order above): a fault keyed at
+-- the shoe before the void comes before it, whichever line reached the recorder first.
+CREATE OR REPLACE MACRO void_allowed(kind, left_rank, third_rank, void_order, shoe_fault_order) AS
     void_order IS NOT NULL AND (
-        third_order IS NULL OR third_order > void_order
-        OR coalesce(shoe_fault_order < void_order, false)
+        coalesce(shoe_fault_order < void_order, false)
         OR coalesce(kind = 'consecutive', false)
         OR coalesce(kind = 'pair' AND third_rank <> left_rank, false));
 
@@ -297,8 +311,7 @@ WITH per_round AS (
         round_cards(list({'seq': seq, 'at': occurred_at, 'type': event_type, 'rank': rank,
                           'suit': suit, 'dest': destination}
                          ORDER BY occurred_at, seq, log_offset)
-                    FILTER (event_type IN ('CardDrawn', 'CardDrawnInError', 'CardFoundFaceUp',
-                                           'CardBurned'))) AS cards,
+                    FILTER (is_card_event(event_type))) AS cards,
         count(*) FILTER (event_type = 'CardDrawn' AND destination = 'MIDDLE') AS middle_cards_drawn,
         string_agg(phrase, ' | ' ORDER BY seq, log_offset) FILTER (event_type = 'Announced') AS announcements,
         list(meaning ORDER BY seq, log_offset) FILTER (event_type = 'Announced') AS announced,
@@ -308,10 +321,7 @@ WITH per_round AS (
         min(game_order(occurred_at, seq)) FILTER (event_type = 'DeviceFaulted' AND fault <> 'SHUFFLER_JAM')
             AS shoe_fault_order
     FROM events_once_of(in_table, in_shoe, from_seq, to_seq)
-    WHERE round_no IS NOT NULL
-      AND (in_table IS NULL OR table_id = in_table) AND (in_shoe IS NULL OR shoe_id = in_shoe)
-      AND (in_round IS NULL OR round_no = in_round)
-      AND (from_seq IS NULL OR seq >= from_seq) AND (to_seq IS NULL OR seq <= to_seq)
+    WHERE round_no IS NOT NULL AND (in_round IS NULL OR round_no = in_round)
     GROUP BY table_id, shoe_id, round_no
 ),
 dealer_taps AS (
@@ -338,8 +348,7 @@ placed AS (
 void_judged AS (
     -- `voided`: a RoundVoided the rules allow (void_allowed); one they do not voids nothing.
     SELECT * EXCLUDE (void_recorded),
-           void_recorded AND void_allowed(kind, l.rank, third.rank, game_order(third.at, third.seq),
-                                          void_order, shoe_fault_order)
+           void_recorded AND void_allowed(kind, l.rank, third.rank, void_order, shoe_fault_order)
                AS voided
     FROM placed
 )
@@ -387,8 +396,6 @@ CREATE OR REPLACE MACRO shoes_of(in_table, in_shoe, from_seq, to_seq) AS TABLE
 WITH shoe_events AS NOT MATERIALIZED (
     SELECT * FROM events_once_of(in_table, in_shoe, from_seq, to_seq)
     WHERE shoe_id IS NOT NULL
-      AND (in_table IS NULL OR table_id = in_table) AND (in_shoe IS NULL OR shoe_id = in_shoe)
-      AND (from_seq IS NULL OR seq >= from_seq) AND (to_seq IS NULL OR seq <= to_seq)
 ),
 per_shoe AS (
     SELECT
@@ -521,11 +528,8 @@ WITH dealt AS (
                list({'seq': seq, 'at': occurred_at, 'type': event_type, 'rank': rank,
                      'suit': suit, 'dest': destination}
                     ORDER BY occurred_at, seq, log_offset) AS outs
-        FROM card_events_of(in_table, in_shoe, from_seq, to_seq)
-        WHERE event_type IN ('CardDrawn', 'CardDrawnInError', 'CardFoundFaceUp', 'CardBurned')
-          AND round_no IS NOT NULL
-          AND (in_table IS NULL OR table_id = in_table) AND (in_shoe IS NULL OR shoe_id = in_shoe)
-          AND (from_seq IS NULL OR seq >= from_seq) AND (to_seq IS NULL OR seq <= to_seq)
+        FROM card_events_of(in_table, in_shoe, from_seq, to_seq)  -- card events, each once
+        WHERE round_no IS NOT NULL
         GROUP BY table_id, shoe_id, round_no
     )
     WHERE len(round_cards(outs)) > 0
@@ -596,6 +600,25 @@ SELECT s.table_id, s.shoe_id, s.round_no, s.first_card.seq AS first_card_seq,
        c.occurred_at
 FROM cards AS c
 ASOF JOIN spans AS s ON c.table_id = s.table_id AND c.at_order > s.first_card
-WHERE c.at_order < s.round_end
-  AND (c.event_type = 'CardBurned' OR c.card_shoe_id IS DISTINCT FROM s.shoe_id
-       OR c.card_round_no IS DISTINCT FROM s.round_no);
+WHERE c.event_type <> 'CardBurned' AND c.at_order < s.round_end
+  AND (c.card_shoe_id IS DISTINCT FROM s.shoe_id OR c.card_round_no IS DISTINCT FROM s.round_no)
+UNION ALL
+-- A burn is an intruder inside ANY round's span, not only the latest begun: a misplaced card
+-- carrying its own round number (a card for round 5 dealt inside round 1) makes a span of one
+-- event, and the latest span before a later burn, so the burn would hide behind it. The row is
+-- the burn's own round when it lies inside that round, else the earliest round it lies inside.
+SELECT table_id, shoe_id, round_no, first_card_seq, raises_closed_seq, card_shoe_id,
+       card_round_no, seq, event_type, rank, suit, destination, occurred_at
+FROM (SELECT s.table_id, s.shoe_id, s.round_no, s.first_card.seq AS first_card_seq,
+             s.raises_closed.seq AS raises_closed_seq,
+             c.card_shoe_id, c.card_round_no, c.seq, c.event_type, c.rank, c.suit,
+             c.destination, c.occurred_at,
+             row_number() OVER (PARTITION BY c.table_id, c.seq
+                                ORDER BY (c.card_shoe_id IS NOT DISTINCT FROM s.shoe_id
+                                          AND c.card_round_no IS NOT DISTINCT FROM s.round_no) DESC,
+                                         s.first_card) AS pick
+      FROM cards AS c
+      JOIN spans AS s
+        ON c.table_id = s.table_id AND c.at_order > s.first_card AND c.at_order < s.round_end
+      WHERE c.event_type = 'CardBurned')
+WHERE pick = 1;

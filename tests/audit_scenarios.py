@@ -105,7 +105,8 @@ def evening(folder: Path) -> Path:
 
     T01 nj-casino, 6 decks, three of a kind at 12 to 1; dealer D1, then D4 from round 3.
     T02 nj-casino-night, 1 deck, the standard table; dealer D2.
-    T03 gaming-authority, 6 decks, the standard table; dealer D3; round 1 voided (shoe jam).
+    T03 gaming-authority, 6 decks, the standard table; dealer D3; round 1 of T03-S1 voided (a
+    dealing-shoe jam, its DeviceFaulted recorded), then rounds 1-2 of a new shoe T03-S2.
     """
     floor = Floor(folder)
     t1 = floor.table("T01", dealer="D1")
@@ -135,10 +136,17 @@ def evening(folder: Path) -> Path:
     t3.wager(1, 2500)
     t3.wager(2, 500)
     t3.draw("9S", Box.LEFT)
-    t3.emit(model.RoundVoided(reason="dealing shoe jammed"))  # 13:69F-34.16(n) by analogy
+    # 13:69F-34.16(n) by analogy: the dealing shoe jams mid-round, so the round is void and the
+    # cards are reshuffled. The void needs its cause on record (views.sql, void_allowed), so
+    # the shoe's fault is recorded before it; the jammed shoe deals no further card.
+    t3.emit(model.DeviceFaulted(device_id="SHOE-3", fault=model.Fault.SHOE_JAM,
+                                detail="stopped dealing"), actor="SHOE-3")
+    t3.emit(model.RoundVoided(reason="dealing shoe jammed"))
     t3.settle(1, ORIGINAL, SettledAs.VOID, 2500)
     t3.settle(2, ORIGINAL, SettledAs.VOID, 500)
     t3.end(["9S"])
+    t3.emit(model.ShoeClosed(cards_remaining=311))
+    t3.new_shoe("T03-S2", decks=6)
     t3.play("2S AH 10D", {1: 10000})  # spread 11 at 1 to 1: paid 10000
     t3.play("5S 10H 10C", {1: 5000})  # spread 4, loses: collected 5000
     return floor.build()

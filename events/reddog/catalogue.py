@@ -93,7 +93,8 @@ CATALOGUE: Final[tuple[AnomalyCode, ...]] = (
     AnomalyCode("DISCARD_RACK_ORDER", MEDIUM, "13:47-20.31(d)15; GA (12)",
                 "cards racked out of dealing order, or missing from the rack"),
     AnomalyCode("CARD_UNACCOUNTED", HIGH, "13:47-20.31(d)15",
-                "a card that left the shoe never reached the rack"),
+                "a card that left the shoe never reached the rack (a round's card missing from "
+                "its rack, or a card dealt with no round not racked before its shoe closed)"),
     AnomalyCode("EXTRA_CARD", HIGH, "13:47-20.31(a)2",
                 "more copies of a card than the shoe's decks hold (a card introduced)"),
     AnomalyCode("MULTIPLE_BETTING_AREAS", MEDIUM, "13:47-20.31(g)4; 13:69F-6.8",
@@ -135,12 +136,12 @@ CATALOGUE: Final[tuple[AnomalyCode, ...]] = (
                 "a card burned inside a round, between its first card and its end: burns come "
                 "only after a new deck is loaded or a new dealer arrives, before a round"),
     AnomalyCode("CARD_OUTSIDE_ROUND", HIGH, "13:47-20.31(d)5, (d)15; GA (3), (12)",
-                "a card dealt with no round or round 0, from a shoe not loaded (or closed), or "
-                "for a round already concluded"),
+                "a card dealt with no round or round 0, or a card dealt or found face up from a "
+                "shoe not loaded (or closed), or for a round already concluded"),
     AnomalyCode("ROUND_VOIDED_WITHOUT_CAUSE", HIGH,
                 "13:47-20.31(d)7, (d)10, (d)13-14; 13:69F-34.16(n) by analogy",
-                "a round voided after its deciding third card though no rule voids it: no "
-                "dealing-shoe fault before the void and no tie hand"),
+                "a round voided though no rule voids it, before its deciding third card or "
+                "after: no dealing-shoe fault before the void and no tie hand"),
     _stat("HOLD_VARIANCE",
           "statistical reports in the style of the minimum internal control standards",
           "hold for a table, shift or day outside statistical bounds of theoretical"),

@@ -70,11 +70,15 @@ def _draws(outs: tuple[_Out, ...]) -> tuple[Draw, ...]:
     """The round's cards (round_cards in views.sql) from its card events in game order: every
     CardDrawn, and a card drawn in error unless the next card event deals that same card
     (13:47-20.31(g)2: it is used as the next card). Burns and cards found face up are not cards
-    of the round ((d)1, (g)1)."""
+    of the round ((d)1, (g)1), nor a CardDrawn to the discard rack of the card just found face
+    up: the dealer placing it there, one card ((g)1)."""
     kept = []
     for i, o in enumerate(outs):
         if o.kind is CardDrawn:
-            kept.append(Draw(o.at, o.card, o.box))
+            prev = outs[i - 1] if i > 0 else None
+            if not (o.box is Box.DISCARD_RACK and prev is not None
+                    and prev.kind is CardFoundFaceUp and prev.card == o.card):
+                kept.append(Draw(o.at, o.card, o.box))
         elif o.kind is CardDrawnInError:
             nxt = outs[i + 1] if i + 1 < len(outs) else None
             if not (nxt is not None and nxt.kind is CardDrawn and nxt.card == o.card):
@@ -131,16 +135,16 @@ class RoundState:
 
     @property
     def voided(self) -> bool:
-        """A RoundVoided the rules allow (void_allowed in views.sql): before the deciding card;
-        after a dealing-shoe fault (13:69F-34.16(n) by analogy); on consecutive cards ((d)7) or
-        a pair's tie hand ((d)10). Any other void voids nothing (ROUND_VOIDED_WITHOUT_CAUSE)."""
+        """A RoundVoided the rules allow (void_allowed in views.sql): after a dealing-shoe fault
+        (13:69F-34.16(n) by analogy); on consecutive cards ((d)7) or a pair's tie hand ((d)10).
+        Any other void, before the deciding card or after it, voids nothing
+        (ROUND_VOIDED_WITHOUT_CAUSE)."""
         if self.void_at is None:
             return False
         c, d = self.classification, self.deciding_draw
-        return (d is None or d.at > self.void_at
-                or (self.shoe_fault_at is not None and self.shoe_fault_at < self.void_at)
+        return ((self.shoe_fault_at is not None and self.shoe_fault_at < self.void_at)
                 or (c is not None and c.kind is rules.HandKind.CONSECUTIVE)
-                or (c is not None and c.kind is rules.HandKind.PAIR
+                or (c is not None and c.kind is rules.HandKind.PAIR and d is not None
                     and self.left is not None and d.card.rank != self.left.rank))
 
     @property

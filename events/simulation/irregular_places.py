@@ -1,5 +1,5 @@
 """Events where the rules allow none, injected by the simulator: a card burned inside a round, a
-card dealt with no round, a round voided after its deciding card without cause.
+card dealt with no round (and never racked), a round voided after its deciding card without cause.
 
 Mixed into `Irregularities` (events/simulation/irregularities.py), which provides the random
 stream, the state and the ground-truth labels. Every method returns at once, drawing nothing, when
@@ -55,6 +55,9 @@ class PlaceSlips(Slips):
                                        destination=Box.DISCARD_RACK), gap=1)
             table.round_no = round_no
             self.label("CARD_OUTSIDE_ROUND", table, f"{card} drawn with no round")
+            # 13:47-20.31(d)15: no rack holds it, and every shoe is closed before the evening
+            # ends, so it is also a card that never reached the rack (no round).
+            self.label("CARD_UNACCOUNTED", table, f"{card} never racked", round_no=None)
 
     def round_decided(self, table: Table, hand: Hand) -> None:
         """ROUND_VOIDED_WITHOUT_CAUSE: the deciding third card loses, and the dealer voids the

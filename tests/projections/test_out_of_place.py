@@ -41,7 +41,7 @@ def _nine_paid(pit: Pit, s: Seqs, racked: str = "3C QD 9H") -> None:
     pit.say(THIRD_CARD, 9)
     s["p1"] = pit.settle(1, ORIGINAL, WON, 1000, 1)
     pit.rack(racked)
-    pit.close_shoe()
+    s["close"] = pit.close_shoe()
 
 
 def _burn_after_raises_closed(round_no: int | None) -> Callable[[Path], tuple[Pit, Seqs]]:
@@ -103,11 +103,13 @@ def _void_after_a_losing_third_card(tmp: Path) -> tuple[Pit, Seqs]:
 
 
 def _void_before_the_third_card(tmp: Path) -> tuple[Pit, Seqs]:
-    """A round voided after "Raises closed", before any third card: nothing is decided yet, so
-    the void stands (every wager returned) and is not flagged."""
+    """A round voided after "Raises closed", before any third card, on the dealer's word: no
+    clause voids a round but a tie hand ((d)7, (d)10) or a dealing-shoe fault (13:69F-34.16(n)
+    by analogy), so the void voids nothing and is flagged; the wager returned before any
+    decision is SETTLED_BEFORE_DECISION."""
     pit, s = opened(tmp), {}
     _spread_opening(pit, s)
-    pit.emit(model.RoundVoided(reason="dealer's call"))
+    s["void"] = pit.emit(model.RoundVoided(reason="dealer's call"))
     pit.settle(1, ORIGINAL, VOID, 1000)
     pit.rack("3C QD")
     pit.close_shoe()
@@ -207,15 +209,18 @@ CASES: dict[str, tuple[Callable[[Path], tuple[Pit, Seqs]],
         [("ROUND_VOIDED_WITHOUT_CAUSE", 1, ["third", "void"]),
          ("WRONG_SETTLEMENT", 1, ["w1", "p1"])],
         {(1, "ORIGINAL"): ("WRONG_OUTCOME", "LOST", 0, 1000, 0)}),
-    "void_before_the_third_card_stands": (
-        _void_before_the_third_card, [], {(1, "ORIGINAL"): ("OK", "VOID", 0, 0, 1000)}),
+    "void_before_the_third_card_without_cause": (
+        _void_before_the_third_card, [("ROUND_VOIDED_WITHOUT_CAUSE", 1, ["void"])],
+        {(1, "ORIGINAL"): ("SETTLED_BEFORE_DECISION", None, 0, 0, 0)}),
     "void_after_a_shoe_jam": (
         _void_after_a_shoe_jam, [], {(1, "ORIGINAL"): ("OK", "VOID", 0, 0, 1000)}),
     "void_on_a_pair_tie": (
         _void_on_a_pair_tie, [], {(1, "ORIGINAL"): ("OK", "VOID", 0, 0, 1000)}),
     "card_with_no_round_hides_the_third_card": (
         _card_with_no_round_hides_the_third_card,
-        [("CARD_OUTSIDE_ROUND", 1, ["hidden"])], {(1, "ORIGINAL"): IRREGULAR_WON}),
+        [("CARD_OUTSIDE_ROUND", 1, ["hidden"]),
+         # (d)15: the 2S left the shoe and was never racked; no round's rack check saw it
+         ("CARD_UNACCOUNTED", None, ["hidden", "close"])], {(1, "ORIGINAL"): IRREGULAR_WON}),
     "card_from_a_closed_shoe": (
         _card_from_a_closed_shoe, [("CARD_OUTSIDE_ROUND", 2, ["closed", "late"])],
         {(1, "ORIGINAL"): OK_WON}),
@@ -310,7 +315,7 @@ def test_the_reviewers_attacks_reproduced_through_pitlog_ingest(tmp_path: Path) 
         add("WagerSettled", rn, seat=1, area=1, wager_kind="ORIGINAL", outcome="WON",
             amount_cents=2500, odds=1)
         racked("3C QD 9H", rn)
-    add("ShoeClosed", None, cards_remaining=300)
+    seqs["close"] = add("ShoeClosed", None, cards_remaining=300)
     feed = tmp_path / "floor.jsonl"
     feed.write_text("\n".join(lines) + "\n")
     log, db = tmp_path / "log", tmp_path / "pitlog.duckdb"
@@ -322,6 +327,8 @@ def test_the_reviewers_attacks_reproduced_through_pitlog_ingest(tmp_path: Path) 
     assert sorted((a["code"], a["round_no"], a["seqs"]) for a in json.loads(found.stdout)) == [
         ("BURN_DURING_ROUND", 1, [seqs["l1"], seqs["burn"]]),
         ("CARD_OUTSIDE_ROUND", 3, [seqs["hidden"]]),
+        # (d)15: the 2S with no round never reached the rack before the shoe closed
+        ("CARD_UNACCOUNTED", None, [seqs["hidden"], seqs["close"]]),
         ("ROUND_VOIDED_WITHOUT_CAUSE", 2, [seqs["third"], seqs["void"]]),
         ("WRONG_SETTLEMENT", 2, [seqs["w2"], seqs["p2"]])]
     with duckdb.connect(str(db), read_only=True) as con:

@@ -95,8 +95,10 @@ def test_a_card_exposed_before_raises_closed_does_not_decide() -> None:
 def test_the_fold_judges_in_game_order_not_arrival_order() -> None:
     """views.sql, game_order: the shoe's third card 8H (at 14 s) reaches the fold before the
     terminal's "Raises closed" (at 13 s). In game order it comes after and decides ((d)13-14),
-    as the rounds view says; a void keyed before it (13.5 s) but folded after it stands, one
-    keyed after it (14.5 s) but folded before it voids nothing (void_allowed)."""
+    as the rounds view says. A void after a dealing-shoe fault stands when the fault was keyed
+    before it in game order, whatever order they were folded in, and not when the fault was
+    keyed after it; a void with no cause voids nothing, folded before or after the card
+    (void_allowed)."""
     t0 = datetime(2026, 11, 28, 23, 0, tzinfo=UTC)
     closed = Announced(phrase="Raises closed", meaning=Meaning.RAISES_CLOSED, value=None)
     s = RoundState()
@@ -105,8 +107,13 @@ def test_the_fold_judges_in_game_order_not_arrival_order() -> None:
         s = evolve(s, e, t0 + timedelta(seconds=second))
     assert (s.third, s.outcome) == (Card(8, Suit.CLUBS), SettledAs.WON)
     assert [d.card.rank for d in s.draws] == [3, 12, 8]
-    early_void = evolve(s, RoundVoided(reason="void"), t0 + timedelta(seconds=13.5))
-    assert early_void.outcome is SettledAs.VOID
+    jam = model.DeviceFaulted(device_id="SHOE-1", fault=model.Fault.SHOE_JAM)
+    jam_then_void = evolve(evolve(s, RoundVoided(reason="jam"), t0 + timedelta(seconds=13.5)),
+                           jam, t0 + timedelta(seconds=13.2))
+    assert (jam_then_void.voided, jam_then_void.outcome) == (True, SettledAs.VOID)
+    void_then_jam = evolve(evolve(s, jam, t0 + timedelta(seconds=13.8)),
+                           RoundVoided(reason="jam"), t0 + timedelta(seconds=13.5))
+    assert (void_then_jam.voided, void_then_jam.outcome) == (False, SettledAs.WON)
     # the void keyed at 14.5 s, folded before the card keyed at 14 s
     s = RoundState()
     for e, second in ((_drawn(3, Box.LEFT), 6), (_drawn(12, Box.RIGHT), 7), (closed, 13),
@@ -118,3 +125,23 @@ def test_the_fold_judges_in_game_order_not_arrival_order() -> None:
     for e, second in ((_drawn(12, Box.RIGHT), 7), (_drawn(3, Box.LEFT), 6)):
         s = evolve(s, e, t0 + timedelta(seconds=second))
     assert (s.left, s.right) == (Card(3, Suit.CLUBS), Card(12, Suit.CLUBS))
+
+
+def test_a_void_before_the_deciding_card_needs_its_cause_and_a_racked_face_up_card_is_none(
+        ) -> None:
+    """As the views (void_allowed, round_cards): a void before any third card, on the dealer's
+    word, voids nothing (no outcome yet); after a dealing-shoe fault it stands. A card found
+    face up and then drawn to the discard rack is the same card placed there ((g)1): no card of
+    the round, so the next card out decides."""
+    s = RoundState()
+    for e in (_drawn(3, Box.LEFT), _drawn(9, Box.RIGHT),
+              Announced(phrase="Raises closed", meaning=Meaning.RAISES_CLOSED, value=None)):
+        s = evolve(s, e)
+    voided = evolve(s, RoundVoided(reason="dealer's call"))
+    assert (voided.voided, voided.outcome) == (False, None)
+    faulted = evolve(s, model.DeviceFaulted(device_id="SHOE-1", fault=model.Fault.SHOE_JAM))
+    assert evolve(faulted, RoundVoided(reason="jam")).outcome is SettledAs.VOID
+    for e in (model.CardFoundFaceUp(rank=4, suit=Suit.CLUBS), _drawn(4, Box.DISCARD_RACK),
+              _drawn(5, Box.MIDDLE)):
+        s = evolve(s, e)
+    assert (s.third, s.outcome) == (Card(5, Suit.CLUBS), SettledAs.WON)
