@@ -482,8 +482,11 @@ SELECT * FROM (
     -- have been dealt"): a raise in a spread round before its second card was dealt. Proof:
     -- the raise and the second card.
     SELECT 'EARLY_RAISE', e.table_id, e.shoe_id, e.round_no, [e.seq, f.card_seqs[2]],
-           printf('Seat %d raised %s on area %d before the first two cards were dealt (%s and %s came after)',
-                  e.seat, dollars(e.amount_cents), e.area, f.left_card, f.right_card),
+           CASE WHEN game_order(e.occurred_at, e.seq) < f.first_card_order
+                THEN printf('Seat %d raised %s on area %d before the first two cards were dealt (%s and %s came after)',
+                            e.seat, dollars(e.amount_cents), e.area, f.left_card, f.right_card)
+                ELSE printf('Seat %d raised %s on area %d between the first two cards (%s came before the raise, %s after)',
+                            e.seat, dollars(e.amount_cents), e.area, f.left_card, f.right_card) END,
            e.occurred_at
     FROM events AS e
     JOIN facts AS f USING (table_id, shoe_id, round_no)

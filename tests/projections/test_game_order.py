@@ -224,11 +224,15 @@ CASES: dict[str, Case] = {
         [("PAIR_WITHOUT_THIRD_CARD", ["left", "right", "settle"])],
         {"ORIGINAL": ("OK", "WON", 11000, 0, 0)}, ("settle", "third")),
     # void_allowed (views.sql): the round voided at 13.5, before the third card (14), the
-    # void's line arriving after the card: the void stands, the wager comes back.
+    # void's line arriving after the card. Before the deciding card or after it, a void needs
+    # its cause (a dealing-shoe fault, a tie hand); with none it voids nothing and the third
+    # card decides: the wager returned is a wrong settlement.
     "void_before_third_arriving_after": Case(
         _arrive(_spread_round(Line("void", "RoundVoided", 13.5, TERM, {"reason": "dispute"}),
                               _settle("settle", 16, "VOID", 1000)), void=14.5),
-        [], {"ORIGINAL": ("OK", "VOID", 0, 0, 1000)}, ("void", "third")),
+        [("ROUND_VOIDED_WITHOUT_CAUSE", ["third", "void"]),
+         ("WRONG_SETTLEMENT", ["wager", "settle"])],
+        {"ORIGINAL": ("WRONG_OUTCOME", "WON", 1000, 0, 0)}, ("void", "third")),
     # voided at 14.5, after the third card had decided, the void's line arriving before it
     "void_after_third_arriving_before": Case(
         _arrive(_spread_round(Line("void", "RoundVoided", 14.5, TERM, {"reason": "dispute"}),
@@ -321,12 +325,13 @@ def judged(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
             "SELECT table_id, wager_kind, status, expected_outcome, expected_paid_cents, "
             "expected_collected_cents, expected_returned_cents FROM ledger WHERE seat = 1"
         ).fetchall()
-        found = [(a["table_id"], a["code"], a["seqs"])
-                 for a in list_anomalies(con, AnomalyFilter())]
+        rows = list_anomalies(con, AnomalyFilter())
+        found = [(a["table_id"], a["code"], a["seqs"]) for a in rows]
+        explained = {(a["table_id"], a["code"]): a["explanation"] for a in rows}
     records = [(r.key, r.value) for batch in log.read() for r in batch]
     log.close()
     return {"seqs": {(t, k, at): s for t, k, at, s in seqs},
-            "ledger": ledger, "found": found, "records": records}
+            "ledger": ledger, "found": found, "explained": explained, "records": records}
 
 
 def _seq(judged: dict[str, object], name: str, line: str) -> int:
@@ -354,6 +359,17 @@ def test_each_rule_judges_in_game_order_not_arrival_order(
     ledger = judged["ledger"]
     assert isinstance(ledger, list)
     assert {kind: tuple(rest) for t, kind, *rest in ledger if t == table} == case.ledger
+
+
+def test_an_early_raise_says_where_it_fell_among_the_first_two_cards(
+        judged: dict[str, object]) -> None:
+    """EARLY_RAISE's explanation places the raise in game order: keyed at 6.5, after 3C (6) and
+    before QD (7), it fell between the first two cards, not before both."""
+    explained = judged["explained"]
+    assert isinstance(explained, dict)
+    assert explained[(TABLES["raise_before_second_card_arriving_late"], "EARLY_RAISE")] == (
+        "Seat 1 raised $10.00 on area 1 between the first two cards "
+        "(3C came before the raise, QD after)")
 
 
 def test_incremental_detection_stays_exact_when_lines_arrive_out_of_time_order(

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from cli_support import run
 from surveillance_pit import LEFT, MIDDLE, ORIGINAL, RIGHT, VOID, WON, Pit, opened
 from surveillance_pit import card as card_of
 from test_red_dog_rules import Ledger, Seqs
@@ -268,8 +269,6 @@ def test_the_reviewers_attacks_reproduced_through_pitlog_ingest(tmp_path: Path) 
     """Device lines through `pitlog ingest`, `pitlog project`, `pitlog anomalies`. Round 1:
     3C QD, "Raises closed", 2S burned, 9H paid. Round 2: 3C QD, 2S decides, RoundVoided, the
     wager returned. Round 3: 3C QD, "Raises closed", 2S recorded with no round, 9H paid."""
-    from test_cli_integrity import run
-
     lines: list[str] = []
 
     def add(type_: str, round_no: int | None, **fields: object) -> int:
