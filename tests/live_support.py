@@ -32,7 +32,9 @@ CONFIG = SimConfig(seed=12, tables=3, rounds=150, seats=4, decks=1, irregulariti
                              "ROUND_ABANDONED_AT_CUT_CARD": 0.5,
                              "PAIR_WITHOUT_THIRD_CARD": 0.5, "WRONG_PAYOUT": 0.3,
                              # late in a round or once a shoe: too rare at 0.08 here
-                             "CARD_UNACCOUNTED": 0.3, "BELOW_MINIMUM_ODDS": 0.3})
+                             "CARD_UNACCOUNTED": 0.3, "BELOW_MINIMUM_ODDS": 0.3,
+                             # one slip among the third-card ones (redrawn, diverted, early)
+                             "THIRD_CARD_REDRAWN": 0.3})
 
 
 def source_log(folder: Path) -> list[tuple[bytes, bytes]]:
