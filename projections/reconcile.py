@@ -1,10 +1,11 @@
 """Reconciliation for auditors: handle, win and hold per table, dealer, shift, gaming day and
 shoe, against the exact theoretical win; and the conservation check, to the cent.
 
-The money comes from the `ledger` view (ledger.sql); the queries are in reconcile.sql. The house
-edges are exact Fractions from events/reddog/theory.py, loaded into a temporary table as integer
-numerators over one denominator per deck count, so every theoretical figure stays exact until it is
-presented: a Decimal rounded to hundredths of a cent, next to the exact fraction.
+The money comes from the `ledger` view (sql/ledger.sql); the queries are in sql/reconcile.sql.
+The house edges are exact Fractions from events/reddog/theory.py, loaded into a temporary table
+as integer numerators over one denominator per deck count, so every theoretical figure stays
+exact until it is presented: a Decimal rounded to hundredths of a cent, next to the exact
+fraction.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from decimal import Decimal
 from fractions import Fraction
 from functools import cache
 from math import sqrt
-from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -29,8 +29,9 @@ from events.reddog.rules import STANDARD_PAYTABLE, Paytable, PaytableError
 from projections.defaults import DEFAULT_SIGMA
 from projections.export import Rows
 from projections.localtime import parse_zone, sql_zone
+from projections.views import sql_path
 
-RECONCILE_SQL = Path(__file__).with_name("reconcile.sql")
+RECONCILE_SQL = sql_path("reconcile.sql")
 
 # The groupings auditors ask for, and the columns that name a group. A shift is a shift on a
 # given gaming day, so grouping by shift groups by day too.
