@@ -123,7 +123,7 @@ def check_calendar(con: duckdb.DuckDBPyConnection, calendar: Calendar) -> None:
 
 @cache
 def _sections() -> dict[str, str]:
-    """reconcile.sql split at its `-- name: NAME` lines."""
+    """sql/reconcile.sql split at its `-- name: NAME` lines."""
     sections: dict[str, list[str]] = {}
     current: list[str] | None = None
     for line in RECONCILE_SQL.read_text().splitlines():
@@ -332,7 +332,7 @@ def _finish(g: Row, sigma: float) -> Row:
 def conservation(con: duckdb.DuckDBPyConnection, by: Sequence[str] = ("table", "day"),
                  calendar: Calendar | None = None, *, day: date | None = None,
                  table: str | None = None) -> Rows:
-    """Money in = money out + net win, per group, to the cent (reconcile.sql explains the
+    """Money in = money out + net win, per group, to the cent (sql/reconcile.sql explains the
     terms). `balanced` is False, and `difference_cents` says by how much, when it fails."""
     calendar = calendar or Calendar()
     keys = group_columns(by)

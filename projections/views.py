@@ -30,7 +30,7 @@ VIEW_FILES = (
     "wagers.sql",            # settlements and wagers
     "hands.sql",
     "intruders.sql",         # round_intruders_of: cards out where the rules allow none
-    "ledger.sql",            # the settlement ledger and the paytable in force
+    "ledger.sql",                # the settlement ledger and the paytable in force
     "anomalies_facts.sql",   # anomaly_round_facts and the macros the families share
     "anomalies_rounds.sql",
     "anomalies_money.sql",
@@ -38,7 +38,7 @@ VIEW_FILES = (
     "anomalies_tables.sql",
     "anomalies_streams.sql",
     "anomalies_places.sql",
-    "anomalies.sql",         # the union of the families, with each code's severity and rule
+    "anomalies.sql",             # the union of the families, with each code's severity and rule
 )
 # Named queries that projections/reconcile.py runs; never created as views.
 QUERY_FILES = ("reconcile.sql",)

@@ -1,6 +1,6 @@
 -- pitlog anomalies: every rule and integrity code of the catalogue (anomaly_codes), decided in
 -- plain DuckDB SQL over the raw `events` table and the `ledger` and `paytables` views of
--- ledger.sql (created before this file). The `anomalies` view is the union of five families
+-- sql/ledger.sql (created before this file). The `anomalies` view is the union of five families
 -- (anomalies_found_*), each a UNION ALL of one commented SELECT per code over a few shared,
 -- materialised facts; `SELECT * FROM anomalies WHERE code = '...'` shows one code.
 -- docs/anomalies.md explains every decision; HOLD_VARIANCE and OUTCOME_FREQUENCY are
@@ -10,7 +10,7 @@
 -- events that prove it), explanation (one line to read aloud), rule, occurred_at.
 -- Within a table, the log's events are ordered by seq (gapless per table), then log offset:
 -- the order the recorder received them. Every "before" or "after" within a round is game order
--- instead (views.sql, game_order: occurred_at, then seq), since across the shoe and the dealer
+-- instead (sql/macros.sql, game_order: occurred_at, then seq), since across the shoe and the dealer
 -- terminal seq is arrival order; the checks that still read seq compare lines of one device,
 -- or read the log's own order (the chain, the rack's lines, the paytable and dealer in force).
 --
@@ -43,10 +43,10 @@ CREATE OR REPLACE MACRO placed_cards(draws) AS
         || coalesce(' to ' || card_place(x.dest), ' drawn in error')), ', ');
 
 -- One row per round: its cards, kind and the marks the checks need, from the round's cards
--- (views.sql, round_cards: every card out of the shoe in game order, wherever it went; one
+-- (sql/macros.sql, round_cards: every card out of the shoe in game order, wherever it went; one
 -- definition with the `rounds` view, so the checks judge the cards the ledger judges). The left
 -- and right cards are the first and second cards out, whatever their boxes (WRONG_BOX judges
--- the boxes); the middle card the deciding third card (views.sql, deciding_index) and
+-- the boxes); the middle card the deciding third card (sql/cards.sql, deciding_index) and
 -- third_card_box where it went; `redraws` are the cards out after it (any box), `beyond_two`
 -- every card out beyond the first two, and `exposed` the cards of a spread exposed before
 -- "Raises closed" (13:47-20.31(g)3; with no "Raises closed", the third card out, which then
@@ -59,7 +59,7 @@ WITH per_round AS (
         table_id, shoe_id, round_no,
         min(occurred_at) AS started_at, max(occurred_at) AS ended_at,
         min(seq) AS first_seq, max(seq) AS last_seq,
-        -- the cards out of the shoe in game order (views.sql, round_cards)
+        -- the cards out of the shoe in game order (sql/macros.sql, round_cards)
         coalesce(round_cards(list({'seq': seq, 'at': occurred_at, 'type': event_type, 'rank': rank,
                                    'suit': suit, 'dest': destination}
                                   ORDER BY occurred_at, seq, log_offset)
@@ -68,7 +68,7 @@ WITH per_round AS (
             AS cards,
         coalesce(bool_or(event_type = 'RoundVoided'), false) AS voided,
         -- 13:47-20.31(d)3, (d)6: the first card out of the shoe in game order (as the ledger
-        -- counts it, ledger.sql first_cards): a wager typed at the terminal before the shoe's
+        -- counts it, sql/ledger.sql first_cards): a wager typed at the terminal before the shoe's
         -- first card is on time even when its line reaches the recorder after the card's.
         min(game_order(occurred_at, seq)) FILTER (event_type IN ('CardDrawn', 'CardDrawnInError'))
             AS first_card_order,
@@ -88,7 +88,7 @@ WITH per_round AS (
         max(game_order(occurred_at, seq)) FILTER (event_type = 'Announced' AND meaning IN ('THREE_OF_A_KIND', 'NO_THREE_OF_A_KIND'))
             AS last_outcome_said,
         max(game_order(occurred_at, seq)) FILTER (event_type = 'Announced' AND meaning = 'THIRD_CARD') AS last_value_said
-    FROM events_once_of(NULL, NULL, NULL, NULL)  -- each card event once (views.sql)
+    FROM events_once_of(NULL, NULL, NULL, NULL)  -- each card event once (sql/macros.sql)
     WHERE round_no IS NOT NULL
     GROUP BY table_id, shoe_id, round_no
 ),
@@ -102,7 +102,7 @@ kinds AS (
     FROM per_round
 ),
 decided AS (
-    -- The deciding third card (views.sql, deciding_index: one definition with the rounds view)
+    -- The deciding third card (sql/cards.sql, deciding_index: one definition with the rounds view)
     SELECT *, deciding_index(cards, kind, raises_closed) AS third_pos FROM kinds
 ),
 drawn AS (

@@ -1,7 +1,7 @@
 -- The money: every wager and raise of the ledger against what the rules say it was owed.
 CREATE OR REPLACE VIEW anomalies_found_money AS
 WITH
--- The money, from the ledger (ledger.sql: one row per wager and per raise, with the decision
+-- The money, from the ledger (sql/ledger.sql: one row per wager and per raise, with the decision
 -- the rules require next to the settlements made), in one pass:
 --   WRONG_PAYOUT: a winner (the rules say WON and it was settled WON) paid other than the
 --     table's line, under or over, or at other recorded odds (13:47-20.31(e); GA (11)(b));

@@ -1,5 +1,5 @@
 -- Cards out of the shoe where the rules allow none: a burn inside a round, and a card dealt
--- outside any round in play (views.sql, round_intruders_of, reads both inside a round; the
+-- outside any round in play (sql/intruders.sql, round_intruders_of, reads both inside a round; the
 -- ledger never confirms such a round: status IRREGULAR_ROUND). Every such card is still a card
 -- out of its shoe: EXTRA_CARD counts it (anomalies_found_shoes, cards_out).
 CREATE OR REPLACE VIEW anomalies_found_places AS
@@ -87,7 +87,7 @@ SELECT * FROM (
     -- round or round 0 or less, with no shoe, from a shoe not loaded or already closed, or for a
     -- round already concluded (its cards racked, or a later round begun). A card found face up
     -- (13:47-20.31(g)1) is held to the same, but may carry no round (found between rounds). When it lies inside
-    -- another round (views.sql, round_intruders_of) the row is that round's, whose ledger rows
+    -- another round (sql/intruders.sql, round_intruders_of) the row is that round's, whose ledger rows
     -- are IRREGULAR_ROUND. Proof: the event that shows it (the shoe's closing, the rack, the
     -- later round's first card) and the card.
     SELECT 'CARD_OUTSIDE_ROUND', l.table_id, coalesce(i.shoe_id, l.shoe_id),

@@ -22,10 +22,10 @@ facts AS MATERIALIZED (
 -- Spread rounds with a card out of the shoe before "Raises closed" (13:47-20.31(g)3: "If a
 -- third card is drawn and exposed to the players prior to the dealer announcing "Raises
 -- closed," the card shall be discarded"): the round facts' `exposed`, any card beyond the first
--- two before it in game order (views.sql, game_order), wherever it landed: (g)3 names a third
+-- two before it in game order (sql/macros.sql, game_order), wherever it landed: (g)3 names a third
 -- card drawn, and a card sent straight to the rack is discarded but was still drawn before the
 -- players' choice. With no "Raises closed" at all, the third card out, which then decides. The
--- new third card is the deciding one (views.sql, deciding_index: the first card out after
+-- new third card is the deciding one (sql/cards.sql, deciding_index: the first card out after
 -- "Raises closed"). Before and after are game order throughout, so a dealer terminal whose
 -- lines reach the log after the shoe's is judged on when things happened at the table.
 exposures AS MATERIALIZED (
@@ -85,7 +85,7 @@ exposure_faults AS (
 
 -- Wager events after the round's first card (13:47-20.31(d)3, (d)6; GA (1), (4)), with whether
 -- the area held a wager before the first card and whether its decision came before the event.
--- Before and after are game order (views.sql, game_order): the wagers come from the dealer
+-- Before and after are game order (sql/macros.sql, game_order): the wagers come from the dealer
 -- terminal and the first card from the shoe, so their seqs are arrival order only.
 moves AS (
     SELECT e.table_id, e.shoe_id, e.round_no, e.seat, e.area, e.seq, e.event_type,
@@ -117,7 +117,7 @@ late_moves AS (
 -- the last card drawn before each beyond the first two: the card it is about (to the middle
 -- box, or one the dealer put elsewhere: where it went is THIRD_CARD_DIVERTED's finding, not a
 -- wrong announcement). The other meanings never look at that card, so only the third-card
--- announcements pay for the ASOF join. "Before" is game order (views.sql, game_order): the
+-- announcements pay for the ASOF join. "Before" is game order (sql/macros.sql, game_order): the
 -- words come from the dealer terminal, the cards from the shoe.
 said AS (
     SELECT a.table_id, a.shoe_id, a.round_no, a.seq, a.occurred_at, a.phrase, a.meaning, a."value",
@@ -204,7 +204,7 @@ loose_cards AS (
     FROM (SELECT *, lag(event_type) OVER w AS prev_type, lag(rank) OVER w AS prev_rank,
                  lag(suit) OVER w AS prev_suit, lead(event_type) OVER w AS next_type,
                  lead(rank) OVER w AS next_rank, lead(suit) OVER w AS next_suit
-          FROM card_events_of(NULL, NULL, NULL, NULL)  -- each card once (views.sql)
+          FROM card_events_of(NULL, NULL, NULL, NULL)  -- each card once (sql/macros.sql)
           WHERE round_no IS NULL AND shoe_id IS NOT NULL
             AND event_type IN ('CardDrawn', 'CardDrawnInError', 'CardFoundFaceUp')
           WINDOW w AS (PARTITION BY table_id, shoe_id ORDER BY occurred_at, seq, log_offset))
@@ -233,7 +233,7 @@ loose_unracked AS (
     WHERE l.copy_no > coalesce(r.racked_n, 0)
 ),
 
--- Each round's first RoundVoided and dealing-shoe fault, in game order (views.sql, void_allowed
+-- Each round's first RoundVoided and dealing-shoe fault, in game order (sql/rounds.sql, void_allowed
 -- and game_order, which the rounds view and the ledger read too).
 voids AS (
     SELECT table_id, shoe_id, round_no,
@@ -259,7 +259,7 @@ faults AS (
         ON c.table_id = f.table_id AND c.shoe_id = f.shoe_id AND f.seq < c.seq
     ASOF LEFT JOIN (SELECT table_id, shoe_id, seq FROM events WHERE event_type = 'ShuffleStarted') AS s
         ON s.table_id = f.table_id AND s.shoe_id = f.shoe_id AND f.seq < s.seq
-    -- the void (a terminal line) after the fault (the device's) in game order (views.sql)
+    -- the void (a terminal line) after the fault (the device's) in game order (sql/macros.sql)
     LEFT JOIN events AS v
         ON v.table_id = f.table_id AND v.shoe_id = f.shoe_id AND v.round_no = f.round_no
        AND v.event_type = 'RoundVoided'
@@ -340,7 +340,7 @@ SELECT * FROM (
            e.occurred_at
     FROM events AS e
     JOIN facts AS f USING (table_id, shoe_id, round_no)
-    -- game order (views.sql, game_order): the raise is keyed at the terminal, the card is the shoe's
+    -- game order (sql/macros.sql, game_order): the raise is keyed at the terminal, the card is the shoe's
     WHERE e.event_type = 'RaisePlaced' AND f.kind = 'spread'
       AND game_order(e.occurred_at, e.seq) < f.second_card_order
 
@@ -349,7 +349,7 @@ SELECT * FROM (
     -- farthest to the dealer's left ... the second card ... farthest to the dealer's right": the
     -- round's first card out of the shoe not to the left box, or its second not to the right,
     -- whatever the other box (the middle box, the discard rack: a card racked between the first
-    -- two is still the second card and makes the spread, views.sql, round_cards). A card drawn
+    -- two is still the second card and makes the spread, sql/macros.sql, round_cards). A card drawn
     -- in error and not used has no box (DRAWN_IN_ERROR_NOT_USED's). Proof: the first two cards.
     SELECT 'WRONG_BOX', table_id, shoe_id, round_no,
            list_transform(first_two, lambda c: c.seq),
@@ -370,7 +370,7 @@ SELECT * FROM (
            e.occurred_at
     FROM events AS e
     JOIN facts AS f USING (table_id, shoe_id, round_no)
-    -- game order (views.sql, game_order): a raise keyed before "Raises closed" is on time
+    -- game order (sql/macros.sql, game_order): a raise keyed before "Raises closed" is on time
     -- whichever line reached the recorder first
     WHERE e.event_type = 'RaisePlaced' AND f.kind = 'spread'
       AND game_order(e.occurred_at, e.seq) > f.raises_closed
@@ -461,7 +461,7 @@ SELECT * FROM (
     UNION ALL
     -- THIRD_CARD_REDRAWN (13:47-20.31(d)10, (d)13-14; GA (8), (11)): exactly one third card
     -- decides a pair or a spread (the first card drawn after the pair, or after "Raises closed":
-    -- views.sql, deciding_index); any card drawn from the shoe after it, to any box, is a
+    -- sql/cards.sql, deciding_index); any card drawn from the shoe after it, to any box, is a
     -- redraw. The ledger judges every settlement against the deciding card. Proof: the
     -- deciding card and every card drawn after it. A deciding card put anywhere but the middle
     -- box is THIRD_CARD_DIVERTED instead, whose proof names the cards after it.
@@ -482,7 +482,7 @@ SELECT * FROM (
 
     UNION ALL
     -- THIRD_CARD_DIVERTED (13:47-20.31(d)8, (d)13; GA (6), (11)): the deciding third card
-    -- (views.sql, deciding_index: the first card drawn after the pair, or after "Raises
+    -- (sql/cards.sql, deciding_index: the first card drawn after the pair, or after "Raises
     -- closed") "shall be placed face up in the middle box" / "place it face up on the box
     -- between the initial two cards"; one put in the discard rack or on a side box still
     -- decides, and every card drawn after it decides nothing (the ledger judges the
@@ -606,7 +606,7 @@ SELECT * FROM (
              OR (round_no IS NOT NULL AND void_seq IS NULL AND finished) END
 
     UNION ALL
-    -- ROUND_VOIDED_WITHOUT_CAUSE: a RoundVoided the rules do not allow (views.sql, void_allowed:
+    -- ROUND_VOIDED_WITHOUT_CAUSE: a RoundVoided the rules do not allow (sql/rounds.sql, void_allowed:
     -- 13:69F-34.16(n) by analogy, a dealing-shoe fault in the round before it; 13:47-20.31(d)7
     -- and (d)10, a tie hand), before the deciding third card or after it. It voids nothing: the
     -- ledger judges every wager against the deciding third card (13:47-20.31(d)13-14: "The

@@ -3,7 +3,7 @@ CREATE OR REPLACE VIEW anomalies_found_shoes AS
 WITH
 -- The physical cards that left each shoe: drawn, burned, or found face up. A card found face
 -- up and then drawn at once is one card, counted once (as its CardDrawn): to a box it was used
--- (FACE_UP_CARD_USED); to the discard rack it was placed where 13:47-20.31(g)1 puts it (views.sql,
+-- (FACE_UP_CARD_USED); to the discard rack it was placed where 13:47-20.31(g)1 puts it (sql/cards.sql,
 -- round_cards: then no card of the round either).
 cards_out AS MATERIALIZED (
     SELECT *,
@@ -16,10 +16,10 @@ cards_out AS MATERIALIZED (
                lead(event_type) OVER w AS next_type, lead(rank) OVER w AS next_rank,
                lead(suit) OVER w AS next_suit, lead(destination) OVER w AS next_destination,
                lead(seq) OVER w AS next_seq, lead(round_no) OVER w AS next_round_no
-        FROM card_events_of(NULL, NULL, NULL, NULL)  -- each card once (views.sql)
+        FROM card_events_of(NULL, NULL, NULL, NULL)  -- each card once (sql/macros.sql)
         WHERE event_type IN ('CardDrawn', 'CardBurned', 'CardFoundFaceUp', 'CardDrawnInError')
           AND shoe_id IS NOT NULL
-        -- game order (views.sql, game_order), as the round's cards are read
+        -- game order (sql/macros.sql, game_order), as the round's cards are read
         WINDOW w AS (PARTITION BY table_id, shoe_id ORDER BY occurred_at, seq, log_offset)
     ))
 ),
@@ -27,7 +27,7 @@ cards_out AS MATERIALIZED (
 -- 13:47-20.31(g)2; 13:69F-6.7(b): a card drawn in error "shall be used as though it were the
 -- next card": when the next card out of the shoe, in the same round, is a CardDrawn of the same
 -- card (to any box, or the discard rack), that is the one physical card being placed, counted
--- once as its CardDrawn (views.sql, round_cards, says the same per round); where it went is
+-- once as its CardDrawn (sql/macros.sql, round_cards, says the same per round); where it went is
 -- WRONG_BOX's or THIRD_CARD_DIVERTED's to judge. Otherwise the card drawn in error was not
 -- used: it still left the shoe and is counted.
 in_error AS MATERIALIZED (
@@ -81,7 +81,7 @@ burn_stream AS (
                OVER from_this AS next_draw_seq,
            first_value(CASE WHEN event_type = 'ShoeClosed' THEN seq END IGNORE NULLS)
                OVER from_this AS next_close_seq
-    FROM events_once_of(NULL, NULL, NULL, NULL) AS e  -- each card event once (views.sql)
+    FROM events_once_of(NULL, NULL, NULL, NULL) AS e  -- each card event once (sql/macros.sql)
     LEFT JOIN burn_exempt_loads AS x USING (table_id, seq)
     WHERE event_type IN ('CardsLoaded', 'ShoeClosed', 'DealerTappedIn', 'CardBurned', 'CardDrawn')
     WINDOW before_this AS (PARTITION BY table_id ORDER BY seq, log_offset
@@ -173,7 +173,7 @@ SELECT * FROM (
                             card_label(d.rank, d.suit), card_label(b.rank, b.suit)) END,
            d.occurred_at
     FROM events AS d
-    -- the latest burn before the disclosure in game order (views.sql, game_order): the burn is
+    -- the latest burn before the disclosure in game order (sql/macros.sql, game_order): the burn is
     -- the shoe's line, the disclosure the terminal's
     ASOF LEFT JOIN (SELECT table_id, shoe_id, seq, game_order(occurred_at, seq) AS burned,
                            rank, suit FROM events

@@ -16,7 +16,7 @@ multi_area_wagers AS (
 )
 SELECT * FROM (
     -- BELOW_MINIMUM_ODDS on the paytable itself: a TableOpened whose paytable its profile does
-    -- not allow (ledger.sql's `paytables` gives the reason, word for word validate_paytable's).
+    -- not allow (sql/ledger.sql's `paytables` gives the reason, word for word validate_paytable's).
     SELECT 'BELOW_MINIMUM_ODDS', p.table_id, e.shoe_id, e.round_no, [p.seq],
            'Table opened with an illegal paytable: ' || p.violation, p.opened_at
     FROM paytables AS p

@@ -40,7 +40,7 @@ CREATE OR REPLACE VIEW rack AS
 SELECT * FROM rack_of(NULL, NULL, NULL, NULL)
 ORDER BY table_id, shoe_id, rack_position;
 
--- Where the third card that decides a round sits in the round's cards (round_cards above, in
+-- Where the third card that decides a round sits in the round's cards (round_cards in macros.sql, in
 -- game order, every destination), from the round's kind and its first "Raises closed" (a
 -- game_order struct, or NULL). Exactly one third card decides, and it is a card out of the shoe
 -- counted from the first two, wherever the dealer put it (13:47-20.31(d)13: "The dealer shall
@@ -53,7 +53,7 @@ ORDER BY table_id, shoe_id, rack_position;
 --     discarded it (EARLY_THIRD_CARD and EARLY_EXPOSURE_MISHANDLED flag the round), and which
 --     card decides does not depend on the box it was put on.
 -- A deciding card placed anywhere but the middle box is THIRD_CARD_DIVERTED, any card out after
--- it THIRD_CARD_REDRAWN (anomalies.sql); neither changes which card decides.
+-- it THIRD_CARD_REDRAWN (sql/anomalies_rounds.sql); neither changes which card decides.
 CREATE OR REPLACE MACRO deciding_index(cards, kind, raises_closed) AS
     CASE WHEN kind NOT IN ('pair', 'spread') OR len(cards) < 3 THEN NULL
          WHEN kind = 'pair' OR raises_closed IS NULL THEN 3

@@ -1,4 +1,4 @@
--- Per round, the cards as dealt (the round's cards, round_cards above: every card out of the
+-- Per round, the cards as dealt (the round's cards, round_cards in macros.sql: every card out of the
 -- shoe in game order, wherever it went, a card drawn in error and not used included) next to the cards as racked (13:47-20.31(d)15: "in order", so the two should be equal).
 --
 -- hands_of(in_table, in_shoe, from_seq, to_seq) is the hands of one table and shoe (a NULL

@@ -1,5 +1,5 @@
--- Cards out of the shoe inside a round where the rules allow none (anomalies.sql:
--- BURN_DURING_ROUND, CARD_OUTSIDE_ROUND; ledger.sql does not confirm that round's settlements).
+-- Cards out of the shoe inside a round where the rules allow none (sql/anomalies_places.sql:
+-- BURN_DURING_ROUND, CARD_OUTSIDE_ROUND; sql/ledger.sql does not confirm that round's settlements).
 -- A round lies from its first card out of the shoe (CardDrawn or CardDrawnInError with its
 -- round_no, round_no > 0) to its last event other than a burn. A card event between the two is an
 -- intruder when it is:
@@ -17,7 +17,7 @@ WITH round_events AS NOT MATERIALIZED (
     SELECT * FROM events_once_of(in_table, NULL, from_seq, to_seq)
 ),
 spans AS (
-    -- From the first card to the end in game order (game_order above): the round's end is
+    -- From the first card to the end in game order (game_order in macros.sql): the round's end is
     -- often the terminal's rack line, the intruder the shoe's, and a burn for the next round
     -- that reaches the recorder before the rack line is not inside the round.
     SELECT table_id, shoe_id, round_no,

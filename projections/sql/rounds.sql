@@ -1,6 +1,6 @@
 -- Whether a round's RoundVoided (its first in game order, at void_order) is one the rules allow; a void they
 -- do not allow voids nothing: the ledger judges the wagers against the cards (with no deciding
--- card yet, wagers returned are SETTLED_BEFORE_DECISION), and anomalies.sql flags it
+-- card yet, wagers returned are SETTLED_BEFORE_DECISION), and sql/anomalies_rounds.sql flags it
 -- (ROUND_VOIDED_WITHOUT_CAUSE). The seeds void every wager of a round only:
 --   13:47-20.31(d)7; GA (5): consecutive cards, "all wagers shall be void";
 --   13:47-20.31(d)10; GA (8): a pair whose deciding third card is "not identical in value to
@@ -14,7 +14,7 @@
 -- the events cannot tell: a DeviceFaulted is a device's own report, and one recorded falsely
 -- (a terminal line typed to cover a void) reads exactly as a real one; only the device's own
 -- log or the surveillance video can tell them apart.
--- void_order and shoe_fault_order are game_order structs (game_order above): a fault keyed at
+-- void_order and shoe_fault_order are game_order structs (game_order in macros.sql): a fault keyed at
 -- the shoe before the void comes before it, whichever line reached the recorder first.
 CREATE OR REPLACE MACRO void_allowed(kind, left_rank, third_rank, void_order, shoe_fault_order) AS
     void_order IS NOT NULL AND (
@@ -23,13 +23,13 @@ CREATE OR REPLACE MACRO void_allowed(kind, left_rank, third_rank, void_order, sh
         OR coalesce(kind = 'pair' AND third_rank <> left_rank, false));
 
 -- One row per round. The dealer is the one whose DealerTappedIn is the table's latest at or
--- before the round's first event. The round's cards are round_cards above (every card out of
+-- before the round's first event. The round's cards are round_cards in macros.sql (every card out of
 -- the shoe, in game order, wherever it went): the left and right cards (left_*, right_*,
 -- left_seq, right_seq) are the FIRST and SECOND cards out, whichever box they went to
 -- (13:47-20.31(d)5 names them "the first card" and "the second card"; a wrong box is WRONG_BOX,
 -- it never changes the spread). The middle card (middle_rank, middle_suit, middle_card,
 -- third_card_seq, third_card_pos: its place in the round's cards) is the deciding third card
--- of deciding_index above, never a later one, and `third_card_box` says where the dealer put it
+-- of deciding_index in cards.sql, never a later one, and `third_card_box` says where the dealer put it
 -- ('MIDDLE'; elsewhere: THIRD_CARD_DIVERTED; NULL: a card drawn in error and not used);
 -- `redrawn_cards` lists every card out after it, to any box; `card_seqs` the seqs of the
 -- round's cards in order; `middle_cards_drawn` counts every card to the middle box. `voided` is a
