@@ -4,10 +4,12 @@ generated macros answer as the Python rules do, and no .sql file spells them out
 from __future__ import annotations
 
 import re
+import tomllib
 from pathlib import Path
 
 import duckdb
 import pytest
+from repo_paths import REPO
 
 from events.errors import ProjectionError
 from events.reddog import rules
@@ -72,6 +74,16 @@ def test_the_sql_folder_holds_the_files_views_loads(tmp_path: Path) -> None:
     assert [p.name for p in SQL_FILES] == sorted(views.SQL_FILES)
     assert views.VIEW_FILES[0] == "macros.sql" and views.VIEW_FILES[-1] == "anomalies.sql"
     assert len(set(views.SQL_FILES)) == len(views.SQL_FILES)
+
+
+def test_the_wheel_ships_every_sql_file() -> None:
+    # pyproject's package-data globs, relative to projections/, must match each of SQL_FILES:
+    # a file they miss is absent from an installed pitlog (create_views then fails loudly).
+    meta = tomllib.loads((REPO / "pyproject.toml").read_text())
+    globs = meta["tool"]["setuptools"]["package-data"]["projections"]
+    package = Path(views.__file__).parent
+    shipped = {p.relative_to(package) for g in globs for p in package.glob(g)}
+    assert {Path("sql") / n for n in views.SQL_FILES} <= shipped
 
 
 def _copy_sql(tmp_path: Path) -> Path:
