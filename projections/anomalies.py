@@ -1,6 +1,6 @@
-"""The anomalies surveillance reads: the SQL views of anomalies.sql, plus the statistics.
+"""The anomalies surveillance reads: the SQL views of sql/anomalies*.sql, plus the statistics.
 
-Every rule and integrity code is decided in SQL (projections/anomalies.sql: one view per code
+Every rule and integrity code is decided in SQL (projections/sql/anomalies_*.sql: one view per code
 and the `anomalies` view over them), so an auditor can read each decision in any DuckDB client.
 Only HOLD_VARIANCE and OUTCOME_FREQUENCY, which need exact theory and a chi-square tail, are
 computed in Python (projections/statistics.py). `list_anomalies` returns both, filtered.
@@ -41,7 +41,8 @@ class AnomalyQueryError(ProjectionError):
 # store_anomalies=False; readers then fall back to the view itself.
 STORED = "anomalies_stored"
 STORED_AT = "anomalies_stored_at"
-# The view is the union of its families (anomalies.sql); a family's rows, as the view gives them.
+# The view is the union of its families (sql/anomalies_*.sql); a family's rows, as the view
+# gives them.
 FAMILY_ROWS = """
 SELECT f.code, c.severity, f.table_id, f.shoe_id, f.round_no, f.seqs, f.explanation, c.rule,
        f.occurred_at
@@ -57,7 +58,7 @@ def anomaly_families(con: duckdb.DuckDBPyConnection) -> list[str]:
         "AND view_name LIKE 'anomalies\\_found\\_%' ESCAPE '\\' ORDER BY view_name").fetchall()]
 
 
-# Every rule is decided within one table (anomalies.sql), so the rows of the whole store are
+# Every rule is decided within one table (sql/anomalies_*.sql), so the rows of the whole store are
 # the union of the rows of its tables, evaluated a few tables at a time. One query over the
 # whole store holds hash tables that grow with the log: at 10M events they outgrow a 1GB limit
 # and spill, and the phase took 20x its time at 1M. A group of whole tables with at most

@@ -35,7 +35,7 @@ class Dispute:
     anomalies: list[Row] = field(default_factory=list)
 
 
-# The round's row of the rounds view, from rounds_of (views.sql), which reads the round's events
+# The round's row of the rounds view, rounds_of (sql/rounds.sql), which reads the round's events
 # between its first and last seq (_SPAN or moment.locate finds them) and the table's
 # DealerTappedIn up to them, instead of aggregating every round of the store to read one.
 _ROUND = """
@@ -59,15 +59,15 @@ WHERE table_id = $table AND shoe_id = $shoe AND round_no = $round
 
 # 13:47-20.31(d)15: each racked card matched to the card out of the shoe it came from (the k-th
 # copy racked of a card to its k-th copy among the round's cards), in rack order; then any card
-# out but never racked. The round's cards are views.sql's round_cards (one definition with the
+# out but never racked. The round's cards are sql/macros.sql's round_cards (one definition with the
 # rounds view and the ledger): every card out of the shoe in game order, wherever it went, a
 # card drawn in error and not used included ((g)2). `role` says what each did from its place
-# among them ($third_pos: the rounds view's third_card_pos, views.sql deciding_index; $kind):
+# among them ($third_pos: the rounds view's third_card_pos, sql/cards.sql deciding_index; $kind):
 # the first and second cards (on a wrong box they still count), the deciding third card (also
 # when diverted or drawn in error), and the cards that decided nothing.
 _CARDS = """
 WITH card_events AS (
-    -- each card event once (views.sql, card_events_of): a card recorded twice is one card
+    -- each card event once (sql/macros.sql, card_events_of): a card recorded twice is one card
     SELECT * FROM card_events_of($table, $shoe, $first, $last) WHERE round_no = $round
 ),
 round_cards AS (
@@ -120,7 +120,7 @@ SELECT seq, occurred_at, phrase, lower(meaning) AS meaning, "value"
 FROM events
 WHERE table_id = $table AND shoe_id = $shoe AND round_no = $round
   AND seq BETWEEN $first AND $last AND event_type = 'Announced'
-ORDER BY occurred_at, seq  -- in game order (views.sql, game_order), as said at the table
+ORDER BY occurred_at, seq  -- in game order (sql/macros.sql, game_order), as said at the table
 """
 
 _WAGERS = """
@@ -141,7 +141,7 @@ ORDER BY seat, area, seq
 """
 
 # The settlement the rules require (the ledger's expected columns) next to the one made: the
-# ledger's rows of this round, from ledger_of (ledger.sql), which computes them from the round's
+# ledger's rows of this round, from ledger_of (sql/ledger.sql), which computes them from the round's
 # events only (the `ledger` view builds every round's before a filter can apply).
 _SETTLEMENTS = """
 SELECT seat, area, wager_kind, player_id, amount_cents AS wager_cents,

@@ -1,7 +1,7 @@
 """Incremental detection: after each batch, re-evaluate only the stretch of each table the batch
 can change, and replace exactly the stored anomaly rows of that stretch.
 
-Scopes, family by family (anomalies.sql). Every rule is decided within one table; within it:
+Scopes, family by family (sql/anomalies_*.sql). Every rule is decided within one table; within it:
 - rounds and money: a round's rows depend on its own events, on whether the table recorded
   anything after it ("finished"), on its shoe (NO_RESHUFFLE_AFTER_CUT_CARD reads the shoe's
   cut; DEVICE_FAULT_NOT_VOIDED the shoe's next card after a fault) and on the paytable in force

@@ -97,7 +97,7 @@ def iso(at: datetime | date | None) -> str | None:
 
 def gaming_day_bounds(day: date, day_start_minutes: int, tz: tzinfo) -> tuple[datetime, datetime]:
     """The instants (UTC) a gaming day runs between: [day at the day's start, the next day at
-    the same wall-clock time), on the casino's clock. The inverse of ledger.sql's gaming_day
+    the same wall-clock time), on the casino's clock. The inverse of sql/ledger.sql's gaming_day
     macro (the local date of the moment less the day's start), so `anomalies --day` selects
     the same day `reconcile --day` does; a start time that falls in a DST change is read with
     fold=0, as parse_local reads it."""

@@ -21,7 +21,7 @@ from events.wire.chain import HASH_LEN
 def hash_ok(batch: list[LogRecord], rows: np.ndarray, table: pa.Table) -> list[bool]:
     """Per decoded row: do its bytes match its own hash, SHA-256(prev_hash || the message
     before the hash) (events/wire/chain.py)? False is an event altered in place after it was sealed:
-    CHAIN_BROKEN in the views (anomalies.sql, streams family) without running `verify`. The
+    CHAIN_BROKEN in the views (sql/anomalies_streams.sql) without running `verify`. The
     link to the previous event is the views' to check, over the stored rows, so no chain state
     lives in this process and a restart cannot lose it. One hashlib call per event: SHA-256
     does not vectorise: ~1.2 s of 200k events' ~15 s load here (benchmarks/README.md)."""

@@ -53,14 +53,14 @@ class ShoeReplay:
 # first_seq and last_seq): one scan of three columns. Every event of the shoe lies between them,
 # and events are stored in log order, so the queries below read the shoe's events through that
 # range and DuckDB skips the row groups outside it (shoes_of, rack_of, hands_of and rounds_of
-# of views.sql are those views' rows of one shoe).
+# of projections/sql/ are those views' rows of one shoe).
 _SHOE_SPAN = """
 SELECT table_id, min(seq) AS first_seq, max(seq) AS last_seq FROM events
 WHERE shoe_id = $shoe AND ($table IS NULL OR table_id = $table)
 GROUP BY table_id ORDER BY table_id
 """
 
-# `role`: what a card of a round did (views.sql, card_role, from its place among the round's
+# `role`: what a card of a round did (sql/cards.sql, card_role, from its place among the round's
 # cards, round_cards: the rounds view's card_seqs): the first and second cards on a wrong box,
 # the deciding third card (diverted, or drawn in error), a redraw, a card exposed early; NULL
 # for every other event, the first and second cards on their boxes, and a card drawn in error
@@ -85,7 +85,7 @@ ORDER BY t.seq, t.log_offset
 
 # One row per racking: a burn, a card found face up, or one CardsRacked (a round's hand), in
 # rack order, beside the hand as dealt and the round's cards and result: the third card that
-# decided it (views.sql, deciding_index) and any card out after it.
+# decided it (sql/cards.sql, deciding_index) and any card out after it.
 _REPLAY_HANDS = """
 WITH racking AS (
     SELECT table_id, shoe_id, source, round_no, seq,

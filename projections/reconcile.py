@@ -1,10 +1,11 @@
 """Reconciliation for auditors: handle, win and hold per table, dealer, shift, gaming day and
 shoe, against the exact theoretical win; and the conservation check, to the cent.
 
-The money comes from the `ledger` view (ledger.sql); the queries are in reconcile.sql. The house
-edges are exact Fractions from events/reddog/theory.py, loaded into a temporary table as integer
-numerators over one denominator per deck count, so every theoretical figure stays exact until it is
-presented: a Decimal rounded to hundredths of a cent, next to the exact fraction.
+The money comes from the `ledger` view (sql/ledger.sql); the queries are in sql/reconcile.sql.
+The house edges are exact Fractions from events/reddog/theory.py, loaded into a temporary table
+as integer numerators over one denominator per deck count, so every theoretical figure stays
+exact until it is presented: a Decimal rounded to hundredths of a cent, next to the exact
+fraction.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from decimal import Decimal
 from fractions import Fraction
 from functools import cache
 from math import sqrt
-from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -29,8 +29,9 @@ from events.reddog.rules import STANDARD_PAYTABLE, Paytable, PaytableError
 from projections.defaults import DEFAULT_SIGMA
 from projections.export import Rows
 from projections.localtime import parse_zone, sql_zone
+from projections.views import sql_path
 
-RECONCILE_SQL = Path(__file__).with_name("reconcile.sql")
+RECONCILE_SQL = sql_path("reconcile.sql")
 
 # The groupings auditors ask for, and the columns that name a group. A shift is a shift on a
 # given gaming day, so grouping by shift groups by day too.
@@ -122,7 +123,7 @@ def check_calendar(con: duckdb.DuckDBPyConnection, calendar: Calendar) -> None:
 
 @cache
 def _sections() -> dict[str, str]:
-    """reconcile.sql split at its `-- name: NAME` lines."""
+    """sql/reconcile.sql split at its `-- name: NAME` lines."""
     sections: dict[str, list[str]] = {}
     current: list[str] | None = None
     for line in RECONCILE_SQL.read_text().splitlines():
@@ -331,7 +332,7 @@ def _finish(g: Row, sigma: float) -> Row:
 def conservation(con: duckdb.DuckDBPyConnection, by: Sequence[str] = ("table", "day"),
                  calendar: Calendar | None = None, *, day: date | None = None,
                  table: str | None = None) -> Rows:
-    """Money in = money out + net win, per group, to the cent (reconcile.sql explains the
+    """Money in = money out + net win, per group, to the cent (sql/reconcile.sql explains the
     terms). `balanced` is False, and `difference_cents` says by how much, when it fails."""
     calendar = calendar or Calendar()
     keys = group_columns(by)

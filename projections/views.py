@@ -1,12 +1,12 @@
-"""The SQL views over the raw tables, kept in views.sql where an auditor can read them.
+"""The SQL views over the raw tables, kept in projections/sql/ where an auditor can read them.
 
 The views are plain DuckDB SQL (no Python functions), so they work in any DuckDB client that
-opens the file, and they are stored in the file itself.
+opens the file, and they are stored in the file itself. SQL_FILES below is the one list of the
+.sql files and the order they are created in.
 """
 
 from __future__ import annotations
 
-from functools import cache
 from pathlib import Path
 
 import duckdb
@@ -14,31 +14,73 @@ import duckdb
 from events.errors import ProjectionError
 from projections.reddog_macros import macros_sql
 
-VIEWS_SQL = Path(__file__).with_name("views.sql")
+SQL_DIR = Path(__file__).with_name("sql")
 VIEW_NAMES = ("timeline", "rack", "rounds", "shoes", "settlements", "wagers", "hands")
 
+# The view files of projections/sql/, one per view family, created in this order: each may call
+# the macros and select from the views of the files before it. First the shared macros, then the
+# round views, the settlement ledger and paytables, the anomaly families (which read the ledger)
+# and `anomalies`, their union.
+VIEW_FILES = (
+    "macros.sql",            # game order, a round's cards, the events of a table or shoe
+    "timeline.sql",          # every event, read aloud
+    "cards.sql",             # the discard rack; where a round's deciding card sits, a card's role
+    "rounds.sql",            # void_allowed, rounds_of and `rounds`
+    "shoes.sql",
+    "wagers.sql",            # settlements and wagers
+    "hands.sql",
+    "intruders.sql",         # round_intruders_of: cards out where the rules allow none
+    "ledger.sql",                # the settlement ledger and the paytable in force
+    "anomalies_facts.sql",   # anomaly_round_facts and the macros the families share
+    "anomalies_rounds.sql",
+    "anomalies_money.sql",
+    "anomalies_shoes.sql",
+    "anomalies_tables.sql",
+    "anomalies_streams.sql",
+    "anomalies_places.sql",
+    "anomalies.sql",             # the union of the families, with each code's severity and rule
+)
+# Named queries that projections/reconcile.py runs; never created as views.
+QUERY_FILES = ("reconcile.sql",)
+SQL_FILES = VIEW_FILES + QUERY_FILES
 
-@cache
-def views_sql() -> str:
-    return VIEWS_SQL.read_text()
+
+def sql_path(name: str) -> Path:
+    """The path of one of SQL_FILES."""
+    if name not in SQL_FILES:
+        raise ProjectionError(f"{name!r} is not one of projections/sql/'s files "
+                              f"({', '.join(SQL_FILES)})")
+    return SQL_DIR / name
 
 
-# Views kept in files of their own, created after views.sql in this order (each may select from
-# the views before it): the settlement ledger and paytables, then the anomalies (which read them).
-MORE_SQL = tuple(VIEWS_SQL.with_name(name) for name in ("ledger.sql", "anomalies.sql"))
+def check_sql_dir(folder: Path = SQL_DIR) -> None:
+    """A .sql file missing from `folder` (a packaging slip would drop its views, perhaps every
+    anomaly) or one SQL_FILES does not name (a family written but never created) is a
+    ProjectionError naming the files, never a store with views silently left out."""
+    present = {p.name for p in folder.glob("*.sql")} if folder.is_dir() else set()
+    missing = [n for n in SQL_FILES if n not in present]
+    extra = sorted(present - set(SQL_FILES))
+    if missing or extra:
+        raise ProjectionError(
+            f"{folder}: " + "; ".join(
+                ([f"missing {', '.join(missing)}; reinstall pitlog"] if missing else []) +
+                ([f"{', '.join(extra)} not in projections/views.py SQL_FILES; add it there "
+                  f"in its load order"] if extra else [])))
 
 
 def create_views(con: duckdb.DuckDBPyConnection) -> None:
     """CREATE OR REPLACE every view and macro on `con`: first the red dog macros generated
-    from events/reddog/rules.py, then the .sql files. A missing .sql file (a packaging slip)
-    is a ProjectionError naming it, never a store without its anomalies."""
+    from events/reddog/rules.py, then VIEW_FILES in order. A missing or unlisted .sql file is
+    a ProjectionError naming it (check_sql_dir), never a store without its anomalies."""
+    check_sql_dir(SQL_DIR)
     try:
         con.execute(macros_sql())
     except duckdb.Error as exc:
         raise ProjectionError(f"cannot create the red dog macros ({exc})") from exc
-    for path in (VIEWS_SQL, *MORE_SQL):
+    for name in VIEW_FILES:
+        path = SQL_DIR / name
         try:
-            con.execute(views_sql() if path == VIEWS_SQL else path.read_text())
+            con.execute(path.read_text())
         except OSError as exc:
             raise ProjectionError(f"{path}: cannot read the view definitions ({exc}); "
                                   f"reinstall pitlog") from exc

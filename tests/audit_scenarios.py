@@ -137,7 +137,7 @@ def evening(folder: Path) -> Path:
     t3.wager(2, 500)
     t3.draw("9S", Box.LEFT)
     # 13:69F-34.16(n) by analogy: the dealing shoe jams mid-round, so the round is void and the
-    # cards are reshuffled. The void needs its cause on record (views.sql, void_allowed), so
+    # cards are reshuffled. The void needs its cause on record (sql/rounds.sql, void_allowed), so
     # the shoe's fault is recorded before it; the jammed shoe deals no further card.
     t3.emit(model.DeviceFaulted(device_id="SHOE-3", fault=model.Fault.SHOE_JAM,
                                 detail="stopped dealing"), actor="SHOE-3")

@@ -3,7 +3,7 @@ it flags, and whether the simulator injects it. This is its one definition: the 
 view is generated from it (projections/reddog_macros.py), list_anomalies, the console and the
 CLI take their severities from it, and the simulator its injectable codes.
 
-Adding a code: one entry here, its SELECT in projections/anomalies.sql and its section in
+Adding a code: one entry here, its SELECT in projections/sql/anomalies_*.sql and its section in
 docs/anomalies.md (tests/projections/test_catalogue.py fails until all three agree).
 """
 

@@ -1,13 +1,13 @@
 """One round's state as a fold over its events: `evolve(state, event)` returns the state after
 the event, and the cards, kind, deciding third card and players' result are read off it.
 
-It decides as the read side's `rounds` view does (projections/views.sql, rounds_of,
+It decides as the read side's `rounds` view does (projections/sql/rounds.sql, rounds_of,
 round_cards, deciding_index and void_allowed), so the simulator and the views agree on every
 round; tests/projections/test_round_state.py folds simulated shoes and compares. Events that
 do not change a round's cards, announcements or voiding (wagers, settlements, the rack) leave
 the state as it was.
 
-Before and after are game order, as in views.sql (game_order): when an event happened at the
+Before and after are game order, as in sql/macros.sql (game_order): when an event happened at the
 table (its envelope's occurred_at), then the order it was folded in (seq). Events arrive in seq
 order, which across the shoe and the dealer terminal is arrival order, not play order, so the
 fold keeps its cards sorted by game order and its marks ("Raises closed", the void, the shoe
@@ -39,7 +39,7 @@ from events.reddog.model import (
 from events.reddog.rules import Classification, SettledAs
 
 # An event's place in game order: (occurred_at, how many events of the round were folded
-# before it). The second part is seq order within the round, the tie-breaker of views.sql.
+# before it). The second part is seq order within the round, the tie-breaker of sql/macros.sql.
 Order = tuple[datetime, int]
 
 # An event folded without a time is put after everything so far (the fold's seq order).
@@ -58,7 +58,7 @@ class Draw:
 
 @dataclass(frozen=True, slots=True)
 class _Out:
-    """Any card event of the round, in order: round_cards in views.sql reads these."""
+    """Any card event of the round, in order: round_cards in sql/macros.sql reads these."""
 
     at: Order
     kind: type
@@ -67,7 +67,7 @@ class _Out:
 
 
 def _draws(outs: tuple[_Out, ...]) -> tuple[Draw, ...]:
-    """The round's cards (round_cards in views.sql) from its card events in game order: every
+    """The round's cards (round_cards in sql/macros.sql) from its card events in game order: every
     CardDrawn, and a card drawn in error unless the next card event deals that same card
     (13:47-20.31(g)2: it is used as the next card). Burns and cards found face up are not cards
     of the round ((d)1, (g)1), nor a CardDrawn to the discard rack of the card just found face
@@ -122,7 +122,7 @@ class RoundState:
 
     @property
     def deciding_draw(self) -> Draw | None:
-        """The one third card that decides (deciding_index in views.sql): for a pair, or a
+        """The one third card that decides (deciding_index in sql/cards.sql): for a pair, or a
         spread with no "Raises closed", the third card out (13:47-20.31(d)8-10); for a spread,
         the first card out after "Raises closed" ((d)13-14, (g)3). Wherever the dealer put it;
         a consecutive round has none."""
@@ -135,7 +135,7 @@ class RoundState:
 
     @property
     def voided(self) -> bool:
-        """A RoundVoided the rules allow (void_allowed in views.sql): after a dealing-shoe fault
+        """A RoundVoided the rules allow (sql/rounds.sql, void_allowed): after a dealing-shoe fault
         (13:69F-34.16(n) by analogy); on consecutive cards ((d)7) or a pair's tie hand ((d)10).
         Any other void, before the deciding card or after it, voids nothing
         (ROUND_VOIDED_WITHOUT_CAUSE)."""

@@ -177,7 +177,8 @@ def burn_owed(profile: Profile | str, reshuffling_shoe: bool) -> bool:
     13:69F-6.3 and 6.4, a casino licensee may utilize a dealing shoe or other device designed
     to automatically reshuffle the cards": at an nj-casino table dealing from such a device
     (ShuffleMethod.CONTINUOUS_SHUFFLER) no burn is owed. Casino nights (13:47-20.31) and the
-    gaming authority state no such exemption. anomalies.sql (burn_exempt_loads) decides the same.
+    gaming authority state no such exemption. projections/sql/anomalies_shoes.sql
+    (burn_exempt_loads) decides the same.
     """
     return not (reshuffling_shoe and _profile(profile) is Profile.NJ_CASINO)
 

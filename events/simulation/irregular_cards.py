@@ -52,7 +52,7 @@ class CardSlips(Slips):
 
     def first_boxes(self, table: Table) -> tuple[Box, Box]:
         """WRONG_BOX ((d)5; GA (3)), one of three slips, each labelled with exactly what the views
-        raise (the first two cards out make the round wherever they went, views.sql round_cards):
+        raise (the first two cards out make the round wherever they went, sql/macros.sql):
         - swapped: the first card to the right box, the second to the left (WRONG_BOX);
         - stacked: both on one side box, the second on top of the first; the dealer plays the
           round on those two, so the spread does not change (WRONG_BOX alone);
@@ -120,7 +120,7 @@ class CardSlips(Slips):
         it); half the time, at the deal of a pair's or a spread's third card, it is put aside,
         racked with the round's cards, and the card after it is dealt, announced and settled
         instead (labelled). The card drawn in error is the third card all the same ((g)2: "used
-        as though it were the next card"; views.sql, round_cards), so where it decides otherwise
+        as though it were the next card"; sql/macros.sql round_cards), so where it decides otherwise
         than the card dealt every wager settled on that card is also WRONG_SETTLEMENT. Not for
         the first two cards (the card drawn in error would be one of them, and every later card
         shift one place: WRONG_BOX, the announcements, ...), nor at an illegal paytable (its
@@ -160,7 +160,7 @@ class CardSlips(Slips):
         """THIRD_CARD_DIVERTED ((d)8, (d)13; GA (6), (11)): the dealer draws the third card, sees
         it lose, and puts it in the discard rack (half the time) or on a side box instead of the
         middle box; then a winner goes to the middle box and the caller announces and pays it.
-        The diverted card decides (views.sql, deciding_third), so every wager paid on the winner
+        The diverted card decides (sql/cards.sql, deciding_index), so every wager paid on the winner
         is also WRONG_SETTLEMENT. Offered when the next card loses (a spread: not between; a
         pair: another rank) and a winner lies further in the shoe, which is moved up to be the
         card after it; never with the cutting card near (its round would be the cut card's),

@@ -235,7 +235,7 @@ class HandSlips(Slips):
         the discard rack, no choice is offered, and the dealer deals the next card to the middle
         box, announces it and settles on it. Nothing discarded the exposed card ((g)3 discards
         it only in favour of a card dealt after "Raises closed"), so it decides wherever it went
-        (views.sql deciding_index): EARLY_THIRD_CARD, EARLY_EXPOSURE_MISHANDLED (it was used),
+        (sql/cards.sql deciding_index): EARLY_THIRD_CARD, EARLY_EXPOSURE_MISHANDLED (it was used),
         THIRD_CARD_REDRAWN for the card after it (the exposed card in the middle box) or
         THIRD_CARD_DIVERTED (elsewhere), and WRONG_SETTLEMENT when a wager settled on the card
         after it is decided otherwise by the exposed card."""

@@ -239,7 +239,7 @@ def test_anomalies_day_is_the_gaming_day_reconcile_uses(db: Path) -> None:
             "SELECT strftime(timezone($tz, quantile_disc(occurred_at, 0.5)), '%H:%M') "
             "FROM anomalies", {"tz": zone}).fetchall()[0]
         minutes = int(start[:2]) * 60 + int(start[3:])
-        # ledger.sql's gaming_day macro: the definition reconcile --day filters rounds by.
+        # sql/ledger.sql's gaming_day macro: the definition reconcile --day filters rounds by.
         by_day = con.execute(
             "SELECT gaming_day(occurred_at, $tz, $m)::VARCHAR AS day, code, shoe_id, round_no, "
             "seqs FROM anomalies WHERE code NOT IN ('HOLD_VARIANCE', 'OUTCOME_FREQUENCY')",

@@ -453,7 +453,7 @@ def test_every_catalogue_code_has_its_rule_and_severity(tmp_path: Path) -> None:
 
 
 def test_the_catalogue_is_the_same_everywhere_it_is_written(tmp_path: Path) -> None:
-    """The codes of anomalies.sql's anomaly_codes are the simulator's injectable codes plus the
+    """The codes of the anomaly_codes view are the simulator's injectable codes plus the
     two statistics; their severities are the CLI's and list_anomalies' severities; and
     docs/anomalies.md has a section per code with its rule and severity, and names every rule
     code in its opening table of clauses."""

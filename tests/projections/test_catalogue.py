@@ -1,7 +1,8 @@
 """The anomaly catalogue has one definition, events/reddog/catalogue.py, and everything that
-names a code agrees with it: the SQL that decides the codes (anomalies.sql), the generated
-`anomaly_codes` view, the statistics, and the severities of list_anomalies, the console and the
-CLI. Adding a code to the SQL without its catalogue entry (or the other way round) fails here.
+names a code agrees with it: the SQL that decides the codes (projections/sql/anomalies*.sql),
+the generated `anomaly_codes` view, the statistics, and the severities of list_anomalies, the
+console and the CLI. Adding a code to the SQL without its catalogue entry (or the other way
+round) fails here.
 """
 
 from __future__ import annotations
@@ -27,7 +28,11 @@ from events.reddog.catalogue import (
 from projections import anomalies, console_data, views
 from projections.reddog_macros import macros_sql
 
-SQL = Path(views.__file__).parent
+PROJECTIONS = Path(views.__file__).parent
+SQL = views.SQL_DIR
+# The anomaly families and their union (projections/sql/anomalies*.sql), and the views they read.
+ANOMALY_FILES = tuple(n for n in views.VIEW_FILES if n.startswith("anomalies"))
+READ_FILES = tuple(n for n in views.VIEW_FILES if n not in ANOMALY_FILES)
 _LITERAL = re.compile(r"'([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*)'")
 _SELECTED = re.compile(r"\bSELECT\s+'([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*)'\s*,")  # a found row's code
 
@@ -51,21 +56,23 @@ def _enum_symbols() -> set[str]:
     return found
 
 
-# The upper-case words anomalies.sql may use that are not anomaly codes: the schemas' enum
-# symbols and the settlement statuses and other words of the views it reads.
-VOCABULARY = (_enum_symbols() | set(_LITERAL.findall((SQL / "ledger.sql").read_text()))
-              | set(_LITERAL.findall((SQL / "views.sql").read_text())))
+# The upper-case words the anomaly families may use that are not anomaly codes: the schemas'
+# enum symbols and the settlement statuses and other words of the views they read.
+VOCABULARY = _enum_symbols().union(*(set(_LITERAL.findall((SQL / n).read_text()))
+                                     for n in READ_FILES))
 
 
 def codes_in_sql(text: str) -> set[str]:
-    """The anomaly codes a piece of anomalies.sql names: each literal a family selects first
-    (`SELECT 'CALL_BET', ...`, even where an event's enum has the same word), and every other
-    upper-case literal that is no word of the events or the views (a code chosen by CASE)."""
+    """The anomaly codes a piece of the anomaly families' SQL names: each literal a family
+    selects first (`SELECT 'CALL_BET', ...`, even where an event's enum has the same word), and
+    every other upper-case literal that is no word of the events or the views (a code chosen by
+    CASE)."""
     return set(_SELECTED.findall(text)) | (set(_LITERAL.findall(text)) - VOCABULARY)
 
 
 def test_the_sql_decides_exactly_the_catalogues_rule_and_integrity_codes() -> None:
-    in_sql = codes_in_sql((SQL / "anomalies.sql").read_text())
+    assert ANOMALY_FILES[-1] == "anomalies.sql" and len(ANOMALY_FILES) == 8
+    in_sql = codes_in_sql("\n".join((SQL / n).read_text() for n in ANOMALY_FILES))
     decided_in_sql = {c.code for c in CATALOGUE if not c.statistical}
     assert sorted(in_sql - decided_in_sql) == [], "add these to events/reddog/catalogue.py"
     assert sorted(decided_in_sql - in_sql) == [], "no SQL selects these catalogue codes"
@@ -83,7 +90,7 @@ def test_the_check_sees_a_code_added_to_the_sql_alone() -> None:
 
 
 def test_the_statistics_compute_exactly_the_statistical_codes() -> None:
-    text = (SQL / "statistics.py").read_text()
+    text = (PROJECTIONS / "statistics.py").read_text()
     assert STATISTICAL == ("HOLD_VARIANCE", "OUTCOME_FREQUENCY")
     for code in STATISTICAL:
         assert f'BY_CODE["{code}"]' in text
@@ -116,7 +123,9 @@ def test_the_generated_view_is_the_catalogue() -> None:
 
 
 def test_no_sql_file_writes_the_catalogue_or_the_severity_ranks() -> None:
-    for path in SQL.glob("*.sql"):
+    paths = sorted(SQL.glob("*.sql"))
+    assert len(paths) == len(views.SQL_FILES)
+    for path in paths:
         text = path.read_text()
         assert "AS catalogue(code" not in text, path
         assert not re.search(r"WHEN 'high' THEN \d", text), path

@@ -1,4 +1,4 @@
-"""Game order (views.sql, game_order: occurred_at, then seq) in every before/after rule.
+"""Game order (sql/macros.sql, game_order: occurred_at, then seq) in every before/after rule.
 
 A table's lines come from two devices, the card-reading shoe and the dealer terminal; `seq` is
 the order the recorder received them, which across devices is arrival order. Each scenario is
@@ -223,7 +223,7 @@ CASES: dict[str, Case] = {
                 settle=16.5),
         [("PAIR_WITHOUT_THIRD_CARD", ["left", "right", "settle"])],
         {"ORIGINAL": ("OK", "WON", 11000, 0, 0)}, ("settle", "third")),
-    # void_allowed (views.sql): the round voided at 13.5, before the third card (14), the
+    # void_allowed (sql/rounds.sql): the round voided at 13.5, before the third card (14), the
     # void's line arriving after the card. Before the deciding card or after it, a void needs
     # its cause (a dealing-shoe fault, a tie hand); with none it voids nothing and the third
     # card decides: the wager returned is a wrong settlement.
@@ -276,7 +276,8 @@ CASES: dict[str, Case] = {
                                _settle("settle", 12.5, "VOID", 1000)), void_choice=9.5),
         [("EARLY_THIRD_CARD", ["exposed", "closed"])],
         {"ORIGINAL": ("OK", "VOID", 0, 0, 1000)}, ("play", "void_choice")),
-    # BURN_DURING_ROUND (13:47-20.31(d)1; views.sql round_intruders_of): a burn at 17.5, after
+    # BURN_DURING_ROUND (13:47-20.31(d)1; sql/intruders.sql, round_intruders_of):
+    # a burn at 17.5, after
     # the round's last line (the rack at 17), reaching the recorder before the rack line.
     "burn_after_rack_arriving_before_it": Case(
         _arrive(_spread_round(Line("burn2", "CardBurned", 17.5, SHOE,

@@ -1,4 +1,4 @@
-"""The settlement ledger (projections/ledger.sql): every wager and raise with the one decision
+"""The settlement ledger (projections/sql/ledger.sql): every wager and raise with the one decision
 the rules and the table's paytable require, next to what was actually settled. Exact cents."""
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ from projections.reconcile import ledger_rows
 from projections.reddog_macros import macros_sql
 
 WON, LOST, VOID = SettledAs.WON, SettledAs.LOST, SettledAs.VOID
-LEDGER_SQL = REPO / "projections" / "ledger.sql"
+LEDGER_SQL = REPO / "projections" / "sql" / "ledger.sql"
 
 
 def _build(floor: Floor) -> Path:
     """The floor projected without the stored anomaly rows: the ledger view never reads them
-    (projections/ledger.sql), and their detection pass was most of each build's time."""
+    (projections/sql/ledger.sql), and their detection pass was most of each build's time."""
     return floor.build(store_anomalies=False)
 
 
@@ -302,7 +302,7 @@ def test_sql_paytable_violation_equals_validate_paytable(
 
 @cache
 def _macros() -> duckdb.DuckDBPyConnection:
-    """An in-memory database with ledger.sql's macros only (they need no events table), over
+    """An in-memory database with sql/ledger.sql's macros only (they need no events table), over
     the red dog macros generated from events/reddog/rules.py."""
     con = duckdb.connect()
     con.execute(macros_sql())

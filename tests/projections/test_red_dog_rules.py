@@ -271,7 +271,7 @@ def _first_card_to_the_right_box(tmp: Path) -> tuple[Pit, Seqs]:
 
 def _drawn_in_error(tmp: Path, *, racked: str) -> tuple[Pit, Seqs]:
     """(g)2: a card drawn in error (8D, after "Raises closed") must be the next card; here 7C
-    comes out after it instead. The 8D is the third card all the same (views.sql, round_cards):
+    comes out after it instead. The 8D is the third card all the same (sql/macros.sql, round_cards):
     it wins on 4S 9H as the 7C does, so the payment is right."""
     pit, s = opened(tmp), {}
     pit.begin(1)
@@ -569,7 +569,7 @@ def test_a_card_drawn_in_error_and_used_counts_once_in_the_shoe(tmp_path: Path) 
 
 def test_a_card_drawn_in_error_and_not_used_stays_in_the_card_count(tmp_path: Path) -> None:
     """The unused card left the shoe: a second KD out of a one-deck shoe is an extra card. The
-    KD is round 1's third card ((g)2; views.sql, round_cards): it loses on 4S 9H, as collected,
+    KD is round 1's third card ((g)2; sql/macros.sql, round_cards): it loses on 4S 9H, as collected,
     though 8C was dealt after it."""
     pit = opened(tmp_path, "nj-casino-night", decks=1)
     pit.begin(1)

@@ -4,10 +4,12 @@ generated macros answer as the Python rules do, and no .sql file spells them out
 from __future__ import annotations
 
 import re
+import tomllib
 from pathlib import Path
 
 import duckdb
 import pytest
+from repo_paths import REPO
 
 from events.errors import ProjectionError
 from events.reddog import rules
@@ -16,7 +18,7 @@ from projections import reconcile, views
 from projections.reddog_macros import macros_sql
 from projections.store import open_store
 
-SQL_FILES = sorted((Path(views.__file__).parent).glob("*.sql"))
+SQL_FILES = sorted(views.SQL_DIR.glob("*.sql"))
 
 
 @pytest.fixture
@@ -67,9 +69,65 @@ def test_no_sql_file_spells_the_rank_labels_or_the_standard_odds(path: Path) -> 
     assert "5, 4, 2, 1, 11" not in text, "the standard table comes from events/reddog/rules.py"
 
 
+def test_the_sql_folder_holds_the_files_views_loads(tmp_path: Path) -> None:
+    assert SQL_FILES, "projections/sql/ holds no .sql file"
+    assert [p.name for p in SQL_FILES] == sorted(views.SQL_FILES)
+    assert views.VIEW_FILES[0] == "macros.sql" and views.VIEW_FILES[-1] == "anomalies.sql"
+    assert len(set(views.SQL_FILES)) == len(views.SQL_FILES)
+
+
+def test_the_wheel_ships_every_sql_file() -> None:
+    # pyproject's package-data globs, relative to projections/, must match each of SQL_FILES:
+    # a file they miss is absent from an installed pitlog (create_views then fails loudly).
+    meta = tomllib.loads((REPO / "pyproject.toml").read_text())
+    globs = meta["tool"]["setuptools"]["package-data"]["projections"]
+    package = Path(views.__file__).parent
+    shipped = {p.relative_to(package) for g in globs for p in package.glob(g)}
+    assert {Path("sql") / n for n in views.SQL_FILES} <= shipped
+
+
+def _copy_sql(tmp_path: Path) -> Path:
+    folder = tmp_path / "sql"
+    folder.mkdir()
+    for p in SQL_FILES:
+        (folder / p.name).write_text(p.read_text())
+    return folder
+
+
 def test_a_missing_sql_file_fails_loudly_naming_it(tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    missing = tmp_path / "anomalies.sql"
-    monkeypatch.setattr(views, "MORE_SQL", (*views.MORE_SQL[:-1], missing))
-    with pytest.raises(ProjectionError, match=re.escape(str(missing))):
+    folder = _copy_sql(tmp_path)
+    (folder / "anomalies_money.sql").unlink()
+    monkeypatch.setattr(views, "SQL_DIR", folder)
+    with pytest.raises(ProjectionError, match=r"sql: missing anomalies_money\.sql; reinstall"):
         open_store(tmp_path / "p.duckdb")
+    assert not (tmp_path / "p.duckdb").exists() or not _has_views(tmp_path / "p.duckdb")
+
+
+def test_an_sql_file_not_in_the_load_order_fails_loudly_naming_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = _copy_sql(tmp_path)
+    (folder / "anomalies_new_family.sql").write_text("CREATE OR REPLACE VIEW x AS SELECT 1;")
+    monkeypatch.setattr(views, "SQL_DIR", folder)
+    with pytest.raises(ProjectionError,
+                       match=r"anomalies_new_family\.sql not in projections/views\.py SQL_FILES"):
+        open_store(tmp_path / "p.duckdb")
+
+
+def test_the_files_are_created_in_the_load_order(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # A family created before the file it reads fails: the order in VIEW_FILES is the one used.
+    folder = _copy_sql(tmp_path)
+    monkeypatch.setattr(views, "SQL_DIR", folder)
+    order = list(views.VIEW_FILES)
+    order.remove("ledger.sql")
+    order.append("ledger.sql")  # the money family reads the ledger, now created after it
+    monkeypatch.setattr(views, "VIEW_FILES", tuple(order))
+    with pytest.raises(ProjectionError, match=r"anomalies_money\.sql: cannot create the views"):
+        open_store(tmp_path / "p.duckdb")
+
+
+def _has_views(db: Path) -> bool:
+    with duckdb.connect(str(db)) as c:
+        (n,) = c.execute("SELECT count(*) FROM duckdb_views() WHERE NOT internal").fetchone()
+        return n > 0

@@ -1,4 +1,4 @@
-"""Which cards make a round (views.sql, round_cards): every card out of the shoe, in game order
+"""Which cards make a round (sql/macros.sql, round_cards): every card out of the shoe, in game order
 (occurred_at, then seq), wherever it went. The first two out are the spread, the deciding third
 card is counted from them, and a box is judged only by the box codes (WRONG_BOX,
 THIRD_CARD_DIVERTED, THIRD_CARD_REDRAWN). Each test is one finding of the outside review of

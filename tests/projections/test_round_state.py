@@ -93,7 +93,7 @@ def test_a_card_exposed_before_raises_closed_does_not_decide() -> None:
 
 
 def test_the_fold_judges_in_game_order_not_arrival_order() -> None:
-    """views.sql, game_order: the shoe's third card 8H (at 14 s) reaches the fold before the
+    """sql/macros.sql, game_order: the shoe's third card 8H (at 14 s) reaches the fold before the
     terminal's "Raises closed" (at 13 s). In game order it comes after and decides ((d)13-14),
     as the rounds view says. A void after a dealing-shoe fault stands when the fault was keyed
     before it in game order, whatever order they were folded in, and not when the fault was

@@ -53,7 +53,7 @@ def test_stored_anomalies_equal_the_view_and_go_stale_when_events_arrive(tmp_pat
 def test_the_rows_stored_family_by_family_are_the_views_rows_for_every_family(
         tmp_path: Path) -> None:
     # Irregularities of every kind, on three tables of the three profiles: each of the five
-    # families (anomalies.sql) has rows of its own to store.
+    # families (sql/anomalies_*.sql) has rows of its own to store.
     log = EmbeddedLog(tmp_path / "log")
     simulate(log, SimConfig(seed=5, tables=3, rounds=150, seats=4, irregularities=0.03,
                             profiles=("nj-casino", "nj-casino-night", "gaming-authority")))

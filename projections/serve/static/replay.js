@@ -16,7 +16,7 @@
   }
 
   // An event's text, with what a card drawn did in its round (the deciding third card, a
-  // diverted or redrawn one: views.sql, card_role).
+  // diverted or redrawn one: sql/cards.sql, card_role).
   function described(s) { return s.role ? s.text + " — " + s.role : s.text; }
 
   // The events list, drawn once; each step toggles classes.

@@ -66,7 +66,7 @@ def anomalies_panel(d: Dispute, tz: tzinfo) -> str:
 
 
 def role_tag(role: str | None) -> str:
-    """A card's role in its round (dispute.py's `role`, views.sql's card_role) as a short tag,
+    """A card's role in its round (dispute.py's `role`, sql/cards.sql's card_role) as a short tag,
     the whole sentence on hover: which card decided (13:47-20.31(d)13-14), whether it was
     diverted from the middle box, and which decided nothing."""
     if not role:

@@ -2,7 +2,7 @@
 -- with the ONE decision the rules require next to the settlements actually recorded.
 --
 -- Plain DuckDB SQL over the raw `events` table and rounds_of (the `rounds` view's rows) of
--- views.sql (which must be created first); no Python functions, so an auditor's stock DuckDB
+-- sql/rounds.sql (which must be created first); no Python functions, so an auditor's stock DuckDB
 -- client shows the same rows. Rules are cited as in docs/architecture.md: 13:47-20.31 (casino nights,
 -- seed 000), 13:69F-6 (casinos, seed 001), GA (n) (the other gaming authority, seed 004).
 --
@@ -118,7 +118,7 @@ WITH round_events AS NOT MATERIALIZED (
 first_cards AS (
     -- 13:47-20.31(d)6; GA (4): once the first card of the round is out of the shoe, no one
     -- may alter a wager until its decision. A card drawn in error is a card out of the shoe.
-    -- First in game order (views.sql, game_order): the wagers are the terminal's lines, the
+    -- First in game order (sql/macros.sql, game_order): the wagers are the terminal's lines, the
     -- card the shoe's, and their seqs are only the order they reached the recorder.
     SELECT table_id, shoe_id, round_no, min(game_order(occurred_at, seq)) AS first_card_order
     FROM round_events
@@ -204,7 +204,7 @@ shoe_decks AS (
 choices AS (
     -- 13:47-20.31(g)3; 13:69F-6.7: after a third card exposed before "Raises closed", a player
     -- who voids the round gets the wager and any raise back. The player's last word (in game
-    -- order, views.sql game_order) counts.
+    -- order, sql/macros.sql game_order) counts.
     SELECT table_id, shoe_id, round_no, seat, area,
            arg_max(choice, game_order(occurred_at, seq)) = 'VOID' AS voided_by_choice
     FROM round_events
@@ -233,7 +233,7 @@ settled AS (
     GROUP BY table_id, shoe_id, round_no, seat, area, wager_kind
 ),
 intruded AS (
-    -- A card burned, or dealt for another round or none, inside the round (views.sql,
+    -- A card burned, or dealt for another round or none, inside the round (sql/intruders.sql,
     -- round_intruders_of: BURN_DURING_ROUND, CARD_OUTSIDE_ROUND): which card decided the round
     -- is in doubt, so its settlements are never confirmed (status IRREGULAR_ROUND).
     SELECT DISTINCT table_id, shoe_id, round_no, true AS cards_intruded
@@ -305,7 +305,7 @@ decided AS (
         *,
         CASE
             WHEN no_wager OR removed THEN NULL         -- nothing owed (13:47-20.31(d)3)
-            -- 13:69F-34.16(n) by analogy, (d)7, (d)10: a void the rules allow (views.sql,
+            -- 13:69F-34.16(n) by analogy, (d)7, (d)10: a void the rules allow (sql/rounds.sql,
             -- void_allowed; the rounds view's `voided`); one they do not allow voids nothing.
             WHEN round_voided THEN 'VOID'
             WHEN voided_by_choice THEN 'VOID'          -- 13:47-20.31(g)3; 13:69F-6.7

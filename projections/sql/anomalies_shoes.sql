@@ -1,0 +1,195 @@
+-- The cards out of each shoe: face-up cards, extra copies and burns.
+CREATE OR REPLACE VIEW anomalies_found_shoes AS
+WITH
+-- The physical cards that left each shoe: drawn, burned, or found face up. A card found face
+-- up and then drawn at once is one card, counted once (as its CardDrawn): to a box it was used
+-- (FACE_UP_CARD_USED); to the discard rack it was placed where 13:47-20.31(g)1 puts it (sql/cards.sql,
+-- round_cards: then no card of the round either).
+cards_out AS MATERIALIZED (
+    SELECT *,
+           face_up_then_drawn AND next_destination IN ('LEFT', 'RIGHT', 'MIDDLE') AS used_face_up
+    FROM (SELECT *,
+                 coalesce(event_type = 'CardFoundFaceUp' AND next_type = 'CardDrawn'
+                          AND next_rank = rank AND next_suit = suit, false) AS face_up_then_drawn
+    FROM (
+        SELECT table_id, shoe_id, round_no, seq, log_offset, occurred_at, event_type, rank, suit,
+               lead(event_type) OVER w AS next_type, lead(rank) OVER w AS next_rank,
+               lead(suit) OVER w AS next_suit, lead(destination) OVER w AS next_destination,
+               lead(seq) OVER w AS next_seq, lead(round_no) OVER w AS next_round_no
+        FROM card_events_of(NULL, NULL, NULL, NULL)  -- each card once (sql/macros.sql)
+        WHERE event_type IN ('CardDrawn', 'CardBurned', 'CardFoundFaceUp', 'CardDrawnInError')
+          AND shoe_id IS NOT NULL
+        -- game order (sql/macros.sql, game_order), as the round's cards are read
+        WINDOW w AS (PARTITION BY table_id, shoe_id ORDER BY occurred_at, seq, log_offset)
+    ))
+),
+
+-- 13:47-20.31(g)2; 13:69F-6.7(b): a card drawn in error "shall be used as though it were the
+-- next card": when the next card out of the shoe, in the same round, is a CardDrawn of the same
+-- card (to any box, or the discard rack), that is the one physical card being placed, counted
+-- once as its CardDrawn (sql/macros.sql, round_cards, says the same per round); where it went is
+-- WRONG_BOX's or THIRD_CARD_DIVERTED's to judge. Otherwise the card drawn in error was not
+-- used: it still left the shoe and is counted.
+in_error AS MATERIALIZED (
+    SELECT *,
+           event_type = 'CardDrawnInError' AND coalesce(
+               next_type = 'CardDrawn' AND next_rank = rank AND next_suit = suit
+               AND next_round_no IS NOT DISTINCT FROM round_no, false) AS used_in_error
+    FROM cards_out
+),
+
+copies AS (
+    SELECT o.*, s.decks,
+           row_number() OVER (PARTITION BY o.table_id, o.shoe_id, o.rank, o.suit
+                              ORDER BY o.seq, o.log_offset) AS copy_no
+    FROM in_error AS o
+    JOIN (SELECT table_id, shoe_id, arg_min(decks, seq) AS decks FROM events
+          WHERE event_type = 'CardsLoaded' GROUP BY ALL) AS s USING (table_id, shoe_id)
+    WHERE NOT o.face_up_then_drawn AND NOT o.used_in_error
+),
+
+-- 13:69F-6.9: "In lieu of the dealing and shuffling requirements set forth in N.J.A.C.
+-- 13:69F-6.3 and 6.4 [6.4: the burns], a casino licensee may utilize a dealing shoe or other
+-- device designed to automatically reshuffle the cards." A shoe loaded at an nj-casino table
+-- (the profile in force at its CardsLoaded) whose last shuffle event (ShuffleStarted or
+-- ShuffleCompleted) names the automatic reshuffling shoe (CONTINUOUS_SHUFFLER) owes no burn,
+-- neither its first card nor a new dealer's. 13:47-20.31 (casino nights) and GA have no such
+-- exemption.
+burn_exempt_loads AS (
+    SELECT l.table_id, l.seq,
+           coalesce(m.reshuffling AND p.profile = 'nj-casino', false) AS no_burn_owed
+    FROM events AS l
+    LEFT JOIN (SELECT table_id, shoe_id,
+                      arg_max(method, seq) = 'CONTINUOUS_SHUFFLER' AS reshuffling
+               FROM events
+               WHERE event_type IN ('ShuffleStarted', 'ShuffleCompleted') AND shoe_id IS NOT NULL
+               GROUP BY ALL) AS m USING (table_id, shoe_id)
+    ASOF LEFT JOIN paytables AS p ON l.table_id = p.table_id AND l.seq >= p.seq
+    WHERE l.event_type = 'CardsLoaded'
+),
+
+-- Burns owed and paid (13:47-20.31(d)1; 13:69F-6.4), per stretch up to the next card dealt.
+burn_stream AS (
+    SELECT table_id, shoe_id, seq, log_offset, event_type, dealer_id, x.no_burn_owed,
+           last_value(CASE WHEN event_type IN ('CardsLoaded', 'ShoeClosed') THEN event_type END
+                      IGNORE NULLS) OVER before_this AS shoe_state,
+           -- the shoe in play was loaded with no burn owed (13:69F-6.9, burn_exempt_loads)
+           last_value(CASE WHEN event_type = 'CardsLoaded' THEN x.no_burn_owed
+                           WHEN event_type = 'ShoeClosed' THEN false END
+                      IGNORE NULLS) OVER before_this AS shoe_exempt,
+           first_value(CASE WHEN event_type = 'CardDrawn' THEN seq END IGNORE NULLS)
+               OVER from_this AS next_draw_seq,
+           first_value(CASE WHEN event_type = 'ShoeClosed' THEN seq END IGNORE NULLS)
+               OVER from_this AS next_close_seq
+    FROM events_once_of(NULL, NULL, NULL, NULL) AS e  -- each card event once (sql/macros.sql)
+    LEFT JOIN burn_exempt_loads AS x USING (table_id, seq)
+    WHERE event_type IN ('CardsLoaded', 'ShoeClosed', 'DealerTappedIn', 'CardBurned', 'CardDrawn')
+    WINDOW before_this AS (PARTITION BY table_id ORDER BY seq, log_offset
+                           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
+           from_this AS (PARTITION BY table_id ORDER BY seq, log_offset
+                         ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING)
+),
+
+burn_balance AS (
+    -- A burn is owed when a shoe is loaded, and when a dealer taps in while a shoe is in play;
+    -- each debt needs a burn after it and before the next card dealt (one burn pays one debt;
+    -- a debt dies with its shoe). From each event on: burns still to come against debts.
+    SELECT *,
+           sum(owes::INTEGER) OVER later AS owed_from_here,
+           sum(pays::INTEGER) OVER later AS paid_from_here
+    FROM (SELECT *,
+                 ((event_type = 'CardsLoaded' AND NOT no_burn_owed)
+                  OR (event_type = 'DealerTappedIn' AND shoe_state = 'CardsLoaded'
+                      AND NOT coalesce(shoe_exempt, false)))
+                     AND (next_close_seq IS NULL OR next_close_seq > next_draw_seq) AS owes,
+                 event_type = 'CardBurned' AS pays
+          FROM burn_stream
+          WHERE event_type <> 'CardDrawn' AND next_draw_seq IS NOT NULL)
+    WINDOW later AS (PARTITION BY table_id, next_draw_seq ORDER BY seq DESC, log_offset DESC
+                     ROWS UNBOUNDED PRECEDING)
+),
+
+unburned AS (
+    SELECT table_id, next_draw_seq, list(seq ORDER BY seq) AS debt_seqs,
+           list(CASE event_type WHEN 'CardsLoaded' THEN 'shoe ' || shoe_id || ' was loaded'
+                ELSE 'dealer ' || dealer_id || ' tapped in' END ORDER BY seq) AS debts
+    FROM burn_balance
+    WHERE owes AND paid_from_here < owed_from_here
+    GROUP BY ALL
+)
+SELECT * FROM (
+    -- FACE_UP_CARD_USED (13:47-20.31(g)1): a card found face up in the shoe is not used; flagged
+    -- when the next card out of the shoe is that same card, dealt to a box.
+    SELECT 'FACE_UP_CARD_USED', table_id, shoe_id, next_round_no, [seq, next_seq],
+           printf('%s was found face up in the shoe and then dealt to the %s box instead of the discard rack',
+                  card_label(rank, suit), lower(next_destination)),
+           occurred_at
+    FROM cards_out
+    WHERE used_face_up
+
+    UNION ALL
+    -- EXTRA_CARD (13:47-20.31(a)2): a shoe of N decks holds N copies of each card; the (N+1)th
+    -- copy out of the shoe was introduced. Its seqs: every copy out so far.
+    SELECT 'EXTRA_CARD', x.table_id, x.shoe_id, x.round_no, list(c.seq ORDER BY c.seq),
+           printf('Copy %d of %s out of shoe %s, which holds %d deck%s: a card was introduced',
+                  x.copy_no, card_label(x.rank, x.suit), x.shoe_id, x.decks,
+                  CASE WHEN x.decks = 1 THEN '' ELSE 's' END),
+           x.occurred_at
+    FROM copies AS x
+    JOIN copies AS c
+        ON c.table_id = x.table_id AND c.shoe_id = x.shoe_id AND c.rank = x.rank AND c.suit = x.suit
+       AND c.copy_no <= x.copy_no
+    WHERE x.copy_no > x.decks
+    GROUP BY x.table_id, x.shoe_id, x.round_no, x.copy_no, x.rank, x.suit, x.decks, x.occurred_at
+
+    UNION ALL
+    -- DRAWN_IN_ERROR_NOT_USED (13:47-20.31(g)2; 13:69F-6.7(b)): a card drawn in error is used
+    -- as the next card; flagged when the next card out of the shoe is another card (or comes in
+    -- another round), or the shoe closed with none. Proof: the card drawn in error and the next
+    -- card out.
+    SELECT 'DRAWN_IN_ERROR_NOT_USED', o.table_id, o.shoe_id, o.round_no,
+           list_filter([o.seq, o.next_seq], lambda s: s IS NOT NULL),
+           printf('%s was drawn in error and not used as the next card (%s)',
+                  card_label(o.rank, o.suit),
+                  CASE WHEN o.next_seq IS NULL THEN 'the shoe closed without it'
+                       ELSE card_label(o.next_rank, o.next_suit) || ' came out next' END),
+           o.occurred_at
+    FROM in_error AS o
+    WHERE o.event_type = 'CardDrawnInError' AND NOT o.used_in_error
+      AND (o.next_seq IS NOT NULL OR EXISTS (
+          SELECT 1 FROM events AS c WHERE c.table_id = o.table_id AND c.shoe_id = o.shoe_id
+                                      AND c.event_type = 'ShoeClosed' AND c.seq > o.seq))
+
+    UNION ALL
+    -- BURN_MISDISCLOSED (13:47-20.31(d)1: "The burnt card shall be disclosed if requested by a
+    -- player"; 13:69F-6.4): a BurnDisclosed that is not the latest card burned from the same
+    -- shoe before it, or with no burn before it. Proof: the burn and the disclosure.
+    SELECT 'BURN_MISDISCLOSED', d.table_id, d.shoe_id, d.round_no,
+           list_filter([b.seq, d.seq], lambda s: s IS NOT NULL),
+           CASE WHEN b.seq IS NULL
+                THEN printf('%s was disclosed as the burnt card, but no card had been burned from shoe %s',
+                            card_label(d.rank, d.suit), d.shoe_id)
+                ELSE printf('%s was disclosed as the burnt card, but the card burned was %s',
+                            card_label(d.rank, d.suit), card_label(b.rank, b.suit)) END,
+           d.occurred_at
+    FROM events AS d
+    -- the latest burn before the disclosure in game order (sql/macros.sql, game_order): the burn is
+    -- the shoe's line, the disclosure the terminal's
+    ASOF LEFT JOIN (SELECT table_id, shoe_id, seq, game_order(occurred_at, seq) AS burned,
+                           rank, suit FROM events
+                    WHERE event_type = 'CardBurned') AS b
+        ON b.table_id = d.table_id AND b.shoe_id = d.shoe_id
+       AND game_order(d.occurred_at, d.seq) > b.burned
+    WHERE d.event_type = 'BurnDisclosed'
+      AND (b.seq IS NULL OR b.rank <> d.rank OR b.suit <> d.suit)
+
+    UNION ALL
+    -- MISSING_BURN (13:47-20.31(d)1; 13:69F-6.4; 6.9: see burn_exempt_loads): see burn_balance
+    -- above. The row is at the card dealt while a burn was still owed.
+    SELECT 'MISSING_BURN', d.table_id, d.shoe_id, d.round_no, u.debt_seqs || [d.seq],
+           printf('No card burned after %s, before %s was dealt to the %s box',
+                  array_to_string(u.debts, ' and '), card_label(d.rank, d.suit), lower(d.destination)),
+           d.occurred_at
+    FROM unburned AS u
+    JOIN events AS d ON d.table_id = u.table_id AND d.seq = u.next_draw_seq AND d.event_type = 'CardDrawn'
+) AS found(code, table_id, shoe_id, round_no, seqs, explanation, occurred_at);

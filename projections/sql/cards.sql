@@ -1,0 +1,92 @@
+-- Every card that entered the discard rack, in rack order, per shoe (13:47-20.31(d)15; GA (12)):
+-- burns (13:47-20.31(d)1, face down to the rack), cards found face up in the shoe
+-- (13:47-20.31(g)1, not used, to the rack), and each round's cards in the order the dealer
+-- actually racked them (CardsRacked). A hand is read back by its round_no.
+--
+-- rack_of(in_table, in_shoe, from_seq, to_seq) is the rack of one table and shoe (a NULL
+-- argument: all of them; the `rack` view below is rack_of(NULL, NULL, NULL, NULL)). from_seq and
+-- to_seq, given with in_table, only speed the scan up: they must bracket every event of the
+-- shoes asked for (rack positions count from the shoe's first card), or be NULL.
+CREATE OR REPLACE MACRO rack_of(in_table, in_shoe, from_seq, to_seq) AS TABLE
+WITH shoe_events AS NOT MATERIALIZED (
+    SELECT * FROM events_once_of(in_table, in_shoe, from_seq, to_seq)
+),
+entries AS (
+    SELECT table_id, shoe_id, NULL::INTEGER AS round_no, 'burn' AS source, rank, suit,
+           seq, log_offset, 1::BIGINT AS card_index, occurred_at
+    FROM shoe_events WHERE event_type = 'CardBurned'
+    UNION ALL
+    SELECT table_id, shoe_id, round_no, 'face_up', rank, suit,
+           seq, log_offset, 1::BIGINT, occurred_at
+    FROM shoe_events WHERE event_type = 'CardFoundFaceUp'
+    UNION ALL
+    -- unnest in the select list (not a lateral join), so that a filter on the table and shoe
+    -- is pushed down to the scan of events.
+    SELECT table_id, shoe_id, round_no, 'round', card.rank, card.suit,
+           seq, log_offset, card_index, occurred_at
+    FROM (SELECT table_id, shoe_id, round_no, seq, log_offset, occurred_at,
+                 unnest(cards) AS card, generate_subscripts(cards, 1) AS card_index
+          FROM shoe_events WHERE event_type = 'CardsRacked')
+)
+SELECT
+    table_id, shoe_id,
+    row_number() OVER (PARTITION BY table_id, shoe_id
+                       ORDER BY seq, log_offset, card_index) AS rack_position,
+    round_no, source, rank, suit, card_label(rank, suit) AS card,
+    seq, card_index, occurred_at
+FROM entries;
+
+CREATE OR REPLACE VIEW rack AS
+SELECT * FROM rack_of(NULL, NULL, NULL, NULL)
+ORDER BY table_id, shoe_id, rack_position;
+
+-- Where the third card that decides a round sits in the round's cards (round_cards in macros.sql, in
+-- game order, every destination), from the round's kind and its first "Raises closed" (a
+-- game_order struct, or NULL). Exactly one third card decides, and it is a card out of the shoe
+-- counted from the first two, wherever the dealer put it (13:47-20.31(d)13: "The dealer shall
+-- then draw a third card, place it face up on the box between the initial two cards"):
+--   pair: the third card out (13:47-20.31(d)8-10; GA (6)-(8): "shall immediately draw a third
+--     card");
+--   spread: the first card out after the first "Raises closed", beyond the first two
+--     (13:47-20.31(d)13-14; GA (11)); one exposed before it is discarded ((g)3; 13:69F-6.7).
+--     When "Raises closed" was never said, the third card out, wherever it went: nothing
+--     discarded it (EARLY_THIRD_CARD and EARLY_EXPOSURE_MISHANDLED flag the round), and which
+--     card decides does not depend on the box it was put on.
+-- A deciding card placed anywhere but the middle box is THIRD_CARD_DIVERTED, any card out after
+-- it THIRD_CARD_REDRAWN (sql/anomalies_rounds.sql); neither changes which card decides.
+CREATE OR REPLACE MACRO deciding_index(cards, kind, raises_closed) AS
+    CASE WHEN kind NOT IN ('pair', 'spread') OR len(cards) < 3 THEN NULL
+         WHEN kind = 'pair' OR raises_closed IS NULL THEN 3
+         ELSE list_position(list_transform(cards, lambda c, i: i >= 3
+                  AND game_order(c.at, c.seq) > raises_closed), true) END;
+
+-- Where a card went, as read aloud: "the middle box", "the discard rack".
+CREATE OR REPLACE MACRO card_place(dest) AS
+    CASE dest WHEN 'DISCARD_RACK' THEN 'the discard rack' ELSE 'the ' || lower(dest) || ' box' END;
+
+-- What a card of a round did, for the dispute and the replay: from its place in the round's
+-- cards (round_cards: `pos`, 1-based) and where it went (`dest`, NULL for a card drawn in error
+-- and not used), the deciding third card's place (deciding_index) and the round's kind.
+CREATE OR REPLACE MACRO card_role(pos, dest, third_pos, kind) AS
+    CASE WHEN pos IS NULL THEN NULL
+         WHEN pos = third_pos AND dest = 'MIDDLE' THEN 'the deciding third card'
+         WHEN pos = third_pos AND dest IS NULL
+         THEN 'the deciding third card, drawn in error: used as the next card, it decides (13:47-20.31(g)2)'
+         WHEN pos = third_pos
+         THEN 'the deciding third card, diverted to ' || card_place(dest)
+              || ' instead of the middle box: it still decides (13:47-20.31(d)8, (d)13)'
+         WHEN pos > third_pos
+         THEN 'redrawn after the deciding third card: decides nothing (13:47-20.31(d)13-14)'
+         WHEN pos <= 2 AND dest IS NULL
+         THEN printf('the %s card, drawn in error: used as the next card (13:47-20.31(g)2)',
+                     CASE pos WHEN 1 THEN 'first' ELSE 'second' END)
+         WHEN pos <= 2 AND dest <> CASE pos WHEN 1 THEN 'LEFT' ELSE 'RIGHT' END
+         THEN printf('the %s card out of the shoe, put on %s instead of the %s box: it still counts (13:47-20.31(d)5)',
+                     CASE pos WHEN 1 THEN 'first' ELSE 'second' END, card_place(dest),
+                     CASE pos WHEN 1 THEN 'left' ELSE 'right' END)
+         WHEN pos <= 2 THEN NULL
+         WHEN kind = 'consecutive'
+         THEN 'drawn in a consecutive round: decides nothing (13:47-20.31(d)7)'
+         WHEN kind = 'spread'
+         THEN 'exposed before "Raises closed": discarded, decides nothing (13:47-20.31(g)3)'
+         ELSE 'drawn out of turn: decides nothing' END;

@@ -1,0 +1,102 @@
+-- pitlog views over the raw `events` table (one row per event; see projections/store.py).
+--
+-- Written for auditors: plain DuckDB SQL, no Python functions, so these views work in any
+-- DuckDB client that opens the file. Rules are cited as in docs/architecture.md:
+--   13:47-20.31 (casino nights), 13:69F-6 (casinos), GA (n) (the other gaming authority).
+--
+-- Ordering: within a table, events are ordered by their gapless sequence number `seq`, with
+-- the log offset as a tie-breaker (a table's events all live in one log partition), so every
+-- view is a pure function of the log's contents: a rebuild gives the same rows, bit for bit.
+
+-- A card as surveillance reads it aloud: rank (2..10, J, Q, K, A) then suit: "AS", "10H".
+-- rank_label is generated from events/reddog/rules.py (projections/reddog_macros.py).
+CREATE OR REPLACE MACRO card_label(rank, suit) AS rank_label(rank) || suit;
+
+-- Integer cents as dollars: 2500 -> '$25.00'. Money is never a float.
+CREATE OR REPLACE MACRO dollars(cents) AS
+    CASE WHEN cents < 0 THEN '-' ELSE '' END
+    || printf('$%d.%02d', abs(cents) // 100, abs(cents) % 100);
+
+-- The game order of a table's events: when each happened at the table, then seq. A table's
+-- events reach the log from several devices (the card-reading shoe, the dealer terminal, the
+-- shuffler), each in its own order; `seq` is the order the recorder received them, which across
+-- devices is arrival order (batches, retries, a slow link), not the order of play. So "before"
+-- and "after" in a round (a card before "Raises closed", a choice before the new third card)
+-- compare occurred_at, each device's stamp of the moment at the table, and seq breaks ties and
+-- keeps one device's lines in its own order. seq stays the order of the log for integrity
+-- (SEQUENCE_GAP, CHAIN_BROKEN) and names the events that prove an anomaly.
+-- NULL for no event (a NULL seq): a struct of NULLs would compare greater than every order.
+CREATE OR REPLACE MACRO game_order(happened_at, at_seq) AS
+    CASE WHEN at_seq IS NOT NULL THEN {'at': happened_at, 'seq': at_seq} END;
+
+-- THE CARDS OF A ROUND: every card out of the shoe in the round, in game order, wherever it
+-- went, from `outs` (a list of {seq, at, type, rank, suit, dest} of the round's CardDrawn,
+-- CardDrawnInError, CardFoundFaceUp and CardBurned in game order). One definition, used by the
+-- rounds view (so the ledger, reconciliation, theo win, statistics, dispute and replay), the
+-- hands view and the anomaly round facts:
+--   - every CardDrawn, to any box or the discard rack: the first two out make the spread
+--     (13:47-20.31(d)5: "the first card ... the second card"), the deciding third card is
+--     counted from them (deciding_index), and where each went is judged only by WRONG_BOX,
+--     THIRD_CARD_DIVERTED and THIRD_CARD_REDRAWN. A card racked between the first two is the
+--     second card, not invisible;
+--   - a card drawn in error "shall be used as though it were the next card from the shoe"
+--     (13:47-20.31(g)2; 13:69F-6.7(b)): it takes its place in the order where it came out.
+--     When the next card out is a CardDrawn of the same card (to any box or the rack), that is
+--     the same physical card being placed: one card, the CardDrawn. Otherwise the card drawn
+--     in error is the card at that place (dest NULL) and the cards after it come after it:
+--     the dealer who draws a loser in error and deals a winner instead is judged on the loser
+--     (DRAWN_IN_ERROR_NOT_USED flags it).
+-- Burns and cards found face up are not cards of the round ((d)1, (g)1). A card found face up
+-- "shall not be used in the game and shall be placed in the discard rack" (13:47-20.31(g)1;
+-- 13:69F-6.7(a)): when the next card out is a CardDrawn of the same card to the discard rack,
+-- that is the dealer placing it there, the same physical card: no card of the round (to a box,
+-- it was used: FACE_UP_CARD_USED, and it counts where it went).
+CREATE OR REPLACE MACRO round_cards(outs) AS
+    list_filter(outs, lambda x, i: (x.type = 'CardDrawn' AND NOT coalesce(
+                x.dest = 'DISCARD_RACK' AND i > 1 AND outs[i - 1].type = 'CardFoundFaceUp'
+                AND outs[i - 1].rank = x.rank AND outs[i - 1].suit = x.suit, false))
+        OR (x.type = 'CardDrawnInError' AND NOT coalesce(
+                outs[i + 1].type = 'CardDrawn' AND outs[i + 1].rank = x.rank
+                AND outs[i + 1].suit = x.suit, false)));
+
+-- The kind of a round from its first two cards' ranks (13:47-20.31(d)7-8, (d)11; GA (5), (6),
+-- (9)-(10)).
+CREATE OR REPLACE MACRO round_kind(first_rank, second_rank) AS
+    CASE WHEN first_rank IS NULL OR second_rank IS NULL THEN NULL
+         WHEN first_rank = second_rank THEN 'pair'
+         WHEN abs(first_rank - second_rank) = 1 THEN 'consecutive'
+         ELSE 'spread' END;
+
+-- The card events: every card out of the shoe, whichever way it came out (13:47-20.31(d)1-2,
+-- (g)1-2): CardDrawn, CardDrawnInError, CardFoundFaceUp, CardBurned.
+CREATE OR REPLACE MACRO is_card_event(kind) AS
+    kind IN ('CardDrawn', 'CardDrawnInError', 'CardFoundFaceUp', 'CardBurned');
+
+-- The events of the tables and shoes asked for (a NULL argument: all of them). from_seq and
+-- to_seq, given with in_table, only narrow the scan (events are stored in log order, so DuckDB
+-- skips the row groups outside them). The one place these predicates are written: every
+-- *_of macro below reads its events through here (card_events_of, events_once_of).
+CREATE OR REPLACE MACRO events_in(in_table, in_shoe, from_seq, to_seq) AS TABLE
+SELECT * FROM events
+WHERE (in_table IS NULL OR table_id = in_table) AND (in_shoe IS NULL OR shoe_id = in_shoe)
+  AND (from_seq IS NULL OR seq >= from_seq) AND (to_seq IS NULL OR seq <= to_seq);
+
+-- Each card event once (DUPLICATE_EVENT is the finding, docs/anomalies.md): the card events
+-- (is_card_event) of the tables asked for (events_in), each event id at its first copy in seq
+-- order. A card event recorded twice (a device line re-sent and recorded again) is one card out
+-- of the shoe, so no card view counts the copy: the hands, the rounds, the rack, the shoes'
+-- counts, the card anomalies, the dispute and the replay read their cards from here. An event
+-- without an id is kept.
+CREATE OR REPLACE MACRO card_events_of(in_table, in_shoe, from_seq, to_seq) AS TABLE
+SELECT * FROM events_in(in_table, in_shoe, from_seq, to_seq)
+WHERE is_card_event(event_type)
+QUALIFY event_id IS NULL
+     OR row_number() OVER (PARTITION BY table_id, event_id ORDER BY seq, log_offset) = 1;
+
+-- The events of the tables asked for with each card event once (card_events_of); every other
+-- event as recorded (a repeated wager or settlement is the ledger's to judge).
+CREATE OR REPLACE MACRO events_once_of(in_table, in_shoe, from_seq, to_seq) AS TABLE
+SELECT * FROM events_in(in_table, in_shoe, from_seq, to_seq)
+WHERE NOT is_card_event(event_type)
+UNION ALL
+SELECT * FROM card_events_of(in_table, in_shoe, from_seq, to_seq);
