@@ -37,7 +37,7 @@ import numpy as np
 
 from events.integrity import envelope_batch
 from events.integrity.reading import partition_frames, partition_records
-from events.log.base import EventLog, FrameBatch, FramedRead, LogRecord
+from events.log.base import EventLog, FrameBatch, FramedRead, IndexedLog, LogRecord
 from events.reddog import model
 from events.wire import codec
 from events.wire.chain import HASH_LEN
@@ -387,9 +387,8 @@ def verify_log(log: EventLog, *, limit: int = 10_000, max_batch: int = 5000,
     verifier = _Verifier(limit)
     # The embedded log's .idx is never trusted: its view is rebuilt from the segment, and
     # where they disagree is reported (a deleted .idx must not hide a table).
-    check_index = getattr(log, "check_index", None)
-    if check_index is not None:
-        for partition, offset, what in check_index():
+    if isinstance(log, IndexedLog):
+        for partition, offset, what in log.check_index():
             verifier.index_problem(partition, offset, what)
     ends = log.end_offsets()
     if isinstance(log, FramedRead):  # batches of bytes, not an object per record (issue 19)

@@ -4,7 +4,8 @@ A log is a set of partitions; each partition is an append-only sequence of (key,
 at gapless offsets from 0. The key is the table id, so every table's events stay in one
 partition, in order. Values are the codec's exact bytes. Only the backends know their storage;
 events/log/registry.py opens one by its address. What a backend can do beyond the contract is
-a type: `ConditionalAppend` (optimistic concurrency), checked with isinstance.
+a type, checked with isinstance: `ConditionalAppend` (optimistic concurrency), `FramedRead`,
+`IndexedLog` and `LocalFolder`.
 """
 
 from __future__ import annotations
@@ -156,3 +157,21 @@ class FramedRead(EventLog):
                     max_batch: int = 5000) -> Iterator[FrameBatch]:
         """Records [start, stop) of one partition, in batches of at most `max_batch`. Raises
         LogCorruptError where `read` would (a record past the end of its file)."""
+
+
+class IndexedLog(EventLog):
+    """A log that keeps an index of its records beside them (the embedded log's .idx files).
+    `verify` never trusts that index: it checks it against the records (docs/integrity.md)."""
+
+    @abstractmethod
+    def check_index(self) -> list[tuple[int, int, str]]:
+        """Where the index and the records disagree, as (partition, first offset concerned,
+        what); reads go through the records' own framing from there on. Writes nothing."""
+
+
+class LocalFolder(EventLog):
+    """A log kept in a folder on this machine: caches of what it holds (the event id index)
+    live in that folder, beside it. Every backend of this type sets `folder` when it opens
+    (tests/events/test_log_capabilities.py)."""
+
+    folder: Path

@@ -26,7 +26,7 @@ from contextlib import closing
 from pathlib import Path
 
 from events.errors import LogError
-from events.log.base import DEFAULT_DATA_DIR, EventLog, LogRecord, record_digest
+from events.log.base import DEFAULT_DATA_DIR, EventLog, LocalFolder, LogRecord, record_digest
 from events.wire import codec
 
 # Device lines without an `id` get a name-based UUID (RFC 4122 v5) of (table, actor, seq): the
@@ -77,9 +77,8 @@ def event_id_of(value: bytes) -> str | None:
 
 
 def index_path(log: EventLog) -> Path:
-    folder = getattr(log, "folder", None)
-    if isinstance(folder, Path):
-        return folder / "event-ids.sqlite"
+    if isinstance(log, LocalFolder):
+        return log.folder / "event-ids.sqlite"
     topic = log.uri.rstrip("/").rsplit("/", 1)[-1].split("?", 1)[0]
     return DEFAULT_DATA_DIR / f"kafka-{topic}-event-ids.sqlite"
 

@@ -15,12 +15,13 @@ from hypothesis import strategies as st
 from table_builder import record_events
 
 from events.integrity.verify import VerifyReport, verify_log
-from events.log.base import EventLog, FramedRead, LogRecord
+from events.log.base import FramedRead, IndexedLog, LogRecord
 from events.log.embedded.log import EmbeddedLog
 
 
-class RecordsOnly(EventLog):
-    """The embedded log through the plain contract only: verify's record-at-a-time path."""
+class RecordsOnly(IndexedLog):
+    """The embedded log through the plain contract and its index check only (not FramedRead):
+    verify's record-at-a-time path."""
 
     def __init__(self, log: EmbeddedLog) -> None:
         self.log, self.uri = log, log.uri

@@ -34,7 +34,14 @@ from pathlib import Path
 
 from events.errors import ConcurrencyError, LogCorruptError, LogError
 from events.log.alerts import AlertSink
-from events.log.base import ConditionalAppend, FrameBatch, FramedRead, LogRecord
+from events.log.base import (
+    ConditionalAppend,
+    FrameBatch,
+    FramedRead,
+    IndexedLog,
+    LocalFolder,
+    LogRecord,
+)
 from events.log.embedded.alerts import EmbeddedAlertLog
 from events.log.embedded.segment import (
     FRAME,
@@ -57,7 +64,7 @@ def partition_for(key: bytes, partitions: int) -> int:
     return zlib.crc32(key) % partitions
 
 
-class EmbeddedLog(ConditionalAppend, FramedRead):
+class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
     """Segment files in one folder; see the module docstring for the format."""
 
     @classmethod
