@@ -63,8 +63,7 @@ WITH per_round AS (
         coalesce(round_cards(list({'seq': seq, 'at': occurred_at, 'type': event_type, 'rank': rank,
                                    'suit': suit, 'dest': destination}
                                   ORDER BY occurred_at, seq, log_offset)
-                             FILTER (event_type IN ('CardDrawn', 'CardDrawnInError',
-                                                    'CardFoundFaceUp', 'CardBurned'))), [])
+                             FILTER (is_card_event(event_type))), [])
             AS cards,
         coalesce(bool_or(event_type = 'RoundVoided'), false) AS voided,
         -- 13:47-20.31(d)3, (d)6: the first card out of the shoe in game order (as the ledger

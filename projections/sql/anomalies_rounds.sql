@@ -196,22 +196,20 @@ rack_check AS (
 -- with no round (CARD_OUTSIDE_ROUND) is no round's card, so no round's rack check above sees it:
 -- by the time its shoe is closed it must be racked, beyond the cards of the round whose
 -- CardsRacked holds it (rack_copies: a round's racked copies over its dealt ones) or in a
--- CardsRacked with no round. A card drawn in error and then drawn (the same card, (g)2) is one
--- card, and a card found face up then drawn to the rack is racked as found ((g)1).
+-- CardsRacked with no round. The cards dealt are sql/macros.sql's is_dealt_card, each card's
+-- neighbours the cards before and after it with no round in its shoe (burns aside), in game
+-- order: a card drawn in error and then drawn (the same card, (g)2) is one card, and a card
+-- found face up then drawn to the rack is racked as found ((g)1).
 loose_cards AS (
     SELECT table_id, shoe_id, rank, suit, seq,
            row_number() OVER (PARTITION BY table_id, shoe_id, rank, suit ORDER BY seq) AS copy_no
-    FROM (SELECT *, lag(event_type) OVER w AS prev_type, lag(rank) OVER w AS prev_rank,
-                 lag(suit) OVER w AS prev_suit, lead(event_type) OVER w AS next_type,
-                 lead(rank) OVER w AS next_rank, lead(suit) OVER w AS next_suit
-          FROM card_events_of(NULL, NULL, NULL, NULL)  -- each card once (sql/macros.sql)
-          WHERE round_no IS NULL AND shoe_id IS NOT NULL
-            AND event_type IN ('CardDrawn', 'CardDrawnInError', 'CardFoundFaceUp')
+    FROM (SELECT *, lag(this_card) OVER w AS card_before, lead(this_card) OVER w AS card_after
+          FROM (SELECT *, {'type': event_type, 'rank': rank, 'suit': suit, 'dest': destination}
+                              AS this_card
+                FROM card_events_of(NULL, NULL, NULL, NULL)  -- each card once (sql/macros.sql)
+                WHERE round_no IS NULL AND shoe_id IS NOT NULL AND event_type <> 'CardBurned')
           WINDOW w AS (PARTITION BY table_id, shoe_id ORDER BY occurred_at, seq, log_offset))
-    WHERE (event_type = 'CardDrawn' AND NOT coalesce(destination = 'DISCARD_RACK'
-               AND prev_type = 'CardFoundFaceUp' AND prev_rank = rank AND prev_suit = suit, false))
-       OR (event_type = 'CardDrawnInError' AND NOT coalesce(next_type = 'CardDrawn'
-               AND next_rank = rank AND next_suit = suit, false))
+    WHERE is_dealt_card(card_before, this_card, card_after)
 ),
 racked_beyond_rounds AS (
     SELECT table_id, shoe_id, rank, suit, sum(n)::BIGINT AS racked_n
@@ -255,7 +253,7 @@ faults AS (
     -- the next card out of the same shoe, and the next shuffle begun for it (seq: the fault, the
     -- cards and the shuffle are the devices' own lines, each in its own order)
     ASOF LEFT JOIN (SELECT table_id, shoe_id, seq FROM events
-                    WHERE event_type IN ('CardDrawn', 'CardBurned', 'CardFoundFaceUp', 'CardDrawnInError')) AS c
+                    WHERE is_card_event(event_type)) AS c
         ON c.table_id = f.table_id AND c.shoe_id = f.shoe_id AND f.seq < c.seq
     ASOF LEFT JOIN (SELECT table_id, shoe_id, seq FROM events WHERE event_type = 'ShuffleStarted') AS s
         ON s.table_id = f.table_id AND s.shoe_id = f.shoe_id AND f.seq < s.seq
@@ -332,11 +330,11 @@ SELECT * FROM (
     -- have been dealt"): a raise in a spread round before its second card was dealt. Proof:
     -- the raise and the second card.
     SELECT 'EARLY_RAISE', e.table_id, e.shoe_id, e.round_no, [e.seq, f.card_seqs[2]],
-           CASE WHEN game_order(e.occurred_at, e.seq) < f.first_card_order
-                THEN printf('Seat %d raised %s on area %d before the first two cards were dealt (%s and %s came after)',
-                            e.seat, dollars(e.amount_cents), e.area, f.left_card, f.right_card)
-                ELSE printf('Seat %d raised %s on area %d between the first two cards (%s came before the raise, %s after)',
-                            e.seat, dollars(e.amount_cents), e.area, f.left_card, f.right_card) END,
+           printf('Seat %d raised %s on area %d '
+                  || CASE WHEN game_order(e.occurred_at, e.seq) < f.first_card_order
+                          THEN 'before the first two cards were dealt (%s and %s came after)'
+                          ELSE 'between the first two cards (%s came before the raise, %s after)' END,
+                  e.seat, dollars(e.amount_cents), e.area, f.left_card, f.right_card),
            e.occurred_at
     FROM events AS e
     JOIN facts AS f USING (table_id, shoe_id, round_no)

@@ -1,40 +1,38 @@
 -- The cards out of each shoe: face-up cards, extra copies and burns.
 CREATE OR REPLACE VIEW anomalies_found_shoes AS
 WITH
--- The physical cards that left each shoe: drawn, burned, or found face up. A card found face
--- up and then drawn at once is one card, counted once (as its CardDrawn): to a box it was used
--- (FACE_UP_CARD_USED); to the discard rack it was placed where 13:47-20.31(g)1 puts it (sql/cards.sql,
--- round_cards: then no card of the round either).
+-- The physical cards that left each shoe: drawn, burned, or found face up, each with the next
+-- card out of its shoe in game order (sql/macros.sql, game_order, as the round's cards are read).
+-- By ONE CARD (sql/macros.sql, one_card), a card found face up and then drawn at once is one
+-- card, counted once (as its CardDrawn): to a box it was used (FACE_UP_CARD_USED); to the discard
+-- rack it was placed where 13:47-20.31(g)1 puts it (sql/macros.sql, round_cards: then no card of
+-- the round either).
 cards_out AS MATERIALIZED (
     SELECT *,
-           face_up_then_drawn AND next_destination IN ('LEFT', 'RIGHT', 'MIDDLE') AS used_face_up
+           face_up_then_drawn AND next_card.dest IN ('LEFT', 'RIGHT', 'MIDDLE') AS used_face_up
     FROM (SELECT *,
-                 coalesce(event_type = 'CardFoundFaceUp' AND next_type = 'CardDrawn'
-                          AND next_rank = rank AND next_suit = suit, false) AS face_up_then_drawn
+                 event_type = 'CardFoundFaceUp' AND one_card(this_card, next_card) AS face_up_then_drawn
     FROM (
         SELECT table_id, shoe_id, round_no, seq, log_offset, occurred_at, event_type, rank, suit,
-               lead(event_type) OVER w AS next_type, lead(rank) OVER w AS next_rank,
-               lead(suit) OVER w AS next_suit, lead(destination) OVER w AS next_destination,
-               lead(seq) OVER w AS next_seq, lead(round_no) OVER w AS next_round_no
+               {'type': event_type, 'rank': rank, 'suit': suit} AS this_card,
+               lead({'type': event_type, 'rank': rank, 'suit': suit, 'dest': destination,
+                     'seq': seq, 'round_no': round_no}) OVER w AS next_card
         FROM card_events_of(NULL, NULL, NULL, NULL)  -- each card once (sql/macros.sql)
-        WHERE event_type IN ('CardDrawn', 'CardBurned', 'CardFoundFaceUp', 'CardDrawnInError')
-          AND shoe_id IS NOT NULL
-        -- game order (sql/macros.sql, game_order), as the round's cards are read
+        WHERE shoe_id IS NOT NULL
         WINDOW w AS (PARTITION BY table_id, shoe_id ORDER BY occurred_at, seq, log_offset)
     ))
 ),
 
 -- 13:47-20.31(g)2; 13:69F-6.7(b): a card drawn in error "shall be used as though it were the
--- next card": when the next card out of the shoe, in the same round, is a CardDrawn of the same
--- card (to any box, or the discard rack), that is the one physical card being placed, counted
--- once as its CardDrawn (sql/macros.sql, round_cards, says the same per round); where it went is
--- WRONG_BOX's or THIRD_CARD_DIVERTED's to judge. Otherwise the card drawn in error was not
--- used: it still left the shoe and is counted.
+-- next card": when the next card out of the shoe, in the same round, is the same card (ONE
+-- CARD, sql/macros.sql, one_card; round_cards says the same per round), that is the one
+-- physical card being placed, counted once as its CardDrawn; where it went is WRONG_BOX's or
+-- THIRD_CARD_DIVERTED's to judge. Otherwise the card drawn in error was not used: it still
+-- left the shoe and is counted.
 in_error AS MATERIALIZED (
     SELECT *,
-           event_type = 'CardDrawnInError' AND coalesce(
-               next_type = 'CardDrawn' AND next_rank = rank AND next_suit = suit
-               AND next_round_no IS NOT DISTINCT FROM round_no, false) AS used_in_error
+           event_type = 'CardDrawnInError' AND one_card(this_card, next_card)
+           AND next_card.round_no IS NOT DISTINCT FROM round_no AS used_in_error
     FROM cards_out
 ),
 
@@ -120,9 +118,9 @@ unburned AS (
 SELECT * FROM (
     -- FACE_UP_CARD_USED (13:47-20.31(g)1): a card found face up in the shoe is not used; flagged
     -- when the next card out of the shoe is that same card, dealt to a box.
-    SELECT 'FACE_UP_CARD_USED', table_id, shoe_id, next_round_no, [seq, next_seq],
+    SELECT 'FACE_UP_CARD_USED', table_id, shoe_id, next_card.round_no, [seq, next_card.seq],
            printf('%s was found face up in the shoe and then dealt to the %s box instead of the discard rack',
-                  card_label(rank, suit), lower(next_destination)),
+                  card_label(rank, suit), lower(next_card.dest)),
            occurred_at
     FROM cards_out
     WHERE used_face_up
@@ -148,15 +146,15 @@ SELECT * FROM (
     -- another round), or the shoe closed with none. Proof: the card drawn in error and the next
     -- card out.
     SELECT 'DRAWN_IN_ERROR_NOT_USED', o.table_id, o.shoe_id, o.round_no,
-           list_filter([o.seq, o.next_seq], lambda s: s IS NOT NULL),
+           list_filter([o.seq, o.next_card.seq], lambda s: s IS NOT NULL),
            printf('%s was drawn in error and not used as the next card (%s)',
                   card_label(o.rank, o.suit),
-                  CASE WHEN o.next_seq IS NULL THEN 'the shoe closed without it'
-                       ELSE card_label(o.next_rank, o.next_suit) || ' came out next' END),
+                  CASE WHEN o.next_card.seq IS NULL THEN 'the shoe closed without it'
+                       ELSE card_label(o.next_card.rank, o.next_card.suit) || ' came out next' END),
            o.occurred_at
     FROM in_error AS o
     WHERE o.event_type = 'CardDrawnInError' AND NOT o.used_in_error
-      AND (o.next_seq IS NOT NULL OR EXISTS (
+      AND (o.next_card.seq IS NOT NULL OR EXISTS (
           SELECT 1 FROM events AS c WHERE c.table_id = o.table_id AND c.shoe_id = o.shoe_id
                                       AND c.event_type = 'ShoeClosed' AND c.seq > o.seq))
 

@@ -29,35 +29,47 @@ CREATE OR REPLACE MACRO dollars(cents) AS
 CREATE OR REPLACE MACRO game_order(happened_at, at_seq) AS
     CASE WHEN at_seq IS NOT NULL THEN {'at': happened_at, 'seq': at_seq} END;
 
--- THE CARDS OF A ROUND: every card out of the shoe in the round, in game order, wherever it
--- went, from `outs` (a list of {seq, at, type, rank, suit, dest} of the round's CardDrawn,
--- CardDrawnInError, CardFoundFaceUp and CardBurned in game order). One definition, used by the
--- rounds view (so the ledger, reconciliation, theo win, statistics, dispute and replay), the
--- hands view and the anomaly round facts:
+-- ONE CARD (13:47-20.31(g)1-2; 13:69F-6.7): a card found face up, or drawn in error, and the
+-- next card out of the shoe, when that is a CardDrawn of the same rank and suit, are one
+-- physical card: the dealer placing it ((g)1: "shall be placed in the discard rack"; (g)2:
+-- "shall be used as though it were the next card from the shoe"). `card` and `next_card` are
+-- structs with type, rank and suit, next_card NULL where none follows. The one definition of
+-- the rule: each view that counts cards says only which card is next where it counts (a
+-- round's cards: round_cards below; the cards dealt with no round: anomalies_rounds.sql's
+-- loose_cards; a shoe's cards: anomalies_shoes.sql's cards_out).
+CREATE OR REPLACE MACRO one_card(card, next_card) AS
+    coalesce(card.type IN ('CardFoundFaceUp', 'CardDrawnInError') AND next_card.type = 'CardDrawn'
+             AND next_card.rank = card.rank AND next_card.suit = card.suit, false);
+
+-- A CARD DEALT, between the card out before it and the one after (structs with type, rank,
+-- suit and dest; NULL where there is none), by ONE CARD above:
 --   - every CardDrawn, to any box or the discard rack: the first two out make the spread
 --     (13:47-20.31(d)5: "the first card ... the second card"), the deciding third card is
 --     counted from them (deciding_index), and where each went is judged only by WRONG_BOX,
 --     THIRD_CARD_DIVERTED and THIRD_CARD_REDRAWN. A card racked between the first two is the
---     second card, not invisible;
---   - a card drawn in error "shall be used as though it were the next card from the shoe"
---     (13:47-20.31(g)2; 13:69F-6.7(b)): it takes its place in the order where it came out.
---     When the next card out is a CardDrawn of the same card (to any box or the rack), that is
---     the same physical card being placed: one card, the CardDrawn. Otherwise the card drawn
---     in error is the card at that place (dest NULL) and the cards after it come after it:
---     the dealer who draws a loser in error and deals a winner instead is judged on the loser
---     (DRAWN_IN_ERROR_NOT_USED flags it).
--- Burns and cards found face up are not cards of the round ((d)1, (g)1). A card found face up
--- "shall not be used in the game and shall be placed in the discard rack" (13:47-20.31(g)1;
--- 13:69F-6.7(a)): when the next card out is a CardDrawn of the same card to the discard rack,
--- that is the dealer placing it there, the same physical card: no card of the round (to a box,
--- it was used: FACE_UP_CARD_USED, and it counts where it went).
+--     second card, not invisible. Except the CardDrawn to the discard rack of a card found face
+--     up just before it: the dealer placing that card where (g)1 puts it (to a box, it was
+--     used: FACE_UP_CARD_USED, and it counts where it went);
+--   - a card drawn in error takes its place in the order where it came out ((g)2), unless the
+--     next card out is the same card (ONE CARD): then it is that CardDrawn. Otherwise the card
+--     drawn in error is the card at that place (dest NULL) and the cards after it come after
+--     it: the dealer who draws a loser in error and deals a winner instead is judged on the
+--     loser (DRAWN_IN_ERROR_NOT_USED flags it).
+-- Burns and cards found face up are not cards dealt ((d)1, (g)1).
+CREATE OR REPLACE MACRO is_dealt_card(card_before, card, card_after) AS
+    (card.type = 'CardDrawn' AND NOT coalesce(card.dest = 'DISCARD_RACK'
+        AND card_before.type = 'CardFoundFaceUp' AND one_card(card_before, card), false))
+    OR (card.type = 'CardDrawnInError' AND NOT one_card(card, card_after));
+
+-- THE CARDS OF A ROUND: every card out of the shoe in the round that is a card dealt
+-- (is_dealt_card), in game order, wherever it went, from `outs` (a list of {seq, at, type,
+-- rank, suit, dest} of the round's CardDrawn, CardDrawnInError, CardFoundFaceUp and CardBurned
+-- in game order): a card's neighbours are the cards out before and after it in the round. One
+-- definition, used by the rounds view (so the ledger, reconciliation, theo win, statistics,
+-- dispute and replay), the hands view and the anomaly round facts.
 CREATE OR REPLACE MACRO round_cards(outs) AS
-    list_filter(outs, lambda x, i: (x.type = 'CardDrawn' AND NOT coalesce(
-                x.dest = 'DISCARD_RACK' AND i > 1 AND outs[i - 1].type = 'CardFoundFaceUp'
-                AND outs[i - 1].rank = x.rank AND outs[i - 1].suit = x.suit, false))
-        OR (x.type = 'CardDrawnInError' AND NOT coalesce(
-                outs[i + 1].type = 'CardDrawn' AND outs[i + 1].rank = x.rank
-                AND outs[i + 1].suit = x.suit, false)));
+    list_filter(outs, lambda x, i: is_dealt_card(CASE WHEN i > 1 THEN outs[i - 1] END, x,
+                                                 outs[i + 1]));
 
 -- The kind of a round from its first two cards' ranks (13:47-20.31(d)7-8, (d)11; GA (5), (6),
 -- (9)-(10)).
