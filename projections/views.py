@@ -32,6 +32,9 @@ VIEW_FILES = (
     "intruders.sql",         # round_intruders_of: cards out where the rules allow none
     "ledger.sql",                # the settlement ledger and the paytable in force
     "anomalies_facts.sql",   # anomaly_round_facts and the macros the families share
+    "anomalies_rounds_wagers.sql",   # the rounds family's parts, as table macros over its
+    "anomalies_rounds_dealing.sql",  # round facts: wagers and raises, the dealing, how rounds
+    "anomalies_rounds_closing.sql",  # ended (rack, cut card, faults, voids)
     "anomalies_rounds.sql",
     "anomalies_money.sql",
     "anomalies_shoes.sql",
