@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
+from collections.abc import Callable
+from dataclasses import dataclass, fields
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, get_type_hints
 
 import typer
 
@@ -80,6 +84,41 @@ TzOpt = Annotated[str | None, typer.Option(
     help="The casino's time zone (default UTC): gaming days and shifts run on its clock, times "
          "given without a zone are read on it and the table format shows every time in it. An "
          "IANA name (America/New_York) or an offset (-05:00).")]
+ByOpt = Annotated[list[str] | None, typer.Option(
+    "--by", help="Group by table, dealer, shift, day or shoe; repeat to combine "
+                 "(--by table --by day). A shift is a shift on a gaming day.")]
+
+
+@dataclass(frozen=True, slots=True)
+class Grouping:
+    """The options of a money audit grouped by table, dealer, shift, gaming day or shoe
+    (reconcile, conservation), as given; declared once, as `grouped` adds them."""
+
+    by: ByOpt = None
+    tz: TzOpt = None
+    gaming_day_start: DayStartOpt = "06:00"
+    shifts: ShiftsOpt = "06:00,14:00,22:00"
+    day: DayOpt = None
+    table: TableOpt = None
+
+
+def grouped(command: Callable[..., None]) -> Callable[..., None]:
+    """The command with Grouping's fields as its first options (in their order, with their
+    help), handed to it as one Grouping, its first parameter: Typer reads the options from
+    the signature, so they are written once, in Grouping."""
+    own = list(inspect.signature(command, eval_str=True).parameters.values())[1:]
+    hints = get_type_hints(Grouping, include_extras=True)  # the Annotated options themselves
+    options = [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default,
+                                 annotation=hints[f.name]) for f in fields(Grouping)]
+
+    @functools.wraps(command)
+    def run(**given: Any) -> None:
+        command(Grouping(**{f.name: given.pop(f.name) for f in fields(Grouping)}), **given)
+
+    parameters = [*options, *(p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own)]
+    run.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    run.__annotations__ = {p.name: p.annotation for p in parameters}
+    return run
 
 
 def parse_time(text: str, zone: str | None, what: str) -> datetime:

@@ -9,6 +9,7 @@ and the main columns, named for people (cli/people.py), in the table format.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -16,17 +17,7 @@ import typer
 
 from cli.client import ServerOpt, ask
 from cli.listing import LimitOpt, limited
-from cli.options import (
-    DayOpt,
-    DayStartOpt,
-    DbOpt,
-    FormatOpt,
-    OutOpt,
-    ShiftsOpt,
-    TableOpt,
-    TzOpt,
-    db_path,
-)
+from cli.options import DbOpt, FormatOpt, Grouping, OutOpt, TableOpt, db_path, grouped
 from cli.output import Format, render
 from cli.people import for_people
 from cli.reading import reading
@@ -39,10 +30,6 @@ from projections.reconcile import (
     parse_day,
     reconcile,
 )
-
-ByOpt = Annotated[list[str] | None, typer.Option(
-    "--by", help="Group by table, dealer, shift, day or shoe; repeat to combine "
-                 "(--by table --by day). A shift is a shift on a gaming day.")]
 
 # What the table format shows (json, csv and parquet have every column).
 LEDGER_SUMMARY = ["shoe_id", "round_no", "seat", "wager_kind", "amount_cents",
@@ -65,13 +52,28 @@ def _emit(rows: list[dict[str, Any]], fmt: Format, out: Path | None, title: str,
         render(rows, fmt, out=out, title=title)
 
 
+def _grouped_rows(grouping: Grouping, default_by: list[str], path: str,
+                  audit: Callable[..., list[dict[str, Any]]], db: Path | None,
+                  server: str | None, **extra: Any,
+                  ) -> tuple[list[str], list[dict[str, Any]]]:
+    """The groups and rows of a grouped money audit (projections/reconcile.py `audit`), from a
+    running `pitlog serve` at `path` or the database read-only."""
+    tz = grouping.tz or "UTC"
+    calendar = Calendar.parse(tz, grouping.gaming_day_start, grouping.shifts)
+    groups = grouping.by or default_by
+    rows = ask(db_path(db), server, path, by=groups, tz=tz, day=grouping.day,
+               table=grouping.table, gaming_day_start=grouping.gaming_day_start,
+               shifts=grouping.shifts, **extra)
+    if rows is None:
+        with reading(db) as con:
+            rows = audit(con, groups, calendar, day=parse_day(grouping.day),
+                         table=grouping.table, **extra)
+    return groups, rows
+
+
+@grouped
 def reconcile_cmd(
-    by: ByOpt = None,
-    tz: TzOpt = None,
-    gaming_day_start: DayStartOpt = "06:00",
-    shifts: ShiftsOpt = "06:00,14:00,22:00",
-    day: DayOpt = None,
-    table: TableOpt = None,
+    grouping: Grouping,
     sigma: Annotated[float, typer.Option(
         min=0.0, help="Flag HOLD_VARIANCE when the variance is beyond this many standard "
                       "deviations (see docs/auditing.md).")] = DEFAULT_SIGMA,
@@ -85,15 +87,8 @@ def reconcile_cmd(
 
     Example: pitlog reconcile --by table --by day --tz America/New_York --format csv --out hold.csv
     """
-    tz = tz or "UTC"
-    calendar = Calendar.parse(tz, gaming_day_start, shifts)
-    groups = by or ["table"]
-    rows = ask(db_path(db), server, "/api/reconcile", by=groups, tz=tz, day=day, table=table,
-               gaming_day_start=gaming_day_start, shifts=shifts, sigma=sigma)
-    if rows is None:
-        with reading(db) as con:
-            rows = reconcile(con, groups, calendar, day=parse_day(day), table=table,
-                             sigma=sigma)
+    groups, rows = _grouped_rows(grouping, ["table"], "/api/reconcile", reconcile, db, server,
+                                 sigma=sigma)
     _emit(rows, format, out, "reconciliation", RECONCILE_SUMMARY, group_columns(groups), limit)
 
 
@@ -128,13 +123,9 @@ def ledger_cmd(
     _emit(rows, format, out, "ledger", LEDGER_SUMMARY, limit=limit)
 
 
+@grouped
 def conservation_cmd(
-    by: ByOpt = None,
-    tz: TzOpt = None,
-    gaming_day_start: DayStartOpt = "06:00",
-    shifts: ShiftsOpt = "06:00,14:00,22:00",
-    day: DayOpt = None,
-    table: TableOpt = None,
+    grouping: Grouping,
     limit: LimitOpt = None,
     db: DbOpt = None, format: FormatOpt = Format.table, out: OutOpt = None,
     server: ServerOpt = None,
@@ -145,14 +136,8 @@ def conservation_cmd(
 
     Example: pitlog conservation --tz America/New_York --format json
     """
-    tz = tz or "UTC"
-    calendar = Calendar.parse(tz, gaming_day_start, shifts)
-    groups = by or ["table", "day"]
-    rows = ask(db_path(db), server, "/api/conservation", by=groups, tz=tz, day=day,
-               table=table, gaming_day_start=gaming_day_start, shifts=shifts)
-    if rows is None:
-        with reading(db) as con:
-            rows = conservation(con, groups, calendar, day=parse_day(day), table=table)
+    groups, rows = _grouped_rows(grouping, ["table", "day"], "/api/conservation", conservation,
+                                 db, server)
     _emit(rows, format, out, "conservation", CONSERVATION_SUMMARY, group_columns(groups), limit)
     if any(not r["balanced"] for r in rows):
         raise typer.Exit(code=1)
