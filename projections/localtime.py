@@ -78,12 +78,17 @@ def clock(at: datetime | None, tz: tzinfo) -> str:
     return f"{t:%H:%M:%S} {t.tzname()}"
 
 
+def wall_clock(at: datetime | None, tz: tzinfo) -> str:
+    """`2026-11-28 21:14:07`: date and time to the second on the casino's clock, without the
+    zone's name: what a form's time field shows, and reads back (parse_local)."""
+    return "" if at is None else f"{local(at, tz):%Y-%m-%d %H:%M:%S}"
+
+
 def stamp(at: datetime | None, tz: tzinfo) -> str:
     """`2026-11-28 21:14:07 EST`: date, time to the second, zone."""
     if at is None:
         return ""
-    t = local(at, tz)
-    return f"{t:%Y-%m-%d %H:%M:%S} {t.tzname()}"
+    return f"{wall_clock(at, tz)} {local(at, tz).tzname()}"
 
 
 def iso(at: datetime | date | None) -> str | None:

@@ -25,6 +25,7 @@ import duckdb
 from events.errors import NotFoundError
 from events.reddog.theory import SPREADS, outcome_probabilities
 from projections import reconcile as rc
+from projections.localtime import clock, parse_zone
 from projections.money import dollars
 from projections.report_charts import escape, hold_chart, outcome_chart, timeline_chart
 from projections.statistics import chi_square_sf, pearson
@@ -135,7 +136,8 @@ def _anomalies(con: duckdb.DuckDBPyConnection, cal: rc.Calendar, day: date,
         extra = ", ".join(f'"{c}" AS {c}' if c in cols else f"NULL AS {c}"
                           for c in ANOMALY_DETAIL)
         if at is not None:
-            sql = (f'SELECT "{code}" AS code, timezone($tz, "{at}") AS local_at, {extra} '
+            sql = (f'SELECT "{code}" AS code, timezone($tz, "{at}") AS local_at, '
+                   f'"{at}" AS happened_at, {extra} '
                    f'FROM anomalies WHERE gaming_day("{at}", $tz, $day_start_minutes) = $day '
                    # Ties (two anomalies of one round at one moment) broken by code and
                    # explanation, so the same day always gives the same page.
@@ -144,6 +146,7 @@ def _anomalies(con: duckdb.DuckDBPyConnection, cal: rc.Calendar, day: date,
             detail = ", ".join(f'a."{c}" AS {c}' if c in cols else f"NULL AS {c}"
                                for c in ANOMALY_DETAIL)
             sql = (f'SELECT a."{code}" AS code, timezone($tz, r.started_at) AS local_at, '
+                   f'r.started_at AS happened_at, '
                    f'{detail} FROM anomalies AS a JOIN rounds AS r ON r.table_id = a."{table}" '
                    f'AND r.shoe_id = a.shoe_id AND r.round_no = a.round_no '
                    f'WHERE gaming_day(r.started_at, $tz, $day_start_minutes) = $day '
@@ -160,11 +163,15 @@ def _anomalies(con: duckdb.DuckDBPyConnection, cal: rc.Calendar, day: date,
     counts: dict[str, int] = {}
     for r in rows:
         counts[r["code"]] = counts.get(r["code"], 0) + 1
-    chart = timeline_chart([(r["code"], r["local_at"], _place(r)) for r in rows], span)
+    zone = parse_zone(cal.tz)
+    for r in rows:  # `21:14:07 EST`: the time on the casino's clock, its zone named
+        r["clock"] = clock(r["happened_at"], zone)
+    chart = timeline_chart([(r["code"], r["local_at"], r["clock"], _place(r)) for r in rows],
+                           span)
     body = [f'<tr data-group="{escape(c)}"><td>{escape(c)}</td>{_cell("count", n)}</tr>'
             for c, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
     listed = rows[:ANOMALY_LIST_MAX]
-    items = [f'<tr data-group="anomaly"><td>{r["local_at"]:%H:%M:%S}</td>'
+    items = [f'<tr data-group="anomaly"><td>{escape(r["clock"])}</td>'
              + _cell("code", r["code"])
              + _cell("severity", r["severity"], cls="attn" if r["severity"] == "high" else "")
              + _cell("table_id", r["table_id"]) + _cell("shoe_id", r["shoe_id"])

@@ -80,27 +80,28 @@ def hold_chart(items: Sequence[tuple[str, Decimal | None, Decimal | None, bool]]
         return _svg(fig, "hold against theoretical hold")
 
 
-def timeline_chart(points: Sequence[tuple[str, datetime, str]],
+def timeline_chart(points: Sequence[tuple[str, datetime, str, str]],
                    span: tuple[datetime, datetime]) -> str:
-    """One row per anomaly code (most frequent on top), a dot per anomaly at its local time,
-    its tooltip naming the code, time, table and round."""
+    """One row per anomaly code (most frequent on top), a dot per anomaly at its local time
+    (code, local time, that time as shown with its zone, place), its tooltip naming the code,
+    time, table and round."""
     counts: dict[str, int] = {}
-    for code, _, _ in points:
+    for code, *_ in points:
         counts[code] = counts.get(code, 0) + 1
     codes = sorted(counts, key=lambda c: (-counts[c], c))
     titles: list[str] = []
     with plt.rc_context(STYLE):  # type: ignore[arg-type]
         fig, ax = plt.subplots(figsize=(WIDTH, 0.32 * len(codes) + 0.9))
         palette = plt.get_cmap("tab10")
-        for n, (code, t, place) in enumerate(points):
+        for n, (code, t, when, place) in enumerate(points):
             i = codes.index(code)
             ax.scatter([mdates.date2num(t)], [i], s=28, alpha=0.7, color=palette(i % 10),
                        linewidths=0, gid=f"anomaly-dot-{n}")
-            titles.append(f"{code} at {t:%H:%M:%S}: {place}")
+            titles.append(f"{code} at {when}: {place}")
         ax.set_yticks(range(len(codes)), labels=[f"{c} ({counts[c]})" for c in codes])
         ax.set_ylim(len(codes) - 0.5, -0.5)  # the most frequent code on top
-        start = min([span[0], *(t for _, t, _ in points)])
-        end = max([span[1], *(t for _, t, _ in points)])
+        start = min([span[0], *(t for _, t, *_ in points)])
+        end = max([span[1], *(t for _, t, *_ in points)])
         ax.set_xlim(mdates.date2num(start - timedelta(minutes=5)),
                     mdates.date2num(end + timedelta(minutes=5)))
         tz = start.tzinfo

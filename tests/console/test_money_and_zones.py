@@ -14,10 +14,11 @@ from repo_paths import REPO
 
 from cli.people import shown_value
 from events.errors import PitlogError
-from projections.localtime import local, parse_zone, sql_zone
+from projections.localtime import local, parse_zone, sql_zone, stamp, wall_clock
 from projections.money import dollars
 from projections.reconcile import ReconcileError, zone_name
 from projections.serve.templates.base import money
+from projections.serve.templates.dispute import picker
 
 
 @pytest.mark.parametrize(("cents", "shown"), [
@@ -77,3 +78,23 @@ def test_duckdb_and_python_read_the_wall_clock_alike(given: str, at: datetime) -
         (wall,) = con.execute("SELECT timezone(?, ?::TIMESTAMPTZ)",
                               [sql_zone(parse_zone(given)), at]).fetchone()
     assert wall == local(at, parse_zone(given)).replace(tzinfo=None)
+
+
+def test_no_other_module_formats_a_time_for_people() -> None:
+    """A time shown to people to the second goes through projections/localtime.py (clock,
+    stamp, wall_clock), so it is on the casino's clock and, where shown, its zone is named.
+    export.py's format is the machines' ISO 8601 in UTC, not a time for people."""
+    found = [f"{p.relative_to(REPO)}:{n}" for folder in ("cli", "projections")
+             for p in sorted((REPO / folder).rglob("*")) if p.suffix in (".py", ".html")
+             and p.name not in ("localtime.py", "export.py")
+             for n, line in enumerate(p.read_text().splitlines(), 1) if "%H:%M:%S" in line]
+    assert found == []
+
+
+def test_the_dispute_form_shows_the_time_on_the_casino_clock_it_names() -> None:
+    new_york = parse_zone("America/New_York")
+    at = datetime(2026, 11, 29, 2, 14, 7, tzinfo=UTC)
+    form = picker(["T01"], new_york, "T01", at, None)
+    assert wall_clock(at, new_york) == "2026-11-28 21:14:07"
+    assert 'value="2026-11-28 21:14:07"' in form and "Local time (America/New_York)" in form
+    assert stamp(at, new_york) == "2026-11-28 21:14:07 EST"  # the same clock, zone named

@@ -12,6 +12,7 @@ from fractions import Fraction
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import duckdb
 import pytest
@@ -20,6 +21,7 @@ from repo_paths import REPO
 
 from events.reddog.model import SettledAs
 from events.reddog.theory import outcome_probabilities
+from projections.localtime import clock
 from projections.reconcile import Calendar
 from projections.report import build_report, chi_square, outcome_rows
 from projections.statistics import chi_square_sf, pearson
@@ -146,9 +148,17 @@ def test_report_charts_the_anomalies_of_the_day(tmp_path: Path) -> None:
     t.play("3D 9S KD", {1: 1000})
     with duckdb.connect(str(floor.build()), read_only=True) as con:
         report = build_report(con, NEW_YORK)
+        ((at,),) = con.execute("SELECT occurred_at FROM anomalies "
+                               "WHERE code = 'WRONG_PAYOUT'").fetchall()
     assert report.anomalies_note is None
     assert "WRONG_PAYOUT" in _cells(report.html).cells["anomalies"]
     assert report.html.count("<svg") == 4
+    # Its time on the casino's clock with the zone named, as everywhere (projections/localtime.py
+    # clock): in the list and in the dot's tooltip. 28 November in New York: EST.
+    shown = clock(at, ZoneInfo("America/New_York"))
+    assert re.fullmatch(r"\d\d:\d\d:\d\d EST", shown)
+    assert f'<tr data-group="anomaly"><td>{shown}</td>' in report.html
+    assert f"WRONG_PAYOUT at {shown}: " in report.html
 
 
 def test_report_reads_an_anomalies_view_placed_by_round(tmp_path: Path) -> None:
@@ -165,6 +175,8 @@ def test_report_reads_an_anomalies_view_placed_by_round(tmp_path: Path) -> None:
     listed = re.findall(r'<tr data-group="anomaly">.*?data-col="table_id" data-value="(\w+)"'
                         r'.*?data-col="round_no" data-value="(\d+)"', report.html)
     assert sorted(listed) == [("T01", "1"), ("T01", "2")]
+    times = re.findall(r'<tr data-group="anomaly"><td>([^<]*)</td>', report.html)
+    assert len(times) == 2 and all(re.fullmatch(r"\d\d:\d\d:\d\d EST", t) for t in times)
 
 
 def test_a_day_without_rounds_is_a_clear_error(db: Path) -> None:

@@ -13,7 +13,7 @@ from datetime import datetime, tzinfo
 from typing import Any
 
 from projections.dispute import Dispute
-from projections.localtime import local
+from projections.localtime import local, wall_clock
 from projections.moment import OutsideRound, RoundSpan
 from projections.serve.templates.base import (
     e,
@@ -167,7 +167,7 @@ def picker(tables: list[str], tz: tzinfo, table: str | None, at: datetime | None
     opts = "".join(f'<option{" selected" if t == table else ""}>{e(t)}</option>' for t in tables)
     if table and table not in tables:
         opts = f'<option selected>{e(table)}</option>' + opts
-    value = f"{local(at, tz):%Y-%m-%d %H:%M:%S}" if at else ""
+    value = wall_clock(at, tz)
     return (f'<form class="picker" method="get" action="/dispute">'
             f'<label>Table <select name="table">{opts}</select></label>'
             f'<label>Local time ({e(str(tz))}), 24-hour <input type="text" name="at" size="19" '
