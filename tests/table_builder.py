@@ -9,12 +9,17 @@ overridden); the recording itself and the by-the-rules round live here only.
 
 from __future__ import annotations
 
+import io
 import itertools
+import json
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from events.log.base import EventLog
+from events.log.embedded.log import EmbeddedLog
+from events.recording.ingest import ingest
 from events.recording.recorder import Recorder
 from events.reddog import model, rules
 from events.reddog.model import (
@@ -32,6 +37,7 @@ from events.reddog.model import (
     WagerKind,
 )
 from events.simulation.simulator import phrase
+from projections.projector import project
 
 # 18:00 in New York (EST, UTC-5) on 28 November 2026.
 EVENING = datetime(2026, 11, 28, 23, 0, tzinfo=UTC)
@@ -151,6 +157,21 @@ class TableBuilder:
         cards = labels.split() if isinstance(labels, str) else labels
         return self.emit(CardsRacked(cards=tuple(card(c) for c in cards)))
 
+    def open_spread(self, round_no: int = 1, cards: str = "3C QD", *, cents: int = 1000,
+                    closed: bool = True) -> dict[str, int]:
+        """Round `round_no` begun: seat 1 wagers `cents`, the two cards to the left and right
+        boxes (a spread: 3C QD is spread 8), "spread N" said and, unless `closed` is False,
+        "Raises closed"; the third card is the test's. Returns the seqs by name: w1, left,
+        right, spread and closed."""
+        self.round_no = round_no
+        first, second = (card(c) for c in cards.split())
+        seqs = {"w1": self.wager(1, cents), "left": self.draw(first, Box.LEFT),
+                "right": self.draw(second, Box.RIGHT)}
+        seqs["spread"] = self.say(Meaning.SPREAD, rules.classify(first.rank, second.rank).spread)
+        if closed:
+            seqs["closed"] = self.say(Meaning.RAISES_CLOSED)
+        return seqs
+
     # --- a whole round --------------------------------------------------------------------------
 
     def deal_round(self, cards: str, wagers: dict[int, int] | None = None,
@@ -213,3 +234,19 @@ def record_events(log: EventLog, per_table: dict[str, int], run: str = "e") -> R
                 i += 1
     recorder.flush()
     return recorder
+
+
+def project_device_lines(lines: list[dict[str, object]], folder: Path) -> Path:
+    """Device lines (JSON objects, as `pitlog ingest` reads them) recorded to a new embedded log
+    in `folder`/log through the real ingest, every line accepted, then projected: the store,
+    `folder`/pitlog.duckdb."""
+    log = EmbeddedLog(folder / "log")
+    try:
+        report = ingest(io.BytesIO("\n".join(json.dumps(x) for x in lines).encode()), log,
+                        source="devices", quarantine=folder / "q.jsonl")
+        assert report.rejected == 0
+        db = folder / "pitlog.duckdb"
+        project(log, db)
+    finally:
+        log.close()
+    return db

@@ -11,8 +11,6 @@ seq says otherwise (the exact code and seqs). Money in integer cents.
 
 from __future__ import annotations
 
-import io
-import json
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -21,9 +19,9 @@ import duckdb
 import pytest
 from live_support import differences
 from surveillance_pit import EVENING
+from table_builder import project_device_lines
 
 from events.log.embedded.log import EmbeddedLog
-from events.recording.ingest import ingest
 from projections.anomalies import STORED, AnomalyFilter, list_anomalies
 from projections.projector import project
 
@@ -314,12 +312,7 @@ def judged(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     """Every case on its own table in one log, projected once."""
     tmp = tmp_path_factory.mktemp("game_order")
     lines = [d for name, case in CASES.items() for d in _device_lines(name, case)]
-    log = EmbeddedLog(tmp / "log")
-    report = ingest(io.BytesIO("\n".join(json.dumps(x) for x in lines).encode()), log,
-                    source="devices", quarantine=tmp / "q.jsonl")
-    assert report.rejected == 0
-    db = tmp / "pitlog.duckdb"
-    project(log, db)
+    db = project_device_lines(lines, tmp)
     with duckdb.connect(str(db), read_only=True) as con:
         seqs = con.execute("SELECT table_id, event_type, occurred_at, seq FROM events").fetchall()
         ledger = con.execute(
@@ -329,8 +322,8 @@ def judged(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
         rows = list_anomalies(con, AnomalyFilter())
         found = [(a["table_id"], a["code"], a["seqs"]) for a in rows]
         explained = {(a["table_id"], a["code"]): a["explanation"] for a in rows}
-    records = [(r.key, r.value) for batch in log.read() for r in batch]
-    log.close()
+    with EmbeddedLog(tmp / "log", create=False) as log:
+        records = [(r.key, r.value) for batch in log.read() for r in batch]
     return {"seqs": {(t, k, at): s for t, k, at, s in seqs},
             "ledger": ledger, "found": found, "explained": explained, "records": records}
 

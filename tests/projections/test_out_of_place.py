@@ -27,15 +27,6 @@ from events.reddog.model import BurnReason, CardDrawn, Fault, Meaning
 SPREAD, RAISES_CLOSED, THIRD_CARD = Meaning.SPREAD, Meaning.RAISES_CLOSED, Meaning.THIRD_CARD
 
 
-def _spread_opening(pit: Pit, s: Seqs) -> None:
-    """Round 1: seat 1 wagers $10 on 3C QD (spread 8), "Raises closed"."""
-    pit.begin(1)
-    s["w1"] = pit.wager(1, 1000)
-    s["l"], s["r"] = pit.draw("3C", LEFT), pit.draw("QD", RIGHT)
-    pit.say(SPREAD, 8)
-    s["closed"] = pit.say(RAISES_CLOSED)
-
-
 def _nine_paid(pit: Pit, s: Seqs, racked: str = "3C QD 9H") -> None:
     """9H to the middle box decides for the players; seat 1's $10 paid at 1 to 1; racked."""
     s["third"] = pit.draw("9H", MIDDLE)
@@ -50,7 +41,7 @@ def _burn_after_raises_closed(round_no: int | None) -> Callable[[Path], tuple[Pi
     face down, deals 9H to the middle box and pays. The burn carries `round_no`."""
     def build(tmp: Path) -> tuple[Pit, Seqs]:
         pit, s = opened(tmp), {}
-        _spread_opening(pit, s)
+        s.update(pit.open_spread())  # round 1: seat 1 $10 on 3C QD, "Raises closed"
         pit.round_no = round_no
         s["burn"] = pit.burn("2S", BurnReason.OTHER)
         pit.round_no = 1
@@ -64,7 +55,7 @@ def _second_card_burned(tmp: Path) -> tuple[Pit, Seqs]:
     pit, s = opened(tmp), {}
     pit.begin(1)
     s["w1"] = pit.wager(1, 1000)
-    s["l"] = pit.draw("3C", LEFT)
+    s["left"] = pit.draw("3C", LEFT)
     s["burn"] = pit.burn("4D", BurnReason.OTHER)
     pit.draw("QD", RIGHT)
     pit.say(SPREAD, 8)
@@ -93,7 +84,7 @@ def _void_after_a_losing_third_card(tmp: Path) -> tuple[Pit, Seqs]:
     """The reviewer's F3: 2S decides (the players lose), the dealer records RoundVoided and
     returns the wager."""
     pit, s = opened(tmp), {}
-    _spread_opening(pit, s)
+    s.update(pit.open_spread())
     s["third"] = pit.draw("2S", MIDDLE)
     pit.say(THIRD_CARD, 2)
     s["void"] = pit.emit(model.RoundVoided(reason="dealer's call"))
@@ -109,7 +100,7 @@ def _void_before_the_third_card(tmp: Path) -> tuple[Pit, Seqs]:
     by analogy), so the void voids nothing and is flagged; the wager returned before any
     decision is SETTLED_BEFORE_DECISION."""
     pit, s = opened(tmp), {}
-    _spread_opening(pit, s)
+    s.update(pit.open_spread())
     s["void"] = pit.emit(model.RoundVoided(reason="dealer's call"))
     pit.settle(1, ORIGINAL, VOID, 1000)
     pit.rack("3C QD")
@@ -154,7 +145,7 @@ def _card_with_no_round_hides_the_third_card(tmp: Path) -> tuple[Pit, Seqs]:
     """The reviewer's F4: after "Raises closed" the losing 2S is recorded with no round, 9H to
     the middle box decides in the views, and the dealer pays."""
     pit, s = opened(tmp), {}
-    _spread_opening(pit, s)
+    s.update(pit.open_spread())
     pit.round_no = None
     s["hidden"] = pit.draw("2S", MIDDLE)
     pit.round_no = 1
@@ -182,7 +173,7 @@ def _card_drawn_twice(tmp: Path) -> tuple[Pit, Seqs]:
     pit.tampered("duplicate", CardDrawn(rank=c.rank, suit=c.suit, face_up=True,
                                         destination=LEFT))
     s["copy"] = pit.recorder.heads[pit.table_id].seq
-    s["l"] = s["copy"] - 1
+    s["left"] = s["copy"] - 1
     pit.draw("QD", RIGHT)
     pit.say(SPREAD, 7)
     pit.say(RAISES_CLOSED)
@@ -195,13 +186,13 @@ IRREGULAR_WON = ("IRREGULAR_ROUND", "WON", 1000, 0, 0)
 CASES: dict[str, tuple[Callable[[Path], tuple[Pit, Seqs]],
                        list[tuple[str, int | None, list[str]]], Ledger]] = {
     "burn_after_raises_closed": (
-        _burn_after_raises_closed(1), [("BURN_DURING_ROUND", 1, ["l", "burn"])],
+        _burn_after_raises_closed(1), [("BURN_DURING_ROUND", 1, ["left", "burn"])],
         {(1, "ORIGINAL"): IRREGULAR_WON}),
     "burn_with_no_round_after_raises_closed": (
-        _burn_after_raises_closed(None), [("BURN_DURING_ROUND", 1, ["l", "burn"])],
+        _burn_after_raises_closed(None), [("BURN_DURING_ROUND", 1, ["left", "burn"])],
         {(1, "ORIGINAL"): IRREGULAR_WON}),
     "second_card_burned": (
-        _second_card_burned, [("BURN_DURING_ROUND", 1, ["l", "burn"])],
+        _second_card_burned, [("BURN_DURING_ROUND", 1, ["left", "burn"])],
         {(1, "ORIGINAL"): IRREGULAR_WON}),
     "burns_at_a_new_shoe_and_a_new_dealer": (
         _burns_where_the_rules_put_them, [], {(1, "ORIGINAL"): OK_WON}),
@@ -226,7 +217,7 @@ CASES: dict[str, tuple[Callable[[Path], tuple[Pit, Seqs]],
         _card_from_a_closed_shoe, [("CARD_OUTSIDE_ROUND", 2, ["closed", "late"])],
         {(1, "ORIGINAL"): OK_WON}),
     "card_event_recorded_twice": (
-        _card_drawn_twice, [("DUPLICATE_EVENT", 1, ["l", "copy"])], {(1, "ORIGINAL"): OK_WON}),
+        _card_drawn_twice, [("DUPLICATE_EVENT", 1, ["left", "copy"])], {(1, "ORIGINAL"): OK_WON}),
 }
 
 

@@ -9,22 +9,18 @@ ledger's verdict in integer cents, and the card the rounds view and the dispute 
 
 from __future__ import annotations
 
-import io
-import json
 from datetime import timedelta
 from pathlib import Path
 
 import duckdb
 import pytest
 from surveillance_pit import EVENING, LEFT, MIDDLE, ORIGINAL, RIGHT, WON, Pit, opened
+from table_builder import project_device_lines
 
-from events.log.embedded.log import EmbeddedLog
-from events.recording.ingest import ingest
 from events.reddog import model
 from events.reddog.model import Box, Meaning, Suit
 from projections.anomalies import AnomalyFilter, list_anomalies
 from projections.dispute import dispute
-from projections.projector import project
 
 RACK = Box.DISCARD_RACK
 PAIR, SPREAD, RAISES_CLOSED = Meaning.PAIR, Meaning.SPREAD, Meaning.RAISES_CLOSED
@@ -62,20 +58,6 @@ def _dispute_roles(db: Path, round_no: int = 1) -> dict[str, str | None]:
     with duckdb.connect(str(db), read_only=True) as con:
         d = dispute(con, "T01", shoe="S1", round_no=round_no)
     return {c["card"]: c["role"] for c in d.cards}
-
-
-def _spread_3c_qd(tmp_path: Path, *, closed: bool = True, decks: int = 6) -> tuple[Pit, Seqs]:
-    """Round 1 begun at a fresh table: seat 1 wagers $10, 3C to the left box, QD to the right,
-    "spread 8" and (unless `closed` is False) "Raises closed"."""
-    pit, s = opened(tmp_path, "nj-casino", decks=decks), {}
-    pit.begin(1)
-    s["w1"] = pit.wager(1, 1000)
-    pit.draw("3C", LEFT)
-    pit.draw("QD", RIGHT)
-    pit.say(SPREAD, 8)
-    if closed:
-        s["closed"] = pit.say(RAISES_CLOSED)
-    return pit, s
 
 
 # --- F2: a card racked between the first two is the second card ---------------------------------
@@ -126,7 +108,8 @@ def test_a_card_drawn_in_error_decides_where_it_came_out(tmp_path: Path) -> None
     the middle box instead and pays. 13:47-20.31(g)2: "A card drawn in error without its face
     being exposed shall be used as though it were the next card from the shoe": the 2S is the
     third card and the players lose."""
-    pit, s = _spread_3c_qd(tmp_path)
+    pit = opened(tmp_path)
+    s = pit.open_spread()  # seat 1 $10 on 3C QD, "spread 8", "Raises closed"
     s["error"] = pit.emit(model.CardDrawnInError(rank=2, suit=Suit.SPADES))
     s["dealt"] = pit.draw("9H", MIDDLE)
     pit.say(THIRD_CARD, 9)
@@ -216,7 +199,8 @@ def test_a_card_drawn_in_error_then_racked_is_one_card(tmp_path: Path) -> None:
     card ((g)2: the next card; (d)15: racked once), so no CARD_UNACCOUNTED and no EXTRA_CARD; it
     is the deciding third card, put in the rack (THIRD_CARD_DIVERTED). Both win: the payment is
     right."""
-    pit, s = _spread_3c_qd(tmp_path, decks=1)
+    pit = opened(tmp_path, decks=1)
+    s = pit.open_spread()
     s["error"] = pit.emit(model.CardDrawnInError(rank=8, suit=Suit.HEARTS))
     s["racked"] = pit.draw("8H", RACK)
     s["middle"] = pit.draw("9S", MIDDLE)
@@ -238,7 +222,8 @@ def test_with_no_raises_closed_the_third_card_out_decides_wherever_it_went(
     """3C QD, "spread 8", no "Raises closed": 2S (a loser) comes out to `box`, then 9H to the
     middle box is announced and paid. Nothing discarded the 2S ((g)3 discards a card only in
     favour of one dealt after "Raises closed"), so it decides, whatever box it went to."""
-    pit, s = _spread_3c_qd(tmp_path, closed=False)
+    pit = opened(tmp_path)
+    s = pit.open_spread(closed=False)
     s["exposed"] = pit.draw("2S", box)
     s["next"] = pit.draw("9H", MIDDLE)
     pit.say(THIRD_CARD, 9)
@@ -302,12 +287,7 @@ def test_lines_from_two_devices_out_of_time_order_are_judged_in_game_order(
                      {"rank": 9, "suit": "S"}, {"rank": 8, "suit": "H"}]),
         _line("ShoeClosed", 7, 18, shoe, None, cards_remaining=40),
     ]
-    log = EmbeddedLog(tmp_path / "log")
-    report = ingest(io.BytesIO("\n".join(json.dumps(x) for x in lines).encode()), log,
-                    source="devices", quarantine=tmp_path / "q.jsonl")
-    assert report.rejected == 0
-    db = tmp_path / "pitlog.duckdb"
-    project(log, db)
+    db = project_device_lines(lines, tmp_path)
     with duckdb.connect(str(db), read_only=True) as con:
         seq = dict(con.execute("SELECT seq, event_type FROM events").fetchall())
         by = {(t, s): q for q, t, s in con.execute(
