@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import fields
 from pathlib import Path
 
 import duckdb
@@ -14,6 +15,7 @@ from simulated import simulated_db
 from typer.testing import CliRunner
 
 from cli.app import PANELS, app
+from cli.options import Grouping
 from events.log.embedded.log import EmbeddedLog
 from events.simulation.simulator import SimConfig, simulate
 
@@ -185,6 +187,20 @@ def test_options_meaning_the_same_thing_share_one_name() -> None:
         assert {"--db", "--format", "--out", "--limit", "--server"} <= names, name
     for name in ("simulate", "ingest", "project", "verify", "serve"):
         assert "--log" in {s for o in _options(commands[name]) for s in _spellings(o)}, name
+
+
+def test_the_grouped_audits_take_the_grouping_options_of_cli_options() -> None:
+    """reconcile and conservation: the six grouping options come first, from Grouping alone
+    (cli/options.py), so their spellings, help and defaults cannot drift apart."""
+    commands = _commands()
+    grouping = [f.name for f in fields(Grouping)]
+    shown = {name: [(o.name, _spellings(o), o.help, o.default)  # type: ignore[attr-defined]
+                    for o in _options(commands[name])[:len(grouping)]]
+             for name in ("reconcile", "conservation")}
+    assert [o[0] for o in shown["reconcile"]] == grouping
+    assert shown["reconcile"] == shown["conservation"]
+    assert shown["reconcile"][2][1:] == (("--gaming-day-start",),
+                                         "When the gaming day begins, local HH:MM.", "06:00")
 
 
 def test_demo_says_why_it_takes_a_folder() -> None:
