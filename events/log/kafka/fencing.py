@@ -1,61 +1,11 @@
 """Writer concurrency on Kafka: compare-and-append per table, by transactional-producer fencing.
 
 `FencedKafkaLog.append_expecting(items, expected)` appends a table's events only if the table's last
-committed event still ends with `expected[table]` (the hash the recorder's batch continues from;
-None: the table has no events), else ConcurrencyError: the contract of the embedded log's
-method of the same name (issue 6, point 5; docs/integrity.md).
-
-How. Each table has one transactional.id, ``pitlog.<topic>.<table>``, and every writer of the
-table appends through a transactional producer with that id, so the broker lets at most one of
-them hold the table at a time:
-
-1. Open (first append of a table in this process, or after a failure): a producer with the id
-   calls `init_transactions`. The transaction coordinator bumps the id's epoch, which fences
-   every older producer of the id (their later sends and commits fail), aborts an open
-   transaction of theirs and waits for one being committed to finish. Then this writer waits
-   until the partition's last stable offset (LSO) reaches its high watermark as of now (every
-   transaction with records below it is decided) and reads the table's last committed record
-   up to there, with a ``read_committed`` consumer, from where it last looked.
-2. Check: each table's last record must end with the expected hash, else ConcurrencyError
-   before anything is sent.
-3. Write: one transaction per table: begin, send, flush, commit; then the table's cached last
-   record is the batch's last one.
-
-Why it holds. A commit succeeds only if the coordinator handles the EndTxn while the
-producer's epoch is the newest. Take a commit by writer A of table T. Every producer of T that
-called init_transactions before A is fenced for good, and none called it after A did and before
-A's commit (that would have fenced A). So the records of T committed before A's commit are: the
-ones committed before A's init_transactions returned, which A read in step 1 (the init waited
-for them to be decided, and the read went up to a stable offset past them), plus A's own
-commits, which A cached. So A's check in step 2 was against the true last record, and no one
-else can commit between the check and A's commit: compare-and-append per table. The loser of
-a race (fenced, or finding a new last record) gets ConcurrencyError, and nothing of its batch
-becomes visible: a fenced or aborted transaction is skipped by every ``read_committed`` reader,
-and every pitlog reader is one (events/log/kafka/log.py, consumer_settings).
-
-The hot path reads nothing: while a writer holds a table, no one else can commit to it, so its
-cache is exact. Only opening (or a failure) reads the log, and only what is new since the last
-look (per partition) or since this writer's own last commit (per table).
-
-Failures. After any error inside a transaction the producer is discarded (kafka-python may have
-bumped its epoch or kept records for a later transaction), and the batch's fate is settled by
-reading the log: when the error says the producer was fenced, this writer first waits for the
-partition to be stable and reads, without fencing anyone back; otherwise (or if that is
-inconclusive) it opens the table again (step 1). Then: the batch's last record is on the log
--> it was committed (a commit whose reply was lost): success; the table's last record is still
-the expected one -> nothing happened: retry, until `timeout_s`; else -> ConcurrencyError.
-
-Tables of one batch are separate transactions (one transactional.id each), committed in
-parallel. A conflict found before the commits appends nothing (every table is checked first,
-and a failed send aborts every transaction of the batch), but a fence that lands during the
-commits can leave some tables appended and others not: then ConcurrencyError.recorded names
-the tables appended, and the recorder keeps those and drops the rest.
-
-Only writers that go through `append_expecting` are fenced. A plain `KafkaLog.append` of the
-same log object (the simulator's tampered events) updates the cache; one from elsewhere (the
-benchmarks, a foreign producer) is not seen, so run those only on tables no recorder writes.
-Records that are not pitlog events are skipped when looking for a table's last record, as
-`events.recording.recorder.scan_heads` skips them.
+committed event still ends with `expected[table]` (None: the table has no events), else
+ConcurrencyError: the contract of the embedded log's method of the same name. Each table has one
+transactional.id, ``pitlog.<topic>.<table>``, so the broker lets one writer hold a table at a time;
+the steps (open, check, write), why they hold, failures and batches of several tables are in
+docs/integrity.md, "Kafka: one transactional producer per table".
 """
 
 from __future__ import annotations
