@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
-from surveillance_pit import LEFT, MIDDLE, ORIGINAL, RIGHT, WON, Pit, opened
+from surveillance_pit import MIDDLE, ORIGINAL, WON, Pit, opened
 from test_out_of_place import _card_drawn_twice
 
 from events.reddog import model
@@ -38,18 +38,6 @@ def _ledger(pit: Pit) -> dict[int, tuple[object, ...]]:
             "expected_collected_cents, expected_returned_cents FROM ledger "
             "WHERE seat = 1 AND wager_kind = 'ORIGINAL' ORDER BY round_no").fetchall()
     return {r: tuple(rest) for r, *rest in got}
-
-
-def _spread_3c_qd(tmp: Path, decks: int = 6) -> tuple[Pit, Seqs]:
-    """Round 1: seat 1 wagers $10 on 3C QD (spread 8), "Raises closed"."""
-    pit, s = opened(tmp, decks=decks), {}
-    pit.begin(1)
-    s["w1"] = pit.wager(1, 1000)
-    s["l"] = pit.draw("3C", LEFT)
-    pit.draw("QD", RIGHT)
-    pit.say(Meaning.SPREAD, 8)
-    s["closed"] = pit.say(Meaning.RAISES_CLOSED)
-    return pit, s
 
 
 def _nine_paid(pit: Pit, s: Seqs, racked: str = "3C QD 9H") -> None:
@@ -97,7 +85,8 @@ def test_a_card_with_no_round_racked_with_a_round_is_accounted_for(tmp_path: Pat
     """The reviewer's F4 card (2S recorded with no round after "Raises closed"), racked with the
     round's cards: in the rack, so not CARD_UNACCOUNTED; the round's rack holds a card its round
     did not deal (DISCARD_RACK_ORDER)."""
-    pit, s = _spread_3c_qd(tmp_path)
+    pit = opened(tmp_path)
+    s = pit.open_spread()  # seat 1 $10 on 3C QD, "spread 8", "Raises closed"
     pit.round_no = None
     s["hidden"] = pit.draw("2S", MIDDLE)
     pit.round_no = 1
@@ -116,7 +105,8 @@ def test_a_card_found_face_up_then_racked_is_one_card(tmp_path: Path) -> None:
     the discard rack": one physical card, no card of the round. Before, it was counted twice
     (EXTRA_CARD in a one-deck shoe) and its CardDrawn decided the round (THIRD_CARD_DIVERTED,
     CARD_UNACCOUNTED). Now nothing is flagged and 9H decides."""
-    pit, s = _spread_3c_qd(tmp_path, decks=1)
+    pit = opened(tmp_path, decks=1)
+    s = pit.open_spread()
     s["up"] = pit.emit(model.CardFoundFaceUp(rank=8, suit=Suit.HEARTS))
     s["racked"] = pit.draw("8H", RACK)
     _nine_paid(pit, s)
@@ -125,8 +115,8 @@ def test_a_card_found_face_up_then_racked_is_one_card(tmp_path: Path) -> None:
     db = pit.folder / "pitlog.duckdb"
     with duckdb.connect(str(db), read_only=True) as con:
         assert con.execute("SELECT middle_card, third_card_seq, card_seqs, outcome FROM rounds"
-                           ).fetchall() == [("9H", s["third"], [s["l"], s["l"] + 1, s["third"]],
-                                             "won")]
+                           ).fetchall() == [
+                               ("9H", s["third"], [s["left"], s["left"] + 1, s["third"]], "won")]
         assert con.execute("SELECT dealt, racked_in_dealing_order FROM hands").fetchall() == [
             ("3C QD 9H", True)]
         d = dispute(con, "T01", shoe="S1", round_no=1)
@@ -137,7 +127,8 @@ def test_a_card_found_face_up_then_racked_is_one_card(tmp_path: Path) -> None:
 def test_a_card_found_face_up_then_dealt_to_a_box_is_still_used(tmp_path: Path) -> None:
     """The same 8H dealt to the middle box instead: FACE_UP_CARD_USED, it is the third card
     (one card, no EXTRA_CARD in the one-deck shoe), and it wins."""
-    pit, s = _spread_3c_qd(tmp_path, decks=1)
+    pit = opened(tmp_path, decks=1)
+    s = pit.open_spread()
     s["up"] = pit.emit(model.CardFoundFaceUp(rank=8, suit=Suit.HEARTS))
     s["used"] = pit.draw("8H", MIDDLE)
     pit.say(Meaning.THIRD_CARD, 8)
@@ -157,14 +148,15 @@ def test_a_card_for_another_round_does_not_hide_a_later_burn(tmp_path: Path) -> 
     round it lies inside, its own first: BURN_DURING_ROUND in round 1 (its first card and the
     burn). The 9H, dealt for round 1 after round 5's card, is CARD_OUTSIDE_ROUND; the rack and
     round 5's lone card are judged as before."""
-    pit, s = _spread_3c_qd(tmp_path)
+    pit = opened(tmp_path)
+    s = pit.open_spread()  # seat 1 $10 on 3C QD, "spread 8", "Raises closed"
     pit.round_no = 5
     s["misplaced"] = pit.draw("4D", RACK)
     pit.round_no = 1
     s["burn"] = pit.burn("2S", BurnReason.OTHER)
     _nine_paid(pit, s, "3C QD 4D 9H")
     assert _found(pit, s) == [
-        ("BURN_DURING_ROUND", 1, [s["l"], s["burn"]]),
+        ("BURN_DURING_ROUND", 1, [s["left"], s["burn"]]),
         ("CARD_OUTSIDE_ROUND", 1, [s["misplaced"], s["third"]]),
         ("DISCARD_RACK_ORDER", 1, [s["rack"]]),
         ("DISCARD_RACK_ORDER", 5, [s["misplaced"]]),
@@ -223,8 +215,8 @@ def test_a_card_recorded_twice_shows_once_in_the_dispute_and_is_marked_in_the_re
         d = dispute(con, "T01", shoe="S1", round_no=1)
         replay = replay_shoe(con, "S1", "T01")
     assert [(c["card"], c["drawn_seq"], c["note"]) for c in d.cards] == [
-        ("4S", s["l"], ""), ("QD", s["l"] + 2, ""), ("9H", s["third"], "")]
+        ("4S", s["left"], ""), ("QD", s["left"] + 2, ""), ("9H", s["third"], "")]
     roles = {e["seq"]: e["role"] for e in replay.events}
     assert roles[s["copy"]] == ("recorded again (the event id of an earlier card event): "
                                 "one card, counted once")
-    assert roles[s["l"]] is None  # the first copy: the first card, on its box
+    assert roles[s["left"]] is None  # the first copy: the first card, on its box
