@@ -28,9 +28,11 @@ import numpy as np
 import pyarrow as pa
 
 from events.errors import LogCorruptError, ProjectionError
-from events.log.base import EventLog, LogRecord, record_digest
+from events.log.base import EventLog, FrameBatch, LogRecord, record_digest
 from events.wire import codec
 from events.wire.batch_decode import BatchDecoder
+from events.wire.native_decode import NativeDecoder
+from projections import frames as _frames
 from projections import store as _store
 from projections.alerts import Publisher
 from projections.anomalies import memory_error
@@ -196,7 +198,7 @@ def _project_batches(con: duckdb.DuckDBPyConnection, log: EventLog, loader: _Bat
     start = dict(positions)
     damaged: dict[int, str] = {}
 
-    def load(batch: list[LogRecord]) -> None:
+    def load(batch: list[LogRecord] | _frames.Frames) -> None:
         nonlocal report
         projected, quarantined, after = loader.load(batch)
         start.update(after)
@@ -221,6 +223,21 @@ def _project_batches(con: duckdb.DuckDBPyConnection, log: EventLog, loader: _Bat
             load(list(pending))
             pending.clear()
 
+    if _frames.enabled(log):
+        # The bulk path (projections/frames.py): buffers of bytes, no object per record. A
+        # damaged partition stops it; the record path below then goes on from where it got
+        # and says where, exactly as it would have from the start.
+        parts: list[FrameBatch] = []
+        try:
+            for part in _frames.read_frames(log, start, ends, batch_size):  # type: ignore[arg-type]
+                if parts and sum(map(len, parts)) + len(part) > batch_size:
+                    load(_frames.Frames.of(parts))
+                    parts = []
+                parts.append(part)
+        except LogCorruptError:
+            pass
+        if parts:
+            load(_frames.Frames.of(parts))
     while True:
         try:
             for batch in log.read(start, max_batch=batch_size):
@@ -271,6 +288,12 @@ def _decoder(reg: codec.SchemaRegistry, schema: pa.Schema) -> BatchDecoder:
     return BatchDecoder(reg, schema)
 
 
+@lru_cache(maxsize=8)
+def _native_decoder(reg: codec.SchemaRegistry, schema: pa.Schema) -> NativeDecoder:
+    """The bulk path's decoder (projections/frames.py), kept as _decoder is."""
+    return NativeDecoder(reg, schema)
+
+
 class _BatchLoader:
     """Decodes one batch and commits it, with its quarantine and checkpoint, atomically."""
 
@@ -288,6 +311,7 @@ class _BatchLoader:
         self.reg = reg
         positions = {"log_partition", "log_offset", "hash_ok"}
         self.decoder = _decoder(reg, pa.schema([f for f in schema if f.name not in positions]))
+        self.decoded_schema = self.decoder.schema
         # INSERT BY NAME: the table's column order may differ from the schemas' order once a
         # migration has appended a column (store.ensure_schema).
         self.insert_sql = "INSERT INTO events BY NAME SELECT * FROM pitlog_batch"
@@ -359,12 +383,14 @@ class _BatchLoader:
                 con.unregister("pitlog_quarantine")
         return n_rows, len(bad), ends
 
-    def _positions(self, batch: list[LogRecord]
+    def _positions(self, batch: list[LogRecord] | _frames.Frames
                    ) -> tuple[dict[int, int], dict[int, int], dict[int, LogRecord]]:
         """The first offset, the next offset after the batch and the last record, per
         partition. A position
         that does not come after the one before it in its partition (a record handed over
         twice, as an at-least-once reader may) refuses the whole batch."""
+        if isinstance(batch, _frames.Frames):
+            return batch.positions(lambda why: self._refusal(batch, why))
         starts: dict[int, int] = {}
         last: dict[int, int] = {}
         lasts: dict[int, LogRecord] = {}
@@ -410,12 +436,15 @@ class _BatchLoader:
             f"({why}); nothing of this batch was written. Rebuild into a fresh database if "
             f"the checkpoints were lost")
 
-    def decode(self, batch: list[LogRecord]) -> tuple[pa.Table, list[tuple[LogRecord, str]]]:
+    def decode(self, batch: list[LogRecord] | _frames.Frames
+               ) -> tuple[pa.Table, list[tuple[LogRecord, str]]]:
         """The hot path: the batch's rows as one Arrow table, and its refusals. The rows are
         grouped by record key (the table id), each table's in log order: a table's rows then
         lie together in the file, so the anomaly rules, evaluated a few tables at a time
         (anomalies.refresh_stored_anomalies), can skip the row groups that hold only other
-        tables."""
+        tables. A batch of frames takes the bulk path (projections/frames.py), the same rows."""
+        if isinstance(batch, _frames.Frames):
+            return _frames.decode_frames(_native_decoder(self.reg, self.decoded_schema), batch)
         batch = _by_key(batch)
         result = self.decoder.decode([rec.value for rec in batch])
         n = len(batch)
