@@ -28,6 +28,9 @@ from __future__ import annotations
 import io
 import json
 import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -147,10 +150,15 @@ class NativeDecoder:
             data = b"".join((header, _zigzag(len(rows)), _zigzag(at[g + 1] - at[g]),
                              framed[-1][at[g]:at[g + 1]], _NONCE))
             try:
-                table = pl.read_avro(io.BytesIO(data)).to_arrow()
+                with _quiet_stderr():
+                    table = pl.read_avro(io.BytesIO(data)).to_arrow()
                 ok, columns = _columns(plan, table)
-            except (pl.exceptions.PolarsError, pa.ArrowInvalid, OSError):
-                slow.append(rows)  # hostile bytes: the reference says which, and why
+            except (KeyboardInterrupt, SystemExit):
+                raise
+            except BaseException:  # noqa: BLE001 (a Rust panic is a BaseException)
+                # Hostile bytes: polars refused them, or panicked reading past the block
+                # (pyo3's PanicException); the reference says which message, and why.
+                slow.append(rows)
                 continue
             if not ok.all():
                 slow.append(rows[~ok])
@@ -190,6 +198,23 @@ class NativeDecoder:
         if not np.array_equal(order, np.arange(len(order))):
             table = table.take(pa.array(order))
         return BatchResult(table.combine_chunks(), fast[order], bad, native)
+
+
+@contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """File descriptor 2 closed to the reader's panic message while it runs: hostile bytes can
+    make polars panic (caught above), and Rust prints the panic before Python sees it; the
+    user sees the projector's own quarantine reason instead, never a Rust backtrace."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)
 
 
 def _frame(buf: bytes, start: Array, end: Array, group: Array, whole: Array
