@@ -38,8 +38,9 @@ import pyarrow as pa  # noqa: E402
 
 from events.log.embedded.log import EmbeddedLog  # noqa: E402
 from events.wire import codec  # noqa: E402
+from events.wire.avro_writer import long_bytes  # noqa: E402
 from events.wire.batch_plan import plan  # noqa: E402
-from events.wire.native_decode import _convert, _zigzag  # noqa: E402
+from events.wire.native_decode import _convert, container_header  # noqa: E402
 from projections import store  # noqa: E402
 from projections.projector import DEFAULT_BATCH_SIZE, project  # noqa: E402
 
@@ -70,11 +71,7 @@ def _container(sv: codec.SchemaVersion) -> tuple[bytes, bytes]:
 
     schema = inline(codec._strip_logical_types(json.loads(sv.path.read_text())))
     sync = os.urandom(16)
-    meta = {b"avro.schema": json.dumps(schema).encode(), b"avro.codec": b"null"}
-    out = bytearray(b"Obj\x01") + _zigzag(len(meta))
-    for k, v in meta.items():
-        out += _zigzag(len(k)) + k + _zigzag(len(v)) + v
-    return bytes(out + b"\x00" + sync), sync
+    return container_header(schema, sync), sync
 
 
 def native_load(log: EmbeddedLog, con: duckdb.DuckDBPyConnection, batch_size: int) -> int:
@@ -102,7 +99,7 @@ def native_load(log: EmbeddedLog, con: duckdb.DuckDBPyConnection, batch_size: in
                     (fb.value_at[rows] + codec.HEADER_LEN).tolist(), fb.end[rows].tolist(),
                     strict=True)])
                 t = pl.read_avro(io.BytesIO(b"".join(
-                    (head, _zigzag(len(rows)), _zigzag(len(body)), body, sync)))).to_arrow()
+                    (head, long_bytes(len(rows)), long_bytes(len(body)), body, sync)))).to_arrow()
                 cols = {name: (_convert(enums[name], col.combine_chunks())[0]
                                if name in enums else col).cast(types[name])
                         for name, col in zip(t.column_names, t.columns, strict=True)

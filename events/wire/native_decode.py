@@ -38,6 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from events.wire import codec
+from events.wire.avro_writer import long_bytes
 from events.wire.batch_decode import BatchDecoder, BatchResult, _validate
 from events.wire.batch_plan import Op, Plan
 
@@ -46,16 +47,6 @@ _END = "_pitlog_end"
 _I32 = (-(2 ** 31), 2 ** 31 - 1)
 
 Array = np.ndarray[Any, Any]
-
-
-def _zigzag(n: int) -> bytes:
-    n = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while n & ~0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
 
 
 class _Raw:
@@ -101,11 +92,17 @@ def _header(sv: codec.SchemaVersion) -> bytes:
     writer = codec._strip_logical_types(json.loads(sv.path.read_text()))
     raw = _Raw()(writer)
     raw["fields"].append({"name": _END, "type": {"type": "fixed", "name": "End", "size": 16}})
-    meta = {b"avro.schema": json.dumps(raw).encode(), b"avro.codec": b"null"}
-    out = bytearray(b"Obj\x01") + _zigzag(len(meta))
+    return container_header(raw, _NONCE)
+
+
+def container_header(schema: dict[str, Any], sync: bytes) -> bytes:
+    """An Avro object container file's header (spec, "Object Container Files"): the magic,
+    the metadata map (schema, no codec), the sync marker."""
+    meta = {b"avro.schema": json.dumps(schema).encode(), b"avro.codec": b"null"}
+    out = bytearray(b"Obj\x01") + long_bytes(len(meta))
     for k, v in meta.items():
-        out += _zigzag(len(k)) + k + _zigzag(len(v)) + v
-    return bytes(out + b"\x00" + _NONCE)
+        out += long_bytes(len(k)) + k + long_bytes(len(v)) + v
+    return bytes(out + b"\x00" + sync)
 
 
 class NativeDecoder:
@@ -147,7 +144,7 @@ class NativeDecoder:
             if header is None or plan is None:
                 slow.append(rows)
                 continue
-            data = b"".join((header, _zigzag(len(rows)), _zigzag(at[g + 1] - at[g]),
+            data = b"".join((header, long_bytes(len(rows)), long_bytes(at[g + 1] - at[g]),
                              framed[-1][at[g]:at[g + 1]], _NONCE))
             try:
                 with _quiet_stderr():
