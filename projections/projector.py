@@ -47,6 +47,9 @@ from projections.snapshot import publish_snapshot
 # price (peak RSS 368 MB -> 577 MB, the same at 1M events and at 10M).
 DEFAULT_BATCH_SIZE = 2 * 122_880
 
+# A batch to load: records one by one (any log), or frames of bytes (projections/frames.py).
+Batch = list[LogRecord] | _frames.Frames
+
 # Connections already checked against lost checkpoints, per log (see _project).
 _VERIFIED: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, set[str]] = \
     weakref.WeakKeyDictionary()
@@ -198,7 +201,7 @@ def _project_batches(con: duckdb.DuckDBPyConnection, log: EventLog, loader: _Bat
     start = dict(positions)
     damaged: dict[int, str] = {}
 
-    def load(batch: list[LogRecord] | _frames.Frames) -> None:
+    def load(batch: Batch) -> None:
         nonlocal report
         projected, quarantined, after = loader.load(batch)
         start.update(after)
@@ -316,7 +319,7 @@ class _BatchLoader:
         # migration has appended a column (store.ensure_schema).
         self.insert_sql = "INSERT INTO events BY NAME SELECT * FROM pitlog_batch"
 
-    def load(self, batch: list[LogRecord]) -> tuple[int, int, dict[int, int]]:
+    def load(self, batch: Batch) -> tuple[int, int, dict[int, int]]:
         """Commit one batch; return (events, quarantined, next offset per partition)."""
         rows, bad = self.decode(batch)
         n_rows = rows.num_rows
@@ -383,7 +386,7 @@ class _BatchLoader:
                 con.unregister("pitlog_quarantine")
         return n_rows, len(bad), ends
 
-    def _positions(self, batch: list[LogRecord] | _frames.Frames
+    def _positions(self, batch: Batch
                    ) -> tuple[dict[int, int], dict[int, int], dict[int, LogRecord]]:
         """The first offset, the next offset after the batch and the last record, per
         partition. A position
@@ -405,7 +408,7 @@ class _BatchLoader:
             lasts[rec.partition] = rec
         return starts, {p: offset + 1 for p, offset in last.items()}, lasts
 
-    def _check_after_checkpoints(self, batch: list[LogRecord], starts: dict[int, int]) -> None:
+    def _check_after_checkpoints(self, batch: Batch, starts: dict[int, int]) -> None:
         """Inside the batch's transaction: every partition starts at or after its checkpoint.
         This is the tracking record of eventsourcing's projections, checked against the
         checkpoint rather than a primary key whose index would grow with the log."""
@@ -417,7 +420,7 @@ class _BatchLoader:
                 raise self._refusal(batch, f"partition {p}'s checkpoint is already at "
                                            f"{stored[p]}, past p{p}@{first}")
 
-    def _failure(self, batch: list[LogRecord], exc: duckdb.Error) -> ProjectionError:
+    def _failure(self, batch: Batch, exc: duckdb.Error) -> ProjectionError:
         first, last = batch[0], batch[-1]
         hint = ("give DuckDB more memory (pitlog project --memory-limit, PITLOG_MEMORY_LIMIT)"
                 if isinstance(exc, duckdb.OutOfMemoryException) else
@@ -428,7 +431,7 @@ class _BatchLoader:
             f"batch was written and the checkpoint is unchanged: {hint}, then run again to "
             f"continue from it")
 
-    def _refusal(self, batch: list[LogRecord], why: str) -> ProjectionError:
+    def _refusal(self, batch: Batch, why: str) -> ProjectionError:
         first, last = batch[0], batch[-1]
         return ProjectionError(
             f"{self.source}: log records p{first.partition}@{first.offset}.."
@@ -436,7 +439,7 @@ class _BatchLoader:
             f"({why}); nothing of this batch was written. Rebuild into a fresh database if "
             f"the checkpoints were lost")
 
-    def decode(self, batch: list[LogRecord] | _frames.Frames
+    def decode(self, batch: Batch
                ) -> tuple[pa.Table, list[tuple[LogRecord, str]]]:
         """The hot path: the batch's rows as one Arrow table, and its refusals. The rows are
         grouped by record key (the table id), each table's in log order: a table's rows then
