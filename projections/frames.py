@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
+from events.errors import LogCorruptError
 from events.log.base import FrameBatch, FramedRead, LogRecord
 from events.wire.chain import HASH_LEN
 from events.wire.native_decode import NativeDecoder
@@ -94,12 +95,26 @@ class Frames:
         return starts, nexts, {q: self[k] for q, k in lasts.items()}
 
 
-def read_frames(log: FramedRead, start: dict[int, int], ends: dict[int, int],
-                batch_size: int) -> Iterator[FrameBatch]:
-    """Every partition from `start` to `ends`, in reads of at most batch_size records."""
-    for p, end in ends.items():
-        if start.get(p, 0) < end:
-            yield from log.read_frames(p, start.get(p, 0), end, max_batch=batch_size)
+def load_frames(log: FramedRead, start: dict[int, int], ends: dict[int, int],
+                batch_size: int, load: Callable[[Frames], None]) -> None:
+    """Every partition from `start` to `ends`, loaded in batches of at most batch_size records
+    (several partitions' reads in one batch, as the record path gathers them). A partition
+    the log cannot read (LogCorruptError) ends it, after loading what was read before; the
+    caller's record path goes on from the checkpoints and reports it."""
+    parts: list[FrameBatch] = []
+    try:
+        for p, end in ends.items():
+            if start.get(p, 0) >= end:
+                continue
+            for part in log.read_frames(p, start.get(p, 0), end, max_batch=batch_size):
+                if parts and sum(map(len, parts)) + len(part) > batch_size:
+                    load(Frames.of(parts))
+                    parts = []
+                parts.append(part)
+    except LogCorruptError:
+        pass
+    if parts:
+        load(Frames.of(parts))
 
 
 def key_order(frames: Frames) -> Array:

@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 
 from events.errors import LogCorruptError, ProjectionError
-from events.log.base import EventLog, FrameBatch, LogRecord, record_digest
+from events.log.base import EventLog, LogRecord, record_digest
 from events.wire import codec
 from events.wire.batch_decode import BatchDecoder
 from events.wire.native_decode import NativeDecoder
@@ -227,20 +227,9 @@ def _project_batches(con: duckdb.DuckDBPyConnection, log: EventLog, loader: _Bat
             pending.clear()
 
     if _frames.enabled(log):
-        # The bulk path (projections/frames.py): buffers of bytes, no object per record. A
-        # damaged partition stops it; the record path below then goes on from where it got
-        # and says where, exactly as it would have from the start.
-        parts: list[FrameBatch] = []
-        try:
-            for part in _frames.read_frames(log, start, ends, batch_size):  # type: ignore[arg-type]
-                if parts and sum(map(len, parts)) + len(part) > batch_size:
-                    load(_frames.Frames.of(parts))
-                    parts = []
-                parts.append(part)
-        except LogCorruptError:
-            pass
-        if parts:
-            load(_frames.Frames.of(parts))
+        # The bulk path: a damaged partition stops it, and the record path below then goes on
+        # from where it got and says where, exactly as it would have from the start.
+        _frames.load_frames(log, start, ends, batch_size, load)  # type: ignore[arg-type]
     while True:
         try:
             for batch in log.read(start, max_batch=batch_size):
