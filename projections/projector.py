@@ -31,6 +31,8 @@ from events.errors import LogCorruptError, ProjectionError
 from events.log.base import EventLog, LogRecord, record_digest
 from events.wire import codec
 from events.wire.batch_decode import BatchDecoder
+from events.wire.native_decode import NativeDecoder
+from projections import frames as _frames
 from projections import store as _store
 from projections.alerts import Publisher
 from projections.anomalies import memory_error
@@ -44,6 +46,9 @@ from projections.snapshot import publish_snapshot
 # batches of 250,000 in 12.9 s (benchmarks/README.md, Loading); the batch's decoded rows are the
 # price (peak RSS 368 MB -> 577 MB, the same at 1M events and at 10M).
 DEFAULT_BATCH_SIZE = 2 * 122_880
+
+# A batch to load: records one by one (any log), or frames of bytes (projections/frames.py).
+Batch = list[LogRecord] | _frames.Frames
 
 # Connections already checked against lost checkpoints, per log (see _project).
 _VERIFIED: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, set[str]] = \
@@ -196,7 +201,7 @@ def _project_batches(con: duckdb.DuckDBPyConnection, log: EventLog, loader: _Bat
     start = dict(positions)
     damaged: dict[int, str] = {}
 
-    def load(batch: list[LogRecord]) -> None:
+    def load(batch: Batch) -> None:
         nonlocal report
         projected, quarantined, after = loader.load(batch)
         start.update(after)
@@ -221,6 +226,10 @@ def _project_batches(con: duckdb.DuckDBPyConnection, log: EventLog, loader: _Bat
             load(list(pending))
             pending.clear()
 
+    if _frames.enabled(log):
+        # The bulk path: a damaged partition stops it, and the record path below then goes on
+        # from where it got and says where, exactly as it would have from the start.
+        _frames.load_frames(log, start, ends, batch_size, load)  # type: ignore[arg-type]
     while True:
         try:
             for batch in log.read(start, max_batch=batch_size):
@@ -271,6 +280,12 @@ def _decoder(reg: codec.SchemaRegistry, schema: pa.Schema) -> BatchDecoder:
     return BatchDecoder(reg, schema)
 
 
+@lru_cache(maxsize=8)
+def _native_decoder(reg: codec.SchemaRegistry, schema: pa.Schema) -> NativeDecoder:
+    """The bulk path's decoder (projections/frames.py), kept as _decoder is."""
+    return NativeDecoder(reg, schema)
+
+
 class _BatchLoader:
     """Decodes one batch and commits it, with its quarantine and checkpoint, atomically."""
 
@@ -288,11 +303,12 @@ class _BatchLoader:
         self.reg = reg
         positions = {"log_partition", "log_offset", "hash_ok"}
         self.decoder = _decoder(reg, pa.schema([f for f in schema if f.name not in positions]))
+        self.decoded_schema = self.decoder.schema
         # INSERT BY NAME: the table's column order may differ from the schemas' order once a
         # migration has appended a column (store.ensure_schema).
         self.insert_sql = "INSERT INTO events BY NAME SELECT * FROM pitlog_batch"
 
-    def load(self, batch: list[LogRecord]) -> tuple[int, int, dict[int, int]]:
+    def load(self, batch: Batch) -> tuple[int, int, dict[int, int]]:
         """Commit one batch; return (events, quarantined, next offset per partition)."""
         rows, bad = self.decode(batch)
         n_rows = rows.num_rows
@@ -359,12 +375,14 @@ class _BatchLoader:
                 con.unregister("pitlog_quarantine")
         return n_rows, len(bad), ends
 
-    def _positions(self, batch: list[LogRecord]
+    def _positions(self, batch: Batch
                    ) -> tuple[dict[int, int], dict[int, int], dict[int, LogRecord]]:
         """The first offset, the next offset after the batch and the last record, per
         partition. A position
         that does not come after the one before it in its partition (a record handed over
         twice, as an at-least-once reader may) refuses the whole batch."""
+        if isinstance(batch, _frames.Frames):
+            return batch.positions(lambda why: self._refusal(batch, why))
         starts: dict[int, int] = {}
         last: dict[int, int] = {}
         lasts: dict[int, LogRecord] = {}
@@ -379,7 +397,7 @@ class _BatchLoader:
             lasts[rec.partition] = rec
         return starts, {p: offset + 1 for p, offset in last.items()}, lasts
 
-    def _check_after_checkpoints(self, batch: list[LogRecord], starts: dict[int, int]) -> None:
+    def _check_after_checkpoints(self, batch: Batch, starts: dict[int, int]) -> None:
         """Inside the batch's transaction: every partition starts at or after its checkpoint.
         This is the tracking record of eventsourcing's projections, checked against the
         checkpoint rather than a primary key whose index would grow with the log."""
@@ -391,7 +409,7 @@ class _BatchLoader:
                 raise self._refusal(batch, f"partition {p}'s checkpoint is already at "
                                            f"{stored[p]}, past p{p}@{first}")
 
-    def _failure(self, batch: list[LogRecord], exc: duckdb.Error) -> ProjectionError:
+    def _failure(self, batch: Batch, exc: duckdb.Error) -> ProjectionError:
         first, last = batch[0], batch[-1]
         hint = ("give DuckDB more memory (pitlog project --memory-limit, PITLOG_MEMORY_LIMIT)"
                 if isinstance(exc, duckdb.OutOfMemoryException) else
@@ -402,7 +420,7 @@ class _BatchLoader:
             f"batch was written and the checkpoint is unchanged: {hint}, then run again to "
             f"continue from it")
 
-    def _refusal(self, batch: list[LogRecord], why: str) -> ProjectionError:
+    def _refusal(self, batch: Batch, why: str) -> ProjectionError:
         first, last = batch[0], batch[-1]
         return ProjectionError(
             f"{self.source}: log records p{first.partition}@{first.offset}.."
@@ -410,12 +428,15 @@ class _BatchLoader:
             f"({why}); nothing of this batch was written. Rebuild into a fresh database if "
             f"the checkpoints were lost")
 
-    def decode(self, batch: list[LogRecord]) -> tuple[pa.Table, list[tuple[LogRecord, str]]]:
+    def decode(self, batch: Batch
+               ) -> tuple[pa.Table, list[tuple[LogRecord, str]]]:
         """The hot path: the batch's rows as one Arrow table, and its refusals. The rows are
         grouped by record key (the table id), each table's in log order: a table's rows then
         lie together in the file, so the anomaly rules, evaluated a few tables at a time
         (anomalies.refresh_stored_anomalies), can skip the row groups that hold only other
-        tables."""
+        tables. A batch of frames takes the bulk path (projections/frames.py), the same rows."""
+        if isinstance(batch, _frames.Frames):
+            return _frames.decode_frames(_native_decoder(self.reg, self.decoded_schema), batch)
         batch = _by_key(batch)
         result = self.decoder.decode([rec.value for rec in batch])
         n = len(batch)

@@ -1,0 +1,155 @@
+"""The projector's bulk path: a batch of the log as buffers of bytes with offsets (issue 19).
+
+A log that can hand over its records as FrameBatch buffers (the embedded log) is loaded
+without an object per record: `Frames` holds a batch of them as one buffer and numpy arrays
+of where each record's key and value lie, and `decode_frames` turns it into the projector's
+Arrow rows with events/wire/native_decode.py (polars' compiled Avro reader, the reference
+decoder for whatever it does not accept). Kafka records arrive one by one: they keep the
+LogRecord path, which stays the reference (projector._BatchLoader.decode).
+
+What is loaded is the same either way, row for row: the same rows in the same order (grouped
+by table id, each table's in log order), the same quarantine reasons, the same hash_ok
+(tests/projections/test_frames.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from events.errors import LogCorruptError
+from events.log.base import FrameBatch, FramedRead, LogRecord
+from events.wire.chain import HASH_LEN
+from events.wire.native_decode import NativeDecoder
+
+Array = np.ndarray[Any, Any]
+# PITLOG_NATIVE_DECODE=0: load through the record path even from an embedded log (the
+# reference, for comparisons and benchmarks/bench_load.py's "old" run).
+ENV = "PITLOG_NATIVE_DECODE"
+
+
+def enabled(log: object) -> bool:
+    return isinstance(log, FramedRead) and os.environ.get(ENV, "1") != "0"
+
+
+@dataclass(slots=True)
+class Frames:
+    """Consecutive FrameBatch reads, possibly of several partitions, as one batch: record k's
+    key is buf[key_at[k]:value_at[k]] and its value buf[value_at[k]:end[k]]."""
+
+    parts: list[FrameBatch]
+    buf: bytes
+    key_at: Array
+    value_at: Array
+    end: Array
+    partition: Array
+    offset: Array
+
+    @classmethod
+    def of(cls, parts: list[FrameBatch]) -> Frames:
+        shift = np.cumsum([0] + [len(p.buf) for p in parts[:-1]])
+        return cls(parts, b"".join(p.buf for p in parts),
+                   np.concatenate([p.key_at + s for p, s in zip(parts, shift, strict=True)]),
+                   np.concatenate([p.value_at + s for p, s in zip(parts, shift, strict=True)]),
+                   np.concatenate([p.end + s for p, s in zip(parts, shift, strict=True)]),
+                   np.concatenate([np.full(len(p), p.partition, np.int32) for p in parts]),
+                   np.concatenate([np.arange(p.offset, p.offset + len(p), dtype=np.int64)
+                                   for p in parts]))
+
+    def __len__(self) -> int:
+        return len(self.key_at)
+
+    def __getitem__(self, k: int) -> LogRecord:
+        """One record (the first and last name a refused batch in the projector's errors)."""
+        k = range(len(self))[k]
+        return LogRecord(int(self.partition[k]), int(self.offset[k]),
+                         self.buf[int(self.key_at[k]):int(self.value_at[k])],
+                         self.buf[int(self.value_at[k]):int(self.end[k])])
+
+    def positions(self, refuse: Callable[[str], Exception]
+                  ) -> tuple[dict[int, int], dict[int, int], dict[int, LogRecord]]:
+        """projector._BatchLoader._positions for a batch of frames: (first offset, next offset,
+        last record) per partition; a part that does not follow the one before it in its
+        partition refuses the batch, as a record handed over twice does."""
+        starts: dict[int, int] = {}
+        nexts: dict[int, int] = {}
+        at = 0
+        lasts: dict[int, int] = {}
+        for p in self.parts:
+            if not len(p):
+                continue
+            before = nexts.get(p.partition)
+            if before is not None and p.offset < before:
+                raise refuse(f"p{p.partition}@{p.offset} comes again after "
+                             f"p{p.partition}@{before - 1}")
+            starts.setdefault(p.partition, p.offset)
+            nexts[p.partition] = p.offset + len(p)
+            at += len(p)
+            lasts[p.partition] = at - 1
+        return starts, nexts, {q: self[k] for q, k in lasts.items()}
+
+
+def load_frames(log: FramedRead, start: dict[int, int], ends: dict[int, int],
+                batch_size: int, load: Callable[[Frames], None]) -> None:
+    """Every partition from `start` to `ends`, loaded in batches of at most batch_size records
+    (several partitions' reads in one batch, as the record path gathers them). A partition
+    the log cannot read (LogCorruptError) ends it, after loading what was read before; the
+    caller's record path goes on from the checkpoints and reports it."""
+    parts: list[FrameBatch] = []
+    try:
+        for p, end in ends.items():
+            if start.get(p, 0) >= end:
+                continue
+            for part in log.read_frames(p, start.get(p, 0), end, max_batch=batch_size):
+                if parts and sum(map(len, parts)) + len(part) > batch_size:
+                    load(Frames.of(parts))
+                    parts = []
+                parts.append(part)
+    except LogCorruptError:
+        pass
+    if parts:
+        load(Frames.of(parts))
+
+
+def key_order(frames: Frames) -> Array:
+    """The records grouped by key in key order, each key's in batch order (projector._by_key)."""
+    buf = frames.buf
+    keys = [buf[a:z] for a, z in zip(frames.key_at.tolist(), frames.value_at.tolist(),
+                                     strict=True)]
+    ids: dict[bytes, int] = {}
+    index = np.fromiter((ids.setdefault(k, len(ids)) for k in keys), np.int64, len(keys))
+    if len(ids) == 1:
+        return np.arange(len(keys))
+    rank = np.empty(len(ids), np.int64)
+    rank[[ids[k] for k in sorted(ids)]] = np.arange(len(ids))
+    return np.argsort(rank[index], kind="stable")
+
+
+def decode_frames(decoder: NativeDecoder, frames: Frames
+                  ) -> tuple[pa.Table, list[tuple[LogRecord, str]]]:
+    """The projector's rows of a batch of frames, and its refusals (projector.decode's
+    contract): grouped by key, log positions and hash_ok appended."""
+    order = key_order(frames)
+    start, end = frames.value_at[order], frames.end[order]
+    result = decoder.decode(frames.buf, start, end)
+    picked = order[result.rows]
+    table = result.table.append_column(
+        "log_partition", pa.array(frames.partition[picked])).append_column(
+        "log_offset", pa.array(frames.offset[picked])).append_column(
+        "hash_ok", pa.array(hash_ok(frames.buf, start[result.rows], end[result.rows],
+                                    result.table.column("prev_hash")), pa.bool_()))
+    return table, [(frames[int(order[i])], reason) for i, reason in result.bad]
+
+
+def hash_ok(buf: bytes, start: Array, end: Array, prev: Any) -> list[bool]:
+    """log_checks.hash_ok over a buffer: does SHA-256(prev_hash || the message before the
+    hash) equal the message's last HASH_LEN bytes?"""
+    sha256, mv = hashlib.sha256, memoryview(buf)
+    return [sha256(p + mv[a:z - HASH_LEN]).digest() == mv[z - HASH_LEN:z]
+            for p, a, z in zip(prev.to_pylist(), start.tolist(), end.tolist(), strict=True)]

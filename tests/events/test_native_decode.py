@@ -1,0 +1,183 @@
+"""The native decoder (polars' Avro reader, events/wire/native_decode.py) against the reference:
+the same rows in the same places, the same columns, the same refusals with the same reasons.
+
+The reference is BatchDecoder, itself held to codec.decode_raw message by message
+(tests/events/test_batch_decode.py, whose strategies these tests share): every event type
+and schema version (CardDrawn v1, an older writer schema, beside v2), values the codec's
+validation refuses, and corrupt bytes of every kind, in one buffer as the log hands them over
+(records between other bytes, in any order).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+
+import fastavro
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_batch_decode import (
+    SCHEMA,
+    _card,
+    _encode,
+    _envelopes,
+    _events,
+    ascii_text,
+    clean,
+    foreign,
+)
+from test_batch_decode import messages as any_messages
+
+from events.reddog import model
+from events.wire import codec
+from events.wire.batch_decode import BatchDecoder
+from events.wire.native_decode import NativeDecoder
+
+
+@pytest.fixture(scope="module")
+def native() -> NativeDecoder:
+    return NativeDecoder(codec.registry(), SCHEMA)
+
+
+def in_buffer(values: list[bytes], gaps: list[bytes], order: list[int]
+              ) -> tuple[bytes, np.ndarray, np.ndarray]:
+    """The values laid out in a buffer in the permuted `order`, other bytes between them (a
+    log's frames and keys); start and end of each value, in the values' own order."""
+    buf = bytearray()
+    start = np.zeros(len(values), np.int64)
+    end = np.zeros(len(values), np.int64)
+    for k, i in enumerate(order):
+        buf += gaps[k % len(gaps)] if gaps else b""
+        start[i] = len(buf)
+        buf += values[i]
+        end[i] = len(buf)
+    buf += b"\x00" * 3
+    return bytes(buf), start, end
+
+
+def assert_same(native: NativeDecoder, values: list[bytes], gaps: list[bytes],
+                order: list[int]) -> int:
+    """The native decoder's result is the reference's, field for field; returns how many rows
+    polars' reader gave."""
+    expected = BatchDecoder(codec.registry(), SCHEMA).decode(values)
+    got = native.decode(*in_buffer(values, gaps, order))
+    assert got.rows.tolist() == expected.rows.tolist()
+    assert got.bad == expected.bad
+    assert got.table.schema == expected.table.schema
+    assert got.table.to_pylist() == expected.table.to_pylist()
+    assert got.table.equals(expected.table)
+    return got.fast
+
+
+def _layout(n: int) -> st.SearchStrategy[tuple[list[bytes], list[int]]]:
+    return st.tuples(st.lists(st.binary(max_size=14), max_size=4), st.permutations(range(n)))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_any_mix_of_good_refused_and_corrupt_messages_decodes_as_the_reference(
+        native: NativeDecoder, data: st.DataObject) -> None:
+    values = data.draw(st.lists(any_messages, max_size=60))
+    gaps, order = data.draw(_layout(len(values)))
+    assert_same(native, values, gaps, order)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_clean_messages_are_all_read_by_polars(native: NativeDecoder,
+                                               data: st.DataObject) -> None:
+    values = data.draw(st.lists(clean, min_size=1, max_size=40))
+    gaps, order = data.draw(_layout(len(values)))
+    assert assert_same(native, values, gaps, order) == len(values)
+
+
+@pytest.mark.parametrize("event_type", sorted(model.EVENT_TYPES))
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_every_event_type_and_version_decodes_as_the_reference_through_polars(
+        native: NativeDecoder, event_type: str, data: st.DataObject) -> None:
+    """Every schema in schemas/: each event type's newest, and CardDrawn's v1 (an older
+    writer schema, resolved to v2 with its default) through _encode."""
+    one_type = _envelopes(_events(model.EVENT_TYPES[event_type], ascii_text), ascii_text)
+    values = data.draw(st.lists(one_type.map(_encode), min_size=10, max_size=20))
+    assert assert_same(native, values, [b"\x07" * 12], list(range(len(values)))) == len(values)
+
+
+def test_every_published_schema_has_a_native_container(native: NativeDecoder) -> None:
+    missing = sorted(f"{sv.event_type} v{sv.version}"
+                     for sv in codec.registry().by_fingerprint.values()
+                     if int.from_bytes(sv.fingerprint, "little") not in native.headers)
+    assert missing == []
+
+
+def test_card_drawn_v1_and_v2_read_as_v2_with_the_default(native: NativeDecoder) -> None:
+    values = [_card(1, None, version=1), _card(2, 7), _card(3, None, version=1)]
+    got = native.decode(*in_buffer(values, [b"k"], [0, 1, 2]))
+    assert got.fast == 3
+    assert got.table.column("shoe_position").to_pylist() == [None, 7, None]
+
+
+def _extended(value: bytes, tail: bytes) -> bytes:
+    return value + tail
+
+
+def test_a_message_with_bytes_after_its_hash_is_refused_as_decode_raw_refuses_it(
+        native: NativeDecoder) -> None:
+    """Bytes past the end of the record: polars reads the records of a container back to back,
+    so without the nonce check the next message would be read from the wrong place."""
+    good = [_card(seq, seq) for seq in range(1, 6)]
+    values = good[:2] + [_extended(good[2], b"\x02\x04")] + good[3:]
+    assert_same(native, values, [b"xx"], list(range(len(values))))
+    got = native.decode(*in_buffer(values, [], list(range(len(values)))))
+    assert [i for i, _ in got.bad] == [2]
+
+
+def test_a_boolean_byte_other_than_0_or_1_is_left_to_the_reference(
+        native: NativeDecoder) -> None:
+    """Avro booleans are one byte, 0 or 1: a reader that took any non-zero byte as true would
+    disagree with fastavro's on a 2. The native path reads the byte and checks it."""
+    sv = codec.registry().latest["TableOpened"]
+    raw = codec._strip_logical_types(json.loads(sv.path.read_text()))
+    rec = {f["name"]: _value(f["type"]) for f in raw["fields"]}
+    buf = io.BytesIO()
+    buf.write(sv.header)
+    fastavro.schemaless_writer(buf, fastavro.parse_schema(raw), rec)
+    data = bytearray(buf.getvalue())
+    names = [f["name"] for f in raw["fields"]]
+    assert "board_approved" in names
+    # board_approved is the last field before the hash: its byte is 33 from the end.
+    assert data[-33] == 1
+    data[-33] = 2
+    assert_same(native, [bytes(data), buf.getvalue()], [b"g"], [1, 0])
+
+
+def _value(tp: object) -> object:
+    if isinstance(tp, list):
+        return None
+    if isinstance(tp, dict):
+        kind = tp["type"]
+        if kind == "fixed":
+            return b"\x05" * tp["size"]
+        if kind == "enum":
+            return tp["symbols"][0]
+        if kind == "array":
+            return []
+        return _value(kind)
+    return {"string": "s", "long": 1, "int": 1, "boolean": True, "bytes": b"b"}[str(tp)]
+
+
+def test_values_the_codec_refuses_are_refused_with_its_reasons(native: NativeDecoder) -> None:
+    """Well-formed Avro that validate_record refuses: a rank of 15 or 1, seq 0, a time before
+    the year 1, ints past 32 bits (read as longs by polars here, then range-checked)."""
+    env = codec.decode(_card(5, 5))
+    values = [_card(s, s) for s in range(1, 20)] + [
+        foreign(env, rank=15), foreign(env, rank=1), foreign(env, seq=0),
+        foreign(env, recorded_at=-2**62), foreign(env, round_no=2**38),
+        foreign(env, shoe_position=-(2**38)), foreign(env, round_no=2**31 - 1)]
+    assert assert_same(native, values, [b"\x00"], list(range(len(values))[::-1])) == 20
+    got = native.decode(*in_buffer(values, [], list(range(len(values)))))
+    assert [i for i, _ in got.bad] == [19, 20, 21, 22, 23, 24]
+    assert "card rank 15 is not 2..14" in got.bad[0][1]
+    assert f"round_no {2**38} is outside the Avro int range" in got.bad[4][1]
