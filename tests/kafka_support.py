@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -18,12 +17,9 @@ from pathlib import Path
 import duckdb
 from kafka import KafkaProducer
 
-# tools/ is not a package. Import it under the plain name "kafka_broker", like
-# test_kafka_broker.py, so the whole session shares one registry of the JVMs it launched.
-TOOLS_DIR = Path(__file__).resolve().parent.parent / "tools"
-if str(TOOLS_DIR) not in sys.path:
-    sys.path.insert(0, str(TOOLS_DIR))
-import kafka_broker as kb  # noqa: E402
+# tools.kafka_broker, like test_kafka_broker.py: the whole session shares one registry of the
+# JVMs it launched.
+from tools import kafka_broker as kb
 
 BOOTSTRAP_ENV = "PITLOG_KAFKA_BOOTSTRAP"
 # Columns that differ between two correct projections of the same events: where a record sits

@@ -8,7 +8,6 @@ from array import array
 from pathlib import Path
 
 import pytest
-from repo_paths import TOOLS
 from table_builder import record_events
 
 from events.integrity.verify import CHAIN_BROKEN, SEQUENCE_GAP, VerifyReport, verify_log
@@ -251,7 +250,6 @@ def test_verify_streams_in_bounded_memory(tmp_path: Path) -> None:
 def test_verify_locates_a_forged_and_a_replayed_record_on_a_real_kafka_topic(
         tmp_path: Path) -> None:
     import os
-    import sys
     import uuid
     from contextlib import ExitStack
 
@@ -261,8 +259,7 @@ def test_verify_locates_a_forged_and_a_replayed_record_on_a_real_kafka_topic(
         # CI starts one broker for the run (.ci/run); alone, this test starts its own.
         bootstrap = os.environ.get("PITLOG_KAFKA_BOOTSTRAP")
         if not bootstrap:
-            sys.path.insert(0, str(TOOLS))
-            import kafka_broker as kb
+            from tools import kafka_broker as kb
 
             broker = kb.start_broker(tmp_path / "kafka", timeout_s=180)
             stack.callback(broker.stop)

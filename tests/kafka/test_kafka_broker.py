@@ -7,7 +7,6 @@ ports, same data) and checks the messages survived, then stops it and checks the
 from __future__ import annotations
 
 import os
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,14 +14,10 @@ from pathlib import Path
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
-from repo_paths import TOOLS
 
-# tools/ is not a package. Import the module under the plain name "kafka_broker" so every
-# test helper in this process shares one copy (and one registry of the JVMs it launched).
-TOOLS_DIR = TOOLS
-if str(TOOLS_DIR) not in sys.path:
-    sys.path.insert(0, str(TOOLS_DIR))
-import kafka_broker as kb  # noqa: E402
+# One module name, tools.kafka_broker (the repository is on pytest's pythonpath), so every test
+# helper in this process shares one copy and one registry of the JVMs it launched.
+from tools import kafka_broker as kb
 
 pytestmark = pytest.mark.kafka
 
