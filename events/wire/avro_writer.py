@@ -1,7 +1,7 @@
 """Avro writers compiled once per schema: an event's wire bytes straight from its fields.
 
 fastavro's `schemaless_writer` interprets the schema field by field for every event and needs
-a dict per event; it cost 27.5 µs an event in `pitlog simulate` (benchmarks/results.md). Here
+a dict per event; it was the largest cost of `pitlog simulate` (benchmarks/results.md). Here
 each published schema is turned once into the source of a Python function that reads the
 envelope values and the event's attributes and joins their Avro binary encodings (spec,
 "Binary Encoding": zigzag varints, length-prefixed UTF-8, union branch indexes, enum indexes,

@@ -1,13 +1,12 @@
 """Batch decode: a batch of single-object Avro messages straight into Arrow columns.
 
-Why: `codec.decode_raw` costs about 13 µs a message (CPU), nearly all of it inside fastavro's
-per-record, per-field interpretation of the schema, and the dicts it returns cost Arrow about
-7 µs a row more to turn into columns. Handing fastavro the bodies of one writer schema as one
-Avro array (one call instead of one per message) saved only ~10%: the per-field work, not the
-call, is the cost (benchmarks/README.md has the numbers). So this module decodes *field by
-field across every message of a writer schema at once*, with numpy: a field is a handful of
-vector operations over all the messages, and its values land in an Arrow array without a dict
-or a Python object per value.
+Why: `codec.decode_raw` spends nearly all its time inside fastavro's per-record, per-field
+interpretation of the schema, and the dicts it returns cost Arrow as much again to turn into
+columns. Handing fastavro the bodies of one writer schema as one Avro array saved little: the
+per-field work, not the call, is the cost (benchmarks/README.md has the numbers). So this
+module decodes *field by field across every message of a writer schema at once*, with numpy: a
+field is a handful of vector operations over all the messages, and its values land in an Arrow
+array without a dict or a Python object per value.
 
 Exactness (docs/architecture.md, principle 1): the fast path accepts only messages it can decode
 without
@@ -308,7 +307,8 @@ def _arrow(op: Op, value: Any, valid: Array | None, n: int) -> pa.Array:
         return pa.Array.from_buffers(kind, n, [mask, pa.py_buffer(offsets.astype(np.int32)),
                                                pa.py_buffer(data)])
     if op.kind == "enum":
-        # The symbols' bytes gathered with numpy: pyarrow's take costs ~0.3 ms a call here.
+        # The symbols' bytes gathered with numpy: a pyarrow take per call cost more here
+        # (benchmarks/README.md).
         data, sym_offsets = _symbols(op.symbols)
         length = np.diff(sym_offsets)[value]
         offsets = np.zeros(n + 1, np.int64)

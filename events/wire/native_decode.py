@@ -1,8 +1,9 @@
 """Native decode: a batch of messages, held in one buffer, decoded by polars' compiled Avro reader.
 
-Why (issue 19, item 1): events/wire/batch_decode.py costs ~6 µs a message, polars' Avro reader
-under 1 µs. Its input is an Avro object container file, so the messages of one writer schema
-are framed as ONE container block: their bodies (the message after its 10-byte single-object
+Why (issue 19, item 1): polars' Avro reader decodes several times faster than
+events/wire/batch_decode.py (benchmarks/results.md, "Load at the native floor"). Its input is
+an Avro object container file, so the messages of one writer schema are framed as ONE
+container block: their bodies (the message after its 10-byte single-object
 header) back to back, each followed by a 16-byte random nonce this process drew at start.
 
 Exactness (docs/architecture.md, principle 1): the container's schema is the writer schema
