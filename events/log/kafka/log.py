@@ -1,46 +1,15 @@
 """The Kafka log backend: one topic, keyed by table id, through kafka-python only.
 
-Address: ``kafka://HOST:PORT[,HOST2:PORT...]/TOPIC[?partitions=N&replication_factor=R]``.
-Other query parameters: ``timeout_s`` (how long connecting, flushing or a stalled read may take
-before LogError; default 120), ``client_id``, ``assign=0-3,8``: read only these partitions,
-so several projectors can share a topic, each with its own DuckDB file (docs/operating.md), and
-``fencing=true``: the recorder's appends check each table's head, one transaction per table,
-so two writers of a table never both take a seq (events/log/kafka/fencing.py, docs/integrity.md).
+Address ``kafka://HOST:PORT[,...]/TOPIC[?partitions=N&replication_factor=R&timeout_s=S
+&client_id=C&assign=0-3,8&fencing=true]``; its parameters, the topic's settings and the
+PITLOG_KAFKA_* TLS/SASL variables are in docs/operating.md ("Kafka").
 
-Write side. The producer is idempotent with ``acks=all`` and unlimited retries inside the
-delivery timeout, and at most 5 requests in flight (the most idempotence allows while keeping
-order), so a retried batch is neither duplicated nor reordered. Records are keyed by table id,
-so each table lives in one partition, in order. `append` sends every record, flushes, and
-checks every acknowledgement: it returns only once all in-sync replicas have them.
-
-The topic is created when missing and ``create`` is true (the CLI's writers pass it only with
-``--create-topic``; readers never), with ``retention.ms=-1`` and ``cleanup.policy=delete``: an
-audit log is never expired and never compacted (compaction would keep only each table's last
-event); with ``replication_factor`` 3 or more also ``min.insync.replicas=2``. On a real
-cluster create it yourself (docs/operating.md).
-
-Read side. A consumer with manual ``assign`` + ``seek`` and no consumer group: the position
-lives in DuckDB, committed with the projected rows (docs/architecture.md, principle 3), so
-committing
-offsets to Kafka as well would only create a second, disagreeing truth. It reads
-``read_committed``: records of aborted transactions (a writer fenced by another writer of its
-table) are never seen, and reading stops at the last stable offset. With transactions offsets
-have gaps (each commit takes one for its marker); `end_offsets` is after the last record.
-
-TLS and SASL are passed through to kafka-python from these environment variables (unset ones
-keep kafka-python's defaults):
-
-    PITLOG_KAFKA_SECURITY_PROTOCOL     PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL
-    PITLOG_KAFKA_SSL_CAFILE            CA bundle (PEM) that signed the brokers' certificates
-    PITLOG_KAFKA_SSL_CERTFILE          client certificate (PEM), for mutual TLS
-    PITLOG_KAFKA_SSL_KEYFILE           client private key (PEM)
-    PITLOG_KAFKA_SSL_PASSWORD          password of the private key
-    PITLOG_KAFKA_SSL_CRLFILE           certificate revocation list
-    PITLOG_KAFKA_SSL_CHECK_HOSTNAME    "false" to skip hostname verification (test clusters only)
-    PITLOG_KAFKA_SASL_MECHANISM        PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, GSSAPI or OAUTHBEARER
-    PITLOG_KAFKA_SASL_PLAIN_USERNAME   SASL user (PLAIN and SCRAM)
-    PITLOG_KAFKA_SASL_PLAIN_PASSWORD   SASL password (PLAIN and SCRAM)
-    PITLOG_KAFKA_SASL_KERBEROS_SERVICE_NAME   GSSAPI service name (default "kafka")
+Writes: an idempotent producer (``acks=all``, at most 5 in flight) keyed by table id, so a
+table lives in one partition, in order, and a retried batch is neither duplicated nor
+reordered; with ``fencing=true`` one transaction per table (fencing.py, docs/integrity.md).
+Reads: manual ``assign`` + ``seek``, no consumer group, ``read_committed``: the position lives
+in DuckDB, committed with the projected rows (docs/architecture.md, principle 3), so offsets
+committed to Kafka would be a second, disagreeing truth.
 """
 
 from __future__ import annotations
