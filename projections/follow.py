@@ -1,29 +1,13 @@
 """`pitlog project --follow` and `pitlog serve`: keep the DuckDB views up to date with a live log.
 
-The loop (`Follower`) calls `project()` on a connection it is given, which reads to the log's
-end as of the call and commits each batch with its checkpoint in one transaction
-(docs/architecture.md,
-principle 3); when nothing is new it sleeps `poll_interval` and asks again. It works the same
-for both backends, because it only uses the EventLog contract. After each commit it logs one
-line (time, records, lag) and calls `on_commit`: `pitlog serve` runs the loop in a thread and
-wakes its alert streams there, while its HTTP handlers read through cursors of the same
-connection (projections/serve/state.py), which see each batch the moment it commits.
-
-Read-only copies (principle 6): `follow()` (`project --follow`) holds the database read-write,
-which locks every other process out, so it publishes a copy for readers (snapshot.py) at the
-start, at the end, and between rounds at most every `snapshot_every` seconds (default
-SNAPSHOT_EVERY_S), never between the batches of a round: a publish copies the whole file, so it
-is kept off the path from an event to its commit. A reader of the copy is therefore at most
-about `snapshot_every` seconds plus one round behind (a long catch-up round publishes only
-when it ends); when a copy takes long, the interval stretches so that copying never takes more
-than SNAPSHOT_DUTY of the time. `pitlog serve` publishes none unless asked
-(`--snapshot-every`): its readers ask it over HTTP. (A follower starting while a reader has
-the real file open waits for it to close.)
-
-Stopping: SIGINT (Ctrl-C) and SIGTERM set a flag. The batch being projected is committed, the
-database is closed, and `follow` returns its report. A second signal stops at once: the open
-transaction is rolled back, and the next run redoes that batch. SIGKILL at any instant is also
-safe: DuckDB's transaction leaves the batch whole or absent.
+The loop (`Follower`) calls `project()` on its connection, which commits each batch with its
+checkpoint in one transaction (docs/architecture.md, principle 3), logs one line per batch
+(time, records, lag) and calls `on_commit`; `pitlog serve` runs it in a thread and answers HTTP
+through cursors of the same connection, which see each batch as it commits. `follow()` holds
+the file read-write, so it publishes a read-only copy (snapshot.py) at most every
+`snapshot_every` seconds and only between rounds, off the path from an event to its alert
+(docs/operating.md, section 3). SIGINT/SIGTERM commit the batch under way and stop; a second
+signal rolls it back; SIGKILL is safe, since DuckDB's transaction leaves a batch whole or absent.
 """
 
 from __future__ import annotations

@@ -1,28 +1,12 @@
 """`pitlog verify`: every table stream's gapless sequence and hash chain (docs/architecture.md,
-principle 2).
+principle 2; each finding and what it means: docs/integrity.md).
 
 It reads the log through the EventLog contract only, so it checks the embedded log and Kafka
-alike, batch by batch in bounded memory: per table it keeps one small state (the last hash,
-the highest seq, and the seqs still missing), never the events.
-
-Each record is checked twice, with one SHA-256 per record:
-
-- **its own hash**: SHA-256(its prev_hash field || its bytes before the hash) must equal its last
-  32 bytes. A flipped byte anywhere in the value fails here, at that record's offset: CHAIN_BROKEN
-  kind `altered` (kind `unreadable` when the flip also stops its envelope from parsing).
-- **its link**: its prev_hash field must equal the hash of the table's previous record in log
-  order (the genesis hash for the first). A deleted, inserted or moved record fails here, at the
-  next record: CHAIN_BROKEN kind `link`. After a record that failed its own hash, the next link
-  is taken on trust (the chain resynchronises), so one damaged record is reported once.
-
-Sequence numbers must run 1, 2, 3... in log order. A jump is SEQUENCE_GAP kind `gap` (the
-missing seqs are remembered); a seq that arrives after a higher one is kind `out_of_order` when
-it was missing, `duplicate` otherwise. So a deleted event shows as a gap plus a broken link at
-the next record; two swapped events as a gap and a link break at the first, out_of_order and
-a link break at the second, and a link break at the record after them.
-
-Only the envelope is parsed (events/wire/envelope.py), never the body: verify runs several times
-faster than the projector.
+alike, batch by batch in bounded memory: per table one small state (the last hash, the highest
+seq, the seqs still missing), never the events. One SHA-256 per record checks its own hash
+(CHAIN_BROKEN `altered`) and, against the previous record, its link (`link`); after a record
+that failed its own hash the next link is taken on trust, so one damaged record is reported
+once. Only the envelope is parsed (events/wire/envelope.py), never the body.
 """
 
 from __future__ import annotations
