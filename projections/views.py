@@ -156,19 +156,16 @@ def ensure_views(con: duckdb.DuckDBPyConnection, extra: str = "") -> bool:
     create_views(con)
     ours = [(kind, name) for kind, name, comment in con.execute(_CATALOG).fetchall()
             if comment is None or comment.startswith("pitlog views ")]
-    con.execute("BEGIN TRANSACTION")
-    try:
-        for kind, name in ours:
-            quoted = '"' + name.replace('"', '""') + '"'
-            # COMMENT takes no parameter; the tag is hex digits after a fixed text.
-            con.execute(f"COMMENT ON {_COMMENT_ON[kind]} {quoted} IS '{tag}'")
-        con.execute(f"CREATE OR REPLACE TABLE {FINGERPRINT_TABLE} "
-                    f"(kind VARCHAR NOT NULL, name VARCHAR NOT NULL)")
-        con.executemany(f"INSERT INTO {FINGERPRINT_TABLE} VALUES (?, ?)", ours)
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
+    # No transaction of its own: a connection handed to project() may be inside the caller's
+    # (a BEGIN there would abort it). The list comes last: an open stopped half-way leaves a
+    # view without its tag, or no list, and the next open creates them all again.
+    for kind, name in ours:
+        quoted = '"' + name.replace('"', '""') + '"'
+        # COMMENT takes no parameter; the tag is hex digits after a fixed text.
+        con.execute(f"COMMENT ON {_COMMENT_ON[kind]} {quoted} IS '{tag}'")
+    con.execute(f"CREATE OR REPLACE TABLE {FINGERPRINT_TABLE} "
+                f"(kind VARCHAR NOT NULL, name VARCHAR NOT NULL)")
+    con.executemany(f"INSERT INTO {FINGERPRINT_TABLE} VALUES (?, ?)", ours)
     return True
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from events.errors import ProjectionError
 from projections import views
-from projections.store import open_store
+from projections.store import open_store, prepare
 
 # How DuckDB holds each view and macro of a store, as text (the comments left out).
 _DEFINITIONS = """
@@ -150,3 +150,12 @@ def test_a_missing_or_unlisted_sql_file_fails_even_when_the_store_is_current(
     with pytest.raises(ProjectionError, match="missing hands.sql; reinstall pitlog"
                        if slip == "missing" else "extra.sql not in projections/views.py"):
         open_store(path).close()
+
+
+def test_views_are_created_inside_a_callers_open_transaction(tmp_path: Path) -> None:
+    with duckdb.connect(str(tmp_path / "s.duckdb")) as con:
+        con.execute("BEGIN TRANSACTION")
+        prepare(con)  # as project() prepares a connection it is handed
+        con.execute("COMMIT")
+        assert con.execute("SELECT count(*) FROM rounds").fetchall() == [(0,)]
+        assert views.ensure_views(con, "x") is True  # other columns: created again
