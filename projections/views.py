@@ -119,17 +119,17 @@ def views_fingerprint(extra: str = "") -> str:
 def _views_current(con: duckdb.DuckDBPyConnection, tag: str) -> bool:
     """Every view and macro ensure_views listed is there, still carrying `tag`, and the list
     holds at least VIEW_NAMES."""
-    if con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = "
-                   "current_database() AND schema_name = 'main' AND table_name = $t",
-                   {"t": FINGERPRINT_TABLE}).fetchall() != [(1,)]:
-        return False
     try:
+        if con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = "
+                       "current_database() AND schema_name = 'main' AND table_name = $t",
+                       {"t": FINGERPRINT_TABLE}).fetchall() != [(1,)]:
+            return False
         ((listed, views, stale),) = con.execute(
             f"SELECT count(*), count(*) FILTER (WHERE p.kind = 'view' AND p.name IN "
             f"({', '.join('?' * len(VIEW_NAMES))})), count(*) FILTER (WHERE c.comment IS "
             f"DISTINCT FROM ?) FROM {FINGERPRINT_TABLE} AS p "
             f"LEFT JOIN ({_CATALOG}) AS c USING (kind, name)", [*VIEW_NAMES, tag]).fetchall()
-    except duckdb.Error:  # the list replaced by hand with another table: made again
+    except duckdb.Error:  # the list replaced by another table, a tiny memory_limit: made again
         return False
     return listed > 0 and views == len(VIEW_NAMES) and stale == 0
 
@@ -154,6 +154,16 @@ def ensure_views(con: duckdb.DuckDBPyConnection, extra: str = "") -> bool:
     if _views_current(con, tag):
         return False
     create_views(con)
+    try:
+        _tag_views(con, tag)
+    except duckdb.Error:
+        # E.g. a memory_limit too small for the catalog's query (the views themselves were
+        # created): left untagged, they are created again at the next open.
+        pass
+    return True
+
+
+def _tag_views(con: duckdb.DuckDBPyConnection, tag: str) -> None:
     ours = [(kind, name) for kind, name, comment in con.execute(_CATALOG).fetchall()
             if comment is None or comment.startswith("pitlog views ")]
     # No transaction of its own: a connection handed to project() may be inside the caller's
@@ -166,7 +176,6 @@ def ensure_views(con: duckdb.DuckDBPyConnection, extra: str = "") -> bool:
     con.execute(f"CREATE OR REPLACE TABLE {FINGERPRINT_TABLE} "
                 f"(kind VARCHAR NOT NULL, name VARCHAR NOT NULL)")
     con.executemany(f"INSERT INTO {FINGERPRINT_TABLE} VALUES (?, ?)", ours)
-    return True
 
 
 def digest_views(con: duckdb.DuckDBPyConnection,
