@@ -14,6 +14,9 @@ principle 1).
   transaction as the rows (principle 3), with the log's id and the last record's digest, so a
   log replaced or restored at the same address is refused (log_checks.check_log_holds).
 
+Opening the file read-write also keeps `pitlog_views`, the list of views and macros it holds
+as this pitlog creates them (views.ensure_views): a reopened file skips re-creating them.
+
 Only projections/ imports duckdb (STYLE, idiom 4).
 """
 
@@ -40,7 +43,7 @@ from projections.snapshot import (
     publish_snapshot,
     snapshot_path,
 )
-from projections.views import create_views
+from projections.views import ensure_views
 
 __all__ = ["Column", "arrow_schema", "ensure_schema", "event_columns", "open_for_reading",
            "open_store", "prepare", "publish_snapshot", "snapshot_path"]
@@ -269,15 +272,17 @@ _PREPARED: weakref.WeakSet[duckdb.DuckDBPyConnection] = weakref.WeakSet()
 
 
 def prepare(con: duckdb.DuckDBPyConnection) -> None:
-    """ensure_schema and create_views, once per read-write connection."""
+    """ensure_schema and ensure_views, once per read-write connection."""
     if con in _PREPARED:
         return
 
     try:
-        ensure_schema(con)
+        columns = ensure_schema(con)
     except duckdb.Error as exc:  # e.g. a read-only connection
         raise ProjectionError(f"cannot create or migrate the pitlog tables: {exc}") from exc
-    create_views(con)  # after the tables: the views select from them
+    # After the tables (the views select from them); re-created when the schemas' columns
+    # change too, so a view never outlives the `events` it was created over.
+    ensure_views(con, _events_ddl(columns))
     _PREPARED.add(con)
 
 

@@ -7,6 +7,7 @@ opens the file, and they are stored in the file itself. SQL_FILES below is the o
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import duckdb
@@ -89,6 +90,95 @@ def create_views(con: duckdb.DuckDBPyConnection) -> None:
                                   f"reinstall pitlog") from exc
         except duckdb.Error as exc:
             raise ProjectionError(f"{path}: cannot create the views ({exc})") from exc
+
+
+# The table where a read-write file lists the views and macros ensure_views created.
+FINGERPRINT_TABLE = "pitlog_views"
+# Every view and macro of the file's main schema, with its comment. DuckDB drops an entry's
+# comment when the entry is replaced (CREATE OR REPLACE) and drops it with the entry (DROP).
+_CATALOG = """
+SELECT 'view' AS kind, view_name AS name, comment FROM duckdb_views()
+WHERE NOT internal AND NOT temporary AND database_name = current_database()
+  AND schema_name = 'main'
+UNION
+SELECT function_type, function_name, comment FROM duckdb_functions()
+WHERE NOT internal AND database_name = current_database() AND schema_name = 'main'
+  AND function_type IN ('macro', 'table_macro')"""
+_COMMENT_ON = {"view": "VIEW", "macro": "MACRO", "table_macro": "MACRO TABLE"}
+
+
+def views_fingerprint(extra: str = "") -> str:
+    """SHA-256 of everything create_views runs (the generated macros, then every VIEW_FILES text
+    in order), DuckDB's version and `extra` (the caller's schema: the `events` columns). An
+    upgraded pitlog, a new schema field or another DuckDB gives another fingerprint."""
+    h = hashlib.sha256()
+    for part in (f"duckdb {duckdb.__version__}", extra, macros_sql(),
+                 *(f"{name}\n{(SQL_DIR / name).read_text()}" for name in VIEW_FILES)):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def _views_current(con: duckdb.DuckDBPyConnection, tag: str) -> bool:
+    """Every view and macro ensure_views listed is there, still carrying `tag`, and the list
+    holds at least VIEW_NAMES."""
+    try:
+        if con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = "
+                       "current_database() AND schema_name = 'main' AND table_name = $t",
+                       {"t": FINGERPRINT_TABLE}).fetchall() != [(1,)]:
+            return False
+        ((listed, views, stale),) = con.execute(
+            f"SELECT count(*), count(*) FILTER (WHERE p.kind = 'view' AND p.name IN "
+            f"({', '.join('?' * len(VIEW_NAMES))})), count(*) FILTER (WHERE c.comment IS "
+            f"DISTINCT FROM ?) FROM {FINGERPRINT_TABLE} AS p "
+            f"LEFT JOIN ({_CATALOG}) AS c USING (kind, name)", [*VIEW_NAMES, tag]).fetchall()
+    except duckdb.Error:  # the list replaced by another table, a tiny memory_limit: made again
+        return False
+    return listed > 0 and views == len(VIEW_NAMES) and stale == 0
+
+
+def ensure_views(con: duckdb.DuckDBPyConnection, extra: str = "") -> bool:
+    """create_views unless the file already holds exactly these views; True when it ran.
+
+    Re-creating every macro and view costs about a second, on every read-write open. After
+    creating them, each view and macro of the main schema gets the comment `pitlog views <views_
+    fingerprint>` (one a user commented otherwise keeps its comment and is not listed), and
+    FINGERPRINT_TABLE lists them. They are created again when one listed is missing or carries
+    another comment: a pitlog with other SQL or schemas, a view or macro dropped or replaced by
+    hand (DuckDB drops the comment with the old entry), the list itself dropped or emptied. A
+    missing or unlisted .sql file still fails loudly first (check_sql_dir), whatever the file
+    holds."""
+    check_sql_dir(SQL_DIR)
+    try:
+        tag = f"pitlog views {views_fingerprint(extra)}"
+    except OSError as exc:
+        raise ProjectionError(f"{SQL_DIR}: cannot read the view definitions ({exc}); "
+                              f"reinstall pitlog") from exc
+    if _views_current(con, tag):
+        return False
+    create_views(con)
+    try:
+        _tag_views(con, tag)
+    except duckdb.Error:
+        # E.g. a memory_limit too small for the catalog's query (the views themselves were
+        # created): left untagged, they are created again at the next open.
+        pass
+    return True
+
+
+def _tag_views(con: duckdb.DuckDBPyConnection, tag: str) -> None:
+    ours = [(kind, name) for kind, name, comment in con.execute(_CATALOG).fetchall()
+            if comment is None or comment.startswith("pitlog views ")]
+    # No transaction of its own: a connection handed to project() may be inside the caller's
+    # (a BEGIN there would abort it). The list comes last: an open stopped half-way leaves a
+    # view without its tag, or no list, and the next open creates them all again.
+    for kind, name in ours:
+        quoted = '"' + name.replace('"', '""') + '"'
+        # COMMENT takes no parameter; the tag is hex digits after a fixed text.
+        con.execute(f"COMMENT ON {_COMMENT_ON[kind]} {quoted} IS '{tag}'")
+    con.execute(f"CREATE OR REPLACE TABLE {FINGERPRINT_TABLE} "
+                f"(kind VARCHAR NOT NULL, name VARCHAR NOT NULL)")
+    con.executemany(f"INSERT INTO {FINGERPRINT_TABLE} VALUES (?, ?)", ours)
 
 
 def digest_views(con: duckdb.DuckDBPyConnection,

@@ -3,6 +3,7 @@ Recorder (no simulator, so tests state every card they depend on)."""
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -41,6 +42,24 @@ def log(tmp_path: Path) -> EmbeddedLog:
 def table(log: EmbeddedLog) -> Callable[..., HandBuiltTable]:
     """table('T01') -> a HandBuiltTable recording to this test's log."""
     return lambda table_id="T01": HandBuiltTable(log, table_id)
+
+
+@pytest.fixture(scope="session")
+def empty_store(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Path], Path]:
+    """empty_store(path) -> path, holding a new store's tables and views: copied from one
+    created once per worker, so a test that projects into many fresh stores (a property test's
+    examples) pays for creating the views once (projections/views.py ensure_views sees them
+    current). For tests whose point is the projection, not the creation of a file."""
+    from projections.store import open_store
+
+    template = tmp_path_factory.mktemp("empty_store") / "empty.duckdb"
+    open_store(template).close()
+
+    def copy(path: Path) -> Path:
+        shutil.copyfile(template, path)
+        return path
+
+    return copy
 
 
 # --- Kafka: one real broker per session, one fresh topic per test (issue 3) ----------------

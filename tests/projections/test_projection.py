@@ -3,6 +3,7 @@ quarantining, and serving readers while it writes (docs/architecture.md, princip
 
 from __future__ import annotations
 
+import hashlib
 import os
 import signal
 import subprocess
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from conftest import HandBuiltTable
 from recorded_evening import digests_of, record_evening, round_kinds
 from repo_paths import REPO
 
@@ -26,6 +28,35 @@ from projections.store import event_columns, open_for_reading, open_store, snaps
 def evening(log: EmbeddedLog, table: Callable[..., object]) -> EmbeddedLog:
     record_evening(table)
     return log
+
+
+def records_digest(log: EventLog) -> str:
+    """SHA-256 over every record of `log` (partition, offset, key, value): two logs holding
+    the same records give the same digest."""
+    h = hashlib.sha256()
+    for batch in log.read():
+        for r in batch:
+            h.update(repr((r.partition, r.offset, r.key, r.value)).encode())
+    return h.hexdigest()
+
+
+@pytest.fixture(scope="module")
+def clean_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict]:
+    """The evening (the `evening` fixture's, recorded again) and the views of one
+    uninterrupted projection of it: made once for the module's restart tests, each of which
+    first checks that its own log holds exactly these records (clean_views)."""
+    folder = tmp_path_factory.mktemp("clean_run")
+    log = EmbeddedLog(folder / "log", partitions=4)
+    record_evening(lambda table_id="T01": HandBuiltTable(log, table_id))
+    project(log, folder / "clean.duckdb")
+    return records_digest(log), digests_of(folder / "clean.duckdb")
+
+
+def clean_views(clean_run: tuple[str, dict], log: EventLog) -> dict:
+    """The views of an uninterrupted projection of `log`, which must hold the evening."""
+    recorded, views = clean_run
+    assert records_digest(log) == recorded
+    return views
 
 
 def counts(con: duckdb.DuckDBPyConnection) -> tuple[int, int, int]:
@@ -105,7 +136,7 @@ class RedeliveringLog(EventLog):
 
 
 def test_failed_batch_leaves_nothing_partial_and_a_restart_completes_exactly(
-        evening: EmbeddedLog, tmp_path: Path) -> None:
+        evening: EmbeddedLog, tmp_path: Path, clean_run: tuple[str, dict]) -> None:
     db = tmp_path / "p.duckdb"
     with pytest.raises(ProjectionError, match="already projected or repeat a position"):
         project(RedeliveringLog(evening, at=1), db, batch_size=100)
@@ -115,8 +146,7 @@ def test_failed_batch_leaves_nothing_partial_and_a_restart_completes_exactly(
         assert checkpoints(con, evening.uri) == {1: 100}  # T02's partition is read first
     resumed = project(evening, db, batch_size=100)
     assert resumed.events == sum(evening.end_offsets().values()) - 100
-    project(evening, tmp_path / "clean.duckdb", batch_size=100)
-    assert digests_of(db) == digests_of(tmp_path / "clean.duckdb")
+    assert digests_of(db) == clean_views(clean_run, evening)
 
 
 class RewindingLog(RedeliveringLog):
@@ -187,7 +217,7 @@ def test_duckdb_refusing_a_batch_is_an_error_that_names_it_and_writes_nothing(
 
 
 def test_interrupt_between_batches_keeps_committed_batches_and_resumes(
-        evening: EmbeddedLog, tmp_path: Path) -> None:
+        evening: EmbeddedLog, tmp_path: Path, clean_run: tuple[str, dict]) -> None:
     db = tmp_path / "p.duckdb"
     seen: list[int] = []
 
@@ -202,8 +232,7 @@ def test_interrupt_between_batches_keeps_committed_batches_and_resumes(
     with duckdb.connect(str(db), read_only=True) as con:
         assert counts(con) == (300, 0, 300)
     project(evening, db, batch_size=100)
-    project(evening, tmp_path / "clean.duckdb")
-    assert digests_of(db) == digests_of(tmp_path / "clean.duckdb")
+    assert digests_of(db) == clean_views(clean_run, evening)
 
 
 _KILLABLE = """
@@ -216,8 +245,8 @@ project(EmbeddedLog(Path(sys.argv[1])), sys.argv[2], batch_size=20,
 """
 
 
-def test_projector_killed_mid_run_restarts_to_identical_views(evening: EmbeddedLog,
-                                                              tmp_path: Path) -> None:
+def test_projector_killed_mid_run_restarts_to_identical_views(
+        evening: EmbeddedLog, tmp_path: Path, clean_run: tuple[str, dict]) -> None:
     db = tmp_path / "p.duckdb"
     proc = subprocess.Popen([sys.executable, "-c", _KILLABLE, str(evening.folder), str(db)],
                             stdout=subprocess.PIPE, text=True,
@@ -233,8 +262,7 @@ def test_projector_killed_mid_run_restarts_to_identical_views(evening: EmbeddedL
     assert events + quarantined == covered  # whole batches only
     assert covered % 20 == 0 and 100 <= covered < total
     project(evening, db)
-    project(evening, tmp_path / "clean.duckdb")
-    assert digests_of(db) == digests_of(tmp_path / "clean.duckdb")
+    assert digests_of(db) == clean_views(clean_run, evening)
 
 
 def _rank_15(message: bytes, prev_hash: bytes) -> bytes:

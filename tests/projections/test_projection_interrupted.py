@@ -6,6 +6,7 @@ the longest of the projector's tests, and the suite's workers take a module each
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import duckdb
 import pytest
@@ -63,9 +64,10 @@ def _stop_after(batches: int) -> Callable[[int], None]:
 @given(batch_size=st.integers(2, 120), stops=st.lists(st.integers(1, 6), max_size=3))
 def test_any_batch_size_and_any_interruptions_give_the_same_views(
         shared_evening: tuple[EmbeddedLog, dict], tmp_path_factory: pytest.TempPathFactory,
-        batch_size: int, stops: list[int]) -> None:
+        empty_store: Callable[[Path], Path], batch_size: int, stops: list[int]) -> None:
     log, expected = shared_evening
-    db = tmp_path_factory.mktemp("prop") / "p.duckdb"
+    # An empty store copied from one made once (conftest): the views are not created again.
+    db = empty_store(tmp_path_factory.mktemp("prop") / "p.duckdb")
     for stop in stops:  # each run is stopped after `stop` batches, then resumed
         try:
             project(log, db, batch_size=batch_size, progress=_stop_after(stop))
