@@ -41,6 +41,7 @@ from datetime import datetime
 import duckdb
 import pyarrow as pa
 
+from projections import detect_rounds
 from projections.alerts import create_tables, raise_alerts
 from projections.anomalies import (
     FAMILY_ROWS,
@@ -110,7 +111,8 @@ def state_ready(con: duckdb.DuckDBPyConnection) -> bool:
     names = {t for (t,) in con.execute(
         "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()"
     ).fetchall()}
-    if not {SHOES, TABLES, CONTEXT, STORED, STORED_AT} <= names:
+    if not {SHOES, TABLES, CONTEXT, STORED, STORED_AT, detect_rounds.ROUNDS,
+            detect_rounds.FAULTS} <= names:
         return False
     cols = [tuple(r) for r in con.execute(
         "SELECT table_name, column_name FROM duckdb_columns() WHERE database_name = "
@@ -129,6 +131,7 @@ def rebuild_state(con: duckdb.DuckDBPyConnection) -> None:
     types = "('" + "', '".join(CONTEXT_TYPES) + "')"
     con.execute(f"CREATE OR REPLACE TABLE {CONTEXT} AS "
                 f"SELECT * FROM events WHERE event_type IN {types}")
+    detect_rounds.rebuild(con)
 
 
 class Detector:
@@ -179,14 +182,17 @@ class Detector:
         s = self.scratch
         s.register("pitlog_new", batch)
         try:
-            new_tables = {r[0]: r for r in s.execute(
-                _TABLE_AGG.format(src="pitlog_new")).fetchall()}
-            new_shoes = s.execute(_SHOE_AGG.format(src="pitlog_new")).fetchall()
-            null_shoe = dict(s.execute(
-                "SELECT table_id, min(seq) FROM pitlog_new WHERE shoe_id IS NULL "
-                "GROUP BY ALL").fetchall())
+            return self._plan(s)
         finally:
             s.unregister("pitlog_new")
+
+    def _plan(self, s: duckdb.DuckDBPyConnection) -> list[Scope]:
+        new_tables = {r[0]: r for r in s.execute(
+            _TABLE_AGG.format(src="pitlog_new")).fetchall()}
+        new_shoes = s.execute(_SHOE_AGG.format(src="pitlog_new")).fetchall()
+        null_shoe = dict(s.execute(
+            "SELECT table_id, min(seq) FROM pitlog_new WHERE shoe_id IS NULL "
+            "GROUP BY ALL").fetchall())
         tables = list(new_tables)
         old_tables = {r[0]: r for r in s.execute(
             f"SELECT * FROM {self.db}.main.{TABLES} WHERE list_contains($t, table_id)",
@@ -201,6 +207,7 @@ class Detector:
             touched.setdefault(r[0], set()).add(r[1])
             shoes[key] = _merge(shoes.get(key), list(r))
         out = []
+        narrow: dict[str, tuple[int, set[str]]] = {}  # table -> (K, affected shoes)
         for t in tables:
             _, partition, first_offset, _, _, ordered = new_tables[t]
             old = old_tables.get(t)
@@ -220,6 +227,7 @@ class Detector:
                 if k2 == k:
                     break
                 k = k2
+            narrow[t] = (k, affected)
             before = [v for v in mine.values() if v[4] < k]
             if not before:  # the table's first shoe: from its start
                 out.append(Scope(t, partition, k, None, old[2], None))
@@ -232,6 +240,12 @@ class Detector:
                 if d[6] < w:
                     w, offset = d[6], d[7]
             out.append(Scope(t, partition, k, w, offset, None))
+        # The round-level stretch: rows from K_r on, read from a window whose part before
+        # K_r holds the shoe's context alone (projections/detect_rounds.py).
+        starts = detect_rounds.round_starts(s, self.db, "pitlog_new", narrow)
+        out = [Scope(sc.table_id, sc.partition, sc.k if starts.get(sc.table_id) is None
+                     else starts[sc.table_id], sc.w,
+                     sc.offset, None) for sc in out]
         return self._with_state_seqs(out)
 
     def _with_state_seqs(self, scopes: list[Scope]) -> list[Scope]:
@@ -258,12 +272,29 @@ class Detector:
         s.register("pitlog_new", batch)
         try:
             # The partition and offset bounds are constants, so DuckDB skips the row groups
-            # before the stretch; the join then keeps each table's own window.
+            # before the stretch; the join then keeps each table's own window. Before K_r
+            # (sc.k) only the context is kept (projections/detect_rounds.py): its types, the
+            # predecessor of K_r and earlier copies of a later event id.
             s.execute(f"""
                 CREATE OR REPLACE TABLE events AS
-                SELECT e.* FROM {self.db}.main.events AS e JOIN scope AS sc USING (table_id)
-                WHERE e.log_partition IN ({", ".join(map(str, parts))}) AND e.log_offset >= {low}
-                  AND e.log_offset >= sc.o AND (sc.w IS NULL OR e.seq >= sc.w)
+                WITH src AS (
+                    SELECT e.*, sc.k AS pitlog_k
+                    FROM {self.db}.main.events AS e JOIN scope AS sc USING (table_id)
+                    WHERE e.log_partition IN ({", ".join(map(str, parts))})
+                      AND e.log_offset >= {low} AND e.log_offset >= sc.o
+                      AND (sc.w IS NULL OR e.seq >= sc.w)),
+                pred AS (SELECT table_id, max(seq) AS seq FROM src WHERE seq < pitlog_k
+                         GROUP BY ALL),
+                later AS (SELECT DISTINCT table_id, event_id FROM (
+                              SELECT table_id, event_id FROM src WHERE seq >= pitlog_k
+                              UNION ALL SELECT table_id, event_id FROM pitlog_new)
+                          WHERE event_id IS NOT NULL)
+                SELECT src.* EXCLUDE (pitlog_k) FROM src
+                LEFT JOIN pred AS p ON p.table_id = src.table_id AND p.seq = src.seq
+                LEFT JOIN later AS l ON l.table_id = src.table_id AND l.event_id = src.event_id
+                WHERE src.pitlog_k IS NULL OR src.seq >= src.pitlog_k
+                   OR src.event_type IN {detect_rounds.CONTEXT_SQL}
+                   OR p.seq IS NOT NULL OR l.event_id IS NOT NULL
                 UNION ALL BY NAME
                 SELECT c.* FROM {self.db}.main.{CONTEXT} AS c JOIN scope AS sc USING (table_id)
                 WHERE sc.w IS NOT NULL AND c.seq < sc.w
@@ -372,6 +403,7 @@ class Detector:
         types = "('" + "', '".join(CONTEXT_TYPES) + "')"
         con.execute(f"INSERT INTO {CONTEXT} BY NAME SELECT * FROM pitlog_batch "
                     f"WHERE event_type IN {types}")
+        detect_rounds.advance(con)
         for name in ("pitlog_new_shoes", "pitlog_merged", "pitlog_new_tables",
                      "pitlog_merged_tables"):
             con.execute(f"DROP TABLE IF EXISTS temp.{name}")
