@@ -186,11 +186,14 @@ def feeder(target: str, feed: list[tuple[bytes, bytes]], rate: float,
 
 
 def in_process(log: EventLog, con: duckdb.DuckDBPyConnection,
-               done: threading.Event) -> tuple[int, list[float], list[int]]:
+               done: threading.Event
+               ) -> tuple[int, list[float], list[int], dict[str, list[float]]]:
     """project() in a loop on one connection until the feed is in; (batches, detection cost
-    per batch, window per batch)."""
+    per batch, window per batch, seconds per batch of each phase: plan, copy (the window into
+    the scratch catalog), families (the family queries, planning included), apply)."""
     costs: list[float] = []
     windows: list[int] = []
+    phases: dict[str, list[float]] = {"plan": [], "copy": [], "families": [], "apply": []}
     current: dict[str, float] = {}
     for name in ("plan", "evaluate", "apply"):
         f = getattr(incremental.Detector, name)
@@ -201,8 +204,11 @@ def in_process(log: EventLog, con: duckdb.DuckDBPyConnection,
             current[_n] = time.perf_counter() - t
             if _n == "evaluate":
                 windows.append(r)
+                current.update(a[0].phases)
             if _n == "apply" and a[2]:  # a batch with events: one detection
                 costs.append(current.get("plan", 0) + current.get("evaluate", 0) + current[_n])
+                for k, v in phases.items():
+                    v.append(current.get(k, 0.0))
             return r
         setattr(incremental.Detector, name, timed)
     batches = 0
@@ -210,7 +216,7 @@ def in_process(log: EventLog, con: duckdb.DuckDBPyConnection,
             con.execute("SELECT sum(next_offset) FROM checkpoints").fetchone()[0]:
         batches += project(log, con, publish_alerts=False).batches
         time.sleep(0.05)
-    return batches, costs, windows
+    return batches, costs, windows, phases
 
 
 def start_server(work: Path, uri: str) -> tuple[subprocess.Popen, str]:
@@ -351,10 +357,11 @@ def main() -> None:
     else:
         thread = threading.Thread(target=feeder, args=(uri, feed, args.rate, appended, done))
         thread.start()
-        batches, costs, windows = in_process(log, con, done)
+        batches, costs, windows, phases = in_process(log, con, done)
         thread.join()
         result = {"batches": batches, "detection_seconds_per_batch": percentiles(costs),
-                  "window_events_per_batch": percentiles([float(w) for w in windows])}
+                  "window_events_per_batch": percentiles([float(w) for w in windows]),
+                  "phase_seconds_per_batch": {k: percentiles(v) for k, v in phases.items()}}
     rows = con.execute("""
         SELECT a.alert_seq, a.raised_at, e.log_partition, e.log_offset
         FROM alerts AS a JOIN events AS e ON e.table_id = a.table_id AND e.seq = list_max(a.seqs)

@@ -32,6 +32,7 @@ log partition and offset, so the cost follows the batch and the shoe size, not t
 
 from __future__ import annotations
 
+import time
 import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -168,6 +169,9 @@ class Detector:
         self.pool = ThreadPoolExecutor(max_workers=len(self.families),
                                        thread_name_prefix="pitlog-detect")
         self.recorded: list[tuple[int, datetime | None]] = []
+        # Seconds of the last evaluate's phases (window copy, family queries), for
+        # benchmarks/bench_live.py.
+        self.phases: dict[str, float] = {}
 
     def close(self) -> None:
         self.pool.shutdown(wait=True)
@@ -267,6 +271,7 @@ class Detector:
         s.executemany("INSERT INTO scope VALUES (?, ?, ?, ?, ?, ?)",
                       [[sc.table_id, sc.partition, sc.k, sc.w, sc.offset, sc.state_seq]
                        for sc in scopes])
+        started = time.perf_counter()
         parts = sorted({sc.partition for sc in scopes})
         low = min(sc.offset for sc in scopes)
         s.register("pitlog_new", batch)
@@ -277,7 +282,7 @@ class Detector:
             # predecessor of K_r and earlier copies of a later event id.
             s.execute(f"""
                 CREATE OR REPLACE TABLE events AS
-                WITH src AS (
+                WITH src AS MATERIALIZED (
                     SELECT e.*, sc.k AS pitlog_k
                     FROM {self.db}.main.events AS e JOIN scope AS sc USING (table_id)
                     WHERE e.log_partition IN ({", ".join(map(str, parts))})
@@ -303,7 +308,9 @@ class Detector:
                 SELECT * FROM pitlog_new""")
         finally:
             s.unregister("pitlog_new")
+        copied = time.perf_counter()
         self._evaluate_families()
+        self.phases = {"copy": copied - started, "families": time.perf_counter() - copied}
         ((n,),) = s.execute("SELECT count(*) FROM events").fetchall()
         return int(n)
 
