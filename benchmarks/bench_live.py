@@ -11,8 +11,10 @@ rest is appended at `--rate` records per second (one append every 0.1 s, from a 
 table's stream continuing where its history stopped, while the projector follows (project() in
 a loop on one connection, as `project --follow` and `pitlog serve` do). Measured per batch:
 the detection's cost (Detector.plan + evaluate + apply: the batch's stretch evaluated and
-written) and its window (events evaluated); per alert raised during the feed: from the append
-of its latest proving event to its row in `alerts` (raised_at, the batch transaction's time).
+written), its phases, and its windows (events evaluated by the rounds, money, tables and
+streams families; by the shoes family, which also reads the cards before K_r); per alert
+raised during the feed: from the append of its latest proving event to its row in `alerts`
+(raised_at, the batch transaction's time).
 
 `--serve`: instead of the in-process loop, `pitlog serve --poll-interval 0.1` follows the log
 in a child process, and an SSE client on `GET /alerts` records when each alert arrives: the
@@ -193,7 +195,8 @@ def in_process(log: EventLog, con: duckdb.DuckDBPyConnection,
     the scratch catalog), families (the family queries, planning included), apply)."""
     costs: list[float] = []
     windows: list[int] = []
-    phases: dict[str, list[float]] = {"plan": [], "copy": [], "families": [], "apply": []}
+    phases: dict[str, list[float]] = {"plan": [], "copy": [], "families": [], "apply": [],
+                                      "cards_window": []}
     current: dict[str, float] = {}
     for name in ("plan", "evaluate", "apply"):
         f = getattr(incremental.Detector, name)
@@ -361,6 +364,7 @@ def main() -> None:
         thread.join()
         result = {"batches": batches, "detection_seconds_per_batch": percentiles(costs),
                   "window_events_per_batch": percentiles([float(w) for w in windows]),
+                  "cards_window_events_per_batch": percentiles(phases.pop("cards_window")),
                   "phase_seconds_per_batch": {k: percentiles(v) for k, v in phases.items()}}
     rows = con.execute("""
         SELECT a.alert_seq, a.raised_at, e.log_partition, e.log_offset

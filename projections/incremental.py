@@ -55,6 +55,8 @@ from projections.anomalies import (
 from projections.views import create_views
 
 SCRATCH = "pitlog_detect"
+# The window of the families that read a shoe's cards before K_r (detect_rounds.CARD_FAMILIES).
+CARDS = "pitlog_detect_cards"
 SHOES = "detect_shoes"
 TABLES = "detect_tables"
 CONTEXT = "detect_context"
@@ -146,8 +148,13 @@ class Detector:
         self.scratch.execute(f"DETACH DATABASE IF EXISTS {SCRATCH}")
         self.scratch.execute(f"ATTACH ':memory:' AS {SCRATCH}")
         self.scratch.execute(f"USE {SCRATCH}")
-        self.scratch.execute(f"CREATE TABLE events AS SELECT * FROM {self.db}.main.events LIMIT 0")
-        create_views(self.scratch)
+        self.scratch.execute(f"DETACH DATABASE IF EXISTS {CARDS}")
+        self.scratch.execute(f"ATTACH ':memory:' AS {CARDS}")
+        for catalog in (CARDS, SCRATCH):  # the same views over each window
+            self.scratch.execute(f"USE {catalog}")
+            self.scratch.execute(
+                f"CREATE TABLE events AS SELECT * FROM {self.db}.main.events LIMIT 0")
+            create_views(self.scratch)
         self.families = anomaly_families(self.scratch)
         self.scratch.execute(
             f"CREATE TABLE found AS {FAMILY_ROWS.format(family=self.families[0])} LIMIT 0")
@@ -159,12 +166,14 @@ class Detector:
         self.inserts = []
         for i, family in enumerate(self.families):
             cur = self.scratch.cursor()
-            cur.execute(f"USE {SCRATCH}")
-            cur.execute(f"CREATE TABLE found_{i} AS SELECT * FROM found LIMIT 0")
+            cur.execute(f"CREATE TABLE {SCRATCH}.found_{i} AS SELECT * FROM {SCRATCH}.found "
+                        "LIMIT 0")
+            cur.execute(f"USE {CARDS if family in detect_rounds.CARD_FAMILIES else SCRATCH}")
             self.cursors.append(cur)
             self.inserts.append(
-                f"INSERT INTO found_{i} SELECT f.* FROM ({FAMILY_ROWS.format(family=family)}) "
-                f"AS f JOIN scope AS sc USING (table_id) "
+                f"INSERT INTO {SCRATCH}.found_{i} SELECT f.* FROM "
+                f"({FAMILY_ROWS.format(family=family)}) AS f "
+                f"JOIN {SCRATCH}.scope AS sc USING (table_id) "
                 f"WHERE sc.k IS NULL OR coalesce(list_max(f.seqs), {BIG}) >= sc.k")
         self.pool = ThreadPoolExecutor(max_workers=len(self.families),
                                        thread_name_prefix="pitlog-detect")
@@ -179,6 +188,7 @@ class Detector:
             cur.close()
         self.scratch.close()
         self.con.execute(f"DETACH DATABASE IF EXISTS {SCRATCH}")
+        self.con.execute(f"DETACH DATABASE IF EXISTS {CARDS}")
 
     # --- before the transaction: plan and evaluate -------------------------------------------
 
@@ -281,7 +291,7 @@ class Detector:
             # (sc.k) only the context is kept (projections/detect_rounds.py): its types, the
             # predecessor of K_r and earlier copies of a later event id.
             s.execute(f"""
-                CREATE OR REPLACE TABLE events AS
+                CREATE OR REPLACE TABLE {CARDS}.events AS
                 WITH src AS MATERIALIZED (
                     SELECT e.*, sc.k AS pitlog_k
                     FROM {self.db}.main.events AS e JOIN scope AS sc USING (table_id)
@@ -308,10 +318,32 @@ class Detector:
                 SELECT * FROM pitlog_new""")
         finally:
             s.unregister("pitlog_new")
+        # The other families' window: the same, less the cards before K_r (unless a fault
+        # before K_r looks for the next card after it), as detect_rounds.py says why.
+        s.execute(f"""
+            CREATE OR REPLACE TABLE events AS
+            WITH w AS MATERIALIZED (
+                SELECT e.*, sc.k AS pitlog_k
+                FROM {CARDS}.events AS e JOIN scope AS sc USING (table_id)),
+            pred AS (SELECT table_id, max(seq) AS seq FROM w WHERE seq < pitlog_k
+                     GROUP BY ALL),
+            later AS (SELECT DISTINCT table_id, event_id FROM w
+                      WHERE (pitlog_k IS NULL OR seq >= pitlog_k) AND event_id IS NOT NULL),
+            faulted AS (SELECT DISTINCT table_id FROM w
+                        WHERE event_type = 'DeviceFaulted' AND seq < pitlog_k)
+            SELECT w.* EXCLUDE (pitlog_k) FROM w
+            LEFT JOIN pred AS p ON p.table_id = w.table_id AND p.seq = w.seq
+            LEFT JOIN later AS l ON l.table_id = w.table_id AND l.event_id = w.event_id
+            LEFT JOIN faulted AS f ON f.table_id = w.table_id
+            WHERE w.pitlog_k IS NULL OR w.seq >= w.pitlog_k
+               OR w.event_type NOT IN {detect_rounds.CARD_SQL}
+               OR f.table_id IS NOT NULL OR p.seq IS NOT NULL OR l.event_id IS NOT NULL""")
         copied = time.perf_counter()
         self._evaluate_families()
         self.phases = {"copy": copied - started, "families": time.perf_counter() - copied}
         ((n,),) = s.execute("SELECT count(*) FROM events").fetchall()
+        ((cards,),) = s.execute(f"SELECT count(*) FROM {CARDS}.events").fetchall()
+        self.phases["cards_window"] = float(cards)
         return int(n)
 
     def _evaluate_families(self) -> None:
@@ -323,7 +355,7 @@ class Detector:
 
         def run(i: int) -> None:
             cur = self.cursors[i]
-            cur.execute(f"DELETE FROM found_{i}")
+            cur.execute(f"DELETE FROM {SCRATCH}.found_{i}")
             cur.execute(self.inserts[i])
 
         futures = [self.pool.submit(run, i) for i in range(len(self.families))]
@@ -363,7 +395,7 @@ class Detector:
             SELECT a.alert_seq, max(e.recorded_at)
             FROM (SELECT alert_seq, table_id, unnest(seqs) AS seq FROM alerts
                   WHERE alert_seq > $b) AS a
-            LEFT JOIN {SCRATCH}.events AS e USING (table_id, seq)
+            LEFT JOIN {CARDS}.events AS e USING (table_id, seq)
             GROUP BY a.alert_seq ORDER BY a.alert_seq""", {"b": before}).fetchall())
 
     def take_recorded(self) -> list[tuple[int, datetime | None]]:
