@@ -196,7 +196,7 @@ def in_process(log: EventLog, con: duckdb.DuckDBPyConnection,
     costs: list[float] = []
     windows: list[int] = []
     phases: dict[str, list[float]] = {"plan": [], "copy": [], "families": [], "apply": [],
-                                      "cards_window": []}
+                                      "cards_window": [], "tables": [], "round_level": []}
     current: dict[str, float] = {}
     for name in ("plan", "evaluate", "apply"):
         f = getattr(incremental.Detector, name)
@@ -205,6 +205,8 @@ def in_process(log: EventLog, con: duckdb.DuckDBPyConnection,
             t = time.perf_counter()
             r = _f(*a, **k)
             current[_n] = time.perf_counter() - t
+            if _n == "plan":
+                current.update(a[0].stretches)
             if _n == "evaluate":
                 windows.append(r)
                 current.update(a[0].phases)
@@ -365,6 +367,8 @@ def main() -> None:
         result = {"batches": batches, "detection_seconds_per_batch": percentiles(costs),
                   "window_events_per_batch": percentiles([float(w) for w in windows]),
                   "cards_window_events_per_batch": percentiles(phases.pop("cards_window")),
+                  "tables_touched_per_batch": percentiles(phases.pop("tables")),
+                  "tables_at_round_level_per_batch": percentiles(phases.pop("round_level")),
                   "phase_seconds_per_batch": {k: percentiles(v) for k, v in phases.items()}}
     rows = con.execute("""
         SELECT a.alert_seq, a.raised_at, e.log_partition, e.log_offset

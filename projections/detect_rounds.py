@@ -41,10 +41,12 @@ CONTEXT_TYPES = (
 CONTEXT_SQL = "('" + "', '".join(CONTEXT_TYPES) + "')"
 # The cards out of the shoe, and the families that read them before K_r: EXTRA_CARD,
 # MISSING_BURN, FACE_UP_CARD_USED, DRAWN_IN_ERROR_NOT_USED, BURN_MISDISCLOSED. The other
-# families read a card before K_r only as the next card after a device fault, so their window
-# drops the cards before K_r of a table with no fault there (incremental.Detector.evaluate).
-CARD_TYPES = ("CardDrawn", "CardBurned", "CardFoundFaceUp", "CardDrawnInError", "BurnDisclosed")
+# families read a card before K_r only as the next card out after a device fault
+# (DEVICE_FAULT_NOT_VOIDED), so their window keeps that card alone (Detector.evaluate).
+CARD_OUT = ("CardDrawn", "CardBurned", "CardFoundFaceUp", "CardDrawnInError")
+CARD_TYPES = (*CARD_OUT, "BurnDisclosed")
 CARD_SQL = "('" + "', '".join(CARD_TYPES) + "')"
+CARD_OUT_SQL = "('" + "', '".join(CARD_OUT) + "')"
 CARD_FAMILIES = ("anomalies_found_shoes",)
 # A batch with one of these keeps its table's shoe-level stretch (see above).
 SHOE_CHANGES = ("CardsLoaded", "ShoeClosed", "ShuffleStarted", "ShuffleCompleted", "TableOpened")

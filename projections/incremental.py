@@ -181,6 +181,7 @@ class Detector:
         # Seconds of the last evaluate's phases (window copy, family queries), for
         # benchmarks/bench_live.py.
         self.phases: dict[str, float] = {}
+        self.stretches: dict[str, float] = {}
 
     def close(self) -> None:
         self.pool.shutdown(wait=True)
@@ -257,6 +258,9 @@ class Detector:
         # The round-level stretch: rows from K_r on, read from a window whose part before
         # K_r holds the shoe's context alone (projections/detect_rounds.py).
         starts = detect_rounds.round_starts(s, self.db, "pitlog_new", narrow)
+        # How many touched tables got the round-level stretch (benchmarks/bench_live.py).
+        self.stretches = {"tables": float(len(out)),
+                          "round_level": float(sum(v is not None for v in starts.values()))}
         out = [Scope(sc.table_id, sc.partition, sc.k if starts.get(sc.table_id) is None
                      else starts[sc.table_id], sc.w,
                      sc.offset, None) for sc in out]
@@ -318,8 +322,8 @@ class Detector:
                 SELECT * FROM pitlog_new""")
         finally:
             s.unregister("pitlog_new")
-        # The other families' window: the same, less the cards before K_r (unless a fault
-        # before K_r looks for the next card after it), as detect_rounds.py says why.
+        # The other families' window: the same, less the cards before K_r but the next card
+        # after each device fault there (DEVICE_FAULT_NOT_VOIDED), as detect_rounds.py says.
         s.execute(f"""
             CREATE OR REPLACE TABLE events AS
             WITH w AS MATERIALIZED (
@@ -329,15 +333,19 @@ class Detector:
                      GROUP BY ALL),
             later AS (SELECT DISTINCT table_id, event_id FROM w
                       WHERE (pitlog_k IS NULL OR seq >= pitlog_k) AND event_id IS NOT NULL),
-            faulted AS (SELECT DISTINCT table_id FROM w
-                        WHERE event_type = 'DeviceFaulted' AND seq < pitlog_k)
+            after_fault AS (  -- the next card out of the shoe after each fault before K_r
+                SELECT f.table_id, min(c.seq) AS seq
+                FROM w AS f JOIN w AS c ON c.table_id = f.table_id AND c.shoe_id = f.shoe_id
+                 AND c.seq > f.seq AND c.event_type IN {detect_rounds.CARD_OUT_SQL}
+                WHERE f.event_type = 'DeviceFaulted' AND f.seq < f.pitlog_k
+                GROUP BY f.table_id, f.seq)
             SELECT w.* EXCLUDE (pitlog_k) FROM w
             LEFT JOIN pred AS p ON p.table_id = w.table_id AND p.seq = w.seq
             LEFT JOIN later AS l ON l.table_id = w.table_id AND l.event_id = w.event_id
-            LEFT JOIN faulted AS f ON f.table_id = w.table_id
+            LEFT JOIN after_fault AS f ON f.table_id = w.table_id AND f.seq = w.seq
             WHERE w.pitlog_k IS NULL OR w.seq >= w.pitlog_k
                OR w.event_type NOT IN {detect_rounds.CARD_SQL}
-               OR f.table_id IS NOT NULL OR p.seq IS NOT NULL OR l.event_id IS NOT NULL""")
+               OR f.seq IS NOT NULL OR p.seq IS NOT NULL OR l.event_id IS NOT NULL""")
         copied = time.perf_counter()
         self._evaluate_families()
         self.phases = {"copy": copied - started, "families": time.perf_counter() - copied}
