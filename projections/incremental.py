@@ -25,6 +25,11 @@ The stored rows of the stretch are deleted and the window's rows of the stretch 
 batch's own transaction. This holds while a table's events reach the log in seq order (devices
 append in order); a table whose stream ever goes back in seq is re-evaluated whole from then on.
 
+Within those shoes the stretch is narrowed to rounds (projections/detect_rounds.py): rows from
+K_r, the first event of the earliest round the batch can change, are replaced, and before K_r
+the windows keep only the shoe's context: the cards for the shoes family (a catalog of its
+own, CARDS), the rest of the context for the other families.
+
 The window is read through a scratch catalog whose `events` table holds the window alone (as
 anomalies.refresh_stored_anomalies does per table group), with the scan of the store pruned by
 log partition and offset, so the cost follows the batch and the shoe size, not the history.
