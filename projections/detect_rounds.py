@@ -131,3 +131,64 @@ def round_starts(s: duckdb.DuckDBPyConnection, db: str, batch: str,
             break
         kr.update(moved)
     return {t: (kr[t] if t in kr and kr[t] >= tables[t][0] else None) for t in names}
+
+
+def copy_windows(s: duckdb.DuckDBPyConnection, db: str, cards: str, context: str,
+                 parts: list[int], low: int) -> None:
+    """The batch's two windows (incremental.Detector.evaluate), from the store in catalog `db`,
+    its context table `context`, the scope table and the batch (`pitlog_new`) on `s`: the
+    cards window into `cards`.events, the rounds window into `events` of `s`'s catalog."""
+    # The partition and offset bounds are constants, so DuckDB skips the row groups
+    # before the stretch; the join then keeps each table's own window. Before K_r
+    # (sc.k) only the context is kept (module docstring): its types, the predecessor of K_r
+    # and earlier copies of a later event id.
+    s.execute(f"""
+        CREATE OR REPLACE TABLE {cards}.events AS
+        WITH src AS MATERIALIZED (
+            SELECT e.*, sc.k AS pitlog_k
+            FROM {db}.main.events AS e JOIN scope AS sc USING (table_id)
+            WHERE e.log_partition IN ({", ".join(map(str, parts))})
+              AND e.log_offset >= {low} AND e.log_offset >= sc.o
+              AND (sc.w IS NULL OR e.seq >= sc.w)),
+        pred AS (SELECT table_id, max(seq) AS seq FROM src WHERE seq < pitlog_k
+                 GROUP BY ALL),
+        later AS (SELECT DISTINCT table_id, event_id FROM (
+                      SELECT table_id, event_id FROM src WHERE seq >= pitlog_k
+                      UNION ALL SELECT table_id, event_id FROM pitlog_new)
+                  WHERE event_id IS NOT NULL)
+        SELECT src.* EXCLUDE (pitlog_k) FROM src
+        LEFT JOIN pred AS p ON p.table_id = src.table_id AND p.seq = src.seq
+        LEFT JOIN later AS l ON l.table_id = src.table_id AND l.event_id = src.event_id
+        WHERE src.pitlog_k IS NULL OR src.seq >= src.pitlog_k
+           OR src.event_type IN {CONTEXT_SQL}
+           OR p.seq IS NOT NULL OR l.event_id IS NOT NULL
+        UNION ALL BY NAME
+        SELECT c.* FROM {db}.main.{context} AS c JOIN scope AS sc USING (table_id)
+        WHERE sc.w IS NOT NULL AND c.seq < sc.w
+          AND (c.event_type = 'TableOpened' OR c.seq = sc.state_seq)
+        UNION ALL BY NAME
+        SELECT * FROM pitlog_new""")
+    # The other families' window: the same, less the cards before K_r but the next card
+    # after each device fault there (DEVICE_FAULT_NOT_VOIDED; CARD_TYPES above).
+    s.execute(f"""
+    CREATE OR REPLACE TABLE events AS
+    WITH w AS MATERIALIZED (
+        SELECT e.*, sc.k AS pitlog_k
+        FROM {cards}.events AS e JOIN scope AS sc USING (table_id)),
+    pred AS (SELECT table_id, max(seq) AS seq FROM w WHERE seq < pitlog_k
+             GROUP BY ALL),
+    later AS (SELECT DISTINCT table_id, event_id FROM w
+              WHERE (pitlog_k IS NULL OR seq >= pitlog_k) AND event_id IS NOT NULL),
+    after_fault AS (  -- the next card out of the shoe after each fault before K_r
+        SELECT f.table_id, min(c.seq) AS seq
+        FROM w AS f JOIN w AS c ON c.table_id = f.table_id AND c.shoe_id = f.shoe_id
+         AND c.seq > f.seq AND c.event_type IN {CARD_OUT_SQL}
+        WHERE f.event_type = 'DeviceFaulted' AND f.seq < f.pitlog_k
+        GROUP BY f.table_id, f.seq)
+    SELECT w.* EXCLUDE (pitlog_k) FROM w
+    LEFT JOIN pred AS p ON p.table_id = w.table_id AND p.seq = w.seq
+    LEFT JOIN later AS l ON l.table_id = w.table_id AND l.event_id = w.event_id
+    LEFT JOIN after_fault AS f ON f.table_id = w.table_id AND f.seq = w.seq
+    WHERE w.pitlog_k IS NULL OR w.seq >= w.pitlog_k
+       OR w.event_type NOT IN {CARD_SQL}
+       OR f.seq IS NOT NULL OR p.seq IS NOT NULL OR l.event_id IS NOT NULL""")

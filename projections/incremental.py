@@ -295,62 +295,9 @@ class Detector:
         low = min(sc.offset for sc in scopes)
         s.register("pitlog_new", batch)
         try:
-            # The partition and offset bounds are constants, so DuckDB skips the row groups
-            # before the stretch; the join then keeps each table's own window. Before K_r
-            # (sc.k) only the context is kept (projections/detect_rounds.py): its types, the
-            # predecessor of K_r and earlier copies of a later event id.
-            s.execute(f"""
-                CREATE OR REPLACE TABLE {CARDS}.events AS
-                WITH src AS MATERIALIZED (
-                    SELECT e.*, sc.k AS pitlog_k
-                    FROM {self.db}.main.events AS e JOIN scope AS sc USING (table_id)
-                    WHERE e.log_partition IN ({", ".join(map(str, parts))})
-                      AND e.log_offset >= {low} AND e.log_offset >= sc.o
-                      AND (sc.w IS NULL OR e.seq >= sc.w)),
-                pred AS (SELECT table_id, max(seq) AS seq FROM src WHERE seq < pitlog_k
-                         GROUP BY ALL),
-                later AS (SELECT DISTINCT table_id, event_id FROM (
-                              SELECT table_id, event_id FROM src WHERE seq >= pitlog_k
-                              UNION ALL SELECT table_id, event_id FROM pitlog_new)
-                          WHERE event_id IS NOT NULL)
-                SELECT src.* EXCLUDE (pitlog_k) FROM src
-                LEFT JOIN pred AS p ON p.table_id = src.table_id AND p.seq = src.seq
-                LEFT JOIN later AS l ON l.table_id = src.table_id AND l.event_id = src.event_id
-                WHERE src.pitlog_k IS NULL OR src.seq >= src.pitlog_k
-                   OR src.event_type IN {detect_rounds.CONTEXT_SQL}
-                   OR p.seq IS NOT NULL OR l.event_id IS NOT NULL
-                UNION ALL BY NAME
-                SELECT c.* FROM {self.db}.main.{CONTEXT} AS c JOIN scope AS sc USING (table_id)
-                WHERE sc.w IS NOT NULL AND c.seq < sc.w
-                  AND (c.event_type = 'TableOpened' OR c.seq = sc.state_seq)
-                UNION ALL BY NAME
-                SELECT * FROM pitlog_new""")
+            detect_rounds.copy_windows(s, self.db, CARDS, CONTEXT, parts, low)
         finally:
             s.unregister("pitlog_new")
-        # The other families' window: the same, less the cards before K_r but the next card
-        # after each device fault there (DEVICE_FAULT_NOT_VOIDED), as detect_rounds.py says.
-        s.execute(f"""
-            CREATE OR REPLACE TABLE events AS
-            WITH w AS MATERIALIZED (
-                SELECT e.*, sc.k AS pitlog_k
-                FROM {CARDS}.events AS e JOIN scope AS sc USING (table_id)),
-            pred AS (SELECT table_id, max(seq) AS seq FROM w WHERE seq < pitlog_k
-                     GROUP BY ALL),
-            later AS (SELECT DISTINCT table_id, event_id FROM w
-                      WHERE (pitlog_k IS NULL OR seq >= pitlog_k) AND event_id IS NOT NULL),
-            after_fault AS (  -- the next card out of the shoe after each fault before K_r
-                SELECT f.table_id, min(c.seq) AS seq
-                FROM w AS f JOIN w AS c ON c.table_id = f.table_id AND c.shoe_id = f.shoe_id
-                 AND c.seq > f.seq AND c.event_type IN {detect_rounds.CARD_OUT_SQL}
-                WHERE f.event_type = 'DeviceFaulted' AND f.seq < f.pitlog_k
-                GROUP BY f.table_id, f.seq)
-            SELECT w.* EXCLUDE (pitlog_k) FROM w
-            LEFT JOIN pred AS p ON p.table_id = w.table_id AND p.seq = w.seq
-            LEFT JOIN later AS l ON l.table_id = w.table_id AND l.event_id = w.event_id
-            LEFT JOIN after_fault AS f ON f.table_id = w.table_id AND f.seq = w.seq
-            WHERE w.pitlog_k IS NULL OR w.seq >= w.pitlog_k
-               OR w.event_type NOT IN {detect_rounds.CARD_SQL}
-               OR f.seq IS NOT NULL OR p.seq IS NOT NULL OR l.event_id IS NOT NULL""")
         copied = time.perf_counter()
         self._evaluate_families()
         self.phases = {"copy": copied - started, "families": time.perf_counter() - copied}
