@@ -29,6 +29,11 @@ The stored rows of the stretch are deleted and the window's rows of the stretch 
 batch's own transaction. This holds while a table's events reach the log in seq order (devices
 append in order); a table whose stream ever goes back in seq is re-evaluated whole from then on.
 
+Within those shoes the stretch is narrowed to rounds (projections/detect_rounds.py): rows from
+K_r, the first event of the earliest round the batch can change, are replaced, and before K_r
+the windows keep only the shoe's context: the cards for the shoes family (a catalog of its
+own, CARDS), the rest of the context for the other families.
+
 The window is read through a scratch catalog whose `events` table holds the window alone (as
 anomalies.refresh_stored_anomalies does per table group), with the scan of the store pruned by
 log partition and offset, so the cost follows the batch and the shoe size, not the history.
@@ -36,6 +41,7 @@ log partition and offset, so the cost follows the batch and the shoe size, not t
 
 from __future__ import annotations
 
+import time
 import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -45,6 +51,7 @@ from datetime import datetime
 import duckdb
 import pyarrow as pa
 
+from projections import detect_rounds
 from projections.alerts import create_tables, raise_alerts
 from projections.anomalies import (
     FAMILY_ROWS,
@@ -57,6 +64,8 @@ from projections.anomalies import (
 from projections.views import create_views
 
 SCRATCH = "pitlog_detect"
+# The window of the families that read a shoe's cards before K_r (detect_rounds.CARD_FAMILIES).
+CARDS = "pitlog_detect_cards"
 SHOES = "detect_shoes"
 TABLES = "detect_tables"
 CONTEXT = "detect_context"
@@ -114,7 +123,8 @@ def state_ready(con: duckdb.DuckDBPyConnection) -> bool:
     names = {t for (t,) in con.execute(
         "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()"
     ).fetchall()}
-    if not {SHOES, TABLES, CONTEXT, STORED, STORED_AT} <= names:
+    if not {SHOES, TABLES, CONTEXT, STORED, STORED_AT, detect_rounds.ROUNDS,
+            detect_rounds.FAULTS} <= names:
         return False
     cols = [tuple(r) for r in con.execute(
         "SELECT table_name, column_name FROM duckdb_columns() WHERE database_name = "
@@ -133,6 +143,7 @@ def rebuild_state(con: duckdb.DuckDBPyConnection) -> None:
     types = "('" + "', '".join(CONTEXT_TYPES) + "')"
     con.execute(f"CREATE OR REPLACE TABLE {CONTEXT} AS "
                 f"SELECT * FROM events WHERE event_type IN {types}")
+    detect_rounds.rebuild(con)
 
 
 class Detector:
@@ -146,8 +157,13 @@ class Detector:
         self.scratch.execute(f"DETACH DATABASE IF EXISTS {SCRATCH}")
         self.scratch.execute(f"ATTACH ':memory:' AS {SCRATCH}")
         self.scratch.execute(f"USE {SCRATCH}")
-        self.scratch.execute(f"CREATE TABLE events AS SELECT * FROM {self.db}.main.events LIMIT 0")
-        create_views(self.scratch)
+        self.scratch.execute(f"DETACH DATABASE IF EXISTS {CARDS}")
+        self.scratch.execute(f"ATTACH ':memory:' AS {CARDS}")
+        for catalog in (CARDS, SCRATCH):  # the same views over each window
+            self.scratch.execute(f"USE {catalog}")
+            self.scratch.execute(
+                f"CREATE TABLE events AS SELECT * FROM {self.db}.main.events LIMIT 0")
+            create_views(self.scratch)
         self.families = anomaly_families(self.scratch)
         self.scratch.execute(
             f"CREATE TABLE found AS {FAMILY_ROWS.format(family=self.families[0])} LIMIT 0")
@@ -159,16 +175,22 @@ class Detector:
         self.inserts = []
         for i, family in enumerate(self.families):
             cur = self.scratch.cursor()
-            cur.execute(f"USE {SCRATCH}")
-            cur.execute(f"CREATE TABLE found_{i} AS SELECT * FROM found LIMIT 0")
+            cur.execute(f"CREATE TABLE {SCRATCH}.found_{i} AS SELECT * FROM {SCRATCH}.found "
+                        "LIMIT 0")
+            cur.execute(f"USE {CARDS if family in detect_rounds.CARD_FAMILIES else SCRATCH}")
             self.cursors.append(cur)
             self.inserts.append(
-                f"INSERT INTO found_{i} SELECT f.* FROM ({FAMILY_ROWS.format(family=family)}) "
-                f"AS f JOIN scope AS sc USING (table_id) "
+                f"INSERT INTO {SCRATCH}.found_{i} SELECT f.* FROM "
+                f"({FAMILY_ROWS.format(family=family)}) AS f "
+                f"JOIN {SCRATCH}.scope AS sc USING (table_id) "
                 f"WHERE sc.k IS NULL OR coalesce(list_max(f.seqs), {BIG}) >= sc.k")
         self.pool = ThreadPoolExecutor(max_workers=len(self.families),
                                        thread_name_prefix="pitlog-detect")
         self.recorded: list[tuple[int, datetime | None]] = []
+        # Seconds of the last evaluate's phases (window copy, family queries), for
+        # benchmarks/bench_live.py.
+        self.phases: dict[str, float] = {}
+        self.stretches: dict[str, float] = {}
 
     def close(self) -> None:
         self.pool.shutdown(wait=True)
@@ -176,6 +198,7 @@ class Detector:
             cur.close()
         self.scratch.close()
         self.con.execute(f"DETACH DATABASE IF EXISTS {SCRATCH}")
+        self.con.execute(f"DETACH DATABASE IF EXISTS {CARDS}")
 
     # --- before the transaction: plan and evaluate -------------------------------------------
 
@@ -183,14 +206,17 @@ class Detector:
         s = self.scratch
         s.register("pitlog_new", batch)
         try:
-            new_tables = {r[0]: r for r in s.execute(
-                _TABLE_AGG.format(src="pitlog_new")).fetchall()}
-            new_shoes = s.execute(_SHOE_AGG.format(src="pitlog_new")).fetchall()
-            null_shoe = dict(s.execute(
-                "SELECT table_id, min(seq) FROM pitlog_new WHERE shoe_id IS NULL "
-                "GROUP BY ALL").fetchall())
+            return self._plan(s)
         finally:
             s.unregister("pitlog_new")
+
+    def _plan(self, s: duckdb.DuckDBPyConnection) -> list[Scope]:
+        new_tables = {r[0]: r for r in s.execute(
+            _TABLE_AGG.format(src="pitlog_new")).fetchall()}
+        new_shoes = s.execute(_SHOE_AGG.format(src="pitlog_new")).fetchall()
+        null_shoe = dict(s.execute(
+            "SELECT table_id, min(seq) FROM pitlog_new WHERE shoe_id IS NULL "
+            "GROUP BY ALL").fetchall())
         tables = list(new_tables)
         old_tables = {r[0]: r for r in s.execute(
             f"SELECT * FROM {self.db}.main.{TABLES} WHERE list_contains($t, table_id)",
@@ -205,6 +231,7 @@ class Detector:
             touched.setdefault(r[0], set()).add(r[1])
             shoes[key] = _merge(shoes.get(key), list(r))
         out = []
+        narrow: dict[str, tuple[int, set[str]]] = {}  # table -> (K, affected shoes)
         for t in tables:
             _, partition, first_offset, _, _, ordered = new_tables[t]
             old = old_tables.get(t)
@@ -224,6 +251,7 @@ class Detector:
                 if k2 == k:
                     break
                 k = k2
+            narrow[t] = (k, affected)
             before = [v for v in mine.values() if v[4] < k]
             if not before:  # the table's first shoe: from its start
                 out.append(Scope(t, partition, k, None, old[2], None))
@@ -236,6 +264,15 @@ class Detector:
                 if d[6] < w:
                     w, offset = d[6], d[7]
             out.append(Scope(t, partition, k, w, offset, None))
+        # The round-level stretch: rows from K_r on, read from a window whose part before
+        # K_r holds the shoe's context alone (projections/detect_rounds.py).
+        starts = detect_rounds.round_starts(s, self.db, "pitlog_new", narrow)
+        # How many touched tables got the round-level stretch (benchmarks/bench_live.py).
+        self.stretches = {"tables": float(len(out)),
+                          "round_level": float(sum(v is not None for v in starts.values()))}
+        out = [Scope(sc.table_id, sc.partition, sc.k if starts.get(sc.table_id) is None
+                     else starts[sc.table_id], sc.w,
+                     sc.offset, None) for sc in out]
         return self._with_state_seqs(out)
 
     def _with_state_seqs(self, scopes: list[Scope]) -> list[Scope]:
@@ -257,27 +294,20 @@ class Detector:
         s.executemany("INSERT INTO scope VALUES (?, ?, ?, ?, ?, ?)",
                       [[sc.table_id, sc.partition, sc.k, sc.w, sc.offset, sc.state_seq]
                        for sc in scopes])
+        started = time.perf_counter()
         parts = sorted({sc.partition for sc in scopes})
         low = min(sc.offset for sc in scopes)
         s.register("pitlog_new", batch)
         try:
-            # The partition and offset bounds are constants, so DuckDB skips the row groups
-            # before the stretch; the join then keeps each table's own window.
-            s.execute(f"""
-                CREATE OR REPLACE TABLE events AS
-                SELECT e.* FROM {self.db}.main.events AS e JOIN scope AS sc USING (table_id)
-                WHERE e.log_partition IN ({", ".join(map(str, parts))}) AND e.log_offset >= {low}
-                  AND e.log_offset >= sc.o AND (sc.w IS NULL OR e.seq >= sc.w)
-                UNION ALL BY NAME
-                SELECT c.* FROM {self.db}.main.{CONTEXT} AS c JOIN scope AS sc USING (table_id)
-                WHERE sc.w IS NOT NULL AND c.seq < sc.w
-                  AND (c.event_type = 'TableOpened' OR c.seq = sc.state_seq)
-                UNION ALL BY NAME
-                SELECT * FROM pitlog_new""")
+            detect_rounds.copy_windows(s, self.db, CARDS, CONTEXT, parts, low)
         finally:
             s.unregister("pitlog_new")
+        copied = time.perf_counter()
         self._evaluate_families()
+        self.phases = {"copy": copied - started, "families": time.perf_counter() - copied}
         ((n,),) = s.execute("SELECT count(*) FROM events").fetchall()
+        ((cards,),) = s.execute(f"SELECT count(*) FROM {CARDS}.events").fetchall()
+        self.phases["cards_window"] = float(cards)
         return int(n)
 
     def _evaluate_families(self) -> None:
@@ -289,7 +319,7 @@ class Detector:
 
         def run(i: int) -> None:
             cur = self.cursors[i]
-            cur.execute(f"DELETE FROM found_{i}")
+            cur.execute(f"DELETE FROM {SCRATCH}.found_{i}")
             cur.execute(self.inserts[i])
 
         futures = [self.pool.submit(run, i) for i in range(len(self.families))]
@@ -329,7 +359,7 @@ class Detector:
             SELECT a.alert_seq, max(e.recorded_at)
             FROM (SELECT alert_seq, table_id, unnest(seqs) AS seq FROM alerts
                   WHERE alert_seq > $b) AS a
-            LEFT JOIN {SCRATCH}.events AS e USING (table_id, seq)
+            LEFT JOIN {CARDS}.events AS e USING (table_id, seq)
             GROUP BY a.alert_seq ORDER BY a.alert_seq""", {"b": before}).fetchall())
 
     def take_recorded(self) -> list[tuple[int, datetime | None]]:
@@ -376,6 +406,7 @@ class Detector:
         types = "('" + "', '".join(CONTEXT_TYPES) + "')"
         con.execute(f"INSERT INTO {CONTEXT} BY NAME SELECT * FROM pitlog_batch "
                     f"WHERE event_type IN {types}")
+        detect_rounds.advance(con)
         for name in ("pitlog_new_shoes", "pitlog_merged", "pitlog_new_tables",
                      "pitlog_merged_tables"):
             con.execute(f"DROP TABLE IF EXISTS temp.{name}")
