@@ -41,6 +41,7 @@ log partition and offset, so the cost follows the batch and the shoe size, not t
 
 from __future__ import annotations
 
+import re
 import time
 import weakref
 from collections.abc import Callable
@@ -61,7 +62,8 @@ from projections.anomalies import (
     anomaly_source,
     refresh_stored_anomalies,
 )
-from projections.views import create_views
+from projections.reddog_macros import macros_sql
+from projections.views import SQL_DIR, VIEW_FILES, create_views
 
 SCRATCH = "pitlog_detect"
 # The window of the families that read a shoe's cards before K_r (detect_rounds.CARD_FAMILIES).
@@ -146,6 +148,29 @@ def rebuild_state(con: duckdb.DuckDBPyConnection) -> None:
     detect_rounds.rebuild(con)
 
 
+_MADE = re.compile(r"CREATE\s+OR\s+REPLACE\s+VIEW\s+(\w+)", re.IGNORECASE)
+
+
+def window_views(cur: duckdb.DuckDBPyConnection, wanted: Callable[[str], bool]) -> None:
+    """The views (views.create_views) a window catalog's families read: every file but those
+    that make only `anomalies` (the union of the families, read by no family) or families not
+    `wanted` here. Binding a view costs about what planning it does (the rounds, money and
+    tables families and the union about 1 s each on a busy machine), and each window catalog
+    runs only its own families. If the files no longer allow that split (a family reading
+    another), every view is made, as create_views does."""
+    try:
+        cur.execute(macros_sql())
+        for name in VIEW_FILES:
+            text = (SQL_DIR / name).read_text()
+            made = _MADE.findall(text)
+            if made and all(v == "anomalies" or (v.startswith("anomalies_found_")
+                                                 and not wanted(v)) for v in made):
+                continue
+            cur.execute(text)
+    except (OSError, duckdb.Error):
+        create_views(cur)
+
+
 class Detector:
     """Evaluates a batch's stretch before its transaction and writes it inside."""
 
@@ -153,31 +178,52 @@ class Detector:
         self.con = con
         ((database,),) = con.execute("SELECT current_database()").fetchall()
         self.db = '"' + database.replace('"', '""') + '"'
-        self.scratch = con.cursor()
-        self.scratch.execute(f"DETACH DATABASE IF EXISTS {SCRATCH}")
-        self.scratch.execute(f"ATTACH ':memory:' AS {SCRATCH}")
-        self.scratch.execute(f"USE {SCRATCH}")
-        self.scratch.execute(f"DETACH DATABASE IF EXISTS {CARDS}")
-        self.scratch.execute(f"ATTACH ':memory:' AS {CARDS}")
+        self.scratch: duckdb.DuckDBPyConnection | None = None  # _ready, at the first batch
+        self.families: list[str] = []
+        self.cursors: list[duckdb.DuckDBPyConnection] = []
+        self.inserts: list[str] = []
+        self.pool: ThreadPoolExecutor | None = None
+        self.recorded: list[tuple[int, datetime | None]] = []
+        # Seconds of the last evaluate's phases (window copy, family queries), for
+        # benchmarks/bench_live.py.
+        self.phases: dict[str, float] = {}
+        self.stretches: dict[str, float] = {}
+
+    def _ready(self) -> duckdb.DuckDBPyConnection:
+        """The scratch catalogs and the family statements, made at the first batch with events:
+        binding the views costs about what planning the families does (seconds on a busy
+        machine, docs/live-detection.md), and a run that finds nothing new (a resume, a
+        `project` of an up-to-date store) never needs them."""
+        if self.scratch is not None:
+            return self.scratch
+        scratch = self.con.cursor()
+        scratch.execute(f"DETACH DATABASE IF EXISTS {SCRATCH}")
+        scratch.execute(f"ATTACH ':memory:' AS {SCRATCH}")
+        scratch.execute(f"DETACH DATABASE IF EXISTS {CARDS}")
+        scratch.execute(f"ATTACH ':memory:' AS {CARDS}")
+        home: dict[str, str] = {}  # family -> the catalog of its window
         for catalog in (CARDS, SCRATCH):  # the same views over each window
-            self.scratch.execute(f"USE {catalog}")
-            self.scratch.execute(
+            scratch.execute(f"USE {catalog}")
+            scratch.execute(
                 f"CREATE TABLE events AS SELECT * FROM {self.db}.main.events LIMIT 0")
-            create_views(self.scratch)
-        self.families = anomaly_families(self.scratch)
-        self.scratch.execute(
+
+            def wanted(family: str, _c: str = catalog) -> bool:
+                return (family in detect_rounds.CARD_FAMILIES) == (_c == CARDS)
+
+            window_views(scratch, wanted)
+            home.update((f, catalog) for f in anomaly_families(scratch) if wanted(f))
+        self.families = sorted(home)
+        scratch.execute(
             f"CREATE TABLE found AS {FAMILY_ROWS.format(family=self.families[0])} LIMIT 0")
-        self.scratch.execute("CREATE TABLE scope (table_id VARCHAR, log_partition INTEGER, "
-                             "k BIGINT, w BIGINT, o BIGINT, state_seq BIGINT)")
+        scratch.execute("CREATE TABLE scope (table_id VARCHAR, log_partition INTEGER, "
+                        "k BIGINT, w BIGINT, o BIGINT, state_seq BIGINT)")
         # One cursor and one result table per family: the families are evaluated at once,
         # one thread each (_evaluate_families).
-        self.cursors = []
-        self.inserts = []
         for i, family in enumerate(self.families):
-            cur = self.scratch.cursor()
+            cur = scratch.cursor()
             cur.execute(f"CREATE TABLE {SCRATCH}.found_{i} AS SELECT * FROM {SCRATCH}.found "
                         "LIMIT 0")
-            cur.execute(f"USE {CARDS if family in detect_rounds.CARD_FAMILIES else SCRATCH}")
+            cur.execute(f"USE {home[family]}")
             self.cursors.append(cur)
             self.inserts.append(
                 f"INSERT INTO {SCRATCH}.found_{i} SELECT f.* FROM "
@@ -186,14 +232,14 @@ class Detector:
                 f"WHERE sc.k IS NULL OR coalesce(list_max(f.seqs), {BIG}) >= sc.k")
         self.pool = ThreadPoolExecutor(max_workers=len(self.families),
                                        thread_name_prefix="pitlog-detect")
-        self.recorded: list[tuple[int, datetime | None]] = []
-        # Seconds of the last evaluate's phases (window copy, family queries), for
-        # benchmarks/bench_live.py.
-        self.phases: dict[str, float] = {}
-        self.stretches: dict[str, float] = {}
+        self.scratch = scratch
+        return scratch
 
     def close(self) -> None:
-        self.pool.shutdown(wait=True)
+        if self.scratch is None:
+            return
+        if self.pool is not None:
+            self.pool.shutdown(wait=True)
         for cur in self.cursors:
             cur.close()
         self.scratch.close()
@@ -203,7 +249,7 @@ class Detector:
     # --- before the transaction: plan and evaluate -------------------------------------------
 
     def plan(self, batch: pa.Table) -> list[Scope]:
-        s = self.scratch
+        s = self._ready()
         s.register("pitlog_new", batch)
         try:
             return self._plan(s)
@@ -279,7 +325,7 @@ class Detector:
         wanted = {sc.table_id: sc.w for sc in scopes if sc.w is not None}
         if not wanted:
             return scopes
-        seqs = dict(self.scratch.execute(
+        seqs = dict(self._ready().execute(
             f"SELECT c.table_id, max(c.seq) FROM {self.db}.main.{CONTEXT} AS c "
             f"JOIN (SELECT unnest($t) AS table_id, unnest($w) AS w) AS s USING (table_id) "
             f"WHERE c.event_type IN {_STATE_TYPES} AND c.seq < s.w GROUP BY ALL",
@@ -289,7 +335,7 @@ class Detector:
 
     def evaluate(self, batch: pa.Table, scopes: list[Scope]) -> int:
         """The stretch's rows into the scratch `found` table; returns the window's size."""
-        s = self.scratch
+        s = self._ready()
         s.execute("DELETE FROM scope")
         s.executemany("INSERT INTO scope VALUES (?, ?, ?, ?, ?, ?)",
                       [[sc.table_id, sc.partition, sc.k, sc.w, sc.offset, sc.state_seq]
@@ -322,6 +368,7 @@ class Detector:
             cur.execute(f"DELETE FROM {SCRATCH}.found_{i}")
             cur.execute(self.inserts[i])
 
+        assert self.pool is not None and self.scratch is not None  # plan() made them
         futures = [self.pool.submit(run, i) for i in range(len(self.families))]
         wait(futures)  # all of them, also when one failed: none still runs afterwards
         for future in futures:
