@@ -187,3 +187,39 @@ def test_each_new_alert_carries_the_recorded_at_of_its_newest_proving_event(
             GROUP BY a.alert_seq""", {"b": before}).fetchall())
         assert len(expected) > 5  # the rest of the evening raised alerts
         assert noted == expected
+
+
+def _attached(con: duckdb.DuckDBPyConnection) -> set[str]:
+    return {n for (n,) in con.execute("SELECT database_name FROM duckdb_databases()").fetchall()}
+
+
+def _stored_oid(con: duckdb.DuckDBPyConnection) -> int:
+    ((oid,),) = con.execute("SELECT table_oid FROM duckdb_tables() WHERE table_name = $t",
+                            {"t": STORED}).fetchall()
+    return int(oid)
+
+
+def test_a_resume_with_current_rows_neither_evaluates_whole_nor_builds_the_windows(
+        tmp_path: Path, records: list[tuple[bytes, bytes]]) -> None:
+    # Reopening a store whose stored rows and state are current (a restart, a `project` that
+    # finds nothing new) must not pay the whole evaluation again (it would replace the stored
+    # table: a new catalog entry), nor bind the window catalogs' views (Detector._ready) until
+    # a batch has events; the next batch is then exact.
+    third = len(records) // 3
+    log = EmbeddedLog(tmp_path / "log")
+    feed(log, records, 0, third)
+    db = tmp_path / "v.duckdb"
+    project(log, str(db), publish_alerts=False)
+    with duckdb.connect(str(db)) as con:
+        oid = _stored_oid(con)
+        report = project(log, con, publish_alerts=False)
+        assert (report.events, report.batches) == (0, 0)
+        assert _stored_oid(con) == oid  # not evaluated whole again
+        assert "pitlog_detect" not in _attached(con)  # no window catalog yet
+        assert anomaly_source(con) == STORED
+        feed(log, records, third, third + 400)
+        report = project(log, con, batch_size=150, publish_alerts=False)
+        assert report.events == 400 and report.batches >= 3
+        assert _stored_oid(con) == oid  # incremental batches, not a whole evaluation
+        assert "pitlog_detect" in _attached(con)
+        assert differences(con) == (0, 0)
