@@ -139,7 +139,8 @@ def refresh_stored_anomalies(
         scope.execute(f"CREATE VIEW events AS SELECT * FROM {source} WHERE false")
         create_views(scope)
         families = anomaly_families(scope)
-        scope.execute(f"CREATE TABLE found AS {FAMILY_ROWS.format(family=families[0])} LIMIT 0")
+        scope.execute(
+            f"CREATE TABLE found AS {FAMILY_ROWS.format(family=_smallest_family(scope))} LIMIT 0")
         steps = len(groups) * len(families)
         for g, group in enumerate(groups):
             scope.execute(f"CREATE OR REPLACE VIEW events AS SELECT * FROM {source} "

@@ -213,8 +213,9 @@ class Detector:
             window_views(scratch, wanted)
             home.update((f, catalog) for f in anomaly_families(scratch) if wanted(f))
         self.families = sorted(home)
-        scratch.execute(
-            f"CREATE TABLE found AS {FAMILY_ROWS.format(family=self.families[0])} LIMIT 0")
+        # The stored rows' columns (detector_for stored them first): binding a family for its
+        # columns would cost as much as planning it.
+        scratch.execute(f"CREATE TABLE found AS SELECT * FROM {self.db}.main.{STORED} LIMIT 0")
         scratch.execute("CREATE TABLE scope (table_id VARCHAR, log_partition INTEGER, "
                         "k BIGINT, w BIGINT, o BIGINT, state_seq BIGINT)")
         # One cursor and one result table per family: the families are evaluated at once,
