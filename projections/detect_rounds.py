@@ -184,11 +184,20 @@ def copy_windows(s: duckdb.DuckDBPyConnection, db: str, cards: str, context: str
         FROM w AS f JOIN w AS c ON c.table_id = f.table_id AND c.shoe_id = f.shoe_id
          AND c.seq > f.seq AND c.event_type IN {CARD_OUT_SQL}
         WHERE f.event_type = 'DeviceFaulted' AND f.seq < f.pitlog_k
-        GROUP BY f.table_id, f.seq)
+        GROUP BY f.table_id, f.seq),
+    highest AS (  -- per shoe, the first card of the highest round dealt before K_r
+        -- (CARD_OUTSIDE_ROUND "for round r after round N had begun" reads the highest round
+        -- dealt earlier in the shoe, which lies before K_r when round numbers go back)
+        SELECT table_id, -max({{'round_no': round_no, 'neg_seq': -seq}}).neg_seq AS seq
+        FROM w WHERE event_type IN ('CardDrawn', 'CardDrawnInError') AND round_no > 0
+          AND shoe_id IS NOT NULL AND seq < pitlog_k
+        GROUP BY table_id, shoe_id)
     SELECT w.* EXCLUDE (pitlog_k) FROM w
     LEFT JOIN pred AS p ON p.table_id = w.table_id AND p.seq = w.seq
     LEFT JOIN later AS l ON l.table_id = w.table_id AND l.event_id = w.event_id
     LEFT JOIN after_fault AS f ON f.table_id = w.table_id AND f.seq = w.seq
+    LEFT JOIN highest AS h ON h.table_id = w.table_id AND h.seq = w.seq
     WHERE w.pitlog_k IS NULL OR w.seq >= w.pitlog_k
        OR w.event_type NOT IN {CARD_SQL}
-       OR f.seq IS NOT NULL OR p.seq IS NOT NULL OR l.event_id IS NOT NULL""")
+       OR f.seq IS NOT NULL OR p.seq IS NOT NULL OR l.event_id IS NOT NULL
+       OR h.seq IS NOT NULL""")
