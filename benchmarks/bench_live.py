@@ -11,8 +11,10 @@ rest is appended at `--rate` records per second (one append every 0.1 s, from a 
 table's stream continuing where its history stopped, while the projector follows (project() in
 a loop on one connection, as `project --follow` and `pitlog serve` do). Measured per batch:
 the detection's cost (Detector.plan + evaluate + apply: the batch's stretch evaluated and
-written) and its window (events evaluated); per alert raised during the feed: from the append
-of its latest proving event to its row in `alerts` (raised_at, the batch transaction's time).
+written), its phases, and its windows (events evaluated by the rounds, money, tables and
+streams families; by the shoes family, which also reads the cards before K_r); per alert
+raised during the feed: from the append of its latest proving event to its row in `alerts`
+(raised_at, the batch transaction's time).
 
 `--serve`: instead of the in-process loop, `pitlog serve --poll-interval 0.1` follows the log
 in a child process, and an SSE client on `GET /alerts` records when each alert arrives: the
@@ -186,11 +188,15 @@ def feeder(target: str, feed: list[tuple[bytes, bytes]], rate: float,
 
 
 def in_process(log: EventLog, con: duckdb.DuckDBPyConnection,
-               done: threading.Event) -> tuple[int, list[float], list[int]]:
+               done: threading.Event
+               ) -> tuple[int, list[float], list[int], dict[str, list[float]]]:
     """project() in a loop on one connection until the feed is in; (batches, detection cost
-    per batch, window per batch)."""
+    per batch, window per batch, seconds per batch of each phase: plan, copy (the window into
+    the scratch catalog), families (the family queries, planning included), apply)."""
     costs: list[float] = []
     windows: list[int] = []
+    phases: dict[str, list[float]] = {"plan": [], "copy": [], "families": [], "apply": [],
+                                      "cards_window": [], "tables": [], "round_level": []}
     current: dict[str, float] = {}
     for name in ("plan", "evaluate", "apply"):
         f = getattr(incremental.Detector, name)
@@ -199,10 +205,15 @@ def in_process(log: EventLog, con: duckdb.DuckDBPyConnection,
             t = time.perf_counter()
             r = _f(*a, **k)
             current[_n] = time.perf_counter() - t
+            if _n == "plan":
+                current.update(a[0].stretches)
             if _n == "evaluate":
                 windows.append(r)
+                current.update(a[0].phases)
             if _n == "apply" and a[2]:  # a batch with events: one detection
                 costs.append(current.get("plan", 0) + current.get("evaluate", 0) + current[_n])
+                for k, v in phases.items():
+                    v.append(current.get(k, 0.0))
             return r
         setattr(incremental.Detector, name, timed)
     batches = 0
@@ -210,7 +221,7 @@ def in_process(log: EventLog, con: duckdb.DuckDBPyConnection,
             con.execute("SELECT sum(next_offset) FROM checkpoints").fetchone()[0]:
         batches += project(log, con, publish_alerts=False).batches
         time.sleep(0.05)
-    return batches, costs, windows
+    return batches, costs, windows, phases
 
 
 def start_server(work: Path, uri: str) -> tuple[subprocess.Popen, str]:
@@ -351,10 +362,14 @@ def main() -> None:
     else:
         thread = threading.Thread(target=feeder, args=(uri, feed, args.rate, appended, done))
         thread.start()
-        batches, costs, windows = in_process(log, con, done)
+        batches, costs, windows, phases = in_process(log, con, done)
         thread.join()
         result = {"batches": batches, "detection_seconds_per_batch": percentiles(costs),
-                  "window_events_per_batch": percentiles([float(w) for w in windows])}
+                  "window_events_per_batch": percentiles([float(w) for w in windows]),
+                  "cards_window_events_per_batch": percentiles(phases.pop("cards_window")),
+                  "tables_touched_per_batch": percentiles(phases.pop("tables")),
+                  "tables_at_round_level_per_batch": percentiles(phases.pop("round_level")),
+                  "phase_seconds_per_batch": {k: percentiles(v) for k, v in phases.items()}}
     rows = con.execute("""
         SELECT a.alert_seq, a.raised_at, e.log_partition, e.log_offset
         FROM alerts AS a JOIN events AS e ON e.table_id = a.table_id AND e.seq = list_max(a.seqs)

@@ -121,6 +121,14 @@ def refresh_stored_anomalies(
     runs `within`, which the incremental detector uses to build its state and raise alerts).
     `progress(done, total)` is called after each (table group, family) step: groups x families.
     """
+    try:
+        groups = table_groups(con, max_events)
+        if not groups:  # an empty store (a first `project`): no family to evaluate
+            _store_rows(con, FAMILY_ROWS.format(family=_smallest_family(con)) + " LIMIT 0",
+                        within)
+            return
+    except duckdb.Error as exc:
+        raise ProjectionError(f"cannot store the anomalies ({exc})") from exc
     ((database,),) = con.execute("SELECT current_database()").fetchall()
     source = '"' + database.replace('"', '""') + '".main.events'
     scope = con.cursor()  # its own default catalog: USE below leaves `con`'s alone
@@ -131,8 +139,8 @@ def refresh_stored_anomalies(
         scope.execute(f"CREATE VIEW events AS SELECT * FROM {source} WHERE false")
         create_views(scope)
         families = anomaly_families(scope)
-        scope.execute(f"CREATE TABLE found AS {FAMILY_ROWS.format(family=families[0])} LIMIT 0")
-        groups = table_groups(con, max_events)
+        scope.execute(
+            f"CREATE TABLE found AS {FAMILY_ROWS.format(family=_smallest_family(scope))} LIMIT 0")
         steps = len(groups) * len(families)
         for g, group in enumerate(groups):
             scope.execute(f"CREATE OR REPLACE VIEW events AS SELECT * FROM {source} "
@@ -141,17 +149,7 @@ def refresh_stored_anomalies(
                 scope.execute(f"INSERT INTO found {FAMILY_ROWS.format(family=family)}")
                 if progress is not None:
                     progress(g * len(families) + f + 1, steps)
-        con.execute("BEGIN TRANSACTION")
-        try:
-            con.execute(f"CREATE OR REPLACE TABLE {STORED} AS SELECT * FROM {_SCOPE}.found")
-            con.execute(f"CREATE OR REPLACE TABLE {STORED_AT} AS "
-                        "SELECT source, log_partition, next_offset FROM checkpoints")
-            if within is not None:
-                within(con)
-            con.execute("COMMIT")
-        except BaseException:  # an error or Ctrl-C: the stored rows stay as they were
-            con.execute("ROLLBACK")
-            raise
+        _store_rows(con, f"SELECT * FROM {_SCOPE}.found", within)
     except duckdb.Error as exc:
         if isinstance(exc, duckdb.OutOfMemoryException):
             raise memory_error(con) from exc
@@ -159,6 +157,29 @@ def refresh_stored_anomalies(
     finally:
         scope.close()
         con.execute(f"DETACH DATABASE IF EXISTS {_SCOPE}")
+
+
+def _store_rows(con: duckdb.DuckDBPyConnection, rows: str,
+                within: Callable[[duckdb.DuckDBPyConnection], None] | None) -> None:
+    """In one transaction: `rows` as the stored rows, the checkpoints they reflect, `within`."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        con.execute(f"CREATE OR REPLACE TABLE {STORED} AS {rows}")
+        con.execute(f"CREATE OR REPLACE TABLE {STORED_AT} AS "
+                    "SELECT source, log_partition, next_offset FROM checkpoints")
+        if within is not None:
+            within(con)
+        con.execute("COMMIT")
+    except BaseException:  # an error or Ctrl-C: the stored rows stay as they were
+        con.execute("ROLLBACK")
+        raise
+
+
+def _smallest_family(con: duckdb.DuckDBPyConnection) -> str:
+    """A family of `con`'s views whose columns are cheap to bind (all have the same columns):
+    binding one costs about what planning it does, up to a second for the largest."""
+    families = anomaly_families(con)
+    return "anomalies_found_streams" if "anomalies_found_streams" in families else families[0]
 
 
 def memory_error(con: duckdb.DuckDBPyConnection) -> ProjectionError:

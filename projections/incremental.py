@@ -29,6 +29,11 @@ The stored rows of the stretch are deleted and the window's rows of the stretch 
 batch's own transaction. This holds while a table's events reach the log in seq order (devices
 append in order); a table whose stream ever goes back in seq is re-evaluated whole from then on.
 
+Within those shoes the stretch is narrowed to rounds (projections/detect_rounds.py): rows from
+K_r, the first event of the earliest round the batch can change, are replaced, and before K_r
+the windows keep only the shoe's context: the cards for the shoes family (a catalog of its
+own, CARDS), the rest of the context for the other families.
+
 The window is read through a scratch catalog whose `events` table holds the window alone (as
 anomalies.refresh_stored_anomalies does per table group), with the scan of the store pruned by
 log partition and offset, so the cost follows the batch and the shoe size, not the history.
@@ -36,6 +41,8 @@ log partition and offset, so the cost follows the batch and the shoe size, not t
 
 from __future__ import annotations
 
+import re
+import time
 import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -45,6 +52,7 @@ from datetime import datetime
 import duckdb
 import pyarrow as pa
 
+from projections import detect_rounds
 from projections.alerts import create_tables, raise_alerts
 from projections.anomalies import (
     FAMILY_ROWS,
@@ -54,9 +62,12 @@ from projections.anomalies import (
     anomaly_source,
     refresh_stored_anomalies,
 )
-from projections.views import create_views
+from projections.reddog_macros import macros_sql
+from projections.views import SQL_DIR, VIEW_FILES, create_views
 
 SCRATCH = "pitlog_detect"
+# The window of the families that read a shoe's cards before K_r (detect_rounds.CARD_FAMILIES).
+CARDS = "pitlog_detect_cards"
 SHOES = "detect_shoes"
 TABLES = "detect_tables"
 CONTEXT = "detect_context"
@@ -114,7 +125,8 @@ def state_ready(con: duckdb.DuckDBPyConnection) -> bool:
     names = {t for (t,) in con.execute(
         "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()"
     ).fetchall()}
-    if not {SHOES, TABLES, CONTEXT, STORED, STORED_AT} <= names:
+    if not {SHOES, TABLES, CONTEXT, STORED, STORED_AT, detect_rounds.ROUNDS,
+            detect_rounds.FAULTS} <= names:
         return False
     cols = [tuple(r) for r in con.execute(
         "SELECT table_name, column_name FROM duckdb_columns() WHERE database_name = "
@@ -133,6 +145,30 @@ def rebuild_state(con: duckdb.DuckDBPyConnection) -> None:
     types = "('" + "', '".join(CONTEXT_TYPES) + "')"
     con.execute(f"CREATE OR REPLACE TABLE {CONTEXT} AS "
                 f"SELECT * FROM events WHERE event_type IN {types}")
+    detect_rounds.rebuild(con)
+
+
+_MADE = re.compile(r"CREATE\s+OR\s+REPLACE\s+VIEW\s+(\w+)", re.IGNORECASE)
+
+
+def window_views(cur: duckdb.DuckDBPyConnection, wanted: Callable[[str], bool]) -> None:
+    """The views (views.create_views) a window catalog's families read: every file but those
+    that make only `anomalies` (the union of the families, read by no family) or families not
+    `wanted` here. Binding a view costs about what planning it does (the rounds, money and
+    tables families and the union about 1 s each on a busy machine), and each window catalog
+    runs only its own families. If the files no longer allow that split (a family reading
+    another), every view is made, as create_views does."""
+    try:
+        cur.execute(macros_sql())
+        for name in VIEW_FILES:
+            text = (SQL_DIR / name).read_text()
+            made = _MADE.findall(text)
+            if made and all(v == "anomalies" or (v.startswith("anomalies_found_")
+                                                 and not wanted(v)) for v in made):
+                continue
+            cur.execute(text)
+    except (OSError, duckdb.Error):
+        create_views(cur)
 
 
 class Detector:
@@ -142,55 +178,92 @@ class Detector:
         self.con = con
         ((database,),) = con.execute("SELECT current_database()").fetchall()
         self.db = '"' + database.replace('"', '""') + '"'
-        self.scratch = con.cursor()
-        self.scratch.execute(f"DETACH DATABASE IF EXISTS {SCRATCH}")
-        self.scratch.execute(f"ATTACH ':memory:' AS {SCRATCH}")
-        self.scratch.execute(f"USE {SCRATCH}")
-        self.scratch.execute(f"CREATE TABLE events AS SELECT * FROM {self.db}.main.events LIMIT 0")
-        create_views(self.scratch)
-        self.families = anomaly_families(self.scratch)
-        self.scratch.execute(
-            f"CREATE TABLE found AS {FAMILY_ROWS.format(family=self.families[0])} LIMIT 0")
-        self.scratch.execute("CREATE TABLE scope (table_id VARCHAR, log_partition INTEGER, "
-                             "k BIGINT, w BIGINT, o BIGINT, state_seq BIGINT)")
+        self.scratch: duckdb.DuckDBPyConnection | None = None  # _ready, at the first batch
+        self.families: list[str] = []
+        self.cursors: list[duckdb.DuckDBPyConnection] = []
+        self.inserts: list[str] = []
+        self.pool: ThreadPoolExecutor | None = None
+        self.recorded: list[tuple[int, datetime | None]] = []
+        # Seconds of the last evaluate's phases (window copy, family queries), for
+        # benchmarks/bench_live.py.
+        self.phases: dict[str, float] = {}
+        self.stretches: dict[str, float] = {}
+
+    def _ready(self) -> duckdb.DuckDBPyConnection:
+        """The scratch catalogs and the family statements, made at the first batch with events:
+        binding the views costs about what planning the families does (seconds on a busy
+        machine, docs/live-detection.md), and a run that finds nothing new (a resume, a
+        `project` of an up-to-date store) never needs them."""
+        if self.scratch is not None:
+            return self.scratch
+        scratch = self.con.cursor()
+        scratch.execute(f"DETACH DATABASE IF EXISTS {SCRATCH}")
+        scratch.execute(f"ATTACH ':memory:' AS {SCRATCH}")
+        scratch.execute(f"DETACH DATABASE IF EXISTS {CARDS}")
+        scratch.execute(f"ATTACH ':memory:' AS {CARDS}")
+        home: dict[str, str] = {}  # family -> the catalog of its window
+        for catalog in (CARDS, SCRATCH):  # the same views over each window
+            scratch.execute(f"USE {catalog}")
+            scratch.execute(
+                f"CREATE TABLE events AS SELECT * FROM {self.db}.main.events LIMIT 0")
+
+            def wanted(family: str, _c: str = catalog) -> bool:
+                return (family in detect_rounds.CARD_FAMILIES) == (_c == CARDS)
+
+            window_views(scratch, wanted)
+            home.update((f, catalog) for f in anomaly_families(scratch) if wanted(f))
+        self.families = sorted(home)
+        # The stored rows' columns (detector_for stored them first): binding a family for its
+        # columns would cost as much as planning it.
+        scratch.execute(f"CREATE TABLE found AS SELECT * FROM {self.db}.main.{STORED} LIMIT 0")
+        scratch.execute("CREATE TABLE scope (table_id VARCHAR, log_partition INTEGER, "
+                        "k BIGINT, w BIGINT, o BIGINT, state_seq BIGINT)")
         # One cursor and one result table per family: the families are evaluated at once,
         # one thread each (_evaluate_families).
-        self.cursors = []
-        self.inserts = []
         for i, family in enumerate(self.families):
-            cur = self.scratch.cursor()
-            cur.execute(f"USE {SCRATCH}")
-            cur.execute(f"CREATE TABLE found_{i} AS SELECT * FROM found LIMIT 0")
+            cur = scratch.cursor()
+            cur.execute(f"CREATE TABLE {SCRATCH}.found_{i} AS SELECT * FROM {SCRATCH}.found "
+                        "LIMIT 0")
+            cur.execute(f"USE {home[family]}")
             self.cursors.append(cur)
             self.inserts.append(
-                f"INSERT INTO found_{i} SELECT f.* FROM ({FAMILY_ROWS.format(family=family)}) "
-                f"AS f JOIN scope AS sc USING (table_id) "
+                f"INSERT INTO {SCRATCH}.found_{i} SELECT f.* FROM "
+                f"({FAMILY_ROWS.format(family=family)}) AS f "
+                f"JOIN {SCRATCH}.scope AS sc USING (table_id) "
                 f"WHERE sc.k IS NULL OR coalesce(list_max(f.seqs), {BIG}) >= sc.k")
         self.pool = ThreadPoolExecutor(max_workers=len(self.families),
                                        thread_name_prefix="pitlog-detect")
-        self.recorded: list[tuple[int, datetime | None]] = []
+        self.scratch = scratch
+        return scratch
 
     def close(self) -> None:
-        self.pool.shutdown(wait=True)
+        if self.scratch is None:
+            return
+        if self.pool is not None:
+            self.pool.shutdown(wait=True)
         for cur in self.cursors:
             cur.close()
         self.scratch.close()
         self.con.execute(f"DETACH DATABASE IF EXISTS {SCRATCH}")
+        self.con.execute(f"DETACH DATABASE IF EXISTS {CARDS}")
 
     # --- before the transaction: plan and evaluate -------------------------------------------
 
     def plan(self, batch: pa.Table) -> list[Scope]:
-        s = self.scratch
+        s = self._ready()
         s.register("pitlog_new", batch)
         try:
-            new_tables = {r[0]: r for r in s.execute(
-                _TABLE_AGG.format(src="pitlog_new")).fetchall()}
-            new_shoes = s.execute(_SHOE_AGG.format(src="pitlog_new")).fetchall()
-            null_shoe = dict(s.execute(
-                "SELECT table_id, min(seq) FROM pitlog_new WHERE shoe_id IS NULL "
-                "GROUP BY ALL").fetchall())
+            return self._plan(s)
         finally:
             s.unregister("pitlog_new")
+
+    def _plan(self, s: duckdb.DuckDBPyConnection) -> list[Scope]:
+        new_tables = {r[0]: r for r in s.execute(
+            _TABLE_AGG.format(src="pitlog_new")).fetchall()}
+        new_shoes = s.execute(_SHOE_AGG.format(src="pitlog_new")).fetchall()
+        null_shoe = dict(s.execute(
+            "SELECT table_id, min(seq) FROM pitlog_new WHERE shoe_id IS NULL "
+            "GROUP BY ALL").fetchall())
         tables = list(new_tables)
         old_tables = {r[0]: r for r in s.execute(
             f"SELECT * FROM {self.db}.main.{TABLES} WHERE list_contains($t, table_id)",
@@ -205,6 +278,7 @@ class Detector:
             touched.setdefault(r[0], set()).add(r[1])
             shoes[key] = _merge(shoes.get(key), list(r))
         out = []
+        narrow: dict[str, tuple[int, set[str]]] = {}  # table -> (K, affected shoes)
         for t in tables:
             _, partition, first_offset, _, _, ordered = new_tables[t]
             old = old_tables.get(t)
@@ -224,6 +298,7 @@ class Detector:
                 if k2 == k:
                     break
                 k = k2
+            narrow[t] = (k, affected)
             before = [v for v in mine.values() if v[4] < k]
             if not before:  # the table's first shoe: from its start
                 out.append(Scope(t, partition, k, None, old[2], None))
@@ -236,13 +311,22 @@ class Detector:
                 if d[6] < w:
                     w, offset = d[6], d[7]
             out.append(Scope(t, partition, k, w, offset, None))
+        # The round-level stretch: rows from K_r on, read from a window whose part before
+        # K_r holds the shoe's context alone (projections/detect_rounds.py).
+        starts = detect_rounds.round_starts(s, self.db, "pitlog_new", narrow)
+        # How many touched tables got the round-level stretch (benchmarks/bench_live.py).
+        self.stretches = {"tables": float(len(out)),
+                          "round_level": float(sum(v is not None for v in starts.values()))}
+        out = [Scope(sc.table_id, sc.partition, sc.k if starts.get(sc.table_id) is None
+                     else starts[sc.table_id], sc.w,
+                     sc.offset, None) for sc in out]
         return self._with_state_seqs(out)
 
     def _with_state_seqs(self, scopes: list[Scope]) -> list[Scope]:
         wanted = {sc.table_id: sc.w for sc in scopes if sc.w is not None}
         if not wanted:
             return scopes
-        seqs = dict(self.scratch.execute(
+        seqs = dict(self._ready().execute(
             f"SELECT c.table_id, max(c.seq) FROM {self.db}.main.{CONTEXT} AS c "
             f"JOIN (SELECT unnest($t) AS table_id, unnest($w) AS w) AS s USING (table_id) "
             f"WHERE c.event_type IN {_STATE_TYPES} AND c.seq < s.w GROUP BY ALL",
@@ -252,32 +336,25 @@ class Detector:
 
     def evaluate(self, batch: pa.Table, scopes: list[Scope]) -> int:
         """The stretch's rows into the scratch `found` table; returns the window's size."""
-        s = self.scratch
+        s = self._ready()
         s.execute("DELETE FROM scope")
         s.executemany("INSERT INTO scope VALUES (?, ?, ?, ?, ?, ?)",
                       [[sc.table_id, sc.partition, sc.k, sc.w, sc.offset, sc.state_seq]
                        for sc in scopes])
+        started = time.perf_counter()
         parts = sorted({sc.partition for sc in scopes})
         low = min(sc.offset for sc in scopes)
         s.register("pitlog_new", batch)
         try:
-            # The partition and offset bounds are constants, so DuckDB skips the row groups
-            # before the stretch; the join then keeps each table's own window.
-            s.execute(f"""
-                CREATE OR REPLACE TABLE events AS
-                SELECT e.* FROM {self.db}.main.events AS e JOIN scope AS sc USING (table_id)
-                WHERE e.log_partition IN ({", ".join(map(str, parts))}) AND e.log_offset >= {low}
-                  AND e.log_offset >= sc.o AND (sc.w IS NULL OR e.seq >= sc.w)
-                UNION ALL BY NAME
-                SELECT c.* FROM {self.db}.main.{CONTEXT} AS c JOIN scope AS sc USING (table_id)
-                WHERE sc.w IS NOT NULL AND c.seq < sc.w
-                  AND (c.event_type = 'TableOpened' OR c.seq = sc.state_seq)
-                UNION ALL BY NAME
-                SELECT * FROM pitlog_new""")
+            detect_rounds.copy_windows(s, self.db, CARDS, CONTEXT, parts, low)
         finally:
             s.unregister("pitlog_new")
+        copied = time.perf_counter()
         self._evaluate_families()
+        self.phases = {"copy": copied - started, "families": time.perf_counter() - copied}
         ((n,),) = s.execute("SELECT count(*) FROM events").fetchall()
+        ((cards,),) = s.execute(f"SELECT count(*) FROM {CARDS}.events").fetchall()
+        self.phases["cards_window"] = float(cards)
         return int(n)
 
     def _evaluate_families(self) -> None:
@@ -289,9 +366,10 @@ class Detector:
 
         def run(i: int) -> None:
             cur = self.cursors[i]
-            cur.execute(f"DELETE FROM found_{i}")
+            cur.execute(f"DELETE FROM {SCRATCH}.found_{i}")
             cur.execute(self.inserts[i])
 
+        assert self.pool is not None and self.scratch is not None  # plan() made them
         futures = [self.pool.submit(run, i) for i in range(len(self.families))]
         wait(futures)  # all of them, also when one failed: none still runs afterwards
         for future in futures:
@@ -329,7 +407,7 @@ class Detector:
             SELECT a.alert_seq, max(e.recorded_at)
             FROM (SELECT alert_seq, table_id, unnest(seqs) AS seq FROM alerts
                   WHERE alert_seq > $b) AS a
-            LEFT JOIN {SCRATCH}.events AS e USING (table_id, seq)
+            LEFT JOIN {CARDS}.events AS e USING (table_id, seq)
             GROUP BY a.alert_seq ORDER BY a.alert_seq""", {"b": before}).fetchall())
 
     def take_recorded(self) -> list[tuple[int, datetime | None]]:
@@ -376,6 +454,7 @@ class Detector:
         types = "('" + "', '".join(CONTEXT_TYPES) + "')"
         con.execute(f"INSERT INTO {CONTEXT} BY NAME SELECT * FROM pitlog_batch "
                     f"WHERE event_type IN {types}")
+        detect_rounds.advance(con)
         for name in ("pitlog_new_shoes", "pitlog_merged", "pitlog_new_tables",
                      "pitlog_merged_tables"):
             con.execute(f"DROP TABLE IF EXISTS temp.{name}")

@@ -20,10 +20,12 @@ from live_support import (
     random_cuts,
     source_log,
 )
+from table_builder import TableBuilder, recorder_for
 
 from events.log.base import EventLog
 from events.log.embedded.log import DEFAULT_PARTITIONS, EmbeddedLog, partition_for
 from events.log.registry import open_log
+from events.reddog.model import Box
 from projections.anomalies import STORED, anomaly_source
 from projections.incremental import take_recorded
 from projections.projector import project
@@ -187,3 +189,68 @@ def test_each_new_alert_carries_the_recorded_at_of_its_newest_proving_event(
             GROUP BY a.alert_seq""", {"b": before}).fetchall())
         assert len(expected) > 5  # the rest of the evening raised alerts
         assert noted == expected
+
+
+def _attached(con: duckdb.DuckDBPyConnection) -> set[str]:
+    return {n for (n,) in con.execute("SELECT database_name FROM duckdb_databases()").fetchall()}
+
+
+def _stored_oid(con: duckdb.DuckDBPyConnection) -> int:
+    ((oid,),) = con.execute("SELECT table_oid FROM duckdb_tables() WHERE table_name = $t",
+                            {"t": STORED}).fetchall()
+    return int(oid)
+
+
+def test_a_resume_with_current_rows_neither_evaluates_whole_nor_builds_the_windows(
+        tmp_path: Path, records: list[tuple[bytes, bytes]]) -> None:
+    # Reopening a store whose stored rows and state are current (a restart, a `project` that
+    # finds nothing new) must not pay the whole evaluation again (it would replace the stored
+    # table: a new catalog entry), nor bind the window catalogs' views (Detector._ready) until
+    # a batch has events; the next batch is then exact.
+    third = len(records) // 3
+    log = EmbeddedLog(tmp_path / "log")
+    feed(log, records, 0, third)
+    db = tmp_path / "v.duckdb"
+    project(log, str(db), publish_alerts=False)
+    with duckdb.connect(str(db)) as con:
+        oid = _stored_oid(con)
+        report = project(log, con, publish_alerts=False)
+        assert (report.events, report.batches) == (0, 0)
+        assert _stored_oid(con) == oid  # not evaluated whole again
+        assert "pitlog_detect" not in _attached(con)  # no window catalog yet
+        assert anomaly_source(con) == STORED
+        feed(log, records, third, third + 400)
+        report = project(log, con, batch_size=150, publish_alerts=False)
+        assert report.events == 400 and report.batches >= 3
+        assert _stored_oid(con) == oid  # incremental batches, not a whole evaluation
+        assert "pitlog_detect" in _attached(con)
+        assert differences(con) == (0, 0)
+
+
+def test_a_card_after_a_higher_round_wholly_before_the_stretch_is_still_flagged(
+        tmp_path: Path) -> None:
+    # Round numbers going back (1, 7, 2, then a card for round 3): CARD_OUTSIDE_ROUND "for
+    # round r after round 7 had begun" reads round 7's first card, which lies before the
+    # round-level stretch (it starts at round 2, the round the batch finishes); the rounds
+    # window keeps that card (detect_rounds.copy_windows, `highest`).
+    log = EmbeddedLog(tmp_path / "log")
+    t = TableBuilder(recorder_for(log))
+    t.open_table()
+    t.tap_in("D1")
+    t.new_shoe("S1")
+    firsts = {}
+    for r, cards in ((1, "2H 9S 5D"), (7, "3H 10S 6D"), (2, "4C JS 7D")):
+        t.round_no = r
+        firsts[r] = t.deal_round(cards, {1: 500})["left"]
+    t.flush()
+    with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
+        project(log, con, publish_alerts=False)
+        t.round_no = 3
+        late = t.draw("8H", Box.LEFT)
+        t.flush()
+        project(log, con, publish_alerts=False)
+        assert differences(con) == (0, 0)
+        flagged = {tuple(s) for (s,) in con.execute(
+            f"SELECT seqs FROM {STORED} WHERE code = 'CARD_OUTSIDE_ROUND'").fetchall()}
+        assert (firsts[7], late) in flagged
+        assert (firsts[7], firsts[2]) in flagged
