@@ -1,42 +1,14 @@
 """Incremental detection: after each batch, re-evaluate only the stretch of each table the batch
 can change, and replace exactly the stored anomaly rows of that stretch.
 
-Scopes, family by family (sql/anomalies_*.sql). Every rule is decided within one table; within it:
-- rounds and money: a round's rows depend on its own events, on whether the table recorded
-  anything after it ("finished"), on its shoe (NO_RESHUFFLE_AFTER_CUT_CARD reads the shoe's
-  cut; DEVICE_FAULT_NOT_VOIDED the shoe's next card after a fault) and on the paytable in force
-  (the table's TableOpened). Smallest exact scope: the shoes that received events, plus the shoe
-  of the round a new event finishes, plus the table's TableOpened events.
-- shoes: FACE_UP_CARD_USED and EXTRA_CARD are per shoe; MISSING_BURN runs across the table's
-  stream from the last card dealt before a new one (debts: a load, a dealer tapping in while a
-  shoe is loaded) and needs the shoe state (the last CardsLoaded/ShoeClosed) before that.
-  Scope: the shoes above, back to the last card dealt before them, plus that state event.
-- tables: BELOW_MINIMUM_ODDS on a TableOpened, MULTIPLE_BETTING_AREAS per round, CALL_BET per
-  wager, with the paytable in force: the rounds above plus every TableOpened of the table.
-- places: BURN_DURING_ROUND and CARD_OUTSIDE_ROUND read a round from its first card to its end,
-  the shoe's CardsLoaded/ShoeClosed before a card, the round's rack and the shoe's later rounds:
-  all within the card's shoe (a card or burn with no shoe lies inside the shoe around it, which
-  then overlaps the stretch and joins it), so the rounds' scope holds.
-- streams: SEQUENCE_GAP and CHAIN_BROKEN compare each event with its predecessor in seq order:
-  the events above plus the one before them.
-
-So per touched table the window is its events from W (the earliest of: the first event of the
-earliest affected shoe, K; the end of the shoe before it; the last card dealt before K) to the
-end, plus its TableOpened events and the last CardsLoaded/ShoeClosed before W. A row belongs
-to the stretch when the greatest of its proving seqs is >= K: those rows, and only those, can
-change, and the window decides each of them exactly (their proof and context lie within it).
-The stored rows of the stretch are deleted and the window's rows of the stretch inserted, in the
-batch's own transaction. This holds while a table's events reach the log in seq order (devices
-append in order); a table whose stream ever goes back in seq is re-evaluated whole from then on.
-
-Within those shoes the stretch is narrowed to rounds (projections/detect_rounds.py): rows from
-K_r, the first event of the earliest round the batch can change, are replaced, and before K_r
-the windows keep only the shoe's context: the cards for the shoes family (a catalog of its
-own, CARDS), the rest of the context for the other families.
-
-The window is read through a scratch catalog whose `events` table holds the window alone (as
-anomalies.refresh_stored_anomalies does per table group), with the scan of the store pruned by
-log partition and offset, so the cost follows the batch and the shoe size, not the history.
+Every rule is decided within one table. Per touched table the window is its events from the
+earliest shoe (and, within it, round: detect_rounds.py) the batch can change, plus the context
+each family reads before it; a stored row belongs to the stretch when the greatest of its proving
+seqs is at or after the stretch's start, and those rows are replaced by the window's, in the
+batch's own transaction. The window is read through a scratch catalog whose `events` table holds
+the window alone, its scan pruned by log partition and offset, so the cost follows the batch and
+the shoe, not the history. Which family reads what, and why that scope is exact:
+docs/live-detection.md ("Incremental detection").
 """
 
 from __future__ import annotations
