@@ -29,8 +29,7 @@ from events.log.kafka.tails import RangeReader, Seen, TailReader, is_event, part
 TRANSACTION_TIMEOUT_MS = 60_000
 FENCED_PATIENCE_S = 5.0  # fenced: how long to wait for the partition to be stable, not re-open
 # A table's next transaction waits for the markers of its last one (CONCURRENT_TRANSACTIONS):
-# retry sooner than kafka-python's 100 ms default, which capped small batches
-# (benchmarks/results.md).
+# retry sooner than kafka-python's 100 ms default, which capped the rate of small batches.
 RETRY_BACKOFF_MS = 20
 # After a commit: how long to wait for readers to see it (its markers written) before
 # returning anyway (it is durable already).
