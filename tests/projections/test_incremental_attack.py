@@ -1,0 +1,166 @@
+"""Attacks on the round-level stretch of incremental detection (projections/incremental.py,
+projections/detect_rounds.py): hand-built tables projected in two batches, the stored rows
+compared row for row with a full evaluation (the `anomalies` view), as
+test_incremental.py's test_a_card_after_a_higher_round_wholly_before_the_stretch_is_still_flagged
+does. Each xfail documents a hole found in session 9's review: the stored rows differ from the
+full evaluation after an ordinary second batch. The reason names the rule, the missing window
+input or the stale row."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+from pathlib import Path
+
+import duckdb
+import pytest
+from table_builder import EVENING, TableBuilder, card, recorder_for
+
+from events.log.embedded.log import EmbeddedLog
+from events.reddog import model
+from events.reddog.model import Box
+from projections.anomalies import STORED
+from projections.projector import project
+
+
+def _rows_apart(con: duckdb.DuckDBPyConnection) -> tuple[list, list]:
+    """(stored rows not in a full evaluation, full-evaluation rows not stored), EXCEPT ALL,
+    each as code, round, seqs and explanation."""
+    def rows(a: str, b: str) -> list:
+        return sorted(con.execute(
+            f"SELECT code, round_no, seqs, explanation FROM (SELECT * FROM {a} EXCEPT ALL "
+            f"SELECT * FROM {b})"
+        ).fetchall())
+    return rows(STORED, "anomalies"), rows("anomalies", STORED)
+
+
+def _table(tmp_path: Path) -> tuple[EmbeddedLog, TableBuilder]:
+    log = EmbeddedLog(tmp_path / "log")
+    t = TableBuilder(recorder_for(log))
+    t.open_table()
+    t.tap_in("D1")
+    return log, t
+
+
+def _at(seq: int) -> timedelta:
+    """The builder's clock at event `seq` of a one-table log: one second per event."""
+    return timedelta(seconds=seq)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "DUPLICATE_EVENT: one row per event id, proved by every copy; a third copy makes the row "
+    "[a, b] into [a, b, c], but the old row's greatest seq b lies before K_r (the round the "
+    "batch finishes), so it is never deleted: stored holds both rows"))
+def test_a_third_copy_of_an_event_id_replaces_the_duplicate_row(tmp_path: Path) -> None:
+    log, t = _table(tmp_path)
+    tap_id = str(uuid.UUID(int=2))  # recorder_for: the second event (the tap-in) has id 2
+    t.new_shoe("S1")
+    t.round_no = 1
+    t.deal_round("4C JS 7D", {1: 500})
+    t.clock += timedelta(seconds=1)  # the tap-in's device line recorded again
+    again = t.recorder.record(t.table_id, model.DealerTappedIn(dealer_id="D1"), shoe_id="S1",
+                      round_no=1, actor="D1", occurred_at=t.clock, recorded_at=t.clock,
+                      event_id=tap_id)
+    t.round_no = 2
+    t.deal_round("3H 10S 6D", {1: 500})
+    t.flush()
+    with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
+        project(log, con, publish_alerts=False)
+        t.round_no = 3
+        t.clock += timedelta(seconds=1)  # and a third time, in the next round
+        third = t.recorder.record(t.table_id, model.DealerTappedIn(dealer_id="D1"),
+                                  shoe_id="S1", round_no=3, actor="D1", occurred_at=t.clock,
+                                  recorded_at=t.clock, event_id=tap_id)
+        t.flush()
+        project(log, con, publish_alerts=False)
+        assert con.execute("SELECT seqs FROM anomalies WHERE code = 'DUPLICATE_EVENT'"
+                           ).fetchall() == [([2, again, third],)]
+        assert _rows_apart(con) == ([], [])
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "CARD_UNACCOUNTED (a card dealt with no round, never racked before the shoe closed): "
+    "proof [card, ShoeClosed]; the ShoeClosed lies in the stretch, so the row is deleted, but "
+    "the rounds window drops every card before K_r (CARD_TYPES) but the after-fault and "
+    "highest-round cards, so loose_cards never sees the card and the row is not found again"))
+def test_an_unracked_loose_card_before_the_stretch_stays_unaccounted(tmp_path: Path) -> None:
+    log, t = _table(tmp_path)
+    t.new_shoe("S1")
+    loose = t.draw("5H", Box.LEFT)  # round_no None: a card dealt with no round
+    t.round_no = 1
+    t.deal_round("4C JS 7D", {1: 500})
+    t.round_no = 2
+    t.deal_round("3H 10S 6D", {1: 500})
+    closed = t.emit(model.ShoeClosed(cards_remaining=200))  # still round 2 in the builder
+    t.flush()
+    with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
+        project(log, con, publish_alerts=False)
+        assert con.execute(f"SELECT seqs FROM {STORED} WHERE code = 'CARD_UNACCOUNTED'"
+                           ).fetchall() == [([loose, closed],)]
+        t.tap_in("D2")  # a dealer change after the close (shoe S1, round 2: K_r = round 2)
+        t.flush()
+        project(log, con, publish_alerts=False)
+        assert _rows_apart(con) == ([], [])
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "BURN_DURING_ROUND via sql/intruders.sql: a burn whose line arrives late (a new seq, an "
+    "occurred_at inside round 1) lies inside round 1 in game order; round 1 lies wholly before "
+    "K_r (round 3, the round the batch finishes), and the rounds window keeps none of its "
+    "cards, so round 1 has no span there and the row [round 1's first card, burn] is missing"))
+def test_a_late_burn_inside_an_earlier_round_is_burned_during_that_round(
+        tmp_path: Path) -> None:
+    log, t = _table(tmp_path)
+    t.new_shoe("S1")
+    t.round_no = 1
+    first = t.deal_round("4C JS 7D", {1: 500})
+    t.round_no = 2
+    t.deal_round("3H 10S 6D", {1: 500})
+    t.round_no = 3
+    t.deal_round("2D QS 8H", {1: 500})
+    t.flush()
+    with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
+        project(log, con, publish_alerts=False)
+        late_clock = t.clock
+        t.round_no = None
+        t.clock = EVENING + _at(first["left"])  # occurred between round 1's first two cards
+        burn = t.burn("9C")
+        t.clock = late_clock
+        t.flush()
+        project(log, con, publish_alerts=False)
+        full = con.execute("SELECT round_no, seqs FROM anomalies "
+                           "WHERE code = 'BURN_DURING_ROUND'").fetchall()
+        assert full == [(1, [first["left"], burn])]
+        assert _rows_apart(con) == ([], [])
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "BURN_MISDISCLOSED reads the latest burn before the disclosure in game order: a burn line "
+    "arriving late with an occurred_at between the first burn and the disclosure makes the "
+    "disclosure right, but the stored row [burn, disclosure] lies wholly before K_r and is "
+    "never deleted"))
+def test_a_late_burn_before_a_disclosure_clears_the_misdisclosure(tmp_path: Path) -> None:
+    log, t = _table(tmp_path)
+    t.new_shoe("S1")  # its burn, 2C
+    shown = card("3D")
+    disclosed = t.emit(model.BurnDisclosed(rank=shown.rank, suit=shown.suit))
+    t.round_no = 1
+    t.deal_round("4C JS 7D", {1: 500})
+    t.round_no = 2
+    t.deal_round("5H 10S 6D", {1: 500})
+    t.flush()
+    with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
+        project(log, con, publish_alerts=False)
+        assert con.execute(f"SELECT seqs FROM {STORED} WHERE code = 'BURN_MISDISCLOSED'"
+                           ).fetchall() == [([disclosed - 1, disclosed],)]
+        late_clock = t.clock
+        t.round_no = None
+        # the shoe's line of a 3D burned just before the disclosure, recorded late
+        t.clock = EVENING + _at(disclosed - 1) - timedelta(seconds=1) + timedelta(milliseconds=500)
+        t.burn("3D")
+        t.clock = late_clock
+        t.flush()
+        project(log, con, publish_alerts=False)
+        assert con.execute("SELECT count(*) FROM anomalies WHERE code = 'BURN_MISDISCLOSED'"
+                           ).fetchall() == [(0,)]
+        assert _rows_apart(con) == ([], [])
