@@ -216,3 +216,32 @@ def test_a_face_up_card_used_in_the_next_round_moves_the_extra_copy(tmp_path: Pa
         assert con.execute("SELECT seqs FROM anomalies WHERE code = 'EXTRA_CARD'"
                            ).fetchall() == [([nine, used],)]
         assert _rows_apart(con) == ([], [])
+
+
+def test_a_cut_and_a_shuffler_jam_of_an_earlier_round_are_judged_in_a_later_batch(
+        tmp_path: Path) -> None:
+    # Believed risky, found safe: NO_RESHUFFLE_AFTER_CUT_CARD and DEVICE_FAULT_NOT_VOIDED read
+    # a cut and a fault of round 1, wholly before the stretch, for a round dealt in the next
+    # batch. Both are context (detect_rounds.CONTEXT_TYPES); the open fault (no card dealt
+    # after it) pulls K_r back to round 1, and the rounds window keeps them.
+    log, t = _table(tmp_path)
+    t.new_shoe("S1")
+    t.round_no = 1
+    t.deal_round("4C JS 7D", {1: 500})
+    cut = t.emit(model.CuttingCardReached())
+    jam = t.emit(model.DeviceFaulted(device_id="SH-1", fault=model.Fault.SHUFFLER_JAM))
+    t.round_no = 2
+    t.wager(1, 500)
+    t.flush()
+    with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
+        project(log, con, publish_alerts=False)
+        left = t.draw("3H", Box.LEFT)
+        t.draw("10S", Box.RIGHT)
+        t.flush()
+        project(log, con, publish_alerts=False)
+        assert _rows_apart(con) == ([], [])
+        found = {(code, tuple(seqs)) for code, seqs in con.execute(
+            f"SELECT code, seqs FROM {STORED} WHERE code IN "
+            "('NO_RESHUFFLE_AFTER_CUT_CARD', 'DEVICE_FAULT_NOT_VOIDED')").fetchall()}
+        assert found == {("NO_RESHUFFLE_AFTER_CUT_CARD", (cut, left)),
+                         ("DEVICE_FAULT_NOT_VOIDED", (jam, left))}
