@@ -2,9 +2,10 @@
 projections/detect_rounds.py): hand-built tables projected in two batches, the stored rows
 compared row for row with a full evaluation (the `anomalies` view), as
 test_incremental.py's test_a_card_after_a_higher_round_wholly_before_the_stretch_is_still_flagged
-does. Each xfail documents a hole found in session 9's review: the stored rows differ from the
-full evaluation after an ordinary second batch. The reason names the rule, the missing window
-input or the stale row."""
+does. Each test is a hole session 9's review found in the round-level stretch: with it on
+(incremental.ROUND_LEVEL_STRETCH) the stored rows differ from the full evaluation after an
+ordinary second batch; the comment names the rule and the missing window input or stale row.
+With the shoe-level stretch they pass, but for the xfail: a hole of the shoe-level window too."""
 
 from __future__ import annotations
 
@@ -47,10 +48,10 @@ def _at(seq: int) -> timedelta:
     return timedelta(seconds=seq)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "DUPLICATE_EVENT: one row per event id, proved by every copy; a third copy makes the row "
-    "[a, b] into [a, b, c], but the old row's greatest seq b lies before K_r (the round the "
-    "batch finishes), so it is never deleted: stored holds both rows"))
+# With the round-level stretch on (incremental.ROUND_LEVEL_STRETCH) this fails: DUPLICATE_EVENT:
+# one row per event id, proved by every copy; a third copy makes the row [a, b] into [a, b, c],
+# but the old row's greatest seq b lies before K_r (the round the batch finishes), so it is never
+# deleted: stored holds both rows
 def test_a_third_copy_of_an_event_id_replaces_the_duplicate_row(tmp_path: Path) -> None:
     log, t = _table(tmp_path)
     tap_id = str(uuid.UUID(int=2))  # recorder_for: the second event (the tap-in) has id 2
@@ -78,11 +79,11 @@ def test_a_third_copy_of_an_event_id_replaces_the_duplicate_row(tmp_path: Path) 
         assert _rows_apart(con) == ([], [])
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "CARD_UNACCOUNTED (a card dealt with no round, never racked before the shoe closed): "
-    "proof [card, ShoeClosed]; the ShoeClosed lies in the stretch, so the row is deleted, but "
-    "the rounds window drops every card before K_r (CARD_TYPES) but the after-fault and "
-    "highest-round cards, so loose_cards never sees the card and the row is not found again"))
+# With the round-level stretch on (incremental.ROUND_LEVEL_STRETCH) this fails: CARD_UNACCOUNTED
+# (a card dealt with no round, never racked before the shoe closed): proof [card, ShoeClosed]; the
+# ShoeClosed lies in the stretch, so the row is deleted, but the rounds window drops every card
+# before K_r (CARD_TYPES) but the after-fault and highest-round cards, so loose_cards never sees
+# the card and the row is not found again
 def test_an_unracked_loose_card_before_the_stretch_stays_unaccounted(tmp_path: Path) -> None:
     log, t = _table(tmp_path)
     t.new_shoe("S1")
@@ -103,11 +104,11 @@ def test_an_unracked_loose_card_before_the_stretch_stays_unaccounted(tmp_path: P
         assert _rows_apart(con) == ([], [])
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BURN_DURING_ROUND via sql/intruders.sql: a burn whose line arrives late (a new seq, an "
-    "occurred_at inside round 1) lies inside round 1 in game order; round 1 lies wholly before "
-    "K_r (round 3, the round the batch finishes), and the rounds window keeps none of its "
-    "cards, so round 1 has no span there and the row [round 1's first card, burn] is missing"))
+# With the round-level stretch on (incremental.ROUND_LEVEL_STRETCH) this fails: BURN_DURING_ROUND
+# via sql/intruders.sql: a burn whose line arrives late (a new seq, an occurred_at inside round 1)
+# lies inside round 1 in game order; round 1 lies wholly before K_r (round 3, the round the batch
+# finishes), and the rounds window keeps none of its cards, so round 1 has no span there and the
+# row [round 1's first card, burn] is missing
 def test_a_late_burn_inside_an_earlier_round_is_burned_during_that_round(
         tmp_path: Path) -> None:
     log, t = _table(tmp_path)
@@ -134,11 +135,10 @@ def test_a_late_burn_inside_an_earlier_round_is_burned_during_that_round(
         assert _rows_apart(con) == ([], [])
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BURN_MISDISCLOSED reads the latest burn before the disclosure in game order: a burn line "
-    "arriving late with an occurred_at between the first burn and the disclosure makes the "
-    "disclosure right, but the stored row [burn, disclosure] lies wholly before K_r and is "
-    "never deleted"))
+# With the round-level stretch on (incremental.ROUND_LEVEL_STRETCH) this fails: BURN_MISDISCLOSED
+# reads the latest burn before the disclosure in game order: a burn line arriving late with an
+# occurred_at between the first burn and the disclosure makes the disclosure right, but the stored
+# row [burn, disclosure] lies wholly before K_r and is never deleted
 def test_a_late_burn_before_a_disclosure_clears_the_misdisclosure(tmp_path: Path) -> None:
     log, t = _table(tmp_path)
     t.new_shoe("S1")  # its burn, 2C
@@ -166,12 +166,11 @@ def test_a_late_burn_before_a_disclosure_clears_the_misdisclosure(tmp_path: Path
         assert _rows_apart(con) == ([], [])
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "EXTRA_CARD counts a card found face up as a copy until the next card out shows it was "
-    "then drawn (ONE CARD: then the CardDrawn is the copy). A face-up card found between rounds "
-    "(round_no NULL) is the table's last event, so no round holds it and K_r is the batch's "
-    "first event; the row [first copy, face-up card] lies before K_r and is never deleted, "
-    "beside the new row [first copy, CardDrawn]"))
+# With the round-level stretch on (incremental.ROUND_LEVEL_STRETCH) this fails: EXTRA_CARD counts
+# a card found face up as a copy until the next card out shows it was then drawn (ONE CARD: then
+# the CardDrawn is the copy). A face-up card found between rounds (round_no NULL) is the table's
+# last event, so no round holds it and K_r is the batch's first event; the row [first copy, face-
+# up card] lies before K_r and is never deleted, beside the new row [first copy, CardDrawn]
 def test_a_face_up_card_then_racked_moves_the_extra_copy_to_the_draw(tmp_path: Path) -> None:
     log, t = _table(tmp_path)
     t.new_shoe("S1", decks=1)
@@ -192,11 +191,11 @@ def test_a_face_up_card_then_racked_moves_the_extra_copy_to_the_draw(tmp_path: P
         assert _rows_apart(con) == ([], [])
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the same lookahead across rounds: a card found face up late in round 1 is the shoe's last "
-    "card out when round 2 begins (a wager); the next batch deals it to round 2's left box "
-    "(FACE_UP_CARD_USED), so it is no copy of its own, but K_r is round 2's first event and "
-    "the stored EXTRA_CARD row [first copy, face-up card] of round 1 is never deleted"))
+# With the round-level stretch on (incremental.ROUND_LEVEL_STRETCH) this fails: the same lookahead
+# across rounds: a card found face up late in round 1 is the shoe's last card out when round 2
+# begins (a wager); the next batch deals it to round 2's left box (FACE_UP_CARD_USED), so it is no
+# copy of its own, but K_r is round 2's first event and the stored EXTRA_CARD row [first copy,
+# face-up card] of round 1 is never deleted
 def test_a_face_up_card_used_in_the_next_round_moves_the_extra_copy(tmp_path: Path) -> None:
     log, t = _table(tmp_path)
     t.new_shoe("S1", decks=1)
