@@ -23,6 +23,10 @@ from events.reddog.model import Box
 from projections.anomalies import STORED
 from projections.projector import project
 
+# Eight tables, each projected in two or three batches with detection: started first
+# (tests/conftest.py) so this file is not the suite's tail.
+pytestmark = pytest.mark.slow
+
 
 def _rows_apart(con: duckdb.DuckDBPyConnection) -> tuple[list, list]:
     """(stored rows not in a full evaluation, full-evaluation rows not stored), EXCEPT ALL,
