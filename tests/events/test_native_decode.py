@@ -140,7 +140,8 @@ def test_a_boolean_byte_other_than_0_or_1_is_left_to_the_reference(
     disagree with fastavro's on a 2. The native path reads the byte and checks it."""
     sv = codec.registry().latest["TableOpened"]
     raw = codec._strip_logical_types(json.loads(sv.path.read_text()))
-    rec = {f["name"]: _value(f["type"]) for f in raw["fields"]}
+    named: dict[str, object] = {}
+    rec = {f["name"]: _value(f["type"], named) for f in raw["fields"]}
     buf = io.BytesIO()
     buf.write(sv.header)
     fastavro.schemaless_writer(buf, fastavro.parse_schema(raw), rec)
@@ -153,18 +154,25 @@ def test_a_boolean_byte_other_than_0_or_1_is_left_to_the_reference(
     assert_same(native, [bytes(data), buf.getvalue()], [b"g"], [1, 0])
 
 
-def _value(tp: object) -> object:
+def _value(tp: object, named: dict[str, object]) -> object:
+    """A value of Avro type `tp`; `named` collects the named types met so far, since a later
+    field may refer to one by its name alone (the Sha256 of prev_hash and hash)."""
     if isinstance(tp, list):
         return None
     if isinstance(tp, dict):
         kind = tp["type"]
         if kind == "fixed":
-            return b"\x05" * tp["size"]
-        if kind == "enum":
-            return tp["symbols"][0]
-        if kind == "array":
+            value: object = b"\x05" * tp["size"]
+        elif kind == "enum":
+            value = tp["symbols"][0]
+        elif kind == "array":
             return []
-        return _value(kind)
+        else:
+            return _value(kind, named)
+        named[tp["name"]] = value
+        return value
+    if str(tp) in named:
+        return named[str(tp)]
     return {"string": "s", "long": 1, "int": 1, "boolean": True, "bytes": b"b"}[str(tp)]
 
 
