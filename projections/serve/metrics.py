@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from bisect import bisect_left
+from collections.abc import Sequence
 
 # Event-to-alert latency buckets, in seconds (upper bounds; +Inf is implied).
 LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
@@ -22,24 +23,23 @@ class Metrics:
         self._latency_sum = 0.0
         self._latency_count = 0
 
-    def batch(self, records: int, lag: dict[int, int]) -> None:
+    def batch(self, records: int, lag: dict[int, int], latencies: Sequence[float] = (),
+              raised: int | None = None) -> None:
+        """One committed batch: its records, the lag after it, and the alerts it raised
+        (`raised`, default one per latency; `latencies` in seconds), all under one lock."""
         with self._lock:
             self.batches += 1
             self.records += records
             self.lag = dict(lag)
+            self.alerts += len(latencies) if raised is None else raised
+            for s in latencies:
+                self._buckets[bisect_left(LATENCY_BUCKETS, s)] += 1
+                self._latency_sum += s
+                self._latency_count += 1
 
     def set_lag(self, lag: dict[int, int]) -> None:
         with self._lock:
             self.lag = dict(lag)
-
-    def alert_latencies(self, seconds: list[float], raised: int | None = None) -> None:
-        """`raised` alerts committed (default: one per latency), `seconds` their latencies."""
-        with self._lock:
-            self.alerts += len(seconds) if raised is None else raised
-            for s in seconds:
-                self._buckets[bisect_left(LATENCY_BUCKETS, s)] += 1
-                self._latency_sum += s
-                self._latency_count += 1
 
     def render(self) -> str:
         with self._lock:

@@ -100,18 +100,21 @@ class Tracker:
 
     def on_commit(self, commit: Commit) -> None:
         s = self.state
-        s.status.last_commit = commit.at
-        s.status.positions = dict(commit.positions)
-        s.status.ends = dict(commit.ends)
-        s.metrics.batch(commit.records, commit.lag)
-        s.notify()  # first: the alert streams wake now, not after the latency metric below
+        s.notify()  # first: the alert streams wake now, not after the metrics below
+        latencies: list[float] = []
+        raised = 0
         try:
             newest = self._max_alert_seq()
-            s.metrics.alert_latencies(self._new_alert_latencies(commit.at),
-                                      raised=newest - self.last_alert)
+            latencies, raised = self._new_alert_latencies(commit.at), newest - self.last_alert
             self.last_alert = newest
         except duckdb.Error as exc:  # the batch is committed: a metric must not stop following
             log_.warning("cannot measure the new alerts' latency: %s", exc)
+        # The batch's counters change together, and before /health shows its positions: a
+        # client that saw lag 0 then reads /metrics with this batch's records and alerts in it.
+        s.metrics.batch(commit.records, commit.lag, latencies, raised)
+        s.status.last_commit = commit.at
+        s.status.positions = dict(commit.positions)
+        s.status.ends = dict(commit.ends)
 
     def on_round(self, commit: Commit) -> None:
         s = self.state
