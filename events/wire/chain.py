@@ -8,6 +8,8 @@ fixed(32), so it is exactly the message's last 32 bytes: a verifier needs no dec
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
+from typing import Any
 
 HASH_LEN = 32
 
@@ -28,4 +30,17 @@ def stored_hash(message: bytes) -> bytes:
 
 
 def verifies(prev_hash: bytes, message: bytes) -> bool:
-    return len(message) > HASH_LEN and stored_hash(message) == link(prev_hash, message)
+    return len(message) > HASH_LEN and verify_each((prev_hash,), (message,))[0]
+
+
+def verify_each(prev_hashes: Iterable[bytes], messages: Iterable[Any]) -> list[bool]:
+    """Per message (bytes or a memoryview of one): do its last HASH_LEN bytes equal
+    SHA-256(its prev_hash || the bytes before them)? The one definition of an event matching
+    its own hash: `verifies` asks it of one message, the projector of every decoded row
+    (projections/log_checks.py, projections/frames.py). Callers pass messages longer than
+    HASH_LEN (a decoded event always is); `verifies` checks that itself. One hashlib call per
+    message in one comprehension, no Python call per message: SHA-256 does not vectorise
+    (benchmarks/bench_verify_each.py measures it beside the two copies it replaced)."""
+    sha256, n = hashlib.sha256, HASH_LEN
+    return [sha256(p + m[:-n]).digest() == m[-n:]
+            for p, m in zip(prev_hashes, messages, strict=True)]
