@@ -240,6 +240,6 @@ def evolve(state: RoundState, event: DomainEvent,
     envelope's time at the table, which places it in game order (None: after every event so
     far, as a fold in seq order of one device's events)."""
     at = state.latest if occurred_at is None else occurred_at
-    now = replace(state, now=(at, state.events), latest=max(state.latest, at))
-    after = _apply(event, now)
-    return replace(after, events=after.events + 1)
+    # One copy per event, counted here: no _apply reads `events`, and each keeps it.
+    return _apply(event, replace(state, events=state.events + 1, now=(at, state.events),
+                                 latest=max(state.latest, at)))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import io
 import json
 import typing
@@ -232,3 +233,25 @@ def test_sealed_message_hash_is_its_last_32_bytes_and_verifies() -> None:
     assert codec.decode(message).hash == message[-32:]
     tampered = message[:20] + bytes([message[20] ^ 1]) + message[21:]
     assert not chain.verifies(prev, tampered)
+
+
+def test_verify_each_flags_exactly_the_altered_message_of_a_batch() -> None:
+    """chain.verify_each, the one check both projector paths run per row, over bytes and over
+    memoryviews of one buffer alike: an altered byte, a wrong prev_hash, a short message."""
+    prevs, messages, prev = [], [], bytes(32)
+    for _ in range(4):
+        message = chain.seal(codec.encode(_card_drawn()), prev)
+        prevs.append(prev)
+        messages.append(message)
+        prev = chain.stored_hash(message)
+    messages[1] = messages[1][:20] + bytes([messages[1][20] ^ 1]) + messages[1][21:]
+    prevs[2] = bytes(range(32))
+    assert chain.verify_each(prevs, messages) == [True, False, False, True]
+    buf = memoryview(b"".join(messages))
+    ends = [sum(len(m) for m in messages[:i + 1]) for i in range(4)]
+    views = [buf[e - len(m):e] for m, e in zip(messages, ends, strict=True)]
+    assert chain.verify_each(prevs, views) == [True, False, False, True]
+    # 32 bytes that happen to be SHA-256(prev) are no event: only `verifies` checks length.
+    fake = hashlib.sha256(prevs[0]).digest()
+    assert chain.verify_each([prevs[0]], [fake]) == [True]
+    assert not chain.verifies(prevs[0], fake)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import random
+import uuid
 from collections import Counter
 from pathlib import Path
 
 from events.log.embedded.log import EmbeddedLog
 from events.reddog import rules
 from events.reddog.model import CardDrawn, CardsRacked, WagerSettled
-from events.simulation.simulator import SimConfig, simulate
+from events.simulation.simulator import SimConfig, simulate, uuid4_text
 from events.wire import chain, codec
 
 
@@ -101,3 +103,13 @@ def test_a_recorder_continues_past_a_foreign_record_at_a_tables_tail(tmp_path: P
     seq = recorder.record("T01", DealerTappedIn(dealer_id="D9"), shoe_id=None, round_no=None,
                           actor="D9", occurred_at=datetime(2026, 11, 29, tzinfo=UTC))
     assert seq == good_seq + 1
+
+
+def test_uuid4_text_is_the_text_of_uuid4_for_the_same_bits() -> None:
+    """The simulator's event ids: uuid4_text(bits) is str(uuid.UUID(int=bits, version=4)),
+    so a seeded evening keeps its ids (issue 19, item 3), edges of the 128 bits included."""
+    rng = random.Random(19)
+    cases = [0, 2**128 - 1, 1 << 127, 1 << 76, 1 << 62,
+             *(rng.getrandbits(128) for _ in range(2000))]
+    for bits in cases:
+        assert uuid4_text(bits) == str(uuid.UUID(int=bits, version=4))
