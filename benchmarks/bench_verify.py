@@ -93,15 +93,17 @@ def main() -> None:
     parser.add_argument("log", type=Path)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--old", type=Path, default=Path("/tmp/hperf-main"))
+    parser.add_argument("--ways", default="floor,old,new,per_record",
+                        help="which of floor,old,new,per_record to run (floor, old, new needed)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(args.child, args.log)
         return
-    ways = ["floor", "old", "new", "per_record"]
+    ways = args.ways.split(",")
     results: dict[str, list[tuple[float, float, int, int]]] = {w: [] for w in ways}
     for r in range(args.repeats):
-        for way in ways[r % 4:] + ways[:r % 4]:
+        for way in ways[r % len(ways):] + ways[:r % len(ways)]:
             results[way].append(run(way, args.log, args.old))
     records = results["floor"][0][2]
     out: dict[str, object] = {"records": records, "repeats": args.repeats}
@@ -111,10 +113,12 @@ def main() -> None:
         out[way] = {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
                     "us_per_record_cpu": round(cpu / records * 1e6, 2),
                     "peak_rss_mb": max(x[3] for x in results[way])}
-    for way in ("old", "new", "per_record"):
+    for way in ways[1:]:
         for i, what in ((0, "wall"), (1, "cpu")):
             out[f"{way}/floor ({what})"] = round(statistics.median(
                 a[i] / f[i] for a, f in zip(results[way], results["floor"], strict=True)), 2)
+        out[f"{way}/floor (cpu), per repeat"] = [
+            round(a[1] / f[1], 2) for a, f in zip(results[way], results["floor"], strict=True)]
     out["old/new (cpu)"] = round(statistics.median(
         o[1] / n[1] for o, n in zip(results["old"], results["new"], strict=True)), 2)
     print(json.dumps(out))

@@ -129,7 +129,10 @@ def key_ids(fb: FrameBatch) -> tuple[Any, list[bytes]] | None:
     grid = b.take(fb.key_at[:, None] + span, mode="clip")
     grid[span >= n_key[:, None]] = 0
     rows = np.concatenate((grid, n_key.astype(np.uint8)[:, None]), axis=1)
-    rows = np.ascontiguousarray(rows).view(np.dtype((np.void, width + 1))).ravel()
+    if width < 8:  # the usual short table id: one uint64 per key, which numpy sorts fast
+        rows = np.pad(rows, ((0, 0), (0, 7 - width)))
+    rows = np.ascontiguousarray(rows).view(
+        np.uint64 if width < 8 else np.dtype((np.void, width + 1))).ravel()
     _, first, ids = np.unique(rows, return_index=True, return_inverse=True)
     keys = [fb.buf[int(fb.key_at[i]):int(fb.value_at[i])] for i in first.tolist()]
     return ids.ravel(), keys

@@ -24,7 +24,7 @@ from events.integrity.reading import partition_frames, partition_records
 from events.log.base import EventLog, FrameBatch, FramedRead, IndexedLog, LogRecord
 from events.reddog import model
 from events.wire import codec
-from events.wire.chain import HASH_LEN
+from events.wire.chain import HASH_LEN, verify_each
 from events.wire.envelope import Envelope, EnvelopeReader
 
 SEQUENCE_GAP = "SEQUENCE_GAP"
@@ -246,7 +246,7 @@ class _Verifier:
                 self.check(fb.record(k))
             return
         eb = envelope_batch.read_batch(fb, fast_fps)
-        buf, view = fb.buf, memoryview(fb.buf)
+        buf = fb.buf
         by_key = envelope_batch.key_ids(fb)
         if by_key is None:
             per_record = [buf[a:b] for a, b in zip(fb.key_at.tolist(), fb.value_at.tolist(),
@@ -257,22 +257,18 @@ class _Verifier:
         else:
             kid, keys = by_key
         good = eb.regular.copy()
-        sha256 = hashlib.sha256
-        digests: list[bytes] = []
-        digest = digests.append
         at = np.flatnonzero(good)
-        for p, v, e in zip(eb.prev_at[at].tolist(), fb.value_at[at].tolist(),
-                           (fb.end[at] - HASH_LEN).tolist(), strict=True):
-            h = sha256(view[p:p + HASH_LEN])
-            h.update(view[v:e])
-            digest(h.digest())
+        prev_at = eb.prev_at[at]
+        # Each message sliced out as bytes: cheaper than memoryviews (bench_verify_each.py).
+        good[at] = verify_each(
+            map(buf.__getitem__, map(slice, prev_at.tolist(), (prev_at + HASH_LEN).tolist())),
+            map(buf.__getitem__, map(slice, fb.value_at[at].tolist(), fb.end[at].tolist())))
         b = np.frombuffer(buf, np.uint8)
         span = np.arange(HASH_LEN)
         stored = b[np.clip(fb.end - HASH_LEN, 0, len(b) - HASH_LEN)[:, None] + span]
         prev = b[np.clip(eb.prev_at, 0, len(b) - HASH_LEN)[:, None] + span]
-        good[good] = (np.frombuffer(b"".join(digests), np.uint8).reshape(-1, HASH_LEN)
-                      == stored[good]).all(axis=1)
-        order = np.argsort(kid, kind="stable")
+        # A stable sort of small ints is a radix sort in numpy: linear, not n log n.
+        order = np.argsort(kid.astype(np.int16) if len(keys) < 2**15 else kid, kind="stable")
         later = np.flatnonzero(kid[order][1:] == kid[order][:-1]) + 1  # not a table's first
         cur, before = order[later], order[later - 1]
         good[cur] &= ((prev[cur] == stored[before]).all(axis=1)
@@ -284,8 +280,20 @@ class _Verifier:
             members = order[first:firsts[g + 1] if g + 1 < len(firsts) else n]
             head = int(members[0])
             st = self.streams.get(keys[kid[head]])
-            fast = 0
             p = int(eb.prev_at[head])
+            if (st is None and good[head] and seqs[head] == 1
+                    and buf[p:p + HASH_LEN] == model.GENESIS_HASH):
+                # A table's first event, intact: `check` makes its stream and can find
+                # nothing wrong with it, so checking it ahead of the batch's slow records
+                # changes no finding's order; the rest of the table's records may go fast.
+                self.check(fb.record(head))
+                members = members[1:]
+                if not len(members):
+                    continue
+                head = int(members[0])
+                st = self.streams[keys[kid[head]]]
+                p = int(eb.prev_at[head])
+            fast = 0
             if (st is not None and not st.resync and good[head] and seqs[head] == st.high + 1
                     and buf[p:p + HASH_LEN] == st.last_hash):
                 bad = np.flatnonzero(~good[members])
