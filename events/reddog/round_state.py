@@ -17,9 +17,10 @@ fault) at the earliest in game order.
 from __future__ import annotations
 
 from bisect import insort
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from datetime import UTC, datetime
 from functools import singledispatch
+from operator import attrgetter
 
 from events.reddog import rules
 from events.reddog.model import (
@@ -240,6 +241,14 @@ def evolve(state: RoundState, event: DomainEvent,
     envelope's time at the table, which places it in game order (None: after every event so
     far, as a fold in seq order of one device's events)."""
     at = state.latest if occurred_at is None else occurred_at
-    # One copy per event, counted here: no _apply reads `events`, and each keeps it.
-    return _apply(event, replace(state, events=state.events + 1, now=(at, state.events),
-                                 latest=max(state.latest, at)))
+    # One copy per event, counted here (no _apply reads `events`, and each keeps it), made by
+    # the constructor with the other fields in order: dataclasses.replace costs ~1.4x as much, and
+    # evolve runs once per simulated event (issue 19, item 3).
+    return _apply(event, RoundState(state.events + 1, (at, state.events),
+                                    max(state.latest, at), *_REST(state)))
+
+
+_FIELDS = [f.name for f in fields(RoundState)]
+if _FIELDS[:3] != ["events", "now", "latest"]:  # evolve passes these three first
+    raise TypeError(f"RoundState's first fields changed: {_FIELDS[:3]}; update evolve")
+_REST = attrgetter(*_FIELDS[3:])
