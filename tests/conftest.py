@@ -3,11 +3,11 @@ Recorder (no simulator, so tests state every card they depend on)."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from store_template import new_store
 from table_builder import EVENING, TableBuilder, card, recorder_for
 
 from events.log.embedded.log import EmbeddedLog
@@ -45,21 +45,13 @@ def table(log: EmbeddedLog) -> Callable[..., HandBuiltTable]:
 
 
 @pytest.fixture(scope="session")
-def empty_store(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Path], Path]:
+def empty_store() -> Callable[[Path], Path]:
     """empty_store(path) -> path, holding a new store's tables and views: copied from one
-    created once per worker, so a test that projects into many fresh stores (a property test's
-    examples) pays for creating the views once (projections/views.py ensure_views sees them
-    current). For tests whose point is the projection, not the creation of a file."""
-    from projections.store import open_store
-
-    template = tmp_path_factory.mktemp("empty_store") / "empty.duckdb"
-    open_store(template).close()
-
-    def copy(path: Path) -> Path:
-        shutil.copyfile(template, path)
-        return path
-
-    return copy
+    created once per worker (tests/store_template.py), so a test that projects into many fresh
+    stores (a property test's examples) pays for creating the views once (projections/views.py
+    ensure_views sees them current). For tests whose point is the projection, not the creation
+    of a file."""
+    return new_store
 
 
 # --- Kafka: one real broker per session, one fresh topic per test (issue 3) ----------------
