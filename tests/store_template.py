@@ -40,3 +40,15 @@ def store_at(path: Path) -> Path:
     """`path` as the store to project into: a new one if none is there yet, else as it is (a
     second projection of the same log continues the first)."""
     return path if path.exists() else new_store(path)
+
+
+def copy_store(projected: Path, path: Path) -> Path:
+    """`path` (which must not exist yet) a copy of the closed store `projected`, for tests whose
+    point comes after the projection (a server, a reader, a discovery file): the projection is
+    paid once per module instead of once per test. Returns `path`."""
+    if path.exists():
+        raise FileExistsError(f"{path} exists: copy_store makes new stores only")
+    # A store left with a write-ahead log was not closed: its copy would lack the last commits.
+    assert not projected.with_name(projected.name + ".wal").exists(), projected
+    shutil.copyfile(projected, path)
+    return path
