@@ -1,8 +1,9 @@
 """Detection against the simulator's ground truth on evenings of a few thousand rounds: every
 injected code found exactly (precision and recall 1.0), the box slips labelled round by round,
-and a clean evening raising no rule anomaly. The 100,000-round run is in test_detection.py: a
-module of its own for the longest test of the suite (pyproject.toml, --dist loadfile: each
-module runs on one worker), so these run on another worker beside it, not after it."""
+a clean evening raising no rule anomaly, and a table that deals only losing spread ones
+failing both statistics. The 100,000-round run is in test_detection.py: a module of its own for
+the longest test of the suite (pyproject.toml, --dist loadfile: each module runs on one worker),
+so these run on another worker beside it, not after it."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ from pathlib import Path
 import duckdb
 import pytest
 from detection_support import PROFILES, RATES, RESHUFFLING_EVERY, detect, exact
+from surveillance_pit import LEFT, LOST, MIDDLE, ORIGINAL, RIGHT, Pit
 
 from events.log.embedded.log import EmbeddedLog
 from events.reddog.catalogue import INJECTABLE
+from events.reddog.model import Meaning
 from events.simulation.simulator import SimConfig, simulate
 from projections.anomalies import STATISTICAL, list_anomalies
 from projections.projector import project
@@ -82,3 +85,36 @@ def test_a_clean_evening_raises_no_rule_anomaly(tmp_path: Path) -> None:
     # The statistics run 8 table tests of each kind plus the day and shift holds, each at a
     # false-alarm rate of 1 in 1,000 (docs/anomalies.md): this seed raises none.
     assert found == []
+
+
+def test_a_table_that_deals_only_losing_spread_ones_fails_both_statistics(tmp_path: Path) -> None:
+    pit = Pit(tmp_path)
+    pit.open_table()
+    pit.tap_in("D1")
+    suits = "SHDC"
+    for shoe in range(60):
+        pit.new_shoe(f"S{shoe + 1}", burn="KC")
+        for n in range(10):
+            low = 2 + n  # low, low + 2 (spread 1), then low again: equal to an end loses
+            a, b, c = (f"{low}{suits[n % 4]}", f"{low + 2}{suits[(n + 1) % 4]}",
+                       f"{low}{suits[(n + 2) % 4]}")
+            pit.begin(n + 1)
+            pit.wager(1, 1000)
+            pit.draw(a, LEFT)
+            pit.draw(b, RIGHT)
+            pit.say(Meaning.SPREAD, 1)
+            pit.say(Meaning.RAISES_CLOSED)
+            pit.draw(c, MIDDLE)
+            pit.say(Meaning.THIRD_CARD, low)
+            pit.settle(1, ORIGINAL, LOST, 1000)
+            pit.rack(f"{a} {b} {c}")
+            pit.end()
+        pit.close_shoe()
+    found = pit.anomalies(statistics=True)
+    assert sorted((a["code"], a["table_id"] or "") for a in found) == [
+        ("HOLD_VARIANCE", ""), ("HOLD_VARIANCE", ""), ("HOLD_VARIANCE", "T01"),
+        ("OUTCOME_FREQUENCY", "T01")]
+    table_hold = next(a for a in found if a["code"] == "HOLD_VARIANCE" and a["table_id"])
+    assert table_hold["explanation"].startswith(
+        "Table T01 held 100.0000% of $6,000.00 (net win $6,000.00) against a theoretical ")
+    assert "z = 24.495" in table_hold["explanation"]  # 600 equal deviations: sqrt(600)
