@@ -50,7 +50,7 @@ PROFILES = ("nj-casino", "nj-casino-night", "gaming-authority")
 
 
 def _rates() -> dict[str, float]:
-    from test_detection import RATES  # one set of rates for the test and the benchmark
+    from detection_support import RATES  # one set of rates for the tests and the benchmark
 
     return dict(RATES)
 

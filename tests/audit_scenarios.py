@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 
+from store_template import store_at
 from table_builder import EVENING, ORIGINAL, RAISE, TableBuilder, recorder_for
 
 from events.log.embedded.log import EmbeddedLog
@@ -77,7 +78,7 @@ class Floor:
         anomaly rows and alerts (a whole detection pass, most of a small projection's time):
         for tests that read only views that never read them, as the ledger's."""
         self.recorder.flush()
-        db = self.folder / "pitlog.duckdb"
+        db = store_at(self.folder / "pitlog.duckdb")  # a copy of a new store (store_template)
         project(self.log, db, store_anomalies=store_anomalies)
         return db
 

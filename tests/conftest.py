@@ -3,11 +3,11 @@ Recorder (no simulator, so tests state every card they depend on)."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from store_template import new_store
 from table_builder import EVENING, TableBuilder, card, recorder_for
 
 from events.log.embedded.log import EmbeddedLog
@@ -45,21 +45,13 @@ def table(log: EmbeddedLog) -> Callable[..., HandBuiltTable]:
 
 
 @pytest.fixture(scope="session")
-def empty_store(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Path], Path]:
+def empty_store() -> Callable[[Path], Path]:
     """empty_store(path) -> path, holding a new store's tables and views: copied from one
-    created once per worker, so a test that projects into many fresh stores (a property test's
-    examples) pays for creating the views once (projections/views.py ensure_views sees them
-    current). For tests whose point is the projection, not the creation of a file."""
-    from projections.store import open_store
-
-    template = tmp_path_factory.mktemp("empty_store") / "empty.duckdb"
-    open_store(template).close()
-
-    def copy(path: Path) -> Path:
-        shutil.copyfile(template, path)
-        return path
-
-    return copy
+    created once per worker (tests/store_template.py), so a test that projects into many fresh
+    stores (a property test's examples) pays for creating the views once (projections/views.py
+    ensure_views sees them current). For tests whose point is the projection, not the creation
+    of a file."""
+    return new_store
 
 
 # --- Kafka: one real broker per session, one fresh topic per test (issue 3) ----------------
@@ -87,12 +79,31 @@ def kafka_uri(kafka_broker: str, request: pytest.FixtureRequest) -> str:
 # --- running the suite on several workers (pyproject: -n 3 --dist loadfile) ----------------
 
 
+# The modules of the suite's longest tests, longest first (from the slowest durations each CI
+# log lists: pyproject's --durations=40): each is started at once, on a worker of its own. The
+# fourth is short on purpose: xdist hands a worker its next module as soon as fewer than three
+# of its tests are left, so a module of one long test (test_projection_interrupted.py) always
+# has a module queued behind it from the start, and that one should be short.
+LONGEST_FIRST = (
+    "tests/projections/test_detection.py",  # 100,000 rounds simulated, projected and scored
+    "tests/projections/test_projection_interrupted.py",  # a detection per event, and resumes
+    "tests/kafka/test_kafka_follower_killed.py",  # 100k events through Kafka, a follower killed
+    "tests/events/test_import_contract.py",  # short: queued behind test_projection_interrupted
+)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A test marked slow goes first (the order is the same with or without xdist): under
-    pytest-xdist its module is then among the first handed to a worker, so the longest modules
-    start at once instead of last (pyproject's --no-loadscope-reorder keeps this order; xdist's
-    default hands out the modules with the most tests first, whatever they cost). (--dist
-    loadfile keeps each module on one worker, so its module-scoped store, server or browser is
-    built once; --dist loadgroup cannot do it here: xdist 3.8 marks a group by rewriting
-    item._nodeid, which pytest 9 no longer reads.)"""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable
+    """The modules of LONGEST_FIRST first, in its order; then every test marked slow, so that
+    under pytest-xdist its module is among the next handed to a worker (the order is the same
+    with or without xdist; pyproject's --no-loadscope-reorder keeps it: xdist's default hands out
+    the modules with the most tests first, whatever they cost). Within a module its slow tests
+    come first. (--dist loadfile keeps each module on one worker, so its module-scoped store,
+    server or browser is built once; --dist loadgroup cannot do it here: xdist 3.8 marks a group
+    by rewriting item._nodeid, which pytest 9 no longer reads.)"""
+    rank = {path: n for n, path in enumerate(LONGEST_FIRST)}
+
+    def key(item: pytest.Item) -> tuple[int, bool]:
+        return (rank.get(item.nodeid.split("::", 1)[0], len(LONGEST_FIRST)),
+                item.get_closest_marker("slow") is None)
+
+    items.sort(key=key)  # stable: otherwise in the order collected

@@ -19,6 +19,7 @@ from zoneinfo import ZoneInfo
 
 import duckdb
 import pytest
+from store_template import new_store
 
 from events.log.embedded.log import EmbeddedLog
 from events.simulation.simulator import SimConfig, simulate
@@ -39,7 +40,7 @@ def build_store(folder: Path) -> Path:
                        per_code={"LATE_RAISE": 0.03, "WRONG_PAYOUT": 0.03})
     with EmbeddedLog(folder / "log") as log:
         simulate(log, config)
-        project(log, folder / "pitlog.duckdb")
+        project(log, new_store(folder / "pitlog.duckdb"))  # a copy of a new store
     return folder / "pitlog.duckdb"
 
 

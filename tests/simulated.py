@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from store_template import new_store
+
 from events.log.embedded.log import EmbeddedLog
 from events.simulation.simulator import SimConfig, simulate
 from projections.projector import project
@@ -14,6 +16,6 @@ def simulated_db(folder: Path, **config: Any) -> Path:
     """Simulate `SimConfig(**config)` into folder/log and project it into folder/pitlog.duckdb."""
     log = EmbeddedLog(folder / "log")
     simulate(log, SimConfig(**config))
-    db = folder / "pitlog.duckdb"
+    db = new_store(folder / "pitlog.duckdb")  # a copy of a new store (store_template)
     project(log, db)
     return db

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+from store_template import store_at
 from table_builder import EVENING, ORIGINAL, RAISE, TableBuilder, card, recorder_for
 
 from events.log.embedded.log import EmbeddedLog
@@ -86,7 +87,7 @@ class Pit(TableBuilder):
 
     def project(self) -> Path:
         self.recorder.flush()
-        db = self.folder / "pitlog.duckdb"
+        db = store_at(self.folder / "pitlog.duckdb")  # a copy of a new store (store_template)
         project(self.log, db)
         return db
 

@@ -17,6 +17,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from store_template import new_store
+
 from events.log.base import EventLog
 from events.log.embedded.log import EmbeddedLog
 from events.recording.ingest import ingest
@@ -245,7 +247,7 @@ def project_device_lines(lines: list[dict[str, object]], folder: Path) -> Path:
         report = ingest(io.BytesIO("\n".join(json.dumps(x) for x in lines).encode()), log,
                         source="devices", quarantine=folder / "q.jsonl")
         assert report.rejected == 0
-        db = folder / "pitlog.duckdb"
+        db = new_store(folder / "pitlog.duckdb")  # a copy of a new store (store_template)
         project(log, db)
     finally:
         log.close()

@@ -14,6 +14,7 @@ from typing import Any
 import duckdb
 import pytest
 from serve_support import Server, query, request, run_cli, sse_events, start_server
+from store_template import copy_store
 
 from events.log.embedded.log import EmbeddedLog
 from events.simulation.simulator import SimConfig, simulate
@@ -33,9 +34,20 @@ def small(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 @pytest.fixture(scope="module")
-def server(small: tuple[Path, Path]) -> Any:
+def projected(small: tuple[Path, Path]) -> Path:
+    """`small` projected once by `pitlog project`: the tests whose point is not the projection
+    (a server's answers, a discovery file, a follower's refusal) start from copies of it."""
     tmp, log = small
-    s = start_server(log, tmp / "bounded.duckdb", tmp, "--sql-max-rows", "5",
+    db = tmp / "projected.duckdb"
+    done = run_cli("project", "--log", str(log), "--db", str(db))
+    assert done.returncode == 0, done.stderr
+    return db
+
+
+@pytest.fixture(scope="module")
+def server(small: tuple[Path, Path], projected: Path) -> Any:
+    tmp, log = small
+    s = start_server(log, copy_store(projected, tmp / "bounded.duckdb"), tmp, "--sql-max-rows", "5",
                      "--sql-timeout", "0.5")
     try:
         yield s
@@ -56,9 +68,10 @@ def test_a_non_loopback_bind_without_a_token_is_refused_before_anything_starts(
     assert not db.exists() and not discovery.discovery_path(db).exists()
 
 
-def test_with_a_token_every_request_but_health_needs_it(small: tuple[Path, Path]) -> None:
+def test_with_a_token_every_request_but_health_needs_it(small: tuple[Path, Path],
+                                                         projected: Path) -> None:
     tmp, log = small
-    db = tmp / "token.duckdb"
+    db = copy_store(projected, tmp / "token.duckdb")
     s = start_server(log, db, tmp, "--host", "0.0.0.0", token=TOKEN)
     try:
         for path in ("/api/shoes", "/api/sql?q=SELECT%201", "/metrics", "/alerts?once=1",
@@ -211,10 +224,8 @@ def test_alerts_stream_needs_no_poll_to_end_with_once(server: Server) -> None:
     assert seqs == sorted(seqs) and seqs == list(range(1, len(seqs) + 1))
 
 
-def test_a_stale_discovery_file_is_ignored(small: tuple[Path, Path], tmp_path: Path) -> None:
-    _, log = small
-    db = tmp_path / "stale.duckdb"
-    assert run_cli("project", "--log", str(log), "--db", str(db)).returncode == 0
+def test_a_stale_discovery_file_is_ignored(projected: Path, tmp_path: Path) -> None:
+    db = copy_store(projected, tmp_path / "stale.duckdb")
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     discovery.discovery_path(db).write_text(json.dumps(
@@ -242,12 +253,11 @@ def test_a_taken_port_is_one_error_line(server: Server, tmp_path: Path) -> None:
 
 
 def test_a_follower_that_stops_turns_health_red_and_reads_go_on(
-        small: tuple[Path, Path], tmp_path: Path) -> None:
+        small: tuple[Path, Path], projected: Path, tmp_path: Path) -> None:
     """The database was built from another log: the follower refuses to mix them and stops;
     /health says so with a 503, and the API still answers from what is committed."""
     _, log = small
-    db = tmp_path / "other.duckdb"
-    assert run_cli("project", "--log", str(log), "--db", str(db)).returncode == 0
+    db = copy_store(projected, tmp_path / "other.duckdb")
     other = tmp_path / "another-log"
     events = EmbeddedLog(other, partitions=2)
     simulate(events, SimConfig(seed=9, tables=1, rounds=3))

@@ -1,8 +1,8 @@
 """`follow`: the views keep up with a growing log, readers in other processes see the published
 read-only copy catch up, readers on cursors of the follower's own connection see every committed
 batch, and a stop request ends it cleanly (embedded log: no broker needed;
-tests/kafka/test_kafka_faults.py follows a real Kafka topic in a subprocess). No test here asserts
-how long anything took: the deadlines only stop a hung test."""
+tests/kafka/test_kafka_follower_killed.py follows a real Kafka topic in a subprocess). No test
+here asserts how long anything took: the deadlines only stop a hung test."""
 
 from __future__ import annotations
 

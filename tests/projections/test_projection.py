@@ -16,6 +16,7 @@ import pytest
 from conftest import HandBuiltTable
 from recorded_evening import digests_of, record_evening, round_kinds
 from repo_paths import REPO
+from store_template import new_store
 
 from events.errors import NotFoundError, ProjectionError
 from events.log.base import EventLog, LogRecord
@@ -59,6 +60,12 @@ def clean_views(clean_run: tuple[str, dict], log: EventLog) -> dict:
     return views
 
 
+# Most tests here project into new_store(...): a copy of a new store made once per worker
+# (tests/store_template.py), their point being the projection, not creating the views again.
+# The tests of opening and migrating a store (memory limit, new schema fields) and of a rebuild
+# from nothing make their files themselves.
+
+
 def counts(con: duckdb.DuckDBPyConnection) -> tuple[int, int, int]:
     """(events rows, quarantine rows, sum of checkpoints)."""
     ((e, q, c),) = con.execute(
@@ -69,7 +76,7 @@ def counts(con: duckdb.DuckDBPyConnection) -> tuple[int, int, int]:
 
 def test_projecting_twice_adds_nothing_and_keeps_identical_views(evening: EmbeddedLog,
                                                                  tmp_path: Path) -> None:
-    db = tmp_path / "p.duckdb"
+    db = new_store(tmp_path / "p.duckdb")
     total = sum(evening.end_offsets().values())
     first = project(evening, db, batch_size=100)
     before = digests_of(db)
@@ -137,7 +144,7 @@ class RedeliveringLog(EventLog):
 
 def test_failed_batch_leaves_nothing_partial_and_a_restart_completes_exactly(
         evening: EmbeddedLog, tmp_path: Path, clean_run: tuple[str, dict]) -> None:
-    db = tmp_path / "p.duckdb"
+    db = new_store(tmp_path / "p.duckdb")
     with pytest.raises(ProjectionError, match="already projected or repeat a position"):
         project(RedeliveringLog(evening, at=1), db, batch_size=100)
     with duckdb.connect(str(db), read_only=True) as con:
@@ -159,7 +166,7 @@ class RewindingLog(RedeliveringLog):
 
 def test_a_batch_before_the_checkpoint_is_refused_whole(evening: EmbeddedLog,
                                                           tmp_path: Path) -> None:
-    db = tmp_path / "p.duckdb"
+    db = new_store(tmp_path / "p.duckdb")
     project(evening, db, batch_size=100)
     with duckdb.connect(str(db), read_only=True) as con:
         before = counts(con)
@@ -201,7 +208,7 @@ def test_the_writer_streams_in_bounded_memory_without_an_index_on_events(
 
 def test_duckdb_refusing_a_batch_is_an_error_that_names_it_and_writes_nothing(
         evening: EmbeddedLog, tmp_path: Path) -> None:
-    db = tmp_path / "p.duckdb"
+    db = new_store(tmp_path / "p.duckdb")
 
     def stop_after_one(done: int) -> None:
         raise KeyboardInterrupt
@@ -218,7 +225,7 @@ def test_duckdb_refusing_a_batch_is_an_error_that_names_it_and_writes_nothing(
 
 def test_interrupt_between_batches_keeps_committed_batches_and_resumes(
         evening: EmbeddedLog, tmp_path: Path, clean_run: tuple[str, dict]) -> None:
-    db = tmp_path / "p.duckdb"
+    db = new_store(tmp_path / "p.duckdb")
     seen: list[int] = []
 
     def stop_after_three(done: int) -> None:
@@ -247,7 +254,7 @@ project(EmbeddedLog(Path(sys.argv[1])), sys.argv[2], batch_size=20,
 
 def test_projector_killed_mid_run_restarts_to_identical_views(
         evening: EmbeddedLog, tmp_path: Path, clean_run: tuple[str, dict]) -> None:
-    db = tmp_path / "p.duckdb"
+    db = new_store(tmp_path / "p.duckdb")
     proc = subprocess.Popen([sys.executable, "-c", _KILLABLE, str(evening.folder), str(db)],
                             stdout=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONPATH": str(REPO)})
@@ -292,7 +299,7 @@ def test_garbage_in_the_log_is_quarantined_with_its_reason_and_projection_contin
     positions = log.append([(b"junk", g) for g in garbage])
     tb.play(2, "2S 2H 2D", {1: 500})
     tb.flush()
-    db = tmp_path / "p.duckdb"
+    db = new_store(tmp_path / "p.duckdb")
     report = project(log, db)
     total = sum(log.end_offsets().values())
     assert (report.events, report.quarantined) == (total - 4, 4)
@@ -334,7 +341,7 @@ def test_an_int_past_32_bits_is_quarantined_naming_the_field_and_the_rest_projec
     [(partition, offset)] = log.append([(b"junk", buf.getvalue())])
     tb.play(2, "2S 2H 2D", {1: 500})
     tb.flush()
-    db = tmp_path / "p.duckdb"
+    db = new_store(tmp_path / "p.duckdb")
     report = project(log, db)
     total = sum(log.end_offsets().values())
     assert (report.events, report.quarantined) == (total - 1, 1)
@@ -348,7 +355,7 @@ def test_an_int_past_32_bits_is_quarantined_naming_the_field_and_the_rest_projec
 
 def test_lost_checkpoint_fails_loudly_instead_of_counting_twice(evening: EmbeddedLog,
                                                                 tmp_path: Path) -> None:
-    db = tmp_path / "p.duckdb"
+    db = new_store(tmp_path / "p.duckdb")
     project(evening, db)
     with duckdb.connect(str(db)) as con:
         con.execute("DELETE FROM checkpoints")
@@ -360,7 +367,7 @@ def test_lost_checkpoint_fails_loudly_instead_of_counting_twice(evening: Embedde
 
 
 def test_a_database_projects_one_log_only(evening: EmbeddedLog, tmp_path: Path) -> None:
-    db = tmp_path / "p.duckdb"
+    db = new_store(tmp_path / "p.duckdb")
     project(evening, db)
     other = EmbeddedLog(tmp_path / "other-log", partitions=4)
     with pytest.raises(ProjectionError, match=f"projected from {evening.uri}"):
@@ -393,7 +400,7 @@ def test_an_older_database_gains_the_columns_of_new_schema_fields(evening: Embed
 
 def test_snapshot_serves_readers_in_other_processes_while_the_writer_holds_the_file(
         evening: EmbeddedLog, tmp_path: Path) -> None:
-    db = tmp_path / "p.duckdb"
+    db = new_store(tmp_path / "p.duckdb")
     reader = ("import sys; from projections.store import open_for_reading; "
               "con = open_for_reading(sys.argv[1]); "
               "print(con.execute('SELECT count(*) FROM rounds').fetchall()[0][0])")
@@ -412,7 +419,7 @@ def test_snapshot_serves_readers_in_other_processes_while_the_writer_holds_the_f
 
 def test_reading_a_locked_database_without_snapshot_says_what_to_do(
         evening: EmbeddedLog, tmp_path: Path) -> None:
-    db = tmp_path / "p.duckdb"
+    db = new_store(tmp_path / "p.duckdb")
     with open_store(db) as writer:
         project(evening, writer)
         with pytest.raises(ProjectionError, match="no snapshot p.snapshot.duckdb exists"):

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from simulated import simulated_db
 
 from events.log.embedded.log import EmbeddedLog
 from events.simulation.simulator import SimConfig, simulate
@@ -50,8 +49,13 @@ def _old(target: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def projected(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return simulated_db(tmp_path_factory.mktemp("compat"), seed=5, tables=2, rounds=40,
-                        irregularities=0.02)
+    # Created here from nothing (not simulated_db's copy of a template store): the file under
+    # test is one a new projection writes.
+    folder = tmp_path_factory.mktemp("compat")
+    with EmbeddedLog(folder / "log") as log:
+        simulate(log, SimConfig(seed=5, tables=2, rounds=40, irregularities=0.02))
+        project(log, folder / "pitlog.duckdb")
+    return folder / "pitlog.duckdb"
 
 
 def _views_and_counts(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
