@@ -273,3 +273,98 @@ def test_a_copy_of_an_event_of_an_earlier_shoe_is_a_duplicate(tmp_path: Path) ->
         assert con.execute("SELECT seqs FROM anomalies WHERE code = 'DUPLICATE_EVENT'"
                            ).fetchall() == [([2, again],)]
         assert _rows_apart(con) == ([], [])
+
+
+
+def _resend(t: TableBuilder, event_id: str, shoe_id: str | None, round_no: int | None) -> int:
+    """A line recorded again at t's table, as a device re-sends it: the event id, shoe and round
+    given (a tap-in's body: DUPLICATE_EVENT reads only ids); returns the copy's seq."""
+    t.clock += timedelta(seconds=1)
+    return t.recorder.record(t.table_id, model.DealerTappedIn(dealer_id=t.dealer),
+                             shoe_id=shoe_id, round_no=round_no, actor=t.dealer,
+                             occurred_at=t.clock, recorded_at=t.clock, event_id=event_id)
+
+
+def _line(con: duckdb.DuckDBPyConnection, table_id: str, seq: int) -> tuple:
+    """(event id, shoe, round) of a projected event."""
+    ((line),) = con.execute(
+        "SELECT event_id, shoe_id, round_no FROM events WHERE table_id = $t AND seq = $s",
+        {"t": table_id, "s": seq}).fetchall()
+    return tuple(line)
+
+
+def _duplicates(con: duckdb.DuckDBPyConnection) -> list:
+    return sorted(con.execute("SELECT table_id, seqs FROM anomalies "
+                              "WHERE code = 'DUPLICATE_EVENT'").fetchall())
+
+
+# DUPLICATE_EVENT is per table: a copy of an event three shoes back is found (read through the
+# event-id index, detect_rounds.earlier_copies, though it lies before W), while another table's
+# event id recorded here is no duplicate (the look-up's rows of the other table are not this
+# table's copies), and the other table's stretch is untouched
+def test_a_copy_from_shoes_back_is_a_duplicate_and_another_tables_id_is_not(
+        tmp_path: Path) -> None:
+    log = EmbeddedLog(tmp_path / "log")
+    recorder = recorder_for(log)
+    a, b = TableBuilder(recorder, "T01"), TableBuilder(recorder, "T02")
+    for t in (a, b):
+        t.open_table()
+        t.tap_in("D1")
+    b.new_shoe("S1")
+    b.round_no = 1
+    a_dealt: dict[str, int] = {}
+    for shoe in ("S1", "S2", "S3"):
+        a.new_shoe(shoe)
+        a.round_no = 1
+        a_dealt = a_dealt or a.deal_round("4C JS 7D", {1: 500})
+    b.deal_round("3H 10S 6D", {1: 500})
+    a.flush()
+    with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
+        project(log, con, publish_alerts=False)
+        a.round_no = 2
+        a.deal_round("5C QS 9D", {1: 500})
+        copy = _resend(a, *_line(con, "T01", a_dealt["wager1"]))  # S1's wager, 3 shoes back
+        _resend(a, *_line(con, "T02", 2))  # T02's tap-in's id: no duplicate at T01
+        b.round_no = 2
+        b.deal_round("2H KS 8D", {1: 500})
+        a.flush()
+        project(log, con, publish_alerts=False)
+        assert _duplicates(con) == [("T01", [a_dealt["wager1"], copy])]
+        assert _rows_apart(con) == ([], [])
+
+
+# An original and its copy in the same batch, with a copy of the tap-in two shoes back; then,
+# after a restart (a new connection: a new Detector over the stored state and index), a batch in
+# the same shoe with no copy: the stretch deletes the stored rows (their last copies lie in the
+# shoe) and must find them again, the tap-in before W read through the stored row's id
+# (detect_rounds.earlier_copies); then a third copy of the tap-in
+def test_a_copy_in_its_originals_batch_and_a_stored_duplicate_survive_later_batches(
+        tmp_path: Path) -> None:
+    log, t = _table(tmp_path)  # one table: event ids are the seqs (recorder_for)
+    t.new_shoe("S1")
+    t.round_no = 1
+    t.deal_round("4C JS 7D", {1: 500})
+    t.flush()
+    db = str(tmp_path / "v.duckdb")
+    with duckdb.connect(db) as con:
+        project(log, con, publish_alerts=False)
+        t.new_shoe("S2")
+        t.round_no = 1
+        wager = t.deal_round("3H 10S 6D", {1: 500})["wager1"]
+        wager_copy = _resend(t, str(uuid.UUID(int=wager)), "S2", 1)
+        tap_copy = _resend(t, str(uuid.UUID(int=2)), None, None)
+        t.flush()
+        project(log, con, publish_alerts=False)
+        assert _duplicates(con) == [("T01", [2, tap_copy]), ("T01", [wager, wager_copy])]
+        assert _rows_apart(con) == ([], [])
+    with duckdb.connect(db) as con:  # a restart
+        t.round_no = 2
+        t.deal_round("5C QS 9D", {1: 500})
+        t.flush()
+        project(log, con, publish_alerts=False)
+        assert _rows_apart(con) == ([], [])
+        third = _resend(t, str(uuid.UUID(int=2)), None, None)
+        t.flush()
+        project(log, con, publish_alerts=False)
+        assert _duplicates(con) == [("T01", [2, tap_copy, third]), ("T01", [wager, wager_copy])]
+        assert _rows_apart(con) == ([], [])
