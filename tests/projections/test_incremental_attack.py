@@ -323,7 +323,9 @@ def test_a_copy_from_shoes_back_is_a_duplicate_and_another_tables_id_is_not(
         project(log, con, publish_alerts=False)
         a.round_no = 2
         a.deal_round("5C QS 9D", {1: 500})
-        copy = _resend(a, *_line(con, "T01", a_dealt["wager1"]))  # S1's wager, 3 shoes back
+        # S1's wager id, 3 shoes back, in a line of S3's round 2 (a line re-sent as it was
+        # would carry S1 and pull K back to S1 itself)
+        copy = _resend(a, _line(con, "T01", a_dealt["wager1"])[0], "S3", 2)
         _resend(a, *_line(con, "T02", 2))  # T02's tap-in's id: no duplicate at T01
         b.round_no = 2
         b.deal_round("2H KS 8D", {1: 500})
