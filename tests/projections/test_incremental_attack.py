@@ -5,7 +5,8 @@ test_incremental.py's test_a_card_after_a_higher_round_wholly_before_the_stretch
 does. Each test is a hole session 9's review found in the round-level stretch: with it on
 (incremental.ROUND_LEVEL_STRETCH) the stored rows differ from the full evaluation after an
 ordinary second batch; the comment names the rule and the missing window input or stale row.
-With the shoe-level stretch they pass, but for the xfail: a hole of the shoe-level window too."""
+With the shoe-level stretch they pass. The DUPLICATE_EVENT tests at the end attack the
+shoe-level window's look-up of earlier copies of an event id (detect_rounds.earlier_copies)."""
 
 from __future__ import annotations
 
