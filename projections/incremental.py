@@ -53,6 +53,10 @@ CONTEXT = "detect_context"
 CONTEXT_TYPES = ("TableOpened", "CardsLoaded", "ShoeClosed")
 _STATE_TYPES = "('" + "', '".join(CONTEXT_TYPES[1:]) + "')"
 BIG = 2**62
+# An index on events.event_id: DUPLICATE_EVENT's copies of a batch's event ids, however far
+# back, are read through it (detect_rounds.earlier_copies), an index scan per id instead of a
+# scan of the history per batch.
+EVENT_ID_INDEX = "detect_event_ids"
 
 SHOES_DDL = f"""CREATE TABLE IF NOT EXISTS {SHOES} (
     table_id VARCHAR, shoe_id VARCHAR, first_seq BIGINT, first_offset BIGINT,
@@ -96,6 +100,7 @@ class Scope:
 def state_tables(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(SHOES_DDL)
     con.execute(TABLES_DDL)
+    con.execute(f"CREATE INDEX IF NOT EXISTS {EVENT_ID_INDEX} ON events (event_id)")
 
 
 def state_ready(con: duckdb.DuckDBPyConnection) -> bool:
@@ -104,8 +109,7 @@ def state_ready(con: duckdb.DuckDBPyConnection) -> bool:
     names = {t for (t,) in con.execute(
         "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()"
     ).fetchall()}
-    if not {SHOES, TABLES, CONTEXT, STORED, STORED_AT, detect_rounds.ROUNDS,
-            detect_rounds.FAULTS} <= names:
+    if not {SHOES, TABLES, CONTEXT, STORED, STORED_AT, *_round_state()} <= names:
         return False
     cols = [tuple(r) for r in con.execute(
         "SELECT table_name, column_name FROM duckdb_columns() WHERE database_name = "
@@ -124,7 +128,22 @@ def rebuild_state(con: duckdb.DuckDBPyConnection) -> None:
     types = "('" + "', '".join(CONTEXT_TYPES) + "')"
     con.execute(f"CREATE OR REPLACE TABLE {CONTEXT} AS "
                 f"SELECT * FROM events WHERE event_type IN {types}")
-    detect_rounds.rebuild(con)
+    if ROUND_LEVEL_STRETCH:
+        detect_rounds.rebuild(con)
+
+
+def _round_state() -> tuple[str, ...]:
+    """The round-level stretch's state tables, kept only while it is on (ROUND_LEVEL_STRETCH):
+    switched off, no batch pays for their upkeep (a scan of one row per round of the history)."""
+    return (detect_rounds.ROUNDS, detect_rounds.FAULTS) if ROUND_LEVEL_STRETCH else ()
+
+
+def drop_stale_round_state(con: duckdb.DuckDBPyConnection) -> None:
+    """Switched off, the round state is not kept, so a store's old copy is dropped: switched on
+    again, state_ready then finds it missing and rebuilds it instead of reading it stale."""
+    if not ROUND_LEVEL_STRETCH:
+        for name in (detect_rounds.ROUNDS, detect_rounds.FAULTS):
+            con.execute(f"DROP TABLE IF EXISTS {name}")
 
 
 _MADE = re.compile(r"CREATE\s+OR\s+REPLACE\s+VIEW\s+(\w+)", re.IGNORECASE)
@@ -435,7 +454,8 @@ class Detector:
         types = "('" + "', '".join(CONTEXT_TYPES) + "')"
         con.execute(f"INSERT INTO {CONTEXT} BY NAME SELECT * FROM pitlog_batch "
                     f"WHERE event_type IN {types}")
-        detect_rounds.advance(con)
+        if ROUND_LEVEL_STRETCH:
+            detect_rounds.advance(con)
         for name in ("pitlog_new_shoes", "pitlog_merged", "pitlog_new_tables",
                      "pitlog_merged_tables"):
             con.execute(f"DROP TABLE IF EXISTS temp.{name}")
@@ -470,6 +490,7 @@ def detector_for(con: duckdb.DuckDBPyConnection,
     and the rows' alerts raised in the same transaction."""
     create_tables(con)
     state_tables(con)
+    drop_stale_round_state(con)
     raised = 0
     if anomaly_source(con) != STORED or not state_ready(con):
         counted: list[int] = []

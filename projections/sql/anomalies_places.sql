@@ -72,7 +72,9 @@ SELECT * FROM (
     SELECT 'BURN_DURING_ROUND', table_id, shoe_id, round_no, [first_card_seq, seq],
            printf('%s was burned face down in round %d %s: a card is burned only after a new deck is loaded or when a new dealer arrives, before a round',
                   card_label(rank, suit), round_no,
-                  CASE WHEN raises_closed_seq < seq
+                  -- "after" in game order (docs/anomalies.md "Order"; 13:47-20.31(d)12-13:
+                  -- the third card follows "Raises closed")
+                  CASE WHEN after_raises_closed
                        THEN 'after "Raises closed", where the third card is dealt'
                        ELSE 'after its first card was dealt' END),
            occurred_at
@@ -101,7 +103,7 @@ SELECT * FROM (
                   l.why,
                   CASE WHEN i.table_id IS NOT NULL
                        THEN printf(', inside round %d (after its first card%s)', i.round_no,
-                                   CASE WHEN i.raises_closed_seq < l.seq THEN ' and "Raises closed"' ELSE '' END)
+                                   CASE WHEN i.after_raises_closed THEN ' and "Raises closed"' ELSE '' END)
                        ELSE '' END),
            l.occurred_at
     FROM loose AS l

@@ -9,7 +9,9 @@
 --     first card, never inside the round (13:69F-6.9's reshuffling shoe owes none at all);
 --   a card dealt (CardDrawn, CardDrawnInError) recorded for another round or shoe, or for none.
 -- Each intruder, with the round it lies in (table_id, shoe_id, round_no), that round's first
--- card and "Raises closed", and the intruder's own shoe and round (card_shoe_id, card_round_no).
+-- card, and the intruder's own shoe and round (card_shoe_id, card_round_no).
+-- after_raises_closed: the intruder came after "Raises closed" in game order (docs/anomalies.md,
+-- "Order": seq is only arrival order across the shoe and the terminal; NULL: never said).
 -- Cards are read once each (events_once_of). from_seq and to_seq, given with in_table, only
 -- narrow the scan: they must bracket the rounds asked about.
 CREATE OR REPLACE MACRO round_intruders_of(in_table, from_seq, to_seq) AS TABLE
@@ -39,9 +41,8 @@ cards AS (
     WHERE event_type IN ('CardDrawn', 'CardDrawnInError', 'CardBurned')
 )
 SELECT s.table_id, s.shoe_id, s.round_no, s.first_card.seq AS first_card_seq,
-       s.raises_closed.seq AS raises_closed_seq,
        c.card_shoe_id, c.card_round_no, c.seq, c.event_type, c.rank, c.suit, c.destination,
-       c.occurred_at
+       c.occurred_at, s.raises_closed < c.at_order AS after_raises_closed
 FROM cards AS c
 ASOF JOIN spans AS s ON c.table_id = s.table_id AND c.at_order > s.first_card
 WHERE c.event_type <> 'CardBurned' AND c.at_order < s.round_end
@@ -51,12 +52,11 @@ UNION ALL
 -- carrying its own round number (a card for round 5 dealt inside round 1) makes a span of one
 -- event, and the latest span before a later burn, so the burn would hide behind it. The row is
 -- the burn's own round when it lies inside that round, else the earliest round it lies inside.
-SELECT table_id, shoe_id, round_no, first_card_seq, raises_closed_seq, card_shoe_id,
-       card_round_no, seq, event_type, rank, suit, destination, occurred_at
+SELECT table_id, shoe_id, round_no, first_card_seq, card_shoe_id,
+       card_round_no, seq, event_type, rank, suit, destination, occurred_at, after_raises_closed
 FROM (SELECT s.table_id, s.shoe_id, s.round_no, s.first_card.seq AS first_card_seq,
-             s.raises_closed.seq AS raises_closed_seq,
              c.card_shoe_id, c.card_round_no, c.seq, c.event_type, c.rank, c.suit,
-             c.destination, c.occurred_at,
+             c.destination, c.occurred_at, s.raises_closed < c.at_order AS after_raises_closed,
              row_number() OVER (PARTITION BY c.table_id, c.seq
                                 ORDER BY (c.card_shoe_id IS NOT DISTINCT FROM s.shoe_id
                                           AND c.card_round_no IS NOT DISTINCT FROM s.round_no) DESC,

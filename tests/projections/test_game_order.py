@@ -289,6 +289,21 @@ CASES: dict[str, Case] = {
                 burn2=17.5),
         [("BURN_DURING_ROUND", ["left", "burn2"])],
         {"ORIGINAL": ("IRREGULAR_ROUND", "WON", 1000, 0, 0)}, ("burn2", "rack")),
+    # a burn at 10, before "Raises closed" (13), arriving after it: burned "after its first
+    # card", not "after Raises closed" (test_a_burn_is_placed_against_raises_closed_in_game_order)
+    "burn_before_raises_closed_arriving_after_it": Case(
+        _arrive(_spread_round(Line("burn2", "CardBurned", 10, SHOE,
+                                   {"rank": 4, "suit": "S", "reason": "OTHER"}, None)),
+                burn2=13.5),
+        [("BURN_DURING_ROUND", ["left", "burn2"])],
+        {"ORIGINAL": ("IRREGULAR_ROUND", "WON", 1000, 0, 0)}, ("burn2", "closed")),
+    # a burn at 13.5, after "Raises closed" (13), arriving before it: where the third card is
+    "burn_after_raises_closed_arriving_before_it": Case(
+        _arrive(_spread_round(Line("burn2", "CardBurned", 13.5, SHOE,
+                                   {"rank": 4, "suit": "S", "reason": "OTHER"}, None)),
+                burn2=12),
+        [("BURN_DURING_ROUND", ["left", "burn2"])],
+        {"ORIGINAL": ("IRREGULAR_ROUND", "WON", 1000, 0, 0)}, ("closed", "burn2")),
 }
 TABLES = {name: f"T{i:02d}" for i, name in enumerate(CASES, start=1)}
 
@@ -364,6 +379,25 @@ def test_an_early_raise_says_where_it_fell_among_the_first_two_cards(
     assert explained[(TABLES["raise_before_second_card_arriving_late"], "EARLY_RAISE")] == (
         "Seat 1 raised $10.00 on area 1 between the first two cards "
         "(3C came before the raise, QD after)")
+
+
+def test_a_burn_is_placed_against_raises_closed_in_game_order(
+        judged: dict[str, object]) -> None:
+    """BURN_DURING_ROUND says whether the burn took the third card's place by game order
+    (docs/anomalies.md "Order"; 13:47-20.31(d)13: "Raises closed", then the third card), not
+    by seq: a burn keyed before "Raises closed" but arriving after it was burned after the
+    first card; one keyed after "Raises closed" but arriving first, where the third card is."""
+    explained = judged["explained"]
+    assert isinstance(explained, dict)
+    assert explained[(TABLES["burn_before_raises_closed_arriving_after_it"],
+                      "BURN_DURING_ROUND")] == (
+        "4S was burned face down in round 1 after its first card was dealt: a card is burned "
+        "only after a new deck is loaded or when a new dealer arrives, before a round")
+    assert explained[(TABLES["burn_after_raises_closed_arriving_before_it"],
+                      "BURN_DURING_ROUND")] == (
+        '4S was burned face down in round 1 after "Raises closed", where the third card is '
+        "dealt: a card is burned only after a new deck is loaded or when a new dealer "
+        "arrives, before a round")
 
 
 def test_incremental_detection_stays_exact_when_lines_arrive_out_of_time_order(

@@ -5,11 +5,14 @@ test_incremental.py's test_a_card_after_a_higher_round_wholly_before_the_stretch
 does. Each test is a hole session 9's review found in the round-level stretch: with it on
 (incremental.ROUND_LEVEL_STRETCH) the stored rows differ from the full evaluation after an
 ordinary second batch; the comment names the rule and the missing window input or stale row.
-With the shoe-level stretch they pass, but for the xfail: a hole of the shoe-level window too."""
+With the shoe-level stretch they pass. The DUPLICATE_EVENT tests at the end attack the
+shoe-level window's look-up of earlier copies of an event id (detect_rounds.earlier_copies)."""
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 
@@ -47,6 +50,23 @@ def _table(tmp_path: Path) -> tuple[EmbeddedLog, TableBuilder]:
     return log, t
 
 
+@contextmanager
+def _two_batches(tmp_path: Path, log: EmbeddedLog,
+                 t: TableBuilder) -> Iterator[tuple[duckdb.DuckDBPyConnection, Callable[[], None]]]:
+    """The shape of these attacks: what `t` recorded so far projected as a first batch into a
+    new store; `second_batch()` flushes and projects what the test recorded since; on leaving,
+    the stored rows equal a full evaluation (_rows_apart: nothing apart either way)."""
+    def second_batch() -> None:
+        t.flush()
+        project(log, con, publish_alerts=False)
+
+    t.flush()
+    with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
+        project(log, con, publish_alerts=False)
+        yield con, second_batch
+        assert _rows_apart(con) == ([], [])
+
+
 def _at(seq: int) -> timedelta:
     """The builder's clock at event `seq` of a one-table log: one second per event."""
     return timedelta(seconds=seq)
@@ -68,19 +88,15 @@ def test_a_third_copy_of_an_event_id_replaces_the_duplicate_row(tmp_path: Path) 
                       event_id=tap_id)
     t.round_no = 2
     t.deal_round("3H 10S 6D", {1: 500})
-    t.flush()
-    with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
-        project(log, con, publish_alerts=False)
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
         t.round_no = 3
         t.clock += timedelta(seconds=1)  # and a third time, in the next round
         third = t.recorder.record(t.table_id, model.DealerTappedIn(dealer_id="D1"),
                                   shoe_id="S1", round_no=3, actor="D1", occurred_at=t.clock,
                                   recorded_at=t.clock, event_id=tap_id)
-        t.flush()
-        project(log, con, publish_alerts=False)
+        second_batch()
         assert con.execute("SELECT seqs FROM anomalies WHERE code = 'DUPLICATE_EVENT'"
                            ).fetchall() == [([2, again, third],)]
-        assert _rows_apart(con) == ([], [])
 
 
 # With the round-level stretch on (incremental.ROUND_LEVEL_STRETCH) this fails: CARD_UNACCOUNTED
@@ -97,15 +113,11 @@ def test_an_unracked_loose_card_before_the_stretch_stays_unaccounted(tmp_path: P
     t.round_no = 2
     t.deal_round("3H 10S 6D", {1: 500})
     closed = t.emit(model.ShoeClosed(cards_remaining=200))  # still round 2 in the builder
-    t.flush()
-    with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
-        project(log, con, publish_alerts=False)
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
         assert con.execute(f"SELECT seqs FROM {STORED} WHERE code = 'CARD_UNACCOUNTED'"
                            ).fetchall() == [([loose, closed],)]
         t.tap_in("D2")  # a dealer change after the close (shoe S1, round 2: K_r = round 2)
-        t.flush()
-        project(log, con, publish_alerts=False)
-        assert _rows_apart(con) == ([], [])
+        second_batch()
 
 
 # With the round-level stretch on (incremental.ROUND_LEVEL_STRETCH) this fails: BURN_DURING_ROUND
@@ -123,20 +135,16 @@ def test_a_late_burn_inside_an_earlier_round_is_burned_during_that_round(
     t.deal_round("3H 10S 6D", {1: 500})
     t.round_no = 3
     t.deal_round("2D QS 8H", {1: 500})
-    t.flush()
-    with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
-        project(log, con, publish_alerts=False)
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
         late_clock = t.clock
         t.round_no = None
         t.clock = EVENING + _at(first["left"])  # occurred between round 1's first two cards
         burn = t.burn("9C")
         t.clock = late_clock
-        t.flush()
-        project(log, con, publish_alerts=False)
+        second_batch()
         full = con.execute("SELECT round_no, seqs FROM anomalies "
                            "WHERE code = 'BURN_DURING_ROUND'").fetchall()
         assert full == [(1, [first["left"], burn])]
-        assert _rows_apart(con) == ([], [])
 
 
 # With the round-level stretch on (incremental.ROUND_LEVEL_STRETCH) this fails: BURN_MISDISCLOSED
@@ -152,9 +160,7 @@ def test_a_late_burn_before_a_disclosure_clears_the_misdisclosure(tmp_path: Path
     t.deal_round("4C JS 7D", {1: 500})
     t.round_no = 2
     t.deal_round("5H 10S 6D", {1: 500})
-    t.flush()
-    with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
-        project(log, con, publish_alerts=False)
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
         assert con.execute(f"SELECT seqs FROM {STORED} WHERE code = 'BURN_MISDISCLOSED'"
                            ).fetchall() == [([disclosed - 1, disclosed],)]
         late_clock = t.clock
@@ -163,11 +169,9 @@ def test_a_late_burn_before_a_disclosure_clears_the_misdisclosure(tmp_path: Path
         t.clock = EVENING + _at(disclosed - 1) - timedelta(seconds=1) + timedelta(milliseconds=500)
         t.burn("3D")
         t.clock = late_clock
-        t.flush()
-        project(log, con, publish_alerts=False)
+        second_batch()
         assert con.execute("SELECT count(*) FROM anomalies WHERE code = 'BURN_MISDISCLOSED'"
                            ).fetchall() == [(0,)]
-        assert _rows_apart(con) == ([], [])
 
 
 # With the round-level stretch on (incremental.ROUND_LEVEL_STRETCH) this fails: EXTRA_CARD counts
@@ -182,17 +186,13 @@ def test_a_face_up_card_then_racked_moves_the_extra_copy_to_the_draw(tmp_path: P
     nine = t.deal_round("4C 9C 7D", {1: 500})["right"]
     t.round_no = None  # found between rounds (13:47-20.31(g)1)
     found = t.emit(model.CardFoundFaceUp(rank=9, suit=model.Suit.CLUBS))
-    t.flush()
-    with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
-        project(log, con, publish_alerts=False)
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
         assert con.execute(f"SELECT seqs FROM {STORED} WHERE code = 'EXTRA_CARD'"
                            ).fetchall() == [([nine, found],)]
         racked = t.draw("9C", Box.DISCARD_RACK)  # where (g)1 puts it
-        t.flush()
-        project(log, con, publish_alerts=False)
+        second_batch()
         assert con.execute("SELECT seqs FROM anomalies WHERE code = 'EXTRA_CARD'"
                            ).fetchall() == [([nine, racked],)]
-        assert _rows_apart(con) == ([], [])
 
 
 # With the round-level stretch on (incremental.ROUND_LEVEL_STRETCH) this fails: the same lookahead
@@ -208,17 +208,13 @@ def test_a_face_up_card_used_in_the_next_round_moves_the_extra_copy(tmp_path: Pa
     found = t.emit(model.CardFoundFaceUp(rank=9, suit=model.Suit.CLUBS))  # still round 1
     t.round_no = 2
     t.wager(1, 500)
-    t.flush()
-    with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
-        project(log, con, publish_alerts=False)
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
         assert con.execute(f"SELECT seqs FROM {STORED} WHERE code = 'EXTRA_CARD'"
                            ).fetchall() == [([nine, found],)]
         used = t.draw("9C", Box.LEFT)
-        t.flush()
-        project(log, con, publish_alerts=False)
+        second_batch()
         assert con.execute("SELECT seqs FROM anomalies WHERE code = 'EXTRA_CARD'"
                            ).fetchall() == [([nine, used],)]
-        assert _rows_apart(con) == ([], [])
 
 
 def test_a_cut_and_a_shuffler_jam_of_an_earlier_round_are_judged_in_a_later_batch(
@@ -235,14 +231,10 @@ def test_a_cut_and_a_shuffler_jam_of_an_earlier_round_are_judged_in_a_later_batc
     jam = t.emit(model.DeviceFaulted(device_id="SH-1", fault=model.Fault.SHUFFLER_JAM))
     t.round_no = 2
     t.wager(1, 500)
-    t.flush()
-    with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
-        project(log, con, publish_alerts=False)
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
         left = t.draw("3H", Box.LEFT)
         t.draw("10S", Box.RIGHT)
-        t.flush()
-        project(log, con, publish_alerts=False)
-        assert _rows_apart(con) == ([], [])
+        second_batch()
         found = {(code, tuple(seqs)) for code, seqs in con.execute(
             f"SELECT code, seqs FROM {STORED} WHERE code IN "
             "('NO_RESHUFFLE_AFTER_CUT_CARD', 'DEVICE_FAULT_NOT_VOIDED')").fetchall()}
@@ -250,11 +242,9 @@ def test_a_cut_and_a_shuffler_jam_of_an_earlier_round_are_judged_in_a_later_batc
                          ("DEVICE_FAULT_NOT_VOIDED", (jam, left))}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "DUPLICATE_EVENT: the windows keep earlier copies of an event id only from W on (the "
-    "store's scan starts at W, the end of the shoe before K, detect_rounds.copy_windows src); "
-    "a copy of an event of an earlier shoe (here the tap-in before shoe S1) is not read, so the "
-    "id has one copy in the window and the row [first copy, new copy] is missing"))
+# DUPLICATE_EVENT: the windows start at W (the end of the shoe before K); a copy of an event of
+# an earlier shoe (here the tap-in before shoe S1) lies before it and is read through the index
+# on events.event_id (detect_rounds.earlier_copies), else the row [first copy, new copy] is missing
 def test_a_copy_of_an_event_of_an_earlier_shoe_is_a_duplicate(tmp_path: Path) -> None:
     log, t = _table(tmp_path)  # the tap-in is event 2, id 2
     t.new_shoe("S1")
@@ -263,15 +253,104 @@ def test_a_copy_of_an_event_of_an_earlier_shoe_is_a_duplicate(tmp_path: Path) ->
     t.new_shoe("S2")
     t.round_no = 1
     t.deal_round("3H 10S 6D", {1: 500})
-    t.flush()
-    with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
-        project(log, con, publish_alerts=False)
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
         t.clock += timedelta(seconds=1)  # the tap-in's line re-sent as it was: no shoe, no round
         again = t.recorder.record(t.table_id, model.DealerTappedIn(dealer_id="D1"),
                                   shoe_id=None, round_no=None, actor="D1", occurred_at=t.clock,
                                   recorded_at=t.clock, event_id=str(uuid.UUID(int=2)))
-        t.flush()
-        project(log, con, publish_alerts=False)
+        second_batch()
         assert con.execute("SELECT seqs FROM anomalies WHERE code = 'DUPLICATE_EVENT'"
                            ).fetchall() == [([2, again],)]
+
+
+
+def _resend(t: TableBuilder, event_id: str, shoe_id: str | None, round_no: int | None) -> int:
+    """A line recorded again at t's table, as a device re-sends it: the event id, shoe and round
+    given (a tap-in's body: DUPLICATE_EVENT reads only ids); returns the copy's seq."""
+    t.clock += timedelta(seconds=1)
+    return t.recorder.record(t.table_id, model.DealerTappedIn(dealer_id=t.dealer),
+                             shoe_id=shoe_id, round_no=round_no, actor=t.dealer,
+                             occurred_at=t.clock, recorded_at=t.clock, event_id=event_id)
+
+
+def _line(con: duckdb.DuckDBPyConnection, table_id: str, seq: int) -> tuple:
+    """(event id, shoe, round) of a projected event."""
+    ((line),) = con.execute(
+        "SELECT event_id, shoe_id, round_no FROM events WHERE table_id = $t AND seq = $s",
+        {"t": table_id, "s": seq}).fetchall()
+    return tuple(line)
+
+
+def _duplicates(con: duckdb.DuckDBPyConnection) -> list:
+    return sorted(con.execute("SELECT table_id, seqs FROM anomalies "
+                              "WHERE code = 'DUPLICATE_EVENT'").fetchall())
+
+
+# DUPLICATE_EVENT is per table: a copy of an event three shoes back is found (read through the
+# event-id index, detect_rounds.earlier_copies, though it lies before W), while another table's
+# event id recorded here is no duplicate (the look-up's rows of the other table are not this
+# table's copies), and the other table's stretch is untouched
+def test_a_copy_from_shoes_back_is_a_duplicate_and_another_tables_id_is_not(
+        tmp_path: Path) -> None:
+    log = EmbeddedLog(tmp_path / "log")
+    recorder = recorder_for(log)
+    a, b = TableBuilder(recorder, "T01"), TableBuilder(recorder, "T02")
+    for t in (a, b):
+        t.open_table()
+        t.tap_in("D1")
+    b.new_shoe("S1")
+    b.round_no = 1
+    a_dealt: dict[str, int] = {}
+    for shoe in ("S1", "S2", "S3"):
+        a.new_shoe(shoe)
+        a.round_no = 1
+        a_dealt = a_dealt or a.deal_round("4C JS 7D", {1: 500})
+    b.deal_round("3H 10S 6D", {1: 500})
+    with _two_batches(tmp_path, log, a) as (con, second_batch):
+        a.round_no = 2
+        a.deal_round("5C QS 9D", {1: 500})
+        # S1's wager id, 3 shoes back, in a line of S3's round 2 (a line re-sent as it was
+        # would carry S1 and pull K back to S1 itself)
+        copy = _resend(a, _line(con, "T01", a_dealt["wager1"])[0], "S3", 2)
+        _resend(a, *_line(con, "T02", 2))  # T02's tap-in's id: no duplicate at T01
+        b.round_no = 2
+        b.deal_round("2H KS 8D", {1: 500})
+        second_batch()
+        assert _duplicates(con) == [("T01", [a_dealt["wager1"], copy])]
+
+
+# An original and its copy in the same batch, with a copy of the tap-in two shoes back; then,
+# after a restart (a new connection: a new Detector over the stored state and index), a batch in
+# the same shoe with no copy: the stretch deletes the stored rows (their last copies lie in the
+# shoe) and must find them again, the tap-in before W read through the stored row's id
+# (detect_rounds.earlier_copies); then a third copy of the tap-in
+def test_a_copy_in_its_originals_batch_and_a_stored_duplicate_survive_later_batches(
+        tmp_path: Path) -> None:
+    log, t = _table(tmp_path)  # one table: event ids are the seqs (recorder_for)
+    t.new_shoe("S1")
+    t.round_no = 1
+    t.deal_round("4C JS 7D", {1: 500})
+    t.flush()
+    db = str(tmp_path / "v.duckdb")
+    with duckdb.connect(db) as con:
+        project(log, con, publish_alerts=False)
+        t.new_shoe("S2")
+        t.round_no = 1
+        wager = t.deal_round("3H 10S 6D", {1: 500})["wager1"]
+        wager_copy = _resend(t, str(uuid.UUID(int=wager)), "S2", 1)
+        tap_copy = _resend(t, str(uuid.UUID(int=2)), None, None)
+        t.flush()
+        project(log, con, publish_alerts=False)
+        assert _duplicates(con) == [("T01", [2, tap_copy]), ("T01", [wager, wager_copy])]
+        assert _rows_apart(con) == ([], [])
+    with duckdb.connect(db) as con:  # a restart
+        t.round_no = 2
+        t.deal_round("5C QS 9D", {1: 500})
+        t.flush()
+        project(log, con, publish_alerts=False)
+        assert _rows_apart(con) == ([], [])
+        third = _resend(t, str(uuid.UUID(int=2)), None, None)
+        t.flush()
+        project(log, con, publish_alerts=False)
+        assert _duplicates(con) == [("T01", [2, tap_copy, third]), ("T01", [wager, wager_copy])]
         assert _rows_apart(con) == ([], [])
