@@ -29,8 +29,6 @@ from __future__ import annotations
 
 import duckdb
 
-from projections.anomalies import STORED
-
 ROUNDS = "detect_rounds"
 FAULTS = "detect_faults"
 
@@ -135,38 +133,6 @@ def round_starts(s: duckdb.DuckDBPyConnection, db: str, batch: str,
     return {t: (kr[t] if t in kr and kr[t] >= tables[t][0] else None) for t in names}
 
 
-def earlier_copies(s: duckdb.DuckDBPyConnection, db: str, cards: str) -> None:
-    """Into `cards`.events: the copies before W of the event ids whose DUPLICATE_EVENT row lies
-    in the stretch (docs/integrity.md: one row per id, every copy is proof, however far back).
-    Those ids are the batch's (`pitlog_new`) and those of the stored DUPLICATE_EVENT rows the
-    stretch replaces (their copies did not change, so their last copy is at or after K and in
-    the window). The copies are read through the index on events.event_id
-    (incremental.EVENT_ID_INDEX): `list_contains` of a constant list is an index scan, so the
-    look-up costs per id, not per event of the history (benchmarks/results.md). A table read
-    whole (no W) already holds its copies."""
-    ids = [i for (i,) in s.execute(f"""
-        SELECT DISTINCT event_id FROM pitlog_new AS n JOIN scope AS sc USING (table_id)
-        WHERE sc.w IS NOT NULL AND n.event_id IS NOT NULL
-        UNION
-        SELECT e.event_id FROM {db}.main.{STORED} AS a
-        JOIN scope AS sc USING (table_id)
-        JOIN {cards}.events AS e ON e.table_id = a.table_id AND e.seq = list_max(a.seqs)
-        WHERE a.code = 'DUPLICATE_EVENT' AND sc.w IS NOT NULL AND list_max(a.seqs) >= sc.k
-          AND e.event_id IS NOT NULL""").fetchall()]
-    if not ids:
-        return
-    # Two statements: the look-up alone is an index scan, but joined to the scope in one query
-    # DuckDB plans a scan of the history (EXPLAIN ANALYZE: "Sequential Scan", 5 of 9 row groups
-    # of a 1M-event table, against "Index Scan", 0 of 9).
-    s.execute(f"CREATE OR REPLACE TABLE {cards}.pitlog_copies AS "
-              f"SELECT * FROM {db}.main.events WHERE list_contains($ids, event_id)", {"ids": ids})
-    s.execute(f"""
-        INSERT INTO {cards}.events BY NAME
-        SELECT c.* FROM {cards}.pitlog_copies AS c JOIN scope AS sc USING (table_id)
-        WHERE sc.w IS NOT NULL AND c.seq < sc.w""")
-    s.execute(f"DROP TABLE {cards}.pitlog_copies")
-
-
 def copy_windows(s: duckdb.DuckDBPyConnection, db: str, cards: str, context: str,
                  parts: list[int], low: int) -> None:
     """The batch's two windows (incremental.Detector.evaluate), from the store in catalog `db`,
@@ -202,7 +168,6 @@ def copy_windows(s: duckdb.DuckDBPyConnection, db: str, cards: str, context: str
           AND (c.event_type = 'TableOpened' OR c.seq = sc.state_seq)
         UNION ALL BY NAME
         SELECT * FROM pitlog_new""")
-    earlier_copies(s, db, cards)
     # The other families' window: the same, less the cards before K_r but the next card
     # after each device fault there (DEVICE_FAULT_NOT_VOIDED; CARD_TYPES above).
     s.execute(f"""

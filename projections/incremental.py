@@ -53,10 +53,6 @@ CONTEXT = "detect_context"
 CONTEXT_TYPES = ("TableOpened", "CardsLoaded", "ShoeClosed")
 _STATE_TYPES = "('" + "', '".join(CONTEXT_TYPES[1:]) + "')"
 BIG = 2**62
-# An index on events.event_id: DUPLICATE_EVENT's copies of a batch's event ids, however far
-# back, are read through it (detect_rounds.earlier_copies), an index scan per id instead of a
-# scan of the history per batch.
-EVENT_ID_INDEX = "detect_event_ids"
 
 SHOES_DDL = f"""CREATE TABLE IF NOT EXISTS {SHOES} (
     table_id VARCHAR, shoe_id VARCHAR, first_seq BIGINT, first_offset BIGINT,
@@ -100,7 +96,6 @@ class Scope:
 def state_tables(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(SHOES_DDL)
     con.execute(TABLES_DDL)
-    con.execute(f"CREATE INDEX IF NOT EXISTS {EVENT_ID_INDEX} ON events (event_id)")
 
 
 def state_ready(con: duckdb.DuckDBPyConnection) -> bool:

@@ -5,8 +5,8 @@ test_incremental.py's test_a_card_after_a_higher_round_wholly_before_the_stretch
 does. Each test is a hole session 9's review found in the round-level stretch: with it on
 (incremental.ROUND_LEVEL_STRETCH) the stored rows differ from the full evaluation after an
 ordinary second batch; the comment names the rule and the missing window input or stale row.
-With the shoe-level stretch they pass. The DUPLICATE_EVENT tests at the end attack the
-shoe-level window's look-up of earlier copies of an event id (detect_rounds.earlier_copies)."""
+With the shoe-level stretch they pass. The DUPLICATE_EVENT tests at the end attack a hole of
+the shoe-level window too: copies of an event id before W (strict xfails until it is closed)."""
 
 from __future__ import annotations
 
@@ -243,8 +243,14 @@ def test_a_cut_and_a_shuffler_jam_of_an_earlier_round_are_judged_in_a_later_batc
 
 
 # DUPLICATE_EVENT: the windows start at W (the end of the shoe before K); a copy of an event of
-# an earlier shoe (here the tap-in before shoe S1) lies before it and is read through the index
-# on events.event_id (detect_rounds.earlier_copies), else the row [first copy, new copy] is missing
+# an earlier shoe (here the tap-in before shoe S1) lies before it and is not in the window:
+# the row [first copy, new copy] is missing (xfail below)
+@pytest.mark.xfail(strict=True, reason=(
+    "DUPLICATE_EVENT: the windows keep earlier copies of an event id only from W on (the end "
+    "of the shoe before K); a copy of an event before W is not read. Reading it needs a look-up "
+    "of the batch's ids over the whole history: an index on events.event_id does it, but grows "
+    "in memory with the log and made appends ~2.7x dearer (benchmarks/"
+    "results_issue16_detect_state.txt), so it is not built (docs/live-detection.md)"))
 def test_a_copy_of_an_event_of_an_earlier_shoe_is_a_duplicate(tmp_path: Path) -> None:
     log, t = _table(tmp_path)  # the tap-in is event 2, id 2
     t.new_shoe("S1")
@@ -286,10 +292,16 @@ def _duplicates(con: duckdb.DuckDBPyConnection) -> list:
                               "WHERE code = 'DUPLICATE_EVENT'").fetchall())
 
 
-# DUPLICATE_EVENT is per table: a copy of an event three shoes back is found (read through the
-# event-id index, detect_rounds.earlier_copies, though it lies before W), while another table's
+# DUPLICATE_EVENT is per table: a copy of an event three shoes back must be found (though it
+# lies before W), while another table's
 # event id recorded here is no duplicate (the look-up's rows of the other table are not this
 # table's copies), and the other table's stretch is untouched
+@pytest.mark.xfail(strict=True, reason=(
+    "DUPLICATE_EVENT: the windows keep earlier copies of an event id only from W on (the end "
+    "of the shoe before K); a copy of an event before W is not read. Reading it needs a look-up "
+    "of the batch's ids over the whole history: an index on events.event_id does it, but grows "
+    "in memory with the log and made appends ~2.7x dearer (benchmarks/"
+    "results_issue16_detect_state.txt), so it is not built (docs/live-detection.md)"))
 def test_a_copy_from_shoes_back_is_a_duplicate_and_another_tables_id_is_not(
         tmp_path: Path) -> None:
     log = EmbeddedLog(tmp_path / "log")
@@ -320,10 +332,15 @@ def test_a_copy_from_shoes_back_is_a_duplicate_and_another_tables_id_is_not(
 
 
 # An original and its copy in the same batch, with a copy of the tap-in two shoes back; then,
-# after a restart (a new connection: a new Detector over the stored state and index), a batch in
+# after a restart (a new connection: a new Detector over the stored state), a batch in
 # the same shoe with no copy: the stretch deletes the stored rows (their last copies lie in the
-# shoe) and must find them again, the tap-in before W read through the stored row's id
-# (detect_rounds.earlier_copies); then a third copy of the tap-in
+# shoe) and must find them again, the tap-in lying before W; then a third copy of the tap-in
+@pytest.mark.xfail(strict=True, reason=(
+    "DUPLICATE_EVENT: the windows keep earlier copies of an event id only from W on (the end "
+    "of the shoe before K); a copy of an event before W is not read. Reading it needs a look-up "
+    "of the batch's ids over the whole history: an index on events.event_id does it, but grows "
+    "in memory with the log and made appends ~2.7x dearer (benchmarks/"
+    "results_issue16_detect_state.txt), so it is not built (docs/live-detection.md)"))
 def test_a_copy_in_its_originals_batch_and_a_stored_duplicate_survive_later_batches(
         tmp_path: Path) -> None:
     log, t = _table(tmp_path)  # one table: event ids are the seqs (recorder_for)
