@@ -129,6 +129,8 @@ class NativeDecoder:
         b = np.frombuffer(buf, np.uint8)
         lens = end - start
         whole = lens >= codec.HEADER_LEN + codec.HASH_LEN
+        if not whole.any():  # nothing to frame (and a buffer too short to read a header from)
+            return self._assemble([], np.arange(n, dtype=np.int64), buf, start, end)
         head = np.where(whole, start, 0)
         fps = np.ascontiguousarray(b[(head + 2)[:, None] + np.arange(8)]).view("<u8").ravel()
         whole &= (b[head] == 0xC3) & (b[head + 1] == 0x01)
@@ -225,9 +227,11 @@ def _frame(buf: bytes, start: Array, end: Array, group: Array, whole: Array
     the nonce last; one `take` of [body, nonce, body, nonce, ...] copies them into place."""
     rows = np.nonzero(whole)[0]
     rows = rows[np.argsort(group[rows], kind="stable")]
-    s = start + codec.HEADER_LEN
+    # A message too short to frame (not `whole`, left to the reference) is an empty span at its
+    # start: its header's length would otherwise reach into the next message, a false overlap.
+    s = np.where(whole, start + codec.HEADER_LEN, start)
     by_pos = np.argsort(s, kind="stable")
-    ss, se = s[by_pos], end[by_pos]
+    ss, se = s[by_pos], np.where(whole, end, start)[by_pos]
     if len(ss) > 1 and (ss[1:] < se[:-1]).any():
         raise ValueError("messages overlap in the buffer")
     bounds = np.empty(2 * len(ss) + 2, np.int64)
