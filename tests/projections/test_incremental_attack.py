@@ -242,15 +242,18 @@ def test_a_cut_and_a_shuffler_jam_of_an_earlier_round_are_judged_in_a_later_batc
                          ("DEVICE_FAULT_NOT_VOIDED", (jam, left))}
 
 
-# DUPLICATE_EVENT: the windows start at W (the end of the shoe before K); a copy of an event of
-# an earlier shoe (here the tap-in before shoe S1) lies before it and is not in the window:
-# the row [first copy, new copy] is missing (xfail below)
-@pytest.mark.xfail(strict=True, reason=(
+COPY_BEFORE_W = pytest.mark.xfail(strict=True, reason=(
     "DUPLICATE_EVENT: the windows keep earlier copies of an event id only from W on (the end "
     "of the shoe before K); a copy of an event before W is not read. Reading it needs a look-up "
     "of the batch's ids over the whole history: an index on events.event_id does it, but grows "
     "in memory with the log and made appends ~2.7x dearer (benchmarks/"
     "results_issue16_detect_state.txt), so it is not built (docs/live-detection.md)"))
+
+
+# DUPLICATE_EVENT: the windows start at W (the end of the shoe before K); a copy of an event of
+# an earlier shoe (here the tap-in before shoe S1) lies before it and is not in the window:
+# the row [first copy, new copy] is missing (xfail below)
+@COPY_BEFORE_W
 def test_a_copy_of_an_event_of_an_earlier_shoe_is_a_duplicate(tmp_path: Path) -> None:
     log, t = _table(tmp_path)  # the tap-in is event 2, id 2
     t.new_shoe("S1")
@@ -293,15 +296,9 @@ def _duplicates(con: duckdb.DuckDBPyConnection) -> list:
 
 
 # DUPLICATE_EVENT is per table: a copy of an event three shoes back must be found (though it
-# lies before W), while another table's
-# event id recorded here is no duplicate (the look-up's rows of the other table are not this
-# table's copies), and the other table's stretch is untouched
-@pytest.mark.xfail(strict=True, reason=(
-    "DUPLICATE_EVENT: the windows keep earlier copies of an event id only from W on (the end "
-    "of the shoe before K); a copy of an event before W is not read. Reading it needs a look-up "
-    "of the batch's ids over the whole history: an index on events.event_id does it, but grows "
-    "in memory with the log and made appends ~2.7x dearer (benchmarks/"
-    "results_issue16_detect_state.txt), so it is not built (docs/live-detection.md)"))
+# lies before W), while another table's event id recorded here is no duplicate (the other
+# table's copies are not this table's), and the other table's stretch is untouched
+@COPY_BEFORE_W
 def test_a_copy_from_shoes_back_is_a_duplicate_and_another_tables_id_is_not(
         tmp_path: Path) -> None:
     log = EmbeddedLog(tmp_path / "log")
@@ -335,12 +332,7 @@ def test_a_copy_from_shoes_back_is_a_duplicate_and_another_tables_id_is_not(
 # after a restart (a new connection: a new Detector over the stored state), a batch in
 # the same shoe with no copy: the stretch deletes the stored rows (their last copies lie in the
 # shoe) and must find them again, the tap-in lying before W; then a third copy of the tap-in
-@pytest.mark.xfail(strict=True, reason=(
-    "DUPLICATE_EVENT: the windows keep earlier copies of an event id only from W on (the end "
-    "of the shoe before K); a copy of an event before W is not read. Reading it needs a look-up "
-    "of the batch's ids over the whole history: an index on events.event_id does it, but grows "
-    "in memory with the log and made appends ~2.7x dearer (benchmarks/"
-    "results_issue16_detect_state.txt), so it is not built (docs/live-detection.md)"))
+@COPY_BEFORE_W
 def test_a_copy_in_its_originals_batch_and_a_stored_duplicate_survive_later_batches(
         tmp_path: Path) -> None:
     log, t = _table(tmp_path)  # one table: event ids are the seqs (recorder_for)
