@@ -273,7 +273,8 @@ def kafka_client(uri: str, arrived: dict[int, float], stop: threading.Event) -> 
     schema = fastavro.parse_schema(json.loads(ALERT_SCHEMA.read_text()))
     bootstrap, topic = uri.removeprefix("kafka://").split("/", 1)
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None,
-                             enable_auto_commit=False, fetch_max_wait_ms=10)
+                             enable_auto_commit=False, fetch_max_wait_ms=10,
+                             isolation_level="read_committed")
     tp = TopicPartition(f"{topic}.alerts", 0)
     while not stop.is_set():
         if tp.topic in consumer.topics():

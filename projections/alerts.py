@@ -9,7 +9,9 @@ published after the commit through an outbox cursor.
   log, or the Kafka alert topic) has been given alerts. After a commit the publisher appends
   the alerts past the cursor to the sink, then advances the cursor. Killed between the two,
   the next publisher reads the sink's last alert_seq first and starts after it: no alert is
-  lost (the cursor lags) and none repeated (the sink's tail wins).
+  lost (the cursor lags) and none repeated (the sink's tail wins). An append that fails may
+  still have landed, so the tail is read again before the next one; the Kafka sink fences
+  earlier publishers before it reads (events/log/kafka/alerts.py).
 """
 
 from __future__ import annotations
@@ -74,7 +76,8 @@ _CHECKED: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, set[str]] = \
 
 def publish_pending(con: duckdb.DuckDBPyConnection, sink: AlertSink) -> int:
     """Append the alerts past the sink's cursor to it, then advance the cursor; returns how
-    many were published. The first call per connection and sink also reads the sink's tail."""
+    many were published. The first call per connection and sink, and the first after a failed
+    append, also reads the sink's tail."""
     rows = con.execute("SELECT published_seq FROM alerts_outbox WHERE sink = ?",
                        [sink.name]).fetchall()
     cursor = int(rows[0][0]) if rows else 0
@@ -88,7 +91,12 @@ def publish_pending(con: duckdb.DuckDBPyConnection, sink: AlertSink) -> int:
         batch = alerts_after(con, cursor)
         if not batch:
             break
-        sink.append([{**a, "seqs": list(a["seqs"])} for a in batch])
+        try:
+            sink.append([{**a, "seqs": list(a["seqs"])} for a in batch])
+        except BaseException:
+            # It may have landed (a lost reply): the next call reads the sink's tail again.
+            checked.discard(sink.name)
+            raise
         cursor = batch[-1]["alert_seq"]
         published += len(batch)
         _set_cursor(con, sink.name, cursor)

@@ -7,15 +7,20 @@ one CI started (PITLOG_KAFKA_BOOTSTRAP) or one this pytest session starts for it
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import re
+import time
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
-from kafka import KafkaProducer
+import fastavro
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from repo_paths import REPO
 
 # tools.kafka_broker, like test_kafka_broker.py: the whole session shares one registry of the
 # JVMs it launched.
@@ -58,6 +63,31 @@ def topic_for(test_name: str) -> str:
     [a-zA-Z0-9._-] up to 249 characters."""
     base = re.sub(r"[^a-zA-Z0-9._-]+", "-", test_name).strip("-")[:180]
     return f"pitlog.test.{base}.{uuid.uuid4().hex[:8]}"
+
+
+def read_alerts(bootstrap: str, topic: str) -> list[tuple[bytes, dict]]:
+    """(key, alert) of every committed record of an alert topic, read as a consumer the project
+    did not write reads it: bare kafka-python, read_committed (as for any transactional topic),
+    and fastavro with the schema file."""
+    schema = fastavro.parse_schema(json.loads(
+        (REPO / "schemas" / "alerts" / "Alert.v1.avsc").read_text()))
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None,
+                             enable_auto_commit=False, auto_offset_reset="earliest",
+                             isolation_level="read_committed")
+    try:
+        tp = TopicPartition(topic, 0)
+        consumer.assign([tp])
+        end = consumer.end_offsets([tp])[tp]
+        out: list[tuple[bytes, dict]] = []
+        deadline = time.monotonic() + 120
+        while consumer.position(tp) < end and time.monotonic() < deadline:
+            for records in consumer.poll(timeout_ms=500).values():
+                out.extend((r.key, fastavro.schemaless_reader(io.BytesIO(r.value), schema))
+                           for r in records if r.offset < end)
+        assert consumer.position(tp) >= end, f"{topic} not read to its end, offset {end}"
+        return out
+    finally:
+        consumer.close()
 
 
 def produce_raw(bootstrap: str, topic: str,

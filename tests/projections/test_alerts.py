@@ -4,16 +4,13 @@ log or to the Kafka alert topic, with no loss and no repeat across a SIGKILL and
 
 from __future__ import annotations
 
-import io
 import json
-import time
 from pathlib import Path
 
 import duckdb
-import fastavro
 import pytest
-from kafka import KafkaConsumer, TopicPartition
-from live_support import ROOT, feed, fill, kill_repeatedly, random_cuts, source_log
+from kafka_support import read_alerts
+from live_support import feed, fill, kill_repeatedly, random_cuts, source_log
 
 from events.log.embedded.alerts import EmbeddedAlertLog
 from events.log.embedded.log import EmbeddedLog
@@ -21,8 +18,6 @@ from events.log.registry import open_log
 from projections.alerts import ALERT_ID, alerts_after
 from projections.anomalies import STORED
 from projections.projector import project
-
-SCHEMA = ROOT / "schemas" / "alerts" / "Alert.v1.avsc"
 
 
 @pytest.fixture(scope="module")
@@ -101,26 +96,6 @@ def test_a_sigkill_and_restart_neither_loses_nor_repeats_an_alert_in_the_alert_l
     assert [p["alert_id"] for p in published] == [a["alert_id"] for a in alerts]
 
 
-def _read_topic(bootstrap: str, topic: str) -> list[tuple[bytes, dict]]:
-    """A consumer the project did not write: bare kafka-python and fastavro."""
-    schema = fastavro.parse_schema(json.loads(SCHEMA.read_text()))
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None,
-                             enable_auto_commit=False, auto_offset_reset="earliest")
-    try:
-        tp = TopicPartition(topic, 0)
-        consumer.assign([tp])
-        end = consumer.end_offsets([tp])[tp]
-        out: list[tuple[bytes, dict]] = []
-        deadline = time.monotonic() + 60
-        while len(out) < end and time.monotonic() < deadline:
-            for recs in consumer.poll(timeout_ms=1000).values():
-                out.extend((r.key, fastavro.schemaless_reader(io.BytesIO(r.value), schema))
-                           for r in recs)
-        return out
-    finally:
-        consumer.close()
-
-
 @pytest.mark.kafka
 def test_a_bare_kafka_consumer_reads_every_alert_once_across_sigkills(
         tmp_path: Path, records: list[tuple[bytes, bytes]], kafka_uri: str) -> None:
@@ -129,7 +104,7 @@ def test_a_bare_kafka_consumer_reads_every_alert_once_across_sigkills(
     with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
         alerts = _check_table(con)
     bootstrap, topic = kafka_uri.removeprefix("kafka://").split("/", 1)
-    read = _read_topic(bootstrap, f"{topic}.alerts")
+    read = read_alerts(bootstrap, f"{topic}.alerts")
     assert [v["alert_seq"] for _, v in read] == [a["alert_seq"] for a in alerts]
     assert [v["alert_id"] for _, v in read] == [a["alert_id"] for a in alerts]
     assert all(k == (v["table_id"] or "").encode() for k, v in read)

@@ -1,12 +1,24 @@
 """The Kafka alert topic: `<event topic>.alerts`, one partition (one total order of alerts),
 each record's key the table id and its value the alert as plain Avro binary of
 schemas/alerts/Alert.v1.avsc (fastavro.schemaless_writer): a consumer the project did not write
-reads it with that file and fastavro.schemaless_reader."""
+reads it with that file and fastavro.schemaless_reader, with ``isolation_level="read_committed"``.
+
+Exactly once across kills: each publish is one transaction under one transactional.id per alert
+topic (``pitlog.<alert topic>``). A publisher that starts (`last_seq`, or the first `append`)
+calls init_transactions first, which fences the publisher before it: the broker aborts that
+one's open transaction and refuses any request of it still on its way (its epoch is old). So the
+committed tail it then reads is final, and the publisher continues after it. A plain producer
+could not promise that: a killed publisher's last request may reach the log after the new one
+has read the tail, and its alerts would be published twice. A publish that fails part-way
+(broker down, a timeout) drops its producer; the next publish re-opens, fences, and re-reads
+the tail (projections/alerts.py, publish_pending), so what landed is not sent again.
+"""
 
 from __future__ import annotations
 
 import io
 import json
+import time
 from collections.abc import Sequence
 from functools import cache
 from typing import Any
@@ -17,6 +29,7 @@ from kafka.errors import KafkaError, TopicAlreadyExistsError
 
 from events.errors import LogError
 from events.log.alerts import ALERT_SCHEMA, Alert
+from events.log.kafka.fencing import TRANSACTION_TIMEOUT_MS, discard_producer
 from events.log.kafka.settings import producer_settings, security_settings, topic_config
 
 
@@ -64,44 +77,88 @@ class KafkaAlertTopic:
             raise LogError(f"cannot create the alert topic {self.topic} on {self.bootstrap}: "
                            f"{exc}; is the broker running?") from exc
 
+    def _opened(self) -> KafkaProducer:
+        """The transactional producer, opened (and the previous publisher fenced) on first use."""
+        if self._producer is None:
+            producer = KafkaProducer(bootstrap_servers=self.bootstrap.split(","),
+                                     client_id="pitlog-alerts",
+                                     transactional_id=f"pitlog.{self.topic}",
+                                     transaction_timeout_ms=TRANSACTION_TIMEOUT_MS,
+                                     **{**producer_settings(self.timeout_s),
+                                        "max_block_ms": int(self.timeout_s * 1000)},
+                                     **self._settings)
+            try:
+                producer.init_transactions()
+            except KafkaError as exc:
+                discard_producer(producer)
+                raise LogError(f"cannot open the alert topic {self.topic} for publishing: "
+                               f"{exc}; the alerts stay in the outbox and are published on "
+                               f"the next batch") from exc
+            self._producer = producer
+        return self._producer
+
     def append(self, alerts: Sequence[Alert]) -> None:
         if not alerts:
             return
-        if self._producer is None:
-            self._producer = KafkaProducer(bootstrap_servers=self.bootstrap.split(","),
-                                           client_id="pitlog-alerts",
-                                           **producer_settings(self.timeout_s), **self._settings)
-        futures = [self._producer.send(self.topic, key=(a.get("table_id") or "").encode(),
-                                       value=encode(a), partition=0) for a in alerts]
-        self._producer.flush()
+        producer = self._opened()
         try:
+            producer.begin_transaction()
+            futures = [producer.send(self.topic, key=(a.get("table_id") or "").encode(),
+                                     value=encode(a), partition=0) for a in alerts]
+            producer.flush(timeout=self.timeout_s)
             for f in futures:
-                f.get(timeout=self.timeout_s)
+                f.get(timeout=0)
+            producer.commit_transaction()
         except KafkaError as exc:
+            # Whether it committed is unknown: the next publisher fences this one and reads
+            # the tail (module docstring).
+            self._producer = None
+            discard_producer(producer)
             raise LogError(f"cannot publish alerts to {self.topic}: {exc}; they stay in the "
                            f"outbox and are published on the next batch") from exc
 
     def last_seq(self) -> int:
-        """The alert_seq of the topic's last record (0 when empty)."""
+        """The alert_seq of the topic's last committed record (0 when empty), read after
+        fencing any earlier publisher (module docstring)."""
+        self._opened()
         tp = TopicPartition(self.topic, 0)
         consumer = KafkaConsumer(bootstrap_servers=self.bootstrap.split(","), group_id=None,
-                                 enable_auto_commit=False, **self._settings)
+                                 enable_auto_commit=False, isolation_level="read_committed",
+                                 **self._settings)
         try:
             consumer.assign([tp])
-            end = consumer.end_offsets([tp])[tp]
-            if end == 0:
-                return 0
-            consumer.seek(tp, end - 1)
-            for _ in range(50):
-                for records in consumer.poll(timeout_ms=1000).values():
-                    if records:
-                        return int(decode(records[-1].value)["alert_seq"])
-            raise LogError(f"cannot read the last record of {self.topic}")
+            end = consumer.end_offsets([tp])[tp]  # read_committed: the last stable offset
+            back = 16  # the tail ends in commit markers, and maybe aborted records
+            while True:
+                start = max(0, end - back)
+                last = self._last_record(consumer, tp, start, end)
+                if last is not None:
+                    return int(decode(last)["alert_seq"])
+                if start == 0:
+                    return 0
+                back *= 8
+        except KafkaError as exc:
+            raise LogError(f"cannot read the last alert of {self.topic}: {exc}; is the "
+                           f"broker running?") from exc
         finally:
             consumer.close()
+
+    def _last_record(self, consumer: KafkaConsumer, tp: TopicPartition, start: int,
+                     end: int) -> bytes | None:
+        """The value of the last committed record in [start, end), None when there is none."""
+        consumer.seek(tp, start)
+        last = None
+        deadline = time.monotonic() + self.timeout_s
+        while consumer.position(tp) < end:
+            if time.monotonic() > deadline:
+                raise LogError(f"cannot read the last alert of {self.topic}: offsets "
+                               f"{start}-{end} not served in {self.timeout_s:.0f}s; is the "
+                               f"broker running?")
+            for records in consumer.poll(timeout_ms=500).values():
+                last = next((r.value for r in reversed(records) if r.offset < end), last)
+        return last
 
     def close(self) -> None:
         if self._producer is not None:
             self._producer.close()
             self._producer = None
-

@@ -73,7 +73,7 @@ def _looks_fenced(producer: KafkaProducer, exc: BaseException) -> bool:
     return any(s in text for s in ("Fenced", "InvalidProducerEpoch", "BUMPING_PRODUCER_EPOCH"))
 
 
-def _discard(producer: KafkaProducer) -> None:
+def discard_producer(producer: KafkaProducer) -> None:
     """Close without waiting: what became of its transaction is read from the log instead."""
     try:
         producer.close(timeout=0)
@@ -234,7 +234,7 @@ class TableFencing:
         failed = {key: self._writers.pop(key) for key in batch.errors}
         fenced = all(_looks_fenced(w.producer, batch.errors[k]) for k, w in failed.items())
         for writer in failed.values():
-            _discard(writer.producer)
+            discard_producer(writer.producer)
         moved: list[bytes] = []
         undecided = list(failed)
         if fenced:  # the new holders decide our transactions: read once they did, fence no one
@@ -269,7 +269,7 @@ class TableFencing:
         for key in set(keys):
             writer = self._writers.pop(key, None)
             if writer is not None:
-                _discard(writer.producer)
+                discard_producer(writer.producer)
 
     def _classify(self, batch: _Batch, key: bytes, seen: Seen
                   ) -> tuple[Outcome, Seen]:
@@ -293,7 +293,7 @@ class TableFencing:
 
         failed = list(self._each(keys, abort, {}))
         for key in failed:  # re-open: the new producer's init aborts the old one's transaction
-            _discard(self._writers.pop(key).producer)
+            discard_producer(self._writers.pop(key).producer)
         self._open(failed, deadline)
 
     def _conflict(self, moved: Sequence[bytes], recorded: Sequence[bytes]) -> ConcurrencyError:
@@ -347,7 +347,7 @@ class TableFencing:
                 self.opened += len(producers)
                 return seen
             for producer in producers.values():
-                _discard(producer)
+                discard_producer(producer)
             producers.clear()
             if time.monotonic() > deadline:
                 raise LogError(f"cannot become the writer of tables "
@@ -377,7 +377,7 @@ class TableFencing:
             try:
                 writer.producer.close(timeout=self.timeout_s)
             except KafkaError:
-                _discard(writer.producer)
+                discard_producer(writer.producer)
         self.tails.close()
         if self._pool is not None:
             self._pool.shutdown()

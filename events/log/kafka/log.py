@@ -53,6 +53,18 @@ def _partition_list(text: str) -> list[int]:
     return out
 
 
+def share_name(partitions: Sequence[int]) -> str:
+    """[0, 1, 2, 3, 8] -> "0-3_8": a share of partitions as a topic name may spell it (no
+    commas in Kafka's names)."""
+    runs: list[list[int]] = []
+    for p in sorted(set(partitions)):
+        if runs and p == runs[-1][-1] + 1:
+            runs[-1].append(p)
+        else:
+            runs.append([p])
+    return "_".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else f"{r[0]}" for r in runs)
+
+
 def _ms_left(deadline: float, at_most: int | None = None) -> int:
     """Milliseconds until `deadline` (at least 1: kafka-python treats 0 as "no wait" in places
     and "forever" in none), capped at `at_most`."""
@@ -129,8 +141,15 @@ class KafkaLog(EventLog):
                       assign=assign, create=create)
 
     def alert_sink(self) -> AlertSink:
-        """`<topic>.alerts`, created when missing (events/log/kafka/alerts.py)."""
-        return KafkaAlertTopic(self.bootstrap, f"{self.topic}.alerts")
+        """`<topic>.alerts`, created when missing (events/log/kafka/alerts.py). A projector of
+        a share of the partitions (`assign=`) numbers its alerts in its own file, so it
+        publishes them to a topic of its own, `<topic>.alerts.<share>` (`.alerts.0-11`): two
+        shares on one topic would interleave two alert_seq sequences, and each, restarting,
+        would take the other's last alert for its own and skip alerts."""
+        name = f"{self.topic}.alerts"
+        if self.assigned != list(range(self.n_partitions)):
+            name += "." + share_name(self.assigned)
+        return KafkaAlertTopic(self.bootstrap, name)
 
     # --- topic ----------------------------------------------------------------------------------
 

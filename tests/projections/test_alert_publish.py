@@ -1,0 +1,140 @@
+"""Publishing alerts exactly once when a sink fails part-way (projections/alerts.py,
+publish_pending; events/log/kafka/alerts.py): the same contract on the alert log beside the
+embedded log and on the Kafka alert topic, read back the way a foreign consumer reads it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+import duckdb
+import pytest
+from kafka import KafkaProducer
+from kafka.errors import KafkaError
+from kafka_support import read_alerts
+
+from events.errors import LogError
+from events.log.alerts import Alert, AlertSink
+from events.log.embedded.alerts import EmbeddedAlertLog
+from events.log.kafka.alerts import KafkaAlertTopic, encode
+from projections.alerts import create_tables, publish_pending
+
+AT = datetime(2026, 12, 1, 21, 14, 5, tzinfo=UTC)
+
+
+def alert(seq: int) -> Alert:
+    return {"alert_seq": seq, "alert_id": f"A{seq:024x}", "code": "MISSING_BURN",
+            "severity": "high", "table_id": f"T{seq % 3}", "shoe_id": "S1", "round_no": seq,
+            "seqs": [seq, seq + 1], "explanation": f"alert {seq}", "rule": "13:69F-34.16(d)",
+            "occurred_at": AT, "raised_at": AT}
+
+
+def raise_in_db(con: duckdb.DuckDBPyConnection, seqs: range) -> None:
+    """Alerts as the projector's transaction leaves them in `alerts`."""
+    for seq in seqs:
+        a = alert(seq)
+        con.execute("INSERT INTO alerts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    list(a.values()))
+
+
+def read_topic(bootstrap: str, topic: str) -> list[int]:
+    return [a["alert_seq"] for _, a in read_alerts(bootstrap, topic)]
+
+
+class LostReply:
+    """A real sink whose first append lands and then reports a failure, as when the broker's
+    reply (or the fsync's return) is lost: the alerts are in the sink, the publisher does not
+    know it."""
+
+    def __init__(self, sink: AlertSink) -> None:
+        self.sink, self.name, self.failed = sink, sink.name, False
+
+    def append(self, alerts: Sequence[Alert]) -> None:
+        self.sink.append(alerts)
+        if not self.failed:
+            self.failed = True
+            raise LogError("the reply was lost")
+
+    def last_seq(self) -> int:
+        return self.sink.last_seq()
+
+    def close(self) -> None:
+        self.sink.close()
+
+
+@pytest.fixture(params=["embedded", pytest.param("kafka", marks=pytest.mark.kafka)])
+def sink_and_reader(request: pytest.FixtureRequest, tmp_path: Path
+                    ) -> Iterator[tuple[Callable[[], AlertSink], Callable[[], list[int]]]]:
+    opened: list[AlertSink] = []
+    if request.param == "embedded":
+        (tmp_path / "log").mkdir()
+
+        def make() -> AlertSink:
+            opened.append(EmbeddedAlertLog(tmp_path / "log"))
+            return opened[-1]
+
+        def read() -> list[int]:
+            return [a["alert_seq"] for a in EmbeddedAlertLog(tmp_path / "log").read()]
+    else:
+        bootstrap, topic = request.getfixturevalue("kafka_uri").removeprefix(
+            "kafka://").split("/", 1)
+
+        def make() -> AlertSink:
+            opened.append(KafkaAlertTopic(bootstrap, f"{topic}.alerts"))
+            return opened[-1]
+
+        def read() -> list[int]:
+            return read_topic(bootstrap, f"{topic}.alerts")
+    yield make, read
+    for sink in opened:
+        sink.close()
+
+
+def test_a_publish_whose_reply_is_lost_is_not_published_again(
+        sink_and_reader: tuple[Callable[[], AlertSink], Callable[[], list[int]]]) -> None:
+    make, read = sink_and_reader
+    sink = LostReply(make())
+    with duckdb.connect() as con:
+        create_tables(con)
+        raise_in_db(con, range(1, 6))
+        with pytest.raises(LogError, match="reply was lost"):
+            publish_pending(con, sink)
+        assert read() == [1, 2, 3, 4, 5]  # it landed, though the publisher was told otherwise
+        raise_in_db(con, range(6, 8))
+        assert publish_pending(con, sink) == 2  # the tail read again: only 6 and 7 are new
+        assert publish_pending(con, sink) == 0
+    assert read() == [1, 2, 3, 4, 5, 6, 7]
+
+
+@pytest.mark.kafka
+def test_a_killed_publishers_open_transaction_is_aborted_and_its_late_request_refused(
+        kafka_uri: str) -> None:
+    bootstrap, topic = kafka_uri.removeprefix("kafka://").split("/", 1)
+    topic = f"{topic}.alerts"
+    first = KafkaAlertTopic(bootstrap, topic)
+    first.append([alert(s) for s in (1, 2, 3)])
+    first.close()
+    # A publisher killed mid-publish: its transaction holds alert 4, flushed, never committed;
+    # and it still has a request on its way when the next publisher starts.
+    killed = KafkaProducer(bootstrap_servers=bootstrap, transactional_id=f"pitlog.{topic}",
+                           enable_idempotence=True, acks="all")
+    killed.init_transactions()
+    killed.begin_transaction()
+    killed.send(topic, key=b"T1", value=encode(alert(4)), partition=0)
+    killed.flush()
+    restarted = KafkaAlertTopic(bootstrap, topic)
+    try:
+        assert restarted.last_seq() == 3  # the open transaction was aborted when it fenced
+        late = killed.send(topic, key=b"T2", value=encode(alert(5)), partition=0)
+        with pytest.raises(KafkaError):
+            late.get(timeout=30)
+            killed.commit_transaction()
+        restarted.append([alert(s) for s in (4, 5, 6)])
+        assert read_topic(bootstrap, topic) == [1, 2, 3, 4, 5, 6]
+    finally:
+        restarted.close()
+        try:
+            killed.close(timeout=0)
+        except KafkaError:
+            pass
