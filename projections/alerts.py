@@ -84,7 +84,7 @@ def publish_pending(con: duckdb.DuckDBPyConnection, sink: AlertSink) -> int:
     checked = _CHECKED.setdefault(con, set())
     if sink.name not in checked:
         # Published but not recorded (killed in between): the sink's tail says how far.
-        cursor = max(cursor, sink.last_seq())
+        cursor = max(cursor, _own_tail(con, sink))
         checked.add(sink.name)
     published = 0
     while True:
@@ -103,6 +103,25 @@ def publish_pending(con: duckdb.DuckDBPyConnection, sink: AlertSink) -> int:
     if not rows and not published:
         _set_cursor(con, sink.name, cursor)
     return published
+
+
+def _own_tail(con: duckdb.DuckDBPyConnection, sink: AlertSink) -> int:
+    """The alert_seq of the sink's last alert, if this store raised it; else LogError: the
+    sink holds another store's alerts (a second store projecting the same log), or alerts
+    this store no longer holds (restored from a backup), and publishing after them would skip
+    or repeat alerts."""
+    seq, alert_id = sink.last()
+    if not seq:
+        return 0
+    here = con.execute("SELECT alert_id FROM alerts WHERE alert_seq = ?", [seq]).fetchall()
+    if not here or here[0][0] != alert_id:
+        raise LogError(
+            f"{sink.name} ends with alert {seq} ({alert_id}), which this store "
+            f"{'raised as ' + here[0][0] if here else 'has not raised'}: another store "
+            f"publishes this log's alerts, or this store is older than the sink; this store's "
+            f"alerts are not published (one store per log publishes: project a second store with "
+            f"`pitlog project --no-alerts`, or move the sink aside)")
+    return seq
 
 
 def _set_cursor(con: duckdb.DuckDBPyConnection, sink: str, seq: int) -> None:

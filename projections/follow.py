@@ -142,7 +142,7 @@ def follow(log: EventLog, db_path: str | Path, *,
            progress: Callable[[int], None] | None = None, poll_interval: float = 0.5,
            stop_event: threading.Event | None = None,
            snapshot_every: float = SNAPSHOT_EVERY_S,
-           memory_limit: str | None = None) -> ProjectionReport:
+           memory_limit: str | None = None, publish_alerts: bool = True) -> ProjectionReport:
     """Project `log` into `db_path` until SIGINT/SIGTERM (or `stop_event` is set), publishing a
     read-only copy for other processes (module docstring); return the totals of the whole run.
     A LogError while the log is unreachable (a broker restart) is logged and retried with
@@ -156,7 +156,7 @@ def follow(log: EventLog, db_path: str | Path, *,
             publisher = Publisher(con, path, snapshot_every)
             publisher.publish()  # readers need a copy from the moment the file is locked
             follower = Follower(con, log, flag=flag, poll_interval=poll_interval,
-                                publisher=publisher,
+                                publisher=publisher, publish_alerts=publish_alerts,
                                 on_commit=(lambda c: progress(sum(c.positions.values())))
                                 if progress is not None else None)
             report = follower.run()
@@ -204,8 +204,9 @@ class Follower:
                  on_commit: Callable[[Commit], None] | None = None,
                  on_round: Callable[[Commit], None] | None = None,
                  on_error: Callable[[str | None], None] | None = None,
-                 publisher: Publisher | None = None) -> None:
+                 publisher: Publisher | None = None, publish_alerts: bool = True) -> None:
         self.con = con
+        self.publish_alerts = publish_alerts
         self.log = log
         self.flag = flag or _StopFlag(stop_event)
         self.poll_interval = poll_interval
@@ -249,7 +250,8 @@ class Follower:
             try:
                 ends = log.end_offsets()
                 if ends != projected:
-                    projected = project(log, con, progress=on_batch).positions
+                    projected = project(log, con, progress=on_batch,
+                                        publish_alerts=self.publish_alerts).positions
                 failures = 0
             except _Stopped:
                 break

@@ -30,6 +30,12 @@ def project_cmd(
                      help="DuckDB's memory while projecting, e.g. 2GB [default: 512MB]; "
                           "beyond it DuckDB spills to <db>.tmp."),
     ] = None,
+    alerts: Annotated[
+        bool, typer.Option("--alerts/--no-alerts",
+                           help="Publish new alerts to the sink beside the log (alerts.jsonl, "
+                                "or the Kafka alert topic). One store per log publishes: "
+                                "rebuild into a second store with --no-alerts.")
+    ] = True,
     format: SummaryOpt = Summary.table,
     log_level: LogLevelOpt = LogLevel.warning,
     log_format: LogFormatOpt = LogFormat.text,
@@ -38,6 +44,9 @@ def project_cmd(
     --follow, --log-level info logs one line per committed batch (records and lag).
 
     Example: pitlog project --db pitlog-data/pitlog.duckdb --memory-limit 2GB
+
+    Example (a second store of the same log, which must not publish): pitlog project --db
+    rebuild.duckdb --no-alerts
     """
     path = db_path(db)
 
@@ -53,10 +62,11 @@ def project_cmd(
             if follow:
                 setup_logging(log_level, log_format)
                 report = follow_log(event_log, path, progress=update,
-                                    memory_limit=memory_limit)
+                                    memory_limit=memory_limit, publish_alerts=alerts)
             else:
                 report = project(event_log, path, progress=update, memory_limit=memory_limit,
-                                 anomaly_progress=phase(task, "storing anomaly rows"))
+                                 anomaly_progress=phase(task, "storing anomaly rows"),
+                                 publish_alerts=alerts)
     row = report.as_row()
     # The whole run, the anomaly rows' phase included (`seconds` is the events' phase alone).
     whole = time.perf_counter() - started

@@ -4,9 +4,10 @@ principle 8). Each backend provides its own (`EventLog.alert_sink`): the embedde
 (events/log/kafka/alerts.py).
 
 An alert is a dict with the fields of schemas/alerts/Alert.v1.avsc (times as aware datetimes).
-A sink appends alerts durably, in alert_seq order, and tells the greatest alert_seq it holds
-(`last_seq`), so a publisher killed between appending and recording its cursor does not append
-the same alerts again (projections/alerts.py, publish_pending).
+A sink appends alerts durably, in alert_seq order, and tells the last alert it holds (`last`:
+its alert_seq and alert_id), so a publisher killed between appending and recording its cursor
+does not append the same alerts again, and a store that did not raise them does not publish
+after them (projections/alerts.py, publish_pending).
 """
 
 from __future__ import annotations
@@ -23,5 +24,5 @@ class AlertSink(Protocol):
     name: str
 
     def append(self, alerts: Sequence[Alert]) -> None: ...
-    def last_seq(self) -> int: ...
+    def last(self) -> tuple[int, str | None]: ...  # (alert_seq, alert_id); (0, None) if empty
     def close(self) -> None: ...

@@ -4,12 +4,14 @@ embedded log and on the Kafka alert topic, read back the way a foreign consumer 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
 import pytest
+from cli_support import run
 from kafka import KafkaProducer
 from kafka.errors import KafkaError
 from kafka_support import read_alerts
@@ -17,7 +19,9 @@ from kafka_support import read_alerts
 from events.errors import LogError
 from events.log.alerts import Alert, AlertSink
 from events.log.embedded.alerts import EmbeddedAlertLog
+from events.log.embedded.log import EmbeddedLog
 from events.log.kafka.alerts import KafkaAlertTopic, encode
+from events.simulation.simulator import SimConfig, simulate
 from projections.alerts import create_tables, publish_pending
 
 AT = datetime(2026, 12, 1, 21, 14, 5, tzinfo=UTC)
@@ -56,8 +60,8 @@ class LostReply:
             self.failed = True
             raise LogError("the reply was lost")
 
-    def last_seq(self) -> int:
-        return self.sink.last_seq()
+    def last(self) -> tuple[int, str | None]:
+        return self.sink.last()
 
     def close(self) -> None:
         self.sink.close()
@@ -125,7 +129,7 @@ def test_a_killed_publishers_open_transaction_is_aborted_and_its_late_request_re
     killed.flush()
     restarted = KafkaAlertTopic(bootstrap, topic)
     try:
-        assert restarted.last_seq() == 3  # the open transaction was aborted when it fenced
+        assert restarted.last()[0] == 3  # the open transaction was aborted when it fenced
         late = killed.send(topic, key=b"T2", value=encode(alert(5)), partition=0)
         with pytest.raises(KafkaError):
             late.get(timeout=30)
@@ -138,3 +142,39 @@ def test_a_killed_publishers_open_transaction_is_aborted_and_its_late_request_re
             killed.close(timeout=0)
         except KafkaError:
             pass
+
+
+def test_a_second_store_does_not_publish_after_the_first_ones_alerts(
+        sink_and_reader: tuple[Callable[[], AlertSink], Callable[[], list[int]]]) -> None:
+    make, read = sink_and_reader
+    with duckdb.connect() as first:
+        create_tables(first)
+        raise_in_db(first, range(1, 6))
+        assert publish_pending(first, make()) == 5
+    with duckdb.connect() as empty:  # a rebuild into a new store, or a store older than the sink
+        create_tables(empty)
+        with pytest.raises(LogError, match=r"ends with alert 5 \(A0+5\), which this store has "
+                                           r"not raised: another store publishes"):
+            publish_pending(empty, make())
+    with duckdb.connect() as other:  # the same seqs, other alerts: numbered by another store
+        create_tables(other)
+        raise_in_db(other, range(1, 9))
+        other.execute("UPDATE alerts SET alert_id = 'B' || alert_id")
+        with pytest.raises(LogError, match=r"which this store raised as BA0+5"):
+            publish_pending(other, make())
+    assert read() == [1, 2, 3, 4, 5]  # neither skipped nor repeated into the sink
+
+
+def test_project_no_alerts_leaves_the_sink_to_the_store_that_publishes(tmp_path: Path) -> None:
+    log = EmbeddedLog(tmp_path / "log")
+    simulate(log, SimConfig(seed=3, tables=2, rounds=30, irregularities=0.2))
+    log.close()
+    uri = f"file://{tmp_path / 'log'}"
+    assert run("project", "--log", uri, "--db", str(tmp_path / "a.duckdb")).returncode == 0
+    published = (tmp_path / "log" / "alerts.jsonl").read_bytes()
+    assert published.count(b"\n") > 0
+    second = run("project", "--log", uri, "--db", str(tmp_path / "b.duckdb"), "--no-alerts",
+                 "--format", "json")
+    assert second.returncode == 0, second.stderr
+    assert json.loads(second.stdout)[0]["alerts"] == published.count(b"\n")  # raised, kept
+    assert (tmp_path / "log" / "alerts.jsonl").read_bytes() == published

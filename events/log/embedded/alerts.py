@@ -71,9 +71,8 @@ class EmbeddedAlertLog:
                 if line.endswith(b"\n"):
                     yield json.loads(line)
 
-    def last_seq(self) -> int:
+    def last(self) -> tuple[int, str | None]:
         self._repair()
-        last = 0
         if self.path.exists():
             with self.path.open("rb") as f:
                 end = f.seek(0, os.SEEK_END)
@@ -81,11 +80,11 @@ class EmbeddedAlertLog:
                 lines = [ln for ln in f.read().split(b"\n") if ln.strip()]
             for ln in reversed(lines):
                 try:
-                    last = int(json.loads(ln)["alert_seq"])
-                    break
+                    alert = json.loads(ln)
+                    return int(alert["alert_seq"]), str(alert["alert_id"])
                 except (ValueError, KeyError):
                     continue  # the first, partial line of the window
-        return last
+        return 0, None
 
     def close(self) -> None:
         pass

@@ -4,14 +4,14 @@ schemas/alerts/Alert.v1.avsc (fastavro.schemaless_writer): a consumer the projec
 reads it with that file and fastavro.schemaless_reader, with ``isolation_level="read_committed"``.
 
 Exactly once across kills: each publish is one transaction under one transactional.id per alert
-topic (``pitlog.<alert topic>``). A publisher that starts (`last_seq`, or the first `append`)
-calls init_transactions first, which fences the publisher before it: the broker aborts that
-one's open transaction and refuses any request of it still on its way (its epoch is old). So the
-committed tail it then reads is final, and the publisher continues after it. A plain producer
-could not promise that: a killed publisher's last request may reach the log after the new one
-has read the tail, and its alerts would be published twice. A publish that fails part-way
-(broker down, a timeout) drops its producer; the next publish re-opens, fences, and re-reads
-the tail (projections/alerts.py, publish_pending), so what landed is not sent again.
+topic (``pitlog.<alert topic>``). A publisher that starts (`last`, or the first `append`) calls
+init_transactions first, which fences the publisher before it: the broker aborts that one's
+open transaction and refuses any request of it still on its way (its epoch is old). So the
+committed tail it then reads (`last`) is final, and the publisher continues after it. A plain
+producer could not promise that: a killed publisher's last request may reach the log after the
+new one has read the tail, and its alerts would be published twice. A publish that fails
+part-way (broker down, a timeout) drops its producer; the next publish re-opens, fences, and
+re-reads the tail (projections/alerts.py, publish_pending), so what landed is not sent again.
 """
 
 from __future__ import annotations
@@ -117,9 +117,9 @@ class KafkaAlertTopic:
             raise LogError(f"cannot publish alerts to {self.topic}: {exc}; they stay in the "
                            f"outbox and are published on the next batch") from exc
 
-    def last_seq(self) -> int:
-        """The alert_seq of the topic's last committed record (0 when empty), read after
-        fencing any earlier publisher (module docstring)."""
+    def last(self) -> tuple[int, str | None]:
+        """alert_seq and alert_id of the topic's last committed record ((0, None) when empty),
+        read after fencing any earlier publisher (module docstring)."""
         self._opened()
         tp = TopicPartition(self.topic, 0)
         consumer = KafkaConsumer(bootstrap_servers=self.bootstrap.split(","), group_id=None,
@@ -133,9 +133,10 @@ class KafkaAlertTopic:
                 start = max(0, end - back)
                 last = self._last_record(consumer, tp, start, end)
                 if last is not None:
-                    return int(decode(last)["alert_seq"])
+                    alert = decode(last)
+                    return int(alert["alert_seq"]), str(alert["alert_id"])
                 if start == 0:
-                    return 0
+                    return 0, None
                 back *= 8
         except KafkaError as exc:
             raise LogError(f"cannot read the last alert of {self.topic}: {exc}; is the "
