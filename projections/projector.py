@@ -205,15 +205,19 @@ def _project_batches(con: duckdb.DuckDBPyConnection, log: EventLog, loader: _Bat
         nonlocal report
         projected, quarantined, after = loader.load(batch)
         start.update(after)
-        if publisher is not None:
-            publisher()
         report = replace(report, events=report.events + projected,
                          alerts=report.alerts + loader.raised,
                          quarantined=report.quarantined + quarantined,
                          batches=report.batches + 1, positions={**report.positions, **after},
                          seconds=time.perf_counter() - started)
-        if progress is not None:
-            progress(report.done)
+        # Progress first: readers see the commit at once, and `pitlog serve` counts it in its
+        # metrics and /health here; publishing (an fsync, a Kafka transaction) comes after.
+        try:
+            if progress is not None:
+                progress(report.done)
+        finally:  # also when progress stops the run (a follower told to stop)
+            if publisher is not None:
+                publisher()
 
     # The log hands over one partition at a time; its batches are gathered up to batch_size
     # before a load, so a live poll that finds a few records in every partition commits them
