@@ -59,8 +59,17 @@ def _snapshot_identity(db: Path) -> tuple[int, int] | None:
     return st.st_ino, st.st_mtime_ns
 
 
+# The idle timeout of the followers and the producer (the log's timeout_s, 120 s by default):
+# the test broker (512 MB heap) stalled past 120 s once in CI while 100k events streamed in, and
+# a restarted follower's first read then ended it ("no records from topic ... is the broker
+# up?"). A stall that long still fails the test, with that message.
+IDLE_S = 300
+
+
 def _wait_for_progress(db: Path, *, beyond: int, follower: subprocess.Popen[bytes],
-                       err_log: Path, timeout_s: float = 300.0) -> int:
+                       err_log: Path, timeout_s: float = IDLE_S + 120.0) -> int:
+    """The follower's committed progress, once past `beyond`. Waits longer than the
+    follower's own idle timeout, so that a stalled read fails with the follower's message."""
     deadline = time.monotonic() + timeout_s
     while (done := _snapshot_progress(db)) <= beyond:
         assert follower.poll() is None, f"follower exited: {err_log.read_text()}"
@@ -78,10 +87,12 @@ def _start_follower(uri: str, db: Path, log_file: Path) -> subprocess.Popen[byte
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # a hang guard above the waits' own limits (IDLE_S), not a timing
 def test_projector_killed_at_random_points_ends_with_the_views_of_an_uninterrupted_run(
         kafka_uri: str, tmp_path: Path) -> None:
     # ~100k events (8 tables x 760 rounds), simulated straight into Kafka while it is followed.
     config = SimConfig(seed=2027, tables=8, rounds=760, irregularities=0.01)
+    patient = f"{kafka_uri}?timeout_s={IDLE_S}"  # the same log (its uri has no query)
     db, err_log = tmp_path / "followed.duckdb", tmp_path / "follower.err"
     with KafkaLog.from_uri(kafka_uri, partitions=4):
         pass  # create the topic first, so the follower never sees it missing
@@ -92,11 +103,11 @@ def test_projector_killed_at_random_points_ends_with_the_views_of_an_uninterrupt
         # Two tables at a time, the next two once the follower was killed again: every kill but
         # the last hits a stream still arriving, however fast the broker takes it. Each table is
         # its own seeded stream, so the topic holds what one simulate() of all 8 would record.
-        with open_log(kafka_uri) as log:
+        with open_log(patient) as log:
             events = 0
             for n in range(0, config.tables, 2):
                 if n:
-                    killed.acquire(timeout=120)
+                    killed.acquire(timeout=IDLE_S + 120)
                 events += simulate(log, config, only=[n, n + 1]).events
             simulated["events"] = events
 
@@ -105,7 +116,7 @@ def test_projector_killed_at_random_points_ends_with_the_views_of_an_uninterrupt
     rng = random.Random(3)  # the kill points are random, but the same on every run
     kills: list[int] = []  # the snapshot's progress at each kill
     streaming: list[bool] = []  # whether events were still arriving at each kill
-    follower = _start_follower(kafka_uri, db, err_log)
+    follower = _start_follower(patient, db, err_log)
     try:
         while len(kills) < 4:
             # Kill only once this run has committed (and published) something of its own, then
@@ -122,11 +133,11 @@ def test_projector_killed_at_random_points_ends_with_the_views_of_an_uninterrupt
             kills.append(_snapshot_progress(db))
             killed.release()
             killed_at = _snapshot_identity(db)
-            follower = _start_follower(kafka_uri, db, err_log)
+            follower = _start_follower(patient, db, err_log)
         # The last follower has its signal handlers once it publishes its first snapshot (it
         # installs them before opening the database); a SIGTERM during its start-up would end
         # it the default way, with nothing of its own to finish.
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + IDLE_S + 60
         while _snapshot_identity(db) == killed_at:
             assert time.monotonic() < deadline, "the restarted follower never published"
             assert follower.poll() is None, err_log.read_text()
@@ -137,12 +148,12 @@ def test_projector_killed_at_random_points_ends_with_the_views_of_an_uninterrupt
         assert shoes.returncode == 0, shoes.stderr.decode()
         assert {row["table_id"] for row in json.loads(shoes.stdout)} <= \
             {f"T{i:02d}" for i in range(1, 9)}
-        producer.join(timeout=300)
+        producer.join(timeout=IDLE_S + 120)
         assert not producer.is_alive()
         total = simulated["events"]
         assert total >= 100_000
-        deadline = time.monotonic() + 120
-        while _snapshot_progress(db) < total:  # the snapshot lags at most a few seconds
+        deadline = time.monotonic() + IDLE_S + 120
+        while _snapshot_progress(db) < total:  # the snapshot lags a few seconds, or a stall
             assert time.monotonic() < deadline, f"follower stuck at {_snapshot_progress(db)}"
             assert follower.poll() is None, err_log.read_text()
             time.sleep(0.5)
