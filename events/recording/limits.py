@@ -18,6 +18,13 @@ Why these bounds:
 - Strings are at most MAX_TEXT_CHARS characters (ids at most MAX_ID_CHARS), so one event stays
   small and a table cell stays readable.
 - A device line's JSON nests at most MAX_JSON_DEPTH deep (a card list inside a line is 3).
+- A shoe holds MIN_DECKS..MAX_DECKS decks (CardsLoaded.decks). The rules set the floor,
+  13:69F-6.1(a): "Red dog shall be played with at least one deck of cards"; none given sets a
+  ceiling (13:47-20.31(a)2's one deck at casino nights is judged, TOO_MANY_DECKS, not refused).
+  The ceiling is what pitlog supports (simulate --decks and theo --decks take the same 1..8): the
+  read side's exact probabilities are over N(N-1)(N-2) for N = 52 * decks cards, and a count of
+  a million decks already overflows them (anomalies, reconcile and report failed), while a
+  count below one has no card to deal (report refused it).
 """
 
 from __future__ import annotations
@@ -40,6 +47,8 @@ MIN_TIME_US, MAX_TIME_US = codec.micros(MIN_TIME), codec.micros(MAX_TIME)  # the
 MAX_TEXT_CHARS = 1024
 MAX_ID_CHARS = 128
 MAX_JSON_DEPTH = 16
+MIN_DECKS = 1  # 13:69F-6.1(a): "at least one deck of cards"
+MAX_DECKS = 8  # what pitlog supports (module doc); no rule given sets a ceiling
 
 _ODDS_FIELDS = frozenset({"odds", "pays_spread_1", "pays_spread_2", "pays_spread_3",
                           "pays_spread_4_to_11", "pays_three_of_a_kind"})
@@ -92,6 +101,8 @@ def _plan(cls: type) -> tuple[tuple[str, str], ...]:
             plan.append((f.name, "amount"))
         elif f.name in _ODDS_FIELDS:
             plan.append((f.name, "odds"))
+        elif f.name == "decks":
+            plan.append((f.name, "decks"))
         elif str in (hints[f.name], *typing.get_args(hints[f.name])):
             plan.append((f.name, "text"))
     return tuple(plan)
@@ -111,6 +122,11 @@ def check_event(event: model.DomainEvent) -> None:
         elif kind == "odds":
             if not 0 <= value <= MAX_ODDS:
                 raise ValueLimitError(name, f"field '{name}' is {value}, outside 0..{MAX_ODDS}")
+        elif kind == "decks":
+            if not MIN_DECKS <= value <= MAX_DECKS:
+                raise ValueLimitError(name, f"field '{name}' is {value}, outside {MIN_DECKS}.."
+                                            f"{MAX_DECKS}: send the number of full decks "
+                                            f"placed in the shoe")
         else:
             check_text(name, value)
 

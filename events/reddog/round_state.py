@@ -248,7 +248,18 @@ def evolve(state: RoundState, event: DomainEvent,
                                     max(state.latest, at), *_REST(state)))
 
 
-_FIELDS = [f.name for f in fields(RoundState)]
-if _FIELDS[:3] != ["events", "now", "latest"]:  # evolve passes these three first
-    raise TypeError(f"RoundState's first fields changed: {_FIELDS[:3]}; update evolve")
-_REST = attrgetter(*_FIELDS[3:])
+def _positional_fields(cls: type) -> list[str]:
+    """The fields evolve's positional copy passes, in order: the class's fields, which must be
+    exactly its constructor's parameters in the same order (no InitVar, init=False or kw_only
+    field that would shift a value into its neighbour's place), the first three evolve's."""
+    names = [f.name for f in fields(cls)]
+    code = cls.__init__.__code__  # type: ignore[misc]  # the dataclass's generated __init__
+    if list(code.co_varnames[1:code.co_argcount]) != names or code.co_kwonlyargcount:
+        raise TypeError(f"{cls.__name__}'s constructor does not take its fields {names} in "
+                        f"order; update evolve")
+    if names[:3] != ["events", "now", "latest"]:  # evolve passes these three first
+        raise TypeError(f"{cls.__name__}'s first fields changed: {names[:3]}; update evolve")
+    return names
+
+
+_REST = attrgetter(*_positional_fields(RoundState)[3:])

@@ -29,9 +29,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -42,6 +39,7 @@ from events.wire import codec
 from events.wire.avro_writer import long_bytes
 from events.wire.batch_decode import BatchDecoder, BatchResult, _validate
 from events.wire.batch_plan import Op, Plan
+from events.wire.quiet_call import quiet_call
 
 _NONCE = os.urandom(16)
 _END = "_pitlog_end"
@@ -150,8 +148,8 @@ class NativeDecoder:
             data = b"".join((header, long_bytes(len(rows)), long_bytes(at[g + 1] - at[g]),
                              framed[-1][at[g]:at[g + 1]], _NONCE))
             try:
-                with _quiet_stderr():
-                    table = pl.read_avro(io.BytesIO(data)).to_arrow()
+                # On a thread of its own whose stderr alone is /dev/null (quiet_call's doc).
+                table = quiet_call(pl.read_avro, io.BytesIO(data)).to_arrow()
                 ok, columns = _columns(plan, table)
             except (KeyboardInterrupt, SystemExit):
                 raise
@@ -198,23 +196,6 @@ class NativeDecoder:
         if not np.array_equal(order, np.arange(len(order))):
             table = table.take(pa.array(order))
         return BatchResult(table.combine_chunks(), fast[order], bad, native)
-
-
-@contextmanager
-def _quiet_stderr() -> Iterator[None]:
-    """File descriptor 2 closed to the reader's panic message while it runs: hostile bytes can
-    make polars panic (caught above), and Rust prints the panic before Python sees it; the
-    user sees the projector's own quarantine reason instead, never a Rust backtrace."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    null = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(null, 2)
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(null)
 
 
 def _frame(buf: bytes, start: Array, end: Array, group: Array, whole: Array

@@ -47,9 +47,10 @@ rack_check AS (
 -- by the time its shoe is closed it must be racked, beyond the cards of the round whose
 -- CardsRacked holds it (rack_copies: a round's racked copies over its dealt ones) or in a
 -- CardsRacked with no round. The cards dealt are sql/macros.sql's is_dealt_card, each card's
--- neighbours the cards before and after it with no round in its shoe (burns aside), in game
--- order: a card drawn in error and then drawn (the same card, (g)2) is one card, and a card
--- found face up then drawn to the rack is racked as found ((g)1).
+-- neighbours the cards out before and after it with no round in its shoe, burns included (as
+-- round_cards and the shoes' cards_out read them), in game order: a card drawn in error and then
+-- drawn (the same card, (g)2) is one card, and a card found face up then drawn to the rack is
+-- racked as found ((g)1); with a burn out between them they are two cards.
 loose_cards AS (
     SELECT table_id, shoe_id, rank, suit, seq,
            row_number() OVER (PARTITION BY table_id, shoe_id, rank, suit ORDER BY seq) AS copy_no
@@ -57,7 +58,7 @@ loose_cards AS (
           FROM (SELECT *, {'type': event_type, 'rank': rank, 'suit': suit, 'dest': destination}
                               AS this_card
                 FROM card_events_of(NULL, NULL, NULL, NULL)  -- each card once (sql/macros.sql)
-                WHERE round_no IS NULL AND shoe_id IS NOT NULL AND event_type <> 'CardBurned')
+                WHERE round_no IS NULL AND shoe_id IS NOT NULL)
           WINDOW w AS (PARTITION BY table_id, shoe_id ORDER BY occurred_at, seq, log_offset))
     WHERE is_dealt_card(card_before, this_card, card_after)
 ),

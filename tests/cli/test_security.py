@@ -258,6 +258,11 @@ def _wager(seq: int, amount: object, **over: object) -> dict[str, object]:
     return line
 
 
+def _shoe_loaded(decks: int, seq: int = 2) -> dict[str, object]:
+    return {"type": "CardsLoaded", "table": "T09", "shoe": f"T09-S{seq:04d}", "seq": seq,
+            "at": "2026-11-28T22:00:01Z", "actor": "SHOE-9", "decks": decks}
+
+
 def _ingest_lines(tmp_path: Path, lines: list[str]) -> tuple[object, list[object], object]:
     import io
 
@@ -291,6 +296,11 @@ BAD_VALUES = [
       "at": "2026-11-28T22:00:01Z", "actor": "TERM-9", "seat": 1, "area": 1,
       "wager_kind": "ORIGINAL", "outcome": "WON", "amount_cents": 500, "odds": 2**31 - 1},
      "field 'odds' is 2147483647, outside 0..10000"),
+    # limits.MAX_DECKS + 1, below MIN_DECKS, and the largest Avro int (a million decks already
+    # overflowed the exact probabilities of anomalies, reconcile and report)
+    (_shoe_loaded(9), "field 'decks' is 9, outside 1..8: send the number of full decks"),
+    (_shoe_loaded(0), "field 'decks' is 0, outside 1..8"),
+    (_shoe_loaded(2**31 - 1), "field 'decks' is 2147483647, outside 1..8"),
 ]
 
 
@@ -309,6 +319,20 @@ def test_values_out_of_range_are_quarantined_and_the_rest_recorded(
     assert sorted(amounts) == [500, 700]
     (entry,) = [json.loads(x) for x in (tmp_path / "q.jsonl").read_text().splitlines()]
     assert entry["line"] == 2 and reason in entry["reason"] and json.loads(entry["raw"]) == line
+
+
+def test_a_shoe_of_one_and_of_max_decks_is_recorded(tmp_path: Path) -> None:
+    """The bounds themselves are accepted (limits.MIN_DECKS, MAX_DECKS), on ingest."""
+    import json
+
+    from events.recording.limits import MAX_DECKS, MIN_DECKS
+    from events.wire import codec
+
+    lines = [json.dumps(_shoe_loaded(MIN_DECKS, 1)), json.dumps(_shoe_loaded(MAX_DECKS, 2))]
+    report, bad, log = _ingest_lines(tmp_path, lines)
+    assert (report.recorded, report.rejected, bad) == (2, 0, [])  # type: ignore[attr-defined]
+    decks = [codec.decode(r.value).event.decks for b in log.read() for r in b]  # type: ignore[attr-defined]
+    assert sorted(decks) == [1, 8]
 
 
 @pytest.mark.parametrize("depth", [17, 5000, 30_000])
@@ -355,6 +379,8 @@ def test_the_recorder_refuses_them_for_every_writer(tmp_path: Path) -> None:
         (model.WagerPlaced(seat=1, area=1, player_id="P1", amount_cents=-1), {}),
         (model.WagerChanged(seat=1, area=1, amount_cents=-5), {}),
         (model.TableOpened(profile="nj-casino", max_wager_cents=-1), {}),
+        (model.CardsLoaded(decks=9), {}),
+        (model.CardsLoaded(decks=0), {}),
         (model.WagerPlaced(seat=1, area=1, player_id="P1", amount_cents=1),
          {"occurred_at": datetime(1, 1, 1, tzinfo=UTC)}),
         (model.WagerPlaced(seat=1, area=1, player_id="P1", amount_cents=1),
@@ -370,16 +396,19 @@ def test_the_recorder_refuses_them_for_every_writer(tmp_path: Path) -> None:
 
 
 def test_the_read_side_handles_the_extremes_that_are_accepted(tmp_path: Path) -> None:
-    """Every amount at MAX_AMOUNT_CENTS, odds at MAX_ODDS, times at both ends of the range:
-    recorded, projected, and every money command still answers (no INT64 overflow)."""
+    """Every amount at MAX_AMOUNT_CENTS, odds at MAX_ODDS, the shoe at MAX_DECKS, times at both
+    ends of the range: recorded, projected, and every money command still answers (no INT64
+    overflow)."""
     import json
 
-    from events.recording.limits import MAX_AMOUNT_CENTS, MAX_ODDS
+    from events.recording.limits import MAX_AMOUNT_CENTS, MAX_DECKS, MAX_ODDS
 
     out = []
     for i, text in enumerate((REPO / "examples" / "devices.jsonl").read_text().splitlines()):
         line = json.loads(text)
         line.update({k: MAX_AMOUNT_CENTS for k in line if k.endswith("_cents")})
+        if "decks" in line:
+            line["decks"] = MAX_DECKS
         if line.get("odds") is not None:
             line["odds"] = MAX_ODDS
         line["at"] = "2000-01-01T00:00:00Z" if i < 10 else "2099-12-31T23:59:59.999999Z"

@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import threading
+from typing import Any
 
 import fastavro
 import numpy as np
@@ -31,7 +34,8 @@ from test_batch_decode import (
 from test_batch_decode import messages as any_messages
 
 from events.reddog import model
-from events.wire import codec
+from events.wire import codec, quiet_call
+from events.wire.avro_writer import long_bytes
 from events.wire.batch_decode import BatchDecoder
 from events.wire.native_decode import NativeDecoder
 
@@ -205,3 +209,49 @@ def test_values_the_codec_refuses_are_refused_with_its_reasons(native: NativeDec
     assert [i for i, _ in got.bad] == [19, 20, 21, 22, 23, 24]
     assert "card rank 15 is not 2..14" in got.bad[0][1]
     assert f"round_no {2**38} is outside the Avro int range" in got.bad[4][1]
+
+
+def test_a_reader_panic_is_silenced_without_losing_another_threads_stderr(
+        native: NativeDecoder, capfd: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A length reaching past the container block makes polars panic; the panic is caught and
+    its message, which Rust prints to fd 2, is not shown. Meanwhile another thread writes to
+    stderr (as `pitlog serve`'s threads do): its line must arrive. Silencing by pointing the
+    process's fd 2 at /dev/null for the read dropped it. The other thread is made to write
+    while the reader runs by a wrapper around polars.read_avro (polars itself still reads)."""
+    import polars
+
+    if not quiet_call._worker()[1]:
+        pytest.skip("no unshare(CLONE_FILES) here: a panic's message is shown (quiet_call)")
+    go, written, seen = threading.Event(), threading.Event(), []
+
+    def other_thread() -> None:
+        go.wait(30)
+        os.write(2, b"a line from another thread\n")
+        written.set()
+
+    real = polars.read_avro
+
+    def read_avro(source: Any) -> Any:
+        go.set()
+        written.wait(30)
+        try:
+            return real(source)
+        except BaseException as exc:
+            seen.append(type(exc).__name__)
+            raise
+
+    monkeypatch.setattr(polars, "read_avro", read_avro)
+    writer = threading.Thread(target=other_thread)
+    writer.start()
+    good = [_card(seq, seq) for seq in range(1, 5)]
+    # event_id's length (36, the first byte of the body) made 10,000: past the block's end.
+    hostile = good[-1][:codec.HEADER_LEN] + long_bytes(10_000) + good[-1][codec.HEADER_LEN + 1:]
+    got = native.decode(*in_buffer([*good, hostile], [], list(range(5))))
+    writer.join(30)
+    assert seen == ["PanicException"]
+    assert [i for i, _ in got.bad] == [4]
+    assert got.rows.tolist() == [0, 1, 2, 3]
+    err = capfd.readouterr().err
+    assert "a line from another thread" in err
+    assert "panicked" not in err and "backtrace" not in err

@@ -220,3 +220,28 @@ def test_a_card_recorded_twice_shows_once_in_the_dispute_and_is_marked_in_the_re
     assert roles[s["copy"]] == ("recorded again (the event id of an earlier card event): "
                                 "one card, counted once")
     assert roles[s["left"]] is None  # the first copy: the first card, on its box
+
+
+def test_a_burn_between_a_loose_card_in_error_and_the_same_card_drawn_parts_them(
+        tmp_path: Path) -> None:
+    """Between two rounds, with no round: 5D drawn in error, a burn, then 5D drawn to the rack;
+    one 5D racked (a CardsRacked with no round). ONE CARD pairs a card drawn in error with the
+    NEXT card out of the shoe ((g)2; sql/macros.sql, as round_cards and the shoes' cards_out
+    read it): the burn came out between, so these are two physical cards (the 5D in error was
+    already out when the burn left the shoe) and only one reached the rack: CARD_UNACCOUNTED
+    for the second. Leaving burns out of a loose card's neighbours paired them as one card."""
+    pit, s = opened(tmp_path), {}
+    pit.play(1, "4S 9H 7C", {1: 1000})
+    s["error"] = pit.emit(model.CardDrawnInError(rank=5, suit=Suit.DIAMONDS))
+    s["burn"] = pit.burn("2S", BurnReason.OTHER)
+    s["drawn"] = pit.draw("5D", RACK)
+    pit.rack("5D")
+    pit.play(2, "5S JH 8C", {1: 1000})
+    s["close"] = pit.close_shoe()
+    # Two cards out with no round, the first not used (DRAWN_IN_ERROR_NOT_USED: the burn is the
+    # next card out), as every other rule already saw them; one of them unracked.
+    assert _found(pit, s) == [("CARD_OUTSIDE_ROUND", None, [s["error"]]),
+                              ("CARD_OUTSIDE_ROUND", None, [s["drawn"]]),
+                              ("CARD_UNACCOUNTED", None, [s["drawn"], s["close"]]),
+                              ("DRAWN_IN_ERROR_NOT_USED", None, [s["error"], s["burn"]])]
+    assert _ledger(pit) == {1: OK_WON, 2: OK_WON}
