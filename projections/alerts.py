@@ -83,8 +83,12 @@ def publish_pending(con: duckdb.DuckDBPyConnection, sink: AlertSink) -> int:
     cursor = int(rows[0][0]) if rows else 0
     checked = _CHECKED.setdefault(con, set())
     if sink.name not in checked:
-        # Published but not recorded (killed in between): the sink's tail says how far.
+        # Published but not recorded (killed in between): the sink's tail says how far, and
+        # the cursor is moved there at once, not at the next append (which may be batches
+        # away, and would start from the old cursor).
         cursor = max(cursor, _own_tail(con, sink))
+        if not rows or cursor != rows[0][0]:
+            _set_cursor(con, sink.name, cursor)
         checked.add(sink.name)
     published = 0
     while True:
@@ -99,8 +103,6 @@ def publish_pending(con: duckdb.DuckDBPyConnection, sink: AlertSink) -> int:
             raise
         cursor = batch[-1]["alert_seq"]
         published += len(batch)
-        _set_cursor(con, sink.name, cursor)
-    if not rows and not published:
         _set_cursor(con, sink.name, cursor)
     return published
 
@@ -158,3 +160,5 @@ class Publisher:
             publish_pending(self.con, self.sink)
         except (LogError, duckdb.Error) as exc:  # a broker down; DuckDB out of memory
             _LOG.warning("alerts not published yet: %s", exc)
+        except Exception as exc:  # noqa: BLE001 - whatever a sink does, projecting goes on
+            _LOG.warning("alerts not published yet: %s: %s", type(exc).__name__, exc)

@@ -6,6 +6,7 @@ reported as published).
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 from collections.abc import Iterator, Sequence
@@ -13,6 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from events.errors import LogError
 from events.log.alerts import Alert
 
 FILE_NAME = "alerts.jsonl"
@@ -53,11 +55,16 @@ class EmbeddedAlertLog:
         self._repaired = True
 
     def append(self, alerts: Sequence[Alert]) -> None:
+        """Append the alerts past the file's last alert_seq, under an exclusive lock: a second
+        store publishing the same alerts (the same ids and seqs) adds nothing."""
         if not alerts:
             return
         self._repair()
-        body = "".join(json.dumps(_jsonable(a), sort_keys=True) + "\n" for a in alerts)
         with self.path.open("ab") as f:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX)  # released when the file closes
+            last, _ = self.last()
+            body = "".join(json.dumps(_jsonable(a), sort_keys=True) + "\n"
+                           for a in alerts if a["alert_seq"] > last)
             f.write(body.encode())
             f.flush()
             os.fsync(f.fileno())
@@ -72,19 +79,30 @@ class EmbeddedAlertLog:
                     yield json.loads(line)
 
     def last(self) -> tuple[int, str | None]:
+        """The last alert's (alert_seq, alert_id); LogError when the last line is not an
+        alert (written by something else: publishing after it could skip or repeat)."""
         self._repair()
-        if self.path.exists():
-            with self.path.open("rb") as f:
-                end = f.seek(0, os.SEEK_END)
-                f.seek(max(0, end - 65536))
-                lines = [ln for ln in f.read().split(b"\n") if ln.strip()]
-            for ln in reversed(lines):
-                try:
-                    alert = json.loads(ln)
-                    return int(alert["alert_seq"]), str(alert["alert_id"])
-                except (ValueError, KeyError):
-                    continue  # the first, partial line of the window
-        return 0, None
+        if not self.path.exists():
+            return 0, None
+        with self.path.open("rb") as f:
+            end = f.seek(0, os.SEEK_END)
+            window = 65536
+            while True:  # widen until the last line is whole (an alert of many seqs is long)
+                start = max(0, end - window)
+                f.seek(start)
+                lines = f.read().split(b"\n")
+                whole = [ln for ln in (lines if start == 0 else lines[1:]) if ln.strip()]
+                if whole or start == 0:
+                    break
+                window *= 8
+        if not whole:
+            return 0, None
+        try:
+            alert = json.loads(whole[-1])
+            return int(alert["alert_seq"]), str(alert["alert_id"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise LogError(f"{self.path}: the last line is not an alert ({exc}); move the file "
+                           f"aside or remove that line, then publishing resumes") from exc
 
     def close(self) -> None:
         pass

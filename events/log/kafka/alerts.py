@@ -128,14 +128,23 @@ class KafkaAlertTopic:
         try:
             consumer.assign([tp])
             end = consumer.end_offsets([tp])[tp]  # read_committed: the last stable offset
+            # Retention or delete-records may have removed the head: a seek before it would
+            # jump to the end and find nothing.
+            first = consumer.beginning_offsets([tp])[tp]
             back = 16  # the tail ends in commit markers, and maybe aborted records
             while True:
-                start = max(0, end - back)
+                start = max(first, end - back)
                 last = self._last_record(consumer, tp, start, end)
                 if last is not None:
-                    alert = decode(last)
-                    return int(alert["alert_seq"]), str(alert["alert_id"])
-                if start == 0:
+                    try:
+                        alert = decode(last)
+                        return int(alert["alert_seq"]), str(alert["alert_id"])
+                    except Exception as exc:  # noqa: BLE001 - any bytes may be there
+                        raise LogError(
+                            f"the last record of {self.topic} is not an alert "
+                            f"({type(exc).__name__}: {exc}); publishing after it could skip or "
+                            f"repeat alerts: remove it (or publish to a new topic)") from exc
+                if start == first:
                     return 0, None
                 back *= 8
         except KafkaError as exc:
@@ -156,7 +165,7 @@ class KafkaAlertTopic:
                                f"{start}-{end} not served in {self.timeout_s:.0f}s; is the "
                                f"broker running?")
             for records in consumer.poll(timeout_ms=500).values():
-                last = next((r.value for r in reversed(records) if r.offset < end), last)
+                last = next((r.value or b"" for r in reversed(records) if r.offset < end), last)
         return last
 
     def close(self) -> None:
