@@ -98,9 +98,12 @@ class _WrittenOut(RuntimeParam):
         if self.kind == "path" and type(value) is str:
             # typer's adapter: Path(value) through pydantic, then coerce_cli_path's checks,
             # which name the file as it was typed: checked as the str, made a Path after.
-            checked = coerce_cli_path(value, self.parameter_info, path_type=str,
-                                      param=param, ctx=ctx)
-            return self.annotation(checked)
+            try:  # a ValueError (a NUL in the name) is pydantic's message: typer's says it
+                checked = coerce_cli_path(value, self.parameter_info, path_type=str,
+                                          param=param, ctx=ctx)
+                return self.annotation(checked)
+            except ValueError:
+                pass
         if not self.typers:  # typer's own conversion (a pydantic TypeAdapter), built once
             self.typers.append(build_runtime_param(self.descriptor))
         return self.typers[0]._coerce_value(value, param, ctx)
