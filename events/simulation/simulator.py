@@ -160,7 +160,12 @@ class TableSim:
         self.burn_owed = True  # 13:69F-6.9: not at an nj-casino reshuffling shoe
         self.reshuffle_now = False  # set when a round ends the shoe early (a jam, the cut card)
         self.round_no: int | None = None  # the round in play, None between rounds
-        self.round_state = RoundState()  # the fold of the round's events (round_state.evolve)
+        # The fold of the round's events (round_state.evolve), made when it is read: only
+        # play_cards reads it, after the second card, so the events after that (the third
+        # card, raises, settlements, the rack: most of a round) are never folded (issue 19,
+        # item 3). The same fold, in the same order, as folding each event when emitted.
+        self._folded = RoundState()
+        self._unfolded: list[model.DomainEvent] = []
         self.round_count = 0  # rounds dealt from the current shoe
         self.rounds_played = 0
         self.dealer_no = 0
@@ -188,7 +193,19 @@ class TableSim:
             self.round_no, _DELAY_MIN + delay, uuid4_text(rng.getrandbits(128)),
             self.inject.tamper_next(self, event)))
         if self.round_no is not None:
-            self.round_state = evolve(self.round_state, event)
+            self._unfolded.append(event)
+
+    @property
+    def round_state(self) -> RoundState:
+        state = self._folded
+        for event in self._unfolded:
+            state = evolve(state, event)
+        self._folded, self._unfolded = state, []
+        return state
+
+    @round_state.setter
+    def round_state(self, state: RoundState) -> None:
+        self._folded, self._unfolded = state, []
 
     def draw(self) -> Card:
         return self.shoe.pop()
