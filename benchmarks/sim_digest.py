@@ -19,6 +19,21 @@ from events.log.embedded.log import EmbeddedLog
 from events.simulation.simulator import SimConfig, simulate
 
 
+def digest(seed: int, tables: int, rounds: int, rate: float) -> tuple[str, dict[str, str]]:
+    """One evening's entry: its name (with the count of events) and its files' SHA-256s.
+    tests/events/test_simulator_digest.py checks one against results_issue19_sim_digest.json."""
+    folder = Path(tempfile.mkdtemp(prefix="pitlog-simdigest-"))
+    try:
+        with EmbeddedLog(folder / "log", partitions=4) as log:
+            events = simulate(log, SimConfig(seed=seed, tables=tables, rounds=rounds,
+                                             irregularities=rate)).events
+        files = sorted((folder / "log").glob("p*.*"))
+        return (f"seed {seed}, irregularities {rate}, {events} events",
+                {f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in files})
+    finally:
+        shutil.rmtree(folder)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--seeds", default="1,7,42")
@@ -26,19 +41,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=60)
     ap.add_argument("--irregularities", type=float, default=0.05)
     a = ap.parse_args()
-    out: dict[str, dict[str, str]] = {}
-    for seed in a.seeds.split(","):
-        for rate in (0.0, a.irregularities):
-            folder = Path(tempfile.mkdtemp(prefix="pitlog-simdigest-"))
-            try:
-                with EmbeddedLog(folder / "log", partitions=4) as log:
-                    events = simulate(log, SimConfig(seed=int(seed), tables=a.tables,
-                                                     rounds=a.rounds, irregularities=rate)).events
-                files = sorted((folder / "log").glob("p*.*"))
-                out[f"seed {seed}, irregularities {rate}, {events} events"] = {
-                    f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in files}
-            finally:
-                shutil.rmtree(folder)
+    out = dict(digest(int(seed), a.tables, a.rounds, rate)
+               for seed in a.seeds.split(",") for rate in (0.0, a.irregularities))
     print(json.dumps(out, indent=1))
 
 

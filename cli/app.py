@@ -23,6 +23,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 from typer.models import CommandInfo
 
+from cli.lean import LeanCommand, help_drawer, lighten
 from events.errors import PitlogError
 from events.text import visible
 from projections.defaults import STORAGE_VERSION
@@ -149,6 +150,10 @@ class _LazyGroup(TyperGroup):
                     f"this installation of pitlog is incomplete, reinstall it",
                     name=f"{PACKAGE}.{entry.module}")
 
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        lighten(self, ctx)
+        return super().parse_args(ctx, args)
+
     def list_commands(self, ctx: Any) -> list[str]:
         return list(COMMANDS)
 
@@ -160,6 +165,7 @@ class _LazyGroup(TyperGroup):
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
         self._listing += 1  # the list of commands: their summaries, no module imported
+        help_drawer()
         try:
             super().format_help(ctx, formatter)
         finally:
@@ -177,7 +183,8 @@ def load(name: str) -> Any:
     """The click command of COMMANDS[name], built from its function (importing its module)."""
     entry = COMMANDS[name]
     callback = getattr(import_module(f"{PACKAGE}.{entry.module}"), entry.function)
-    info = CommandInfo(name=name, callback=callback, rich_help_panel=entry.panel)
+    info = CommandInfo(name=name, callback=callback, rich_help_panel=entry.panel,
+                       cls=LeanCommand)
     return typer.main.get_command_from_info(
         info, pretty_exceptions_short=app.pretty_exceptions_short,
         rich_markup_mode=app.rich_markup_mode)

@@ -192,7 +192,12 @@ def _earliest(mark: Order | None, now: Order) -> Order:
 def _out(state: RoundState, kind: type, card: Card, box: Box | None) -> RoundState:
     outs = list(state.outs)
     insort(outs, _Out(state.now, kind, card, box), key=lambda o: o.at)
-    return replace(state, outs=tuple(outs), draws=_draws(tuple(outs)))
+    done = tuple(outs)
+    # The constructor with every field in order (_FIELDS is checked below): dataclasses.replace
+    # cost ~3x as much, once per card of every simulated round (issue 19, item 3).
+    return RoundState(state.events, state.now, state.latest, done, _draws(done),
+                      state.announced, state.raises_closed_at, state.void_at,
+                      state.shoe_fault_at)
 
 
 @_apply.register
@@ -220,7 +225,9 @@ def _(event: Announced, state: RoundState) -> RoundState:
     closed = state.raises_closed_at
     if event.meaning is Meaning.RAISES_CLOSED:
         closed = _earliest(closed, state.now)
-    return replace(state, announced=(*state.announced, event.meaning), raises_closed_at=closed)
+    return RoundState(state.events, state.now, state.latest, state.outs, state.draws,
+                      (*state.announced, event.meaning), closed, state.void_at,
+                      state.shoe_fault_at)
 
 
 @_apply.register
@@ -244,8 +251,11 @@ def evolve(state: RoundState, event: DomainEvent,
     # One copy per event, counted here (no _apply reads `events`, and each keeps it), made by
     # the constructor with the other fields in order: dataclasses.replace costs ~1.4x as much, and
     # evolve runs once per simulated event (issue 19, item 3).
-    return _apply(event, RoundState(state.events + 1, (at, state.events),
-                                    max(state.latest, at), *_REST(state)))
+    # The handler registered for the event's own class, without singledispatch's wrapper and
+    # its cache look-up (another class, a subclass say, goes through singledispatch).
+    return _HANDLERS.get(type(event), _apply)(
+        event, RoundState(state.events + 1, (at, state.events), max(state.latest, at),
+                          *_REST(state)))
 
 
 def _positional_fields(cls: type) -> list[str]:
@@ -262,4 +272,11 @@ def _positional_fields(cls: type) -> list[str]:
     return names
 
 
-_REST = attrgetter(*_positional_fields(RoundState)[3:])
+
+_HANDLERS = _apply.registry  # a live view of what _apply.register added
+_FIELDS = _positional_fields(RoundState)
+# evolve passes the first three, _out and the Announced handler every field in this order
+if _FIELDS != ["events", "now", "latest", "outs", "draws", "announced", "raises_closed_at",
+               "void_at", "shoe_fault_at"]:
+    raise TypeError(f"RoundState's fields changed: {_FIELDS}; update evolve, _out and Announced")
+_REST = attrgetter(*_FIELDS[3:])

@@ -125,6 +125,11 @@ _UUID4_CLEAR = ~((0xF000 << 64) | (0xC000 << 48))
 _UUID4_SET = (0x4000 << 64) | (0x8000 << 48)
 
 
+# recorded_at - occurred_at: 5 to 400 ms, drawn as randrange(5_000, 400_000) draws it
+_DELAY_MIN, _DELAY_SPAN = 5_000, 400_000 - 5_000
+_DELAY_BITS = _DELAY_SPAN.bit_length()
+
+
 def uuid4_text(bits: int) -> str:
     """str(uuid.UUID(int=bits, version=4)) without the UUID object (RFC 4122 4.4: the version
     nibble 4, the variant bits 10), the same text for the same bits (a seeded evening's ids)."""
@@ -155,7 +160,12 @@ class TableSim:
         self.burn_owed = True  # 13:69F-6.9: not at an nj-casino reshuffling shoe
         self.reshuffle_now = False  # set when a round ends the shoe early (a jam, the cut card)
         self.round_no: int | None = None  # the round in play, None between rounds
-        self.round_state = RoundState()  # the fold of the round's events (round_state.evolve)
+        # The fold of the round's events (round_state.evolve), made when it is read: only
+        # play_cards reads it, after the second card, so the events after that (the third
+        # card, raises, settlements, the rack: most of a round) are never folded (issue 19,
+        # item 3). The same fold, in the same order, as folding each event when emitted.
+        self._folded = RoundState()
+        self._unfolded: list[model.DomainEvent] = []
         self.round_count = 0  # rounds dealt from the current shoe
         self.rounds_played = 0
         self.dealer_no = 0
@@ -168,15 +178,34 @@ class TableSim:
     # --- emitting -------------------------------------------------------------------------------
 
     def emit(self, event: model.DomainEvent, *, actor: str | None = None, gap: float = 1.5) -> None:
-        self.clock_us += int(self.rng.uniform(0.3, 2 * gap) * 1_000_000)
+        rng = self.rng
+        # rng.uniform(0.3, 2 * gap) and rng.randrange(5_000, 400_000), written out as random.py
+        # computes them (the same draws in the same order: the same evening for a seed,
+        # benchmarks/sim_digest.py) without their two calls each, once per simulated event
+        # (issue 19, item 3).
+        self.clock_us += int((0.3 + (2 * gap - 0.3) * rng.random()) * 1_000_000)
+        delay = rng.getrandbits(_DELAY_BITS)
+        while delay >= _DELAY_SPAN:
+            delay = rng.getrandbits(_DELAY_BITS)
         self.n += 1
         self.steps.append(Step(
             self.clock_us, self.index, self.n, event, actor or self.dealer, self.shoe_id,
-            self.round_no, self.rng.randrange(5_000, 400_000),
-            uuid4_text(self.rng.getrandbits(128)),
+            self.round_no, _DELAY_MIN + delay, uuid4_text(rng.getrandbits(128)),
             self.inject.tamper_next(self, event)))
         if self.round_no is not None:
-            self.round_state = evolve(self.round_state, event)
+            self._unfolded.append(event)
+
+    @property
+    def round_state(self) -> RoundState:
+        state = self._folded
+        for event in self._unfolded:
+            state = evolve(state, event)
+        self._folded, self._unfolded = state, []
+        return state
+
+    @round_state.setter
+    def round_state(self, state: RoundState) -> None:
+        self._folded, self._unfolded = state, []
 
     def draw(self) -> Card:
         return self.shoe.pop()

@@ -31,6 +31,9 @@ HEAVY = ("pyarrow", "numpy", "matplotlib", "starlette", "uvicorn", "events.simul
          "projections.projector", "projections.report_charts", "pandas", "polars",
          # a lookup reads the views, never the log's events: no Avro, no event model
          "fastavro", "events.reddog.model", "events.wire.codec")
+# What typer imports and pitlog's help and lookups never use (cli/lean.py)
+UNUSED = ("pydantic", "pydantic_core", "markdown_it", "rich.markdown", "rich.traceback",
+          "pygments")
 
 _RUN = """
 import json, sys
@@ -57,9 +60,9 @@ def _modules(tmp_path: Path, *args: str, env: dict[str, str] | None = None
     return set(found["modules"]), proc.stdout
 
 
-def _heavy(modules: set[str]) -> list[str]:
+def _heavy(modules: set[str], heavy: tuple[str, ...] = HEAVY) -> list[str]:
     return sorted(m for m in modules
-                  if any(m == h or m.startswith(h + ".") for h in HEAVY))
+                  if any(m == h or m.startswith(h + ".") for h in heavy))
 
 
 def _command_modules(modules: set[str]) -> list[str]:
@@ -79,6 +82,7 @@ def test_help_imports_no_command_module_no_duckdb_and_no_heavy_library(tmp_path:
     assert _command_modules(modules) == []
     assert "duckdb" not in modules  # the help queries nothing
     assert _heavy(modules) == []
+    assert _heavy(modules, UNUSED) == []
 
 
 def test_replay_help_imports_the_replay_module_alone_and_no_heavy_library(
@@ -114,6 +118,7 @@ def test_replay_imports_duckdb_but_no_heavy_library(tmp_path: Path, db: Path) ->
     assert "CardDrawn" in out and "hands in discard-rack order" in out  # it replayed the shoe
     assert "duckdb" in modules
     assert _heavy(modules) == []
+    assert _heavy(modules, UNUSED) == []
     assert _command_modules(modules) == [f"{PACKAGE}.replay"]  # not the other commands'
 
 
