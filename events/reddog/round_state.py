@@ -272,7 +272,6 @@ def _positional_fields(cls: type) -> list[str]:
     return names
 
 
-
 _HANDLERS = _apply.registry  # a live view of what _apply.register added
 _FIELDS = _positional_fields(RoundState)
 # evolve passes the first three, _out and the Announced handler every field in this order
