@@ -24,7 +24,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from kafka_support import content_digests
+from kafka_support import content_digests, read_alerts
 from repo_paths import REPO
 
 from events.errors import PitlogError
@@ -172,13 +172,23 @@ def test_projector_killed_at_random_points_ends_with_the_views_of_an_uninterrupt
     assert sum(int(p.split("=")[1]) for p in row["positions"].split()) == total
 
     reference = tmp_path / "uninterrupted.duckdb"
-    with open_log(kafka_uri) as log:
-        report = project(log, reference)
+    with open_log(kafka_uri) as log:  # a second store of the log: it must not publish
+        report = project(log, reference, publish_alerts=False)
     assert report.events == total and report.quarantined == 0
     followed, expected = content_digests(db), content_digests(reference)
     assert followed["events"][0] == total
     assert followed["checkpoints"] == expected["checkpoints"]
+    # The publisher's own state apart, the killed follower's store is the uninterrupted one.
+    assert followed.pop("alerts_outbox")[0] == 1 and expected.pop("alerts_outbox")[0] == 0
     assert followed == expected
+    # Every alert on the alert topic once, in order, across the four SIGKILLs.
+    with duckdb.connect(str(db), read_only=True) as con:
+        raised = con.execute("SELECT alert_seq, alert_id FROM alerts ORDER BY 1").fetchall()
+        ((cursor,),) = con.execute("SELECT published_seq FROM alerts_outbox").fetchall()
+    bootstrap, topic = kafka_uri.removeprefix("kafka://").split("/", 1)
+    assert raised and cursor == raised[-1][0]
+    assert [(a["alert_seq"], a["alert_id"]) for _, a in read_alerts(bootstrap, f"{topic}.alerts")
+            ] == raised
 
 
 def test_an_unreachable_broker_is_a_log_error_naming_the_address() -> None:
