@@ -7,6 +7,7 @@ Every test here uses the real broker and real DuckDB files; nothing is mocked.
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import sys
 import threading
@@ -20,6 +21,7 @@ import pytest
 from kafka_support import dedicated_broker, produce_raw, topic_for
 from repo_paths import REPO
 
+import events.log.kafka.log as kafka_log
 from events.errors import PitlogError
 from events.log.registry import open_log
 from events.recording.recorder import Recorder, scan_heads
@@ -208,3 +210,21 @@ def test_a_topic_made_anew_under_a_projected_database_is_refused(
         record_events(log, {"T01": 8}, "anew")
     with open_log(uri) as log, pytest.raises(PitlogError, match="holds another record than"):
         project(log, db)
+
+
+def test_a_read_that_seeks_its_partitions_again_at_every_idle_poll_returns_each_record_once(
+        kafka_uri: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    # The stall guard (events/log/kafka/log.py, _drain) seeks every partition still pending to
+    # where it stands when polls come back empty; made to fire at every empty poll, a read
+    # still returns each record once, in offset order per partition.
+    with open_log(kafka_uri, partitions=3) as log:
+        simulate(log, SimConfig(seed=4, tables=3, rounds=20))
+        ends = log.end_offsets()
+    monkeypatch.setattr(kafka_log, "RESEEK_AFTER_S", 0.0)
+    with open_log(kafka_uri) as log, caplog.at_level(logging.WARNING, logger="pitlog.kafka"):
+        read = [(r.partition, r.offset) for batch in log.read({}) for r in batch]
+    messages = [r.getMessage() for r in caplog.records]
+    assert sorted(read) == [(p, o) for p in sorted(ends) for o in range(ends[p])]
+    assert all(sorted(o for q, o in read if q == p) == [o for q, o in read if q == p]
+               for p in ends)
+    assert any("sought again" in m for m in messages)  # the guard did fire

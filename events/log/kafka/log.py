@@ -14,6 +14,7 @@ committed to Kafka would be a second, disagreeing truth.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -38,6 +39,10 @@ from events.log.kafka.settings import (
 from events.log.kafka.tails import SHORT_FETCH_WAIT_MS, VisibleEnds, partition_of
 
 DEFAULT_PARTITIONS = 4  # the embedded log's default too
+# A read that gets nothing this long while partitions still have records seeks them again
+# (_drain), and again each RESEEK_AFTER_S more it waits, until timeout_s gives up.
+RESEEK_AFTER_S = 15.0
+_LOG = logging.getLogger("pitlog.kafka")
 
 
 _BOOLEANS = {"true": True, "1": True, "yes": True, "on": True,
@@ -359,6 +364,7 @@ class KafkaLog(EventLog):
         buffers: dict[int, list[LogRecord]] = {p: [] for p in todo}
         pending = set(todo)
         last_progress = time.monotonic()
+        reseeks = 0
         while pending:
             try:
                 polled = consumer.poll(timeout_ms=100, max_records=max_batch)
@@ -366,7 +372,19 @@ class KafkaLog(EventLog):
                 raise LogError(f"reading topic {self.topic} failed near offsets "
                                f"{ {p: nxt[p] for p in sorted(pending)} }: {exc}") from exc
             if not polled:
-                if time.monotonic() - last_progress > self.timeout_s:
+                idle = time.monotonic() - last_progress
+                if idle > RESEEK_AFTER_S * (reseeks + 1):
+                    # kafka-python 3.0.x can stop fetching one partition while others flow
+                    # (dpkp/kafka-python#3131, #3106; CI saw one starve 120 s): a seek to where
+                    # it stands resets its fetch state. Records a raced fetch returns again are
+                    # skipped below.
+                    reseeks += 1
+                    for p in pending:
+                        consumer.seek(tps[p], nxt[p])
+                    _LOG.warning("no records from %s for %.0fs; partitions %s sought again at "
+                                 "%s", self.topic, idle, sorted(pending),
+                                 {p: nxt[p] for p in sorted(pending)})
+                if idle > self.timeout_s:
                     raise LogError(
                         f"no records from topic {self.topic} on {self.bootstrap} for "
                         f"{self.timeout_s:.0f}s while partitions {sorted(pending)} still had "
@@ -388,6 +406,7 @@ class KafkaLog(EventLog):
                         yield buf
                         buf = buffers[p] = []
                 last_progress = time.monotonic()
+                reseeks = 0
             # Transaction markers and aborted records are never returned: see how far the fetch
             # position got, so a partition that ends with a marker ends without an idle poll.
             self._skip_unreturned_offsets(consumer, tps, todo, nxt, pending)
