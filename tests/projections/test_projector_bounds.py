@@ -14,12 +14,15 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from kafka_support import produce_raw
 from repo_paths import REPO
 from store_template import new_store
 
 from events.log.embedded.log import EmbeddedLog
+from events.log.registry import open_log
 from events.recording import limits
 from events.recording.ingest import ingest
+from events.recording.recorder import Recorder
 from events.reddog import model
 from events.wire import chain, codec
 from projections import frames
@@ -159,3 +162,25 @@ def test_the_read_side_answers_after_out_of_bounds_records(
         json.loads(proc.stdout)
     report = pitlog("report", "--db", str(db), "--out", str(folder / "r.html"))
     assert report.returncode == 0, report.stderr
+
+
+@pytest.mark.kafka
+def test_a_foreign_kafka_producer_s_out_of_bounds_records_are_quarantined(
+        kafka_uri: str, kafka_broker: str, tmp_path: Path) -> None:
+    """Well-formed Avro of pitlog's schemas from a bare kafka-python producer: the bounds hold
+    on a Kafka log as on an embedded one, and the projection goes on past them."""
+    topic = kafka_uri.rsplit("/", 1)[1]
+    with open_log(kafka_uri, partitions=2) as log:
+        recorder = Recorder(log)
+        for i in range(6):
+            recorder.record("T01", model.DealerTappedIn(dealer_id=f"D{i}"), shoe_id=None,
+                            round_no=None, actor="pit", occurred_at=AT)
+        recorder.flush()
+        bad = produce_raw(kafka_broker, topic, [(t.encode(), _raw(t, f)) for t, f, _ in BAD])
+        report = project(log, new_store(tmp_path / "views.duckdb"))
+    assert (report.events, report.quarantined) == (6, len(BAD))
+    reasons = dict(((p, o), r) for p, o, r in _rows(
+        tmp_path / "views.duckdb", "SELECT log_partition, log_offset, reason FROM quarantine"))
+    assert set(reasons) == set(bad)
+    for (p, o), (_, _, says) in zip(bad, BAD, strict=True):
+        assert reasons[p, o].startswith(f"record p{p}@{o}: ") and says in reasons[p, o]
