@@ -4,8 +4,10 @@ Each batch of log records is decoded, loaded as ONE Arrow table with one INSERT,
 together with the new log position in ONE DuckDB transaction (docs/architecture.md, principle 3). A
 process
 killed at any instant therefore leaves either the whole batch and its checkpoint, or neither,
-and the next run continues from the checkpoint. Records that are not pitlog events go to the
-quarantine with their reason, in the same transaction (principle 1): never dropped, never fatal.
+and the next run continues from the checkpoint. Records that are not pitlog events, or whose
+values are outside what the Recorder accepts (projections/bounds.py, events/recording/limits.py),
+go to the quarantine with their reason, in the same transaction (principle 1): never dropped,
+never fatal.
 
 Decoding is events.wire.batch_decode: each field is read for all the batch's messages at once,
 straight into Arrow columns (principle 5: no executemany, no per-row SQL, and no dict per record);

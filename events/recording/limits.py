@@ -2,7 +2,9 @@
 
 One definition, checked by the Recorder (events/recording/recorder.py) before an event is stamped,
 so `pitlog ingest`, `pitlog simulate` and any Python caller are held to the same bounds; ingest
-quarantines a refused line with the reason and its line number. Stated in docs/integrity.md,
+quarantines a refused line with the reason and its line number. The projector checks the same
+bounds on what it reads (projections/bounds.py), so a record written around the Recorder is
+quarantined, not projected. Stated in docs/integrity.md,
 "Confidentiality and input limits".
 
 Why these bounds:
