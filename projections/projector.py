@@ -4,8 +4,10 @@ Each batch of log records is decoded, loaded as ONE Arrow table with one INSERT,
 together with the new log position in ONE DuckDB transaction (docs/architecture.md, principle 3). A
 process
 killed at any instant therefore leaves either the whole batch and its checkpoint, or neither,
-and the next run continues from the checkpoint. Records that are not pitlog events go to the
-quarantine with their reason, in the same transaction (principle 1): never dropped, never fatal.
+and the next run continues from the checkpoint. Records that are not pitlog events, or whose
+values are outside what the Recorder accepts (projections/bounds.py, events/recording/limits.py),
+go to the quarantine with their reason, in the same transaction (principle 1): never dropped,
+never fatal.
 
 Decoding is events.wire.batch_decode: each field is read for all the batch's messages at once,
 straight into Arrow columns (principle 5: no executemany, no per-row SQL, and no dict per record);
@@ -32,6 +34,7 @@ from events.log.base import EventLog, LogRecord, record_digest
 from events.wire import codec
 from events.wire.batch_decode import BatchDecoder
 from events.wire.native_decode import NativeDecoder
+from projections import bounds as _bounds
 from projections import frames as _frames
 from projections import store as _store
 from projections.alerts import Publisher
@@ -315,6 +318,7 @@ class _BatchLoader:
     def load(self, batch: Batch) -> tuple[int, int, dict[int, int]]:
         """Commit one batch; return (events, quarantined, next offset per partition)."""
         rows, bad = self.decode(batch)
+        rows, bad = self._bounded(batch, rows, bad)
         n_rows = rows.num_rows
         starts, ends, lasts = self._positions(batch)
         con = self.con
@@ -450,6 +454,22 @@ class _BatchLoader:
             "log_offset", pa.array(offsets)).append_column(
             "hash_ok", pa.array(hash_ok(batch, result.rows, result.table), pa.bool_()))
         return table, [(batch[i], reason) for i, reason in result.bad]
+
+    def _bounded(self, batch: Batch, rows: pa.Table, bad: list[tuple[LogRecord, str]]
+                 ) -> tuple[pa.Table, list[tuple[LogRecord, str]]]:
+        """The decoded rows within limits.py's bounds; the others join the refusals
+        (projections/bounds.py: a record pitlog's recorder would have refused)."""
+        rows, refused = _bounds.split(rows)
+        if refused:
+            at = {(p, o): reason for p, o, reason in refused}
+            if isinstance(batch, _frames.Frames):
+                for p, o in at:
+                    (k,) = np.nonzero((batch.partition == p) & (batch.offset == o))[0]
+                    bad.append((batch[int(k)], at[p, o]))
+            else:
+                bad.extend((rec, at[rec.partition, rec.offset]) for rec in batch
+                           if (rec.partition, rec.offset) in at)
+        return rows, bad
 
     def _quarantine_table(self, bad: list[tuple[LogRecord, str]]) -> pa.Table:
         now = datetime.now(UTC)

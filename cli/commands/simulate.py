@@ -23,6 +23,7 @@ from cli.options import (
 from cli.output import Summary, render
 from cli.progress import progress_bar
 from events.errors import PitlogError, RuleError
+from events.recording.limits import MAX_DECKS, MIN_DECKS
 from events.reddog import rules
 from events.simulation.simulator import SimConfig, simulate
 
@@ -31,7 +32,8 @@ def simulate_cmd(
     tables: Annotated[int, typer.Option(min=1, max=500, help="Number of tables.")] = 4,
     rounds: Annotated[int, typer.Option(min=1, help="Rounds per table.")] = 200,
     decks: Annotated[
-        int, typer.Option(min=1, max=8, help="Decks per shoe (casino-night tables use 1).")
+        int, typer.Option(min=MIN_DECKS, max=MAX_DECKS,  # what the recorder accepts
+                          help="Decks per shoe (casino-night tables use 1).")
     ] = 6,
     seats: Annotated[int, typer.Option(min=1, max=7, help="Seats per table.")] = 6,
     raise_from: Annotated[

@@ -2,7 +2,9 @@
 
 One definition, checked by the Recorder (events/recording/recorder.py) before an event is stamped,
 so `pitlog ingest`, `pitlog simulate` and any Python caller are held to the same bounds; ingest
-quarantines a refused line with the reason and its line number. Stated in docs/integrity.md,
+quarantines a refused line with the reason and its line number. The projector checks the same
+bounds on what it reads (projections/bounds.py), so a record written around the Recorder is
+quarantined, not projected. Stated in docs/integrity.md,
 "Confidentiality and input limits".
 
 Why these bounds:
@@ -115,20 +117,31 @@ def check_event(event: model.DomainEvent) -> None:
         plan = _PLANS[type(event)] = _plan(type(event))
     for name, kind in plan:
         value = getattr(event, name)
-        if value is None:
-            continue
-        if kind == "amount":
-            check_amount(name, value)
-        elif kind == "odds":
-            if not 0 <= value <= MAX_ODDS:
-                raise ValueLimitError(name, f"field '{name}' is {value}, outside 0..{MAX_ODDS}")
-        elif kind == "decks":
-            if not MIN_DECKS <= value <= MAX_DECKS:
-                raise ValueLimitError(name, f"field '{name}' is {value}, outside {MIN_DECKS}.."
-                                            f"{MAX_DECKS}: send the number of full decks "
-                                            f"placed in the shoe")
-        else:
-            check_text(name, value)
+        if value is not None:
+            check_field(name, kind, value)
+
+
+def check_field(name: str, kind: str, value: typing.Any) -> None:
+    """ValueLimitError unless `value` of the payload field `name`, of kind "amount", "odds",
+    "decks" or "text" (_plan), is within bounds."""
+    if kind == "amount":
+        check_amount(name, value)
+    elif kind == "odds":
+        if not 0 <= value <= MAX_ODDS:
+            raise ValueLimitError(name, f"field '{name}' is {value}, outside 0..{MAX_ODDS}")
+    elif kind == "decks":
+        if not MIN_DECKS <= value <= MAX_DECKS:
+            raise ValueLimitError(name, f"field '{name}' is {value}, outside {MIN_DECKS}.."
+                                        f"{MAX_DECKS}: send the number of full decks "
+                                        f"placed in the shoe")
+    else:
+        check_text(name, value)
+
+
+def payload_bounds() -> dict[str, str]:
+    """Every payload field with a bound, over all event types, as name -> kind: what the
+    projector checks on what it reads (projections/bounds.py), by this module's checks."""
+    return {name: kind for cls in model.EVENT_TYPES.values() for name, kind in _plan(cls)}
 
 
 def check_envelope(table_id: str, shoe_id: str | None, actor: str, event_id: str | None,

@@ -1,0 +1,188 @@
+"""The projector enforces events/recording/limits.py's bounds on what it reads (docs/integrity.md,
+"Confidentiality and input limits"): a record the Recorder would have refused, written around it
+(well-formed Avro of pitlog's schemas from a foreign producer, or older code), is quarantined with
+the field and the bound in its reason; the good records are projected, and the read side works."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import duckdb
+import pytest
+from kafka_support import produce_raw
+from repo_paths import REPO
+from store_template import new_store
+
+from events.log.embedded.log import EmbeddedLog
+from events.log.registry import open_log
+from events.recording import limits
+from events.recording.ingest import ingest
+from events.recording.recorder import Recorder
+from events.reddog import model
+from events.wire import chain, codec
+from projections import frames
+from projections.projector import project
+
+AT = datetime(2026, 11, 28, 21, 30, tzinfo=UTC)
+GOOD = model.CardsLoaded(decks=6)
+
+# (table key, what the record holds, what its quarantine reason must say): one value outside
+# each kind of bound, written with the codec only (no Recorder, so no check_event).
+BAD = [
+    ("X01", {"event": model.CardsLoaded(decks=1_000_000)},
+     f"field 'decks' is 1000000, outside {limits.MIN_DECKS}..{limits.MAX_DECKS}"),
+    ("X02", {"event": model.CardsLoaded(decks=0)},
+     f"field 'decks' is 0, outside {limits.MIN_DECKS}..{limits.MAX_DECKS}"),
+    ("X03", {"event": model.WagerPlaced(seat=1, area=1, player_id="P-1", amount_cents=2**62,
+                                        instrument=model.Instrument.CHIPS)},
+     f"field 'amount_cents' is {2**62} cents, outside 0..{limits.MAX_AMOUNT_CENTS}"),
+    ("X04", {"event": model.WagerSettled(seat=1, area=1, wager_kind=model.WagerKind.ORIGINAL,
+                                         outcome=model.SettledAs.WON, amount_cents=500,
+                                         odds=limits.MAX_ODDS + 1)},
+     f"field 'odds' is {limits.MAX_ODDS + 1}, outside 0..{limits.MAX_ODDS}"),
+    ("X05", {"event": model.DealerTappedIn(dealer_id="D" * (limits.MAX_TEXT_CHARS + 1))},
+     f"field 'dealer_id' has {limits.MAX_TEXT_CHARS + 1} characters, more than "
+     f"{limits.MAX_TEXT_CHARS}"),
+    ("X06", {"event": GOOD, "occurred_at": datetime(2150, 1, 1, tzinfo=UTC)},
+     "field 'occurred_at' is 2150-01-01T00:00:00+00:00, outside 2000-01-01 to 2100-01-01"),
+    ("X07", {"event": GOOD, "actor": "A" * (limits.MAX_ID_CHARS + 1)},
+     f"field 'actor' has {limits.MAX_ID_CHARS + 1} characters, more than {limits.MAX_ID_CHARS}"),
+    ("X08", {"event": GOOD, "actor": "SHOE\x1b[2J"}, r"the actor id 'SHOE\\x1b[2J' holds a control "
+     "character; send ids as printable text"),
+]
+# At the bounds: accepted, as the Recorder accepts them.
+EDGE = [("Y01", {"event": model.CardsLoaded(decks=limits.MAX_DECKS)}),
+        ("Y02", {"event": model.WagerPlaced(seat=1, area=1, player_id="P-1",
+                                            amount_cents=limits.MAX_AMOUNT_CENTS,
+                                            instrument=model.Instrument.CHIPS)})]
+
+
+def _raw(table: str, fields: dict[str, object]) -> bytes:
+    """One table's first record, encoded and sealed around the Recorder."""
+    env = model.Envelope(**{"event_id": f"{table}-1", "table_id": table,
+                            "shoe_id": f"{table}-S1", "round_no": None, "seq": 1,
+                            "occurred_at": AT, "recorded_at": AT, "actor": "SHOE-X",
+                            "prev_hash": model.GENESIS_HASH, **fields})  # type: ignore[arg-type]
+    return chain.seal(codec.encode(env), model.GENESIS_HASH)
+
+
+@pytest.fixture(scope="module")
+def logged(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, tuple[int, int]]]:
+    """A log of examples/devices.jsonl recorded for real, the bad and edge records among it."""
+    folder = tmp_path_factory.mktemp("bounds")
+    log = EmbeddedLog(folder / "log", partitions=2)
+    with (REPO / "examples" / "devices.jsonl").open("rb") as feed:
+        assert ingest(feed, log, source="devices", quarantine=folder / "q.jsonl").rejected == 0
+    items = [(t.encode(), _raw(t, f)) for t, f in [*((t, f) for t, f, _ in BAD), *EDGE]]
+    positions = log.append(items)
+    return folder, {t.decode(): pos for (t, _), pos in zip(items, positions, strict=True)}
+
+
+@pytest.fixture(scope="module")
+def stores(logged: tuple[Path, dict[str, tuple[int, int]]]) -> dict[bool, Path]:
+    """The log projected by each decode path (native: projections/frames.py; reference: the
+    record path, PITLOG_NATIVE_DECODE=0)."""
+    return {native: _project(logged[0], f"store-{native}", native) for native in (True, False)}
+
+
+def _project(folder: Path, name: str, native: bool) -> Path:
+    db = new_store(folder / f"{name}.duckdb")
+    before = os.environ.get(frames.ENV)
+    os.environ[frames.ENV] = "1" if native else "0"
+    try:
+        project(EmbeddedLog(folder / "log"), db)
+    finally:
+        if before is None:
+            del os.environ[frames.ENV]
+        else:
+            os.environ[frames.ENV] = before
+    return db
+
+
+def _rows(db: Path, sql: str) -> list[tuple[object, ...]]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["native", "reference"])
+def test_out_of_bounds_records_are_quarantined_with_field_and_bound(
+        logged: tuple[Path, dict[str, tuple[int, int]]], stores: dict[bool, Path],
+        native: bool) -> None:
+    where, db = logged[1], stores[native]
+    quarantined = {(p, o): reason for p, o, reason in _rows(
+        db, "SELECT log_partition, log_offset, reason FROM quarantine")}
+    assert set(quarantined) == {where[t] for t, _, _ in BAD}
+    for table, _, says in BAD:
+        p, o = where[table]
+        reason = quarantined[p, o]
+        assert reason.startswith(f"record p{p}@{o}: "), reason
+        assert says in reason, reason
+        assert "not written by pitlog's recorder" in reason and "fix the producer" in reason
+        assert "docs/integrity.md" in reason
+    # Nothing dropped: every other record projected, the edge values as written.
+    ((events,),) = _rows(db, "SELECT count(*) FROM events")
+    assert events == 21 + len(EDGE)
+    assert sorted(_rows(db, "SELECT table_id, decks, amount_cents FROM events "
+                            "WHERE table_id LIKE 'Y%'")) == [
+        ("Y01", limits.MAX_DECKS, None), ("Y02", None, limits.MAX_AMOUNT_CENTS)]
+    # The quarantine keeps the record's bytes, to replay once the producer is fixed.
+    (value,) = _rows(db, f"SELECT value FROM quarantine WHERE log_offset = {where['X01'][1]} "
+                         f"AND log_partition = {where['X01'][0]}")[0]
+    assert codec.decode(bytes(value)).event == model.CardsLoaded(decks=1_000_000)
+
+
+def test_both_decode_paths_quarantine_the_same_rows_with_the_same_reasons(
+        stores: dict[bool, Path]) -> None:
+    sql = "SELECT log_partition, log_offset, reason FROM quarantine ORDER BY ALL"
+    native, reference = stores[True], stores[False]
+    assert _rows(native, sql) == _rows(reference, sql)
+    events = "SELECT * FROM events ORDER BY log_partition, log_offset"
+    assert _rows(native, events) == _rows(reference, events)
+
+
+def test_the_read_side_answers_after_out_of_bounds_records(
+        logged: tuple[Path, dict[str, tuple[int, int]]], stores: dict[bool, Path]) -> None:
+    """Projected as is, the million decks and 2**62 cents made these commands fail."""
+    folder, db = logged[0], stores[True]
+
+    def pitlog(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "cli.app", *args], capture_output=True,
+                              text=True, cwd=REPO, timeout=300, check=False,
+                              env={**os.environ, "PYTHONPATH": str(REPO)})
+
+    for command in (["anomalies"], ["reconcile"]):
+        proc = pitlog(*command, "--db", str(db), "--format", "json")
+        assert proc.returncode in (0, 1) and "rror" not in proc.stderr, proc.stderr
+        json.loads(proc.stdout)
+    report = pitlog("report", "--db", str(db), "--out", str(folder / "r.html"))
+    assert report.returncode == 0, report.stderr
+
+
+@pytest.mark.kafka
+def test_a_foreign_kafka_producer_s_out_of_bounds_records_are_quarantined(
+        kafka_uri: str, kafka_broker: str, tmp_path: Path) -> None:
+    """Well-formed Avro of pitlog's schemas from a bare kafka-python producer: the bounds hold
+    on a Kafka log as on an embedded one, and the projection goes on past them."""
+    topic = kafka_uri.rsplit("/", 1)[1]
+    with open_log(kafka_uri, partitions=2) as log:
+        recorder = Recorder(log)
+        for i in range(6):
+            recorder.record("T01", model.DealerTappedIn(dealer_id=f"D{i}"), shoe_id=None,
+                            round_no=None, actor="pit", occurred_at=AT)
+        recorder.flush()
+        bad = produce_raw(kafka_broker, topic, [(t.encode(), _raw(t, f)) for t, f, _ in BAD])
+        report = project(log, new_store(tmp_path / "views.duckdb"))
+    assert (report.events, report.quarantined) == (6, len(BAD))
+    reasons = dict(((p, o), r) for p, o, r in _rows(
+        tmp_path / "views.duckdb", "SELECT log_partition, log_offset, reason FROM quarantine"))
+    assert set(reasons) == set(bad)
+    for (p, o), (_, _, says) in zip(bad, BAD, strict=True):
+        assert reasons[p, o].startswith(f"record p{p}@{o}: ") and says in reasons[p, o]
