@@ -228,3 +228,41 @@ def test_a_read_that_seeks_its_partitions_again_at_every_idle_poll_returns_each_
     assert all(sorted(o for q, o in read if q == p) == [o for q, o in read if q == p]
                for p in ends)
     assert any("sought again" in m for m in messages)  # the guard did fire
+
+
+class _Starved:
+    """A real consumer whose polls come back empty: kafka-python 3.0.x's stall, where a
+    partition is never fetched again whatever the seeks (CI saw it for 300 s)."""
+
+    def __init__(self, consumer: object) -> None:
+        self._consumer = consumer
+
+    def poll(self, *_: object, **__: object) -> dict:
+        return {}
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._consumer, name)
+
+
+def test_a_read_whose_consumer_starves_goes_on_with_a_new_one_and_returns_each_record_once(
+        kafka_uri: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    with open_log(kafka_uri, partitions=3) as log:
+        simulate(log, SimConfig(seed=4, tables=3, rounds=20))
+        ends = log.end_offsets()
+    monkeypatch.setattr(kafka_log, "RESEEK_AFTER_S", 0.5)
+    monkeypatch.setattr(kafka_log, "RESTART_AFTER_S", 1.0)
+    made: list[str] = []
+    new_consumer = kafka_log.KafkaLog._new_consumer
+
+    def first_starves(self: kafka_log.KafkaLog, role: str, **extra: object) -> object:
+        consumer = new_consumer(self, role, **extra)
+        made.append(role)
+        return _Starved(consumer) if made.count("reader") == 1 and role == "reader" \
+            else consumer
+
+    monkeypatch.setattr(kafka_log.KafkaLog, "_new_consumer", first_starves)
+    with open_log(kafka_uri) as log, caplog.at_level(logging.WARNING, logger="pitlog.kafka"):
+        read = [(r.partition, r.offset) for batch in log.read({}) for r in batch]
+    assert sorted(read) == [(p, o) for p in sorted(ends) for o in range(ends[p])]
+    assert made.count("reader") == 2
+    assert any("read on with a new consumer" in r.getMessage() for r in caplog.records)

@@ -42,7 +42,24 @@ DEFAULT_PARTITIONS = 4  # the embedded log's default too
 # A read that gets nothing this long while partitions still have records seeks them again
 # (_drain), and again each RESEEK_AFTER_S more it waits, until timeout_s gives up.
 RESEEK_AFTER_S = 15.0
+# ... and after this long, read() goes on with a new consumer (the stall outlived the seeks).
+RESTART_AFTER_S = 40.0
 _LOG = logging.getLogger("pitlog.kafka")
+
+
+class _Stalled(Exception):  # noqa: N818 - a signal between _drain and read, never raised out
+    """A consumer returned nothing for RESTART_AFTER_S: where each pending partition got."""
+
+    def __init__(self, at: dict[int, int], since: float) -> None:
+        super().__init__(at)
+        self.at, self.since = at, since
+
+
+def _close_quietly(consumer: KafkaConsumer) -> None:
+    try:
+        consumer.close()
+    except KafkaError as exc:  # a consumer given up on: closing it must not stop the read
+        _LOG.warning("closing a stalled consumer: %s", exc)
 
 
 _BOOLEANS = {"true": True, "1": True, "yes": True, "on": True,
@@ -341,12 +358,28 @@ class KafkaLog(EventLog):
                     f"was asked to start at {offset}: the topic was deleted and recreated; "
                     f"project into a fresh database")
         todo = {p: (start.get(p, 0), end) for p, end in ends.items() if start.get(p, 0) < end}
-        if not todo:
-            return
-        yield from self._read_ranges(self._get_consumer(), todo, max_batch)
+        since = time.monotonic()  # of the last record read, across consumers
+        while todo:
+            try:
+                yield from self._read_ranges(self._get_consumer(), todo, max_batch,
+                                             restart_after_s=RESTART_AFTER_S, since=since)
+                return
+            except _Stalled as stalled:
+                # kafka-python 3.0.x can stop fetching a partition for good (a seek does not
+                # help; dpkp/kafka-python#3131, #3106; CI saw one starve 300 s): a new consumer
+                # goes on from where this one got.
+                _LOG.warning("no records from %s for %.0fs; partitions %s read on with a new "
+                             "consumer from %s", self.topic, time.monotonic() - stalled.since,
+                             sorted(stalled.at), stalled.at)
+                todo = {p: (first, todo[p][1]) for p, first in stalled.at.items()}
+                since = stalled.since
+                consumer, self._consumer = self._consumer, None
+                if consumer is not None:
+                    _close_quietly(consumer)
 
     def _read_ranges(self, consumer: KafkaConsumer, todo: dict[int, tuple[int, int]],
-                     max_batch: int = 5000) -> Iterator[list[LogRecord]]:
+                     max_batch: int = 5000, *, restart_after_s: float | None = None,
+                     since: float | None = None) -> Iterator[list[LogRecord]]:
         """Batches of each partition's records in [first, end) of `todo`."""
         tps = {p: TopicPartition(self.topic, p) for p in todo}
         try:
@@ -356,14 +389,21 @@ class KafkaLog(EventLog):
                 consumer.seek(tp, todo[p][0])
         except KafkaError as exc:
             raise LogError(f"cannot seek topic {self.topic}: {exc}") from exc
-        yield from self._drain(consumer, tps, todo, max_batch)
+        yield from self._drain(consumer, tps, todo, max_batch, restart_after_s, since)
 
     def _drain(self, consumer: KafkaConsumer, tps: dict[int, TopicPartition],
-               todo: dict[int, tuple[int, int]], max_batch: int) -> Iterator[list[LogRecord]]:
+               todo: dict[int, tuple[int, int]], max_batch: int,
+               restart_after_s: float | None = None,
+               since: float | None = None) -> Iterator[list[LogRecord]]:
+        """Each partition's records in [first, end) of `todo`. With `restart_after_s`, a
+        consumer that returns nothing that long (since its start, or the last record) yields
+        what it holds and raises _Stalled, so the caller goes on with a new one; `since` is
+        when the caller last got a record, for timeout_s."""
         nxt = {p: first for p, (first, _) in todo.items()}
         buffers: dict[int, list[LogRecord]] = {p: [] for p in todo}
         pending = set(todo)
-        last_progress = time.monotonic()
+        last_progress = time.monotonic() if since is None else since
+        started = time.monotonic()
         reseeks = 0
         while pending:
             try:
@@ -384,6 +424,14 @@ class KafkaLog(EventLog):
                     _LOG.warning("no records from %s for %.0fs; partitions %s sought again at "
                                  "%s", self.topic, idle, sorted(pending),
                                  {p: nxt[p] for p in sorted(pending)})
+                if restart_after_s is not None and idle <= self.timeout_s and \
+                        time.monotonic() - max(started, last_progress) > restart_after_s:
+                    for p in sorted(pending):
+                        if buffers[p]:
+                            yield buffers[p]
+                            buffers[p] = []
+                    consumer.assign([])
+                    raise _Stalled({p: nxt[p] for p in pending}, last_progress)
                 if idle > self.timeout_s:
                     raise LogError(
                         f"no records from topic {self.topic} on {self.bootstrap} for "
