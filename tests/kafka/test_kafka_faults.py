@@ -212,14 +212,19 @@ def test_a_topic_made_anew_under_a_projected_database_is_refused(
         project(log, db)
 
 
+def _three_tables(kafka_uri: str) -> dict[int, int]:
+    """A short evening of three tables on three partitions; the end offsets."""
+    with open_log(kafka_uri, partitions=3) as log:
+        simulate(log, SimConfig(seed=4, tables=3, rounds=20))
+        return log.end_offsets()
+
+
 def test_a_read_that_seeks_its_partitions_again_at_every_idle_poll_returns_each_record_once(
         kafka_uri: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     # The stall guard (events/log/kafka/log.py, _drain) seeks every partition still pending to
     # where it stands when polls come back empty; made to fire at every empty poll, a read
     # still returns each record once, in offset order per partition.
-    with open_log(kafka_uri, partitions=3) as log:
-        simulate(log, SimConfig(seed=4, tables=3, rounds=20))
-        ends = log.end_offsets()
+    ends = _three_tables(kafka_uri)
     monkeypatch.setattr(kafka_log, "RESEEK_AFTER_S", 0.0)
     with open_log(kafka_uri) as log, caplog.at_level(logging.WARNING, logger="pitlog.kafka"):
         read = [(r.partition, r.offset) for batch in log.read({}) for r in batch]
@@ -246,9 +251,7 @@ class _Starved:
 
 def test_a_read_whose_consumer_starves_goes_on_with_a_new_one_and_returns_each_record_once(
         kafka_uri: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    with open_log(kafka_uri, partitions=3) as log:
-        simulate(log, SimConfig(seed=4, tables=3, rounds=20))
-        ends = log.end_offsets()
+    ends = _three_tables(kafka_uri)
     monkeypatch.setattr(kafka_log, "RESEEK_AFTER_S", 0.5)
     monkeypatch.setattr(kafka_log, "RESTART_AFTER_S", 1.0)
     made: list[str] = []

@@ -9,11 +9,12 @@ import os
 import signal
 import subprocess
 import sys
-from datetime import UTC, datetime
+from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
 import pytest
+from alert_support import LostReply, SinkAndReader, raise_in_db, sinks
 from cli_support import run
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka_support import read_alerts
@@ -21,7 +22,6 @@ from live_support import feed, source_log
 from repo_paths import REPO
 
 from events.errors import LogError
-from events.log.alerts import Alert
 from events.log.embedded.alerts import EmbeddedAlertLog
 from events.log.embedded.log import EmbeddedLog
 from events.log.kafka.alerts import KafkaAlertTopic
@@ -29,22 +29,6 @@ from events.log.registry import open_log
 from events.simulation.simulator import SimConfig, simulate
 from projections.alerts import alerts_after, create_tables, publish_pending
 from projections.projector import project
-
-AT = datetime(2026, 12, 1, 21, 14, 5, tzinfo=UTC)
-
-
-def alert(seq: int, seqs: int = 2) -> Alert:
-    return {"alert_seq": seq, "alert_id": f"A{seq:024x}", "code": "MISSING_BURN",
-            "severity": "high", "table_id": f"T{seq % 3}", "shoe_id": "S1", "round_no": seq,
-            "seqs": list(range(seq, seq + seqs)), "explanation": f"alert {seq}",
-            "rule": "13:69F-34.16(d)", "occurred_at": AT, "raised_at": AT}
-
-
-def raise_in_db(con: duckdb.DuckDBPyConnection, seqs: range, width: int = 2) -> None:
-    """Alerts as the projector's transaction leaves them in `alerts`."""
-    for seq in seqs:
-        con.execute("INSERT INTO alerts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    list(alert(seq, width).values()))
 
 
 def alert_topic(kafka_uri: str) -> tuple[str, str]:
@@ -117,28 +101,8 @@ def test_two_identical_stores_of_one_kafka_log_do_not_publish_each_alert_twice(
 
 
 @pytest.fixture(params=["embedded", pytest.param("kafka", marks=pytest.mark.kafka)])
-def sink_factory(request: pytest.FixtureRequest, tmp_path: Path):
-    opened: list = []
-    if request.param == "embedded":
-        def make():
-            opened.append(EmbeddedAlertLog(tmp_path))
-            return opened[-1]
-
-        def read() -> list[int]:
-            return embedded_seqs(tmp_path)
-    else:
-        bootstrap, topic = request.getfixturevalue("kafka_uri").removeprefix(
-            "kafka://").split("/", 1)
-
-        def make():
-            opened.append(KafkaAlertTopic(bootstrap, f"{topic}.alerts"))
-            return opened[-1]
-
-        def read() -> list[int]:
-            return [v["alert_seq"] for _, v in read_alerts(bootstrap, f"{topic}.alerts")]
-    yield make, read
-    for sink in opened:
-        sink.close()
+def sink_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SinkAndReader]:
+    yield from sinks(request, tmp_path / "log")
 
 
 def test_a_publisher_killed_between_append_and_cursor_does_not_repeat_alerts_after_restart(
@@ -220,32 +184,13 @@ def test_pitlog_project_after_a_sigkill_between_append_and_cursor_repeats_no_ale
     assert published == stored
 
 
-class LostSecondReply:
-    """A real sink whose second append lands and then reports a failure (a lost reply)."""
-
-    def __init__(self, sink) -> None:
-        self.sink, self.name, self.calls = sink, sink.name, 0
-
-    def append(self, alerts) -> None:
-        self.sink.append(alerts)
-        self.calls += 1
-        if self.calls == 2:
-            raise LogError("the reply was lost")
-
-    def last(self):
-        return self.sink.last()
-
-    def close(self) -> None:
-        self.sink.close()
-
-
 def test_a_lost_reply_followed_by_a_batch_without_alerts_does_not_repeat_them(
         sink_factory) -> None:
     """The lost reply of test_alert_publish.py, with one batch that raises nothing in between
     (most batches raise nothing): that batch's publish reads the tail, has nothing to publish,
     and leaves the outbox cursor behind; the batch after it publishes 4 and 5 again."""
     make, read = sink_factory
-    sink = LostSecondReply(make())
+    sink = LostReply(make(), lost=2)
     with duckdb.connect() as con:
         create_tables(con)
         raise_in_db(con, range(1, 4))

@@ -5,98 +5,31 @@ embedded log and on the Kafka alert topic, read back the way a foreign consumer 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Sequence
-from datetime import UTC, datetime
+from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
 import pytest
+from alert_support import LostReply, SinkAndReader, alert, raise_in_db, sinks
 from cli_support import run
 from kafka import KafkaProducer
 from kafka.errors import KafkaError
 from kafka_support import read_alerts
 
 from events.errors import LogError
-from events.log.alerts import Alert, AlertSink
-from events.log.embedded.alerts import EmbeddedAlertLog
 from events.log.embedded.log import EmbeddedLog
 from events.log.kafka.alerts import KafkaAlertTopic, encode
 from events.simulation.simulator import SimConfig, simulate
 from projections.alerts import create_tables, publish_pending
 
-AT = datetime(2026, 12, 1, 21, 14, 5, tzinfo=UTC)
-
-
-def alert(seq: int) -> Alert:
-    return {"alert_seq": seq, "alert_id": f"A{seq:024x}", "code": "MISSING_BURN",
-            "severity": "high", "table_id": f"T{seq % 3}", "shoe_id": "S1", "round_no": seq,
-            "seqs": [seq, seq + 1], "explanation": f"alert {seq}", "rule": "13:69F-34.16(d)",
-            "occurred_at": AT, "raised_at": AT}
-
-
-def raise_in_db(con: duckdb.DuckDBPyConnection, seqs: range) -> None:
-    """Alerts as the projector's transaction leaves them in `alerts`."""
-    for seq in seqs:
-        a = alert(seq)
-        con.execute("INSERT INTO alerts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    list(a.values()))
-
-
-def read_topic(bootstrap: str, topic: str) -> list[int]:
-    return [a["alert_seq"] for _, a in read_alerts(bootstrap, topic)]
-
-
-class LostReply:
-    """A real sink whose first append lands and then reports a failure, as when the broker's
-    reply (or the fsync's return) is lost: the alerts are in the sink, the publisher does not
-    know it."""
-
-    def __init__(self, sink: AlertSink) -> None:
-        self.sink, self.name, self.failed = sink, sink.name, False
-
-    def append(self, alerts: Sequence[Alert]) -> None:
-        self.sink.append(alerts)
-        if not self.failed:
-            self.failed = True
-            raise LogError("the reply was lost")
-
-    def last(self) -> tuple[int, str | None]:
-        return self.sink.last()
-
-    def close(self) -> None:
-        self.sink.close()
-
 
 @pytest.fixture(params=["embedded", pytest.param("kafka", marks=pytest.mark.kafka)])
-def sink_and_reader(request: pytest.FixtureRequest, tmp_path: Path
-                    ) -> Iterator[tuple[Callable[[], AlertSink], Callable[[], list[int]]]]:
-    opened: list[AlertSink] = []
-    if request.param == "embedded":
-        (tmp_path / "log").mkdir()
-
-        def make() -> AlertSink:
-            opened.append(EmbeddedAlertLog(tmp_path / "log"))
-            return opened[-1]
-
-        def read() -> list[int]:
-            return [a["alert_seq"] for a in EmbeddedAlertLog(tmp_path / "log").read()]
-    else:
-        bootstrap, topic = request.getfixturevalue("kafka_uri").removeprefix(
-            "kafka://").split("/", 1)
-
-        def make() -> AlertSink:
-            opened.append(KafkaAlertTopic(bootstrap, f"{topic}.alerts"))
-            return opened[-1]
-
-        def read() -> list[int]:
-            return read_topic(bootstrap, f"{topic}.alerts")
-    yield make, read
-    for sink in opened:
-        sink.close()
+def sink_and_reader(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SinkAndReader]:
+    yield from sinks(request, tmp_path / "log")
 
 
 def test_a_publish_whose_reply_is_lost_is_not_published_again(
-        sink_and_reader: tuple[Callable[[], AlertSink], Callable[[], list[int]]]) -> None:
+        sink_and_reader: SinkAndReader) -> None:
     make, read = sink_and_reader
     sink = LostReply(make())
     with duckdb.connect() as con:
@@ -135,7 +68,7 @@ def test_a_killed_publishers_open_transaction_is_aborted_and_its_late_request_re
             late.get(timeout=30)
             killed.commit_transaction()
         restarted.append([alert(s) for s in (4, 5, 6)])
-        assert read_topic(bootstrap, topic) == [1, 2, 3, 4, 5, 6]
+        assert [a['alert_seq'] for _, a in read_alerts(bootstrap, topic)] == [1, 2, 3, 4, 5, 6]
     finally:
         restarted.close()
         try:
@@ -145,7 +78,7 @@ def test_a_killed_publishers_open_transaction_is_aborted_and_its_late_request_re
 
 
 def test_a_second_store_does_not_publish_after_the_first_ones_alerts(
-        sink_and_reader: tuple[Callable[[], AlertSink], Callable[[], list[int]]]) -> None:
+        sink_and_reader: SinkAndReader) -> None:
     make, read = sink_and_reader
     with duckdb.connect() as first:
         create_tables(first)
