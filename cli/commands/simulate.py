@@ -23,8 +23,8 @@ from cli.options import (
 from cli.output import Summary, render
 from cli.progress import progress_bar
 from events.errors import PitlogError, RuleError
-from events.recording.limits import MAX_DECKS, MIN_DECKS
 from events.reddog import rules
+from events.reddog.rules import MAX_DECKS, MIN_DECKS
 from events.simulation.simulator import SimConfig, simulate
 
 

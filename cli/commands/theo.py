@@ -10,11 +10,13 @@ import typer
 from cli.options import SummaryOpt
 from cli.output import Summary, render
 from events.reddog import theory
-from events.reddog.rules import STANDARD_PAYTABLE
+from events.reddog.rules import MAX_DECKS, MIN_DECKS, STANDARD_PAYTABLE
 
 
 def theo(
-    decks: Annotated[int, typer.Option(min=1, max=8, help="Decks in the shoe.")] = 6,
+    decks: Annotated[
+        int, typer.Option(min=MIN_DECKS, max=MAX_DECKS, help="Decks in the shoe.")
+    ] = 6,
     raise_from: Annotated[
         int | None,
         typer.Option(

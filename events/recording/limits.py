@@ -37,6 +37,7 @@ from datetime import UTC, datetime
 
 from events.errors import EncodeError
 from events.reddog import model
+from events.reddog.rules import MAX_DECKS, MIN_DECKS  # defined beside the rules (module doc)
 from events.text import UNSAFE as _CONTROL
 from events.text import visible
 from events.wire import codec
@@ -49,8 +50,6 @@ MIN_TIME_US, MAX_TIME_US = codec.micros(MIN_TIME), codec.micros(MAX_TIME)  # the
 MAX_TEXT_CHARS = 1024
 MAX_ID_CHARS = 128
 MAX_JSON_DEPTH = 16
-MIN_DECKS = 1  # 13:69F-6.1(a): "at least one deck of cards"
-MAX_DECKS = 8  # what pitlog supports (module doc); no rule given sets a ceiling
 
 _ODDS_FIELDS = frozenset({"odds", "pays_spread_1", "pays_spread_2", "pays_spread_3",
                           "pays_spread_4_to_11", "pays_three_of_a_kind"})

@@ -30,6 +30,12 @@ RANK_WORDS: Final[dict[int, str]] = {
 # 13:47-20.31(d)11; GA (10): "a number from one to 11 inclusive".
 SPREAD_MIN: Final = 1
 SPREAD_MAX: Final = 11
+# The decks in a shoe that pitlog accepts. The floor is 13:69F-6.1(a): "Red dog shall be played
+# with at least one deck of cards"; no rule given sets a ceiling, so MAX_DECKS is what pitlog
+# supports (events/recording/limits.py says why). Here, beside the rules, so `pitlog theo` and
+# `pitlog simulate` read their bounds without importing the recorder.
+MIN_DECKS: Final = 1
+MAX_DECKS: Final = 8
 
 
 class PaytableError(RuleError):

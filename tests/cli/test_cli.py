@@ -55,6 +55,26 @@ def _run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str
                           timeout=120)
 
 
+@pytest.mark.parametrize("command", ["theo", "simulate"])
+def test_theo_and_simulate_take_the_decks_the_recorder_accepts(command: str,
+                                                                tmp_path: Path) -> None:
+    """One definition of the shoe's bounds (events/reddog/rules.py MIN_DECKS..MAX_DECKS, which
+    the recorder checks): both commands refuse one deck past each end with one error line
+    naming the bound, before anything is written; theo answers at both ends."""
+    from events.reddog.rules import MAX_DECKS, MIN_DECKS
+
+    log = ["--log", str(tmp_path / "log")] if command == "simulate" else []
+    for decks, bound in ((MIN_DECKS - 1, f"greater than or equal to {MIN_DECKS}"),
+                         (MAX_DECKS + 1, f"less than or equal to {MAX_DECKS}")):
+        proc = _run(command, "--decks", str(decks), *log)
+        assert proc.returncode == 1
+        assert proc.stderr == f"Error: Invalid value for '--decks': Input should be {bound}\n"
+    assert not (tmp_path / "log").exists()
+    if command == "theo":
+        for decks in (MIN_DECKS, MAX_DECKS):
+            assert runner.invoke(app, ["theo", "--decks", str(decks)]).exit_code == 0
+
+
 def test_bad_argument_is_one_error_line_and_exit_code_1() -> None:
     proc = _run("theo", "--decks", "nine")
     assert proc.returncode == 1
