@@ -20,9 +20,10 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
 import pytest
-from kafka import KafkaConsumer, TopicPartition
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka_support import produce_raw
 
+import events.log.kafka.fencing as fencing
 from events.errors import ConcurrencyError, LogError
 from events.integrity.verify import verify_log
 from events.log.base import ConditionalAppend
@@ -71,17 +72,29 @@ def _stream(log: KafkaLog, table: str) -> list[tuple[int, str]]:
     return out
 
 
+@pytest.fixture(autouse=True)
+def _restore_end_transaction() -> Iterator[None]:
+    """_before_commit replaces fencing.end_transaction until it fires: put it back whatever
+    the test did."""
+    real = fencing.end_transaction
+    yield
+    fencing.end_transaction = real
+
+
 def _before_commit(log: KafkaLog, table: str, strike: Callable[[], None]) -> None:
     """Run `strike` just before this log's next commit of `table`, inside its transaction:
-    its records are on the broker, not yet committed."""
+    its records are on the broker, not yet committed. (The writer commits through
+    fencing.end_transaction, which bounds kafka-python's wait.)"""
     producer = log._fencing._writers[table.encode()].producer  # type: ignore[union-attr]
-    commit = producer.commit_transaction
+    real = fencing.end_transaction
 
-    def strike_then_commit() -> None:
-        strike()
-        commit()
+    def strike_then_commit(p: KafkaProducer, commit: bool, timeout_s: float) -> None:
+        if p is producer and commit:
+            fencing.end_transaction = real  # once
+            strike()
+        real(p, commit, timeout_s)
 
-    producer.commit_transaction = strike_then_commit
+    fencing.end_transaction = strike_then_commit
 
 
 def test_the_second_writer_of_a_seq_gets_a_conflict_and_succeeds_on_retry(

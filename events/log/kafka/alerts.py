@@ -29,7 +29,7 @@ from kafka.errors import KafkaError, TopicAlreadyExistsError
 
 from events.errors import LogError
 from events.log.alerts import ALERT_SCHEMA, Alert
-from events.log.kafka.fencing import TRANSACTION_TIMEOUT_MS, discard_producer
+from events.log.kafka.fencing import TRANSACTION_TIMEOUT_MS, discard_producer, end_transaction
 from events.log.kafka.settings import producer_settings, security_settings, topic_config
 
 
@@ -108,7 +108,7 @@ class KafkaAlertTopic:
             producer.flush(timeout=self.timeout_s)
             for f in futures:
                 f.get(timeout=0)
-            producer.commit_transaction()
+            end_transaction(producer, True, self.timeout_s)
         except KafkaError as exc:
             # Whether it committed is unknown: the next publisher fences this one and reads
             # the tail (module docstring).

@@ -19,7 +19,7 @@ from enum import Enum
 from typing import Any
 
 from kafka import KafkaProducer
-from kafka.errors import KafkaError
+from kafka.errors import KafkaError, KafkaTimeoutError
 
 from events.errors import ConcurrencyError, LogError
 from events.log.kafka.tails import RangeReader, Seen, TailReader, is_event, partition_of
@@ -82,6 +82,26 @@ def discard_producer(producer: KafkaProducer) -> None:
         if sender is not None:
             sender.force_close()
         producer._closed = True  # noqa: SLF001 - no public way to give up on a stuck producer
+
+
+def end_transaction(producer: KafkaProducer, commit: bool, timeout_s: float) -> None:
+    """Commit (or abort) the producer's open transaction, waiting at most `timeout_s`: else
+    KafkaTimeoutError, and the caller discards the producer and reads the log to learn what
+    became of the transaction, as after any failed commit. kafka-python 3.0.12's
+    commit_transaction and abort_transaction wait for the broker's answer with no deadline of
+    their own (their result's wait() has no timeout): only the sender's request timeout and
+    retries end it, and a retried EndTxn against a broker that stops answering mid-commit
+    (paused, partitioned) has no bound. This is those two methods' body with the wait bounded
+    (tests/kafka/test_kafka_commit_timeout.py pauses the broker at the commit)."""
+    manager = producer._transaction_manager  # noqa: SLF001 - see the docstring
+    if manager is None:  # not transactional: kafka-python's own error
+        (producer.commit_transaction if commit else producer.abort_transaction)()
+        return
+    result = manager.begin_commit() if commit else manager.begin_abort()
+    producer._sender.wakeup()  # noqa: SLF001
+    if not result.wait(timeout_ms=max(1, int(timeout_s * 1000))):
+        raise KafkaTimeoutError(f"the transaction's {'commit' if commit else 'abort'} was not "
+                                f"answered in {timeout_s:.0f}s")
 
 
 def _name(key: bytes) -> str:
@@ -212,8 +232,9 @@ class TableFencing:
             self._abort(healthy, batch.deadline)
             self._settle(batch)
             return
-        self._each(healthy, lambda k: self._writers[k].producer.commit_transaction(),
-                   batch.errors)
+        self._each(healthy, lambda k: end_transaction(
+            self._writers[k].producer, True, max(5.0, batch.deadline - time.monotonic())),
+            batch.errors)
         visible: dict[int, tuple[int, int]] = {}
         for key in healthy:
             if key not in batch.errors:
@@ -289,7 +310,8 @@ class TableFencing:
 
     def _abort(self, keys: Sequence[bytes], deadline: float) -> None:
         def abort(key: bytes) -> None:
-            self._writers[key].producer.abort_transaction()
+            end_transaction(self._writers[key].producer, False,
+                            max(5.0, deadline - time.monotonic()))
 
         failed = list(self._each(keys, abort, {}))
         for key in failed:  # re-open: the new producer's init aborts the old one's transaction

@@ -54,18 +54,23 @@ def security_settings(env: Mapping[str, str] | None = None) -> dict[str, Any]:
 
 def producer_settings(timeout_s: float = DEFAULT_TIMEOUT_S) -> dict[str, Any]:
     """The producer's delivery settings; the benchmark gives bare kafka-python the same ones."""
+    linger_ms = 100  # flush() at the end of append sends at once anyway
+    # kafka-python (as the Java client) refuses delivery_timeout_ms <= linger_ms +
+    # request_timeout_ms: a short timeout_s (`?timeout_s=10`) shortens the request timeout
+    # with it rather than making every producer fail to start.
+    request_timeout_ms = max(1_000, min(30_000, int(timeout_s * 1000) - linger_ms - 1))
     return {
         "enable_idempotence": True,
         "acks": "all",
         "retries": 2**31 - 1,  # bounded by delivery_timeout_ms, as in the Java client
         # Idempotence keeps order with up to 5 in-flight requests per connection (KIP-98).
         "max_in_flight_requests_per_connection": 5,
-        "delivery_timeout_ms": int(timeout_s * 1000),
-        "request_timeout_ms": 30_000,
+        "delivery_timeout_ms": max(int(timeout_s * 1000), request_timeout_ms + linger_ms + 1),
+        "request_timeout_ms": request_timeout_ms,
         # Appends come in batches of thousands: big batches and a linger wake the sender thread
         # less often, which doubled send() throughput here (it contends for the GIL).
         "batch_size": 256 * 1024,
-        "linger_ms": 100,  # flush() at the end of append sends at once anyway
+        "linger_ms": linger_ms,
     }
 
 

@@ -1,0 +1,164 @@
+"""A broker that stops answering in the middle of a transaction's commit (paused with SIGSTOP: a
+stalled JVM, a network partition) must not hang pitlog's Kafka writers: kafka-python 3.0.12's
+commit_transaction has no deadline of its own (its request timeout ended it in these runs), and
+events/log/kafka/fencing.end_transaction bounds it by the writer's timeout_s. The pause is
+injected at the commit itself, on a broker of the test's own; the broker, the producers and the
+topics are real. Afterwards every event and alert is on its topic exactly once."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+from alert_support import raise_in_db
+from kafka_support import dedicated_broker, read_alerts, topic_for
+
+import events.log.kafka.alerts as kafka_alerts
+import events.log.kafka.fencing as fencing
+from events.errors import LogError
+from events.log.kafka.alerts import KafkaAlertTopic
+from events.log.registry import open_log
+from events.recording.recorder import Recorder
+from events.reddog import model
+from events.wire import codec
+from projections.alerts import create_tables, publish_pending
+
+pytestmark = pytest.mark.kafka
+
+START = datetime(2026, 12, 1, 21, 0, tzinfo=UTC)
+# Generous: only a hang (the unbounded wait) runs into it.
+HANG_S = 240
+
+
+@contextmanager
+def _paused_at_first_commit(broker: Any, module: Any) -> Iterator[list[bool]]:
+    """`module.end_transaction`, wrapped: its first commit pauses the broker first and resumes
+    it once the commit has returned or raised (the broker then answers late). Yields a list
+    that holds True once the pause happened."""
+    real: Callable[..., None] = module.end_transaction
+    paused: list[bool] = []
+
+    def pausing(producer: Any, commit: bool, timeout_s: float) -> None:
+        if not commit or paused:
+            return real(producer, commit, timeout_s)
+        paused.append(True)
+        os.kill(broker.pid, signal.SIGSTOP)
+        try:
+            return real(producer, commit, timeout_s)
+        finally:
+            os.kill(broker.pid, signal.SIGCONT)
+
+    module.end_transaction = pausing
+    try:
+        yield paused
+    finally:
+        module.end_transaction = real
+        if broker.pid is not None:
+            os.kill(broker.pid, signal.SIGCONT)  # never leave it stopped, whatever happened
+
+
+def _in_thread(fn: Callable[[], Any]) -> list[BaseException | None]:
+    """Run fn; the test fails if it is still waiting after HANG_S. Returns [its error or
+    None]."""
+    outcome: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            fn()
+            outcome.append(None)
+        except BaseException as exc:  # noqa: BLE001 - handed to the test's assertions
+            outcome.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(HANG_S)
+    assert not thread.is_alive(), "the commit waited for the paused broker without end"
+    return outcome
+
+
+def test_an_alert_publish_whose_commit_is_not_answered_fails_and_the_next_publishes_each_once(
+        tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    with dedicated_broker(tmp_path / "broker") as broker:
+        topic = f"{topic_for(request.node.name)}.alerts"
+        with duckdb.connect() as con:
+            create_tables(con)
+            raise_in_db(con, range(1, 4))
+            assert publish_pending(con, KafkaAlertTopic(broker.bootstrap, topic)) == 3
+            raise_in_db(con, range(4, 7))
+            sink = KafkaAlertTopic(broker.bootstrap, topic, timeout_s=10)
+            with _paused_at_first_commit(broker, kafka_alerts) as paused:
+                outcome = _in_thread(lambda: publish_pending(con, sink))
+            assert paused == [True]
+            assert isinstance(outcome[0], LogError)
+            # Either bound ended the wait: end_transaction's, or kafka-python's request
+            # timeout (shortened with timeout_s), which fails the commit for good.
+            assert str(outcome[0]).startswith(f"cannot publish alerts to {topic}: ")
+            # The broker answered the commit late: the next publish fences, reads the tail,
+            # and sends only what is not there.
+            publish_pending(con, sink)
+            sink.close()
+        assert [a["alert_seq"] for _, a in read_alerts(broker.bootstrap, topic)] == \
+            [1, 2, 3, 4, 5, 6]
+
+
+def test_an_event_append_whose_commit_is_not_answered_returns_and_each_event_is_on_once(
+        tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    with dedicated_broker(tmp_path / "broker") as broker:
+        uri = (f"kafka://{broker.bootstrap}/{topic_for(request.node.name)}"
+               "?partitions=2&fencing=true&timeout_s=20")
+        with open_log(uri) as log:
+            recorder = Recorder(log, heads={}, batch_size=10**9)  # flushed by hand
+            assert log.timeout_s == 20
+
+            def record(first: int, n: int) -> None:
+                for i in range(first, first + n):
+                    recorder.record(f"T{i % 3:02d}", model.DealerTappedIn(dealer_id=f"D{i}"),
+                                    shoe_id=None, round_no=None, actor="pit",
+                                    occurred_at=START + timedelta(seconds=i))
+
+            record(0, 30)
+            recorder.flush()
+            record(30, 30)
+            with _paused_at_first_commit(broker, fencing) as paused:
+                outcome = _in_thread(recorder.flush)
+            assert paused == [True]
+            if outcome[0] is not None:  # given up at its deadline: the retry finishes it
+                assert isinstance(outcome[0], LogError)
+                recorder.flush()
+            seqs: dict[str, list[int]] = {}
+            for batch in log.read():
+                for rec in batch:
+                    seqs.setdefault(rec.key.decode(), []).append(codec.decode(rec.value).seq)
+    # Each table's 20 events once, in order: the late-answered commit was not written again.
+    assert seqs == {f"T{t:02d}": list(range(1, 21)) for t in range(3)}
+
+
+@pytest.mark.parametrize("timeout_s", [5, 10, 30])
+def test_a_log_address_with_a_short_timeout_appends_and_publishes(
+        kafka_uri: str, tmp_path: Path, timeout_s: int) -> None:
+    """`?timeout_s=S` below the producer's 30 s request timeout used to make every producer
+    refuse to start (kafka-python: delivery_timeout_ms must exceed linger_ms +
+    request_timeout_ms): `pitlog simulate --log kafka://...?timeout_s=10` failed. The request
+    timeout now shrinks with it (events/log/kafka/settings.producer_settings)."""
+    with open_log(f"{kafka_uri}?timeout_s={timeout_s}", partitions=1) as log:
+        recorder = Recorder(log, heads={})
+        recorder.record("T01", model.DealerTappedIn(dealer_id="D1"), shoe_id=None,
+                        round_no=None, actor="pit", occurred_at=START)
+        recorder.flush()
+        assert [codec.decode(r.value).seq for b in log.read() for r in b] == [1]
+        bootstrap, topic = kafka_uri.removeprefix("kafka://").split("/", 1)
+        with duckdb.connect() as con:
+            create_tables(con)
+            raise_in_db(con, range(1, 3))
+            sink = KafkaAlertTopic(bootstrap, f"{topic}.alerts", timeout_s=timeout_s)
+            assert publish_pending(con, sink) == 2
+            sink.close()
+        assert [a["alert_seq"] for _, a in read_alerts(bootstrap, f"{topic}.alerts")] == [1, 2]
