@@ -18,6 +18,7 @@ decides that something is wrong.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,7 +42,7 @@ class EnvelopeBatch:
     prev_at: Any
 
 
-def fingerprints(fast: dict[bytes, object]) -> Any:
+def fingerprints(fast: Mapping[bytes, object]) -> Any:
     """The fast-layout schemas' fingerprints (EnvelopeReader.fast's keys) as uint64 values."""
     return np.array(sorted(int.from_bytes(fp, "little") for fp in fast), dtype=np.uint64)
 

@@ -301,7 +301,7 @@ class _Verifier:
                     and buf[p:p + HASH_LEN] == st.last_hash):
                 bad = np.flatnonzero(~good[members])
                 fast = int(bad[0]) if len(bad) else len(members)
-            if fast:
+            if fast and st is not None:  # fast > 0 only with a stream (above)
                 last = int(members[fast - 1])
                 st.high = st.last_seq = int(seqs[last])
                 e = int(fb.end[last])

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import struct
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,7 +87,7 @@ class EventLog(ABC):
 
     @abstractmethod
     def read(self, start: Mapping[int, int] | None = None, *,
-             max_batch: int = 5000) -> Iterator[list[LogRecord]]:
+             max_batch: int = 5000) -> Generator[list[LogRecord], None, None]:
         """Batches of records from `start` (partition -> first offset, default 0) up to the end
         as it was when reading began. Each batch holds records of one partition, in order."""
 

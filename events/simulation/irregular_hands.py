@@ -193,8 +193,9 @@ class HandSlips(Slips):
         if not (self.enabled and self.roll("EARLY_THIRD_CARD")):
             return False
         keys = sorted(hand.wagers)
-        ways = ("proper", "proper", "proper", "used", "no_choice", "late_refund") if keys \
-            else ("proper", "used")
+        ways: tuple[str, ...] = (
+            ("proper", "proper", "proper", "used", "no_choice", "late_refund") if keys
+            else ("proper", "used"))
         # "elsewhere" settles on the card after the exposed one: not at an illegal paytable
         # (its payouts are BELOW_MINIMUM_ODDS's), nor with the cutting card near.
         if not self.illegal_paytable and not self.cut_card_this_round \

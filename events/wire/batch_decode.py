@@ -296,7 +296,7 @@ def _arrow(op: Op, value: Any, valid: Array | None, n: int) -> pa.Array:
     if op.kind in ("long", "int"):
         return pa.Array.from_buffers(pa.int64(), n, [mask, pa.py_buffer(value)])
     if op.kind == "boolean":
-        return pa.array(value, pa.bool_(), mask=None if mask is None else ~valid)
+        return pa.array(value, pa.bool_(), mask=None if valid is None or mask is None else ~valid)
     if op.kind in ("string", "bytes", "fixed"):
         if op.kind == "fixed":
             offsets, data = np.arange(n + 1, dtype=np.int64) * op.size, value

@@ -86,11 +86,12 @@ class SchemaRegistry:
                 event_type, vtag, _ = path.name.split(".")
                 version = int(vtag.lstrip("v"))
                 raw = json.loads(path.read_text())
-                parsed = fastavro.parse_schema(raw)
+                parsed = typing.cast(dict[str, Any], fastavro.parse_schema(raw))
                 canonical = to_parsing_canonical_form(raw)
                 # fastavro gives the fingerprint as the hex of its little-endian bytes.
                 fp = bytes.fromhex(fingerprint(canonical, "CRC-64-AVRO"))
-                raw_parsed = fastavro.parse_schema(_strip_logical_types(raw))
+                raw_parsed = typing.cast(
+                    dict[str, Any], fastavro.parse_schema(_strip_logical_types(raw)))
             except (ValueError, KeyError, fastavro.schema.SchemaParseException) as exc:
                 raise SchemaError(
                     f"{path}: cannot parse schema ({exc}); fix or restore the file"
@@ -144,7 +145,7 @@ def _converter(tp: Any) -> Callable[[Any], Any]:
 
 
 @cache
-def _field_converters(cls: type) -> tuple[tuple[str, Callable[[Any], Any]], ...]:
+def _field_converters(cls: type[Any]) -> tuple[tuple[str, Callable[[Any], Any]], ...]:
     hints = typing.get_type_hints(cls)
     return tuple((f.name, _converter(hints[f.name])) for f in fields(cls))
 
@@ -180,7 +181,8 @@ def record_of(event_id: str, table_id: str, shoe_id: str | None, round_no: int |
         "prev_hash": prev_hash,
         "hash": hash,
     }
-    for name, _ in _field_converters(type(event)):
+    # A class is hashable; mypy 2.4 does not see a type[...] union as Hashable.
+    for name, _ in _field_converters(type(event)):  # type: ignore[arg-type]
         rec[name] = _to_avro_value(getattr(event, name))
     return rec
 

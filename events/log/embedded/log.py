@@ -29,7 +29,7 @@ import os
 import uuid
 import zlib
 from array import array
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from events.errors import ConcurrencyError, LogCorruptError, LogError
@@ -296,7 +296,7 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
 
     def read(
         self, start: Mapping[int, int] | None = None, *, max_batch: int = 5000
-    ) -> Iterator[list[LogRecord]]:
+    ) -> Generator[list[LogRecord], None, None]:
         start = start or {}
         ends = self.end_offsets()
         for part in self._parts:
@@ -314,7 +314,7 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
         read through the segment's own framing from now on where they disagree, and say where:
         (partition, first offset concerned, what). Writes nothing (verify runs on copies)."""
         journal = read_journal(self.folder) or {}
-        findings = []
+        findings: list[tuple[int, int, str]] = []
         for part in self._parts:
             seg_limit, count_limit = journal.get(part.number, (None, None))
             override, found = part.check_index(seg_limit, count_limit)

@@ -45,7 +45,8 @@ def encode(alert: Alert) -> bytes:
 
 
 def decode(data: bytes) -> Alert:
-    return fastavro.schemaless_reader(io.BytesIO(data), alert_schema())
+    alert: Alert = fastavro.schemaless_reader(io.BytesIO(data), alert_schema())  # type: ignore[assignment]  # fastavro returns a union
+    return alert
 
 
 class KafkaAlertTopic:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -348,7 +348,7 @@ class KafkaLog(EventLog):
                 for tp, offset in ends.items()}
 
     def read(self, start: Mapping[int, int] | None = None, *,
-             max_batch: int = 5000) -> Iterator[list[LogRecord]]:
+             max_batch: int = 5000) -> Generator[list[LogRecord], None, None]:
         start = start or {}
         ends = self.end_offsets()  # the end as of the call: later appends wait for next time
         for p, offset in start.items():
