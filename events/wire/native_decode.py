@@ -14,7 +14,12 @@ with every value read in its rawest form, and the checks are ours, not the reade
   - booleans as fixed(1), only the bytes 0 and 1 accepted;
   - each record ends with the nonce as a fixed(16) field: a record read back with any other
     value there did not end exactly where its message ends (trailing bytes, a truncated
-    field), and the nonce is secret, so hostile bytes cannot forge it.
+    field), and the nonce is secret, so hostile bytes cannot forge it;
+  - each record is in canonical form (_canonical): its length is what its values take with
+    the shortest varints and one array block, and each union's index byte is the branch read.
+    polars reads any union index but 0 as the value branch, where the reference reads -2 as
+    the null branch (and then refuses the message for its trailing bytes) and 2 as an error;
+    a message written otherwise than pitlog's writer writes is left to the reference.
 Any group the reader refuses or that fails a check, and every message of a schema without a
 plan (batch_plan.plan: resolution the reader would need) goes to the reference, BatchDecoder,
 which decodes or refuses it exactly as codec.decode_raw does. So which messages are projected
@@ -44,6 +49,7 @@ from events.wire.quiet_call import quiet_call
 _NONCE = os.urandom(16)
 _END = "_pitlog_end"
 _I32 = (-(2 ** 31), 2 ** 31 - 1)
+_VARINT_STEPS = np.array([1 << 7 * k for k in range(1, 10)], np.uint64)  # 2, 3, ... 10 bytes
 
 Array = np.ndarray[Any, Any]
 
@@ -151,6 +157,8 @@ class NativeDecoder:
                 # On a thread of its own whose stderr alone is /dev/null (quiet_call's doc).
                 table = quiet_call(pl.read_avro, io.BytesIO(data)).to_arrow()
                 ok, columns = _columns(plan, table)
+                ok &= _canonical(plan, table, framed[-1][at[g]:at[g + 1]],
+                                 end[rows] - start[rows] - codec.HEADER_LEN)
             except (KeyboardInterrupt, SystemExit):
                 raise
             except BaseException:  # noqa: BLE001 (a Rust panic is a BaseException)
@@ -267,6 +275,61 @@ def _columns(plan: Plan, table: pa.Table) -> tuple[Array, dict[str, pa.Array]]:
         columns[name] = pa.repeat(pa.scalar(value), n)
     columns["event_type"] = pa.repeat(pa.scalar(plan.event_type, pa.string()), n)
     return ok, columns
+
+
+def _canonical(plan: Plan, table: pa.Table, bodies: Any, lengths: Array) -> Array:
+    """Rows whose body is in canonical form (module doc): `bodies` holds the group's bodies
+    each followed by the nonce, `lengths` their lengths. Each field's length follows from its
+    value read; where a union starts, its index byte must be 0 or 2 (zigzag of branch 0 or 1:
+    our unions have two branches) as the branch read says."""
+    data = np.frombuffer(bodies, np.uint8)
+    starts = np.zeros(len(lengths), np.int64)
+    np.cumsum(lengths[:-1] + len(_NONCE), out=starts[1:])
+    pos = np.zeros(len(lengths), np.int64)  # each row's offset of the current field
+    ok = np.ones(len(lengths), bool)
+    for op, name in zip(plan.ops, table.column_names, strict=False):
+        raw = table.column(name).combine_chunks()
+        size = _size(op, raw)
+        if op.nullable is None:
+            pos += size
+            continue
+        valid = raw.is_valid().to_numpy(zero_copy_only=False)
+        null_branch, value_branch = op.nullable
+        index = data[np.minimum(starts + pos, len(data) - 1)]  # past the end: length is off
+        ok &= index == np.where(valid, 2 * value_branch, 2 * null_branch)
+        pos += 1 + np.where(valid, size, 0)
+    return ok & (pos == lengths)
+
+
+def _varint_size(value: Array) -> Array:
+    """Bytes of each int64's zigzag varint, the shortest form (Avro spec, "Binary Encoding")."""
+    v = value.astype(np.int64)
+    zz = ((v << 1) ^ (v >> 63)).view(np.uint64)
+    return np.searchsorted(_VARINT_STEPS, zz, side="right") + 1
+
+
+def _size(op: Op, raw: pa.Array) -> Array:
+    """Each row's value's length in canonical form (nulls: anything, the caller masks them)."""
+    if op.kind in ("long", "int", "enum"):
+        return _varint_size(raw.fill_null(0).to_numpy())
+    if op.kind in ("string", "bytes"):
+        length = pc.binary_length(raw).fill_null(0).to_numpy().astype(np.int64)
+        return _varint_size(length) + length
+    if op.kind == "fixed":
+        return np.full(len(raw), op.size, np.int64)
+    if op.kind == "boolean":
+        return np.ones(len(raw), np.int64)
+    assert op.kind == "array"
+    offsets = raw.offsets.to_numpy().astype(np.int64)
+    count = np.diff(offsets)
+    child = raw.values
+    item = np.zeros(len(child), np.int64)
+    for k, sub in enumerate(op.items):  # the cards' fields: none is a union
+        item += _size(sub, child.field(k))
+    within = np.concatenate([[0], np.cumsum(item)])
+    total = within[offsets[1:]] - within[offsets[:-1]]
+    # One block of `count` items and the closing 0; an empty array is the 0 alone.
+    return np.where(count > 0, _varint_size(count) + total + 1, 1)
 
 
 def _convert(op: Op, raw: pa.Array) -> tuple[pa.Array, Array]:
