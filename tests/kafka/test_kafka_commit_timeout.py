@@ -65,6 +65,13 @@ def _paused_at_first_commit(broker: Any, module: Any) -> Iterator[list[bool]]:
             os.kill(broker.pid, signal.SIGCONT)  # never leave it stopped, whatever happened
 
 
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One broker of the module's own (these tests pause it), started once for both."""
+    with dedicated_broker(tmp_path_factory.mktemp("broker")) as started:
+        yield started
+
+
 def _in_thread(fn: Callable[[], Any]) -> list[BaseException | None]:
     """Run fn; the test fails if it is still waiting after HANG_S. Returns [its error or
     None]."""
@@ -85,58 +92,56 @@ def _in_thread(fn: Callable[[], Any]) -> list[BaseException | None]:
 
 
 def test_an_alert_publish_whose_commit_is_not_answered_fails_and_the_next_publishes_each_once(
-        tmp_path: Path, request: pytest.FixtureRequest) -> None:
-    with dedicated_broker(tmp_path / "broker") as broker:
-        topic = f"{topic_for(request.node.name)}.alerts"
-        with duckdb.connect() as con:
-            create_tables(con)
-            raise_in_db(con, range(1, 4))
-            assert publish_pending(con, KafkaAlertTopic(broker.bootstrap, topic)) == 3
-            raise_in_db(con, range(4, 7))
-            sink = KafkaAlertTopic(broker.bootstrap, topic, timeout_s=10)
-            with _paused_at_first_commit(broker, kafka_alerts) as paused:
-                outcome = _in_thread(lambda: publish_pending(con, sink))
-            assert paused == [True]
-            assert isinstance(outcome[0], LogError)
-            # Either bound ended the wait: end_transaction's, or kafka-python's request
-            # timeout (shortened with timeout_s), which fails the commit for good.
-            assert str(outcome[0]).startswith(f"cannot publish alerts to {topic}: ")
-            # The broker answered the commit late: the next publish fences, reads the tail,
-            # and sends only what is not there.
-            publish_pending(con, sink)
-            sink.close()
-        assert [a["alert_seq"] for _, a in read_alerts(broker.bootstrap, topic)] == \
-            [1, 2, 3, 4, 5, 6]
+        broker: Any, request: pytest.FixtureRequest) -> None:
+    topic = f"{topic_for(request.node.name)}.alerts"
+    with duckdb.connect() as con:
+        create_tables(con)
+        raise_in_db(con, range(1, 4))
+        assert publish_pending(con, KafkaAlertTopic(broker.bootstrap, topic)) == 3
+        raise_in_db(con, range(4, 7))
+        sink = KafkaAlertTopic(broker.bootstrap, topic, timeout_s=10)
+        with _paused_at_first_commit(broker, kafka_alerts) as paused:
+            outcome = _in_thread(lambda: publish_pending(con, sink))
+        assert paused == [True]
+        assert isinstance(outcome[0], LogError)
+        # Either bound ended the wait: end_transaction's, or kafka-python's request
+        # timeout (shortened with timeout_s), which fails the commit for good.
+        assert str(outcome[0]).startswith(f"cannot publish alerts to {topic}: ")
+        # The broker answered the commit late: the next publish fences, reads the tail,
+        # and sends only what is not there.
+        publish_pending(con, sink)
+        sink.close()
+    assert [a["alert_seq"] for _, a in read_alerts(broker.bootstrap, topic)] == \
+        [1, 2, 3, 4, 5, 6]
 
 
 def test_an_event_append_whose_commit_is_not_answered_returns_and_each_event_is_on_once(
-        tmp_path: Path, request: pytest.FixtureRequest) -> None:
-    with dedicated_broker(tmp_path / "broker") as broker:
-        uri = (f"kafka://{broker.bootstrap}/{topic_for(request.node.name)}"
-               "?partitions=2&fencing=true&timeout_s=20")
-        with open_log(uri) as log:
-            recorder = Recorder(log, heads={}, batch_size=10**9)  # flushed by hand
-            assert log.timeout_s == 20
+        broker: Any, request: pytest.FixtureRequest) -> None:
+    uri = (f"kafka://{broker.bootstrap}/{topic_for(request.node.name)}"
+           "?partitions=2&fencing=true&timeout_s=10")
+    with open_log(uri) as log:
+        recorder = Recorder(log, heads={}, batch_size=10**9)  # flushed by hand
+        assert log.timeout_s == 10
 
-            def record(first: int, n: int) -> None:
-                for i in range(first, first + n):
-                    recorder.record(f"T{i % 3:02d}", model.DealerTappedIn(dealer_id=f"D{i}"),
-                                    shoe_id=None, round_no=None, actor="pit",
-                                    occurred_at=START + timedelta(seconds=i))
+        def record(first: int, n: int) -> None:
+            for i in range(first, first + n):
+                recorder.record(f"T{i % 3:02d}", model.DealerTappedIn(dealer_id=f"D{i}"),
+                                shoe_id=None, round_no=None, actor="pit",
+                                occurred_at=START + timedelta(seconds=i))
 
-            record(0, 30)
+        record(0, 30)
+        recorder.flush()
+        record(30, 30)
+        with _paused_at_first_commit(broker, fencing) as paused:
+            outcome = _in_thread(recorder.flush)
+        assert paused == [True]
+        if outcome[0] is not None:  # given up at its deadline: the retry finishes it
+            assert isinstance(outcome[0], LogError)
             recorder.flush()
-            record(30, 30)
-            with _paused_at_first_commit(broker, fencing) as paused:
-                outcome = _in_thread(recorder.flush)
-            assert paused == [True]
-            if outcome[0] is not None:  # given up at its deadline: the retry finishes it
-                assert isinstance(outcome[0], LogError)
-                recorder.flush()
-            seqs: dict[str, list[int]] = {}
-            for batch in log.read():
-                for rec in batch:
-                    seqs.setdefault(rec.key.decode(), []).append(codec.decode(rec.value).seq)
+        seqs: dict[str, list[int]] = {}
+        for batch in log.read():
+            for rec in batch:
+                seqs.setdefault(rec.key.decode(), []).append(codec.decode(rec.value).seq)
     # Each table's 20 events once, in order: the late-answered commit was not written again.
     assert seqs == {f"T{t:02d}": list(range(1, 21)) for t in range(3)}
 
