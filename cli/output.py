@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import date, datetime, tzinfo
 from decimal import Decimal
 from enum import StrEnum
@@ -22,6 +22,7 @@ from typing import Any
 
 from rich import box
 from rich.console import Console
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -97,25 +98,115 @@ def render(rows: Sequence[dict[str, Any]], fmt: Format | Summary, *, out: Path |
         return
     zone = tz or casino_zone()
     cells = [[_cell(r.get(c), zone) for c in cols] for r in rows]
-    table = Table(title=Text(visible(title)) if title else None, show_lines=False,
-                  header_style="bold", box=box.SIMPLE_HEAD if compact else box.HEAVY_HEAD,
-                  pad_edge=not compact, collapse_padding=compact)
+    heads = [visible(c) for c in cols]
+    titled = visible(title) if title else None
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
     short = [w <= SHORT_CELL for w in widths]
     # Each column costs 3 more characters of borders and padding.
     needed = sum(w + 3 if s else LONG_CELL_MIN + 3 for w, s in zip(widths, short, strict=True))
     fits = needed < console.width
-    for c, w, s in zip(cols, widths, short, strict=True):
-        if c in keep or (s and fits):  # money, codes, statuses, times: whole, on one line
-            table.add_column(Text(visible(c)), no_wrap=True, min_width=w)
-        elif s:  # too narrow a terminal: folded onto more lines, never cut
-            table.add_column(Text(visible(c)), overflow="fold")
-        else:  # explanations and descriptions take the room left, wrapped between words
-            table.add_column(Text(visible(c)), ratio=1,
-                             min_width=LONG_CELL_MIN if fits else None)
+
+    def table() -> Table:
+        """The table with its columns, no rows yet."""
+        drawn = Table(title=Text(titled) if titled else None, show_lines=False,
+                      header_style="bold", box=box.SIMPLE_HEAD if compact else box.HEAVY_HEAD,
+                      pad_edge=not compact, collapse_padding=compact)
+        for c, head, w, s in zip(cols, heads, widths, short, strict=True):
+            if c in keep or (s and fits):  # money, codes, statuses, times: whole, on one line
+                drawn.add_column(Text(head), no_wrap=True, min_width=w)
+            elif s:  # too narrow a terminal: folded onto more lines, never cut
+                drawn.add_column(Text(head), overflow="fold")
+            else:  # explanations and descriptions take the room left, wrapped between words
+                drawn.add_column(Text(head), ratio=1, min_width=LONG_CELL_MIN if fits else None)
+        return drawn
+
+    if not compact and _plain_table(console, table, titled, heads, cells):
+        return
+    drawn = table()
     for row in cells:
-        table.add_row(*(Text(cell) for cell in row))
-    console.print(table)
+        drawn.add_row(*(Text(cell) for cell in row))
+    console.print(drawn)
+
+
+def _measured_as(texts: list[str]) -> str:
+    """ASCII text that rich measures as it measures the widest of `texts` together: its
+    longest word (the least width) and its longest line (the most)."""
+    least = max((len(w) for t in texts for w in (t.split() or [t])), default=0)
+    most = max((len(t) for t in texts), default=0)
+    out = "x" * least
+    while len(out) < most:
+        out += (" " + "x" * least)[:most - len(out)]
+    return out
+
+
+def _plain_table(console: Console, table: Callable[[], Table], title: str | None,
+                 heads: list[str], cells: list[list[str]]) -> bool:
+    """Write, without styles, the table rich draws, and answer True; or write nothing and
+    answer False, for rich to draw it.
+
+    Why: rich measures, wraps and pads each cell as a renderable, which made `pitlog replay`
+    of a long shoe (1,500 rows) cost four times its query (issue 19, item 4). Here rich lays out
+    the columns from one row measured as the whole column measures (`_measured_as`), and draws
+    only the cells that do not fit their column whole (wrapped or folded) and the headers; every
+    other cell is padded here. Taken only where that is rich's output to the byte
+    (tests/cli/test_output_plain.py compares the two): no colours or styles to write (output
+    piped, NO_COLOR), a UTF-8 box, ASCII text (one cell per character), a title within the
+    table's width.
+    """
+    if console.color_system is not None or console.legacy_windows \
+            or console.options.ascii_only or not all(h.isascii() for h in heads) \
+            or (title is not None and not title.isascii()) \
+            or not all(c.isascii() for row in cells for c in row):
+        return False
+    proxy = table()
+    proxy.add_row(*(Text(_measured_as([h, *(row[i] for row in cells)]))
+                    for i, h in enumerate(heads)))
+    options = console.options
+    widths = proxy._calculate_column_widths(  # rich 15.0.0 (pinned): how it lays out columns
+        console, options.update_width(options.max_width - proxy._extra_width))
+    width = sum(widths) + len(widths) + 1
+    if title is not None and len(title.rstrip()) > width:
+        return False  # rich wraps the title
+    columns = proxy.columns
+
+    def lines(text: str, i: int) -> list[str]:
+        """One cell as rich draws it in column i: padded, wrapped or folded."""
+        if len(text) + 2 <= widths[i]:
+            return [" " + text.ljust(widths[i] - 2) + " "]
+        col = columns[i]
+        drawn = console.render_lines(
+            Padding(Text(text), (0, 1)),
+            options.update(width=widths[i], justify=col.justify, no_wrap=col.no_wrap,
+                           overflow=col.overflow, height=None), pad=True)
+        w = widths[i]  # rich's set_shape: each line cut or padded to the column
+        return ["".join(seg.text for seg in line)[:w].ljust(w) for line in drawn]
+
+    out = []
+    if title is not None:
+        shown = title.rstrip()  # rich's centring: the title's trailing spaces dropped
+        left = (width - len(shown)) // 2
+        out.append(" " * left + shown + " " * (width - left - len(shown)))
+    out.append("┏" + "┳".join("━" * w for w in widths) + "┓")
+    out.extend(_row("┃", [lines(h, i) for i, h in enumerate(heads)], widths, bottom=True))
+    out.append("┡" + "╇".join("━" * w for w in widths) + "┩")
+    for row in cells:
+        out.extend(_row("│", [lines(c, i) for i, c in enumerate(row)], widths, bottom=False))
+    out.append("└" + "┴".join("─" * w for w in widths) + "┘")
+    console.file.write("\n".join(out) + "\n")
+    return True
+
+
+def _row(bar: str, cells: list[list[str]], widths: list[int], *, bottom: bool) -> list[str]:
+    """A row's lines: each cell's lines at the top (a header's at the bottom), blank below."""
+    height = max(1, *(len(c) for c in cells))
+    if all(len(c) == 1 for c in cells):
+        return [bar + bar.join(c[0] for c in cells) + bar]
+    shaped = []
+    for c, w in zip(cells, widths, strict=True):
+        blank = [" " * w] * (height - len(c))
+        shaped.append(blank + c if bottom else c + blank)
+    return [bar + bar.join(c[n] for c in shaped) + bar for n in range(height)]
+
 
 def _cell(value: Any, zone: tzinfo) -> str:
     if value is None:
