@@ -169,10 +169,18 @@ def _plain_table(console: Console, table: Callable[[], Table], title: str | None
         return False  # rich wraps the title
     columns = proxy.columns
 
+    drawn_before: dict[tuple[str, int], list[str]] = {}  # a shoe's texts repeat
+
     def lines(text: str, i: int) -> list[str]:
         """One cell as rich draws it in column i: padded, wrapped or folded."""
         if len(text) + 2 <= widths[i]:
             return [" " + text.ljust(widths[i] - 2) + " "]
+        found = drawn_before.get((text, i))
+        if found is None:
+            found = drawn_before[(text, i)] = wrapped(text, i)
+        return found
+
+    def wrapped(text: str, i: int) -> list[str]:
         col = columns[i]
         drawn = console.render_lines(
             Padding(Text(text), (0, 1)),
