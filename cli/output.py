@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from rich import box
+from rich._wrap import divide_line  # rich's own line breaks (rich pinned at 15.0.0)
 from rich.console import Console
 from rich.padding import Padding
 from rich.table import Table
@@ -165,8 +166,8 @@ def _plain_table(console: Console, table: Callable[[], Table], title: str | None
     widths = proxy._calculate_column_widths(  # rich 15.0.0 (pinned): how it lays out columns
         console, options.update_width(options.max_width - proxy._extra_width))
     width = sum(widths) + len(widths) + 1
-    if title is not None and len(title.rstrip()) > width:
-        return False  # rich wraps the title
+    if width > console.width or (title is not None and len(title.rstrip()) > width):
+        return False  # rich crops the lines to the console, wraps the title
     columns = proxy.columns
 
     drawn_before: dict[tuple[str, int], list[str]] = {}  # a shoe's texts repeat
@@ -182,6 +183,9 @@ def _plain_table(console: Console, table: Callable[[], Table], title: str | None
 
     def wrapped(text: str, i: int) -> list[str]:
         col = columns[i]
+        if widths[i] >= 3 and not col.no_wrap and col.justify == "left" \
+                and col.overflow in ("fold", "ellipsis", "crop"):
+            return [f" {line} " for line in _wrapped(text, widths[i] - 2, col.overflow)]
         drawn = console.render_lines(
             Padding(Text(text), (0, 1)),
             options.update(width=widths[i], justify=col.justify, no_wrap=col.no_wrap,
@@ -202,6 +206,22 @@ def _plain_table(console: Console, table: Callable[[], Table], title: str | None
     out.append("└" + "┴".join("─" * w for w in widths) + "┘")
     console.file.write("\n".join(out) + "\n")
     return True
+
+
+def _wrapped(text: str, width: int, overflow: str) -> list[str]:
+    """Single-line ASCII text as rich 15.0.0's Text.wrap lays it out, justified left, with
+    rich's own break finder: the breaks between words, a line's trailing spaces cut to the
+    width, a word longer than the width folded, or cut with an ellipsis."""
+    offsets = divide_line(text, width, fold=overflow == "fold")
+    out = []
+    for start, end in zip([0, *offsets], [*offsets, len(text)], strict=True):
+        line = text[start:end]
+        if len(line) > width:  # Text.rstrip_end
+            line = line[:len(line) - min(len(line) - len(line.rstrip()), len(line) - width)]
+        if len(line) > width:  # Text.truncate
+            line = line[:width - 1] + "…" if overflow == "ellipsis" else line[:width]
+        out.append(line.ljust(width))
+    return out
 
 
 def _row(bar: str, cells: list[list[str]], widths: list[int], *, bottom: bool) -> list[str]:

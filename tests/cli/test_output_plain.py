@@ -40,7 +40,7 @@ def _drawn(rows: list[dict[str, str | None]], title: str | None, columns: int,
         return capsys.readouterr().out, taken == [True]
 
 
-@settings(max_examples=150, deadline=None,
+@settings(max_examples=300, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])  # read out each time
 @given(heads=st.lists(st.text(alphabet="abcdefgh_", min_size=1, max_size=12)
                       | st.text(alphabet="abcdefgh_\x07é", min_size=1, max_size=12),
