@@ -271,20 +271,37 @@ def _checked(obj: Any, event_id: Callable[[str, str, int], str] | None) -> Devic
         raise LineRejected(f"unknown field '{unknown[0]}' for {event_type}",
                            f"remove it; {event_type} has {', '.join(sorted(known)) or 'no fields'}")
     payload: dict[str, Any] = {}
-    for spec in specs:
-        if spec.name in obj:
-            payload[spec.name] = _value(spec, obj[spec.name])
-        elif spec.required:
-            raise LineRejected(f"missing field '{spec.name}' for {event_type}",
-                               "add it and resend the line")
-    table = _str("table", obj["table"])
+    # The usual value of each field is taken inline, exactly when _value would take it (an int
+    # in range, a string, an enum's value, a boolean); anything else goes through _value, which
+    # takes it or says why not. This runs for every field of every line.
+    for name, usual, lo, hi, choices, spec in _plan(event_type, specs):
+        value = obj.get(name, _ABSENT)
+        if value is _ABSENT:
+            if spec.required:
+                raise LineRejected(f"missing field '{name}' for {event_type}",
+                                   "add it and resend the line")
+            continue
+        t = type(value)
+        if t is usual and (t is not int or lo <= value <= hi):
+            payload[name] = value
+        elif t is str and choices is not None and value in choices:
+            payload[name] = choices[value]
+        else:
+            payload[name] = _value(spec, value)
+    table = obj["table"]
+    if type(table) is not str:
+        table = _str("table", table)
     if not 1 <= len(table) <= 64:
         raise LineRejected(f"table id {json.dumps(table)} must be 1 to 64 characters",
                            "send the table's id, e.g. T07")
-    actor = _str("actor", obj["actor"])
+    actor = obj["actor"]
+    if type(actor) is not str:
+        actor = _str("actor", actor)
     if not actor:
         raise LineRejected("field 'actor' is empty", "send the device or dealer id")
-    seq = _int("seq", obj["seq"])
+    seq = obj["seq"]
+    if type(seq) is not int or not _LONG[0] <= seq <= _LONG[1]:
+        seq = _int("seq", seq)
     if seq < 1:
         raise LineRejected(f"seq {seq} is below 1", "a device numbers its lines from 1")
     shoe = obj.get("shoe")
@@ -292,11 +309,34 @@ def _checked(obj: Any, event_id: Callable[[str, str, int], str] | None) -> Devic
     given = obj.get("id")
     return DeviceLine(
         table=table, event=model.EVENT_TYPES[event_type](**payload),
-        shoe=None if shoe is None else _str("shoe", shoe),
-        round_no=None if round_no is None else _int("round", round_no, "int"),
+        shoe=shoe if shoe is None or type(shoe) is str else _str("shoe", shoe),
+        round_no=round_no if round_no is None or (type(round_no) is int and _INT[0]
+                                                  <= round_no <= _INT[1])
+        else _int("round", round_no, "int"),
         seq=seq, at=_time(obj["at"]), actor=actor,
         event_id=_str("id", given) if given is not None
         else None if event_id is None else event_id(table, actor, seq))
+
+
+_ABSENT = object()
+_INT, _LONG = _INT_RANGE["int"], _INT_RANGE["long"]
+_Plan = tuple[tuple[str, type | None, int, int, dict[str, Enum] | None, _Field], ...]
+_PLANS: dict[str, _Plan] = {}
+
+
+def _plan(event_type: str, specs: tuple[_Field, ...]) -> _Plan:
+    """Per field of a type, made once: the type its usual value has (None: always _value),
+    an int's bounds (a card's rank 2..14, 13:47-20.31(a)2ii), an enum's members by value."""
+    found = _PLANS.get(event_type)
+    if found is None:
+        rows = []
+        for spec in specs:
+            lo, hi = (2, 14) if spec.name == "rank" else _INT_RANGE.get(spec.avro, (0, -1))
+            usual = {"int": int, "str": str, "bool": bool}.get(spec.kind)
+            rows.append((spec.name, usual, lo, hi,
+                         spec.choices if spec.kind == "enum" else None, spec))
+        found = _PLANS[event_type] = tuple(rows)
+    return found
 
 
 def _time(value: Any) -> datetime:
