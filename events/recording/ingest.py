@@ -195,7 +195,7 @@ def ingest(stream: IO[bytes], log: EventLog, *, source: str, quarantine: Path,
             batch.append(line)
         candidates.clear()
         _flush(recorder, batch)
-        ids.catch_up()
+        ids.catch_up([(line.table, line.event_id or "") for line in batch])
         bad_lines.sync()
         report.recorded += len(batch)
         report.tables.update(x.table for x in batch)
