@@ -5,6 +5,8 @@ characters). Structural, not timed."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -20,7 +22,7 @@ _TEXT = st.one_of(st.text(alphabet=_ASCII, max_size=34),
                           max_size=34))
 
 
-def _drawn(rows: list[dict[str, str | None]], title: str | None, columns: int,
+def _drawn(rows: list[dict[str, Any]], title: str | None, columns: int,
            plain: bool, capsys: pytest.CaptureFixture[str]) -> tuple[str, bool]:
     """What render writes, and whether the plain writer took it (plain=False: rich's own)."""
     taken = []
