@@ -147,12 +147,12 @@ def _plain_table(console: Console, table: Callable[[], Table], title: str | None
 
     Why: rich measures, wraps and pads each cell as a renderable, which made `pitlog replay`
     of a long shoe (1,500 rows) cost four times its query (issue 19, item 4). Here rich lays out
-    the columns from one row measured as the whole column measures (`_measured_as`), and draws
-    only the cells that do not fit their column whole (wrapped or folded) and the headers; every
-    other cell is padded here. Taken only where that is rich's output to the byte
-    (tests/cli/test_output_plain.py compares the two): no colours or styles to write (output
-    piped, NO_COLOR), a UTF-8 box, ASCII text (one cell per character), a title within the
-    table's width.
+    the columns from one row measured as the whole column measures (`_measured_as`); a cell
+    that fits is padded, one that does not is wrapped or folded by `_wrapped` (rich itself for
+    a column `_wrapped` does not cover), each distinct text once. Taken only where that is
+    rich's output to the byte (tests/cli/test_output_plain.py compares the two): no colours or
+    styles to write (output piped, or a terminal without colour), a UTF-8 box, ASCII text (one
+    cell per character), the table within the console and the title within the table.
     """
     if console.color_system is not None or console.legacy_windows \
             or console.options.ascii_only or not all(h.isascii() for h in heads) \
