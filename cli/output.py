@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import date, datetime, tzinfo
 from decimal import Decimal
 from enum import StrEnum
@@ -21,7 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from rich import box
+from rich._wrap import divide_line  # rich's own line breaks (rich pinned at 15.0.0)
 from rich.console import Console
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -97,25 +99,142 @@ def render(rows: Sequence[dict[str, Any]], fmt: Format | Summary, *, out: Path |
         return
     zone = tz or casino_zone()
     cells = [[_cell(r.get(c), zone) for c in cols] for r in rows]
-    table = Table(title=Text(visible(title)) if title else None, show_lines=False,
-                  header_style="bold", box=box.SIMPLE_HEAD if compact else box.HEAVY_HEAD,
-                  pad_edge=not compact, collapse_padding=compact)
+    heads = [visible(c) for c in cols]
+    titled = visible(title) if title else None
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
     short = [w <= SHORT_CELL for w in widths]
     # Each column costs 3 more characters of borders and padding.
     needed = sum(w + 3 if s else LONG_CELL_MIN + 3 for w, s in zip(widths, short, strict=True))
     fits = needed < console.width
-    for c, w, s in zip(cols, widths, short, strict=True):
-        if c in keep or (s and fits):  # money, codes, statuses, times: whole, on one line
-            table.add_column(Text(visible(c)), no_wrap=True, min_width=w)
-        elif s:  # too narrow a terminal: folded onto more lines, never cut
-            table.add_column(Text(visible(c)), overflow="fold")
-        else:  # explanations and descriptions take the room left, wrapped between words
-            table.add_column(Text(visible(c)), ratio=1,
-                             min_width=LONG_CELL_MIN if fits else None)
+
+    def table() -> Table:
+        """The table with its columns, no rows yet."""
+        drawn = Table(title=Text(titled) if titled else None, show_lines=False,
+                      header_style="bold", box=box.SIMPLE_HEAD if compact else box.HEAVY_HEAD,
+                      pad_edge=not compact, collapse_padding=compact)
+        for c, head, w, s in zip(cols, heads, widths, short, strict=True):
+            if c in keep or (s and fits):  # money, codes, statuses, times: whole, on one line
+                drawn.add_column(Text(head), no_wrap=True, min_width=w)
+            elif s:  # too narrow a terminal: folded onto more lines, never cut
+                drawn.add_column(Text(head), overflow="fold")
+            else:  # explanations and descriptions take the room left, wrapped between words
+                drawn.add_column(Text(head), ratio=1, min_width=LONG_CELL_MIN if fits else None)
+        return drawn
+
+    if not compact and _plain_table(console, table, titled, heads, cells):
+        return
+    drawn = table()
     for row in cells:
-        table.add_row(*(Text(cell) for cell in row))
-    console.print(table)
+        drawn.add_row(*(Text(cell) for cell in row))
+    console.print(drawn)
+
+
+def _measured_as(texts: list[str]) -> str:
+    """ASCII text that rich measures as it measures the widest of `texts` together: its
+    longest word (the least width) and its longest line (the most)."""
+    least = max((len(w) for t in texts for w in (t.split() or [t])), default=0)
+    most = max((len(t) for t in texts), default=0)
+    out = "x" * least
+    while len(out) < most:
+        out += (" " + "x" * least)[:most - len(out)]
+    return out
+
+
+def _plain_table(console: Console, table: Callable[[], Table], title: str | None,
+                 heads: list[str], cells: list[list[str]]) -> bool:
+    """Write, without styles, the table rich draws, and answer True; or write nothing and
+    answer False, for rich to draw it.
+
+    Why: rich measures, wraps and pads each cell as a renderable, which made `pitlog replay`
+    of a long shoe (1,500 rows) cost four times its query (issue 19, item 4). Here rich lays out
+    the columns from one row measured as the whole column measures (`_measured_as`); a cell
+    that fits is padded, one that does not is wrapped or folded by `_wrapped` (rich itself for
+    a column `_wrapped` does not cover), each distinct text once. Taken only where that is
+    rich's output to the byte (tests/cli/test_output_plain.py compares the two): no colours or
+    styles to write (output piped, or a terminal without colour), a UTF-8 box, ASCII text (one
+    cell per character), the table within the console and the title within the table.
+    """
+    if console.color_system is not None or console.legacy_windows \
+            or console.options.ascii_only or not all(h.isascii() for h in heads) \
+            or (title is not None and not title.isascii()) \
+            or not all(c.isascii() for row in cells for c in row):
+        return False
+    proxy = table()
+    proxy.add_row(*(Text(_measured_as([h, *(row[i] for row in cells)]))
+                    for i, h in enumerate(heads)))
+    options = console.options
+    widths = proxy._calculate_column_widths(  # rich 15.0.0 (pinned): how it lays out columns
+        console, options.update_width(options.max_width - proxy._extra_width))
+    width = sum(widths) + len(widths) + 1
+    if width > console.width or (title is not None and len(title.rstrip()) > width):
+        return False  # rich crops the lines to the console, wraps the title
+    columns = proxy.columns
+
+    drawn_before: dict[tuple[str, int], list[str]] = {}  # a shoe's texts repeat
+
+    def lines(text: str, i: int) -> list[str]:
+        """One cell as rich draws it in column i: padded, wrapped or folded."""
+        if len(text) + 2 <= widths[i]:
+            return [" " + text.ljust(widths[i] - 2) + " "]
+        found = drawn_before.get((text, i))
+        if found is None:
+            found = drawn_before[(text, i)] = wrapped(text, i)
+        return found
+
+    def wrapped(text: str, i: int) -> list[str]:
+        col = columns[i]
+        if widths[i] >= 3 and not col.no_wrap and col.justify == "left" \
+                and col.overflow in ("fold", "ellipsis", "crop"):
+            return [f" {line} " for line in _wrapped(text, widths[i] - 2, col.overflow)]
+        drawn = console.render_lines(
+            Padding(Text(text), (0, 1)),
+            options.update(width=widths[i], justify=col.justify, no_wrap=col.no_wrap,
+                           overflow=col.overflow, height=None), pad=True)
+        w = widths[i]  # rich's set_shape: each line cut or padded to the column
+        return ["".join(seg.text for seg in line)[:w].ljust(w) for line in drawn]
+
+    out = []
+    if title is not None:
+        shown = title.rstrip()  # rich's centring: the title's trailing spaces dropped
+        left = (width - len(shown)) // 2
+        out.append(" " * left + shown + " " * (width - left - len(shown)))
+    out.append("┏" + "┳".join("━" * w for w in widths) + "┓")
+    out.extend(_row("┃", [lines(h, i) for i, h in enumerate(heads)], widths, bottom=True))
+    out.append("┡" + "╇".join("━" * w for w in widths) + "┩")
+    for row in cells:
+        out.extend(_row("│", [lines(c, i) for i, c in enumerate(row)], widths, bottom=False))
+    out.append("└" + "┴".join("─" * w for w in widths) + "┘")
+    console.file.write("\n".join(out) + "\n")
+    return True
+
+
+def _wrapped(text: str, width: int, overflow: str) -> list[str]:
+    """Single-line ASCII text as rich 15.0.0's Text.wrap lays it out, justified left, with
+    rich's own break finder: the breaks between words, a line's trailing spaces cut to the
+    width, a word longer than the width folded, or cut with an ellipsis."""
+    offsets = divide_line(text, width, fold=overflow == "fold")
+    out = []
+    for start, end in zip([0, *offsets], [*offsets, len(text)], strict=True):
+        line = text[start:end]
+        if len(line) > width:  # Text.rstrip_end
+            line = line[:len(line) - min(len(line) - len(line.rstrip()), len(line) - width)]
+        if len(line) > width:  # Text.truncate
+            line = line[:width - 1] + "…" if overflow == "ellipsis" else line[:width]
+        out.append(line.ljust(width))
+    return out
+
+
+def _row(bar: str, cells: list[list[str]], widths: list[int], *, bottom: bool) -> list[str]:
+    """A row's lines: each cell's lines at the top (a header's at the bottom), blank below."""
+    height = max(1, *(len(c) for c in cells))
+    if all(len(c) == 1 for c in cells):
+        return [bar + bar.join(c[0] for c in cells) + bar]
+    shaped = []
+    for c, w in zip(cells, widths, strict=True):
+        blank = [" " * w] * (height - len(c))
+        shaped.append(blank + c if bottom else c + blank)
+    return [bar + bar.join(c[n] for c in shaped) + bar for n in range(height)]
+
 
 def _cell(value: Any, zone: tzinfo) -> str:
     if value is None:

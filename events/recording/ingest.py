@@ -195,7 +195,7 @@ def ingest(stream: IO[bytes], log: EventLog, *, source: str, quarantine: Path,
             batch.append(line)
         candidates.clear()
         _flush(recorder, batch)
-        ids.catch_up()
+        ids.catch_up([(line.table, line.event_id or "") for line in batch])
         bad_lines.sync()
         report.recorded += len(batch)
         report.tables.update(x.table for x in batch)
@@ -211,7 +211,9 @@ def ingest(stream: IO[bytes], log: EventLog, *, source: str, quarantine: Path,
                 reject(n, raw, "empty line", "remove it or send an event")
                 continue
             try:
-                line = _with_event_id(parse_line(raw))
+                # The line's own `id`, else one derived from its device, table and device seq:
+                # a line re-sent in a later run then has the same id, and is found recorded.
+                line = parse_line(raw, derived_event_id)
                 last = _check_order(line, last_seq)
             except LineRejected as exc:
                 reject(n, raw, exc.reason, exc.hint)
@@ -237,16 +239,6 @@ def _check_order(line: DeviceLine, last_seq: dict[tuple[str, str], int]) -> int:
             f"after seq {last}", "a device's seq must increase: resend its lines in order "
                                  "(a line sent twice is refused too)")
     return last
-
-
-def _with_event_id(line: DeviceLine) -> DeviceLine:
-    """The line's own `id`, else one derived from its device, table and device seq: a line
-    re-sent in a later run then has the same id, and is found already recorded."""
-    if line.event_id is not None:
-        return line
-    # Built directly: dataclasses.replace cost as much as deriving the id (this runs per line).
-    return DeviceLine(line.table, line.event, line.shoe, line.round_no, line.seq, line.at,
-                      line.actor, derived_event_id(line.table, line.actor, line.seq))
 
 
 def _record(recorder: Recorder, line: DeviceLine) -> None:

@@ -87,6 +87,29 @@ def test_the_id_index_reads_only_what_was_appended_since(tmp_path: Path) -> None
     index.close()
 
 
+def test_the_index_takes_a_writers_own_ids_only_when_the_new_records_are_its_own(
+        tmp_path: Path) -> None:
+    """catch_up(appended) takes the ids from the writer when the log grew by exactly its
+    records; another writer's records in the range, even as many, are read back and indexed."""
+    folder = tmp_path / "log"
+    log = EmbeddedLog(folder, partitions=2)
+    index, other = EventIdIndex(log), EventIdIndex(log)
+    record_events(log, {"T01": 3, "T02": 2}, "a")  # writer A appends 5
+    a_ids = [("T01", "a1"), ("T02", "a2"), ("T01", "a3"), ("T02", "a4"), ("T01", "a5")]
+    assert other.catch_up() == 5  # another process's index reads A's 5 back ...
+    record_events(log, {"T01": 3, "T02": 2}, "b")  # ... then writer B appends 5
+    assert index.catch_up(a_ids) == 5  # A's 5 ids, but the 5 new records are B's:
+    assert all(index.recorded(t, f"b{i}") for i, t in enumerate(
+        ["T01", "T02", "T01", "T02", "T01"], 1))  # read back, every one indexed
+    record_events(log, {"T01": 2, "T02": 1}, "c")  # a writer's own 3, on their own
+    assert index.catch_up([("T01", "c1"), ("T02", "c2"), ("T01", "c3")]) == 3
+    assert index.recorded("T01", "c3") and index.catch_up() == 0
+    fresh = EventIdIndex(log)  # the marks it left are those of reading the log itself
+    assert fresh.catch_up() == 0 and fresh.recorded("T02", "c2")
+    for opened in (index, other, fresh):
+        opened.close()
+
+
 def test_the_id_index_of_a_restored_log_is_rebuilt(tmp_path: Path) -> None:
     folder, backup = tmp_path / "log", tmp_path / "backup"
     _ingest(folder, _device_lines(30), tmp_path)

@@ -1,0 +1,94 @@
+"""cli/output.py writes a table's plain text itself (`_plain_table`, issue 19 item 4: rich's
+per-cell measuring made replaying a long shoe slow) exactly as rich draws it, byte for byte,
+folded or wrapped cells included, and leaves to rich what it cannot match (styles, wide
+characters). Structural, not timed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cli import output
+from cli.output import Format, render
+
+# Printable ASCII with spaces, some control characters (shown as escapes) and letters that are
+# not ASCII (é one cell, 漢 two): the last two kinds must go to rich.
+_ASCII = "abcXYZ019 -:._/"
+_TEXT = st.one_of(st.text(alphabet=_ASCII, max_size=34),
+                  st.text(alphabet=st.sampled_from([*_ASCII, "\x1b", "\t", "é", "漢"]),
+                          max_size=34))
+
+
+def _drawn(rows: list[dict[str, Any]], title: str | None, columns: int,
+           plain: bool, capsys: pytest.CaptureFixture[str]) -> tuple[str, bool]:
+    """What render writes, and whether the plain writer took it (plain=False: rich's own)."""
+    taken = []
+    real = output._plain_table
+
+    def spy(*args: object) -> bool:
+        done = plain and real(*args)  # type: ignore[arg-type]
+        taken.append(done)
+        return done
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("COLUMNS", str(columns))
+        mp.delenv("FORCE_COLOR", raising=False)
+        mp.setattr(output, "_plain_table", spy)
+        capsys.readouterr()
+        render(rows, Format.table, title=title, columns=list(rows[0]))
+        return capsys.readouterr().out, taken == [True]
+
+
+@settings(max_examples=300, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])  # read out each time
+@given(heads=st.lists(st.text(alphabet="abcdefgh_", min_size=1, max_size=12)
+                      | st.text(alphabet="abcdefgh_\x07é", min_size=1, max_size=12),
+                      min_size=1, max_size=6, unique=True),
+       cells=st.lists(st.lists(st.one_of(st.none(), _TEXT), min_size=6, max_size=6),
+                      min_size=1, max_size=8),
+       title=st.one_of(st.none(), _TEXT.filter(bool)),
+       columns=st.integers(min_value=20, max_value=160))
+def test_plain_table_is_richs_table(heads: list[str], cells: list[list[str | None]],
+                                    title: str | None, columns: int,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    rows = [dict(zip(heads, row, strict=False)) for row in cells]
+    ours, taken = _drawn(rows, title, columns, True, capsys)
+    richs, _ = _drawn(rows, title, columns, False, capsys)
+    assert ours == richs
+
+
+def test_a_table_that_fits_is_written_plain(capsys: pytest.CaptureFixture[str]) -> None:
+    rows = [{"seq": str(i), "event": "CardDrawn", "card": "Q♥"[0] + "H"} for i in range(3)]
+    ours, taken = _drawn(rows, "shoe T01-S0001: events", 100, True, capsys)
+    assert taken
+    assert ours == _drawn(rows, "shoe T01-S0001: events", 100, False, capsys)[0]
+    assert ours.splitlines() == [
+        "  shoe T01-S0001: events  ",
+        "┏━━━━━┳━━━━━━━━━━━┳━━━━━━┓",
+        "┃ seq ┃ event     ┃ card ┃",
+        "┡━━━━━╇━━━━━━━━━━━╇━━━━━━┩",
+        "│ 0   │ CardDrawn │ QH   │",
+        "│ 1   │ CardDrawn │ QH   │",
+        "│ 2   │ CardDrawn │ QH   │",
+        "└─────┴───────────┴──────┘",
+    ]
+
+
+def test_a_narrow_terminal_folds_and_wraps_as_rich(capsys: pytest.CaptureFixture[str]) -> None:
+    rows = [{"rack_position_in_dealing": str(i), "description": "a long text " * 5,
+             "code": "X" * 30} for i in range(3)]
+    ours, taken = _drawn(rows, "hands", 40, True, capsys)
+    assert taken
+    assert ours == _drawn(rows, "hands", 40, False, capsys)[0]
+    assert len(ours.splitlines()) > 2 + 3 + 2  # the header and the cells take more lines
+
+
+@pytest.mark.parametrize("text", ["漢字", "é"])
+def test_wide_or_accented_text_goes_to_rich(text: str,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    ours, taken = _drawn([{"a": text}], None, 100, True, capsys)
+    assert not taken
+    assert ours == _drawn([{"a": text}], None, 100, False, capsys)[0]
