@@ -7,7 +7,9 @@ each family reads before it; a stored row belongs to the stretch when the greate
 seqs is at or after the stretch's start, and those rows are replaced by the window's, in the
 batch's own transaction. The window is read through a scratch catalog whose `events` table holds
 the window alone, its scan pruned by log partition and offset, so the cost follows the batch and
-the shoe, not the history. Which family reads what, and why that scope is exact:
+the shoe, not the history. DUPLICATE_EVENT's copies from before the window come from a look-up
+of hashed ids over the history (Detector.earlier_copies). Which family reads what, and why
+that scope is exact:
 docs/live-detection.md ("Incremental detection").
 """
 
@@ -168,18 +170,23 @@ def drop_stale_round_state(con: duckdb.DuckDBPyConnection) -> None:
 _MADE = re.compile(r"CREATE\s+OR\s+REPLACE\s+VIEW\s+(\w+)", re.IGNORECASE)
 
 
-def window_views(cur: duckdb.DuckDBPyConnection, wanted: Callable[[str], bool]) -> None:
+def window_views(cur: duckdb.DuckDBPyConnection, wanted: Callable[[str], bool],
+                 helpers: bool = True) -> None:
     """The views (views.create_views) a window catalog's families read: every file but those
     that make only `anomalies` (the union of the families, read by no family) or families not
     `wanted` here. Binding a view costs about what planning it does (the rounds, money and
     tables families and the union about 1 s each on a busy machine), and each window catalog
     runs only its own families. If the files no longer allow that split (a family reading
-    another), every view is made, as create_views does."""
+    another), every view is made, as create_views does. `helpers` False: only the macros
+    and the wanted families' own files (a family that reads `events` alone, as the streams
+    family does); one that reads another view fails to bind, and every view is made."""
     try:
         cur.execute(macros_sql())
         for name in VIEW_FILES:
             text = (SQL_DIR / name).read_text()
             made = _MADE.findall(text)
+            if not helpers and not any(wanted(v) for v in made):
+                continue
             if made and all(v == "anomalies" or (v.startswith("anomalies_found_")
                                                  and not wanted(v)) for v in made):
                 continue
@@ -239,7 +246,7 @@ class Detector:
             def wanted(family: str, _c: str = catalog) -> bool:
                 return _home(family) == _c
 
-            window_views(scratch, wanted)
+            window_views(scratch, wanted, helpers=catalog != STREAMS)
             home.update((f, catalog) for f in anomaly_families(scratch) if wanted(f))
         scratch.execute(f"USE {SCRATCH}")
         self.families = sorted(home)
