@@ -22,24 +22,14 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import statistics
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
+from bench_detect_state import _median_ms
 
 from projections import incremental
-
-
-def _median_ms(run: Callable[[], object], repeats: int = 5) -> float:
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        run()
-        times.append((time.perf_counter() - t) * 1000)
-    return statistics.median(times)
 
 
 def _window_ids(con: duckdb.DuckDBPyConnection, tables: int, batch: int) -> None:

@@ -283,6 +283,17 @@ def _line(con: duckdb.DuckDBPyConnection, table_id: str, seq: int) -> tuple:
     return tuple(line)
 
 
+def _two_tables(tmp_path: Path) -> tuple[EmbeddedLog, TableBuilder, TableBuilder]:
+    """T01 and T02 opened and tapped in, in that order (event ids 1 to 4)."""
+    log = EmbeddedLog(tmp_path / "log")
+    recorder = recorder_for(log)
+    a, b = TableBuilder(recorder, "T01"), TableBuilder(recorder, "T02")
+    for t in (a, b):
+        t.open_table()
+        t.tap_in("D1")
+    return log, a, b
+
+
 def _duplicates(con: duckdb.DuckDBPyConnection) -> list:
     return sorted(con.execute("SELECT table_id, seqs FROM anomalies "
                               "WHERE code = 'DUPLICATE_EVENT'").fetchall())
@@ -293,12 +304,7 @@ def _duplicates(con: duckdb.DuckDBPyConnection) -> list:
 # table's copies are not this table's), and the other table's stretch is untouched
 def test_a_copy_from_shoes_back_is_a_duplicate_and_another_tables_id_is_not(
         tmp_path: Path) -> None:
-    log = EmbeddedLog(tmp_path / "log")
-    recorder = recorder_for(log)
-    a, b = TableBuilder(recorder, "T01"), TableBuilder(recorder, "T02")
-    for t in (a, b):
-        t.open_table()
-        t.tap_in("D1")
+    log, a, b = _two_tables(tmp_path)
     b.new_shoe("S1")
     b.round_no = 1
     a_dealt: dict[str, int] = {}
@@ -441,12 +447,7 @@ def test_copies_whose_original_is_in_the_same_batch(tmp_path: Path) -> None:
 # the same batch, recorded twice at T02 (whose first copy of it lies shoes back): two rows, each
 # with its own table's seqs
 def test_one_id_at_two_tables_makes_a_row_at_each(tmp_path: Path) -> None:
-    log = EmbeddedLog(tmp_path / "log")
-    recorder = recorder_for(log)
-    a, b = TableBuilder(recorder, "T01"), TableBuilder(recorder, "T02")
-    for t in (a, b):
-        t.open_table()
-        t.tap_in("D1")
+    log, a, b = _two_tables(tmp_path)
     tap_id = str(uuid.UUID(int=2))  # T01's tap-in (T01 opened first: ids 1 and 2)
     b_first = _resend(b, tap_id, None, None)  # T02 records T01's id once: no duplicate yet
     for t in (a, b):
