@@ -54,9 +54,10 @@ TABLES = "detect_tables"
 CONTEXT = "detect_context"
 # DUPLICATE_EVENT's look-up of earlier copies over the whole history (earlier_copies): one row
 # per event with an id, a 64-bit hash of (table, event id) and where the event lies in the log.
-# A scan of these int64s costs milliseconds per batch at 1M events and is read through DuckDB's
-# buffer pool, not held in memory; an index on events.event_id was ~2.7x the append cost and
-# grew in memory with the log (projections/store.py: no index on `events` that grows with it).
+# A scan of its int64 hashes costs tens of milliseconds per batch at 1M events (a fifth of the
+# same join on events.event_id) and goes through DuckDB's buffer pool, not memory held for the
+# log; an index on events.event_id was ~2.7x the append cost and grew in memory with the log
+# (projections/store.py: no index that grows with the log; benchmarks/results.md, session 12).
 IDS = "detect_ids"
 _ID_HASH = "hash(table_id, event_id)"
 _IDS_OF = (f"SELECT {_ID_HASH} AS h, log_partition, log_offset FROM {{src}} "
@@ -433,15 +434,25 @@ class Detector:
                 JOIN pitlog_ids AS q ON i.h = q.h AND i.log_partition = q.log_partition
                  AND i.log_offset < q.o""").fetchall():
             at.setdefault(partition, []).append(offset)
+        n = 0
         if at:
             where = " OR ".join(f"(log_partition = {p} AND log_offset IN "
                                 f"({', '.join(map(str, sorted(o)))}))" for p, o in at.items())
-            s.execute(f"""INSERT INTO {STREAMS}.main.copies
+            s.execute(f"""CREATE OR REPLACE TEMP TABLE pitlog_copies AS
                 SELECT e.* FROM (SELECT * FROM {self.db}.main.events WHERE {where}) AS e
                 SEMI JOIN pitlog_ids AS q ON q.table_id = e.table_id
                  AND q.event_id = e.event_id AND e.seq < q.w""")
-        s.execute("DROP TABLE IF EXISTS temp.pitlog_ids")
-        ((n,),) = s.execute(f"SELECT count(*) FROM {STREAMS}.main.copies").fetchall()
+            # A card event's earlier copy is the card (macros.sql card_events_of keeps an id's
+            # first copy): the card families must see it to drop the later copy as the full
+            # evaluation does, so it joins both windows (and the streams family through the
+            # rounds window); any other copy reaches the streams family alone.
+            for target, cards in ((f"{CARDS}.main.events", True), (f"{SCRATCH}.main.events", True),
+                                  (f"{STREAMS}.main.copies", False)):
+                s.execute(f"INSERT INTO {target} SELECT * FROM pitlog_copies "
+                          f"WHERE is_card_event(event_type) = {cards}")
+            ((n,),) = s.execute("SELECT count(*) FROM pitlog_copies").fetchall()
+        for name in ("pitlog_ids", "pitlog_copies"):
+            s.execute(f"DROP TABLE IF EXISTS temp.{name}")
         return int(n)
 
     def _evaluate_families(self) -> None:

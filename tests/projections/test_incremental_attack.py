@@ -460,3 +460,28 @@ def test_one_id_at_two_tables_makes_a_row_at_each(tmp_path: Path) -> None:
         b_copy = _resend(b, tap_id, "S3", 1)
         second_batch()
         assert _stored_duplicates(con) == [("T01", [2, a_copy]), ("T02", [b_first, b_copy])]
+
+
+# A card event re-sent shoes later is one card (macros.sql card_events_of keeps an id's first
+# copy): the full evaluation drops the copy from the new round's cards, so the round's next card
+# is its first, dealt to the wrong box. The card families must see the earlier copy (before W)
+# to drop the later one too: the look-up brings a card event's copy into both windows
+def test_a_card_event_copied_shoes_later_is_not_dealt_again(tmp_path: Path) -> None:
+    log, t = _table(tmp_path)
+    left = _shoes(t, ("S1", "S2"))["left"]
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
+        t.new_shoe("S3")
+        t.round_no = 1
+        t.wager(1, 500)
+        t.clock += timedelta(seconds=1)  # S1's first card's line, re-sent into S3's round 1
+        c = card("4C")
+        copy = t.recorder.record(
+            t.table_id, model.CardDrawn(rank=c.rank, suit=c.suit, face_up=True,
+                                        destination=Box.LEFT),
+            shoe_id="S3", round_no=1, actor=t.dealer, occurred_at=t.clock, recorded_at=t.clock,
+            event_id=_line(con, "T01", left)[0])
+        right = t.draw("10S", Box.RIGHT)
+        second_batch()
+        assert sorted(con.execute(f"SELECT code, seqs FROM {STORED} WHERE code IN "
+                                  "('DUPLICATE_EVENT', 'WRONG_BOX')").fetchall()) == [
+            ("DUPLICATE_EVENT", [left, copy]), ("WRONG_BOX", [right])]
