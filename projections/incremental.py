@@ -67,7 +67,7 @@ _IDS_OF = (f"SELECT {_ID_HASH} AS h, log_partition, log_offset FROM {{src}} "
 _HASH_PROBE = "SELECT hash('pitlog', 'detect_ids')::VARCHAR"
 # The family that reads earlier copies of an event id (DUPLICATE_EVENT): its window is the
 # rounds window and those copies, in a catalog of its own (Detector._ready), so no other family
-# reads an event from before W.
+# reads an event from before W but a card event's first copy (Detector.earlier_copies).
 STREAMS = "pitlog_detect_streams"
 STREAM_FAMILIES = ("anomalies_found_streams",)
 CONTEXT_TYPES = ("TableOpened", "CardsLoaded", "ShoeClosed")
