@@ -192,10 +192,12 @@ def in_process(log: EventLog, con: duckdb.DuckDBPyConnection,
                ) -> tuple[int, list[float], list[int], dict[str, list[float]]]:
     """project() in a loop on one connection until the feed is in; (batches, detection cost
     per batch, window per batch, seconds per batch of each phase: plan, copy (the window into
-    the scratch catalog), families (the family queries, planning included), apply)."""
+    the scratch catalog), copies (DUPLICATE_EVENT's look-up of earlier copies over the history),
+    families (the family queries, planning included), apply)."""
     costs: list[float] = []
     windows: list[int] = []
-    phases: dict[str, list[float]] = {"plan": [], "copy": [], "families": [], "apply": [],
+    phases: dict[str, list[float]] = {"plan": [], "copy": [], "copies": [], "families": [],
+                                      "apply": [],
                                       "cards_window": [], "tables": [], "round_level": []}
     current: dict[str, float] = {}
     for name in ("plan", "evaluate", "apply"):

@@ -7,7 +7,9 @@ each family reads before it; a stored row belongs to the stretch when the greate
 seqs is at or after the stretch's start, and those rows are replaced by the window's, in the
 batch's own transaction. The window is read through a scratch catalog whose `events` table holds
 the window alone, its scan pruned by log partition and offset, so the cost follows the batch and
-the shoe, not the history. Which family reads what, and why that scope is exact:
+the shoe, not the history. DUPLICATE_EVENT's copies from before the window come from a look-up
+of hashed ids over the history (Detector.earlier_copies). Which family reads what, and why
+that scope is exact:
 docs/live-detection.md ("Incremental detection").
 """
 
@@ -50,6 +52,24 @@ CARDS = "pitlog_detect_cards"
 SHOES = "detect_shoes"
 TABLES = "detect_tables"
 CONTEXT = "detect_context"
+# DUPLICATE_EVENT's look-up of earlier copies over the whole history (earlier_copies): one row
+# per event with an id, a 64-bit hash of (table, event id) and where the event lies in the log.
+# A scan of its int64 hashes costs tens of milliseconds per batch at 1M events (a fifth of the
+# same join on events.event_id) and goes through DuckDB's buffer pool, not memory held for the
+# log; an index on events.event_id was ~2.7x the append cost and grew in memory with the log
+# (projections/store.py: no index that grows with the log; benchmarks/results.md, session 12).
+IDS = "detect_ids"
+_ID_HASH = "hash(table_id, event_id)"
+_IDS_OF = (f"SELECT {_ID_HASH} AS h, log_partition, log_offset FROM {{src}} "
+           "WHERE event_id IS NOT NULL")
+# DuckDB's hash() is not promised stable across its versions: the table's comment holds this
+# value's hash when it was built, and a store whose comment differs is rebuilt (state_ready).
+_HASH_PROBE = "SELECT hash('pitlog', 'detect_ids')::VARCHAR"
+# The family that reads earlier copies of an event id (DUPLICATE_EVENT): its window is the
+# rounds window and those copies, in a catalog of its own (Detector._ready), so no other family
+# reads an event from before W but a card event's first copy (Detector.earlier_copies).
+STREAMS = "pitlog_detect_streams"
+STREAM_FAMILIES = ("anomalies_found_streams",)
 CONTEXT_TYPES = ("TableOpened", "CardsLoaded", "ShoeClosed")
 _STATE_TYPES = "('" + "', '".join(CONTEXT_TYPES[1:]) + "')"
 BIG = 2**62
@@ -104,8 +124,12 @@ def state_ready(con: duckdb.DuckDBPyConnection) -> bool:
     names = {t for (t,) in con.execute(
         "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()"
     ).fetchall()}
-    if not {SHOES, TABLES, CONTEXT, STORED, STORED_AT, *_round_state()} <= names:
+    if not {SHOES, TABLES, CONTEXT, IDS, STORED, STORED_AT, *_round_state()} <= names:
         return False
+    ((probe,),) = con.execute(_HASH_PROBE).fetchall()
+    if con.execute("SELECT comment FROM duckdb_tables() WHERE database_name = "
+                   "current_database() AND table_name = $t", {"t": IDS}).fetchall() != [(probe,)]:
+        return False  # built by another DuckDB's hash(), or not at all
     cols = [tuple(r) for r in con.execute(
         "SELECT table_name, column_name FROM duckdb_columns() WHERE database_name = "
         "current_database() AND table_name IN ('events', $c) ORDER BY column_index",
@@ -123,6 +147,9 @@ def rebuild_state(con: duckdb.DuckDBPyConnection) -> None:
     types = "('" + "', '".join(CONTEXT_TYPES) + "')"
     con.execute(f"CREATE OR REPLACE TABLE {CONTEXT} AS "
                 f"SELECT * FROM events WHERE event_type IN {types}")
+    con.execute(f"CREATE OR REPLACE TABLE {IDS} AS {_IDS_OF.format(src='events')}")
+    ((probe,),) = con.execute(_HASH_PROBE).fetchall()
+    con.execute(f"COMMENT ON TABLE {IDS} IS '{probe}'")
     if ROUND_LEVEL_STRETCH:
         detect_rounds.rebuild(con)
 
@@ -144,24 +171,36 @@ def drop_stale_round_state(con: duckdb.DuckDBPyConnection) -> None:
 _MADE = re.compile(r"CREATE\s+OR\s+REPLACE\s+VIEW\s+(\w+)", re.IGNORECASE)
 
 
-def window_views(cur: duckdb.DuckDBPyConnection, wanted: Callable[[str], bool]) -> None:
+def window_views(cur: duckdb.DuckDBPyConnection, wanted: Callable[[str], bool],
+                 helpers: bool = True) -> None:
     """The views (views.create_views) a window catalog's families read: every file but those
     that make only `anomalies` (the union of the families, read by no family) or families not
     `wanted` here. Binding a view costs about what planning it does (the rounds, money and
     tables families and the union about 1 s each on a busy machine), and each window catalog
     runs only its own families. If the files no longer allow that split (a family reading
-    another), every view is made, as create_views does."""
+    another), every view is made, as create_views does. `helpers` False: only the macros
+    and the wanted families' own files (a family that reads `events` alone, as the streams
+    family does); one that reads another view fails to bind, and every view is made."""
     try:
         cur.execute(macros_sql())
         for name in VIEW_FILES:
             text = (SQL_DIR / name).read_text()
             made = _MADE.findall(text)
+            if not helpers and not any(wanted(v) for v in made):
+                continue
             if made and all(v == "anomalies" or (v.startswith("anomalies_found_")
                                                  and not wanted(v)) for v in made):
                 continue
             cur.execute(text)
     except (OSError, duckdb.Error):
         create_views(cur)
+
+
+def _home(family: str) -> str:
+    """The window catalog a family reads (Detector._ready)."""
+    if family in detect_rounds.CARD_FAMILIES:
+        return CARDS
+    return STREAMS if family in STREAM_FAMILIES else SCRATCH
 
 
 class Detector:
@@ -192,19 +231,25 @@ class Detector:
         scratch = self.con.cursor()
         scratch.execute(f"DETACH DATABASE IF EXISTS {SCRATCH}")
         scratch.execute(f"ATTACH ':memory:' AS {SCRATCH}")
-        scratch.execute(f"DETACH DATABASE IF EXISTS {CARDS}")
-        scratch.execute(f"ATTACH ':memory:' AS {CARDS}")
+        for catalog in (CARDS, STREAMS):
+            scratch.execute(f"DETACH DATABASE IF EXISTS {catalog}")
+            scratch.execute(f"ATTACH ':memory:' AS {catalog}")
         home: dict[str, str] = {}  # family -> the catalog of its window
-        for catalog in (CARDS, SCRATCH):  # the same views over each window
+        for catalog in (CARDS, SCRATCH, STREAMS):  # the same views over each window
             scratch.execute(f"USE {catalog}")
             scratch.execute(
-                f"CREATE TABLE events AS SELECT * FROM {self.db}.main.events LIMIT 0")
+                f"CREATE TABLE {'copies' if catalog == STREAMS else 'events'} AS "
+                f"SELECT * FROM {self.db}.main.events LIMIT 0")
+            if catalog == STREAMS:  # the rounds window and the earlier copies (evaluate)
+                scratch.execute(f"CREATE VIEW events AS SELECT * FROM {SCRATCH}.main.events "
+                                f"UNION ALL SELECT * FROM {STREAMS}.main.copies")
 
             def wanted(family: str, _c: str = catalog) -> bool:
-                return (family in detect_rounds.CARD_FAMILIES) == (_c == CARDS)
+                return _home(family) == _c
 
-            window_views(scratch, wanted)
+            window_views(scratch, wanted, helpers=catalog != STREAMS)
             home.update((f, catalog) for f in anomaly_families(scratch) if wanted(f))
+        scratch.execute(f"USE {SCRATCH}")
         self.families = sorted(home)
         # The stored rows' columns (detector_for stored them first): binding a family for its
         # columns would cost as much as planning it.
@@ -237,8 +282,8 @@ class Detector:
         for cur in self.cursors:
             cur.close()
         self.scratch.close()
-        self.con.execute(f"DETACH DATABASE IF EXISTS {SCRATCH}")
-        self.con.execute(f"DETACH DATABASE IF EXISTS {CARDS}")
+        for catalog in (SCRATCH, CARDS, STREAMS):
+            self.con.execute(f"DETACH DATABASE IF EXISTS {catalog}")
 
     # --- before the transaction: plan and evaluate -------------------------------------------
 
@@ -342,14 +387,72 @@ class Detector:
         s.register("pitlog_new", batch)
         try:
             detect_rounds.copy_windows(s, self.db, CARDS, CONTEXT, parts, low)
+            copied = time.perf_counter()
+            self.earlier_copies(s)
         finally:
             s.unregister("pitlog_new")
-        copied = time.perf_counter()
+        looked = time.perf_counter()
         self._evaluate_families()
-        self.phases = {"copy": copied - started, "families": time.perf_counter() - copied}
+        self.phases = {"copy": copied - started, "copies": looked - copied,
+                       "families": time.perf_counter() - looked}
         ((n,),) = s.execute("SELECT count(*) FROM events").fetchall()
         ((cards,),) = s.execute(f"SELECT count(*) FROM {CARDS}.events").fetchall()
         self.phases["cards_window"] = float(cards)
+        return int(n)
+
+    def earlier_copies(self, s: duckdb.DuckDBPyConnection) -> int:
+        """Into the streams family's window (STREAMS.copies): the events before W that are
+        copies of an event id of the stretch (rows from k on), which DUPLICATE_EVENT proves with
+        every copy however far back (anomalies_streams.sql). Returns the copies found.
+
+        Which ids can have such a copy: an id of the batch (`pitlog_new`), or an id that already
+        had two copies, one from k on and one before W, and so a stored row of the stretch (the
+        stored rows equal a full evaluation before the batch). Their hashes are looked up in
+        IDS, a scan of its int64 column; the few matches are read from `events` by log position
+        (constants: DuckDB reads only their row groups) and kept when their table and event id
+        are the ones looked up and they lie before W (a hash collision is dropped here)."""
+        s.execute(f"DELETE FROM {STREAMS}.main.copies")
+        ids = f"""SELECT DISTINCT q.table_id, q.event_id, sc.log_partition, sc.o, sc.w
+            FROM (SELECT table_id, event_id FROM pitlog_new
+                  UNION ALL
+                  SELECT e.table_id, e.event_id FROM events AS e
+                  JOIN (SELECT a.table_id, unnest(a.seqs) AS seq
+                        FROM {self.db}.main.{STORED} AS a JOIN scope AS sc USING (table_id)
+                        WHERE a.code = 'DUPLICATE_EVENT' AND sc.w IS NOT NULL
+                          AND list_max(a.seqs) >= sc.k) AS d USING (table_id, seq)) AS q
+            JOIN scope AS sc USING (table_id)
+            WHERE sc.w IS NOT NULL AND q.event_id IS NOT NULL"""
+        s.execute(f"CREATE OR REPLACE TEMP TABLE pitlog_ids AS "
+                  f"SELECT {_ID_HASH} AS h, * FROM ({ids})")
+        at: dict[int, list[int]] = {}
+        # The hashes alone first (a semi join scanning one int64 column; usually nothing
+        # matches), then the log positions of the matches before the window's start.
+        for partition, offset in s.execute(f"""
+                SELECT DISTINCT i.log_partition, i.log_offset
+                FROM (SELECT * FROM {self.db}.main.{IDS}
+                      WHERE h IN (SELECT h FROM pitlog_ids)) AS i
+                JOIN pitlog_ids AS q ON i.h = q.h AND i.log_partition = q.log_partition
+                 AND i.log_offset < q.o""").fetchall():
+            at.setdefault(partition, []).append(offset)
+        n = 0
+        if at:
+            where = " OR ".join(f"(log_partition = {p} AND log_offset IN "
+                                f"({', '.join(map(str, sorted(o)))}))" for p, o in at.items())
+            s.execute(f"""CREATE OR REPLACE TEMP TABLE pitlog_copies AS
+                SELECT e.* FROM (SELECT * FROM {self.db}.main.events WHERE {where}) AS e
+                SEMI JOIN pitlog_ids AS q ON q.table_id = e.table_id
+                 AND q.event_id = e.event_id AND e.seq < q.w""")
+            # A card event's earlier copy is the card (macros.sql card_events_of keeps an id's
+            # first copy): the card families must see it to drop the later copy as the full
+            # evaluation does, so it joins both windows (and the streams family through the
+            # rounds window); any other copy reaches the streams family alone.
+            for target, cards in ((f"{CARDS}.main.events", True), (f"{SCRATCH}.main.events", True),
+                                  (f"{STREAMS}.main.copies", False)):
+                s.execute(f"INSERT INTO {target} SELECT * FROM pitlog_copies "
+                          f"WHERE is_card_event(event_type) = {cards}")
+            ((n,),) = s.execute("SELECT count(*) FROM pitlog_copies").fetchall()
+        for name in ("pitlog_ids", "pitlog_copies"):
+            s.execute(f"DROP TABLE IF EXISTS temp.{name}")
         return int(n)
 
     def _evaluate_families(self) -> None:
@@ -416,6 +519,12 @@ class Detector:
         con.execute(f"""DELETE FROM {STORED} AS a USING {sc} AS s
                         WHERE a.table_id = s.table_id
                           AND (s.k IS NULL OR coalesce(list_max(a.seqs), {BIG}) >= s.k)""")
+        # A new copy of an event id makes its row [a, b] into [a, b, c]; [a, b] may lie wholly
+        # before the stretch, so it is deleted by the seqs it shares with a found row (one
+        # seq is one event, of one id).
+        con.execute(f"""DELETE FROM {STORED} AS a USING {SCRATCH}.found AS f
+                        WHERE a.code = 'DUPLICATE_EVENT' AND f.code = 'DUPLICATE_EVENT'
+                          AND a.table_id = f.table_id AND list_has_any(a.seqs, f.seqs)""")
         con.execute(f"INSERT INTO {STORED} SELECT * FROM {SCRATCH}.found")
         con.execute(f"""CREATE OR REPLACE TEMP TABLE pitlog_new_shoes AS
                         {_SHOE_AGG.format(src='pitlog_batch')}""")
@@ -449,6 +558,7 @@ class Detector:
         types = "('" + "', '".join(CONTEXT_TYPES) + "')"
         con.execute(f"INSERT INTO {CONTEXT} BY NAME SELECT * FROM pitlog_batch "
                     f"WHERE event_type IN {types}")
+        con.execute(f"INSERT INTO {IDS} {_IDS_OF.format(src='pitlog_batch')}")
         if ROUND_LEVEL_STRETCH:
             detect_rounds.advance(con)
         for name in ("pitlog_new_shoes", "pitlog_merged", "pitlog_new_tables",

@@ -5,8 +5,9 @@ test_incremental.py's test_a_card_after_a_higher_round_wholly_before_the_stretch
 does. Each test is a hole session 9's review found in the round-level stretch: with it on
 (incremental.ROUND_LEVEL_STRETCH) the stored rows differ from the full evaluation after an
 ordinary second batch; the comment names the rule and the missing window input or stale row.
-With the shoe-level stretch they pass. The DUPLICATE_EVENT tests at the end attack a hole of
-the shoe-level window too: copies of an event id before W (strict xfails until it is closed)."""
+With the shoe-level stretch they pass. The DUPLICATE_EVENT tests at the end attack the
+shoe-level window too: copies of an event id before W, found by the look-up of the batch's ids
+over the whole history (incremental.Detector.earlier_copies, the `detect_ids` state)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from table_builder import EVENING, TableBuilder, card, recorder_for
 from events.log.embedded.log import EmbeddedLog
 from events.reddog import model
 from events.reddog.model import Box
+from projections import incremental
 from projections.anomalies import STORED
 from projections.projector import project
 
@@ -242,18 +244,9 @@ def test_a_cut_and_a_shuffler_jam_of_an_earlier_round_are_judged_in_a_later_batc
                          ("DEVICE_FAULT_NOT_VOIDED", (jam, left))}
 
 
-COPY_BEFORE_W = pytest.mark.xfail(strict=True, reason=(
-    "DUPLICATE_EVENT: the windows keep earlier copies of an event id only from W on (the end "
-    "of the shoe before K); a copy of an event before W is not read. Reading it needs a look-up "
-    "of the batch's ids over the whole history: an index on events.event_id does it, but grows "
-    "in memory with the log and made appends ~2.7x dearer (benchmarks/"
-    "results_issue16_detect_state.txt), so it is not built (docs/live-detection.md)"))
-
-
 # DUPLICATE_EVENT: the windows start at W (the end of the shoe before K); a copy of an event of
-# an earlier shoe (here the tap-in before shoe S1) lies before it and is not in the window:
-# the row [first copy, new copy] is missing (xfail below)
-@COPY_BEFORE_W
+# an earlier shoe (here the tap-in before shoe S1) lies before it, and only the look-up over
+# the history (detect_ids) brings it to the streams family: the row [first copy, new copy]
 def test_a_copy_of_an_event_of_an_earlier_shoe_is_a_duplicate(tmp_path: Path) -> None:
     log, t = _table(tmp_path)  # the tap-in is event 2, id 2
     t.new_shoe("S1")
@@ -290,6 +283,17 @@ def _line(con: duckdb.DuckDBPyConnection, table_id: str, seq: int) -> tuple:
     return tuple(line)
 
 
+def _two_tables(tmp_path: Path) -> tuple[EmbeddedLog, TableBuilder, TableBuilder]:
+    """T01 and T02 opened and tapped in, in that order (event ids 1 to 4)."""
+    log = EmbeddedLog(tmp_path / "log")
+    recorder = recorder_for(log)
+    a, b = TableBuilder(recorder, "T01"), TableBuilder(recorder, "T02")
+    for t in (a, b):
+        t.open_table()
+        t.tap_in("D1")
+    return log, a, b
+
+
 def _duplicates(con: duckdb.DuckDBPyConnection) -> list:
     return sorted(con.execute("SELECT table_id, seqs FROM anomalies "
                               "WHERE code = 'DUPLICATE_EVENT'").fetchall())
@@ -298,15 +302,9 @@ def _duplicates(con: duckdb.DuckDBPyConnection) -> list:
 # DUPLICATE_EVENT is per table: a copy of an event three shoes back must be found (though it
 # lies before W), while another table's event id recorded here is no duplicate (the other
 # table's copies are not this table's), and the other table's stretch is untouched
-@COPY_BEFORE_W
 def test_a_copy_from_shoes_back_is_a_duplicate_and_another_tables_id_is_not(
         tmp_path: Path) -> None:
-    log = EmbeddedLog(tmp_path / "log")
-    recorder = recorder_for(log)
-    a, b = TableBuilder(recorder, "T01"), TableBuilder(recorder, "T02")
-    for t in (a, b):
-        t.open_table()
-        t.tap_in("D1")
+    log, a, b = _two_tables(tmp_path)
     b.new_shoe("S1")
     b.round_no = 1
     a_dealt: dict[str, int] = {}
@@ -332,7 +330,6 @@ def test_a_copy_from_shoes_back_is_a_duplicate_and_another_tables_id_is_not(
 # after a restart (a new connection: a new Detector over the stored state), a batch in
 # the same shoe with no copy: the stretch deletes the stored rows (their last copies lie in the
 # shoe) and must find them again, the tap-in lying before W; then a third copy of the tap-in
-@COPY_BEFORE_W
 def test_a_copy_in_its_originals_batch_and_a_stored_duplicate_survive_later_batches(
         tmp_path: Path) -> None:
     log, t = _table(tmp_path)  # one table: event ids are the seqs (recorder_for)
@@ -363,3 +360,128 @@ def test_a_copy_in_its_originals_batch_and_a_stored_duplicate_survive_later_batc
         project(log, con, publish_alerts=False)
         assert _duplicates(con) == [("T01", [2, tap_copy, third]), ("T01", [wager, wager_copy])]
         assert _rows_apart(con) == ([], [])
+
+
+def _shoes(t: TableBuilder, names: tuple[str, ...]) -> dict[str, int]:
+    """A round dealt in each of the shoes `names` at t's table; the first round's seqs."""
+    first: dict[str, int] = {}
+    for shoe in names:
+        t.new_shoe(shoe)
+        t.round_no = 1
+        first = first or t.deal_round("4C JS 7D", {1: 500})
+    return first
+
+
+def _stored_duplicates(con: duckdb.DuckDBPyConnection) -> list:
+    return sorted(con.execute(f"SELECT table_id, seqs FROM {STORED} "
+                              "WHERE code = 'DUPLICATE_EVENT'").fetchall())
+
+
+# A copy of a copy: the tap-in (event 2) copied in shoe S3, then again in S6, three shoes on.
+# The stored row [2, copy] lies wholly before the third batch's stretch (its greatest seq is in
+# S3) and must be replaced by [2, copy, third], not kept beside it
+def test_a_copy_of_a_copy_shoes_later_replaces_the_row(tmp_path: Path) -> None:
+    log, t = _table(tmp_path)
+    _shoes(t, ("S1", "S2"))
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
+        _shoes(t, ("S3",))
+        copy = _resend(t, str(uuid.UUID(int=2)), "S3", 1)
+        second_batch()
+        assert _stored_duplicates(con) == [("T01", [2, copy])]
+        _shoes(t, ("S4", "S5", "S6"))
+        third = _resend(t, str(uuid.UUID(int=2)), "S6", 1)
+        second_batch()
+        assert _stored_duplicates(con) == [("T01", [2, copy, third])]
+        # each proof raised once: the row [2, copy] and, when it grew, [2, copy, third]
+        assert sorted(s for (s,) in con.execute(
+            "SELECT seqs FROM alerts WHERE code = 'DUPLICATE_EVENT'").fetchall()) == [
+                [2, copy], [2, copy, third]]
+
+
+# A restart between the original and its copy: the look-up reads the stored state
+# (detect_ids), not anything the first process held. A state whose hashes another DuckDB's
+# hash() made (its comment differs) is not read: the store is evaluated whole and the state
+# rebuilt, so the copy is still found
+def test_a_copy_across_a_restart_and_a_state_of_another_hash_are_found(tmp_path: Path) -> None:
+    log, t = _table(tmp_path)
+    wager = _shoes(t, ("S1", "S2"))["wager1"]
+    t.flush()
+    db = str(tmp_path / "v.duckdb")
+    with duckdb.connect(db) as con:
+        project(log, con, publish_alerts=False)
+    with duckdb.connect(db) as con:  # a restart
+        assert incremental.state_ready(con)
+        _shoes(t, ("S3",))
+        copy = _resend(t, str(uuid.UUID(int=wager)), "S3", 1)
+        t.flush()
+        project(log, con, publish_alerts=False)
+        assert _stored_duplicates(con) == [("T01", [wager, copy])]
+        con.execute(f"COMMENT ON TABLE {incremental.IDS} IS 'another hash'")
+        assert not incremental.state_ready(con)
+    with duckdb.connect(db) as con:  # a restart with that state
+        _shoes(t, ("S4",))
+        tap = _resend(t, str(uuid.UUID(int=2)), "S4", 1)
+        t.flush()
+        project(log, con, publish_alerts=False)
+        assert incremental.state_ready(con)
+        assert _stored_duplicates(con) == [("T01", [2, tap]), ("T01", [wager, copy])]
+        assert _rows_apart(con) == ([], [])
+
+
+# An original and two copies in one batch, in a shoe after two earlier shoes (W is the end of
+# S2): no look-up is needed, and none must add or double a copy
+def test_copies_whose_original_is_in_the_same_batch(tmp_path: Path) -> None:
+    log, t = _table(tmp_path)
+    _shoes(t, ("S1", "S2"))
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
+        t.new_shoe("S3")
+        t.round_no = 1
+        wager = t.deal_round("4C JS 7D", {1: 500})["wager1"]
+        copies = [_resend(t, str(uuid.UUID(int=wager)), "S3", 1) for _ in range(2)]
+        second_batch()
+        assert _stored_duplicates(con) == [("T01", [wager, *copies])]
+
+
+# One event id string at two tables: each table's copies are its own (DUPLICATE_EVENT is per
+# table; the look-up hashes the table with the id). T01's tap-in id is re-sent at T01 and, in
+# the same batch, recorded twice at T02 (whose first copy of it lies shoes back): two rows, each
+# with its own table's seqs
+def test_one_id_at_two_tables_makes_a_row_at_each(tmp_path: Path) -> None:
+    log, a, b = _two_tables(tmp_path)
+    tap_id = str(uuid.UUID(int=2))  # T01's tap-in (T01 opened first: ids 1 and 2)
+    b_first = _resend(b, tap_id, None, None)  # T02 records T01's id once: no duplicate yet
+    for t in (a, b):
+        _shoes(t, ("S1", "S2"))
+    with _two_batches(tmp_path, log, a) as (con, second_batch):
+        assert _stored_duplicates(con) == []
+        for t in (a, b):
+            _shoes(t, ("S3",))
+        a_copy = _resend(a, tap_id, "S3", 1)
+        b_copy = _resend(b, tap_id, "S3", 1)
+        second_batch()
+        assert _stored_duplicates(con) == [("T01", [2, a_copy]), ("T02", [b_first, b_copy])]
+
+
+# A card event re-sent shoes later is one card (macros.sql card_events_of keeps an id's first
+# copy): the full evaluation drops the copy from the new round's cards, so the round's next card
+# is its first, dealt to the wrong box. The card families must see the earlier copy (before W)
+# to drop the later one too: the look-up brings a card event's copy into both windows
+def test_a_card_event_copied_shoes_later_is_not_dealt_again(tmp_path: Path) -> None:
+    log, t = _table(tmp_path)
+    left = _shoes(t, ("S1", "S2"))["left"]
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
+        t.new_shoe("S3")
+        t.round_no = 1
+        t.wager(1, 500)
+        t.clock += timedelta(seconds=1)  # S1's first card's line, re-sent into S3's round 1
+        c = card("4C")
+        copy = t.recorder.record(
+            t.table_id, model.CardDrawn(rank=c.rank, suit=c.suit, face_up=True,
+                                        destination=Box.LEFT),
+            shoe_id="S3", round_no=1, actor=t.dealer, occurred_at=t.clock, recorded_at=t.clock,
+            event_id=_line(con, "T01", left)[0])
+        right = t.draw("10S", Box.RIGHT)
+        second_batch()
+        assert sorted(con.execute(f"SELECT code, seqs FROM {STORED} WHERE code IN "
+                                  "('DUPLICATE_EVENT', 'WRONG_BOX')").fetchall()) == [
+            ("DUPLICATE_EVENT", [left, copy]), ("WRONG_BOX", [right])]
