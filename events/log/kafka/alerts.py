@@ -97,7 +97,10 @@ class KafkaAlertTopic:
             self._producer = producer
         return self._producer
 
-    def append(self, alerts: Sequence[Alert]) -> None:
+    def append(self, alerts: Sequence[Alert],
+               after: tuple[int, str | None] | None = None) -> None:
+        """One transaction. `after` needs no check here: a publisher that appended since this
+        one read the tail fenced it, and this transaction fails (module docstring)."""
         if not alerts:
             return
         producer = self._opened()
@@ -167,6 +170,40 @@ class KafkaAlertTopic:
             for records in consumer.poll(timeout_ms=500).values():
                 last = next((r.value or b"" for r in reversed(records) if r.offset < end), last)
         return last
+
+    def ids(self) -> set[str]:
+        """Every alert_id of the topic's committed records, read after fencing any earlier
+        publisher (as `last`); records that are not alerts hold none."""
+        self._opened()
+        tp = TopicPartition(self.topic, 0)
+        consumer = KafkaConsumer(bootstrap_servers=self.bootstrap.split(","), group_id=None,
+                                 enable_auto_commit=False, isolation_level="read_committed",
+                                 **self._settings)
+        found: set[str] = set()
+        try:
+            consumer.assign([tp])
+            end = consumer.end_offsets([tp])[tp]
+            consumer.seek(tp, consumer.beginning_offsets([tp])[tp])
+            deadline = time.monotonic() + self.timeout_s
+            while consumer.position(tp) < end:
+                if time.monotonic() > deadline:
+                    raise LogError(f"cannot read the alert ids of {self.topic}: offsets up to "
+                                   f"{end} not served in {self.timeout_s:.0f}s; is the broker "
+                                   f"running?")
+                for records in consumer.poll(timeout_ms=500).values():
+                    deadline = time.monotonic() + self.timeout_s  # progress: a long topic
+                    for r in records:
+                        if r.offset < end:
+                            try:
+                                found.add(str(decode(r.value or b"")["alert_id"]))
+                            except Exception:  # noqa: BLE001, S112 - any bytes may be there
+                                continue
+        except KafkaError as exc:
+            raise LogError(f"cannot read the alert ids of {self.topic}: {exc}; is the broker "
+                           f"running?") from exc
+        finally:
+            consumer.close()
+        return found
 
     def close(self) -> None:
         if self._producer is not None:
