@@ -115,20 +115,44 @@ def _publish(con: duckdb.DuckDBPyConnection, sink: AlertSink, read: _Read,
     """The alerts past `cursor`, in alert_seq order, less the ids the sink holds already."""
     published = 0
     while True:
-        batch = alerts_after(con, cursor)
-        if not batch:
-            return published
-        send, held = batch, []
         if read.held:  # only after a store met a sink it did not number (_read_sink)
-            held = [a["alert_id"] for a in batch if a["alert_id"] in read.held]
-            send = [a for a in batch if a["alert_id"] not in read.held]
+            cursor, send, reached = _unheld_after(con, cursor, read.held)
+            if not send and not reached:
+                return published
+        else:
+            send, reached = alerts_after(con, cursor), []
+            if not send:
+                return published
+            cursor = send[-1]["alert_seq"]
         if send:
             sink.append([{**a, "seqs": list(a["seqs"])} for a in send], read.tail)
             read.tail = (send[-1]["alert_seq"], send[-1]["alert_id"])
-        cursor = batch[-1]["alert_seq"]
         published += len(send)
-        _set_cursor(con, sink.name, cursor, held)
-        read.held.difference_update(held)
+        _set_cursor(con, sink.name, cursor, reached)
+        read.held.difference_update(reached)
+
+
+def _unheld_after(con: duckdb.DuckDBPyConnection, cursor: int,
+                  held: set[str]) -> tuple[int, list[dict[str, Any]], list[str]]:
+    """From the alerts past `cursor`: how far this step goes, the (at most 1000) alerts in
+    that stretch whose ids are not held, and the held ids in it. Only the ids are read for
+    the held ones: a rebuilt store's first pass goes through all its alerts."""
+    keys = con.execute("SELECT alert_seq, alert_id FROM alerts WHERE alert_seq > ? "
+                       "ORDER BY alert_seq LIMIT 100000", [cursor]).fetchall()
+    sending: list[int] = []
+    reached: list[str] = []
+    for seq, alert_id in keys:
+        if alert_id in held:
+            reached.append(alert_id)
+        elif len(sending) == 1000:
+            break
+        else:
+            sending.append(seq)
+        cursor = seq
+    send = query_rows(con, f"SELECT {', '.join(COLUMNS)} FROM alerts WHERE alert_seq IN "
+                           "(SELECT unnest($s::BIGINT[])) ORDER BY alert_seq",
+                      {"s": sending}) if sending else []
+    return cursor, send, reached
 
 
 def _read_sink(con: duckdb.DuckDBPyConnection, sink: AlertSink,

@@ -42,6 +42,17 @@ def raise_numbered(con: duckdb.DuckDBPyConnection, numbering: dict[int, int],
                     list({**alert(k, width), "alert_seq": seq}.values()))
 
 
+def published_by_a_store(sink: AlertSink, seqs: range) -> None:
+    """What a store that raised alerts `seqs` (numbered alike) leaves in `sink`: it published
+    them all, then went away (its store replaced by a backup, or a rebuild)."""
+    from projections.alerts import create_tables, publish_pending
+
+    with duckdb.connect() as store:
+        create_tables(store)
+        raise_in_db(store, seqs)
+        assert publish_pending(store, sink) == len(seqs)
+
+
 def alert_ids(ks: range | list[int]) -> list[str]:
     """The alert_ids of alerts `k` (as `alert` makes them)."""
     return [alert(k)["alert_id"] for k in ks]

@@ -14,7 +14,15 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from alert_support import LostReply, SinkAndReader, alert_ids, raise_in_db, raise_numbered, sinks
+from alert_support import (
+    LostReply,
+    SinkAndReader,
+    alert_ids,
+    published_by_a_store,
+    raise_in_db,
+    raise_numbered,
+    sinks,
+)
 from cli_support import run
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka_support import read_alerts
@@ -408,10 +416,7 @@ def test_a_rebuilt_store_killed_between_publish_and_cursor_repeats_nothing(
     process dies before its cursor moves). Restarted, with alert 8 new, it publishes 8 alone:
     the sink's tail is its own alert 7, and the ids it holds for the sink are still held."""
     make, read = sink_factory
-    with duckdb.connect() as first:
-        create_tables(first)
-        raise_in_db(first, range(1, 6))
-        assert publish_pending(first, make()) == 5
+    published_by_a_store(make(), range(1, 6))
     db = tmp_path / "rebuilt.duckdb"
     with duckdb.connect(str(db)) as con:
         create_tables(con)

@@ -15,6 +15,7 @@ from alert_support import (
     SinkAndReader,
     alert,
     alert_ids,
+    published_by_a_store,
     raise_in_db,
     raise_numbered,
     sinks,
@@ -91,10 +92,7 @@ def test_a_store_that_numbers_the_sinks_alerts_otherwise_publishes_only_the_ids_
     batches. Its first publish finds the sink's last alert not its own, reads the sink's ids,
     and publishes only alert 6, under its own alert_seq 5; then it publishes as any store."""
     make, read = sink_and_reader
-    with duckdb.connect() as first:
-        create_tables(first)
-        raise_in_db(first, range(1, 6))
-        assert publish_pending(first, make()) == 5
+    published_by_a_store(make(), range(1, 6))
     with duckdb.connect() as other:
         create_tables(other)
         raise_numbered(other, {2: 1, 1: 2, 4: 3, 6: 4, 3: 5, 5: 6})
@@ -120,3 +118,17 @@ def test_project_no_alerts_leaves_the_sink_to_the_store_that_publishes(tmp_path:
     assert second.returncode == 0, second.stderr
     assert json.loads(second.stdout)[0]["alerts"] == published.count(b"\n")  # raised, kept
     assert (tmp_path / "log" / "alerts.jsonl").read_bytes() == published
+
+
+def test_a_rebuilt_store_publishes_what_the_sink_lacks_in_its_own_order_in_steps(
+        sink_and_reader: SinkAndReader) -> None:
+    """1,800 alerts the sink lacks, more than one append takes (1,000), numbered backwards by
+    the rebuilt store: they go out in its alert_seq order, each once, the 1,200 the sink holds
+    not again."""
+    make, read = sink_and_reader
+    published_by_a_store(make(), range(1, 1201))
+    with duckdb.connect() as rebuilt:
+        create_tables(rebuilt)
+        raise_numbered(rebuilt, {k: 3001 - k for k in range(1, 3001)})
+        assert publish_pending(rebuilt, make()) == 1800
+    assert read("alert_id") == alert_ids(range(1, 1201)) + alert_ids(range(3000, 1200, -1))
