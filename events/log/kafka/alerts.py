@@ -12,6 +12,8 @@ producer could not promise that: a killed publisher's last request may reach the
 new one has read the tail, and its alerts would be published twice. A publish that fails
 part-way (broker down, a timeout) drops its producer; the next publish re-opens, fences, and
 re-reads the tail (projections/alerts.py, publish_pending), so what landed is not sent again.
+`ids` reads every committed record (a store that did not number the topic: projections/alerts.py,
+_read_sink), also after fencing.
 """
 
 from __future__ import annotations
