@@ -12,12 +12,18 @@ published after the commit through an outbox cursor.
   lost (the cursor lags) and none repeated (the sink's tail wins). An append that fails may
   still have landed, so the tail is read again before the next one; the Kafka sink fences
   earlier publishers before it reads (events/log/kafka/alerts.py).
+- `alerts_held(sink, alert_id)`: empty but for a store that met a sink it did not number (a
+  store restored from a backup or rebuilt: its catch-up raises the same alerts in other
+  batches, numbered otherwise): the ids the sink holds that this store has not reached yet,
+  read once from the sink (_read_sink). Those are not published when the store raises them;
+  the others are, so each alert id reaches the sink once.
 """
 
 from __future__ import annotations
 
 import logging
 import weakref
+from dataclasses import dataclass
 from typing import Any
 
 import duckdb
@@ -32,6 +38,7 @@ ALERTS_DDL = """CREATE TABLE IF NOT EXISTS alerts (
     table_id VARCHAR, shoe_id VARCHAR, round_no INTEGER, seqs BIGINT[], explanation VARCHAR,
     rule VARCHAR, occurred_at TIMESTAMPTZ, raised_at TIMESTAMPTZ)"""
 OUTBOX_DDL = "CREATE TABLE IF NOT EXISTS alerts_outbox (sink VARCHAR, published_seq BIGINT)"
+HELD_DDL = "CREATE TABLE IF NOT EXISTS alerts_held (sink VARCHAR, alert_id VARCHAR)"
 # The id: code, table and proving seqs (the stored row's identity, as EXCEPT ALL compares it).
 ALERT_ID = ("'A' || substr(md5(code || '|' || coalesce(table_id, '') || '|' || "
             "array_to_string(seqs, ',')), 1, 24)")
@@ -43,6 +50,7 @@ COLUMNS = ("alert_seq", "alert_id", "code", "severity", "table_id", "shoe_id", "
 def create_tables(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(ALERTS_DDL)
     con.execute(OUTBOX_DDL)
+    con.execute(HELD_DDL)
 
 
 def raise_alerts(con: duckdb.DuckDBPyConnection, rows: str) -> int:
@@ -69,68 +77,143 @@ def alerts_after(con: duckdb.DuckDBPyConnection, after_seq: int,
                            "ORDER BY alert_seq LIMIT $n", {"a": after_seq, "n": limit})
 
 
-# Per connection, the sinks whose tail was read since it opened.
-_CHECKED: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, set[str]] = \
+@dataclass
+class _Read:
+    """What a connection knows of a sink since it read its tail: the sink's last alert (as
+    this publisher left it) and the ids the sink holds that this store has not reached yet."""
+    tail: tuple[int, str | None]
+    held: set[str]
+
+
+# Per connection, the sinks whose tail was read since it opened (and not failed since).
+_READ: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, dict[str, _Read]] = \
     weakref.WeakKeyDictionary()
 
 
 def publish_pending(con: duckdb.DuckDBPyConnection, sink: AlertSink) -> int:
     """Append the alerts past the sink's cursor to it, then advance the cursor; returns how
     many were published. The first call per connection and sink, and the first after a failed
-    append, also reads the sink's tail."""
+    append, also reads the sink's tail (and, when the tail is not this store's, its ids)."""
     rows = con.execute("SELECT published_seq FROM alerts_outbox WHERE sink = ?",
                        [sink.name]).fetchall()
     cursor = int(rows[0][0]) if rows else 0
-    checked = _CHECKED.setdefault(con, set())
-    if sink.name not in checked:
-        # Published but not recorded (killed in between): the sink's tail says how far, and
-        # the cursor is moved there at once, not at the next append (which may be batches
-        # away, and would start from the old cursor).
-        cursor = max(cursor, _own_tail(con, sink))
+    known = _READ.setdefault(con, {})
+    # Taken out while publishing: an append that fails may have landed (a lost reply), so the
+    # next call reads the sink's tail again.
+    read = known.pop(sink.name, None)
+    if read is None:
+        read, cursor = _read_sink(con, sink, cursor)
         if not rows or cursor != rows[0][0]:
             _set_cursor(con, sink.name, cursor)
-        checked.add(sink.name)
-    published = 0
-    while True:
-        batch = alerts_after(con, cursor)
-        if not batch:
-            break
-        try:
-            sink.append([{**a, "seqs": list(a["seqs"])} for a in batch])
-        except BaseException:
-            # It may have landed (a lost reply): the next call reads the sink's tail again.
-            checked.discard(sink.name)
-            raise
-        cursor = batch[-1]["alert_seq"]
-        published += len(batch)
-        _set_cursor(con, sink.name, cursor)
+    published = _publish(con, sink, read, cursor)
+    known[sink.name] = read
     return published
 
 
-def _own_tail(con: duckdb.DuckDBPyConnection, sink: AlertSink) -> int:
-    """The alert_seq of the sink's last alert, if this store raised it; else LogError: the
-    sink holds another store's alerts (a second store projecting the same log), or alerts
-    this store no longer holds (restored from a backup), and publishing after them would skip
-    or repeat alerts."""
-    seq, alert_id = sink.last()
-    if not seq:
-        return 0
+def _publish(con: duckdb.DuckDBPyConnection, sink: AlertSink, read: _Read,
+             cursor: int) -> int:
+    """The alerts past `cursor`, in alert_seq order, less the ids the sink holds already."""
+    published = 0
+    while True:
+        if read.held:  # only after a store met a sink it did not number (_read_sink)
+            cursor, send, reached = _unheld_after(con, cursor, read.held)
+            if not send and not reached:
+                return published
+        else:
+            send, reached = alerts_after(con, cursor), []
+            if not send:
+                return published
+            cursor = send[-1]["alert_seq"]
+        if send:
+            sink.append([{**a, "seqs": list(a["seqs"])} for a in send], read.tail)
+            read.tail = (send[-1]["alert_seq"], send[-1]["alert_id"])
+        published += len(send)
+        _set_cursor(con, sink.name, cursor, reached)
+        read.held.difference_update(reached)
+
+
+def _unheld_after(con: duckdb.DuckDBPyConnection, cursor: int,
+                  held: set[str]) -> tuple[int, list[dict[str, Any]], list[str]]:
+    """From the alerts past `cursor`: how far this step goes, the (at most 1000) alerts in
+    that stretch whose ids are not held, and the held ids in it. Only the ids are read for
+    the held ones: a rebuilt store's first pass goes through all its alerts."""
+    keys = con.execute("SELECT alert_seq, alert_id FROM alerts WHERE alert_seq > ? "
+                       "ORDER BY alert_seq LIMIT 100000", [cursor]).fetchall()
+    sending: list[int] = []
+    reached: list[str] = []
+    for seq, alert_id in keys:
+        if alert_id in held:
+            reached.append(alert_id)
+        elif len(sending) == 1000:
+            break
+        else:
+            sending.append(seq)
+        cursor = seq
+    send = query_rows(con, f"SELECT {', '.join(COLUMNS)} FROM alerts WHERE alert_seq IN "
+                           "(SELECT unnest($s::BIGINT[])) ORDER BY alert_seq",
+                      {"s": sending}) if sending else []
+    return cursor, send, reached
+
+
+def _read_sink(con: duckdb.DuckDBPyConnection, sink: AlertSink,
+               cursor: int) -> tuple[_Read, int]:
+    """Where to go on from, read from the sink; returns what was read and the cursor.
+
+    The outbox keeps: every alert of this store at or below the cursor is in the sink, and one
+    above it is in the sink exactly when its id is in `alerts_held`. The sink's last alert
+    tells whether that still holds: it is this store's alert of that alert_seq (the sink was
+    published by this store or one numbered alike: the cursor moves up to it, in case the
+    publisher was killed between appending and moving the cursor), or a held id (nothing was
+    appended since the ids were read), or there is none. Otherwise (a store restored from a
+    backup, or rebuilt, numbers its alerts in other batches than the store that published;
+    another store publishes the log) every id the sink holds is read and held, and the cursor
+    goes back to 0: the store's alerts that the sink lacks are then published, in alert_seq
+    order, and the alerts it raises later that the sink holds already are not."""
+    held = _held(con, sink.name)
+    if held:  # ids this store reached since, at or below its cursor, are held no more
+        con.execute("DELETE FROM alerts_held WHERE sink = ? AND alert_id IN "
+                    "(SELECT alert_id FROM alerts WHERE alert_seq <= ?)", [sink.name, cursor])
+        held = _held(con, sink.name)
+    seq, alert_id = tail = sink.last()
+    if not seq or alert_id in held:
+        return _Read(tail, held), cursor
     here = con.execute("SELECT alert_id FROM alerts WHERE alert_seq = ?", [seq]).fetchall()
-    if not here or here[0][0] != alert_id:
-        raise LogError(
-            f"{sink.name} ends with alert {seq} ({alert_id}), which this store "
-            f"{'raised as ' + here[0][0] if here else 'has not raised'}: another store "
-            f"publishes this log's alerts, or this store is older than the sink; this store's "
-            f"alerts are not published (one store per log publishes: project a second store with "
-            f"`pitlog project --no-alerts`, or move the sink aside)")
-    return seq
+    if here and here[0][0] == alert_id:
+        return _Read(tail, held), max(cursor, seq)
+    _LOG.warning("%s ends with alert %s (%s), which this store %s (a store restored or rebuilt, "
+                 "or another store publishing this log): reading the ids it holds, to publish "
+                 "only the alerts it lacks", sink.name, seq, alert_id,
+                 f"raised as {here[0][0]}" if here else "has not raised")
+    held = sink.ids()
+    con.begin()
+    try:
+        con.execute("DELETE FROM alerts_held WHERE sink = ?", [sink.name])
+        con.execute("INSERT INTO alerts_held SELECT ?, unnest(?::VARCHAR[])",
+                    [sink.name, sorted(held)])
+        con.execute("DELETE FROM alerts_outbox WHERE sink = ?", [sink.name])
+        con.execute("INSERT INTO alerts_outbox VALUES (?, 0)", [sink.name])
+        con.commit()
+    except BaseException:
+        con.rollback()
+        raise
+    return _Read(tail, held), 0
 
 
-def _set_cursor(con: duckdb.DuckDBPyConnection, sink: str, seq: int) -> None:
+def _held(con: duckdb.DuckDBPyConnection, sink: str) -> set[str]:
+    return {r[0] for r in con.execute("SELECT alert_id FROM alerts_held WHERE sink = ?",
+                                      [sink]).fetchall()}
+
+
+def _set_cursor(con: duckdb.DuckDBPyConnection, sink: str, seq: int,
+                reached: list[str] | None = None) -> None:
+    """Move the cursor; the held ids this store reached below it are held no more."""
     con.begin()
     try:
         con.execute("DELETE FROM alerts_outbox WHERE sink = ?", [sink])
         con.execute("INSERT INTO alerts_outbox VALUES (?, ?)", [sink, seq])
+        if reached:
+            con.execute("DELETE FROM alerts_held WHERE sink = ? AND alert_id IN "
+                        "(SELECT unnest(?::VARCHAR[]))", [sink, reached])
         con.commit()
     except BaseException:
         con.rollback()

@@ -17,7 +17,7 @@ from events.log.embedded.alerts import EmbeddedAlertLog
 from events.log.kafka.alerts import KafkaAlertTopic
 
 AT = datetime(2026, 12, 1, 21, 14, 5, tzinfo=UTC)
-SinkAndReader = tuple[Callable[[], AlertSink], Callable[[], list[int]]]
+SinkAndReader = tuple[Callable[[], AlertSink], Callable[..., list]]
 
 
 def alert(seq: int, width: int = 2) -> Alert:
@@ -30,9 +30,32 @@ def alert(seq: int, width: int = 2) -> Alert:
 
 def raise_in_db(con: duckdb.DuckDBPyConnection, seqs: range, width: int = 2) -> None:
     """Alerts as the projector's transaction leaves them in `alerts`."""
-    for seq in seqs:
+    raise_numbered(con, {seq: seq for seq in seqs}, width)
+
+
+def raise_numbered(con: duckdb.DuckDBPyConnection, numbering: dict[int, int],
+                   width: int = 2) -> None:
+    """Alerts of a store that numbers them otherwise (restored from a backup, rebuilt): alert
+    `k` (its row, its alert_id) as this store's alert_seq `numbering[k]`."""
+    for k, seq in numbering.items():
         con.execute("INSERT INTO alerts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    list(alert(seq, width).values()))
+                    list({**alert(k, width), "alert_seq": seq}.values()))
+
+
+def published_by_a_store(sink: AlertSink, seqs: range) -> None:
+    """What a store that raised alerts `seqs` (numbered alike) leaves in `sink`: it published
+    them all, then went away (its store replaced by a backup, or a rebuild)."""
+    from projections.alerts import create_tables, publish_pending
+
+    with duckdb.connect() as store:
+        create_tables(store)
+        raise_in_db(store, seqs)
+        assert publish_pending(store, sink) == len(seqs)
+
+
+def alert_ids(ks: range | list[int]) -> list[str]:
+    """The alert_ids of alerts `k` (as `alert` makes them)."""
+    return [alert(k)["alert_id"] for k in ks]
 
 
 class LostReply:
@@ -43,14 +66,18 @@ class LostReply:
     def __init__(self, sink: AlertSink, lost: int = 1) -> None:
         self.sink, self.name, self.lost, self.calls = sink, sink.name, lost, 0
 
-    def append(self, alerts: Sequence[Alert]) -> None:
-        self.sink.append(alerts)
+    def append(self, alerts: Sequence[Alert],
+               after: tuple[int, str | None] | None = None) -> None:
+        self.sink.append(alerts, after)
         self.calls += 1
         if self.calls == self.lost:
             raise LogError("the reply was lost")
 
     def last(self) -> tuple[int, str | None]:
         return self.sink.last()
+
+    def ids(self) -> set[str]:
+        return self.sink.ids()
 
     def close(self) -> None:
         self.sink.close()
@@ -59,7 +86,8 @@ class LostReply:
 def sinks(request: pytest.FixtureRequest, folder: Path) -> Iterator[SinkAndReader]:
     """For a fixture parametrized "embedded" / "kafka": (make, read), `make()` a new sink of
     the one alert log (alerts.jsonl in `folder`, or the test's Kafka alert topic), `read()`
-    its alert_seqs as a foreign reader reads them. Every sink made is closed at the end."""
+    its alert_seqs as a foreign reader reads them (`read("alert_id")` its alert_ids). Every
+    sink made is closed at the end."""
     opened: list[AlertSink] = []
     if request.param == "embedded":
         folder.mkdir(exist_ok=True)
@@ -68,8 +96,8 @@ def sinks(request: pytest.FixtureRequest, folder: Path) -> Iterator[SinkAndReade
             opened.append(EmbeddedAlertLog(folder))
             return opened[-1]
 
-        def read() -> list[int]:
-            return [a["alert_seq"] for a in EmbeddedAlertLog(folder).read()]
+        def read(field: str = "alert_seq") -> list:
+            return [a[field] for a in EmbeddedAlertLog(folder).read()]
     else:
         bootstrap, topic = request.getfixturevalue("kafka_uri").removeprefix(
             "kafka://").split("/", 1)
@@ -78,8 +106,8 @@ def sinks(request: pytest.FixtureRequest, folder: Path) -> Iterator[SinkAndReade
             opened.append(KafkaAlertTopic(bootstrap, f"{topic}.alerts"))
             return opened[-1]
 
-        def read() -> list[int]:
-            return [a["alert_seq"] for _, a in read_alerts(bootstrap, f"{topic}.alerts")]
+        def read(field: str = "alert_seq") -> list:
+            return [a[field] for _, a in read_alerts(bootstrap, f"{topic}.alerts")]
     yield make, read
     for sink in opened:
         sink.close()

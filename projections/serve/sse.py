@@ -2,6 +2,9 @@
 
 Each alert is one event: `id:` its alert_seq, `event: alert`, `data:` the row as JSON. A client
 that reconnects sends `Last-Event-ID` (or `?after=N`) and gets every alert after it, none twice.
+The ids are this store's numbering: a store restored from a backup or rebuilt numbers its
+alerts anew, so an id from before is no place to resume from there (docs/operating.md says so;
+a client then starts from 0 and drops the alert_ids it has).
 The stream waits on the follower's commit notification (state.notify) rather than polling the
 database; a comment line every KEEPALIVE_S keeps proxies from closing an idle stream.
 """

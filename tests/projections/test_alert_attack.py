@@ -9,12 +9,20 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import duckdb
 import pytest
-from alert_support import LostReply, SinkAndReader, raise_in_db, sinks
+from alert_support import (
+    LostReply,
+    SinkAndReader,
+    alert_ids,
+    published_by_a_store,
+    raise_in_db,
+    raise_numbered,
+    sinks,
+)
 from cli_support import run
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka_support import read_alerts
@@ -138,8 +146,8 @@ from events.log.embedded.alerts import EmbeddedAlertLog
 from events.log.registry import open_log
 from projections.projector import project
 append = EmbeddedAlertLog.append
-def append_then_die(self, alerts):
-    append(self, alerts)  # written and fsynced ...
+def append_then_die(self, alerts, after=None):
+    append(self, alerts, after)  # written and fsynced ...
     if alerts:
         os.kill(os.getpid(), signal.SIGKILL)  # ... and killed before the cursor moves
 EmbeddedAlertLog.append = append_then_die
@@ -258,11 +266,6 @@ def test_an_alert_line_longer_than_the_tail_window_is_not_published_twice(
     assert embedded_seqs(tmp_path) == [1, 2]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "open: a store restored from a backup (or rebuilt) numbers its alerts in other batches "
-    "than the live run, so the sink's last (alert_seq, alert_id) is not its own and it does "
-    "not publish (a warning per batch; docs/live-detection.md). Publishing by alert_id needs a "
-    "read of every id the sink holds, not built yet"))
 def test_a_store_restored_from_a_backup_publishes_the_alerts_raised_after_it_caught_up(
         tmp_path: Path, records: list[tuple[bytes, bytes]]) -> None:
     """A store fed live (small batches, alerts published), backed up early, restored after
@@ -368,3 +371,152 @@ def test_more_alerts_than_one_transaction_holds_are_published_in_order_once(
     finally:
         sink.close()
     assert [v["alert_seq"] for _, v in read_alerts(bootstrap, topic)] == list(range(1, 2501))
+
+
+# --- stores that did not number the sink: restored, rebuilt ----------------------------------
+
+
+def test_a_restored_store_behind_the_sink_publishes_nothing_it_holds_across_a_restart(
+        sink_factory, tmp_path: Path) -> None:
+    """The sink holds alerts 1-8; the store, restored from a backup taken after alert 3,
+    raises 4-8 again in other batches (numbered otherwise) and is restarted before it has
+    caught up. Not one of 4-8 goes out again; 9, 10 and 11 (new) go out once each, and 11 on
+    the ordinary path (nothing held any more)."""
+    make, read = sink_factory
+    live, backup = tmp_path / "live.duckdb", tmp_path / "backup.duckdb"
+    with duckdb.connect(str(live)) as con:
+        create_tables(con)
+        raise_in_db(con, range(1, 4))
+        assert publish_pending(con, make()) == 3
+    backup.write_bytes(live.read_bytes())
+    with duckdb.connect(str(live)) as con:
+        raise_in_db(con, range(4, 9))
+        assert publish_pending(con, make()) == 5
+    live.write_bytes(backup.read_bytes())  # restored
+    with duckdb.connect(str(live)) as con:
+        assert publish_pending(con, make()) == 0  # behind: its alerts 1-3 are in the sink
+        raise_numbered(con, {5: 4, 4: 5})
+        assert publish_pending(con, make()) == 0
+    with duckdb.connect(str(live)) as con:  # restarted, still behind
+        sink = make()
+        assert publish_pending(con, sink) == 0
+        raise_numbered(con, {7: 6, 9: 7, 6: 8})
+        assert publish_pending(con, sink) == 1  # 9; 6 and 7 are in the sink
+        raise_numbered(con, {8: 9, 10: 10})
+        assert publish_pending(con, sink) == 1  # caught up: 10
+        assert con.execute("SELECT count(*) FROM alerts_held").fetchall() == [(0,)]
+        raise_numbered(con, {11: 11})
+        assert publish_pending(con, sink) == 1
+    assert read("alert_id") == alert_ids(range(1, 12))
+
+
+def test_a_rebuilt_store_killed_between_publish_and_cursor_repeats_nothing(
+        sink_factory, tmp_path: Path) -> None:
+    """A rebuilt store publishes the alerts the sink lacks (6, 7) and the reply is lost (the
+    process dies before its cursor moves). Restarted, with alert 8 new, it publishes 8 alone:
+    the sink's tail is its own alert 7, and the ids it holds for the sink are still held."""
+    make, read = sink_factory
+    published_by_a_store(make(), range(1, 6))
+    db = tmp_path / "rebuilt.duckdb"
+    with duckdb.connect(str(db)) as con:
+        create_tables(con)
+        raise_numbered(con, {6: 1, 1: 2, 2: 3, 7: 4})
+        with pytest.raises(LogError, match="reply was lost"):
+            publish_pending(con, LostReply(make()))
+    assert read("alert_id") == alert_ids(range(1, 8))  # 6 and 7 landed
+    with duckdb.connect(str(db)) as con:
+        raise_numbered(con, {4: 5, 3: 6, 5: 7, 8: 8})
+        assert publish_pending(con, make()) == 1
+    assert read("alert_id") == alert_ids(range(1, 9))
+
+
+@pytest.fixture(params=["embedded", pytest.param("kafka", marks=pytest.mark.kafka)])
+def fed_log(request: pytest.FixtureRequest,
+            tmp_path: Path) -> Iterator[tuple[EmbeddedLog, Callable[[], list[str]]]]:
+    """(an empty event log, a reader of the alert_ids published beside it, as a foreign
+    reader reads them)."""
+    if request.param == "embedded":
+        log = EmbeddedLog(tmp_path / "log")
+
+        def published() -> list[str]:
+            return [a["alert_id"] for a in EmbeddedAlertLog(tmp_path / "log").read()]
+    else:
+        kafka_uri = request.getfixturevalue("kafka_uri")
+        log = open_log(kafka_uri, partitions=3)
+        bootstrap, topic = alert_topic(kafka_uri)
+
+        def published() -> list[str]:
+            return [a["alert_id"] for _, a in read_alerts(bootstrap, topic)]
+    yield log, published
+    log.close()
+
+
+def _stored_ids(db: Path) -> list[str]:
+    with duckdb.connect(str(db), read_only=True) as con:
+        return [a["alert_id"] for a in alerts_after(con, 0, limit=10**9)]
+
+
+def test_a_store_rebuilt_from_the_log_publishes_each_alert_the_sink_lacks_once(
+        fed_log, tmp_path: Path, records: list[tuple[bytes, bytes]]) -> None:
+    """A live store publishes (small batches); the log grows; a new store file is projected
+    from the same log (one batch) and then fed live. The sink keeps what it had, then gets
+    every alert of the new store it lacked, once, in the new store's alert_seq order."""
+    log, published = fed_log
+    cuts = [len(records) * k // 8 for k in range(9)]
+    for k in range(5):
+        feed(log, records, cuts[k], cuts[k + 1])
+        project(log, tmp_path / "live.duckdb", batch_size=300)
+    before = published()
+    assert before == _stored_ids(tmp_path / "live.duckdb")
+    rebuilt = tmp_path / "rebuilt.duckdb"
+    feed(log, records, cuts[5], cuts[6])
+    project(log, rebuilt)
+    for k in range(6, 8):
+        feed(log, records, cuts[k], cuts[k + 1])
+        project(log, rebuilt, batch_size=300)
+    stored, after = _stored_ids(rebuilt), published()
+    assert len(after) > len(before)  # the rebuilt store published
+    assert after[:len(before)] == before
+    assert after[len(before):] == [i for i in stored if i not in set(before)]
+
+
+class _Killed(Exception):
+    pass
+
+
+def test_a_restored_store_fed_before_it_caught_up_publishes_each_alert_once(
+        fed_log, tmp_path: Path, records: list[tuple[bytes, bytes]]) -> None:
+    """A store backed up early, restored after more alerts were published, the log fed again
+    before the store caught up, the store stopped (an exception after its third batch) while
+    still behind, then run again. Behind, it publishes nothing; caught up, each alert the
+    sink lacks goes out once, in the store's order; fed again, it publishes as before."""
+    log, published = fed_log
+    cuts = [len(records) * k // 8 for k in range(9)]
+    db, backup = tmp_path / "store.duckdb", tmp_path / "backup.duckdb"
+    for k in range(5):
+        feed(log, records, cuts[k], cuts[k + 1])
+        project(log, db, batch_size=300)
+        if k == 1:
+            backup.write_bytes(db.read_bytes())
+    before = published()
+    db.write_bytes(backup.read_bytes())  # restored
+    feed(log, records, cuts[5], cuts[6])
+    batches = 0
+
+    def killed_after_three(done: int) -> None:
+        nonlocal batches
+        batches += 1
+        if batches == 3:
+            raise _Killed
+
+    with pytest.raises(_Killed):
+        project(log, db, batch_size=300, progress=killed_after_three)
+    assert published() == before  # behind: every alert it raised again is in the sink
+    project(log, db, batch_size=300)
+    for k in range(6, 8):
+        feed(log, records, cuts[k], cuts[k + 1])
+        project(log, db, batch_size=300)
+    stored, after = _stored_ids(db), published()
+    assert len(after) > len(before)
+    assert after[:len(before)] == before
+    assert after[len(before):] == [i for i in stored if i not in set(before)]

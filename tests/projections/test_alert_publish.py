@@ -10,7 +10,16 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from alert_support import LostReply, SinkAndReader, alert, raise_in_db, sinks
+from alert_support import (
+    LostReply,
+    SinkAndReader,
+    alert,
+    alert_ids,
+    published_by_a_store,
+    raise_in_db,
+    raise_numbered,
+    sinks,
+)
 from cli_support import run
 from kafka import KafkaProducer
 from kafka.errors import KafkaError
@@ -77,25 +86,23 @@ def test_a_killed_publishers_open_transaction_is_aborted_and_its_late_request_re
             pass
 
 
-def test_a_second_store_does_not_publish_after_the_first_ones_alerts(
+def test_a_store_that_numbers_the_sinks_alerts_otherwise_publishes_only_the_ids_it_lacks(
         sink_and_reader: SinkAndReader) -> None:
+    """A rebuilt store (or another store of the same log): the same alerts, numbered in other
+    batches. Its first publish finds the sink's last alert not its own, reads the sink's ids,
+    and publishes only alert 6, under its own alert_seq 5; then it publishes as any store."""
     make, read = sink_and_reader
-    with duckdb.connect() as first:
-        create_tables(first)
-        raise_in_db(first, range(1, 6))
-        assert publish_pending(first, make()) == 5
-    with duckdb.connect() as empty:  # a rebuild into a new store, or a store older than the sink
-        create_tables(empty)
-        with pytest.raises(LogError, match=r"ends with alert 5 \(A0+5\), which this store has "
-                                           r"not raised: another store publishes"):
-            publish_pending(empty, make())
-    with duckdb.connect() as other:  # the same seqs, other alerts: numbered by another store
+    published_by_a_store(make(), range(1, 6))
+    with duckdb.connect() as other:
         create_tables(other)
-        raise_in_db(other, range(1, 9))
-        other.execute("UPDATE alerts SET alert_id = 'B' || alert_id")
-        with pytest.raises(LogError, match=r"which this store raised as BA0+5"):
-            publish_pending(other, make())
-    assert read() == [1, 2, 3, 4, 5]  # neither skipped nor repeated into the sink
+        raise_numbered(other, {2: 1, 1: 2, 4: 3, 6: 4, 3: 5, 5: 6})
+        assert publish_pending(other, make()) == 1
+        raise_numbered(other, {7: 7})
+        sink = make()  # a restart: its tail, 7, is this store's alert 7
+        assert publish_pending(other, sink) == 1
+        assert publish_pending(other, sink) == 0
+    assert read("alert_id") == alert_ids(range(1, 8))  # each once; 6 and 7 after the sink's
+    assert read() == [1, 2, 3, 4, 5, 4, 7]  # alert_seq is each publisher's own numbering
 
 
 def test_project_no_alerts_leaves_the_sink_to_the_store_that_publishes(tmp_path: Path) -> None:
@@ -111,3 +118,17 @@ def test_project_no_alerts_leaves_the_sink_to_the_store_that_publishes(tmp_path:
     assert second.returncode == 0, second.stderr
     assert json.loads(second.stdout)[0]["alerts"] == published.count(b"\n")  # raised, kept
     assert (tmp_path / "log" / "alerts.jsonl").read_bytes() == published
+
+
+def test_a_rebuilt_store_publishes_what_the_sink_lacks_in_its_own_order_in_steps(
+        sink_and_reader: SinkAndReader) -> None:
+    """1,800 alerts the sink lacks, more than one append takes (1,000), numbered backwards by
+    the rebuilt store: they go out in its alert_seq order, each once, the 1,200 the sink holds
+    not again."""
+    make, read = sink_and_reader
+    published_by_a_store(make(), range(1, 1201))
+    with duckdb.connect() as rebuilt:
+        create_tables(rebuilt)
+        raise_numbered(rebuilt, {k: 3001 - k for k in range(1, 3001)})
+        assert publish_pending(rebuilt, make()) == 1800
+    assert read("alert_id") == alert_ids(range(1, 1201)) + alert_ids(range(3000, 1200, -1))

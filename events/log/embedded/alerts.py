@@ -54,17 +54,21 @@ class EmbeddedAlertLog:
                 os.fsync(f.fileno())
         self._repaired = True
 
-    def append(self, alerts: Sequence[Alert]) -> None:
-        """Append the alerts past the file's last alert_seq, under an exclusive lock: a second
-        store publishing the same alerts (the same ids and seqs) adds nothing."""
+    def append(self, alerts: Sequence[Alert],
+               after: tuple[int, str | None] | None = None) -> None:
+        """Append the alerts under an exclusive lock; LogError, writing nothing, when `after` is
+        given and the file's last alert is no longer it: another store appended since this
+        publisher read the tail (it reads the tail again and publishes only what is missing)."""
         if not alerts:
             return
         self._repair()
         with self.path.open("ab") as f:
             fcntl.flock(f.fileno(), fcntl.LOCK_EX)  # released when the file closes
-            last, _ = self.last()
-            body = "".join(json.dumps(_jsonable(a), sort_keys=True) + "\n"
-                           for a in alerts if a["alert_seq"] > last)
+            if after is not None and (last := self.last()) != after:
+                raise LogError(f"{self.path} ends with alert {last[0]} ({last[1]}), not "
+                               f"{after[0]} ({after[1]}): another publisher appended since; "
+                               f"the tail is read again before the next publish")
+            body = "".join(json.dumps(_jsonable(a), sort_keys=True) + "\n" for a in alerts)
             f.write(body.encode())
             f.flush()
             os.fsync(f.fileno())
@@ -103,6 +107,19 @@ class EmbeddedAlertLog:
         except (ValueError, KeyError, TypeError) as exc:
             raise LogError(f"{self.path}: the last line is not an alert ({exc}); move the file "
                            f"aside or remove that line, then publishing resumes") from exc
+
+    def ids(self) -> set[str]:
+        """Every alert_id in the file (lines that are not alerts hold none)."""
+        found: set[str] = set()
+        if not self.path.exists():
+            return found
+        with self.path.open("rb") as f:
+            for line in f:
+                try:
+                    found.add(str(json.loads(line)["alert_id"]))
+                except (ValueError, KeyError, TypeError):
+                    pass  # a torn or foreign line: no alert of this store's numbering
+        return found
 
     def close(self) -> None:
         pass

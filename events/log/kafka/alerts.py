@@ -12,6 +12,8 @@ producer could not promise that: a killed publisher's last request may reach the
 new one has read the tail, and its alerts would be published twice. A publish that fails
 part-way (broker down, a timeout) drops its producer; the next publish re-opens, fences, and
 re-reads the tail (projections/alerts.py, publish_pending), so what landed is not sent again.
+`ids` reads every committed record (a store that did not number the topic: projections/alerts.py,
+_read_sink), also after fencing.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from __future__ import annotations
 import io
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from functools import cache
 from typing import Any
 
@@ -98,7 +100,10 @@ class KafkaAlertTopic:
             self._producer = producer
         return self._producer
 
-    def append(self, alerts: Sequence[Alert]) -> None:
+    def append(self, alerts: Sequence[Alert],
+               after: tuple[int, str | None] | None = None) -> None:
+        """One transaction. `after` needs no check here: a publisher that appended since this
+        one read the tail fenced it, and this transaction fails (module docstring)."""
         if not alerts:
             return
         producer = self._opened()
@@ -118,16 +123,36 @@ class KafkaAlertTopic:
             raise LogError(f"cannot publish alerts to {self.topic}: {exc}; they stay in the "
                            f"outbox and are published on the next batch") from exc
 
-    def last(self) -> tuple[int, str | None]:
-        """alert_seq and alert_id of the topic's last committed record ((0, None) when empty),
-        read after fencing any earlier publisher (module docstring)."""
+    def _reader(self) -> tuple[KafkaConsumer, TopicPartition]:
+        """A read_committed consumer of the topic's partition, opened after fencing any earlier
+        publisher (module docstring): what it reads up to the end offset is final."""
         self._opened()
         tp = TopicPartition(self.topic, 0)
         consumer = KafkaConsumer(bootstrap_servers=self.bootstrap.split(","), group_id=None,
                                  enable_auto_commit=False, isolation_level="read_committed",
                                  **self._settings)
+        consumer.assign([tp])
+        return consumer, tp
+
+    def _values(self, consumer: KafkaConsumer, tp: TopicPartition, start: int, end: int,
+                what: str) -> Iterator[bytes]:
+        """The values of the committed records in [start, end), in order; LogError (reading
+        `what`) when the broker serves nothing for timeout_s."""
+        consumer.seek(tp, start)
+        deadline = time.monotonic() + self.timeout_s
+        while consumer.position(tp) < end:
+            if time.monotonic() > deadline:
+                raise LogError(f"cannot read {what} of {self.topic}: offsets {start}-{end} not "
+                               f"served in {self.timeout_s:.0f}s; is the broker running?")
+            for records in consumer.poll(timeout_ms=500).values():
+                deadline = time.monotonic() + self.timeout_s
+                yield from (r.value or b"" for r in records if r.offset < end)
+
+    def last(self) -> tuple[int, str | None]:
+        """alert_seq and alert_id of the topic's last committed record ((0, None) when empty),
+        read after fencing any earlier publisher (module docstring)."""
+        consumer, tp = self._reader()
         try:
-            consumer.assign([tp])
             end = consumer.end_offsets([tp])[tp]  # read_committed: the last stable offset
             # Retention or delete-records may have removed the head: a seek before it would
             # jump to the end and find nothing.
@@ -135,10 +160,10 @@ class KafkaAlertTopic:
             back = 16  # the tail ends in commit markers, and maybe aborted records
             while True:
                 start = max(first, end - back)
-                last = self._last_record(consumer, tp, start, end)
-                if last is not None:
+                values = list(self._values(consumer, tp, start, end, "the last alert"))
+                if values:
                     try:
-                        alert = decode(last)
+                        alert = decode(values[-1])
                         return int(alert["alert_seq"]), str(alert["alert_id"])
                     except Exception as exc:  # noqa: BLE001 - any bytes may be there
                         raise LogError(
@@ -154,20 +179,25 @@ class KafkaAlertTopic:
         finally:
             consumer.close()
 
-    def _last_record(self, consumer: KafkaConsumer, tp: TopicPartition, start: int,
-                     end: int) -> bytes | None:
-        """The value of the last committed record in [start, end), None when there is none."""
-        consumer.seek(tp, start)
-        last = None
-        deadline = time.monotonic() + self.timeout_s
-        while consumer.position(tp) < end:
-            if time.monotonic() > deadline:
-                raise LogError(f"cannot read the last alert of {self.topic}: offsets "
-                               f"{start}-{end} not served in {self.timeout_s:.0f}s; is the "
-                               f"broker running?")
-            for records in consumer.poll(timeout_ms=500).values():
-                last = next((r.value or b"" for r in reversed(records) if r.offset < end), last)
-        return last
+    def ids(self) -> set[str]:
+        """Every alert_id of the topic's committed records, read after fencing any earlier
+        publisher (as `last`); records that are not alerts hold none."""
+        consumer, tp = self._reader()
+        found: set[str] = set()
+        try:
+            end = consumer.end_offsets([tp])[tp]
+            first = consumer.beginning_offsets([tp])[tp]
+            for value in self._values(consumer, tp, first, end, "the alert ids"):
+                try:
+                    found.add(str(decode(value)["alert_id"]))
+                except Exception:  # noqa: BLE001, S112 - any bytes may be there: no alert id
+                    continue
+        except KafkaError as exc:
+            raise LogError(f"cannot read the alert ids of {self.topic}: {exc}; is the broker "
+                           f"running?") from exc
+        finally:
+            consumer.close()
+        return found
 
     def close(self) -> None:
         if self._producer is not None:
