@@ -73,6 +73,10 @@ class EventLog(ABC):
     # A name written once when the log is created (the embedded log's meta.json), so a reader
     # can tell another log at the same address; None where the backend has none (Kafka).
     log_id: str | None = None
+    # True where one append writes each partition's records in one run, no other writer's
+    # between them and no reader seeing part of it (the embedded log: its writer lock and
+    # journal); a Kafka producer's sends are many requests, other producers' records between.
+    appends_in_one_run: bool = False
 
     @abstractmethod
     def append(self, items: Sequence[tuple[bytes, bytes]]) -> list[tuple[int, int]]:

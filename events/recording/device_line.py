@@ -123,6 +123,18 @@ def _str(name: str, value: Any) -> str:
     return value
 
 
+def _utf8(name: str, value: str) -> None:
+    """A key field (table, actor, id) must be UTF-8: it is hashed to the event id and looked up
+    in the id index, where a lone surrogate (json reads "\\ud800" as one) stopped ingest."""
+    try:
+        value.encode()
+    except UnicodeEncodeError as exc:
+        raise LineRejected(f"field '{name}' is not Unicode text (a lone surrogate, "
+                           f"{json.dumps(value[exc.start])[1:-1]})",
+                           "send UTF-8 text: an escape \\ud800-\\udfff must be one of a pair"
+                           ) from exc
+
+
 def _rank(name: str, value: Any) -> int:
     rank = _int(name, value, "int")
     if not 2 <= rank <= 14:  # 13:47-20.31(a)2ii: 2..10 face value, J=11, Q=12, K=13, A=14
@@ -294,9 +306,13 @@ def _checked(obj: Any, event_id: Callable[[str, str, int], str] | None) -> Devic
     if not 1 <= len(table) <= 64:
         raise LineRejected(f"table id {json.dumps(table)} must be 1 to 64 characters",
                            "send the table's id, e.g. T07")
+    if not table.isascii():
+        _utf8("table", table)
     actor = obj["actor"]
     if type(actor) is not str:
         actor = _str("actor", actor)
+    if not actor.isascii():
+        _utf8("actor", actor)
     if not actor:
         raise LineRejected("field 'actor' is empty", "send the device or dealer id")
     seq = obj["seq"]
@@ -316,6 +332,8 @@ def _checked(obj: Any, event_id: Callable[[str, str, int], str] | None) -> Devic
     at = _time(obj["at"])
     if given is not None:
         given = _str("id", given)
+        if not given.isascii():
+            _utf8("id", given)
     elif event_id is not None:
         given = event_id(table, actor, seq)
     # By position: keywords cost a NamedTuple a third more (this runs once a line).

@@ -125,18 +125,20 @@ class EventIdIndex:
         call, in one append. When the log grew by exactly that many records, and in each
         partition that grew the first and the last new record are the caller's, the new records
         are exactly the caller's: one append writes each partition's records in one run (the
-        embedded log, under its writer lock), so a run holding the range's two ends and as
-        many records as the range is the range. Their ids are then taken from `appended`, and
-        only those two records a partition are read; else every new record is read back (so
-        always on Kafka, whose commit markers take offsets too). Reading them back was a fifth
-        of `pitlog ingest`'s CPU (issue 19)."""
+        embedded log, under its writer lock: `appends_in_one_run`), so a run holding the
+        range's two ends and as many records as the range is the range. Their ids are then
+        taken from `appended`, and only those two records a partition are read; else every new
+        record is read back, and always on Kafka: a producer's records are not one run there
+        (another producer's can land between them while readers see the first ones;
+        tests/kafka/test_kafka_event_ids.py). Reading them back was a fifth of `pitlog
+        ingest`'s CPU (issue 19)."""
         upto = {p: n for p, n in self.db.execute("SELECT log_partition, next_offset FROM upto")}
         ends = self.log.end_offsets()
         start = {p: min(upto.get(p, 0), end) for p, end in ends.items()}
         if start == ends:
             return 0
         grown = sum(ends[p] - start[p] for p in ends)
-        if appended is not None and grown == len(appended):
+        if appended is not None and grown == len(appended) and self.log.appends_in_one_run:
             rows = [(t.encode(), e) for t, e in appended]
             ours = set(rows)
             grew = [p for p in ends if ends[p] > start[p]]

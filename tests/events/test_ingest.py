@@ -179,6 +179,20 @@ def test_an_overlong_a_non_utf8_and_an_empty_line_are_quarantined_exactly(tmp_pa
     assert base64.b64decode(q[1]["raw_base64"]) == latin1
 
 
+@pytest.mark.parametrize("field", ["table", "actor", "id"])
+def test_a_lone_surrogate_in_a_key_field_is_refused_not_an_internal_error(
+        tmp_path: Path, field: str) -> None:
+    """json reads "\\ud800" as a lone surrogate, which is no UTF-8: the line's table, actor or
+    id then could not be hashed to an event id nor looked up in the id index, and ingest
+    stopped with an internal error (UnicodeEncodeError) at that line, the lines after it unread."""
+    bad_line = json.dumps(card_line(1, **{field: "T\ud800"})).encode()  # ASCII: \ud800 escaped
+    report, bad, log = run(tmp_path, bad_line + b"\n" + json.dumps(card_line(2)).encode() + b"\n")
+    assert [(b.line, b.reason) for b in bad] == [
+        (1, f"field '{field}' is not Unicode text (a lone surrogate, \\ud800)")]
+    assert [e.seq for e in events_of(log)] == [1]  # line 2 recorded
+    assert report.rejected == 1 and report.recorded == 1
+
+
 def test_docs_list_every_event_type_with_exactly_its_fields() -> None:
     import re
 

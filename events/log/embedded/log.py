@@ -67,6 +67,8 @@ def partition_for(key: bytes, partitions: int) -> int:
 class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
     """Segment files in one folder; see the module docstring for the format."""
 
+    appends_in_one_run = True  # under the writer lock, committed whole (module docstring)
+
     @classmethod
     def from_uri(cls, uri: str, *, partitions: int | None = None,
                  create: bool = True) -> EmbeddedLog:
