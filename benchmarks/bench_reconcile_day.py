@@ -39,12 +39,13 @@ from projections import reconcile as rc
 db, variant, repeats = sys.argv[2], sys.argv[3], int(sys.argv[4])
 if variant == "old":
     rc.DEFAULT_MEMORY_LIMIT = "10TB"  # memory_limit_at_most never raises: no cap
+with duckdb.connect(db, read_only=True) as con:  # its own connection, closed: as a CLI call
+    ((day,),) = con.execute(
+        "SELECT CAST(occurred_at - INTERVAL 6 HOUR AS DATE) AS d FROM events "
+        "GROUP BY d ORDER BY count(*) DESC, d LIMIT 1").fetchall()
+    ((events,),) = con.execute("SELECT count(*) FROM events").fetchall()
 con = duckdb.connect(db, read_only=True)
 con.execute("SET enable_progress_bar = false")
-((day,),) = con.execute(
-    "SELECT CAST(occurred_at - INTERVAL 6 HOUR AS DATE) AS d FROM events "
-    "GROUP BY d ORDER BY count(*) DESC, d LIMIT 1").fetchall()
-((events,),) = con.execute("SELECT count(*) FROM events").fetchall()
 def usage():
     u = resource.getrusage(resource.RUSAGE_SELF)
     return u.ru_utime + u.ru_stime
@@ -67,7 +68,9 @@ print(json.dumps({"db": db, "variant": variant, "events": events, "day": str(day
 
 def child(db: str, variant: str, repeats: int) -> dict[str, object]:
     out = subprocess.run([sys.executable, "-c", _CHILD, str(REPO), db, variant, str(repeats)],
-                         capture_output=True, text=True, check=True)
+                         capture_output=True, text=True)
+    if out.returncode:
+        raise SystemExit(f"{variant} on {db} failed:\n{out.stderr[-2000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
