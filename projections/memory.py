@@ -54,3 +54,19 @@ def memory_limit_at_most(con: duckdb.DuckDBPyConnection, amount: str) -> Iterato
         yield
     finally:
         con.execute(f"SET memory_limit = '{current}'").fetchall()
+
+
+@contextmanager
+def threads_at_most(con: duckdb.DuckDBPyConnection, threads: int) -> Iterator[None]:
+    """Lower DuckDB's worker threads to `threads` for the block (never raise them), then
+    restore: each thread keeps its own share of a query's state, and what does not spill (list
+    and ordered aggregates) then needs that much more memory under a limit."""
+    ((current,),) = con.execute("SELECT current_setting('threads')").fetchall()
+    if threads >= int(current):
+        yield
+        return
+    con.execute(f"SET threads = {int(threads)}").fetchall()
+    try:
+        yield
+    finally:
+        con.execute(f"SET threads = {int(current)}").fetchall()

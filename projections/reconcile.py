@@ -29,7 +29,7 @@ from events.reddog.rules import STANDARD_PAYTABLE, Paytable, PaytableError
 from projections.defaults import DEFAULT_SIGMA
 from projections.export import Rows
 from projections.localtime import parse_zone, sql_zone
-from projections.memory import DEFAULT_MEMORY_LIMIT, memory_limit_at_most
+from projections.memory import DEFAULT_MEMORY_LIMIT, memory_limit_at_most, threads_at_most
 from projections.views import sql_path
 
 RECONCILE_SQL = sql_path("reconcile.sql")
@@ -166,11 +166,11 @@ def run_rows(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any]) -
     # (80% of the machine), and the ledger's joins and windows over every round then kept
     # 754 MB resident at 1M events and ~2 GB at 10M; capped, they spill to <db>.tmp instead
     # (issue 19 item 5, benchmarks/results.md "Session 12: 10M"). Not every state spills (the
-    # rounds' list and ordered aggregates): at 10M the capped query once ran out after a scan
-    # had filled the cache, so it runs again under the connection's own limit, as before.
+    # rounds' list and ordered aggregates): with two threads the capped query ran out at 10M,
+    # with one it held 676 MB. Should it still run out, it runs again as before the cap.
     try:
         try:
-            with memory_limit_at_most(con, DEFAULT_MEMORY_LIMIT):
+            with memory_limit_at_most(con, DEFAULT_MEMORY_LIMIT), threads_at_most(con, 1):
                 return Rows.of(con.sql(sql, params=params).to_arrow_table())
         except duckdb.OutOfMemoryException:
             return Rows.of(con.sql(sql, params=params).to_arrow_table())
