@@ -9,10 +9,11 @@ default calendar, as measure.m_reconcile_day does), then times `reconcile(con, (
 day=D)` `--repeats` times. Variants:
 
 - new: projections/reconcile.py as it is (run_rows caps DuckDB's memory_limit at
-  memory.DEFAULT_MEMORY_LIMIT for the query);
-- old: the same code with the cap lifted (reconcile.DEFAULT_MEMORY_LIMIT set to 10TB in the
-  child, so memory_limit_at_most never lowers anything): the read-only connection keeps
-  DuckDB's default of 80% of the machine's memory, as before the cap.
+  memory.DEFAULT_MEMORY_LIMIT and its threads at one for the query);
+- old: the same code with the memory cap lifted (reconcile.DEFAULT_MEMORY_LIMIT set to 10TB
+  in the child, so memory_limit_at_most never lowers anything): the read-only connection keeps
+  DuckDB's default of 80% of the machine's memory, as before the cap. Its query still runs on
+  one thread; for main's code itself, time `pitlog reconcile` from a main checkout.
 
 The child reports each call's wall seconds, its CPU seconds (user + system, resource), its peak
 RSS (VmHWM) and the rows' digest, so old and new are shown to give the same rows. The variants
