@@ -42,6 +42,7 @@ from events.wire.avro_writer import long_bytes  # noqa: E402
 from events.wire.batch_plan import plan  # noqa: E402
 from events.wire.native_decode import _convert, container_header  # noqa: E402
 from projections import store  # noqa: E402
+from projections.memory import LOAD_MEMORY_LIMIT, memory_limit_at_most  # noqa: E402
 from projections.projector import DEFAULT_BATCH_SIZE, project  # noqa: E402
 
 
@@ -128,7 +129,7 @@ def one(variant: str, log_dir: Path, db: Path, batch_size: int) -> dict[str, Any
         store.prepare(con)
         wall, cpu = time.perf_counter(), time.process_time()
         if variant == "native":
-            with store.memory_limit_at_most(con, store.LOAD_MEMORY_LIMIT):
+            with memory_limit_at_most(con, LOAD_MEMORY_LIMIT):
                 events = native_load(log, con, batch_size)
         else:
             report = project(log, con, batch_size=batch_size, store_anomalies=False,

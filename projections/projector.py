@@ -41,6 +41,7 @@ from projections.alerts import Publisher
 from projections.anomalies import memory_error
 from projections.incremental import Detector, detector_for
 from projections.log_checks import check_log_holds, hash_ok
+from projections.memory import LOAD_MEMORY_LIMIT, memory_limit_at_most
 from projections.snapshot import publish_snapshot
 
 # Two of DuckDB's row groups (122,880 rows each). An insert of at least a row group is written
@@ -178,7 +179,7 @@ def _project(con: duckdb.DuckDBPyConnection, log: EventLog,
         # while it runs (_BatchLoader.load); loading itself needs only the row group written.
         ((loader.full_limit,),) = con.execute(
             "SELECT current_setting('memory_limit')").fetchall()
-        with _store.memory_limit_at_most(con, _store.LOAD_MEMORY_LIMIT):
+        with memory_limit_at_most(con, LOAD_MEMORY_LIMIT):
             report = _project_batches(con, log, loader, positions, progress, batch_size,
                                       started, publisher)
         if loader.failure is not None:

@@ -29,6 +29,7 @@ from events.reddog.rules import STANDARD_PAYTABLE, Paytable, PaytableError
 from projections.defaults import DEFAULT_SIGMA
 from projections.export import Rows
 from projections.localtime import parse_zone, sql_zone
+from projections.memory import DEFAULT_MEMORY_LIMIT, memory_limit_at_most, threads_at_most
 from projections.views import sql_path
 
 RECONCILE_SQL = sql_path("reconcile.sql")
@@ -160,9 +161,19 @@ def group_columns(by: Iterable[str]) -> tuple[str, ...]:
 
 
 def run_rows(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any]) -> Rows:
-    # Through Arrow: timezone-aware datetimes without the optional pytz package.
+    # Through Arrow: timezone-aware datetimes without the optional pytz package. Within
+    # DEFAULT_MEMORY_LIMIT, the writer's own bound: a read-only connection has DuckDB's default
+    # (80% of the machine), and the ledger's joins and windows over every round then kept
+    # 754 MB resident at 1M events and ~2 GB at 10M; capped, they spill to <db>.tmp instead
+    # (issue 19 item 5, benchmarks/results.md "Session 12: 10M"). Not every state spills (the
+    # rounds' list and ordered aggregates): with two threads the capped query ran out at 10M,
+    # with one it held 676 MB. Should it still run out, it runs again as before the cap.
     try:
-        return Rows.of(con.sql(sql, params=params).to_arrow_table())
+        try:
+            with memory_limit_at_most(con, DEFAULT_MEMORY_LIMIT), threads_at_most(con, 1):
+                return Rows.of(con.sql(sql, params=params).to_arrow_table())
+        except duckdb.OutOfMemoryException:
+            return Rows.of(con.sql(sql, params=params).to_arrow_table())
     except duckdb.CatalogException as exc:
         raise ProjectionError(
             f"the database has no pitlog ledger ({exc}); run `pitlog project` first") from exc

@@ -13,7 +13,7 @@ of those), the database is opened read-only, and the DuckDB instance is guarded:
 Those settings belong to the DuckDB *instance* (a file opened in a process), shared by every
 connection and cursor of it, and once locked they cannot be unlocked. So the guard is given at
 connect time (`guarded_connection`), never applied to an instance someone else uses: locking a
-projector's own instance would break it (store.memory_limit_at_most sets memory_limit). A
+projector's own instance would break it (memory.memory_limit_at_most sets memory_limit). A
 process that holds the database read-write (an HTTP server with the projector in-process)
 cannot open the same file a second time with other settings; `guarded_connection` then opens
 the published snapshot (snapshot.py), a separate instance. `run_guarded` refuses a connection

@@ -23,10 +23,7 @@ Only projections/ imports duckdb (STYLE, idiom 4).
 from __future__ import annotations
 
 import os
-import re
 import weakref
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +34,7 @@ import pyarrow as pa
 from events.errors import ProjectionError
 from events.wire import codec
 from projections.defaults import STORAGE_VERSION
+from projections.memory import _LIMITS, _MEMORY, DEFAULT_MEMORY_LIMIT
 from projections.snapshot import (
     check_database_file,
     open_for_reading,
@@ -47,46 +45,6 @@ from projections.views import ensure_views
 
 __all__ = ["Column", "arrow_schema", "ensure_schema", "event_columns", "open_for_reading",
            "open_store", "prepare", "publish_snapshot", "snapshot_path"]
-
-# DuckDB's default is 80% of the machine's memory, and its buffer pool keeps the blocks it has
-# read or written cached up to its limit: a projector's resident memory would grow with the log.
-# A read-write connection gets DEFAULT_MEMORY_LIMIT, and while loading batches only
-# LOAD_MEMORY_LIMIT: appending needs the row group being written, not the cache. Storing the
-# anomaly rows evaluates the rules a table group of at most 1M events at a time
-# (anomalies.GROUP_EVENTS), which needs no more at 10M events than at 1M: under 512MB its peak
-# RSS was 509 MB at 1M and 649 MB at 10M, and under 1GB the cache took it to 1,112 MB at 10M
-# (benchmarks/README.md, Memory).
-DEFAULT_MEMORY_LIMIT = "512MB"
-LOAD_MEMORY_LIMIT = "128MB"
-_LIMITS: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, str] = weakref.WeakKeyDictionary()
-_UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
-          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
-_MEMORY = re.compile(r"(\d+(?:\.\d+)?)\s*(" + "|".join(_UNITS) + ")", re.IGNORECASE)
-
-
-def _bytes(amount: str) -> float:
-    """'1GB', '953.6 MiB' (DuckDB's own spelling) -> bytes."""
-    m = _MEMORY.fullmatch(amount.strip())
-    if m is None:
-        raise ProjectionError(f"cannot read the memory amount {amount!r}")
-    return float(m.group(1)) * _UNITS[m.group(2).lower()]
-
-
-@contextmanager
-def memory_limit_at_most(con: duckdb.DuckDBPyConnection, amount: str) -> Iterator[None]:
-    """Lower DuckDB's memory_limit to `amount` for the block (never raise it), then restore.
-    DuckDB reports its setting rounded ('244.1 MiB'), so the amount open_store set is restored
-    when known."""
-    ((shown,),) = con.execute("SELECT current_setting('memory_limit')").fetchall()
-    current = _LIMITS.get(con, shown)
-    if _bytes(amount) >= _bytes(current):
-        yield
-        return
-    con.execute(f"SET memory_limit = '{amount}'").fetchall()
-    try:
-        yield
-    finally:
-        con.execute(f"SET memory_limit = '{current}'").fetchall()
 
 # Where a row came from in the log, and whether its bytes match its own chain hash (NULL in
 # rows projected before the projector checked it). Not Avro fields: the projector adds them.

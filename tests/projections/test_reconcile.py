@@ -16,6 +16,7 @@ from audit_scenarios import MONEY, ORIGINAL, PROMO, THEO, Floor, evening
 from events.reddog.model import SettledAs
 from events.reddog.rules import STANDARD_PAYTABLE
 from events.reddog.theory import original_wager_edge, raise_edge
+from projections.memory import _bytes
 from projections.reconcile import (
     Calendar,
     ReconcileError,
@@ -23,6 +24,7 @@ from projections.reconcile import (
     edge_denominator,
     edge_rows,
     reconcile,
+    run_rows,
 )
 from projections.snapshot import open_for_reading
 
@@ -181,6 +183,30 @@ def test_reconcile_runs_on_a_read_only_connection(db: Path) -> None:
             con.execute("CREATE TABLE nope (x INTEGER)")
     finally:
         con.close()
+
+
+def test_the_audit_queries_run_within_the_writers_memory_limit_and_restore_it(
+        db: Path) -> None:
+    # A read-only connection has DuckDB's default, 80% of the machine: the ledger's joins and
+    # windows then grew with the store (issue 19 item 5). run_rows caps the query's memory and
+    # threads, then restores both.
+    con = open_for_reading(db)
+    try:
+        con.execute("SET memory_limit = '4GB'")
+        con.execute("SET threads = 2")
+        (during,) = run_rows(con, "SELECT current_setting('memory_limit') AS m, "
+                                  "current_setting('threads') AS t", {})
+        ((after, threads),) = con.execute(
+            "SELECT current_setting('memory_limit'), current_setting('threads')").fetchall()
+        con.execute("SET memory_limit = '100MB'")  # a lower limit is never raised
+        (lower,) = run_rows(con, "SELECT current_setting('memory_limit') AS m", {})
+    finally:
+        con.close()
+    assert during["m"] == "488.2 MiB"  # DuckDB's spelling of 512MB (memory.DEFAULT_MEMORY_LIMIT)
+    assert during["t"] == 1 and threads == 2  # one thread (memory.threads_at_most), then two
+    # restored from DuckDB's rounded spelling ('3.7 GiB'), so to within that rounding
+    assert abs(_bytes(after) - 4e9) < 0.05 * 4e9
+    assert lower["m"] == "95.3 MiB"
 
 
 def test_a_stock_duckdb_client_sees_the_ledger_paytables_and_calendar_macros(db: Path) -> None:
