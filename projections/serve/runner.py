@@ -123,6 +123,13 @@ class Tracker:
         s.status.ready = True
         s.metrics.set_lag(commit.lag)
 
+    def on_ends(self, ends: dict[int, int]) -> None:
+        """The log's end offsets as a round starts: /health's and /metrics' lag count what
+        arrived since the last round while its first batch runs (Follower's docstring)."""
+        s = self.state
+        s.status.ends = dict(ends)
+        s.metrics.set_lag(s.status.lag())
+
     def on_error(self, message: str | None) -> None:
         self.state.status.error = message
 
@@ -176,7 +183,8 @@ def _run(log: EventLog, db_path: Path, sock: socket.socket, stop: threading.Even
         publisher = Publisher(con, db_path, snapshot_every) if snapshot_every > 0 else None
         follower = Follower(con, log, stop_event=stop, poll_interval=poll_interval,
                             on_commit=tracker.on_commit, on_round=tracker.on_round,
-                            on_error=tracker.on_error, publisher=publisher)
+                            on_error=tracker.on_error, on_ends=tracker.on_ends,
+                            publisher=publisher)
         follower_thread = threading.Thread(target=_follow, args=(follower, state),
                                            name="pitlog-follower", daemon=True)
         follower_thread.start()

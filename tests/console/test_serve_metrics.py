@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 import re
+import threading
+import time
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import duckdb
+import pytest
 
+from events.log.embedded.log import EmbeddedLog
+from events.simulation.simulator import SimConfig, simulate
 from projections.alerts import create_tables
-from projections.follow import Commit
+from projections.follow import Commit, Follower
 from projections.serve.metrics import Metrics
 from projections.serve.runner import Tracker
 from projections.serve.state import FollowerStatus, ServeState
+from projections.store import open_store
+
+HANG_S = 300  # only a hang runs into it
 
 
 def _value(text: str, name: str) -> float:
@@ -62,3 +71,51 @@ def test_metrics_count_a_batch_before_health_shows_it() -> None:
             _value(second, "pitlog_alerts_raised_total"),
             _value(second, "pitlog_batches_total")) == (49, 17, 2)
     assert state.health()["lag_total"] == 0
+
+
+def test_health_counts_what_arrived_during_a_round_while_the_next_rounds_batch_runs(
+        tmp_path: Path) -> None:
+    """/health's lag while a batch runs: the follower reads the log's ends as a round starts
+    and tells the tracker (Tracker.on_ends), so records that arrived during the last round are
+    counted while the next round's first batch runs (seconds at 1M). It used to show lag 0
+    then, from the ends read before them. The lag is read in on_commit, before the tracker
+    records the commit: what a client saw during the batch."""
+    log = EmbeddedLog(tmp_path / "log", partitions=2)
+    first = simulate(log, SimConfig(seed=5, tables=2, rounds=6)).events
+    con = open_store(tmp_path / "served.duckdb")
+    create_tables(con)  # as pitlog serve does before the first batch
+    state = ServeState(con)
+    tracker = Tracker(state)
+    during: list[tuple[int, int]] = []  # (lag on /health during the batch, records it covers)
+
+    def on_commit(commit: Commit) -> None:
+        during.append((state.health()["lag_total"], commit.records))
+        tracker.on_commit(commit)
+
+    stop = threading.Event()
+    follower = Follower(con, log, stop_event=stop, poll_interval=0.05, on_commit=on_commit,
+                        on_round=tracker.on_round, on_ends=tracker.on_ends)
+    thread = threading.Thread(target=follower.run)
+    thread.start()
+    try:
+        assert follower.ready.wait(HANG_S)
+        assert state.health()["lag_total"] == 0
+        before = len(during)
+        second = simulate(log, SimConfig(seed=6, tables=1, rounds=8)).events
+        deadline = time.monotonic() + HANG_S
+        while sum(state.status.positions.values()) != first + second:
+            if time.monotonic() > deadline:
+                pytest.fail(f"stuck at {state.status.positions}")
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        thread.join(HANG_S)
+    try:
+        assert not thread.is_alive()
+        new = during[before:]
+        assert sum(records for _, records in new) == second
+        # Every batch ran while its own records (at least) were pending on /health.
+        assert all(lag >= records > 0 for lag, records in new), new
+        assert state.health()["lag_total"] == 0
+    finally:
+        con.close()
