@@ -168,8 +168,14 @@ def run_rows(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any]) -
     # (issue 19 item 5, benchmarks/results.md "Session 12: 10M"). Not every state spills (the
     # rounds' list and ordered aggregates): with two threads the capped query ran out at 10M,
     # with one it held 676 MB. Should it still run out, it runs again as before the cap.
+    # Only on a read-only connection (a query command's own): DuckDB's memory_limit and threads
+    # are settings of the database instance, so on `pitlog serve`'s cursors they would also
+    # bind the follower's batches and race with concurrent requests (one restoring what another
+    # lowered); the writer's connection is within DEFAULT_MEMORY_LIMIT already.
     try:
         try:
+            if not _read_only(con):
+                return Rows.of(con.sql(sql, params=params).to_arrow_table())
             with memory_limit_at_most(con, DEFAULT_MEMORY_LIMIT), threads_at_most(con, 1):
                 return Rows.of(con.sql(sql, params=params).to_arrow_table())
         except duckdb.OutOfMemoryException:
@@ -179,6 +185,11 @@ def run_rows(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any]) -
             f"the database has no pitlog ledger ({exc}); run `pitlog project` first") from exc
     except duckdb.Error as exc:
         raise ProjectionError(f"reconciliation query failed ({exc})") from exc
+
+
+def _read_only(con: duckdb.DuckDBPyConnection) -> bool:
+    ((mode,),) = con.execute("SELECT current_setting('access_mode')").fetchall()
+    return str(mode).lower() == "read_only"
 
 
 # --- exact theoretical edges -----------------------------------------------------------------

@@ -209,6 +209,24 @@ def test_the_audit_queries_run_within_the_writers_memory_limit_and_restore_it(
     assert lower["m"] == "95.3 MiB"
 
 
+def test_the_audit_queries_leave_a_writers_shared_settings_alone(db: Path) -> None:
+    """On `pitlog serve`'s read-write connection (its requests read through cursors of it),
+    memory_limit and threads are the database instance's: lowering them for a reconcile would
+    also bind the follower's batches, and two requests at once could leave threads at 1 for
+    good (one restoring what the other lowered). run_rows caps only a read-only connection."""
+    con = duckdb.connect(str(db))
+    try:
+        con.execute("SET threads = 2")
+        con.execute("SET memory_limit = '1GB'")
+        cur = con.cursor()  # as a request of pitlog serve reads
+        (during,) = run_rows(cur, "SELECT current_setting('memory_limit') AS m, "
+                                  "current_setting('threads') AS t", {})
+        cur.close()
+    finally:
+        con.close()
+    assert during["t"] == 2 and during["m"] == "953.6 MiB"  # DuckDB's spelling of 1GB
+
+
 def test_a_stock_duckdb_client_sees_the_ledger_paytables_and_calendar_macros(db: Path) -> None:
     with duckdb.connect(str(db), read_only=True) as con:
         statuses = con.execute("SELECT status, count(*) FROM ledger GROUP BY ALL").fetchall()
