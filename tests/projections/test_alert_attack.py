@@ -520,3 +520,24 @@ def test_a_restored_store_fed_before_it_caught_up_publishes_each_alert_once(
     assert len(after) > len(before)
     assert after[:len(before)] == before
     assert after[len(before):] == [i for i in stored if i not in set(before)]
+
+
+def test_a_torn_line_another_publisher_left_does_not_stop_a_running_publisher(
+        tmp_path: Path) -> None:
+    """Two stores publishing one embedded log at once (docs/live-detection.md: they stay
+    exact): store A has published alerts 1-3 and runs on with its sink; store B's publisher is
+    killed mid-write, its line of alert 4 cut short. A's next publish must cut the torn line
+    (no publisher is writing while A holds the file's lock) and append 4 and 5 whole. Was:
+    A's sink had cut a torn tail once, when it opened, so A's last() read B's torn line and
+    raised LogError ("the last line is not an alert") at every publish until A restarted."""
+    with duckdb.connect() as a:
+        create_tables(a)
+        raise_in_db(a, range(1, 4))
+        sink_a = EmbeddedAlertLog(tmp_path)
+        assert publish_pending(a, sink_a) == 3
+        with (tmp_path / "alerts.jsonl").open("ab") as f:  # B killed mid-write
+            f.write(b'{"alert_id": "A0000000000000000000000004", "alert_seq": 4, "co')
+        raise_in_db(a, range(4, 6))
+        assert publish_pending(a, sink_a) == 2
+    assert embedded_seqs(tmp_path) == [1, 2, 3, 4, 5]
+    assert (tmp_path / "alerts.jsonl").read_bytes().count(b"\n") == 5
