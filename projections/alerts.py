@@ -161,14 +161,15 @@ def _read_sink(con: duckdb.DuckDBPyConnection, sink: AlertSink,
 
     The outbox keeps: every alert of this store at or below the cursor is in the sink, and one
     above it is in the sink exactly when its id is in `alerts_held`. The sink's last alert
-    tells whether that still holds: it is this store's alert of that alert_seq (the sink was
-    published by this store or one numbered alike: the cursor moves up to it, in case the
-    publisher was killed between appending and moving the cursor), or a held id (nothing was
-    appended since the ids were read), or there is none. Otherwise (a store restored from a
-    backup, or rebuilt, numbers its alerts in other batches than the store that published;
-    another store publishes the log) every id the sink holds is read and held, and the cursor
-    goes back to 0: the store's alerts that the sink lacks are then published, in alert_seq
-    order, and the alerts it raises later that the sink holds already are not."""
+    tells whether that still holds: it is this store's alert of that alert_seq and no id is
+    held (the sink was published by this store or one numbered alike: the cursor moves up to
+    it, in case the publisher was killed between appending and moving the cursor), or a held
+    id (nothing was appended since the ids were read), or there is none. Otherwise (a store
+    restored from a backup, or rebuilt, numbers its alerts in other batches than the store
+    that published; another store publishes the log) every id the sink holds is read and
+    held, and the cursor goes back to 0: the store's alerts that the sink lacks are then
+    published, in alert_seq order, and the alerts it raises later that the sink holds already
+    are not."""
     held = _held(con, sink.name)
     if held:  # ids this store reached since, at or below its cursor, are held no more
         con.execute("DELETE FROM alerts_held WHERE sink = ? AND alert_id IN "
@@ -178,7 +179,10 @@ def _read_sink(con: duckdb.DuckDBPyConnection, sink: AlertSink,
     if not seq or alert_id in held:
         return _Read(tail, held), cursor
     here = con.execute("SELECT alert_id FROM alerts WHERE alert_seq = ?", [seq]).fetchall()
-    if here and here[0][0] == alert_id:
+    if here and here[0][0] == alert_id and not held:
+        # With ids held, this store's alerts below the tail are not a prefix of the sink:
+        # another store's append of the same id at the same alert_seq proves nothing of them
+        # (test_a_rebuilt_store_whose_append_another_store_beat_publishes_what_the_sink_lacks)
         return _Read(tail, held), max(cursor, seq)
     _LOG.warning("%s ends with alert %s (%s), which this store %s (a store restored or rebuilt, "
                  "or another store publishing this log): reading the ids it holds, to publish "

@@ -65,6 +65,11 @@ _IDS_OF = (f"SELECT {_ID_HASH} AS h, log_partition, log_offset FROM {{src}} "
 # DuckDB's hash() is not promised stable across its versions: the table's comment holds this
 # value's hash when it was built, and a store whose comment differs is rebuilt (state_ready).
 _HASH_PROBE = "SELECT hash('pitlog', 'detect_ids')::VARCHAR"
+# The log positions IDS holds every event before (the checkpoints when it was built or last
+# appended to): a pitlog older than IDS advances the stored rows (STORED_AT) and not IDS, so a
+# store it continued has IDS behind STORED_AT and is rebuilt (state_ready), not read stale.
+IDS_AT = "detect_ids_at"
+_IDS_AT_OF = "SELECT source, log_partition, next_offset FROM checkpoints"
 # The family that reads earlier copies of an event id (DUPLICATE_EVENT): its window is the
 # rounds window and those copies, in a catalog of its own (Detector._ready), so no other family
 # reads an event from before W but a card event's first copy (Detector.earlier_copies).
@@ -124,8 +129,13 @@ def state_ready(con: duckdb.DuckDBPyConnection) -> bool:
     names = {t for (t,) in con.execute(
         "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()"
     ).fetchall()}
-    if not {SHOES, TABLES, CONTEXT, IDS, STORED, STORED_AT, *_round_state()} <= names:
+    if not {SHOES, TABLES, CONTEXT, IDS, IDS_AT, STORED, STORED_AT, *_round_state()} <= names:
         return False
+    ((behind,),) = con.execute(f"""SELECT count(*) FROM (
+        (SELECT * FROM {IDS_AT} EXCEPT SELECT * FROM {STORED_AT})
+        UNION ALL (SELECT * FROM {STORED_AT} EXCEPT SELECT * FROM {IDS_AT}))""").fetchall()
+    if behind:
+        return False  # an older pitlog projected batches without appending their ids
     ((probe,),) = con.execute(_HASH_PROBE).fetchall()
     if con.execute("SELECT comment FROM duckdb_tables() WHERE database_name = "
                    "current_database() AND table_name = $t", {"t": IDS}).fetchall() != [(probe,)]:
@@ -150,6 +160,7 @@ def rebuild_state(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(f"CREATE OR REPLACE TABLE {IDS} AS {_IDS_OF.format(src='events')}")
     ((probe,),) = con.execute(_HASH_PROBE).fetchall()
     con.execute(f"COMMENT ON TABLE {IDS} IS '{probe}'")
+    con.execute(f"CREATE OR REPLACE TABLE {IDS_AT} AS {_IDS_AT_OF}")
     if ROUND_LEVEL_STRETCH:
         detect_rounds.rebuild(con)
 
@@ -495,6 +506,8 @@ class Detector:
         con.execute(f"DELETE FROM {STORED_AT}")
         con.execute(f"INSERT INTO {STORED_AT} SELECT source, log_partition, next_offset "
                     "FROM checkpoints")
+        con.execute(f"DELETE FROM {IDS_AT}")  # IDS has this batch's ids (_advance)
+        con.execute(f"INSERT INTO {IDS_AT} {_IDS_AT_OF}")
         return raised
 
     def _note_recorded(self, con: duckdb.DuckDBPyConnection, before: int) -> None:

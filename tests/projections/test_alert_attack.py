@@ -528,3 +528,73 @@ def test_a_restored_store_fed_before_it_caught_up_publishes_each_alert_once(
     assert len(after) > len(before)
     assert after[:len(before)] == before
     assert after[len(before):] == [i for i in stored if i not in set(before)]
+
+
+def test_a_torn_line_another_publisher_left_does_not_stop_a_running_publisher(
+        tmp_path: Path) -> None:
+    """Two stores publishing one embedded log at once (docs/live-detection.md: they stay
+    exact): store A has published alerts 1-3 and runs on with its sink; store B's publisher is
+    killed mid-write, its line of alert 4 cut short. A's next publish must cut the torn line
+    (no publisher is writing while A holds the file's lock) and append 4 and 5 whole. Was:
+    A's sink had cut a torn tail once, when it opened, so A's last() read B's torn line and
+    raised LogError ("the last line is not an alert") at every publish until A restarted."""
+    with duckdb.connect() as a:
+        create_tables(a)
+        raise_in_db(a, range(1, 4))
+        sink_a = EmbeddedAlertLog(tmp_path)
+        assert publish_pending(a, sink_a) == 3
+        with (tmp_path / "alerts.jsonl").open("ab") as f:  # B killed mid-write
+            f.write(b'{"alert_id": "A0000000000000000000000004", "alert_seq": 4, "co')
+        raise_in_db(a, range(4, 6))
+        assert publish_pending(a, sink_a) == 2
+    assert embedded_seqs(tmp_path) == [1, 2, 3, 4, 5]
+    assert (tmp_path / "alerts.jsonl").read_bytes().count(b"\n") == 5
+
+
+class _AnotherPublisherFirst:
+    """A real sink whose first append lets another publisher append first (`first`), as when
+    two stores publish one log at once and the other's append lands between this publisher's
+    read of the sink and its own append."""
+
+    def __init__(self, sink: EmbeddedAlertLog, first: Callable[[], None]) -> None:
+        self.sink, self.name, self.first = sink, sink.name, first
+
+    def append(self, alerts, after=None) -> None:  # noqa: ANN001 (AlertSink.append)
+        if self.first is not None:
+            first, self.first = self.first, None
+            first()
+        self.sink.append(alerts, after)
+
+    def last(self) -> tuple[int, str | None]:
+        return self.sink.last()
+
+    def ids(self) -> set[str]:
+        return self.sink.ids()
+
+
+def test_a_rebuilt_store_whose_append_another_store_beat_publishes_what_the_sink_lacks(
+        tmp_path: Path) -> None:
+    """Store A publishes alerts 1-3 (its alert_seqs 1-3). Store B, rebuilt, numbers them
+    otherwise: alert 4 (which A has not raised) first, then 1, 2, alert 6 as its alert_seq 4,
+    and 3. B reads the sink (tail A's 3, not B's 3: it holds ids 1-3, cursor 0); before B's
+    append lands, A appends its alert_seq 4, alert 6, so B's append is refused. B's next
+    publish reads the tail (4, alert 6): B's own alert_seq 4 is alert 6 too, but B has not
+    appended anything, so that says nothing of B's alerts below 4. Was: B moved its cursor to
+    4 and never published alert 4 (its alert_seq 1)."""
+    with duckdb.connect() as a, duckdb.connect() as b:
+        for con in (a, b):
+            create_tables(con)
+        raise_in_db(a, range(1, 4))
+        assert publish_pending(a, EmbeddedAlertLog(tmp_path)) == 3
+        raise_numbered(b, {4: 1, 1: 2, 2: 3, 6: 4, 3: 5})
+
+        def a_publishes_alert_6() -> None:
+            raise_numbered(a, {6: 4})
+            assert publish_pending(a, EmbeddedAlertLog(tmp_path)) == 1
+
+        sink_b = _AnotherPublisherFirst(EmbeddedAlertLog(tmp_path), a_publishes_alert_6)
+        with pytest.raises(LogError, match="another publisher appended since"):
+            publish_pending(b, sink_b)
+        publish_pending(b, sink_b)
+    assert sorted(a["alert_id"] for a in EmbeddedAlertLog(tmp_path).read()) == sorted(
+        alert_ids([1, 2, 3, 6, 4]))

@@ -485,3 +485,38 @@ def test_a_card_event_copied_shoes_later_is_not_dealt_again(tmp_path: Path) -> N
         assert sorted(con.execute(f"SELECT code, seqs FROM {STORED} WHERE code IN "
                                   "('DUPLICATE_EVENT', 'WRONG_BOX')").fetchall()) == [
             ("DUPLICATE_EVENT", [left, copy]), ("WRONG_BOX", [right])]
+
+
+# A store projected by this pitlog, then continued by an older one (a rolled-back deploy: it
+# knows no `detect_ids`, so it advances the stored rows and their checkpoints, STORED_AT, but
+# leaves the ids table as it was), then by this pitlog again. The older one's batches are
+# played here by projecting and then putting back the ids state as it stood before them, as the
+# older code leaves it (checked by hand against main's projector, session 12). S2's wager,
+# recorded in the older one's batch, is copied in S4: the look-up must find it, so the stale
+# ids table must not be read (state_ready: its positions behind STORED_AT), but rebuilt.
+# Was: stored held no DUPLICATE_EVENT, the full evaluation [wager, copy]
+def test_an_ids_state_an_older_pitlog_left_behind_is_rebuilt(tmp_path: Path) -> None:
+    log, t = _table(tmp_path)
+    _shoes(t, ("S1",))
+    t.flush()
+    db = str(tmp_path / "v.duckdb")
+    with duckdb.connect(db) as con:
+        project(log, con, publish_alerts=False)
+        saved = {name: con.execute(f"SELECT * FROM {name}").fetchall()
+                 for name in (incremental.IDS, incremental.IDS_AT)}
+        wager = _shoes(t, ("S2", "S3"))["wager1"]
+        t.flush()
+        project(log, con, publish_alerts=False)
+        for name, rows in saved.items():  # what the older pitlog's batch leaves
+            con.execute(f"DELETE FROM {name}")
+            con.executemany(f"INSERT INTO {name} VALUES ({', '.join('?' * len(rows[0]))})",
+                            rows)
+        assert not incremental.state_ready(con)
+    with duckdb.connect(db) as con:  # this pitlog again
+        _shoes(t, ("S4",))
+        copy = _resend(t, _line(con, "T01", wager)[0], "S4", 1)
+        t.flush()
+        project(log, con, publish_alerts=False)
+        assert incremental.state_ready(con)
+        assert _stored_duplicates(con) == [("T01", [wager, copy])]
+        assert _rows_apart(con) == ([], [])

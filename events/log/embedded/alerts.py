@@ -1,7 +1,7 @@
 """The embedded log's alert sink: `alerts.jsonl` in the log's folder (events/log/alerts.py says
 what a sink is). One JSON object per line, times in ISO 8601 with offset, fsynced per append. A
-line cut short by a crash is cut off when the log is next opened for appending (it was never
-reported as published).
+line cut short by a crash is cut off by the next append, under the file's lock (it was never
+reported as published), and is not read before then.
 """
 
 from __future__ import annotations
@@ -30,29 +30,27 @@ class EmbeddedAlertLog:
     def __init__(self, folder: Path) -> None:
         self.path = folder / FILE_NAME
         self.name = f"file://{self.path}"
-        self._repaired = False
 
-    def _repair(self) -> None:
-        """Cut a torn last line (no newline: the append never finished)."""
-        if self._repaired or not self.path.exists():
-            self._repaired = True
-            return
-        with self.path.open("r+b") as f:
-            data_end = f.seek(0, os.SEEK_END)
-            pos = data_end
-            while pos > 0:
-                step = min(4096, pos)
-                f.seek(pos - step)
-                chunk = f.read(step)
-                nl = chunk.rfind(b"\n")
-                if nl >= 0:
-                    pos = pos - step + nl + 1
-                    break
-                pos -= step
-            if pos != data_end:
-                f.truncate(pos)
-                os.fsync(f.fileno())
-        self._repaired = True
+    @staticmethod
+    def _cut_torn(f: Any) -> None:
+        """Cut a torn last line (no newline: its append never finished) of `f`, open for
+        reading and appending, while its holder has the file's lock: every append writes under
+        that lock, so a line without its newline then is one whose writer died, whichever
+        publisher that was (another store's publisher may die after this one opened)."""
+        data_end = f.seek(0, os.SEEK_END)
+        pos = data_end
+        while pos > 0:
+            step = min(4096, pos)
+            f.seek(pos - step)
+            chunk = f.read(step)
+            nl = chunk.rfind(b"\n")
+            if nl >= 0:
+                pos = pos - step + nl + 1
+                break
+            pos -= step
+        if pos != data_end:
+            f.truncate(pos)
+            os.fsync(f.fileno())
 
     def append(self, alerts: Sequence[Alert],
                after: tuple[int, str | None] | None = None) -> None:
@@ -61,9 +59,9 @@ class EmbeddedAlertLog:
         publisher read the tail (it reads the tail again and publishes only what is missing)."""
         if not alerts:
             return
-        self._repair()
-        with self.path.open("ab") as f:
+        with self.path.open("a+b") as f:  # appends go to the end; a torn tail can be cut
             fcntl.flock(f.fileno(), fcntl.LOCK_EX)  # released when the file closes
+            self._cut_torn(f)
             if after is not None and (last := self.last()) != after:
                 raise LogError(f"{self.path} ends with alert {last[0]} ({last[1]}), not "
                                f"{after[0]} ({after[1]}): another publisher appended since; "
@@ -84,8 +82,9 @@ class EmbeddedAlertLog:
 
     def last(self) -> tuple[int, str | None]:
         """The last alert's (alert_seq, alert_id); LogError when the last line is not an
-        alert (written by something else: publishing after it could skip or repeat)."""
-        self._repair()
+        alert (written by something else: publishing after it could skip or repeat). A torn
+        last line (an append that never finished, cut by the next append) is not read: it
+        was never reported as published, and it may be a live append's, not yet whole."""
         if not self.path.exists():
             return 0, None
         with self.path.open("rb") as f:
@@ -94,7 +93,7 @@ class EmbeddedAlertLog:
             while True:  # widen until the last line is whole (an alert of many seqs is long)
                 start = max(0, end - window)
                 f.seek(start)
-                lines = f.read().split(b"\n")
+                lines = f.read().split(b"\n")[:-1]  # the last: empty, or a torn line
                 whole = [ln for ln in (lines if start == 0 else lines[1:]) if ln.strip()]
                 if whole or start == 0:
                     break
@@ -115,6 +114,8 @@ class EmbeddedAlertLog:
             return found
         with self.path.open("rb") as f:
             for line in f:
+                if not line.endswith(b"\n"):
+                    break  # a torn last line: not published (last)
                 try:
                     found.add(str(json.loads(line)["alert_id"]))
                 except (ValueError, KeyError, TypeError):
