@@ -220,7 +220,9 @@ def test_duckdb_refusing_a_batch_is_an_error_that_names_it_and_writes_nothing(
     with pytest.raises(ProjectionError, match=r"DuckDB refused log records p\d+@100\.\.p\d+@199 "
                                               r"\(Out of Memory Error.*nothing of this batch was "
                                               r"written.*--memory-limit"):
-        project(evening, db, batch_size=100, memory_limit="2MB")
+        # Without detection: its set-up (detector_for) reads the store's state before any
+        # batch and at 2MB sometimes ran out there first (CI), which is not this test's case.
+        project(evening, db, batch_size=100, memory_limit="2MB", store_anomalies=False)
     with duckdb.connect(str(db), read_only=True) as con:
         assert counts(con) == (100, 0, 100)
 
