@@ -20,7 +20,9 @@ append are not one transaction): the read side flags that as DUPLICATE_EVENT.
 from __future__ import annotations
 
 import hashlib
+import random
 import sqlite3
+import time
 import uuid
 from contextlib import closing
 from pathlib import Path
@@ -83,28 +85,51 @@ def index_path(log: EventLog) -> Path:
     return DEFAULT_DATA_DIR / f"kafka-{topic}-event-ids.sqlite"
 
 
+# How long opening the index waits for another process's (a concurrent ingest's) lock.
+OPEN_PATIENCE_S = 60.0
+
+
 class EventIdIndex:
     """Which (table, event id) pairs the log holds; see the module docstring."""
 
     def __init__(self, log: EventLog, path: Path | None = None) -> None:
         self.log = log
         self.path = path or index_path(log)
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
-            self.db.execute("PRAGMA journal_mode = WAL")
-            for ddl in _DDL:
-                self.db.execute(ddl)
-            if not self._still_the_same_log():
-                with self.db:
-                    self.db.execute("BEGIN IMMEDIATE")
-                    self.db.execute("DELETE FROM ids")
-                    self.db.execute("DELETE FROM upto")
-            self.catch_up()
-        except (OSError, sqlite3.Error) as exc:
-            raise LogError(f"cannot use the event id index {self.path} ({exc}): it is a cache "
-                           f"of the log; check the disk, or delete the file and it is rebuilt "
-                           f"from the log") from exc
+        deadline = time.monotonic() + OPEN_PATIENCE_S
+        while True:
+            try:
+                self._open()
+                return
+            except sqlite3.OperationalError as exc:
+                # Two ingests starting at once: SQLite answers "database is locked" at once,
+                # without its busy timeout, while another connection switches the new file to
+                # WAL or recovers it (CI saw it in test_two_concurrent_ingests_...). Wait, then
+                # open again, as the busy timeout would.
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise self._unusable(exc) from exc
+                if getattr(self, "db", None) is not None:
+                    self.db.close()
+                time.sleep(random.uniform(0.02, 0.2))
+            except (OSError, sqlite3.Error) as exc:
+                raise self._unusable(exc) from exc
+
+    def _open(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(self.path, timeout=OPEN_PATIENCE_S, isolation_level=None)
+        self.db.execute("PRAGMA journal_mode = WAL")
+        for ddl in _DDL:
+            self.db.execute(ddl)
+        if not self._still_the_same_log():
+            with self.db:
+                self.db.execute("BEGIN IMMEDIATE")
+                self.db.execute("DELETE FROM ids")
+                self.db.execute("DELETE FROM upto")
+        self.catch_up()
+
+    def _unusable(self, exc: BaseException) -> LogError:
+        return LogError(f"cannot use the event id index {self.path} ({exc}): it is a cache of "
+                        f"the log; check the disk, or delete the file and it is rebuilt from the "
+                        f"log")
 
     def _still_the_same_log(self) -> bool:
         """Does the log still hold the last record indexed in every partition?"""

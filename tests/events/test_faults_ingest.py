@@ -183,3 +183,37 @@ def test_the_derived_event_id_is_the_rfc_4122_name_based_uuid_of_the_line() -> N
     for table, actor, seq in [("T01", "SHOE-1", 1), ("Tü7", "TERM-9", 2**40)]:
         assert derived_event_id(table, actor, seq) == str(
             uuid.uuid5(_LINE_NAMESPACE, f"{table}\x00{actor}\x00{seq}"))
+
+
+ROUNDS = 60  # each a new log opened by four processes at once (about 0.05 s a round)
+
+
+def _open_index(folder: str, results: Any) -> None:
+    try:
+        EventIdIndex(EmbeddedLog(Path(folder)))
+        results.put("ok")
+    except Exception as exc:  # noqa: BLE001 - reported to the test
+        results.put(repr(exc))
+
+
+def test_ingests_starting_at_once_on_a_new_log_all_open_its_id_index(tmp_path: Path) -> None:
+    """Four processes open the id index of a new log at the same instant, ROUNDS times over
+    (two `pitlog ingest` runs starting together). SQLite answered "database is locked" at once,
+    without its busy timeout, to one of them while another switched the new file to WAL: that
+    ingest failed (`cannot use the event id index ... (database is locked)`; CI, and 3 of 120
+    opens here on main). EventIdIndex now opens again until OPEN_PATIENCE_S."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    outcomes: list[str] = []
+    for attempt in range(ROUNDS):
+        folder = tmp_path / f"log{attempt}"
+        EmbeddedLog(folder).close()
+        results = ctx.Queue()
+        procs = [ctx.Process(target=_open_index, args=(str(folder), results)) for _ in range(4)]
+        for proc in procs:
+            proc.start()
+        outcomes += [results.get(timeout=120) for _ in procs]
+        for proc in procs:
+            proc.join(120)
+    assert outcomes == ["ok"] * 4 * ROUNDS
