@@ -24,7 +24,7 @@ from typer.core import TyperCommand, TyperGroup
 from typer.models import CommandInfo
 
 from cli.lean import LeanCommand, help_drawer, lighten
-from events.errors import PitlogError
+from events.errors import PitlogError, first_line
 from events.text import visible
 from projections.defaults import STORAGE_VERSION
 
@@ -274,6 +274,11 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:  # noqa: BLE001 - a user must never see a traceback
         if os.environ.get("PITLOG_DEBUG"):
             raise
+        if type(exc).__name__ == "OutOfMemoryException":  # duckdb's, not imported for a name
+            fail(f"DuckDB ran out of memory ({first_line(exc)}); nothing was lost: give it "
+                 f"more (--memory-limit 1GB where the command has it, or PITLOG_MEMORY_LIMIT) "
+                 f"and run again")
+            sys.exit(1)
         fail(f"internal error ({type(exc).__name__}: {exc}); rerun with PITLOG_DEBUG=1 "
              f"and report the traceback")
         sys.exit(1)

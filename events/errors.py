@@ -61,3 +61,10 @@ class NotFoundError(PitlogError):
 
 class IngestError(PitlogError):
     """A device line could not be turned into an event."""
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (its name when it has none): DuckDB appends
+    "Possible solutions" and a link to its own messages, which an `Error:` line leaves out."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -28,7 +28,7 @@ from typing import Any
 
 import duckdb
 
-from events.errors import LogError
+from events.errors import LogError, first_line
 from events.log.alerts import AlertSink
 from events.log.base import EventLog
 from projections.queries import rows as query_rows
@@ -246,6 +246,6 @@ class Publisher:
         try:
             publish_pending(self.con, self.sink)
         except (LogError, duckdb.Error) as exc:  # a broker down; DuckDB out of memory
-            _LOG.warning("alerts not published yet: %s", exc)
+            _LOG.warning("alerts not published yet: %s", first_line(exc))
         except Exception as exc:  # noqa: BLE001 - whatever a sink does, projecting goes on
-            _LOG.warning("alerts not published yet: %s: %s", type(exc).__name__, exc)
+            _LOG.warning("alerts not published yet: %s: %s", type(exc).__name__, first_line(exc))

@@ -20,6 +20,7 @@ import duckdb
 
 from events.errors import ProjectionError
 from events.reddog.catalogue import SEVERITIES, STATISTICAL, Severity
+from projections.memory import MORE_MEMORY
 from projections.queries import rows as query_rows
 from projections.reconcile import Calendar
 from projections.statistics import statistical_anomalies
@@ -188,8 +189,8 @@ def memory_error(con: duckdb.DuckDBPyConnection) -> ProjectionError:
     ((limit,),) = con.execute("SELECT current_setting('memory_limit')").fetchall()
     return ProjectionError(
         f"cannot store the anomaly rows within DuckDB's memory limit of {limit}; the "
-        f"projected rows are safe. Give it more (pitlog project --memory-limit 4GB, or "
-        f"PITLOG_MEMORY_LIMIT); until then readers evaluate the anomaly view themselves")
+        f"projected rows are safe: {MORE_MEMORY}; until then readers evaluate the anomaly "
+        f"view themselves")
 
 
 def anomaly_source(con: duckdb.DuckDBPyConnection) -> str:

@@ -24,6 +24,8 @@ from events.errors import ProjectionError
 # RSS was 509 MB at 1M and 649 MB at 10M, and under 1GB the cache took it to 1,112 MB at 10M
 # (benchmarks/README.md, Memory).
 DEFAULT_MEMORY_LIMIT = "512MB"
+# What to do when a query ran out of it (DuckDB spills most of a query to disk, not all).
+MORE_MEMORY = "give DuckDB more memory (pitlog project --memory-limit 1GB, or PITLOG_MEMORY_LIMIT)"
 LOAD_MEMORY_LIMIT = "128MB"
 _LIMITS: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, str] = weakref.WeakKeyDictionary()
 _UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,

@@ -29,7 +29,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from events.errors import LogCorruptError, ProjectionError
+from events.errors import LogCorruptError, ProjectionError, first_line
 from events.log.base import EventLog, LogRecord, record_digest
 from events.wire import codec
 from events.wire.batch_decode import BatchDecoder
@@ -41,7 +41,7 @@ from projections.alerts import Publisher
 from projections.anomalies import memory_error
 from projections.incremental import Detector, detector_for
 from projections.log_checks import check_log_holds, hash_ok
-from projections.memory import LOAD_MEMORY_LIMIT, memory_limit_at_most
+from projections.memory import LOAD_MEMORY_LIMIT, MORE_MEMORY, memory_limit_at_most
 from projections.snapshot import publish_snapshot
 
 # Two of DuckDB's row groups (122,880 rows each). An insert of at least a row group is written
@@ -136,7 +136,10 @@ def _project_and_publish(con: duckdb.DuckDBPyConnection, log: EventLog,
                          publish_alerts: bool) -> ProjectionReport:
     detector, raised = None, 0
     if store_anomalies:
-        detector, raised = detector_for(con, progress=anomaly_progress)
+        try:
+            detector, raised = detector_for(con, progress=anomaly_progress)
+        except duckdb.OutOfMemoryException as exc:  # setting the detector up, not a batch
+            raise memory_error(con) from exc
     publisher = Publisher(con, log if detector is not None and publish_alerts else None)
     publisher()
     report = _project(con, log, progress, batch_size, detector, publisher)
@@ -420,12 +423,11 @@ class _BatchLoader:
 
     def _failure(self, batch: Batch, exc: duckdb.Error) -> ProjectionError:
         first, last = batch[0], batch[-1]
-        hint = ("give DuckDB more memory (pitlog project --memory-limit, PITLOG_MEMORY_LIMIT)"
-                if isinstance(exc, duckdb.OutOfMemoryException) else
+        hint = (MORE_MEMORY if isinstance(exc, duckdb.OutOfMemoryException) else
                 "check the disk and the database file")
         return ProjectionError(
             f"{self.source}: DuckDB refused log records p{first.partition}@{first.offset}.."
-            f"p{last.partition}@{last.offset} ({str(exc).splitlines()[0]}); nothing of this "
+            f"p{last.partition}@{last.offset} ({first_line(exc)}); nothing of this "
             f"batch was written and the checkpoint is unchanged: {hint}, then run again to "
             f"continue from it")
 

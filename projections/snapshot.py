@@ -17,7 +17,7 @@ from pathlib import Path
 
 import duckdb
 
-from events.errors import NotFoundError, ProjectionError
+from events.errors import NotFoundError, ProjectionError, first_line
 
 _MAGIC = b"DUCK"  # at byte 8 of every DuckDB database file
 
@@ -109,11 +109,11 @@ def open_for_reading(db_path: str | Path) -> duckdb.DuckDBPyConnection:
             held = isinstance(exc, duckdb.ConnectionException) or "lock" in str(exc).lower()
             why = "is locked by a writer" if held else "cannot be opened"
             raise ProjectionError(
-                f"{path} {why} ({str(exc).strip().splitlines()[0]}) and no snapshot "
+                f"{path} {why} ({first_line(exc)}) and no snapshot "
                 f"{snap.name} exists; run the projector with snapshots on, or stop it "
                 f"first") from exc
     except duckdb.Error as exc:  # a damaged file behind a valid header
-        raise ProjectionError(f"cannot open {path}: {str(exc).strip().splitlines()[0]}; if "
+        raise ProjectionError(f"cannot open {path}: {first_line(exc)}; if "
                               f"it is damaged, rebuild it with `pitlog project` into a new "
                               f"file") from exc
     try:

@@ -31,10 +31,10 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from events.errors import ProjectionError
+from events.errors import ProjectionError, first_line
 from events.wire import codec
 from projections.defaults import STORAGE_VERSION
-from projections.memory import _LIMITS, _MEMORY, DEFAULT_MEMORY_LIMIT
+from projections.memory import _LIMITS, _MEMORY, DEFAULT_MEMORY_LIMIT, MORE_MEMORY
 from projections.snapshot import (
     check_database_file,
     open_for_reading,
@@ -237,7 +237,9 @@ def prepare(con: duckdb.DuckDBPyConnection) -> None:
     try:
         columns = ensure_schema(con)
     except duckdb.Error as exc:  # e.g. a read-only connection
-        raise ProjectionError(f"cannot create or migrate the pitlog tables: {exc}") from exc
+        hint = f"; {MORE_MEMORY}" if isinstance(exc, duckdb.OutOfMemoryException) else ""
+        raise ProjectionError(
+            f"cannot create or migrate the pitlog tables: {first_line(exc)}{hint}") from exc
     # After the tables (the views select from them); re-created when the schemas' columns
     # change too, so a view never outlives the `events` it was created over.
     ensure_views(con, _events_ddl(columns))
@@ -266,11 +268,11 @@ def open_store(path: str | Path, read_only: bool = False,
         # IOException: another process holds the file; ConnectionException: this process has
         # it open with another configuration (read-only versus read-write).
         _remove_if_created(file, created)
-        raise ProjectionError(f"cannot open {path}: {_first_line(exc)}") from exc
+        raise ProjectionError(f"cannot open {path}: {first_line(exc)}") from exc
     except BaseException as exc:
         _remove_if_created(file, created)
         if isinstance(exc, duckdb.Error):  # e.g. a damaged file behind a valid header
-            raise ProjectionError(f"cannot open {path}: {_first_line(exc)}; if it is damaged, "
+            raise ProjectionError(f"cannot open {path}: {first_line(exc)}; if it is damaged, "
                                   f"rebuild it with `pitlog project` into a new file") from exc
         raise
     if not read_only:
@@ -286,7 +288,7 @@ def open_store(path: str | Path, read_only: bool = False,
             if isinstance(exc, duckdb.Error):
                 raise ProjectionError(
                     f"cannot {'create' if created else 'prepare'} the database {path}: "
-                    f"{_first_line(exc)}; check the disk (free space, permissions) and run "
+                    f"{first_line(exc)}; check the disk (free space, permissions) and run "
                     f"again") from exc
             raise
     return con
@@ -296,7 +298,3 @@ def _remove_if_created(file: Path, created: bool) -> None:
     if created:
         for leftover in (file, file.with_name(file.name + ".wal")):
             leftover.unlink(missing_ok=True)
-
-
-def _first_line(exc: BaseException) -> str:
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
