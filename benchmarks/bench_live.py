@@ -169,7 +169,11 @@ def to_kafka(work: Path, bootstrap: str) -> str:
                 assert got[0] == (p, batch[0].offset), (got[0], p, batch[0].offset)
     src.close()
     with duckdb.connect(str(work / "v.duckdb")) as con:
-        con.execute("UPDATE checkpoints SET source = ?", [log.uri])
+        # The same records at the same positions: the stored rows and the ids' look-up are
+        # current at the topic's positions too (else the store is evaluated whole: 323 s at
+        # 9.5M events, where this copy had only moved the checkpoints).
+        for table in ("checkpoints", incremental.STORED_AT, incremental.IDS_AT):
+            con.execute(f"UPDATE {table} SET source = ?", [log.uri])
     log.close()
     remembered.write_text(json.dumps({"uri": log.uri, "keys": keys}))
     return log.uri
