@@ -16,6 +16,16 @@ streams families; by the shoes family, which also reads the cards before K_r); p
 raised during the feed: from the append of its latest proving event to its row in `alerts`
 (raised_at, the batch transaction's time).
 
+`--drop P`: the injected irregularities, for a source simulated without them (the 10M store
+of seed 12): a share P of the feed's records is left out (a seeded draw), as events lost between
+a device and the log; the table's next event then raises SEQUENCE_GAP, and its round whatever
+the missing event breaks. Where the feed stopped in the source is kept beside the log
+(source_at.json), so `--reuse` continues from there, not from the log's end. `--scans` (in
+process): every statement is profiled, and the rows its table scans read per run are reported
+per statement (DuckDB's query.total_rows_scanned, from its log): what a batch reads of the
+history shows there, load-independent. The detection's process CPU seconds per batch are
+reported beside its wall seconds, and the load average before and after the feed.
+
 `--serve`: instead of the in-process loop, `pitlog serve --poll-interval 0.1` follows the log
 in a child process, and an SSE client on `GET /alerts` records when each alert arrives: the
 latency is then from the append to the alert on the wire (the detection cost per batch is not
@@ -30,6 +40,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
+import re
 import shutil
 import signal
 import statistics
@@ -83,15 +95,27 @@ def split(source: Path, target: Path, history: int, feed: int) -> list[tuple[byt
                 break
     out.close()
     src.close()
+    _remember_fed(target, {p: round(end * history / total) + len(rest[p])
+                           for p, end in ends.items()})
     return _interleave(rest)
 
 
+def _remember_fed(target: Path, at: dict[int, int]) -> None:
+    """Where the feed stopped in each of the source's partitions (beside the log): with
+    `--drop` the log holds fewer records than were taken from the source, so its end offsets
+    are not where the next run's feed starts."""
+    (target.parent / "source_at.json").write_text(json.dumps({str(p): o for p, o in at.items()}))
+
+
 def continuation(source: Path, target: Path, feed: int) -> list[tuple[bytes, bytes]]:
-    """The source's next `feed` records after `target`'s end offsets (same partitions: the
-    target was cut from the source), interleaved across partitions in proportion."""
+    """The source's next `feed` records after where the last feed stopped (`_remember_fed`;
+    else `target`'s end offsets: the target was cut from the source), interleaved across
+    partitions in proportion."""
     src = EmbeddedLog(source, create=False)
     ends = src.end_offsets()
-    have = EmbeddedLog(target, create=False).end_offsets()
+    remembered = target.parent / "source_at.json"
+    have = ({int(p): o for p, o in json.loads(remembered.read_text()).items()}
+            if remembered.exists() else EmbeddedLog(target, create=False).end_offsets())
     total = sum(ends[p] - have.get(p, 0) for p in ends)
     rest: dict[int, list[tuple[bytes, bytes]]] = {}
     for p, end in ends.items():
@@ -104,6 +128,7 @@ def continuation(source: Path, target: Path, feed: int) -> list[tuple[bytes, byt
                 break
         rest[p] = rest[p][:want]
     src.close()
+    _remember_fed(target, {p: have.get(p, 0) + len(rest[p]) for p in ends})
     return _interleave(rest)
 
 
@@ -144,7 +169,11 @@ def to_kafka(work: Path, bootstrap: str) -> str:
                 assert got[0] == (p, batch[0].offset), (got[0], p, batch[0].offset)
     src.close()
     with duckdb.connect(str(work / "v.duckdb")) as con:
-        con.execute("UPDATE checkpoints SET source = ?", [log.uri])
+        # The same records at the same positions: the stored rows and the ids' look-up are
+        # current at the topic's positions too (else the store is evaluated whole: 323 s at
+        # 9.5M events, where this copy had only moved the checkpoints).
+        for table in ("checkpoints", incremental.STORED_AT, incremental.IDS_AT):
+            con.execute(f"UPDATE {table} SET source = ?", [log.uri])
     log.close()
     remembered.write_text(json.dumps({"uri": log.uri, "keys": keys}))
     return log.uri
@@ -188,13 +217,15 @@ def feeder(target: str, feed: list[tuple[bytes, bytes]], rate: float,
 
 
 def in_process(log: EventLog, con: duckdb.DuckDBPyConnection,
-               done: threading.Event
+               done: threading.Event, scans: bool = False
                ) -> tuple[int, list[float], list[int], dict[str, list[float]]]:
     """project() in a loop on one connection until the feed is in; (batches, detection cost
-    per batch, window per batch, seconds per batch of each phase: plan, copy (the window into
+    per batch, window per batch, seconds per batch of each phase (`cpu`: the detection's process
+    CPU seconds): plan, copy (the window into
     the scratch catalog), copies (DUPLICATE_EVENT's look-up of earlier copies over the history),
     families (the family queries, planning included), apply)."""
     costs: list[float] = []
+    cpu: list[float] = []  # process CPU seconds (every thread's, the feeder's 0.1 s appends too)
     windows: list[int] = []
     phases: dict[str, list[float]] = {"plan": [], "copy": [], "copies": [], "families": [],
                                       "apply": [],
@@ -204,9 +235,10 @@ def in_process(log: EventLog, con: duckdb.DuckDBPyConnection,
         f = getattr(incremental.Detector, name)
 
         def timed(*a, _f=f, _n=name, **k):  # type: ignore[no-untyped-def]
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             r = _f(*a, **k)
             current[_n] = time.perf_counter() - t
+            current[f"{_n}_cpu"] = time.process_time() - c
             if _n == "plan":
                 current.update(a[0].stretches)
             if _n == "evaluate":
@@ -214,16 +246,58 @@ def in_process(log: EventLog, con: duckdb.DuckDBPyConnection,
                 current.update(a[0].phases)
             if _n == "apply" and a[2]:  # a batch with events: one detection
                 costs.append(current.get("plan", 0) + current.get("evaluate", 0) + current[_n])
+                cpu.append(sum(current.get(f"{n}_cpu", 0) for n in ("plan", "evaluate", "apply")))
                 for k, v in phases.items():
                     v.append(current.get(k, 0.0))
             return r
         setattr(incremental.Detector, name, timed)
+    if scans:  # every statement's rows scanned, into DuckDB's log (scanned_by_statement)
+        con.execute("CALL enable_logging('Metrics')")
+        con.execute("SET enable_profiling = 'no_output'")
+        ready = incremental.Detector._ready
+
+        def profiled_ready(self):  # type: ignore[no-untyped-def]
+            first = self.scratch is None
+            s = ready(self)
+            if first:
+                for cur in (s, *self.cursors):
+                    cur.execute("SET enable_profiling = 'no_output'")
+            return s
+        incremental.Detector._ready = profiled_ready  # type: ignore[method-assign]
     batches = 0
     while not done.is_set() or sum(log.end_offsets().values()) > \
             con.execute("SELECT sum(next_offset) FROM checkpoints").fetchone()[0]:
         batches += project(log, con, publish_alerts=False).batches
         time.sleep(0.05)
+    phases["cpu"] = cpu
     return batches, costs, windows, phases
+
+
+def scanned_by_statement(con: duckdb.DuckDBPyConnection, batches: int) -> list[dict]:
+    """From DuckDB's log (in_process with `scans`): per statement (its text with numbers and
+    quoted values blanked), how often it ran and the rows its table scans read per run (DuckDB's
+    query.total_rows_scanned), the heaviest first. What follows the history shows here."""
+    rows = con.execute(r"""
+        SELECT context_id,
+               max(regexp_extract(message, 'total_rows_scanned, ''value'': (\d+)', 1))
+                   FILTER (message LIKE '%query.total_rows_scanned%') AS scanned,
+               max(regexp_extract(message, 'query.sql, ''value'': (.*), ''start_time''', 1, 's'))
+                   FILTER (message LIKE '%query.sql%') AS sql
+        FROM duckdb_logs WHERE type = 'Metrics'
+          AND (message LIKE '%query.total_rows_scanned%' OR message LIKE '%query.sql%')
+        GROUP BY context_id""").fetchall()
+    by: dict[str, list[int]] = {}
+    for _, scanned, sql in rows:
+        if not scanned or not sql:
+            continue
+        if sql.startswith("'"):  # the log quotes a text with quotes in it, escaping them
+            sql = sql[1:-1].replace("\\'", "'")
+        key = re.sub(r"'[^']*'|\b\d+\b", "?", " ".join(sql.split()))[:160]
+        by.setdefault(key, []).append(int(scanned))
+    out = [{"statement": k, "runs": len(v), "rows_scanned_p50": statistics.median(v),
+            "rows_scanned_max": max(v), "runs_per_batch": round(len(v) / max(batches, 1), 2)}
+           for k, v in by.items()]
+    return sorted(out, key=lambda r: -r["rows_scanned_p50"])[:25]
 
 
 def start_server(work: Path, uri: str) -> tuple[subprocess.Popen, str]:
@@ -301,6 +375,15 @@ def main() -> None:
     ap.add_argument("--rate", type=float, default=300.0)
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/pitlog-live"))
     ap.add_argument("--reuse", action="store_true")
+    ap.add_argument("--scans", action="store_true",
+                    help="in process: profile every statement and report the rows each one's "
+                         "table scans read per run (a diagnostic run: profiling costs time)")
+    ap.add_argument("--drop", type=float, default=0.0,
+                    help="the injected irregularities: this share of the feed's records is "
+                         "left out (seeded), as events lost between device and log, so the "
+                         "table's next event raises SEQUENCE_GAP, and the round's rules what "
+                         "the missing event breaks; for a source simulated without "
+                         "irregularities")
     ap.add_argument("--serve", action="store_true")
     ap.add_argument("--kafka", metavar="BOOTSTRAP",
                     help="with --serve: the history and the feed on a Kafka topic (copied from "
@@ -316,6 +399,13 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
         feed = split(args.source, work / "log", args.history, n_feed)
+    if args.drop:
+        rng = random.Random(f"bench_live:{args.history}:{len(feed)}")
+        taken = len(feed)
+        feed = [r for r in feed if rng.random() >= args.drop]
+        result_dropped = taken - len(feed)
+    else:
+        result_dropped = 0
     uri = f"file://{work / 'log'}"
     if args.kafka:
         uri = to_kafka(work, args.kafka)
@@ -328,6 +418,7 @@ def main() -> None:
     ((events,),) = con.execute("SELECT count(*) FROM events").fetchall()
     ((alerts_before,),) = con.execute("SELECT coalesce(max(alert_seq), 0) FROM alerts").fetchall()
 
+    load_before = os.getloadavg()
     appended: dict[tuple[int, int], float] = {}
     done = threading.Event()
     arrived: dict[int, float] = {}
@@ -365,14 +456,17 @@ def main() -> None:
     else:
         thread = threading.Thread(target=feeder, args=(uri, feed, args.rate, appended, done))
         thread.start()
-        batches, costs, windows, phases = in_process(log, con, done)
+        batches, costs, windows, phases = in_process(log, con, done, args.scans)
         thread.join()
         result = {"batches": batches, "detection_seconds_per_batch": percentiles(costs),
+                  "detection_cpu_seconds_per_batch": percentiles(phases.pop("cpu")),
                   "window_events_per_batch": percentiles([float(w) for w in windows]),
                   "cards_window_events_per_batch": percentiles(phases.pop("cards_window")),
                   "tables_touched_per_batch": percentiles(phases.pop("tables")),
                   "tables_at_round_level_per_batch": percentiles(phases.pop("round_level")),
                   "phase_seconds_per_batch": {k: percentiles(v) for k, v in phases.items()}}
+        if args.scans:
+            result["rows_scanned_by_statement"] = scanned_by_statement(con, batches)
     rows = con.execute("""
         SELECT a.alert_seq, a.raised_at, e.log_partition, e.log_offset
         FROM alerts AS a JOIN events AS e ON e.table_id = a.table_id AND e.seq = list_max(a.seqs)
@@ -391,9 +485,11 @@ def main() -> None:
             result["alerts_on_kafka"] = sum(1 for seq, *_ in rows if seq in on_kafka)
     print(json.dumps({
         "history_events": int(events), "feed_events": len(appended), "rate": args.rate,
+        "dropped": result_dropped,
         "mode": "serve" if args.serve else "in-process", "catch_up_seconds": rebuild_s,
         **result, "append_to_alert_row_seconds": percentiles(latency),
-        "alerts_in_feed": len(rows), "load_average": os.getloadavg(),
+        "alerts_in_feed": len(rows), "load_average_before": load_before,
+        "load_average": os.getloadavg(),
         "measured_at": datetime.now(UTC).isoformat()}))
 
 
