@@ -86,9 +86,10 @@ GROUP BY table_id, shoe_id;
 def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("lookup")
     log = EmbeddedLog(folder / "log")
-    # A new dealer every 7 rounds: taps inside shoes, so the look-up's start matters.
+    # A new dealer every 7 rounds: taps inside shoes, so the look-up's start matters. T02
+    # deals casino nights' single deck: a new shoe every few rounds.
     simulate(log, SimConfig(seed=19, tables=2, rounds=45, irregularities=0.04,
-                            dealer_shift_rounds=7))
+                            dealer_shift_rounds=7, profiles=("nj-casino", "nj-casino-night")))
     tx = TableBuilder(recorder_for(log), "TX", clock=EVENING + timedelta(days=30))
     tx.open_table()
     tx.tap_in("DX1")
