@@ -410,7 +410,8 @@ def m_dispute_parts(a: Args) -> dict[str, Any]:
                  "last": span.last_seq}
             (head,) = timed("round", lambda p=p: rows(con, d._ROUND, p))
             p = {**p, "first": head["first_seq"], "last": head["last_seq"]}  # as dispute() does
-            timed("cards", lambda p=p: rows(con, d._CARDS, p))
+            timed("cards", lambda p=p, h=head: rows(con, d._CARDS, {
+                **p, "third_pos": h["third_card_pos"], "kind": h["kind"]}))
             timed("announcements", lambda p=p: rows(con, d._ANNOUNCEMENTS, p))
             timed("wagers", lambda p=p: rows(con, d._WAGERS, {**p, "seat": None}))
             timed("settlements (ledger_of)",

@@ -17,6 +17,7 @@ import duckdb
 
 from events.errors import NotFoundError
 from projections.anomalies import anomalies_touching
+from projections.lookup import taps_from
 from projections.moment import SEAT_ABSENT, OutsideRound, locate, neighbours
 from projections.queries import rows
 
@@ -44,7 +45,7 @@ SELECT table_id, shoe_id, round_no, dealer, started_at, ended_at, left_card, rig
        lower(third_card_box) AS third_card_box,
        redrawn_cards, middle_cards_drawn, kind, spread,
        outcome AS players_result, voided, announcements, first_seq, last_seq
-FROM rounds_of($table, $shoe, $round, $first, $last)
+FROM rounds_of($table, $shoe, $round, $first, $last, taps_from := $taps_from)
 """
 
 # The first and last seq of a round named by shoe and round: one scan of three columns.
@@ -165,7 +166,7 @@ SELECT seat, area, wager_kind, player_id, amount_cents AS wager_cents,
        (SELECT max(e.occurred_at) FROM events AS e
         WHERE e.table_id = l.table_id AND e.seq BETWEEN $first AND $last
           AND list_contains(l.settlement_seqs, e.seq)) AS settled_at
-FROM ledger_of($table, $shoe, $round, $first, $last) AS l
+FROM ledger_of($table, $shoe, $round, $first, $last, taps_from := $taps_from) AS l
 WHERE $seat IS NULL OR seat = $seat
 ORDER BY seat, area, wager_kind
 """
@@ -189,8 +190,10 @@ def dispute(con: duckdb.DuckDBPyConnection, table: str, *, at: datetime | None =
         found = rows(con, _SPAN, {"table": table, "shoe": shoe, "round": round_no})[0]
         first, last = found["first_seq"], found["last_seq"]
     params: dict[str, object] = {"table": table, "shoe": shoe, "round": round_no}
+    # The dealer's look-up starts at the table's last tap before the round (lookup.py).
+    taps = {"taps_from": None if first is None else taps_from(con, table, first)}
     head = [] if first is None else rows(  # NULL: the round has no event
-        con, _ROUND, {**params, "first": first, "last": last})
+        con, _ROUND, {**params, "first": first, "last": last, **taps})
     if not head:
         raise NotFoundError(f"no round {round_no} of shoe {shoe} at table {table}; "
                             f"`pitlog replay {shoe}` lists its rounds")
@@ -204,7 +207,7 @@ def dispute(con: duckdb.DuckDBPyConnection, table: str, *, at: datetime | None =
         cards=rows(con, _CARDS, {**params, "third_pos": r["third_card_pos"], "kind": r["kind"]}),
         announcements=rows(con, _ANNOUNCEMENTS, params),
         wagers=wagers,
-        settlements=rows(con, _SETTLEMENTS, {**params, "seat": seat}),
+        settlements=rows(con, _SETTLEMENTS, {**params, "seat": seat, **taps}),
         anomalies=anomalies_touching(con, table, shoe, round_no, r["first_seq"], r["last_seq"]),
     )
 

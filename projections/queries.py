@@ -15,6 +15,7 @@ import duckdb
 
 from events.errors import NotFoundError, ProjectionError
 from projections.export import Rows
+from projections.lookup import taps_from
 
 Row = dict[str, Any]
 
@@ -77,7 +78,7 @@ SELECT t.seq, t.occurred_at, t.round_no, t.actor, t.event_type, t.description,
 FROM timeline AS t
 LEFT JOIN card_events_of($table, $shoe, $first, $last) AS e
        ON e.seq = t.seq AND e.log_partition = t.log_partition AND e.log_offset = t.log_offset
-LEFT JOIN rounds_of($table, $shoe, NULL, $first, $last) AS r
+LEFT JOIN rounds_of($table, $shoe, NULL, $first, $last, taps_from := $taps_from) AS r
        ON r.table_id = t.table_id AND r.shoe_id = t.shoe_id AND r.round_no = t.round_no
 WHERE t.table_id = $table AND t.shoe_id = $shoe AND t.seq BETWEEN $first AND $last
 ORDER BY t.seq, t.log_offset
@@ -109,7 +110,8 @@ SELECT
     CASE WHEN k.source = 'round' THEN r.dealer END AS dealer
 FROM racking AS k
 LEFT JOIN hands_of($table, $shoe, $first, $last) AS h USING (table_id, shoe_id, round_no)
-LEFT JOIN rounds_of($table, $shoe, NULL, $first, $last) AS r USING (table_id, shoe_id, round_no)
+LEFT JOIN rounds_of($table, $shoe, NULL, $first, $last, taps_from := $taps_from) AS r
+    USING (table_id, shoe_id, round_no)
 ORDER BY k.first_position
 """
 
@@ -126,8 +128,10 @@ def replay_shoe(con: duckdb.DuckDBPyConnection, shoe_id: str,
     if len(found) > 1:
         tables = ", ".join(r["table_id"] for r in found)
         raise ProjectionError(f"shoe {shoe_id!r} was used at tables {tables}; name the table")
-    params = {"table": found[0]["table_id"], "shoe": shoe_id,
-              "first": found[0]["first_seq"], "last": found[0]["last_seq"]}
-    (shoe,) = rows(con, f"SELECT {', '.join(SHOE_COLUMNS)} "
-                        "FROM shoes_of($table, $shoe, $first, $last)", params)
+    table_id, first = found[0]["table_id"], found[0]["first_seq"]
+    # The dealers' look-up reads the table's taps from the last one before the shoe (lookup.py).
+    params = {"table": table_id, "shoe": shoe_id, "first": first, "last": found[0]["last_seq"],
+              "taps_from": taps_from(con, table_id, first)}
+    (shoe,) = rows(con, f"SELECT {', '.join(SHOE_COLUMNS)} FROM shoes_of($table, $shoe, $first, "
+                        "$last, taps_from := $taps_from)", params)
     return ShoeReplay(shoe, rows(con, _REPLAY_EVENTS, params), rows(con, _REPLAY_HANDS, params))

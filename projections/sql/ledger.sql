@@ -105,8 +105,10 @@ ORDER BY table_id, seq;
 -- shoe and round (a NULL argument: all of them), computed from that round's events alone, so a
 -- dispute does not build the whole ledger to read one round (the `ledger` view below is
 -- ledger_of(NULL, NULL, NULL, NULL, NULL)). from_seq and to_seq only speed the scan up: they must
--- bracket every event of the round (the rounds view's first_seq and last_seq do), or be NULL.
-CREATE OR REPLACE MACRO ledger_of(in_table, in_shoe, in_round, from_seq, to_seq) AS TABLE
+-- bracket every event of the round (the rounds view's first_seq and last_seq do), or be NULL;
+-- taps_from, as rounds_of's, shortens the dealer's look-up.
+CREATE OR REPLACE MACRO ledger_of(in_table, in_shoe, in_round, from_seq, to_seq,
+                                  taps_from := NULL) AS TABLE
 WITH round_events AS NOT MATERIALIZED (
     -- The events of the rows asked for (inlined where read, as `events` was before, so that the
     -- whole ledger is planned as it was); the shoe's decks and the paytable are looked up wider.
@@ -265,7 +267,7 @@ round_context AS (
         r.left_rank, r.right_rank, r.middle_rank, r.kind, r.spread, r.voided, sh.decks,
         p.seq AS paytable_seq, p.profile, p.pays_spread_1, p.pays_spread_2, p.pays_spread_3,
         p.pays_spread_4_to_11, p.pays_three_of_a_kind, p.valid, p.violation
-    FROM rounds_of(in_table, in_shoe, in_round, from_seq, to_seq) AS r
+    FROM rounds_of(in_table, in_shoe, in_round, from_seq, to_seq, taps_from := taps_from) AS r
     LEFT JOIN shoe_decks AS sh USING (table_id, shoe_id)
     -- Only a TableOpened at or before the round's first event can be in force for it.
     ASOF LEFT JOIN paytables_of(in_table, to_seq) AS p

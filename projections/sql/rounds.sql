@@ -42,8 +42,11 @@ CREATE OR REPLACE MACRO void_allowed(kind, left_rank, third_rank, void_order, sh
 -- rounds_of(NULL, NULL, NULL, NULL, NULL)). from_seq and to_seq, given with in_table, only speed
 -- the scan up (events are stored in log order, so DuckDB skips the row groups outside them):
 -- they must bracket every event of the rounds asked for, or be NULL. The dealer is still looked
--- up among all the table's DealerTappedIn up to to_seq.
-CREATE OR REPLACE MACRO rounds_of(in_table, in_shoe, in_round, from_seq, to_seq) AS TABLE
+-- up among all the table's DealerTappedIn up to to_seq, and from taps_from when given: the seq
+-- of the table's latest DealerTappedIn at or before from_seq (projections/lookup.py finds it),
+-- before which no tap can be a round's latest, so only the scan is shorter.
+CREATE OR REPLACE MACRO rounds_of(in_table, in_shoe, in_round, from_seq, to_seq,
+                                  taps_from := NULL) AS TABLE
 WITH per_round AS (
     SELECT
         table_id, shoe_id, round_no,
@@ -73,6 +76,7 @@ dealer_taps AS (
     SELECT table_id, seq, dealer_id FROM events
     WHERE event_type = 'DealerTappedIn'
       AND (in_table IS NULL OR table_id = in_table) AND (to_seq IS NULL OR seq <= to_seq)
+      AND (taps_from IS NULL OR seq >= taps_from)
 ),
 classified AS (
     SELECT

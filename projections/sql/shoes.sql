@@ -3,8 +3,8 @@
 -- shoes_of(in_table, in_shoe, from_seq, to_seq) is the shoes view's rows of one table and shoe
 -- (a NULL argument: all of them; the `shoes` view below is shoes_of(NULL, NULL, NULL, NULL)).
 -- from_seq and to_seq, given with in_table, only speed the scan up: they must bracket every
--- event of the shoes asked for, or be NULL.
-CREATE OR REPLACE MACRO shoes_of(in_table, in_shoe, from_seq, to_seq) AS TABLE
+-- event of the shoes asked for, or be NULL; taps_from too, as rounds_of's.
+CREATE OR REPLACE MACRO shoes_of(in_table, in_shoe, from_seq, to_seq, taps_from := NULL) AS TABLE
 WITH shoe_events AS NOT MATERIALIZED (
     SELECT * FROM events_once_of(in_table, in_shoe, from_seq, to_seq)
     WHERE shoe_id IS NOT NULL
@@ -32,11 +32,14 @@ shoe_dealers AS (
         SELECT table_id, shoe_id, dealer, min(at_seq) AS first_seq
         FROM (
             SELECT table_id, shoe_id, dealer, first_seq AS at_seq
-            FROM rounds_of(in_table, in_shoe, NULL, from_seq, to_seq)
+            FROM rounds_of(in_table, in_shoe, NULL, from_seq, to_seq, taps_from := taps_from)
             WHERE dealer IS NOT NULL AND shoe_id IS NOT NULL
             UNION ALL
+            -- no card event: events_in gives it as shoe_events would, without a second
+            -- plan of events_once_of's union and window
             SELECT table_id, shoe_id, dealer_id, seq
-            FROM shoe_events WHERE event_type = 'DealerTappedIn'
+            FROM events_in(in_table, in_shoe, from_seq, to_seq)
+            WHERE event_type = 'DealerTappedIn' AND shoe_id IS NOT NULL
         )
         GROUP BY table_id, shoe_id, dealer
     )
