@@ -249,6 +249,15 @@ class Follower:
             if flag.is_set():
                 raise _Stopped
 
+        def on_step(done: int, total: int) -> None:
+            # A store whose stored rows are missing or stale is evaluated whole first, in
+            # steps (9 minutes at 10M): a stop between two steps ends it, storing nothing, so
+            # `pitlog serve` and `project --follow` stop within a step, not after the whole.
+            if flag.is_set():
+                raise _Stopped
+            log_.info("evaluating every rule over the store once (its stored rows are not "
+                      "current): step %d of %d", done, total)
+
         projected: dict[int, int] | None = None  # next offset per partition after the last round
         failures = 0
         while not flag.is_set():
@@ -257,7 +266,7 @@ class Follower:
                 if self.on_ends is not None:
                     self.on_ends(ends)
                 if ends != projected:
-                    projected = project(log, con, progress=on_batch,
+                    projected = project(log, con, progress=on_batch, anomaly_progress=on_step,
                                         publish_alerts=self.publish_alerts).positions
                 failures = 0
             except _Stopped:

@@ -6,6 +6,7 @@ here asserts how long anything took: the deadlines only stop a hung test."""
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import sys
 import threading
@@ -162,5 +163,65 @@ def test_cursors_of_the_followers_connection_see_each_batch_as_it_commits(
         assert report.alerts == con.execute("SELECT count(*) FROM alerts").fetchall()[0][0] > 0
         # The loop leaves the connection open: its owner closes it.
         assert con.execute("SELECT count(*) FROM events").fetchall() == [(first + second,)]
+    finally:
+        con.close()
+
+
+def test_a_stop_during_the_whole_evaluation_ends_it_within_a_step_and_stores_nothing(
+        tmp_path: Path) -> None:
+    """A store projected without its anomaly rows is evaluated whole before the first batch
+    (minutes at 10M, in groups x families steps): a stop then ends the follower after the step
+    in hand, not after the whole; the next run evaluates it and stores the view's rows."""
+    from projections.anomalies import STORED, anomaly_source
+    from projections.projector import project
+
+    log = EmbeddedLog(tmp_path / "log", partitions=2)
+    simulate(log, SimConfig(seed=8, tables=2, rounds=20, irregularities=0.05))
+    db = tmp_path / "v.duckdb"
+    project(log, db, store_anomalies=False)
+    con = open_store(db)
+    stop = threading.Event()
+    steps: list[str] = []
+
+    class StopAtFirstStep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if "step" in record.getMessage():
+                steps.append(record.getMessage())
+                stop.set()
+
+    handler = StopAtFirstStep()
+    logger = logging.getLogger("pitlog.follow")
+    logger.addHandler(handler)
+    previous = logger.level
+    logger.setLevel(logging.INFO)
+    try:
+        follower = Follower(con, log, stop_event=stop, poll_interval=0.05)
+        results: list[ProjectionReport] = []
+        thread = threading.Thread(target=lambda: results.append(follower.run()))
+        thread.start()
+        thread.join(HANG_S)
+        assert not thread.is_alive()
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(previous)
+    try:
+        (only,) = steps  # one step of the six families' evaluation, then the stop
+        assert only.endswith("step 1 of 6"), only
+        (report,) = results
+        assert report.batches == 0 and report.events == 0
+        assert anomaly_source(con) == "anomalies"  # nothing stored: readers use the view
+        stop_again = threading.Event()
+        again = Follower(con, log, stop_event=stop_again, poll_interval=0.05)
+        thread = threading.Thread(target=again.run)
+        thread.start()
+        assert again.ready.wait(HANG_S)
+        stop_again.set()
+        thread.join(HANG_S)
+        assert anomaly_source(con) == STORED
+        stored = con.execute(f"SELECT * FROM {STORED} EXCEPT ALL SELECT * FROM anomalies "
+                             "UNION ALL (SELECT * FROM anomalies EXCEPT ALL "
+                             f"SELECT * FROM {STORED})").fetchall()
+        assert stored == []
+        assert con.execute(f"SELECT count(*) FROM {STORED}").fetchone()[0] > 0
     finally:
         con.close()
