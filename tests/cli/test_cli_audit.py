@@ -198,3 +198,16 @@ def test_every_query_in_docs_auditing_runs_in_a_stock_client(db: Path) -> None:
     conserved = next(r for q, r in zip(queries, results, strict=True)
                      if "difference_cents" in q)
     assert [(t, diff) for t, *_, diff in conserved] == [("T01", 0), ("T02", 0), ("T03", 0)]
+
+
+@pytest.mark.parametrize("args", [["shoes", "--table", "T01"], ["replay", "T01-S1"],
+                                  ["sql", "SELECT min(opened_at) AS opened_at FROM shoes "
+                                          "WHERE shoe_id = 'T01-S1'"]])
+def test_every_command_that_shows_times_takes_tz(db: Path, args: list[str]) -> None:
+    """README: the same thing has the same option everywhere, --tz among them; shoes, replay
+    and sql show times but had no --tz (only PITLOG_TZ), so `--tz` was `No such option`."""
+    local = runner.invoke(app, [*args, "--db", str(db), *NY], env={"PITLOG_TZ": None})
+    assert local.exit_code == 0, local.output
+    assert "2026-11-28 18:00:03 EST" in local.output  # T01-S1 loaded at 23:00:03 UTC
+    utc = runner.invoke(app, [*args, "--db", str(db)], env={"PITLOG_TZ": None})
+    assert "2026-11-28 23:00:03 UTC" in utc.output and "EST" not in utc.output
