@@ -118,7 +118,9 @@ def render(rows: Sequence[dict[str, Any]], fmt: Format | Summary, *, out: Path |
             elif s:  # too narrow a terminal: folded onto more lines, never cut
                 drawn.add_column(Text(head), overflow="fold")
             else:  # explanations and descriptions take the room left, wrapped between words
-                drawn.add_column(Text(head), ratio=1, min_width=LONG_CELL_MIN if fits else None)
+                # (a word longer than the column folded, never cut with an ellipsis)
+                drawn.add_column(Text(head), ratio=1, min_width=LONG_CELL_MIN if fits else None,
+                                 overflow="fold")
         return drawn
 
     if not compact and _plain_table(console, table, titled, heads, cells):

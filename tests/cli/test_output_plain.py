@@ -92,3 +92,19 @@ def test_wide_or_accented_text_goes_to_rich(text: str,
     ours, taken = _drawn([{"a": text}], None, 100, True, capsys)
     assert not taken
     assert ours == _drawn([{"a": text}], None, 100, False, capsys)[0]
+
+
+def test_a_long_word_in_a_narrow_text_column_is_folded_never_cut(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`pitlog verify` or `replay` at 80 columns cut the words of an explanation wider than its
+    column with an ellipsis ("its prev…"): evidence lost, not folded onto more lines as the
+    short columns are (docs/console.md: long texts fold instead of being cut)."""
+    word = "prev_hash_of_the_previous_record"
+    rows = [{"code": "CHAIN_BROKEN", "partition": "0", "offset": "127",
+             "explanation": f"its {word} is not the hash of seq 127"}]
+    for plain in (True, False):
+        out, _ = _drawn(rows, "integrity anomalies", 40, plain, capsys)
+        assert "…" not in out
+        column = "".join(line.split("│")[-2].strip() for line in out.splitlines()
+                         if line.startswith("│"))
+        assert word in column  # every character of it, across the folded lines
