@@ -347,6 +347,15 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
                     raise _past_end(part, first + k, positions[k])
                 length, key_len = frame_fields(np.frombuffer(buf, dtype=np.uint8), rel)
                 key_at = rel + FRAME.size
+                # A frame header damaged on disk: its key longer than its body, or its body
+                # reaching into the next record (the decoder would read one record's bytes as
+                # another's and stop on "messages overlap").
+                bad = np.flatnonzero((key_len > length)
+                                     | np.append(key_at[:-1] + length[:-1] > rel[1:], False))
+                if len(bad):
+                    k = int(bad[0])
+                    raise _bad_frame(part, first + k, positions[k], int(length[k]),
+                                     int(key_len[k]))
                 yield FrameBatch(partition, first, buf, key_at, key_at + key_len, key_at + length)
 
     def _read_bytes(self, part: Partition, seg: object, start: int, stop: int
@@ -377,6 +386,9 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
                 raise _past_end(part, start + k, pos)
             length, _crc, key_len = unpack(buf, rel)
             body_start = rel + FRAME.size
+            if key_len > length or (k + 1 < len(positions)
+                                    and body_start + length > positions[k + 1] - first):
+                raise _bad_frame(part, start + k, pos, length, key_len)  # as read_frames
             out.append(
                 LogRecord(
                     part.number,
@@ -417,6 +429,14 @@ def _write_records(part: Partition, seg_size: int, records: list[tuple[bytes, by
 def _past_end(part: Partition, offset: int, pos: int) -> LogCorruptError:
     return LogCorruptError(f"{part.seg_path}: record {offset} at byte {pos} lies past the end of "
                            f"the file; the segment was truncated by hand", part.number)
+
+
+def _bad_frame(part: Partition, offset: int, pos: int, length: int,
+               key_len: int) -> LogCorruptError:
+    return LogCorruptError(f"{part.seg_path}: record {offset} at byte {pos} has a damaged frame "
+                           f"header (body {length} bytes, key {key_len} bytes: past its own "
+                           f"body or into the next record); restore the segment from a backup",
+                           part.number)
 
 
 def _ends_with(value: bytes | None, tail: bytes | None) -> bool:
