@@ -12,6 +12,7 @@ for: never a command silently left out (issue 15). Every PitlogError becomes one
 
 from __future__ import annotations
 
+import errno
 import inspect
 import os
 import sys
@@ -241,6 +242,11 @@ def _quiet_stdout() -> None:
         pass
 
 
+_NO_ROOM = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+_NO_ACCESS = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT, errno.EISDIR,
+              errno.ENOTDIR}
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app, turning every known failure into one `Error:` line."""
     try:
@@ -262,6 +268,15 @@ def main(argv: list[str] | None = None) -> None:
     except BrokenPipeError:
         _quiet_stdout()
         sys.exit(0)
+    except OSError as exc:  # the machine's answer, not a fault of pitlog: e.g. a full disk
+        if os.environ.get("PITLOG_DEBUG"):
+            raise
+        where = f" ({exc.filename})" if exc.filename else ""
+        todo = ("; free some space or write elsewhere" if exc.errno in _NO_ROOM else
+                "; check the path and its permissions" if exc.errno in _NO_ACCESS else "")
+        fail(f"{exc.strerror or exc}{where}{todo}")
+        _quiet_stdout()  # the interpreter's last flush of stdout would fail again
+        sys.exit(1)
     except SystemExit as exc:
         # Click and Rich turn a closed pipe (`pitlog replay SHOE | head`) into exit code 1
         # (Click swaps stdout for its PacifyFlushWrapper, Rich raises from the BrokenPipeError);

@@ -71,6 +71,7 @@ def plain(value: Any) -> Any:
 PIPED_WIDTH = 10_000  # Rich pads a table to its own width, not the console's
 SHORT_CELL = 32  # a column whose every cell fits in this is never wrapped
 LONG_CELL_MIN = 24  # a long text column gets at least this, so it never goes a word a line
+MIN_CELL = 3  # fewer characters than this for every column: a row per table (render)
 
 
 def render(rows: Sequence[dict[str, Any]], fmt: Format | Summary, *, out: Path | None = None,
@@ -98,6 +99,15 @@ def render(rows: Sequence[dict[str, Any]], fmt: Format | Summary, *, out: Path |
         console.print(Text(f"{visible(title) + ': ' if title else ''}no rows"))
         return
     zone = tz or casino_zone()
+    if len(cols) * (3 + MIN_CELL) + 1 > console.width and len(cols) > 2:
+        # More columns than the terminal can draw (each costs 3 characters of borders before
+        # its text): rich would shrink them to nothing and show no value at all. One small
+        # table per row instead, a line per column, as duckdb's `.mode line` does.
+        for n, r in enumerate(rows, 1):
+            render([{"column": c, "value": r.get(c)} for c in cols], Format.table, tz=zone,
+                   title=f"{title + ': ' if title else ''}row {n:,} of {len(rows):,}",
+                   keep=("column",))
+        return
     cells = [[_cell(r.get(c), zone) for c in cols] for r in rows]
     heads = [visible(c) for c in cols]
     titled = visible(title) if title else None
@@ -118,7 +128,9 @@ def render(rows: Sequence[dict[str, Any]], fmt: Format | Summary, *, out: Path |
             elif s:  # too narrow a terminal: folded onto more lines, never cut
                 drawn.add_column(Text(head), overflow="fold")
             else:  # explanations and descriptions take the room left, wrapped between words
-                drawn.add_column(Text(head), ratio=1, min_width=LONG_CELL_MIN if fits else None)
+                # (a word longer than the column folded, never cut with an ellipsis)
+                drawn.add_column(Text(head), ratio=1, min_width=LONG_CELL_MIN if fits else None,
+                                 overflow="fold")
         return drawn
 
     if not compact and _plain_table(console, table, titled, heads, cells):

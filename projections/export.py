@@ -10,6 +10,7 @@ writer, so a number is a number in every format.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterable, Sequence
@@ -18,6 +19,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from events.errors import ProjectionError
 from events.text import json_safe, visible
 
 if TYPE_CHECKING:  # imported where used: a query command must start without them (issue 19)
@@ -187,5 +189,13 @@ def _visible_strings(table: pa.Table) -> pa.Table:
 
 
 def _copy(con: duckdb.DuckDBPyConnection, select: str, fmt: str, path: Path) -> None:
+    import duckdb
+
     target = str(path).replace("'", "''")
-    con.execute(f"COPY ({select}) TO '{target}' {FORMATS[fmt]}")
+    try:
+        con.execute(f"COPY ({select}) TO '{target}' {FORMATS[fmt]}")
+    except duckdb.IOException as exc:  # a full disk, a file that cannot be written
+        found = re.search(r'"exception_message":"((?:[^"\\]|\\.)*)"', str(exc))
+        reason = found.group(1).replace('\\"', '"') if found else str(exc).splitlines()[0]
+        raise ProjectionError(f"cannot write {path}: {reason}; free some space or write "
+                              f"elsewhere") from None

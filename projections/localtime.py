@@ -106,9 +106,13 @@ def gaming_day_bounds(day: date, day_start_minutes: int, tz: tzinfo) -> tuple[da
     macro (the local date of the moment less the day's start), so `anomalies --day` selects
     the same day `reconcile --day` does; a start time that falls in a DST change is read with
     fold=0, as parse_local reads it."""
-    start = datetime.combine(day, time()) + timedelta(minutes=day_start_minutes)
-    end = start + timedelta(days=1)  # the wall clock's next day: 23 or 25 hours across DST
-    return start.replace(tzinfo=tz).astimezone(UTC), end.replace(tzinfo=tz).astimezone(UTC)
+    try:
+        start = datetime.combine(day, time()) + timedelta(minutes=day_start_minutes)
+        end = start + timedelta(days=1)  # the wall clock's next day: 23 or 25 hours across DST
+        return start.replace(tzinfo=tz).astimezone(UTC), end.replace(tzinfo=tz).astimezone(UTC)
+    except OverflowError:  # year 1 or 9999: its bounds leave Python's calendar
+        raise PitlogError(f"gaming day {day} is out of range: give a day between 0001-01-02 "
+                          f"and 9999-12-30") from None
 
 
 def parse_local(text: str, tz: tzinfo, what: str) -> datetime:
@@ -124,4 +128,8 @@ def parse_local(text: str, tz: tzinfo, what: str) -> datetime:
                           f"2026-11-28T21:14:00 or 2026-11-28T21:14:00-05:00") from None
     if at.tzinfo is None:
         at = at.replace(tzinfo=tz)
-    return at.astimezone(UTC)
+    try:
+        return at.astimezone(UTC)
+    except OverflowError:  # 0001-01-01 east of UTC, 9999-12-31 west of it
+        raise PitlogError(f"{what} {text!r} is out of range: in UTC it falls outside the years "
+                          f"1 to 9999") from None

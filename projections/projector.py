@@ -156,6 +156,16 @@ def checkpoints(con: duckdb.DuckDBPyConnection, source: str) -> dict[int, int]:
         [source]).fetchall())
 
 
+def quarantined_since(con: duckdb.DuckDBPyConnection, source: str, since: datetime,
+                      limit: int = 10) -> list[tuple[int, int, str]]:
+    """(partition, offset, reason) of the first `limit` records of `source` quarantined at or
+    after `since`, in log order: what a run just refused, for its user to read."""
+    return [(int(p), int(o), str(r)) for p, o, r in con.execute(
+        "SELECT log_partition, log_offset, reason FROM quarantine WHERE source = ? AND "
+        "quarantined_at >= ? ORDER BY log_partition, log_offset LIMIT ?",
+        [source, since, limit]).fetchall()]
+
+
 def _project(con: duckdb.DuckDBPyConnection, log: EventLog,
              progress: Callable[[int], None] | None,
              batch_size: int, detector: Detector | None = None,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -11,10 +13,12 @@ from cli.logs import LogFormat, LogFormatOpt, LogLevel, LogLevelOpt, setup_loggi
 from cli.options import DbOpt, LogOpt, SummaryOpt, db_path, log_uri
 from cli.output import Summary, plain, render
 from cli.progress import phase, progress_tasks
+from cli.reading import reading
 from events.errors import PitlogError
 from events.log.registry import open_log
+from events.text import visible
 from projections.follow import follow as follow_log
-from projections.projector import project
+from projections.projector import project, quarantined_since
 from projections.serve.discovery import read as serving
 
 
@@ -55,6 +59,7 @@ def project_cmd(
                           f"{server['pid']}), which already keeps it up to date with its log; "
                           f"stop it first to project here")
     started = time.perf_counter()
+    since = datetime.now(UTC)
     with open_log(log_uri(log), create=False) as event_log:  # a reader never creates a log
         total = sum(event_log.end_offsets().values())
         with progress_tasks() as task:
@@ -67,9 +72,25 @@ def project_cmd(
                 report = project(event_log, path, progress=update, memory_limit=memory_limit,
                                  anomaly_progress=phase(task, "storing anomaly rows"),
                                  publish_alerts=alerts)
+    if report.quarantined:
+        _tell_quarantined(path, event_log.uri, since, report.quarantined)
     row = report.as_row()
     # The whole run, the anomaly rows' phase included (`seconds` is the events' phase alone).
     whole = time.perf_counter() - started
     row.update(total_seconds=round(whole, 3),
                events_per_second_overall=round(report.events / whole) if whole > 0 else None)
     render([{k: plain(v) for k, v in row.items()}], format)
+
+
+def _tell_quarantined(db: Path, source: str, since: datetime, count: int) -> None:
+    """Each record this run refused, by partition and offset with its reason, on stderr: the
+    summary's count alone left a user to find them (principle 1: never silently dropped)."""
+    with reading(db) as con:
+        shown = quarantined_since(con, source, since)
+    for partition, offset, reason in shown:
+        typer.echo(f"Warning: record p{partition}@{offset} of {source} was quarantined, not "
+                   f"projected: {visible(reason)}", err=True)
+    more = f" ({count - len(shown):,} more not shown)" if count > len(shown) else ""
+    typer.echo(f"Warning: {count:,} record{'s' if count != 1 else ''} quarantined{more}: "
+               f"pitlog sql \"SELECT * FROM quarantine\" lists them with their bytes; fix "
+               f"the producer and send the events again", err=True)

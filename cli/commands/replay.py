@@ -11,10 +11,11 @@ import typer
 
 from cli.client import ServerOpt, ask
 from cli.listing import LimitOpt, limited
-from cli.options import DbOpt, FormatOpt, OutOpt, TableOpt, db_path
+from cli.options import DbOpt, FormatOpt, OutOpt, TableOpt, TzOpt, db_path
 from cli.output import Format, render
 from cli.reading import reading
 from events.errors import PitlogError
+from projections.localtime import casino_zone
 from projections.queries import ShoeReplay, list_shoes, replay_shoe
 
 
@@ -24,18 +25,19 @@ def shoes(
     db: DbOpt = None,
     format: FormatOpt = Format.table,
     out: OutOpt = None,
+    tz: TzOpt = None,
     server: ServerOpt = None,
 ) -> None:
     """List the shoes: table, decks, when opened and closed, rounds, cards, burns, dealers.
 
-    Example: pitlog shoes --table T01 --format json
+    Example: pitlog shoes --table T01 --tz America/New_York
     """
     found = ask(db_path(db), server, "/api/shoes", table=table)
     if found is None:
         with reading(db) as con:
             found = list_shoes(con, table=table)
     found = limited(found, limit, format, format is Format.table and out is None, "shoes")
-    render(found, format, out=out, title="shoes")
+    render(found, format, out=out, title="shoes", tz=casino_zone(tz))
 
 
 def replay(
@@ -51,6 +53,7 @@ def replay(
     db: DbOpt = None,
     format: FormatOpt = Format.table,
     out: OutOpt = None,
+    tz: TzOpt = None,
     server: ServerOpt = None,
 ) -> None:
     """Replay one shoe event by event (times, cards, announcements, wagers, settlements),
@@ -71,8 +74,9 @@ def replay(
         with reading(db) as con:
             result = replay_shoe(con, shoe)
     if format is Format.table and out is None:
-        render(result.events, format, title=f"shoe {shoe}: events")
-        render(result.hands, format, title=f"shoe {shoe}: hands in discard-rack order")
+        zone = casino_zone(tz)
+        render(result.events, format, title=f"shoe {shoe}: events", tz=zone)
+        render(result.hands, format, title=f"shoe {shoe}: hands in discard-rack order", tz=zone)
     else:
         rows = [{"section": "event", **r} for r in result.events] + [
             {"section": "hand", **r} for r in result.hands

@@ -10,9 +10,10 @@ import typer
 
 from cli.client import ServerOpt, ask
 from cli.listing import LimitOpt, limited
-from cli.options import DbOpt, FormatOpt, OutOpt, db_path
+from cli.options import DbOpt, FormatOpt, OutOpt, TzOpt, db_path
 from cli.output import Format, render
 from events.errors import PitlogError
+from projections.localtime import casino_zone
 from projections.sql_console import QueryLimits, run_query
 
 
@@ -29,6 +30,7 @@ def sql_cmd(
         "--memory-limit", show_default=False,
         help="DuckDB memory limit of the query (default PITLOG_SQL_MEMORY_LIMIT, else 1GB).")
     ] = None,
+    tz: TzOpt = None,
     server: ServerOpt = None,
 ) -> None:
     """Run one read-only query over the views (ledger, paytables, rounds, wagers, ...) on a
@@ -52,4 +54,4 @@ def sql_cmd(
             typer.echo(f"Warning: the server returns at most {answer['max_rows']} rows "
                        "(pitlog serve --sql-max-rows); narrow the query", err=True)
     rows = limited(rows, limit, format, format is Format.table and out is None)
-    render(rows, format, out=out, columns=columns)
+    render(rows, format, out=out, columns=columns, tz=casino_zone(tz))

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -22,7 +23,8 @@ ANOMALY_COLUMNS = ["code", "kind", "table", "partition", "offset", "seq", "expec
 def verify(
     log: LogOpt = None,
     limit: Annotated[int, typer.Option(
-        "--limit", "-n", min=1, help="Show at most this many anomalies (all are counted).")
+        "--limit", "-n", min=0, help="Show at most this many anomalies (all are counted); 0 "
+                                     "for all. Says 'N of M shown' when some are left out.")
     ] = 10_000,
     format: FormatOpt = Format.table,
     out: OutOpt = None,
@@ -39,19 +41,20 @@ def verify(
         if not (folder / "meta.json").exists():
             raise NotFoundError(f"no event log at {folder}: pass --log or set PITLOG_LOG")
     with open_log(uri, create=False) as event_log, progress_bar("verifying", None) as update:
-        report = verify_log(event_log, limit=limit, progress=update)
+        # --limit 0 shows all, as in every listing command (README, cli/listing.py).
+        report = verify_log(event_log, limit=limit or sys.maxsize, progress=update)
     anomalies = [{c: getattr(a, c) for c in ANOMALY_COLUMNS} for a in report.anomalies]
     tables = [t.as_row() for t in report.tables]
     if format is Format.table and out is None:
         render(anomalies, format, title="integrity anomalies", columns=ANOMALY_COLUMNS)
         render(tables, format, title=f"tables ({report.records} records)")
-        if report.anomalies_total > len(report.anomalies):
-            typer.echo(f"{len(report.anomalies):,} of {report.anomalies_total:,} anomalies "
-                       f"shown: raise --limit for more", err=True)
     else:
         rows = [{"kind_of_row": "anomaly", **a} for a in anomalies] + \
                [{"kind_of_row": "table", **t} for t in tables]
         columns = list(dict.fromkeys(k for r in rows for k in r)) or ["kind_of_row"]
         render(rows, format, out=out, columns=columns)
+    if report.anomalies_total > len(report.anomalies):  # on stderr: stdout stays the rows
+        typer.echo(f"{len(report.anomalies):,} of {report.anomalies_total:,} anomalies shown: "
+                   f"--limit N for more, --limit 0 for all", err=True)
     if not report.ok:
         raise typer.Exit(code=1)

@@ -240,11 +240,12 @@ _LONG_DIGITS = re.compile(rb"[0-9]{19}")
 
 def _stdlib_loads(text: str | bytes) -> Any:
     """json's reading of a line, or LineRejected saying where it is not JSON."""
-    if isinstance(text, bytes) and text[:1] == b"{" and text[1:2] != b"\x00":
-        # What json.loads does with such bytes (detect_encoding answers utf-8, decoded with
-        # surrogatepass), minus the detection: this runs once a line.
+    if isinstance(text, bytes):
+        # Always UTF-8 (docs/ingest.md, "The line format"): json.loads would guess UTF-16 or
+        # UTF-32 from the bytes and record a line no device should send. A UTF-8 byte order
+        # mark (a file saved by a Windows tool) is UTF-8 still; surrogatepass as json's own.
         try:
-            text = text.decode("utf-8", "surrogatepass")
+            text = text.removeprefix(b"\xef\xbb\xbf").decode("utf-8", "surrogatepass")
         except UnicodeDecodeError as exc:
             raise LineRejected("the line is not UTF-8 text", "send UTF-8 JSON") from exc
     try:
@@ -255,8 +256,6 @@ def _stdlib_loads(text: str | bytes) -> Any:
         raise LineRejected(f"malformed JSON ({exc.msg} at column {exc.colno})",
                            "each line must be one JSON object: fix the device's output "
                            "and resend the line") from exc
-    except UnicodeDecodeError as exc:
-        raise LineRejected("the line is not UTF-8 text", "send UTF-8 JSON") from exc
     return obj
 
 

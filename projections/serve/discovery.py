@@ -1,16 +1,20 @@
 """`<db>.serve.json`: how the CLI finds the server that holds a database.
 
 `pitlog serve` writes it (URL and pid) once it listens, and removes it on exit. A file whose
-pid is no longer running (a SIGKILL left it behind) is stale and ignored. Standard library only:
-the CLI imports this on every query command.
+pid is no longer running (a SIGKILL left it behind) is stale and ignored, and so is one that
+names another database (copied along with this one) or an address not of this machine.
+Standard library only: the CLI imports this on every query command.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
+import socket
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 
 def discovery_path(db_path: str | Path) -> Path:
@@ -35,15 +39,41 @@ def remove(db_path: str | Path) -> None:
 
 
 def read(db_path: str | Path) -> dict[str, Any] | None:
-    """The live server's {"url", "pid", "db"}, or None when there is none or it is stale."""
+    """The live server's {"url", "pid", "db"}, or None when there is none, it is stale, or it
+    is not this database's server on this machine."""
     try:
         found = json.loads(discovery_path(db_path).read_text())
-        pid, url = int(found["pid"]), str(found["url"])
+        pid, url, db = int(found["pid"]), str(found["url"]), str(found["db"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    if not _alive(pid):
+    # The writer of this very file, so on this machine: a file copied along with the database
+    # names the original, and one planted beside it may name any host, which the query
+    # commands would send PITLOG_TOKEN and whose rows they would print as this database's.
+    if db != str(Path(db_path).resolve()) or not _this_machine(url) or not _alive(pid):
         return None
     return {**found, "pid": pid, "url": url}
+
+
+def _this_machine(url: str) -> bool:
+    """True for http://ADDRESS:PORT where ADDRESS is one of this machine's (url_of writes the
+    address the server's socket is bound to; one that can be bound here is local)."""
+    try:
+        parts = urlsplit(url)
+        address = ipaddress.ip_address(parts.hostname or "")
+        parts.port  # noqa: B018 -- raises ValueError on a port that is not a number
+    except ValueError:
+        return False
+    if parts.scheme != "http":
+        return False
+    if address.is_loopback:
+        return True
+    family = socket.AF_INET6 if address.version == 6 else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((str(address), 0))
+        except OSError:
+            return False
+    return True
 
 
 def _alive(pid: int) -> bool:

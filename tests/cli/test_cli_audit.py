@@ -198,3 +198,33 @@ def test_every_query_in_docs_auditing_runs_in_a_stock_client(db: Path) -> None:
     conserved = next(r for q, r in zip(queries, results, strict=True)
                      if "difference_cents" in q)
     assert [(t, diff) for t, *_, diff in conserved] == [("T01", 0), ("T02", 0), ("T03", 0)]
+
+
+@pytest.mark.parametrize("args", [["shoes", "--table", "T01"], ["replay", "T01-S1"],
+                                  ["sql", "SELECT min(opened_at) AS opened_at FROM shoes "
+                                          "WHERE shoe_id = 'T01-S1'"]])
+def test_every_command_that_shows_times_takes_tz(db: Path, args: list[str]) -> None:
+    """README: the same thing has the same option everywhere, --tz among them; shoes, replay
+    and sql show times but had no --tz (only PITLOG_TZ), so `--tz` was `No such option`."""
+    local = runner.invoke(app, [*args, "--db", str(db), *NY], env={"PITLOG_TZ": None})
+    assert local.exit_code == 0, local.output
+    assert "2026-11-28 18:00:03 EST" in local.output  # T01-S1 loaded at 23:00:03 UTC
+    utc = runner.invoke(app, [*args, "--db", str(db)], env={"PITLOG_TZ": None})
+    assert "2026-11-28 23:00:03 UTC" in utc.output and "EST" not in utc.output
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full on this machine")
+def test_a_full_disk_under_the_output_is_one_error_line(db: Path) -> None:
+    """Output to a full disk (/dev/full answers every write with ENOSPC) was `Error: internal
+    error (OSError...)` / `(IOException...); report the traceback`: a fault of the machine,
+    named as pitlog's own."""
+    with open("/dev/full", "w") as full:
+        to_stdout = subprocess.run([sys.executable, "-m", "cli.app", "ledger", "--db", str(db),
+                                    "--format", "json"], stdout=full, stderr=subprocess.PIPE,
+                                   text=True, cwd=REPO, timeout=120, check=False)
+    assert (to_stdout.returncode, to_stdout.stderr) == (
+        1, "Error: No space left on device; free some space or write elsewhere\n")
+    to_file = _pitlog("ledger", "--db", str(db), "--format", "csv", "--out", "/dev/full")
+    assert (to_file.returncode, to_file.stderr) == (
+        1, 'Error: cannot write /dev/full: Could not write file "/dev/full": No space left on '
+           'device; free some space or write elsewhere\n')

@@ -93,9 +93,61 @@ def test_verify_of_a_tampered_log_locates_it_and_exits_1(tmp_path: Path) -> None
     assert [r["status"] for r in rows if r["kind_of_row"] == "table"] == ["broken"]
 
 
+def test_verify_limit_0_shows_every_anomaly_and_a_limit_says_what_it_left_out(
+        tmp_path: Path) -> None:
+    """README: the listing commands, verify among them, take --limit N, say "N of M shown" on
+    stderr when rows are left out, and --limit 0 shows all. verify refused --limit 0, and in
+    json, jsonl and csv left anomalies out without a word."""
+    log = tmp_path / "log"
+    run("ingest", str(EXAMPLES / "devices.jsonl"), "--log", str(log))
+    embedded = EmbeddedLog(log)
+    (partition,) = [p for p, n in embedded.end_offsets().items() if n]
+    for offset in (10, 14):  # two records altered: two CHAIN_BROKEN
+        path, _ = embedded.segment_position(partition, offset)
+        _, end = embedded.segment_position(partition, offset + 1)
+        data = bytearray(path.read_bytes())
+        data[end - 33] ^= 0x20
+        path.write_bytes(bytes(data))
+
+    def anomalies(*args: str) -> tuple[list[tuple[object, object]], str]:
+        proc = run("verify", "--log", str(log), "--format", "json", *args)
+        assert proc.returncode == 1, proc.stderr
+        rows = json.loads(proc.stdout)
+        return [(r["code"], r["offset"]) for r in rows if r["kind_of_row"] == "anomaly"], \
+            proc.stderr
+
+    assert anomalies("--limit", "0") == ([("CHAIN_BROKEN", 10), ("CHAIN_BROKEN", 14)], "")
+    assert anomalies("--limit", "1") == (
+        [("CHAIN_BROKEN", 10)], "1 of 2 anomalies shown: --limit N for more, --limit 0 for all\n")
+
+
 def test_verify_of_a_missing_log_is_an_error_and_creates_nothing(tmp_path: Path) -> None:
     proc = run("verify", "--log", str(tmp_path / "absent"))
     assert proc.returncode == 1
     assert proc.stderr == (f"Error: no event log at {tmp_path / 'absent'}: pass --log or set "
                            f"PITLOG_LOG\n")
     assert not (tmp_path / "absent").exists()
+
+
+def test_project_names_each_record_it_quarantines_on_stderr(tmp_path: Path) -> None:
+    """docs/operating.md: a record that is not a pitlog event goes to the quarantine with its
+    partition, offset and reason, and projection goes on. `pitlog project` said only
+    "quarantined 1" in its summary: which record, and why, took a query nobody was told of."""
+    log = tmp_path / "log"
+    run("ingest", str(EXAMPLES / "devices.jsonl"), "--log", str(log))
+    embedded = EmbeddedLog(log)
+    (partition,) = [p for p, n in embedded.end_offsets().items() if n]
+    path, _ = embedded.segment_position(partition, 1)  # seq 2: DealerTappedIn "D-1042"
+    _, end = embedded.segment_position(partition, 2)
+    data = bytearray(path.read_bytes())
+    data[end - 36:end - 33] = b"\xff\xff\xff"  # inside the dealer id: no UTF-8 any more
+    path.write_bytes(bytes(data))
+    proc = run("project", "--log", str(log), "--db", str(tmp_path / "p.duckdb"), "-f", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)[0]["quarantined"] == 1
+    warnings = [line for line in proc.stderr.splitlines() if line.startswith("Warning:")]
+    assert warnings[0].startswith(
+        f"Warning: record p{partition}@1 of file://{log} was quarantined, not projected: "
+        f"DealerTappedIn v1: corrupt body (UnicodeDecodeError")
+    assert warnings[1].startswith('Warning: 1 record quarantined: pitlog sql "SELECT * FROM '
+                                  'quarantine" lists them')

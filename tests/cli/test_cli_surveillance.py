@@ -158,6 +158,12 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
     (["dispute", "--table", "T01", "--round", "T01-S0001"], "Error: --round 'T01-S0001'"),
     (["dispute", "--table", "T09", "--round", "T09-S0001:1"],
      "Error: no round 1 of shoe T09-S0001"),
+    # Times whose UTC leaves Python's calendar were an internal error (OverflowError).
+    (["dispute", "--table", "T01", "--at", "0001-01-01T00:00:00+01:00"],
+     "Error: --at '0001-01-01T00:00:00+01:00' is out of range: in UTC it falls outside"),
+    (["anomalies", "--until", "9999-12-31T23:59:59", "--tz", "-05:00"],
+     "Error: --until '9999-12-31T23:59:59' is out of range"),
+    (["anomalies", "--day", "9999-12-31"], "Error: gaming day 9999-12-31 is out of range"),
 ])
 def test_bad_input_is_one_error_line(db: Path, args: list[str], message: str) -> None:
     proc = _run(*args, "--db", str(db))

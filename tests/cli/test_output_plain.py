@@ -5,6 +5,7 @@ characters). Structural, not timed."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -92,3 +93,38 @@ def test_wide_or_accented_text_goes_to_rich(text: str,
     ours, taken = _drawn([{"a": text}], None, 100, True, capsys)
     assert not taken
     assert ours == _drawn([{"a": text}], None, 100, False, capsys)[0]
+
+
+def test_a_long_word_in_a_narrow_text_column_is_folded_never_cut(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`pitlog verify` or `replay` at 80 columns cut the words of an explanation wider than its
+    column with an ellipsis ("its prev…"): evidence lost, not folded onto more lines as the
+    short columns are (docs/console.md: long texts fold instead of being cut)."""
+    word = "prev_hash_of_the_previous_record"
+    rows = [{"code": "CHAIN_BROKEN", "partition": "0", "offset": "127",
+             "explanation": f"its {word} is not the hash of seq 127"}]
+    for plain in (True, False):
+        out, _ = _drawn(rows, "integrity anomalies", 40, plain, capsys)
+        assert "…" not in out
+        column = "".join(line.split("│")[-2].strip() for line in out.splitlines()
+                         if line.startswith("│"))
+        assert word in column  # every character of it, across the folded lines
+
+
+def test_more_columns_than_a_terminal_can_draw_show_every_value(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`pitlog sql "SELECT * FROM ledger"` at 80 columns: 54 columns, 3 characters of borders
+    each, left rich no room for any text: every cell was drawn empty. Such rows are shown one
+    table per row, a line per column, within the terminal."""
+    rows = [{f"column_{i:02d}": f"value-{n}-{i}" for i in range(30)} for n in range(2)]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("COLUMNS", "80")
+        mp.delenv("FORCE_COLOR", raising=False)
+        capsys.readouterr()
+        render(rows, Format.table, title="ledger", columns=list(rows[0]))
+        out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) <= 80
+    for n in range(2):
+        assert f"ledger: row {n + 1} of 2" in out
+        for i in range(30):
+            assert re.search(rf"│ column_{i:02d} +│ value-{n}-{i} +│", out), (n, i)

@@ -6,6 +6,7 @@ discovery file is ignored."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -242,6 +243,31 @@ def test_a_stale_discovery_file_is_ignored(projected: Path, tmp_path: Path) -> N
     # A server named explicitly must answer.
     named = run_cli("shoes", "--db", str(db), "--server", "http://127.0.0.1:9")
     assert named.returncode == 1 and named.stderr.startswith("Error: cannot reach the server")
+
+
+@pytest.mark.parametrize("url", ["http://192.0.2.7:8750", "http://pitlog.example:8750",
+                                 "https://127.0.0.1:8750", "http://127.0.0.1:port"])
+def test_a_discovery_file_naming_another_machine_is_ignored(tmp_path: Path, url: str) -> None:
+    """The server writes the address its socket is bound to, so one of this machine's. A file
+    planted beside the database with a live pid and any other URL was followed: every query
+    command sent PITLOG_TOKEN there and printed its answers as this database's."""
+    db = tmp_path / "pitlog.duckdb"
+    discovery.discovery_path(db).write_text(json.dumps(
+        {"url": url, "pid": os.getpid(), "db": str(db.resolve())}))
+    assert discovery.read(db) is None
+    discovery.discovery_path(db).write_text(json.dumps(
+        {"url": "http://127.0.0.1:8750", "pid": os.getpid(), "db": str(db.resolve())}))
+    assert discovery.read(db)["url"] == "http://127.0.0.1:8750"  # loopback: this machine
+
+
+def test_a_discovery_file_copied_with_its_database_is_ignored(tmp_path: Path) -> None:
+    """A copy of a live data folder carries the server's file naming the original database:
+    the copy's queries went to the server of the original."""
+    original, copy = tmp_path / "live" / "pitlog.duckdb", tmp_path / "copy" / "pitlog.duckdb"
+    copy.parent.mkdir()
+    discovery.discovery_path(copy).write_text(json.dumps(
+        {"url": "http://127.0.0.1:8750", "pid": os.getpid(), "db": str(original.resolve())}))
+    assert discovery.read(copy) is None
 
 
 def test_a_taken_port_is_one_error_line(server: Server, tmp_path: Path) -> None:

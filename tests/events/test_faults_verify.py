@@ -120,6 +120,52 @@ def test_a_segment_truncated_under_its_index_stops_only_its_partition(tmp_path: 
     assert "partition 1 cannot be read past offset 6" in run.stderr
 
 
+def test_a_damaged_frame_header_stops_only_its_partition_with_an_error_naming_it(
+        tmp_path: Path) -> None:
+    """A record's frame header garbled on disk (its body length now reaching into the next
+    record): the projector's bulk decoder stopped on `ValueError: messages overlap in the
+    buffer`, `pitlog project` an internal error, with nothing of any partition committed."""
+    folder, db = tmp_path / "log", tmp_path / "db.duckdb"
+    log = _two_table_log(folder)
+    seg, at = log.segment_position(0, 3)
+    data = bytearray(seg.read_bytes())
+    data[at:at + 4] = (1 << 20).to_bytes(4, "little")  # body length 1 MiB: past record 4
+    seg.write_bytes(bytes(data))
+    with pytest.raises(ProjectionError, match=r"partition 0 cannot be read past offset") as e:
+        project(EmbeddedLog(folder), db)
+    assert f"{seg}: record 3 at byte {at} has a damaged frame header" in str(e.value)
+    with duckdb.connect(str(db), read_only=True) as con:
+        loaded = dict(con.execute("SELECT table_id, count(*) FROM events GROUP BY 1").fetchall())
+    assert loaded["T01"] == 10  # the other partition whole
+    run = pitlog("project", "--log", str(folder), "--db", str(tmp_path / "cli.duckdb"),
+                 "--no-alerts")  # the store above published this log's alerts
+    assert run.returncode == 1 and run.stderr.startswith("Error: ")
+    assert "damaged frame header" in run.stderr and "internal error" not in run.stderr
+
+
+@pytest.mark.parametrize("entry", [1 << 40, (1 << 63) + 5])
+def test_an_index_entry_pointing_far_past_the_segment_is_named_not_an_internal_error(
+        tmp_path: Path, entry: int) -> None:
+    """A garbled .idx entry (any 64-bit value): the readers seeked there (EINVAL beyond the
+    file system's largest file) or computed with it as a signed integer (OverflowError), so
+    `verify` and `project` both ended in an internal error."""
+    folder, db = tmp_path / "log", tmp_path / "db.duckdb"
+    _two_table_log(folder)
+    idx = folder / "p0000.idx"
+    data = bytearray(idx.read_bytes())
+    data[3 * 8:4 * 8] = entry.to_bytes(8, "little")
+    idx.write_bytes(bytes(data))
+    report = verify_log(EmbeddedLog(folder))
+    assert not report.ok and (0, 3) in {(a.partition, a.offset) for a in report.anomalies}
+    assert {t.table: t.status for t in report.tables}["T01"] == "ok"
+    with pytest.raises(ProjectionError, match=r"partition 0 cannot be read past offset 3") as e:
+        project(EmbeddedLog(folder), db)
+    assert f"{idx}: the entry of record 3 points at byte {entry}" in str(e.value)
+    with duckdb.connect(str(db), read_only=True) as con:
+        loaded = dict(con.execute("SELECT table_id, count(*) FROM events GROUP BY 1").fetchall())
+    assert loaded == {"T01": 10, "T04": 3}
+
+
 def test_whole_records_past_the_index_are_reported_and_verified(tmp_path: Path) -> None:
     """A committed record whose index entry was lost (the .idx restored from an older backup):
     verify still checks it and says readers do not see it."""

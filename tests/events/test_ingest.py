@@ -179,6 +179,24 @@ def test_an_overlong_a_non_utf8_and_an_empty_line_are_quarantined_exactly(tmp_pa
     assert base64.b64decode(q[1]["raw_base64"]) == latin1
 
 
+@pytest.mark.parametrize(("encoding", "reason"), [
+    ("utf-16", "the line is not UTF-8 text"), ("utf-32", "the line is not UTF-8 text"),
+    # Without a byte order mark the bytes are UTF-8, every other one NUL: no JSON.
+    ("utf-16-le", "malformed JSON (Expecting property name enclosed in double quotes at "
+                  "column 2)"),
+    ("utf-32-le", "malformed JSON (Expecting property name enclosed in double quotes at "
+                  "column 2)")])
+def test_a_utf16_or_utf32_line_is_refused(tmp_path: Path, encoding: str, reason: str) -> None:
+    """docs/ingest.md: one JSON object per line, UTF-8. json.loads guesses UTF-16 and UTF-32
+    from the bytes, so such a line (with or without its byte order mark) was recorded."""
+    other = json.dumps(card_line(1)).encode(encoding)
+    assert b"\n" not in other  # one line still
+    bom_utf8 = b"\xef\xbb\xbf" + json.dumps(card_line(2)).encode()
+    report, bad, log = run(tmp_path, other + b"\n" + bom_utf8 + b"\n")
+    assert [(b.line, b.reason) for b in bad] == [(1, reason)]
+    assert [e.seq for e in events_of(log)] == [1]  # the UTF-8 line with a byte order mark
+
+
 @pytest.mark.parametrize("field", ["table", "actor", "id"])
 def test_a_lone_surrogate_in_a_key_field_is_refused_not_an_internal_error(
         tmp_path: Path, field: str) -> None:

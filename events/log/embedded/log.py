@@ -339,15 +339,30 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
         with part.seg_path.open("rb") as seg:
             for first in range(start, stop, max_batch):
                 positions, buf = self._read_bytes(part, seg, first, min(stop, first + max_batch))
-                rel = np.frombuffer(positions, dtype=np.uint64).astype(np.int64)
-                rel -= positions[0]
+                u = np.frombuffer(positions, dtype=np.uint64)
+                rel = (u - u[0]).view(np.int64)  # in uint64: a damaged entry may be any value
                 past = np.flatnonzero(rel + FRAME.size > len(buf))
+                backwards = np.flatnonzero(np.diff(rel) <= 0) + 1
+                if len(backwards):  # not a truncated segment: a damaged .idx entry
+                    k = int(min(backwards[0], past[0] if len(past) else backwards[0]))
+                    raise _bad_index(part, first + k, positions[k])
                 if len(past):
                     k = int(past[0])
                     raise _past_end(part, first + k, positions[k])
                 length, key_len = frame_fields(np.frombuffer(buf, dtype=np.uint8), rel)
                 key_at = rel + FRAME.size
-                yield FrameBatch(partition, first, buf, key_at, key_at + key_len, key_at + length)
+                # A frame header damaged on disk, its body reaching into the next record: the
+                # decoder would read one record's bytes as another's and stop on "messages
+                # overlap". A key longer than its body leaves an empty value, as _read_range's
+                # slices do (the decoder refuses it, verify locates it by its key).
+                bad = np.flatnonzero(key_at[:-1] + length[:-1] > rel[1:])
+                if len(bad):
+                    k = int(bad[0])
+                    raise _bad_frame(part, first + k, positions[k], int(length[k]),
+                                     int(key_len[k]))
+                value_at = key_at + key_len
+                yield FrameBatch(partition, first, buf, key_at, value_at,
+                                 np.maximum(key_at + length, value_at))
 
     def _read_bytes(self, part: Partition, seg: object, start: int, stop: int
                     ) -> tuple[array, bytes]:
@@ -356,14 +371,23 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
         positions = part.positions(start, stop)
         first = positions[0]
         f = seg  # type: ignore[assignment]
+        # Never past the segment's end: a damaged .idx entry may point at any byte up to 2^64,
+        # where a seek fails (EINVAL) or a read asks for exabytes; the callers say what is
+        # wrong from the bytes there are.
+        size = os.fstat(f.fileno()).st_size  # type: ignore[attr-defined]
         # The last record ends where its own frame says.
-        f.seek(positions[-1])  # type: ignore[attr-defined]
-        last_frame = f.read(FRAME.size)  # type: ignore[attr-defined]
+        last_frame = b""
+        if positions[-1] + FRAME.size <= size:
+            f.seek(positions[-1])  # type: ignore[attr-defined]
+            last_frame = f.read(FRAME.size)  # type: ignore[attr-defined]
         if len(last_frame) < FRAME.size:  # a LogCorruptError for the caller, not a struct.error
             last_frame = FRAME.pack(0, 0, 0)
         last_len = FRAME.unpack(last_frame)[0]
+        if first >= size:
+            return positions, b""
         f.seek(first)  # type: ignore[attr-defined]
-        buf = f.read(positions[-1] + FRAME.size + last_len - first)  # type: ignore[attr-defined]
+        want = positions[-1] + FRAME.size + last_len - first
+        buf = f.read(max(0, min(want, size - first)))  # type: ignore[attr-defined]
         return positions, buf
 
     def _read_range(self, part: Partition, seg: object, start: int, stop: int) -> list[LogRecord]:
@@ -372,11 +396,19 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
         out: list[LogRecord] = []
         unpack = FRAME.unpack_from
         for k, pos in enumerate(positions):
+            if k + 1 < len(positions) and positions[k + 1] <= pos:  # as read_frames
+                wrong = k if pos - first + FRAME.size > len(buf) else k + 1
+                raise _bad_index(part, start + wrong, positions[wrong])
             rel = pos - first
             if rel + FRAME.size > len(buf):
                 raise _past_end(part, start + k, pos)
             length, _crc, key_len = unpack(buf, rel)
             body_start = rel + FRAME.size
+            # A body reaching into the next record, as read_frames refuses it. A key longer
+            # than its body is left to the decoder here (an empty value: quarantined, and
+            # verify locates it at this record by its key).
+            if k + 1 < len(positions) and body_start + length > positions[k + 1] - first:
+                raise _bad_frame(part, start + k, pos, length, key_len)
             out.append(
                 LogRecord(
                     part.number,
@@ -417,6 +449,22 @@ def _write_records(part: Partition, seg_size: int, records: list[tuple[bytes, by
 def _past_end(part: Partition, offset: int, pos: int) -> LogCorruptError:
     return LogCorruptError(f"{part.seg_path}: record {offset} at byte {pos} lies past the end of "
                            f"the file; the segment was truncated by hand", part.number)
+
+
+def _bad_index(part: Partition, offset: int, pos: int) -> LogCorruptError:
+    return LogCorruptError(f"{part.idx_path}: the entry of record {offset} points at byte "
+                           f"{pos}, not after the record before it: the index is damaged; "
+                           f"restore it from a backup, or delete it and let the next writer "
+                           f"rebuild it from the segment (pitlog verify reads the segment)",
+                           part.number)
+
+
+def _bad_frame(part: Partition, offset: int, pos: int, length: int,
+               key_len: int) -> LogCorruptError:
+    return LogCorruptError(f"{part.seg_path}: record {offset} at byte {pos} has a damaged frame "
+                           f"header (body {length} bytes, key {key_len} bytes: its body reaches "
+                           f"into the next record); restore the segment from a backup",
+                           part.number)
 
 
 def _ends_with(value: bytes | None, tail: bytes | None) -> bool:

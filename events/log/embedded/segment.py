@@ -163,7 +163,10 @@ class Partition:
         for first in range(0, n, chunk):  # a chunk of entries and their records at a time
             p = np.frombuffer(self.positions(first, min(n, first + chunk)), np.uint64)
             p = p.astype(np.int64)
-            if int(p[-1]) + FRAME.size > size:
+            # Damaged entries (beyond the segment, negative as int64, not increasing) are not
+            # back to back: the caller walks them one at a time and says where.
+            if int(p.max()) + FRAME.size > size or int(p.min()) < 0 \
+                    or (len(p) > 1 and bool((np.diff(p) <= 0).any())):
                 return None
             seg.seek(int(p[0]))
             b = np.frombuffer(seg.read(int(p[-1]) + FRAME.size - int(p[0])), dtype=np.uint8)
