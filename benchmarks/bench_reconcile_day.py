@@ -96,7 +96,9 @@ def child(db: str, variant: str, repeats: int, old_repo: str | None,
                          capture_output=True, text=True, cwd="/")
     if out.returncode:
         raise SystemExit(f"{variant} on {db} failed:\n{out.stderr[-2000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    # The last JSON line: DuckDB may print a progress bar on stdout before it.
+    return json.loads(next(line for line in reversed(out.stdout.splitlines())
+                           if line.startswith("{")))
 
 
 def main() -> None:

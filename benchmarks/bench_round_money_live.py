@@ -27,24 +27,12 @@ sys.path.insert(0, str(HERE.parent))
 
 import duckdb  # noqa: E402
 from bench_live import split  # noqa: E402
+from timing import time_calls  # noqa: E402
 
 from events.log.embedded.log import EmbeddedLog  # noqa: E402
 from projections import incremental, round_money  # noqa: E402
 from projections.projector import project  # noqa: E402
 from projections.reconcile import stored_money_current  # noqa: E402
-
-
-def _timed(cls: type, names: tuple[str, ...], into: dict[str, float]) -> None:
-    for name in names:
-        f = getattr(cls, name)
-
-        def timed(*a, _f=f, _n=f"{cls.__name__}.{name}", **k):  # type: ignore[no-untyped-def]
-            t = time.perf_counter()
-            try:
-                return _f(*a, **k)
-            finally:
-                into[_n] = into.get(_n, 0.0) + time.perf_counter() - t
-        setattr(cls, name, timed)
 
 
 def main() -> None:
@@ -60,16 +48,12 @@ def main() -> None:
     work.mkdir(parents=True)
     feed = split(args.source, work / "log", args.history, args.batches * args.events)
     spent: dict[str, float] = {}
-    _timed(incremental.Detector, ("plan", "evaluate", "apply"), spent)
-    _timed(round_money.Keeper, ("evaluate", "apply"), spent)
+    for owner, names in ((incremental.Detector, ("plan", "evaluate", "apply")),
+                         (round_money.Keeper, ("evaluate", "apply"))):
+        for name in names:
+            time_calls(owner, name, spent, f"{owner.__name__}.{name}")
     build: dict[str, float] = {}
-    f = round_money.build_whole
-
-    def build_timed(con: duckdb.DuckDBPyConnection) -> None:
-        t = time.perf_counter()
-        f(con)
-        build["seconds"] = time.perf_counter() - t
-    round_money.build_whole = build_timed
+    time_calls(round_money, "build_whole", build, "seconds")
     con = duckdb.connect(str(work / "v.duckdb"))
     con.execute("SET memory_limit = '512MB'")  # the read-write default (store.py)
     log = EmbeddedLog(work / "log")
