@@ -166,6 +166,7 @@ ROUND_MONEY = "round_money"
 ROUND_MONEY_AT = "round_money_at"
 
 
+@cache  # read at every project() call of a follower and every reconcile: the files once
 def round_money_tag() -> str:
     """The definition the stored rows were built by: the views' SQL and DuckDB's version
     (views.views_fingerprint) and this file's round_money query. The table's comment holds it;
