@@ -173,3 +173,28 @@ def test_hold_variance_from_the_stored_rows_equals_the_views(
             con, c, z_limit=0.5, min_rounds=20))
         assert {g["grouping"] for g in stored} == {"table", "day", "shift"}
         assert any(g["flagged"] for g in stored)
+
+
+def test_a_round_stored_in_play_is_replaced_when_it_is_settled(
+        tmp_path: Path, records: list[tuple[bytes, bytes]]) -> None:
+    log = EmbeddedLog(tmp_path / "log")
+    in_play = """SELECT table_id, shoe_id, round_no FROM round_money
+                 WHERE handle_cents > 0 AND paid_cents + collected_cents + returned_cents = 0
+                 ORDER BY ALL LIMIT 1"""
+    with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
+        stop, found = len(records) // 2, []
+        feed(log, records, 0, stop)
+        project(log, con, publish_alerts=False)
+        while not found:  # a cut inside a round with wagers and no settlement yet
+            feed(log, records, stop, stop + 40)
+            stop += 40
+            project(log, con, batch_size=300, publish_alerts=False)
+            found = con.execute(in_play).fetchall()
+        assert_money_exact(con)
+        feed(log, records, stop, len(records))
+        project(log, con, batch_size=300, publish_alerts=False)
+        assert_money_exact(con)
+        ((settled,),) = con.execute(
+            "SELECT paid_cents + collected_cents + returned_cents FROM round_money "
+            "WHERE table_id = ? AND shoe_id = ? AND round_no = ?", list(found[0])).fetchall()
+        assert settled > 0
