@@ -150,13 +150,14 @@ def query_sql(name: str, keys: Sequence[str] = (), round_rows: str = "") -> str:
         text = text.replace("{by_round}", _sections()["by_round"])
     if "{round_rows}" in text:
         text = text.replace("{round_rows}", round_rows)
-    return text.replace("{rounds}", "rounds").replace("{ledger}", "ledger")
+    return text
 
 
-def round_money_sql(rounds: str = "rounds", ledger: str = "ledger") -> str:
-    """The round_money query (one row per round: its money) over `rounds` and `ledger`: the
-    views, or the writer's window of them (projections/round_money.py)."""
-    return _sections()["round_money"].replace("{rounds}", rounds).replace("{ledger}", ledger)
+def round_money_sql() -> str:
+    """The round_money query (one row per round: its money) over the `rounds` and `ledger`
+    views of the catalog it runs in: the store's, or the writer's window of a batch
+    (projections/round_money.py)."""
+    return query_sql("round_money")
 
 
 # The writer's stored rows of the round_money query (projections/round_money.py keeps them),

@@ -61,7 +61,7 @@ WITH money AS (
         -- Exact: cents times an integer edge numerator, all over the deck count's theo_den.
         sum(CAST(l.amount_cents AS HUGEINT) * coalesce(e.edge_num, 0)) AS theo_num,
         max(e.edge_den) AS theo_den
-    FROM {ledger} AS l
+    FROM ledger AS l
     LEFT JOIN theo_edges AS e
         ON e.decks = l.decks
        AND e.pays_spread_1 = l.pays_spread_1 AND e.pays_spread_2 = l.pays_spread_2
@@ -85,7 +85,7 @@ SELECT
     coalesce(m.invalid_paytable_wagers, 0) AS invalid_paytable_wagers,
     coalesce(m.unknown_decks_wagers, 0) AS unknown_decks_wagers,
     coalesce(m.theo_num, 0) AS theo_num, m.theo_den
-FROM {rounds} AS r
+FROM rounds AS r
 LEFT JOIN money AS m USING (table_id, shoe_id, round_no)
 
 -- name: by_round
