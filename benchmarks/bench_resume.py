@@ -22,6 +22,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+from timing import time_calls  # noqa: E402
+
 import projections.incremental as incremental  # noqa: E402
 from events.log.embedded.log import EmbeddedLog  # noqa: E402
 from events.simulation.simulator import SimConfig, simulate  # noqa: E402
@@ -43,21 +45,9 @@ def main() -> None:
     records = [(r.key, r.value) for batch in src.read() for r in batch]
     src.close()
     spent: dict[str, float] = {}
-
-    def timed(owner: object, name: str) -> None:
-        f = getattr(owner, name)
-
-        def wrapper(*a, **k):  # type: ignore[no-untyped-def]
-            t = time.perf_counter()
-            try:
-                return f(*a, **k)
-            finally:
-                spent[name] = spent.get(name, 0.0) + time.perf_counter() - t
-        setattr(owner, name, wrapper)
-
     for name in ("plan", "evaluate", "apply"):
-        timed(incremental.Detector, name)
-    timed(incremental, "refresh_stored_anomalies")
+        time_calls(incremental.Detector, name, spent)
+    time_calls(incremental, "refresh_stored_anomalies", spent)
     log = EmbeddedLog(work / "log")
     half = len(records) // 2
     for run, (start, stop) in (("fresh store, half the log", (0, half)),

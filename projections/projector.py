@@ -36,6 +36,7 @@ from events.wire.batch_decode import BatchDecoder
 from events.wire.native_decode import NativeDecoder
 from projections import bounds as _bounds
 from projections import frames as _frames
+from projections import round_money
 from projections import store as _store
 from projections.alerts import Publisher
 from projections.anomalies import memory_error
@@ -134,15 +135,16 @@ def _project_and_publish(con: duckdb.DuckDBPyConnection, log: EventLog,
                          snapshot: bool, store_anomalies: bool,
                          anomaly_progress: Callable[[int, int], None] | None,
                          publish_alerts: bool) -> ProjectionReport:
-    detector, raised = None, 0
+    detector, raised, money = None, 0, None
     if store_anomalies:
         try:
             detector, raised = detector_for(con, progress=anomaly_progress)
         except duckdb.OutOfMemoryException as exc:  # setting the detector up, not a batch
             raise memory_error(con) from exc
+        money = round_money.keeper_for(con)  # kept with the stored anomaly rows
     publisher = Publisher(con, log if detector is not None and publish_alerts else None)
     publisher()
-    report = _project(con, log, progress, batch_size, detector, publisher)
+    report = _project(con, log, progress, batch_size, detector, publisher, money)
     report = replace(report, alerts=report.alerts + raised)
     if snapshot:
         publish_snapshot(con)
@@ -169,7 +171,8 @@ def quarantined_since(con: duckdb.DuckDBPyConnection, source: str, since: dateti
 def _project(con: duckdb.DuckDBPyConnection, log: EventLog,
              progress: Callable[[int], None] | None,
              batch_size: int, detector: Detector | None = None,
-             publisher: Callable[[], None] | None = None) -> ProjectionReport:
+             publisher: Callable[[], None] | None = None,
+             money: round_money.Keeper | None = None) -> ProjectionReport:
     started = time.perf_counter()
     source = log.uri
     positions = checkpoints(con, source)
@@ -182,7 +185,7 @@ def _project(con: duckdb.DuckDBPyConnection, log: EventLog,
         _VERIFIED[con].add(source)
     columns = _store.event_columns()
     loader = _BatchLoader(con, source, _store.arrow_schema(columns), codec.registry(),
-                          log.log_id, detector)
+                          log.log_id, detector, money)
     # A batch's commit can pass DuckDB's 2-second mark (it may checkpoint), and its progress
     # bar would then be printed on stdout, into the CLI's table or JSON: off while projecting.
     ((bar,),) = con.execute("SELECT current_setting('enable_progress_bar')").fetchall()
@@ -312,9 +315,11 @@ class _BatchLoader:
 
     def __init__(self, con: duckdb.DuckDBPyConnection, source: str, schema: pa.Schema,
                  reg: codec.SchemaRegistry, log_id: str | None = None,
-                 detector: Detector | None = None) -> None:
+                 detector: Detector | None = None,
+                 money: round_money.Keeper | None = None) -> None:
         self.con = con
         self.detector = detector
+        self.money = money  # the stored round_money rows, replaced with the anomaly rows
         self.raised = 0  # alerts raised by the last batch
         self.failure: ProjectionError | None = None  # detection given up (memory)
         self.full_limit: str | None = None  # DuckDB's memory limit for detection
@@ -347,6 +352,8 @@ class _BatchLoader:
                     con.execute(f"SET memory_limit = '{self.full_limit}'").fetchall()
                 scopes = detector.plan(rows)
                 detector.evaluate(rows, scopes)
+                if self.money is not None:
+                    self.money.evaluate()
             except duckdb.OutOfMemoryException as exc:
                 # The batch is still committed; the stored rows stay behind its checkpoint (so
                 # readers evaluate the view) until a run with more memory catches up.
@@ -357,6 +364,8 @@ class _BatchLoader:
                 scopes = []
             finally:
                 con.execute(f"SET memory_limit = '{load_limit}'").fetchall()
+        if detector is None and self.money is not None:
+            self.money.skip()  # this batch's rounds keep their old rows: behind from now on
         self.raised = 0
         # Registered outside the transaction: unregistering inside an aborted one would fail
         # and hide the error that aborted it.
@@ -378,6 +387,8 @@ class _BatchLoader:
                                                      last.offset, record_digest(last)])
                 if detector is not None:
                     self.raised = detector.apply(con, bool(scopes))
+                if self.money is not None:
+                    self.money.apply(con, bool(scopes))
                 con.commit()
             except BaseException as exc:
                 # Whatever stopped us (an error, KeyboardInterrupt): nothing partial remains.

@@ -10,6 +10,7 @@ fraction.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -30,7 +31,7 @@ from projections.defaults import DEFAULT_SIGMA
 from projections.export import Rows
 from projections.localtime import parse_zone, sql_zone
 from projections.memory import DEFAULT_MEMORY_LIMIT, memory_limit_at_most, threads_at_most
-from projections.views import sql_path
+from projections.views import sql_path, views_fingerprint
 
 RECONCILE_SQL = sql_path("reconcile.sql")
 
@@ -135,7 +136,10 @@ def _sections() -> dict[str, str]:
     return {name: "\n".join(lines).strip().rstrip(";") for name, lines in sections.items()}
 
 
-def query_sql(name: str, keys: Sequence[str] = ()) -> str:
+def query_sql(name: str, keys: Sequence[str] = (), round_rows: str = "") -> str:
+    """A section of sql/reconcile.sql with its placeholders filled; `round_rows` is what
+    by_round reads (the stored table, or by default the round_money query over the views)."""
+    round_rows = round_rows or f"({_sections()['round_money']})"
     text = _sections()[name]
     if "{keys}" in text:
         text = text.replace("{keys}", ", ".join(f'"{k}"' for k in keys))
@@ -144,7 +148,52 @@ def query_sql(name: str, keys: Sequence[str] = ()) -> str:
                             ", ".join(str(odds) for _, odds in STANDARD_PAYTABLE.lines()))
     if "{by_round}" in text:
         text = text.replace("{by_round}", _sections()["by_round"])
+    if "{round_rows}" in text:
+        text = text.replace("{round_rows}", round_rows)
     return text
+
+
+def round_money_sql() -> str:
+    """The round_money query (one row per round: its money) over the `rounds` and `ledger`
+    views of the catalog it runs in: the store's, or the writer's window of a batch
+    (projections/round_money.py)."""
+    return query_sql("round_money")
+
+
+# The writer's stored rows of the round_money query (projections/round_money.py keeps them),
+# and the checkpoints they were last brought up to. Read only while they are current
+# (stored_money_current): the same checkpoints as the store's, and built by this definition.
+ROUND_MONEY = "round_money"
+ROUND_MONEY_AT = "round_money_at"
+
+
+@cache  # read at every project() call of a follower and every reconcile: the files once
+def round_money_tag() -> str:
+    """The definition the stored rows were built by: the views' SQL and DuckDB's version
+    (views.views_fingerprint) and this file's round_money query. The table's comment holds it;
+    a store built by another pitlog is rebuilt, and read through the views until then."""
+    h = hashlib.sha256(f"{views_fingerprint()}\0{round_money_sql()}".encode())
+    return f"pitlog round_money {h.hexdigest()}"
+
+
+def stored_money_current(con: duckdb.DuckDBPyConnection) -> bool:
+    """The stored round_money rows hold every committed batch (their checkpoints are the
+    store's) and were built by this pitlog's definition (round_money_tag)."""
+    try:
+        tagged = con.execute(
+            "SELECT comment FROM duckdb_tables() WHERE database_name = current_database() "
+            "AND schema_name = 'main' AND table_name = $t", {"t": ROUND_MONEY}).fetchall()
+        if tagged != [(round_money_tag(),)]:
+            return False
+        ((behind,),) = con.execute(f"""SELECT count(*) FROM (
+            (SELECT source, log_partition, next_offset FROM checkpoints
+             EXCEPT SELECT * FROM {ROUND_MONEY_AT})
+            UNION ALL (SELECT * FROM {ROUND_MONEY_AT}
+                       EXCEPT SELECT source, log_partition, next_offset FROM checkpoints))"""
+                                   ).fetchall()
+    except duckdb.Error:  # no checkpoints or no marker table: not current
+        return False
+    return behind == 0
 
 
 def group_columns(by: Iterable[str]) -> tuple[str, ...]:
@@ -299,10 +348,16 @@ def reconcile(con: duckdb.DuckDBPyConnection, by: Sequence[str] = ("table",),
     calendar = calendar or Calendar()
     keys = group_columns(by)
     check_calendar(con, calendar)
-    load_edges(con)
+    # The writer's stored rows when they hold every committed batch: the day's rows alone,
+    # instead of the views' every round (issue 19 item 5); the views otherwise.
+    if stored_money_current(con):
+        sql = query_sql("reconcile", keys, ROUND_MONEY)
+    else:
+        load_edges(con)
+        sql = query_sql("reconcile", keys)
     params = {**calendar.params(), "day": day, "table": table}
     groups: dict[tuple[Any, ...], Row] = {}
-    parts = run_rows(con, query_sql("reconcile", keys), params)
+    parts = run_rows(con, sql, params)
     for part in parts:
         key = tuple(part[k] for k in keys)
         g = groups.get(key)

@@ -33,7 +33,13 @@ from events.reddog import theory
 from events.reddog.catalogue import BY_CODE
 from projections.money import dollars
 from projections.queries import rows as query_rows
-from projections.reconcile import DEFAULT_SIGMA, Calendar, reconcile
+from projections.reconcile import (
+    DEFAULT_SIGMA,
+    ROUND_MONEY,
+    Calendar,
+    reconcile,
+    stored_money_current,
+)
 
 Row = dict[str, Any]
 
@@ -145,11 +151,13 @@ def outcome_frequency(con: duckdb.DuckDBPyConnection, *, alpha: float = OUTCOME_
 
 # --- HOLD_VARIANCE -----------------------------------------------------------------------------
 
+# {rounds}: the `rounds` view, or the writer's stored round_money rows (one per round, with its
+# started_at) when current, as reconcile() reads them: neither figure then rescans the rounds.
 _GROUP_TIMES = """
 SELECT table_id, gaming_day(started_at, $tz, $day_start_minutes) AS gaming_day,
        shift_name(started_at, $tz, $shift_starts, $shift_names) AS shift,
        max(started_at) AS last_at
-FROM rounds
+FROM {rounds}
 GROUP BY ALL
 """
 GROUPINGS = {"table": ("table_id",), "day": ("gaming_day",), "shift": ("gaming_day", "shift")}
@@ -160,7 +168,8 @@ def hold_variance(con: duckdb.DuckDBPyConnection, calendar: Calendar | None = No
     """One row per table, gaming day and shift with at least `min_rounds` rounds: the reconcile
     figures, `grouping`, `last_at` and `flagged` (|z| > z_limit)."""
     calendar = calendar or Calendar()
-    times = query_rows(con, _GROUP_TIMES, calendar.params())
+    rounds = ROUND_MONEY if stored_money_current(con) else "rounds"
+    times = query_rows(con, _GROUP_TIMES.format(rounds=rounds), calendar.params())
     out = []
     for grouping, keys in GROUPINGS.items():
         last: dict[tuple[Any, ...], datetime] = {}

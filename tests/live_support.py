@@ -19,6 +19,12 @@ from events.log.embedded.log import EmbeddedLog
 from events.log.registry import open_log
 from events.simulation.simulator import SimConfig, simulate
 from projections.anomalies import STATISTICAL, STORED
+from projections.reconcile import (
+    ROUND_MONEY,
+    load_edges,
+    round_money_sql,
+    stored_money_current,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -87,8 +93,30 @@ def differences(con: duckdb.DuckDBPyConnection) -> tuple[int, int]:
     return int(extra), int(missing)
 
 
+def money_differences(con: duckdb.DuckDBPyConnection) -> tuple[int, int, int]:
+    """(stored round_money rows not in the round_money query over the views, the query's rows
+    not stored, the query's row count), EXCEPT ALL."""
+    load_edges(con)
+    query = f"SELECT * FROM ({round_money_sql()})"
+    ((extra,),) = con.execute(
+        f"SELECT count(*) FROM (SELECT * FROM {ROUND_MONEY} EXCEPT ALL {query})").fetchall()
+    ((missing,),) = con.execute(
+        f"SELECT count(*) FROM ({query} EXCEPT ALL SELECT * FROM {ROUND_MONEY})").fetchall()
+    ((rounds,),) = con.execute(f"SELECT count(*) FROM ({query})").fetchall()
+    return int(extra), int(missing), int(rounds)
+
+
+def assert_money_exact(con: duckdb.DuckDBPyConnection) -> None:
+    """The writer's round_money rows are the view's, row for row, and marked current."""
+    extra, missing, rounds = money_differences(con)
+    assert (extra, missing) == (0, 0)
+    assert rounds > 0
+    assert stored_money_current(con)
+
+
 def assert_exact(con: duckdb.DuckDBPyConnection) -> None:
     assert differences(con) == (0, 0)
+    assert_money_exact(con)
     stored = {c for (c,) in con.execute(f"SELECT DISTINCT code FROM {STORED}").fetchall()}
     assert rule_codes(con) - stored == set(), "the simulation must raise every rule code"
 

@@ -35,11 +35,14 @@ SELECT DISTINCT d.decks, t.pays_spread_1, t.pays_spread_2, t.pays_spread_3,
 FROM decks AS d JOIN tables AS t USING (table_id)
 ORDER BY ALL;
 
--- name: by_round
+-- name: round_money
 -- One row per round of the `rounds` view (rounds without wagers count as dealt), with its
--- calendar place, its money from the ledger, and its theoretical win as an exact fraction
--- theo_num / theo_den of cents. theo_edges is the temporary table reconcile.py loads: per
--- (decks, paytable, spread) the exact edge times theo_den (spread 0 = an original wager).
+-- money from the ledger and its theoretical win as an exact fraction theo_num / theo_den of
+-- cents. theo_edges is the temporary table reconcile.py loads: per (decks, paytable, spread)
+-- the exact edge times theo_den (spread 0 = an original wager). It reads the `rounds` and
+-- `ledger` views, or (projections/round_money.py, keeping the stored `round_money` table
+-- current) the same views over a batch's window: one definition of a round's money, whether
+-- computed at read time or stored by the writer.
 WITH money AS (
     SELECT
         l.table_id, l.shoe_id, l.round_no,
@@ -71,9 +74,7 @@ WITH money AS (
     GROUP BY l.table_id, l.shoe_id, l.round_no
 )
 SELECT
-    r.table_id, r.shoe_id, r.round_no, r.dealer, r.started_at,
-    gaming_day(r.started_at, $tz, $day_start_minutes) AS gaming_day,
-    shift_name(r.started_at, $tz, $shift_starts, $shift_names) AS shift,
+    r.table_id, r.shoe_id, r.round_no, r.dealer, r.started_at, r.first_seq, r.last_seq,
     coalesce(m.wagers, 0) AS wagers, coalesce(m.handle_cents, 0) AS handle_cents,
     coalesce(m.raises_cents, 0) AS raises_cents,
     coalesce(m.paid_cents, 0) AS paid_cents, coalesce(m.collected_cents, 0) AS collected_cents,
@@ -86,6 +87,19 @@ SELECT
     coalesce(m.theo_num, 0) AS theo_num, m.theo_den
 FROM rounds AS r
 LEFT JOIN money AS m USING (table_id, shoe_id, round_no)
+
+-- name: by_round
+-- Each round's money (the round_money query above over the views, or the stored
+-- `round_money` table, which holds its rows) with its calendar place. A day asked for first
+-- bounds started_at to the days around it (a gaming day's rounds start within two days of its
+-- date, whatever the zone, day start or session time zone), so a stored table in time order
+-- is read only there; the exact gaming_day test follows in the reconcile query.
+SELECT *,
+    gaming_day(started_at, $tz, $day_start_minutes) AS gaming_day,
+    shift_name(started_at, $tz, $shift_starts, $shift_names) AS shift
+FROM {round_rows}
+WHERE $day IS NULL OR (started_at >= CAST($day AS TIMESTAMPTZ) - INTERVAL 3 DAY
+                       AND started_at < CAST($day AS TIMESTAMPTZ) + INTERVAL 4 DAY)
 
 -- name: reconcile
 -- One row per group and deck-count denominator: reconcile.py adds the fractions exactly.

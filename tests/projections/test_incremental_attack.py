@@ -19,6 +19,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from live_support import assert_money_exact
 from table_builder import EVENING, TableBuilder, card, recorder_for
 
 from events.log.embedded.log import EmbeddedLog
@@ -57,7 +58,8 @@ def _two_batches(tmp_path: Path, log: EmbeddedLog,
                  t: TableBuilder) -> Iterator[tuple[duckdb.DuckDBPyConnection, Callable[[], None]]]:
     """The shape of these attacks: what `t` recorded so far projected as a first batch into a
     new store; `second_batch()` flushes and projects what the test recorded since; on leaving,
-    the stored rows equal a full evaluation (_rows_apart: nothing apart either way)."""
+    the stored rows equal a full evaluation (_rows_apart: nothing apart either way), and the
+    stored round_money rows the round_money query over the views."""
     def second_batch() -> None:
         t.flush()
         project(log, con, publish_alerts=False)
@@ -67,6 +69,7 @@ def _two_batches(tmp_path: Path, log: EmbeddedLog,
         project(log, con, publish_alerts=False)
         yield con, second_batch
         assert _rows_apart(con) == ([], [])
+        assert_money_exact(con)  # the rounds' stored money too (projections/round_money.py)
 
 
 def _at(seq: int) -> timedelta:

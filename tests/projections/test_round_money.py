@@ -1,0 +1,200 @@
+"""The writer's per-round money (projections/round_money.py): the stored `round_money` rows are
+the round_money query over the views (tests/live_support.py assert_money_exact, also checked
+after every incremental and attack test there), and reconcile() reads them when current with
+exactly the output it computes from the views, for every grouping, day and table."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import duckdb
+import pytest
+from live_support import assert_money_exact, feed, money_differences, random_cuts, source_log
+
+from events.log.embedded.log import EmbeddedLog
+from projections.projector import project
+from projections.reconcile import (
+    GROUPINGS,
+    ROUND_MONEY,
+    ROUND_MONEY_AT,
+    Calendar,
+    reconcile,
+    stored_money_current,
+)
+from projections.round_money import ROUND_MONEY_TAPS
+from projections.statistics import hold_variance
+
+CALENDARS = (Calendar(),
+             Calendar.parse("America/New_York", "04:00", "04:00,12:00,20:00"),
+             Calendar.parse("+05:30", "20:00", "08:00,20:00"))
+
+
+@pytest.fixture(scope="module")
+def records(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[bytes, bytes]]:
+    return source_log(tmp_path_factory.mktemp("source") / "log")
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory,
+          records: list[tuple[bytes, bytes]]) -> Iterator[duckdb.DuckDBPyConnection]:
+    """The simulated evening with irregularities of every code, projected in random pieces
+    and batch sizes (rounds split anywhere)."""
+    folder = tmp_path_factory.mktemp("money")
+    log = EmbeddedLog(folder / "log")
+    rng = random.Random(7)
+    start = 0
+    with duckdb.connect(str(folder / "v.duckdb")) as con:
+        for stop in random_cuts(len(records), 7, 7):
+            feed(log, records, start, stop)
+            start = stop
+            project(log, con, batch_size=rng.choice([250, 900, 4000]), publish_alerts=False)
+        yield con
+
+
+def _oid(con: duckdb.DuckDBPyConnection) -> int:
+    ((oid,),) = con.execute("SELECT table_oid FROM duckdb_tables() WHERE table_name = $t",
+                            {"t": ROUND_MONEY}).fetchall()
+    return int(oid)
+
+
+def _behind(con: duckdb.DuckDBPyConnection, read: Callable[[], list[dict]]) -> list[dict]:
+    """`read()` as it reads without current stored rows: the marker emptied for the call."""
+    con.begin()
+    try:
+        con.execute(f"DELETE FROM {ROUND_MONEY_AT}")
+        assert not stored_money_current(con)
+        return read()
+    finally:
+        con.rollback()
+
+
+def _from_views(con: duckdb.DuckDBPyConnection, **kwargs: object) -> list[dict]:
+    return _behind(con, lambda: list(reconcile(con, **kwargs)))  # type: ignore[arg-type]
+
+
+def test_reconcile_from_the_stored_rows_equals_the_views_for_every_day_table_and_group(
+        store: duckdb.DuckDBPyConnection) -> None:
+    con = store
+    assert_money_exact(con)
+    tables = [t for (t,) in con.execute(
+        "SELECT DISTINCT table_id FROM round_money ORDER BY 1").fetchall()]
+    assert len(tables) == 3
+    compared = 0
+    for calendar in CALENDARS:
+        days = [r["gaming_day"] for r in reconcile(con, ["day"], calendar)]
+        assert days
+        # Every grouping over the whole store; a day's and a table's with two of them.
+        asked = [(by, None, None) for by in [*([g] for g in GROUPINGS), ["table", "shift"]]]
+        asked += [(by, day, table) for by in (["table", "shift"], ["dealer"])
+                  for day in [None, *days] for table in [None, tables[0]]]
+        for by, day, table in asked:
+            args = {"by": by, "calendar": calendar, "day": day, "table": table}
+            stored = list(reconcile(con, **args))  # type: ignore[arg-type]
+            assert stored == _from_views(con, **args)
+            compared += len(stored)
+    assert compared > 0
+    # The simulated irregularities reach the money: exceptions and a settlement difference.
+    rows = list(reconcile(con, ["table"]))
+    assert sum(r["exceptions"] for r in rows) > 0
+    assert any(r["settlement_difference_cents"] for r in rows)
+
+
+def test_reconcile_reads_the_stored_rows_when_current(store: duckdb.DuckDBPyConnection) -> None:
+    # The comparison above can fail: a changed stored row changes reconcile's output, and
+    # only while the rows are current.
+    con = store
+    before = list(reconcile(con, ["table"]))
+    con.begin()
+    try:
+        con.execute(f"UPDATE {ROUND_MONEY} SET handle_cents = handle_cents + 100 "
+                    f"WHERE rowid = (SELECT min(rowid) FROM {ROUND_MONEY})")
+        assert money_differences(con)[:2] == (1, 1)
+        changed = list(reconcile(con, ["table"]))
+        assert sum(r["handle_cents"] for r in changed) == \
+            sum(r["handle_cents"] for r in before) + 100
+        con.execute(f"DELETE FROM {ROUND_MONEY_AT}")
+        assert list(reconcile(con, ["table"])) == before  # behind: the views
+    finally:
+        con.rollback()
+
+
+def test_a_store_without_the_rows_gets_them_and_batches_without_detection_leave_them_behind(
+        tmp_path: Path, records: list[tuple[bytes, bytes]]) -> None:
+    log = EmbeddedLog(tmp_path / "log")
+    third = len(records) // 3
+    feed(log, records, 0, third)
+    with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
+        # An older pitlog's store: no round_money at all; readers use the views.
+        project(log, con, store_anomalies=False, publish_alerts=False)
+        assert not stored_money_current(con)
+        # The first open that keeps anomalies builds it whole.
+        project(log, con, publish_alerts=False)
+        assert_money_exact(con)
+        built = _oid(con)
+        # Later batches replace rows in place: the table is not built again.
+        feed(log, records, third, 2 * third)
+        project(log, con, batch_size=300, publish_alerts=False)
+        assert_money_exact(con)
+        assert _oid(con) == built
+        # Batches projected without detection leave the rows behind: not current, so the
+        # views answer, and the next open with detection rebuilds them.
+        feed(log, records, 2 * third, len(records))
+        project(log, con, batch_size=300, store_anomalies=False, publish_alerts=False)
+        assert not stored_money_current(con)
+        assert money_differences(con)[1] > 0  # the later rounds are missing
+        project(log, con, publish_alerts=False)
+        assert_money_exact(con)
+        assert _oid(con) != built
+        # Rows built by another definition (another pitlog's SQL) are rebuilt too.
+        rebuilt = _oid(con)
+        con.execute(f"COMMENT ON TABLE {ROUND_MONEY} IS 'pitlog round_money other'")
+        assert not stored_money_current(con)
+        project(log, con, publish_alerts=False)
+        assert_money_exact(con)
+        assert _oid(con) != rebuilt
+        # And a store whose taps were dropped (the dealers' context of the live path).
+        con.execute(f"DROP TABLE {ROUND_MONEY_TAPS}")
+        project(log, con, publish_alerts=False)
+        assert_money_exact(con)
+        ((taps,),) = con.execute(f"SELECT count(*) FROM {ROUND_MONEY_TAPS}").fetchall()
+        assert taps > 0
+
+
+def test_hold_variance_from_the_stored_rows_equals_the_views(
+        store: duckdb.DuckDBPyConnection) -> None:
+    # HOLD_VARIANCE's groups and their last rounds' times read the stored rows too
+    # (projections/statistics.py); a low threshold and minimum so that some groups flag.
+    con = store
+    for calendar in CALENDARS:
+        stored = hold_variance(con, calendar, z_limit=0.5, min_rounds=20)
+        assert stored == _behind(con, lambda c=calendar: hold_variance(  # type: ignore[misc]
+            con, c, z_limit=0.5, min_rounds=20))
+        assert {g["grouping"] for g in stored} == {"table", "day", "shift"}
+        assert any(g["flagged"] for g in stored)
+
+
+def test_a_round_stored_in_play_is_replaced_when_it_is_settled(
+        tmp_path: Path, records: list[tuple[bytes, bytes]]) -> None:
+    log = EmbeddedLog(tmp_path / "log")
+    in_play = """SELECT table_id, shoe_id, round_no FROM round_money
+                 WHERE handle_cents > 0 AND paid_cents + collected_cents + returned_cents = 0
+                 ORDER BY ALL LIMIT 1"""
+    with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
+        stop, found = len(records) // 2, []
+        feed(log, records, 0, stop)
+        project(log, con, publish_alerts=False)
+        while not found:  # a cut inside a round with wagers and no settlement yet
+            feed(log, records, stop, stop + 40)
+            stop += 40
+            project(log, con, batch_size=300, publish_alerts=False)
+            found = con.execute(in_play).fetchall()
+        assert_money_exact(con)
+        feed(log, records, stop, len(records))
+        project(log, con, batch_size=300, publish_alerts=False)
+        assert_money_exact(con)
+        ((settled,),) = con.execute(
+            "SELECT paid_cents + collected_cents + returned_cents FROM round_money "
+            "WHERE table_id = ? AND shoe_id = ? AND round_no = ?", list(found[0])).fetchall()
+        assert settled > 0
