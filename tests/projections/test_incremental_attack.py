@@ -352,17 +352,20 @@ def test_a_copy_in_its_originals_batch_and_a_stored_duplicate_survive_later_batc
         project(log, con, publish_alerts=False)
         assert _duplicates(con) == [("T01", [2, tap_copy]), ("T01", [wager, wager_copy])]
         assert _rows_apart(con) == ([], [])
+        assert_money_exact(con)
     with duckdb.connect(db) as con:  # a restart
         t.round_no = 2
         t.deal_round("5C QS 9D", {1: 500})
         t.flush()
         project(log, con, publish_alerts=False)
         assert _rows_apart(con) == ([], [])
+        assert_money_exact(con)
         third = _resend(t, str(uuid.UUID(int=2)), None, None)
         t.flush()
         project(log, con, publish_alerts=False)
         assert _duplicates(con) == [("T01", [2, tap_copy, third]), ("T01", [wager, wager_copy])]
         assert _rows_apart(con) == ([], [])
+        assert_money_exact(con)
 
 
 def _shoes(t: TableBuilder, names: tuple[str, ...]) -> dict[str, int]:
@@ -429,6 +432,7 @@ def test_a_copy_across_a_restart_and_a_state_of_another_hash_are_found(tmp_path:
         assert incremental.state_ready(con)
         assert _stored_duplicates(con) == [("T01", [2, tap]), ("T01", [wager, copy])]
         assert _rows_apart(con) == ([], [])
+        assert_money_exact(con)
 
 
 # An original and two copies in one batch, in a shoe after two earlier shoes (W is the end of
@@ -523,3 +527,4 @@ def test_an_ids_state_an_older_pitlog_left_behind_is_rebuilt(tmp_path: Path) -> 
         assert incremental.state_ready(con)
         assert _stored_duplicates(con) == [("T01", [wager, copy])]
         assert _rows_apart(con) == ([], [])
+        assert_money_exact(con)
