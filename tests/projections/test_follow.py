@@ -197,13 +197,16 @@ def test_a_stop_during_the_whole_evaluation_ends_it_within_a_step_and_stores_not
     try:
         follower = Follower(con, log, stop_event=stop, poll_interval=0.05)
         results: list[ProjectionReport] = []
-        thread = threading.Thread(target=lambda: results.append(follower.run()))
+        thread = threading.Thread(target=lambda: results.append(follower.run()), daemon=True)
         thread.start()
         thread.join(HANG_S)
-        assert not thread.is_alive()
+        stopped_on_its_own = not thread.is_alive()
     finally:
+        stop.set()  # a follower that never logged a step is stopped too (after its evaluation)
+        thread.join(HANG_S)
         logger.removeHandler(handler)
         logger.setLevel(previous)
+    assert stopped_on_its_own
     try:
         (only,) = steps  # one step of the six families' evaluation, then the stop
         assert only.endswith("step 1 of 6"), only
