@@ -24,13 +24,18 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from events.errors import PitlogError, ProjectionError
+from events.errors import PitlogError, ProjectionError, first_line
 from events.reddog import theory
 from events.reddog.rules import STANDARD_PAYTABLE, Paytable, PaytableError
 from projections.defaults import DEFAULT_SIGMA
 from projections.export import Rows
 from projections.localtime import parse_zone, sql_zone
-from projections.memory import DEFAULT_MEMORY_LIMIT, memory_limit_at_most, threads_at_most
+from projections.memory import (
+    DEFAULT_MEMORY_LIMIT,
+    MORE_MEMORY,
+    memory_limit_at_most,
+    threads_at_most,
+)
 from projections.views import sql_path, views_fingerprint
 
 RECONCILE_SQL = sql_path("reconcile.sql")
@@ -232,8 +237,11 @@ def run_rows(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any]) -
     except duckdb.CatalogException as exc:
         raise ProjectionError(
             f"the database has no pitlog ledger ({exc}); run `pitlog project` first") from exc
+    except duckdb.OutOfMemoryException as exc:
+        raise ProjectionError(f"reconciliation query failed ({first_line(exc)}); "
+                              f"{MORE_MEMORY}") from exc
     except duckdb.Error as exc:
-        raise ProjectionError(f"reconciliation query failed ({exc})") from exc
+        raise ProjectionError(f"reconciliation query failed ({first_line(exc)})") from exc
 
 
 def _read_only(con: duckdb.DuckDBPyConnection) -> bool:

@@ -83,13 +83,23 @@ def ensure_current(con: duckdb.DuckDBPyConnection) -> bool:
     names = {t for (t,) in con.execute(
         "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
         "AND schema_name = 'main'").fetchall()}
-    if ROUND_MONEY_TAPS in names and stored_money_current(con):
+    if (ROUND_MONEY_TAPS in names and _columns(con, ROUND_MONEY_TAPS) == _columns(con, "events")
+            and stored_money_current(con)):
         return False
     try:
         build_whole(con)
     except duckdb.OutOfMemoryException:
         return False
     return True
+
+
+def _columns(con: duckdb.DuckDBPyConnection, table: str) -> list[tuple[str, str]]:
+    """A table's columns and types in order: the taps are copies of `events` rows, so a schema
+    that gained a column (schemas/*.avsc evolved, store.ensure_schema) needs them copied again."""
+    return [(str(n), str(t)) for n, t in con.execute(
+        "SELECT column_name, data_type FROM duckdb_columns() WHERE database_name = "
+        "current_database() AND schema_name = 'main' AND table_name = ? ORDER BY column_index",
+        [table]).fetchall()]
 
 
 class Keeper:

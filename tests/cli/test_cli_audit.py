@@ -206,10 +206,11 @@ def test_every_query_in_docs_auditing_runs_in_a_stock_client(db: Path) -> None:
 def test_every_command_that_shows_times_takes_tz(db: Path, args: list[str]) -> None:
     """README: the same thing has the same option everywhere, --tz among them; shoes, replay
     and sql show times but had no --tz (only PITLOG_TZ), so `--tz` was `No such option`."""
-    local = runner.invoke(app, [*args, "--db", str(db), *NY], env={"PITLOG_TZ": None})
+    wide = {"PITLOG_TZ": None, "COLUMNS": "250"}  # a time in one cell, not folded at 80
+    local = runner.invoke(app, [*args, "--db", str(db), *NY], env=wide)
     assert local.exit_code == 0, local.output
     assert "2026-11-28 18:00:03 EST" in local.output  # T01-S1 loaded at 23:00:03 UTC
-    utc = runner.invoke(app, [*args, "--db", str(db)], env={"PITLOG_TZ": None})
+    utc = runner.invoke(app, [*args, "--db", str(db)], env=wide)
     assert "2026-11-28 23:00:03 UTC" in utc.output and "EST" not in utc.output
 
 
