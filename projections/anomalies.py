@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import duckdb
 
-from events.errors import ProjectionError
+from events.errors import ProjectionError, first_line
 from events.reddog.catalogue import SEVERITIES, STATISTICAL, Severity
 from projections.memory import MORE_MEMORY
 from projections.queries import rows as query_rows
@@ -129,7 +129,9 @@ def refresh_stored_anomalies(
                         within)
             return
     except duckdb.Error as exc:
-        raise ProjectionError(f"cannot store the anomalies ({exc})") from exc
+        if isinstance(exc, duckdb.OutOfMemoryException):
+            raise memory_error(con) from exc
+        raise ProjectionError(f"cannot store the anomalies ({first_line(exc)})") from exc
     ((database,),) = con.execute("SELECT current_database()").fetchall()
     source = '"' + database.replace('"', '""') + '".main.events'
     scope = con.cursor()  # its own default catalog: USE below leaves `con`'s alone
@@ -154,7 +156,7 @@ def refresh_stored_anomalies(
     except duckdb.Error as exc:
         if isinstance(exc, duckdb.OutOfMemoryException):
             raise memory_error(con) from exc
-        raise ProjectionError(f"cannot store the anomalies ({exc})") from exc
+        raise ProjectionError(f"cannot store the anomalies ({first_line(exc)})") from exc
     finally:
         scope.close()
         con.execute(f"DETACH DATABASE IF EXISTS {_SCOPE}")
