@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import tempfile
+import threading
 from collections.abc import Iterable, Sequence
 from decimal import Decimal
 from fractions import Fraction
@@ -158,19 +157,34 @@ def write(rows: Sequence[dict[str, Any]], columns: Sequence[str], fmt: str,
         if isinstance(out, Path):
             _copy(con, select, fmt, out)
             return
-        fd, name = tempfile.mkstemp(suffix=f".{fmt}")
-        os.close(fd)
-        try:
-            _copy(con, select, fmt, Path(name))
-            with open(name, encoding="utf-8") as f:
-                if fmt in ("json", "jsonl"):  # a terminal: no raw DEL, C1 or bidi control
-                    for line in f:
-                        out.write(json_safe(line))
-                else:
-                    shutil.copyfileobj(f, out)
-            out.flush()
-        finally:
-            os.unlink(name)
+        text = _copied(con, select, fmt).decode("utf-8")
+        if fmt in ("json", "jsonl"):  # a terminal: no raw DEL, C1 or bidi control
+            text = json_safe(text)
+        out.write(text)
+        out.flush()
+
+
+def _copied(con: duckdb.DuckDBPyConnection, select: str, fmt: str) -> bytes:
+    """What COPY writes, read back through a pipe: a query command writes no file, not even a
+    temporary one (read-only means no file access). Held until COPY succeeded, so a failure
+    prints nothing partial; the rows themselves are already in memory, and their text is
+    smaller than they are."""
+    read_end, write_end = os.pipe()
+    chunks: list[bytes] = []
+
+    def drain() -> None:  # the pipe's buffer is 64 KiB: COPY blocks unless read meanwhile
+        with os.fdopen(read_end, "rb") as pipe:
+            while chunk := pipe.read(1 << 16):
+                chunks.append(chunk)
+
+    reader = threading.Thread(target=drain, name="pitlog-export", daemon=True)
+    reader.start()
+    try:
+        _copy(con, select, fmt, Path(f"/dev/fd/{write_end}"), direct=True)
+    finally:
+        os.close(write_end)
+        reader.join()
+    return b"".join(chunks)
 
 
 def _visible_strings(table: pa.Table) -> pa.Table:
@@ -188,12 +202,15 @@ def _visible_strings(table: pa.Table) -> pa.Table:
     return pa.Table.from_arrays(columns, names=names)
 
 
-def _copy(con: duckdb.DuckDBPyConnection, select: str, fmt: str, path: Path) -> None:
+def _copy(con: duckdb.DuckDBPyConnection, select: str, fmt: str, path: Path,
+          *, direct: bool = False) -> None:
+    """`direct`: write `path` itself, never a temporary file beside it (a pipe has no folder)."""
     import duckdb
 
     target = str(path).replace("'", "''")
+    options = FORMATS[fmt][:-1] + ", USE_TMP_FILE false)" if direct else FORMATS[fmt]
     try:
-        con.execute(f"COPY ({select}) TO '{target}' {FORMATS[fmt]}")
+        con.execute(f"COPY ({select}) TO '{target}' {options}")
     except duckdb.IOException as exc:  # a full disk, a file that cannot be written
         found = re.search(r'"exception_message":"((?:[^"\\]|\\.)*)"', str(exc))
         reason = found.group(1).replace('\\"', '"') if found else str(exc).splitlines()[0]
