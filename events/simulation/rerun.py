@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from events.errors import DecodeError
 from events.log.base import EventLog
 from events.recording.recorder import last_records
-from events.simulation.simulator import SimConfig, generate, table_name
+from events.simulation.simulator import SimConfig, TableSim, table_name
 from events.wire import codec
 
 
@@ -36,22 +36,30 @@ class Held:
 
 def held_tables(log: EventLog, config: SimConfig) -> list[Held]:
     """The simulation's tables whose newest event in `log` is one of the simulation's own.
-    Costs one read of the table heads; the simulation's steps are generated (not recorded)
-    only for the tables that have a head in the log, and only then."""
-    heads: dict[str, str] = {}
+    Costs one read of the table heads; then, for a table that has a head, its steps are
+    generated (not recorded) up to the head's time: a table's clock only moves forward
+    (TableSim.emit), so a head the simulation has not reached by then is not its own. Only a
+    table the log holds is generated to its end (to count its events)."""
+    heads: dict[str, tuple[str, int]] = {}
     for key, value in last_records(log).items():
         try:
-            heads[key.decode()] = codec.decode(value).event_id
+            env = codec.decode(value)
+            heads[key.decode()] = (env.event_id, codec.micros(env.occurred_at))
         except (DecodeError, UnicodeDecodeError):
             continue  # not a pitlog event: not one of the simulation's either
-    indexes = [i for i in range(config.tables) if table_name(i) in heads]
-    if not indexes:
-        return []
-    steps, _ = generate(config, indexes)
-    total = dict.fromkeys(indexes, 0)
-    held: dict[int, int] = {}
-    for step in steps:
-        total[step.table_index] += 2 if step.tamper == "duplicate" else 1  # two records
-        if step.event_id == heads[table_name(step.table_index)]:
-            held[step.table_index] = total[step.table_index]
-    return [Held(table_name(i), i, n, total[i]) for i, n in sorted(held.items())]
+    found = []
+    for index in range(config.tables):
+        head = heads.get(table_name(index))
+        if head is None:
+            continue
+        head_id, head_us = head
+        total, held = 0, 0
+        for step in TableSim(config, index).run():
+            if not held and step.at_us > head_us:
+                break
+            total += 2 if step.tamper == "duplicate" else 1  # two records
+            if step.event_id == head_id:
+                held = total
+        if held:
+            found.append(Held(table_name(index), index, held, total))
+    return found
