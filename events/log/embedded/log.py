@@ -362,7 +362,9 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
                     k = int(bad[0])
                     raise _bad_frame(part, first + k, positions[k], int(length[k]),
                                      int(key_len[k]))
-                if key_at[-1] + length[-1] > len(buf):  # the segment ends inside the last one
+                # The segment ends inside the last one: cut off (a damaged length, the body
+                # running past a later record, is left to verify, as it was).
+                if key_at[-1] + length[-1] > len(buf) and part.cut_short(first + len(rel) - 1):
                     raise _beyond_end(part, first + len(rel) - 1, positions[-1])
                 value_at = key_at + key_len
                 yield FrameBatch(partition, first, buf, key_at, value_at,
@@ -413,7 +415,7 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
             # verify locates it at this record by its key).
             if k + 1 < len(positions) and body_start + length > positions[k + 1] - first:
                 raise _bad_frame(part, start + k, pos, length, key_len)
-            if body_start + length > len(buf):  # the segment ends inside this (last) record
+            if body_start + length > len(buf) and part.cut_short(start + k):  # as read_frames
                 raise _beyond_end(part, start + k, pos)
             out.append(
                 LogRecord(

@@ -56,14 +56,16 @@ class Partition:
 
     def cut_short(self, offset: int, size: int | None = None) -> bool:
         """Whether record `offset`, not whole in the segment (`size` bytes), was cut off by a
-        truncated segment rather than named by a damaged .idx entry. A truncation leaves the
-        index as it was: the entry starts where the record before it ends (or that record is
-        cut too, its frame header gone) and every later entry lies further on. Anything else
-        is a damaged entry: out of order, or not at a frame boundary. Read only on the way
-        to an error (the whole rest of the index)."""
+        truncated segment. A truncation leaves the index as it was: the entry starts where the
+        record before it ends (or that record is cut too, its frame header gone) and every
+        later entry lies further on, past the end. Otherwise the entry is damaged (out of
+        order, or not at a frame boundary) or, where a later record starts inside the file,
+        the record's own frame header (its length). Read only on the way to an error (the
+        whole rest of the index)."""
         size = self.seg_size() if size is None else size
         rest = self.positions(offset, self.count())
-        if not rest or any(b <= a for a, b in zip(rest, rest[1:], strict=False)):
+        if not rest or any(b <= a for a, b in zip(rest, rest[1:], strict=False)) \
+                or (len(rest) > 1 and rest[1] < size):
             return False
         if offset == 0:
             return rest[0] == 0
