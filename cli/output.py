@@ -41,6 +41,10 @@ class Format(StrEnum):
     parquet = "parquet"
 
 
+# The formats --out writes a file in (all but the table, which is for people).
+FILE_FORMATS = tuple(sorted(f.value for f in Format if f is not Format.table))
+
+
 class Summary(StrEnum):
     """--format of commands that print a summary, not rows to export (no parquet)."""
     table = "table"
@@ -89,8 +93,8 @@ def render(rows: Sequence[dict[str, Any]], fmt: Format | Summary, *, out: Path |
         write(rows, cols, fmt.value, out if out is not None else sys.stdout)
         return
     if out is not None:
-        raise PitlogError("--out writes csv, json, jsonl or parquet: add --format "
-                          "csv|json|jsonl|parquet")
+        raise PitlogError(f"--out writes {', '.join(FILE_FORMATS[:-1])} or {FILE_FORMATS[-1]}: "
+                          f"add --format {'|'.join(FILE_FORMATS)}")
     # Piped output has no terminal width: as wide as the rows need, never cut. $COLUMNS, when
     # set, is the width asked for (rich reads it).
     wide = sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit()

@@ -71,6 +71,26 @@ def parse_hhmm(text: str, what: str) -> int:
     return int(m.group(1)) * 60 + int(m.group(2))
 
 
+def parse_shifts(shifts: str) -> tuple[int, ...]:
+    """'14:00,06:00,22:00' -> (360, 840, 1320). Each shift runs to the next start on the clock,
+    so the order given does not matter (they are sorted); a start given twice (06:00,6:00) or an
+    empty entry is a mistake, refused rather than dropped."""
+    entries = shifts.split(",")
+    if not any(e.strip() for e in entries):
+        raise ReconcileError("--shifts needs at least one start time, e.g. 06:00,14:00,22:00")
+    if not all(e.strip() for e in entries):
+        raise ReconcileError(f"--shifts {shifts!r} has an empty entry (two commas in a row, or "
+                             f"one at an end): list each shift's start once, comma-separated, "
+                             f"e.g. 06:00,14:00,22:00")
+    starts = [parse_hhmm(e, "shift start") for e in entries]
+    twice = sorted({m for m in starts if starts.count(m) > 1})
+    if twice:
+        raise ReconcileError(f"--shifts {shifts!r} gives the start {hhmm(twice[0])} twice: each "
+                             f"shift runs from its start to the next one, so give each start "
+                             f"once, e.g. 06:00,14:00,22:00")
+    return tuple(sorted(starts))
+
+
 def hhmm(minutes: int) -> str:
     return f"{minutes // 60:02d}:{minutes % 60:02d}"
 
@@ -98,11 +118,8 @@ class Calendar:
     @classmethod
     def parse(cls, tz: str = "UTC", gaming_day_start: str = "06:00",
               shifts: str = "06:00,14:00,22:00") -> Calendar:
-        starts = sorted({parse_hhmm(s, "shift start") for s in shifts.split(",") if s.strip()})
-        if not starts:
-            raise ReconcileError("--shifts needs at least one start time, e.g. 06:00,14:00,22:00")
         return cls(zone_name(tz), parse_hhmm(gaming_day_start, "gaming-day start"),
-                   tuple(starts))
+                   parse_shifts(shifts))
 
     @property
     def shift_names(self) -> list[str]:

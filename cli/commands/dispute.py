@@ -18,7 +18,7 @@ import typer
 
 from cli.client import ServerOpt, ask
 from cli.options import DbOpt, FormatOpt, TzOpt, db_path, new_file, parse_time
-from cli.output import Format, render
+from cli.output import FILE_FORMATS, Format, render
 from cli.reading import reading
 from events.errors import PitlogError
 from projections.dispute import Dispute, dispute
@@ -27,6 +27,9 @@ from projections.moment import OutsideRound
 from projections.money import dollars
 from projections.serve.templates.base import seqs_text
 from projections.serve.templates.incident import incident_page
+
+# The --out names that get the printable incident report (any other needs --format).
+INCIDENT_SUFFIXES = (".html", ".htm")
 
 Row = dict[str, Any]
 
@@ -118,6 +121,13 @@ def dispute_cmd(
     Example: pitlog dispute --table T07 --at 2026-11-28T21:14:00 --tz America/New_York --seat 3
     """
     zone = casino_zone(tz)
+    if out is not None and format is Format.table and \
+            out.suffix.lower() not in INCIDENT_SUFFIXES:  # said before anything is read
+        raise PitlogError(
+            f"--out {out.name}: dispute writes the incident report to a "
+            f"{' or '.join(INCIDENT_SUFFIXES)} file, or the rows with --format "
+            f"{'|'.join(FILE_FORMATS)}: name the file {out.stem}{INCIDENT_SUFFIXES[0]}, or add "
+            f"--format")
     if (at is None) == (round_ is None):
         raise PitlogError("give either --at TIME or --round SHOE:ROUND")
     moment = parse_time(at, tz, "--at") if at is not None else None
@@ -133,7 +143,7 @@ def dispute_cmd(
                 d = dispute(con, table, at=moment, shoe=shoe, round_no=number, seat=seat)
             except OutsideRound as exc:
                 raise PitlogError(exc.describe(zone)) from None
-    if out is not None and out.suffix.lower() in (".html", ".htm"):
+    if out is not None and out.suffix.lower() in INCIDENT_SUFFIXES:
         out.write_text(incident_page(d, zone, at=moment, seat=seat))
         return
     if format is Format.table and out is None:

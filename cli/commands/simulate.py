@@ -23,9 +23,11 @@ from cli.options import (
 from cli.output import Summary, render
 from cli.progress import progress_bar
 from events.errors import PitlogError, RuleError
+from events.log.base import EventLog
 from events.reddog import rules
 from events.reddog.rules import MAX_DECKS, MIN_DECKS
-from events.simulation.simulator import SimConfig, simulate
+from events.simulation.rerun import held_tables
+from events.simulation.simulator import SimConfig, SimReport, simulate
 
 
 def simulate_cmd(
@@ -98,9 +100,11 @@ def simulate_cmd(
                            irregularities=irregularities, per_code=per_code)
     except RuleError as exc:
         raise PitlogError(f"--rate: {exc}") from exc
-    with open_for_writing(log_uri(log), create_topic) as event_log, \
-            progress_bar("simulating rounds", tables * rounds) as update:
-        report = simulate(event_log, config, round_progress=update)
+    with open_for_writing(log_uri(log), create_topic) as event_log:
+        only = _not_yet_held(event_log, config)
+        with progress_bar("simulating rounds", len(only) * rounds) as update:
+            report = simulate(event_log, config, only=only, round_progress=update) if only \
+                else SimReport(0, 0, 0, 0, [])
         uri = event_log.uri
     if truth is not None:
         with truth.open("w") as f:
@@ -120,3 +124,27 @@ def simulate_cmd(
         ],
         format,
     )
+
+
+def _not_yet_held(log: EventLog, config: SimConfig) -> list[int]:
+    """The table indexes to simulate: those the log does not hold already. A rerun with the
+    same settings would append the same evening again, each event a DUPLICATE_EVENT nobody
+    caused (events/simulation/rerun.py); a table held whole is left out, and one held in part
+    (a run stopped part way) is refused, since appending it again would do the same."""
+    held = held_tables(log, config)
+    part = [h for h in held if not h.whole]
+    if part:
+        which = ", ".join(f"{h.table} {h.held:,} of its {h.total:,} events" for h in part)
+        raise PitlogError(f"the log {log.uri} already holds part of this simulation (--seed "
+                          f"{config.seed}: {which}; a run stopped part way): nothing appended; "
+                          f"simulate another evening with another --seed, or into a new --log")
+    events = sum(h.total for h in held)
+    if len(held) == config.tables:
+        typer.echo(f"the log {log.uri} already holds this simulation: {events:,} events; "
+                   f"nothing appended (another evening: another --seed)", err=True)
+    elif held:
+        typer.echo(f"the log {log.uri} already holds this simulation's "
+                   f"{', '.join(h.table for h in held)} ({events:,} events): not appended "
+                   f"again", err=True)
+    whole = {h.index for h in held}
+    return [i for i in range(config.tables) if i not in whole]

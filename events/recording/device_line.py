@@ -327,6 +327,11 @@ def _checked(obj: Any, event_id: Callable[[str, str, int], str] | None) -> Devic
     if round_no is not None and (type(round_no) is not int
                                  or not _INT[0] <= round_no <= _INT[1]):
         round_no = _int("round", round_no, "int")
+    if round_no is not None and round_no < 0:
+        raise LineRejected(f"field 'round' is {round_no}, below 0 (a round number is never "
+                           f"negative)", "send the round's number within its shoe, or null for "
+                           "a shoe- or table-level event")
+    _check_numbers_and_ids(payload)
     event = model.EVENT_TYPES[event_type](**payload)
     at = _time(obj["at"])
     if given is not None:
@@ -337,6 +342,27 @@ def _checked(obj: Any, event_id: Callable[[str, str, int], str] | None) -> Devic
         given = event_id(table, actor, seq)
     # By position: keywords cost a NamedTuple a third more (this runs once a line).
     return DeviceLine(table, event, shoe, round_no, seq, at, actor, given)
+
+
+# Seat and betting-area numbers: no rule given bounds them (13:47-20.31 and 13:69F-6.8 say how
+# many areas a player may bet, not how places are numbered), so only a negative one, which no
+# layout has, is refused as malformed. Ids: an empty one names no one.
+_NUMBERS = {"seat": "seat", "area": "betting area", "requested_by_seat": "seat"}
+_IDS = {"player_id": "player", "dealer_id": "dealer", "device_id": "device"}
+
+
+def _check_numbers_and_ids(payload: dict[str, Any]) -> None:
+    """LineRejected for a negative seat or area number, or an empty (or blank) id."""
+    for name, what in _NUMBERS.items():
+        value = payload.get(name)
+        if value is not None and value < 0:
+            raise LineRejected(f"field '{name}' is {value}, below 0 (a {what} number is never "
+                               f"negative)", f"send the {what}'s number as the table's layout "
+                               f"shows it")
+    for name, what in _IDS.items():
+        value = payload.get(name)
+        if value is not None and not value.strip():
+            raise LineRejected(f"field '{name}' is empty", f"send the {what}'s id")
 
 
 _ABSENT = object()

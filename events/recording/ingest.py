@@ -54,10 +54,12 @@ class BadLine:
     reason: str
     hint: str
     raw: bytes
+    source: str = ""  # the file (or <stdin>) it was read from
 
     @property
     def message(self) -> str:
-        return f"line {self.line}: {self.reason}; {self.hint}"
+        where = f"{self.source} line" if self.source else "line"
+        return f"{where} {self.line}: {self.reason}; {self.hint}"
 
 
 @dataclass(slots=True)
@@ -166,7 +168,7 @@ def ingest(stream: IO[bytes], log: EventLog, *, source: str, quarantine: Path,
     ids = EventIdIndex(log)
 
     def reject(n: int, raw: bytes, reason: str, hint: str) -> None:
-        bad = BadLine(n, reason, hint, raw)
+        bad = BadLine(n, reason, hint, raw, source)
         report.rejected += 1
         bad_lines.add(bad)
         if on_reject is not None:

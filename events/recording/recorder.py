@@ -35,19 +35,24 @@ def _head_of(value: bytes) -> TableHead | None:
         return None
 
 
+def last_records(log: EventLog) -> dict[bytes, bytes]:
+    """Each key's (table's) newest record in the log."""
+    if isinstance(log, ConditionalAppend):  # it keeps each table's last record at hand
+        return log.last_values()
+    last: dict[bytes, bytes] = {}
+    for batch in log.read():
+        for rec in batch:
+            last[rec.key] = rec.value
+    return last
+
+
 def scan_heads(log: EventLog) -> dict[str, TableHead]:
     """Each table's head, read from the log (only the last record per table is decoded).
 
     A table whose newest record is not a pitlog event (foreign bytes on a Kafka topic, which
     the read side quarantines) continues from its newest record that is: one bad message must
     not stop every writer of the topic."""
-    last: dict[bytes, bytes] = {}
-    if isinstance(log, ConditionalAppend):  # it keeps each table's last record at hand
-        last = log.last_values()
-    else:
-        for batch in log.read():
-            for rec in batch:
-                last[rec.key] = rec.value
+    last = last_records(log)
     heads: dict[str, TableHead] = {}
     unreadable: set[bytes] = set()
     for key, value in last.items():

@@ -137,13 +137,18 @@ def uuid4_text(bits: int) -> str:
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
+def table_name(index: int) -> str:
+    """The id of the simulation's table `index` (0-based): T01, T02, ..."""
+    return f"T{index + 1:02d}"
+
+
 class TableSim:
     """One table's evening, as a generator of steps."""
 
     def __init__(self, config: SimConfig, index: int) -> None:
         self.config = config
         self.index = index
-        self.table_id = f"T{index + 1:02d}"
+        self.table_id = table_name(index)
         seed = f"{config.seed}:{self.table_id}"
         self.rng = random.Random(seed)
         self.inject = Irregularities(config, seed)

@@ -115,6 +115,57 @@ def test_simulate_then_project_then_shoes_and_replay(tmp_path: Path) -> None:
     assert hands[1]["racked"] == hands[1]["dealt"]
 
 
+def test_simulate_run_again_into_the_same_log_appends_nothing_and_says_so(
+        tmp_path: Path) -> None:
+    """The same simulation twice into one log appended the evening again: 55 DUPLICATE_EVENT
+    rows for `--tables 1 --rounds 3`, anomalies nobody caused. A rerun succeeds, appends
+    nothing and says so; a larger run with the same seed adds only the tables not there."""
+    log, db = tmp_path / "log", str(tmp_path / "v.duckdb")
+    args = ("simulate", "--log", str(log), "--tables", "1", "--rounds", "3", "--format", "json")
+    first = _run(*args)
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout)[0]["events"] == 55
+    again = _run(*args)
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)[0]["events"] == 0
+    assert again.stderr == (f"the log file://{log} already holds this simulation: 55 events; "
+                            f"nothing appended (another evening: another --seed)\n")
+    more = _run(*args[:4], "2", *args[5:])
+    assert more.returncode == 0, more.stderr
+    assert more.stderr == (f"the log file://{log} already holds this simulation's T01 (55 "
+                           f"events): not appended again\n")
+    assert json.loads(more.stdout)[0]["tables"] == 1
+    proj = _run("project", "--log", str(log), "--db", db, "--no-alerts", "--format", "json")
+    assert proj.returncode == 0, proj.stderr
+    assert json.loads(proj.stdout)[0]["events"] == 55 + json.loads(more.stdout)[0]["events"]
+    found = _run("anomalies", "--db", db, "--format", "json")
+    assert json.loads(found.stdout) == []  # no DUPLICATE_EVENT, nothing else invented
+
+
+def test_simulate_into_a_log_holding_part_of_its_evening_is_refused(tmp_path: Path) -> None:
+    """What a killed run leaves: the first records of the evening. Appending the evening would
+    record them twice; it is refused, naming the log, how much it holds and what to do."""
+    log = tmp_path / "log"
+    args = ("simulate", "--log", str(log), "--tables", "1", "--rounds", "3", "--format", "json")
+    assert _run(*args).returncode == 0
+    for part in log.glob("p*.idx"):  # keep the first 20 records (the journal's rollback)
+        seg = part.with_suffix(".seg")
+        if part.stat().st_size:
+            at = int.from_bytes(part.read_bytes()[20 * 8:21 * 8], "little")
+            part.write_bytes(part.read_bytes()[:20 * 8])
+            seg.write_bytes(seg.read_bytes()[:at])
+    again = _run(*args)
+    assert (again.returncode, again.stdout) == (1, "")
+    assert again.stderr == (f"Error: the log file://{log} already holds part of this simulation "
+                            f"(--seed 7: T01 20 of its 55 events; a run stopped part way): "
+                            f"nothing appended; simulate another evening with another --seed, "
+                            f"or into a new --log\n")
+    other = _run(*args, "--seed", "8")  # another evening: appended whole, nothing said
+    assert (other.returncode, other.stderr) == (0, "")
+    fresh = _run("simulate", "--log", str(tmp_path / "fresh"), *args[3:], "--seed", "8")
+    assert json.loads(other.stdout)[0]["events"] == json.loads(fresh.stdout)[0]["events"]
+
+
 def readme_commands() -> list[str]:
     """The README's first two commands: the first code block's lines."""
     text = (REPO / "README.md").read_text()

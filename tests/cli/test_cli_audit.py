@@ -102,6 +102,14 @@ def test_unknown_ledger_status_is_an_error_line(db: Path) -> None:
     assert proc.returncode == 1 and proc.stderr.startswith("Error: unknown ledger status")
 
 
+def test_reconcile_refuses_a_shift_start_given_twice_with_one_error_line(db: Path) -> None:
+    proc = _pitlog("reconcile", "--db", str(db), "--by", "shift", "--shifts", "06:00,06:00")
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr == ("Error: --shifts '06:00,06:00' gives the start 06:00 twice: each "
+                           "shift runs from its start to the next one, so give each start "
+                           "once, e.g. 06:00,14:00,22:00\n")
+
+
 def test_conservation_exit_code_follows_the_balance(db: Path, tmp_path: Path) -> None:
     rows = _json(["conservation", "--db", str(db), *NY])
     assert [(r["table_id"], r["difference_cents"], r["balanced"]) for r in rows] == \

@@ -29,13 +29,14 @@ def test_ingest_reports_each_bad_line_quarantines_it_and_exits_1(tmp_path: Path)
                "--format", "json")
     assert proc.returncode == 1
     errors = proc.stderr.splitlines()
+    src = EXAMPLES / "bad-devices.jsonl"
     assert [e.split(";")[0] for e in errors[:6]] == [
-        "Error: line 2: malformed JSON (Expecting ',' delimiter at column 125)",
-        'Error: line 3: unknown event type "CardTeleported"',
-        "Error: line 4: invalid card: rank 15 is not 2..14",
-        'Error: line 5: invalid card: suit "X" is not one of S, H, D, C',
-        "Error: line 6: missing field 'suit' for CardDrawn",
-        "Error: line 8: sequence out of order: SHOE-9 seq 6 for table T09 after seq 7",
+        f"Error: {src} line 2: malformed JSON (Expecting ',' delimiter at column 125)",
+        f'Error: {src} line 3: unknown event type "CardTeleported"',
+        f"Error: {src} line 4: invalid card: rank 15 is not 2..14",
+        f'Error: {src} line 5: invalid card: suit "X" is not one of S, H, D, C',
+        f"Error: {src} line 6: missing field 'suit' for CardDrawn",
+        f"Error: {src} line 8: sequence out of order: SHOE-9 seq 6 for table T09 after seq 7",
     ]
     quarantine = tmp_path / "data" / "log-quarantine.jsonl"
     assert errors[6] == (f"Error: 6 of 9 lines rejected; they are in {quarantine} with their "

@@ -17,6 +17,7 @@ from test_faults import ROOT, pitlog
 from events.errors import ProjectionError
 from events.integrity.verify import verify_log
 from events.log.embedded.log import EmbeddedLog
+from events.log.embedded.segment import write_journal
 from projections.projector import project
 
 # --- verify never trusts the index; a damaged partition does not stop the others -------------
@@ -179,3 +180,86 @@ def test_whole_records_past_the_index_are_reported_and_verified(tmp_path: Path) 
         report.anomalies[0].explanation
     assert {t.table: (t.events, t.status) for t in report.tables} == {
         "T01": (10, "ok"), "T04": (10, "ok")}
+
+
+def test_a_torn_last_record_is_never_projected_and_verify_names_it_the_same(
+        tmp_path: Path) -> None:
+    """`truncate -s -7` on a segment: its last record, still indexed, lost its last 7 bytes.
+    The readers sliced the short body and the projector stored it as an event (only its
+    CHAIN_BROKEN showed it); verify called it `altered`. An indexed record is whole on disk
+    (the writer fsyncs it before its .idx entry), so it is damage: refused, named, never
+    projected; the records before it and the other partition are projected."""
+    folder, db = tmp_path / "log", tmp_path / "db.duckdb"
+    log = _two_table_log(folder)
+    seg, at = log.segment_position(0, 9)
+    size = seg.stat().st_size - 7
+    with seg.open("r+b") as f:
+        f.truncate(size)
+    why = (f"{seg}: record 9 at byte {at} is cut short: the file ends at byte {size}, before "
+           f"the record does; the segment was truncated after the record was written (a record "
+           f"is indexed only once it is whole on disk, so no writer is still appending it): "
+           f"restore the segment and its .idx from a backup")
+    with pytest.raises(ProjectionError, match=r"partition 0 cannot be read past offset 9") as e:
+        project(EmbeddedLog(folder), db)
+    assert why in str(e.value)
+    with duckdb.connect(str(db), read_only=True) as con:
+        loaded = dict(con.execute("SELECT table_id, count(*) FROM events GROUP BY 1").fetchall())
+        quarantined = con.execute("SELECT count(*) FROM quarantine").fetchone()
+    assert loaded == {"T01": 10, "T04": 9} and quarantined == (0,)
+    report = verify_log(EmbeddedLog(folder))
+    assert [(a.code, a.kind, a.table, a.partition, a.offset, a.explanation)
+            for a in report.anomalies] == [
+        ("CHAIN_BROKEN", "unreadable", "?", 0, 9, f"the log cannot return this record ({why})")]
+    run = pitlog("project", "--log", str(folder), "--db", str(tmp_path / "cli.duckdb"),
+                 "--no-alerts")
+    assert run.returncode == 1 and why in run.stderr
+
+
+def test_a_record_still_being_appended_is_not_there_yet_and_never_an_error(
+        tmp_path: Path) -> None:
+    """What a reader can see of a writer mid-append (events/log/embedded/log.py, `append`):
+    its journal, then the record's bytes in the segment (a part, then all of them), with no
+    .idx entry yet. It is not there: nothing is projected of it, nothing is quarantined or
+    reported, and the run succeeds."""
+    folder, db = tmp_path / "log", tmp_path / "db.duckdb"
+    log = _two_table_log(folder)
+    seg, at = log.segment_position(0, 9)
+    record = seg.read_bytes()[at:]
+    write_journal(folder, {0: (seg.stat().st_size, 10)})
+    for written in (record[:len(record) // 2], record[len(record) // 2:]):
+        with seg.open("ab") as f:
+            f.write(written)
+        assert project(EmbeddedLog(folder), db).positions == {0: 10, 1: 10}
+        with duckdb.connect(str(db), read_only=True) as con:
+            assert con.execute("SELECT count(*), (SELECT count(*) FROM quarantine) "
+                               "FROM events").fetchone() == (20, 0)
+        assert verify_log(EmbeddedLog(folder)).anomalies == []
+
+
+def test_a_garbled_last_index_entry_is_a_damaged_entry_not_a_truncated_segment(
+        tmp_path: Path) -> None:
+    """The last .idx entry garbled to a byte past the segment's end: verify said `the segment
+    was truncated by hand`, and so did project. The segment holds every record whole; the
+    entry does not follow the record before it: the .idx is damaged."""
+    folder, db = tmp_path / "log", tmp_path / "db.duckdb"
+    _two_table_log(folder)
+    idx, seg = folder / "p0000.idx", folder / "p0000.seg"
+    data = bytearray(idx.read_bytes())
+    data[9 * 8:] = (1 << 40).to_bytes(8, "little")
+    idx.write_bytes(bytes(data))
+    report = verify_log(EmbeddedLog(folder))
+    assert [(a.kind, a.partition, a.offset, a.explanation) for a in report.anomalies] == [
+        ("index", 0, 9,
+         f"p0000.idx disagrees with the segment at offset 9: its entry points at byte "
+         f"{1 << 40}, past the segment's end ({seg.stat().st_size} bytes) where no record was "
+         f"cut off: the entry is damaged, not the segment; verify read the segment's 10 "
+         f"records instead. Readers go by p0000.idx: restore it from a backup, or delete "
+         f"p0000.idx and let the next writer rebuild it from the segment")]
+    assert {t.table: (t.events, t.status) for t in report.tables} == {
+        "T01": (10, "ok"), "T04": (10, "ok")}
+    with pytest.raises(ProjectionError, match=r"partition 0 cannot be read past offset 9") as e:
+        project(EmbeddedLog(folder), db)
+    assert (f"{idx}: the entry of record 9 points at byte {1 << 40}, not after the record "
+            f"before it: the index is damaged; restore it from a backup, or delete it and let "
+            f"the next writer rebuild it from the segment") in str(e.value)
+    assert "truncated" not in str(e.value)

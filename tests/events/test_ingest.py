@@ -135,6 +135,45 @@ def test_a_structurally_bad_line_is_refused_with_its_reason(line: str, reason: s
     assert exc.value.hint  # and always says what to do
 
 
+def wager_line(seq: int, **over: Any) -> dict[str, Any]:
+    line = {"type": "WagerPlaced", "table": "T09", "shoe": "T09-S0001", "round": 1, "seq": seq,
+            "at": "2026-11-28T22:00:01.250Z", "actor": "TERM-9", "seat": 3, "area": 1,
+            "player_id": "P-1", "amount_cents": 2500}
+    line.update(over)
+    return line
+
+
+def test_a_negative_round_or_seat_and_an_empty_player_id_are_refused_naming_file_line_field(
+        tmp_path: Path) -> None:
+    """Round -1, seat -3 and player_id "" were recorded as events. No rule given bounds a seat
+    or round number, so a negative one, which no table has, and an empty id are malformed:
+    each line is refused with the file, line, field and what to do, and never recorded."""
+    lines = [wager_line(1), wager_line(2, round=-1), wager_line(3, seat=-3),
+             wager_line(4, player_id=""), wager_line(5, area=-1), wager_line(6, player_id="  "),
+             {"type": "BurnDisclosed", "table": "T09", "shoe": "T09-S0001", "round": 1,
+              "seq": 7, "at": "2026-11-28T22:00:02Z", "actor": "TERM-9", "rank": 5, "suit": "S",
+              "requested_by_seat": -2},
+             {"type": "DealerTappedIn", "table": "T09", "seq": 8, "at": "2026-11-28T22:00:02Z",
+              "actor": "TERM-9", "dealer_id": ""},
+             wager_line(9, seat=0, round=0)]
+    report, bad, log = run(tmp_path, "".join(json.dumps(x) + "\n" for x in lines))
+    assert [b.message for b in bad] == [
+        "test line 2: field 'round' is -1, below 0 (a round number is never negative); send the "
+        "round's number within its shoe, or null for a shoe- or table-level event",
+        "test line 3: field 'seat' is -3, below 0 (a seat number is never negative); send the "
+        "seat's number as the table's layout shows it",
+        "test line 4: field 'player_id' is empty; send the player's id",
+        "test line 5: field 'area' is -1, below 0 (a betting area number is never negative); "
+        "send the betting area's number as the table's layout shows it",
+        "test line 6: field 'player_id' is empty; send the player's id",
+        "test line 7: field 'requested_by_seat' is -2, below 0 (a seat number is never "
+        "negative); send the seat's number as the table's layout shows it",
+        "test line 8: field 'dealer_id' is empty; send the dealer's id",
+    ]
+    assert (report.recorded, report.rejected) == (2, 7)
+    assert [(e.round_no, e.event.seat) for e in events_of(log)] == [(1, 3), (0, 0)]  # type: ignore[union-attr]
+
+
 def test_a_line_that_breaks_a_game_rule_is_still_recorded(tmp_path: Path) -> None:
     # docs/architecture.md, principle 1: a raise after "Raises closed" and a call bet are
     # structurally fine;

@@ -220,6 +220,9 @@ def test_a_truncated_segment_reports_each_missing_record_and_keeps_going(tmp_pat
     report = verify_log(EmbeddedLog(tmp_path / "log"), max_batch=3)
     lost = [(a.partition, a.offset, a.kind) for a in report.anomalies if a.table == "?"]
     assert lost == [(part, ends[part] - 2, "unreadable"), (part, ends[part] - 1, "unreadable")]
+    # Named a truncation (every entry follows the record before it), not a damaged .idx.
+    assert (f"{path}: record {ends[part] - 2} at byte {pos} is cut short: the file ends at byte "
+            f"{pos}, before the record does") in report.anomalies[0].explanation
     assert report.records == 12 and not report.ok
 
 

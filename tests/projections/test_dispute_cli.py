@@ -106,3 +106,23 @@ def test_json_keeps_iso_8601_with_the_offset(short_pay: Path) -> None:
     drawn = datetime.fromisoformat(card["drawn_at"])  # ISO 8601 with its offset (UTC, Z)
     assert drawn.utcoffset() is not None
     assert drawn == EVENING + timedelta(seconds=card["drawn_seq"])
+
+
+def test_out_with_another_extension_lists_exactly_the_accepted_ones(short_pay: Path,
+                                                                    tmp_path: Path) -> None:
+    """`--out x.pdf` said "--out writes csv, json, jsonl or parquet", leaving out the .html
+    (and .htm) that give the incident report. Nothing is written; each accepted name works."""
+    pdf = tmp_path / "x.pdf"
+    proc = _run("dispute", "--db", str(short_pay), "--table", "T01", "--round", "S1:1",
+                "--out", str(pdf))
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert proc.stderr == ("Error: --out x.pdf: dispute writes the incident report to a .html "
+                           "or .htm file, or the rows with --format csv|json|jsonl|parquet: "
+                           "name the file x.html, or add --format\n")
+    assert not pdf.exists()
+    for name, extra, starts in (("a.html", (), "<!"), ("b.HTM", (), "<!"),
+                                ("c.pdf", ("--format", "csv"), "section,")):
+        proc = _run("dispute", "--db", str(short_pay), "--table", "T01", "--round", "S1:1",
+                    "--out", str(tmp_path / name), *extra)
+        assert proc.returncode == 0, proc.stderr
+        assert (tmp_path / name).read_text().lower().startswith(starts.lower()), name

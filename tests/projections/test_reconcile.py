@@ -268,3 +268,27 @@ def test_an_unknown_grouping_is_a_clear_error(db: Path) -> None:
     with duckdb.connect(str(db), read_only=True) as con, \
             pytest.raises(ReconcileError, match="cannot group by 'pit'"):
         reconcile(con, ["pit"])
+
+
+@pytest.mark.parametrize(("shifts", "message"), [
+    ("06:00,06:00", "--shifts '06:00,06:00' gives the start 06:00 twice: each shift runs from "
+                    "its start to the next one, so give each start once, e.g. 06:00,14:00,22:00"),
+    ("06:00,14:00,6:00", "--shifts '06:00,14:00,6:00' gives the start 06:00 twice: each shift "
+                         "runs from its start to the next one, so give each start once, e.g. "
+                         "06:00,14:00,22:00"),
+    ("06:00,,14:00", "--shifts '06:00,,14:00' has an empty entry (two commas in a row, or one at "
+                     "an end): list each shift's start once, comma-separated, e.g. "
+                     "06:00,14:00,22:00"),
+])
+def test_a_shift_start_given_twice_or_an_empty_entry_is_refused(shifts: str,
+                                                                message: str) -> None:
+    """--shifts 06:00,06:00 was accepted (the set dropped the second start silently)."""
+    with pytest.raises(ReconcileError) as exc:
+        Calendar.parse("UTC", "06:00", shifts)
+    assert str(exc.value) == message
+
+
+def test_shift_starts_in_any_order_are_the_same_calendar() -> None:
+    """Each shift runs to the next start on the clock: the order given carries no meaning."""
+    assert Calendar.parse("UTC", "06:00", "22:00,06:00,14:00") == \
+        Calendar.parse("UTC", "06:00", "06:00,14:00,22:00")

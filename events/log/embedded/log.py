@@ -18,7 +18,9 @@ leaves the journal, and the next writer truncates back before anything else. Rea
 a record past a pending journal's sizes. So a batch is all or nothing, in every partition.
 Opening for writing also repairs what no journal explains: a torn tail is truncated, and whole,
 CRC-valid records past the index (its entries lost, e.g. a deleted .idx) are indexed again.
-Earlier records are never touched.
+Earlier records are never touched. Readers go by the index, so a record being appended is not
+there yet; one the index lists that the segment does not hold whole was cut off afterwards and
+is refused (LogCorruptError naming segment, record and byte), never handed out short.
 """
 
 from __future__ import annotations
@@ -348,7 +350,7 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
                     raise _bad_index(part, first + k, positions[k])
                 if len(past):
                     k = int(past[0])
-                    raise _past_end(part, first + k, positions[k])
+                    raise _beyond_end(part, first + k, positions[k])
                 length, key_len = frame_fields(np.frombuffer(buf, dtype=np.uint8), rel)
                 key_at = rel + FRAME.size
                 # A frame header damaged on disk, its body reaching into the next record: the
@@ -360,6 +362,10 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
                     k = int(bad[0])
                     raise _bad_frame(part, first + k, positions[k], int(length[k]),
                                      int(key_len[k]))
+                # The segment ends inside the last one: cut off (a damaged length, the body
+                # running past a later record, is left to verify, as it was).
+                if key_at[-1] + length[-1] > len(buf) and part.cut_short(first + len(rel) - 1):
+                    raise _beyond_end(part, first + len(rel) - 1, positions[-1])
                 value_at = key_at + key_len
                 yield FrameBatch(partition, first, buf, key_at, value_at,
                                  np.maximum(key_at + length, value_at))
@@ -401,7 +407,7 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
                 raise _bad_index(part, start + wrong, positions[wrong])
             rel = pos - first
             if rel + FRAME.size > len(buf):
-                raise _past_end(part, start + k, pos)
+                raise _beyond_end(part, start + k, pos)
             length, _crc, key_len = unpack(buf, rel)
             body_start = rel + FRAME.size
             # A body reaching into the next record, as read_frames refuses it. A key longer
@@ -409,6 +415,8 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
             # verify locates it at this record by its key).
             if k + 1 < len(positions) and body_start + length > positions[k + 1] - first:
                 raise _bad_frame(part, start + k, pos, length, key_len)
+            if body_start + length > len(buf) and part.cut_short(start + k):  # as read_frames
+                raise _beyond_end(part, start + k, pos)
             out.append(
                 LogRecord(
                     part.number,
@@ -446,9 +454,19 @@ def _write_records(part: Partition, seg_size: int, records: list[tuple[bytes, by
         os.fsync(idx.fileno())
 
 
-def _past_end(part: Partition, offset: int, pos: int) -> LogCorruptError:
-    return LogCorruptError(f"{part.seg_path}: record {offset} at byte {pos} lies past the end of "
-                           f"the file; the segment was truncated by hand", part.number)
+def _beyond_end(part: Partition, offset: int, pos: int) -> LogCorruptError:
+    """A record its .idx lists but the segment does not hold whole. Never a writer still
+    appending: a record is indexed only after its bytes are written and fsynced (_write_records),
+    so it is a truncated segment or, where the entry does not follow the record before it
+    (Partition.cut_short), a damaged .idx entry."""
+    size = part.seg_size()
+    if not part.cut_short(offset, size):
+        return _bad_index(part, offset, pos)
+    return LogCorruptError(f"{part.seg_path}: record {offset} at byte {pos} is cut short: the "
+                           f"file ends at byte {size}, before the record does; the segment was "
+                           f"truncated after the record was written (a record is indexed only "
+                           f"once it is whole on disk, so no writer is still appending it): "
+                           f"restore the segment and its .idx from a backup", part.number)
 
 
 def _bad_index(part: Partition, offset: int, pos: int) -> LogCorruptError:

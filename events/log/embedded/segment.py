@@ -54,6 +54,31 @@ class Partition:
             pos.frombytes(f.read((stop - start) * 8))
         return pos
 
+    def cut_short(self, offset: int, size: int | None = None) -> bool:
+        """Whether record `offset`, not whole in the segment (`size` bytes), was cut off by a
+        truncated segment. A truncation leaves the index as it was: the entry starts where the
+        record before it ends (or that record is cut too, its frame header gone) and every
+        later entry lies further on, past the end. Otherwise the entry is damaged (out of
+        order, or not at a frame boundary) or, where a later record starts inside the file,
+        the record's own frame header (its length). Read only on the way to an error (the
+        whole rest of the index)."""
+        size = self.seg_size() if size is None else size
+        rest = self.positions(offset, self.count())
+        if not rest or any(b <= a for a, b in zip(rest, rest[1:], strict=False)) \
+                or (len(rest) > 1 and rest[1] < size):
+            return False
+        if offset == 0:
+            return rest[0] == 0
+        (prev,) = self.positions(offset - 1, offset)
+        if prev >= rest[0]:
+            return False
+        if prev + FRAME.size > size:
+            return True
+        with self.seg_path.open("rb") as seg:
+            seg.seek(prev)
+            length = FRAME.unpack(seg.read(FRAME.size))[0]
+        return bool(rest[0] == prev + FRAME.size + length)
+
     def recover(self) -> tuple[int, int]:
         """Repair a crashed tail; return (records indexed anew, bytes truncated).
 
@@ -114,7 +139,8 @@ class Partition:
         An entry is wrong if it does not follow the record before it (by that record's length)
         and does not start a CRC-valid record either: a damaged length field leaves the .idx
         right (verify reports that record's framing), a damaged entry does not. Entries past
-        the segment's end are a truncated segment, reported record by record by verify."""
+        the segment's end are a truncated segment (reported record by record by verify) only
+        when `cut_short` says so; otherwise the entry is damaged, as above."""
         size = self.seg_size() if seg_limit is None else min(self.seg_size(), seg_limit)
         name = self.idx_path.name
         if not self.idx_path.exists():
@@ -131,16 +157,22 @@ class Partition:
             stored = self.positions(0, n) if fast_end is None else array("Q")
             prev_end = 0 if fast_end is None else fast_end
             for i, pos in enumerate(stored):
-                if pos >= size:
+                if pos >= size and self.cut_short(i, size):
+                    # A truncated segment: each record it lost is reported by the reading,
+                    # with the log's own message (events/log/embedded/log.py, _beyond_end).
                     return None, []
-                if pos != prev_end and (i == 0 or pos <= stored[i - 1] or
-                                        valid_record_end(seg, pos, size) is None):
+                if pos >= size or (pos != prev_end and (
+                        i == 0 or pos <= stored[i - 1] or
+                        valid_record_end(seg, pos, size) is None)):
                     walk = walk_frames(seg, 0, size)
+                    where = (f"past the segment's end ({size} bytes) where no record was cut "
+                             f"off" if pos >= size else "not at a record")
                     return walk, [(i, (
                         f"{name} disagrees with the segment at offset {i}: its entry points "
-                        f"at byte {pos}, not at a record; verify read the segment's {len(walk)} "
-                        f"records instead. Readers go by {name}: restore it and the segment "
-                        f"from a backup, or delete {name} and let the next writer rebuild it"))]
+                        f"at byte {pos}, {where}: the entry is damaged, not the segment; "
+                        f"verify read the segment's {len(walk)} records instead. Readers go by "
+                        f"{name}: restore it from a backup, or delete {name} and let the next "
+                        f"writer rebuild it from the segment"))]
                 seg.seek(pos)
                 frame = seg.read(FRAME.size)
                 prev_end = pos + FRAME.size + (FRAME.unpack(frame)[0]
