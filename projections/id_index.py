@@ -101,9 +101,10 @@ def _connect(path: Path | None) -> sqlite3.Connection:
 class Index:
     """The open index of one store (Index.open)."""
 
-    def __init__(self, db: sqlite3.Connection, built: str) -> None:
+    def __init__(self, db: sqlite3.Connection, built: str, path: Path | None = None) -> None:
         self.db = db
         self.built = built  # what open did: "used", "caught up" or "built" (for the tests)
+        self.path = path
 
     @classmethod
     def open(cls, con: duckdb.DuckDBPyConnection) -> Index:
@@ -121,8 +122,11 @@ class Index:
         if db is None or behind is None:
             if db is not None:
                 db.close()
-            return cls(_build(con, path, key, probe), "built")
-        index = cls(db, "caught up" if behind else "used")
+            try:
+                return cls(_build(con, path, key, probe), "built", path)
+            except sqlite3.Error as exc:
+                raise _failed(path, exc) from exc
+        index = cls(db, "caught up" if behind else "used", path)
         if behind:
             index._write(con, [f"SELECT * FROM ({IDS_OF.format(src='events')}) "
                                f"WHERE log_partition = {p} AND log_offset >= {o}"
@@ -135,11 +139,14 @@ class Index:
     def matches(self, hashes: list[int]) -> list[tuple[int, int, int]]:
         """(hash, partition, offset) of every indexed event whose hash is one of `hashes`."""
         out: list[tuple[int, int, int]] = []
-        for i in range(0, len(hashes), LOOKUP_CHUNK):
-            part = hashes[i:i + LOOKUP_CHUNK]
-            out += self.db.execute(
-                "SELECT h, log_partition, log_offset FROM ids "
-                f"WHERE h IN ({', '.join('?' * len(part))})", part).fetchall()
+        try:
+            for i in range(0, len(hashes), LOOKUP_CHUNK):
+                part = hashes[i:i + LOOKUP_CHUNK]
+                out += self.db.execute(
+                    "SELECT h, log_partition, log_offset FROM ids "
+                    f"WHERE h IN ({', '.join('?' * len(part))})", part).fetchall()
+        except sqlite3.Error as exc:
+            raise _failed(self.path, exc) from exc
         return out
 
     def append(self, con: duckdb.DuckDBPyConnection, src: str | None) -> None:
@@ -157,17 +164,31 @@ class Index:
             db.executemany("INSERT INTO upto VALUES (?, ?, ?, ?)",
                            con.execute(_CHECKPOINTS).fetchall())
             db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
+        except BaseException as exc:
+            if db.in_transaction:  # SQLite ends some failed transactions itself (a full disk)
+                db.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.Error):
+                raise _failed(self.path, exc) from exc
             raise
+
+
+def _failed(path: Path | None, exc: sqlite3.Error) -> ProjectionError:
+    return ProjectionError(
+        f"cannot use the index of event ids {path or '(in memory)'}: {exc}; check the disk "
+        "(free space, permissions) and run again (the index is a cache of the database: "
+        "deleted, it is built anew)")
 
 
 def _copy(con: duckdb.DuckDBPyConnection, db: sqlite3.Connection, sql: str) -> None:
     reader = con.sql(sql).to_arrow_reader(_COPY_ROWS)
-    for batch in reader:
-        table = pa.Table.from_batches([batch])
-        db.executemany("INSERT OR IGNORE INTO ids VALUES (?, ?, ?)",
-                       zip(*(table.column(i).to_pylist() for i in range(3)), strict=True))
+    try:
+        for batch in reader:
+            table = pa.Table.from_batches([batch])
+            db.executemany("INSERT OR IGNORE INTO ids VALUES (?, ?, ?)",
+                           zip(*(table.column(i).to_pylist() for i in range(3)), strict=True))
+    finally:
+        # An unread result keeps the DuckDB connection busy: the batch's rollback would fail.
+        reader.close()
 
 
 def _behind(db: sqlite3.Connection, con: duckdb.DuckDBPyConnection, key: str,
@@ -198,7 +219,7 @@ def _build(con: duckdb.DuckDBPyConnection, path: Path | None, key: str,
         for suffix in ("", "-wal", "-shm", "-journal"):
             path.with_name(path.name + suffix).unlink(missing_ok=True)
     db = _connect(path)
-    index = Index(db, "built")
+    index = Index(db, "built", path)
     # In hash order: each row lands after the last, so the B-tree is written page by page.
     index._write(con, [f"{IDS_OF.format(src='events')} ORDER BY h, log_partition, log_offset"])
     db.execute("BEGIN IMMEDIATE")

@@ -25,10 +25,11 @@ import pytest
 from live_support import assert_money_exact
 from table_builder import EVENING, TableBuilder, card, recorder_for
 
+from events.errors import ProjectionError
 from events.log.embedded.log import EmbeddedLog
 from events.reddog import model
 from events.reddog.model import Box
-from projections import id_index, incremental
+from projections import id_index, incremental, round_money
 from projections.anomalies import STORED
 from projections.projector import project
 
@@ -577,3 +578,39 @@ def test_a_copied_store_and_another_stores_index_get_their_own(tmp_path: Path) -
             assert _index(con).built == "built", db
             assert _stored_duplicates(con) == [("T01", [wager, copy])], db
             assert _rows_apart(con) == ([], [])
+
+
+# A batch whose DuckDB transaction fails after the index's commit (here the round money's
+# apply, the last step before the commit, fails once): the index holds the batch's rows and
+# checkpoints, the store neither. Projected again by a new detector (as after a restart), the
+# batch is exact, and a later copy of its wager is found once, with the index opened as it
+# stood (ahead of the store: used, not rebuilt).
+def test_a_batch_rolled_back_after_the_index_committed_is_exact_when_projected_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log, t = _table(tmp_path)
+    _shoes(t, ("S1",))
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
+        wager = _shoes(t, ("S2", "S3"))["wager1"]
+        kept = round_money.Keeper.apply
+
+        def failing(self: round_money.Keeper, c: duckdb.DuckDBPyConnection,
+                    changed: bool) -> None:
+            raise duckdb.IOException("the disk is full")
+
+        monkeypatch.setattr(round_money.Keeper, "apply", failing)
+        with pytest.raises(ProjectionError, match="the disk is full"):
+            second_batch()
+        monkeypatch.setattr(round_money.Keeper, "apply", kept)
+        assert con.execute("SELECT count(*) FROM events WHERE seq >= $s",
+                           {"s": wager}).fetchall() == [(0,)]
+        with closing(_index_file(str(tmp_path / "v.duckdb"))) as index:
+            ((ahead,),) = index.execute("SELECT sum(next_offset) FROM upto").fetchall()
+        ((stored,),) = con.execute("SELECT sum(next_offset) FROM checkpoints").fetchall()
+        assert ahead > stored  # the failed batch's rows and checkpoints are in the index
+        incremental._DETECTORS.pop(con).close()
+        second_batch()  # the same batch again
+        _shoes(t, ("S4",))
+        copy = _resend(t, _line(con, "T01", wager)[0], "S4", 1)
+        second_batch()
+        assert _index(con).built == "used"
+        assert _stored_duplicates(con) == [("T01", [wager, copy])]
