@@ -44,6 +44,7 @@ import random
 import re
 import shutil
 import signal
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -51,6 +52,7 @@ import threading
 import time
 import urllib.parse
 import urllib.request
+from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -63,6 +65,7 @@ import projections.incremental as incremental  # noqa: E402
 from events.log.base import EventLog  # noqa: E402
 from events.log.embedded.log import EmbeddedLog  # noqa: E402
 from events.log.registry import open_log  # noqa: E402
+from projections import id_index  # noqa: E402
 from projections.projector import project  # noqa: E402
 
 
@@ -169,11 +172,16 @@ def to_kafka(work: Path, bootstrap: str) -> str:
                 assert got[0] == (p, batch[0].offset), (got[0], p, batch[0].offset)
     src.close()
     with duckdb.connect(str(work / "v.duckdb")) as con:
-        # The same records at the same positions: the stored rows and the ids' look-up are
+        # The same records at the same positions: the stored rows and the index of ids are
         # current at the topic's positions too (else the store is evaluated whole: 323 s at
-        # 9.5M events, where this copy had only moved the checkpoints).
-        for table in ("checkpoints", incremental.STORED_AT, incremental.IDS_AT):
+        # 9.5M events, where this copy had only moved the checkpoints; and the index is built
+        # anew, tens of seconds).
+        for table in ("checkpoints", incremental.STORED_AT):
             con.execute(f"UPDATE {table} SET source = ?", [log.uri])
+        index = id_index.index_path(con)
+    if index is not None and index.exists():
+        with closing(sqlite3.connect(index)) as db, db:
+            db.execute("UPDATE upto SET source = ?", [log.uri])
     log.close()
     remembered.write_text(json.dumps({"uri": log.uri, "keys": keys}))
     return log.uri

@@ -26,7 +26,7 @@ from datetime import datetime
 import duckdb
 import pyarrow as pa
 
-from projections import detect_rounds
+from projections import detect_rounds, id_index
 from projections.alerts import create_tables, raise_alerts
 from projections.anomalies import (
     FAMILY_ROWS,
@@ -52,24 +52,6 @@ CARDS = "pitlog_detect_cards"
 SHOES = "detect_shoes"
 TABLES = "detect_tables"
 CONTEXT = "detect_context"
-# DUPLICATE_EVENT's look-up of earlier copies over the whole history (earlier_copies): one row
-# per event with an id, a 64-bit hash of (table, event id) and where the event lies in the log.
-# A scan of its int64 hashes costs tens of milliseconds per batch at 1M events (a fifth of the
-# same join on events.event_id) and goes through DuckDB's buffer pool, not memory held for the
-# log; an index on events.event_id was ~2.7x the append cost and grew in memory with the log
-# (projections/store.py: no index that grows with the log; benchmarks/results.md, session 12).
-IDS = "detect_ids"
-_ID_HASH = "hash(table_id, event_id)"
-_IDS_OF = (f"SELECT {_ID_HASH} AS h, log_partition, log_offset FROM {{src}} "
-           "WHERE event_id IS NOT NULL")
-# DuckDB's hash() is not promised stable across its versions: the table's comment holds this
-# value's hash when it was built, and a store whose comment differs is rebuilt (state_ready).
-_HASH_PROBE = "SELECT hash('pitlog', 'detect_ids')::VARCHAR"
-# The log positions IDS holds every event before (the checkpoints when it was built or last
-# appended to): a pitlog older than IDS advances the stored rows (STORED_AT) and not IDS, so a
-# store it continued has IDS behind STORED_AT and is rebuilt (state_ready), not read stale.
-IDS_AT = "detect_ids_at"
-_IDS_AT_OF = "SELECT source, log_partition, next_offset FROM checkpoints"
 # The family that reads earlier copies of an event id (DUPLICATE_EVENT): its window is the
 # rounds window and those copies, in a catalog of its own (Detector._ready), so no other family
 # reads an event from before W but a card event's first copy (Detector.earlier_copies).
@@ -129,17 +111,8 @@ def state_ready(con: duckdb.DuckDBPyConnection) -> bool:
     names = {t for (t,) in con.execute(
         "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()"
     ).fetchall()}
-    if not {SHOES, TABLES, CONTEXT, IDS, IDS_AT, STORED, STORED_AT, *_round_state()} <= names:
+    if not {SHOES, TABLES, CONTEXT, STORED, STORED_AT, *_round_state()} <= names:
         return False
-    ((behind,),) = con.execute(f"""SELECT count(*) FROM (
-        (SELECT * FROM {IDS_AT} EXCEPT SELECT * FROM {STORED_AT})
-        UNION ALL (SELECT * FROM {STORED_AT} EXCEPT SELECT * FROM {IDS_AT}))""").fetchall()
-    if behind:
-        return False  # an older pitlog projected batches without appending their ids
-    ((probe,),) = con.execute(_HASH_PROBE).fetchall()
-    if con.execute("SELECT comment FROM duckdb_tables() WHERE database_name = "
-                   "current_database() AND table_name = $t", {"t": IDS}).fetchall() != [(probe,)]:
-        return False  # built by another DuckDB's hash(), or not at all
     cols = [tuple(r) for r in con.execute(
         "SELECT table_name, column_name FROM duckdb_columns() WHERE database_name = "
         "current_database() AND table_name IN ('events', $c) ORDER BY column_index",
@@ -157,10 +130,6 @@ def rebuild_state(con: duckdb.DuckDBPyConnection) -> None:
     types = "('" + "', '".join(CONTEXT_TYPES) + "')"
     con.execute(f"CREATE OR REPLACE TABLE {CONTEXT} AS "
                 f"SELECT * FROM events WHERE event_type IN {types}")
-    con.execute(f"CREATE OR REPLACE TABLE {IDS} AS {_IDS_OF.format(src='events')}")
-    ((probe,),) = con.execute(_HASH_PROBE).fetchall()
-    con.execute(f"COMMENT ON TABLE {IDS} IS '{probe}'")
-    con.execute(f"CREATE OR REPLACE TABLE {IDS_AT} AS {_IDS_AT_OF}")
     if ROUND_LEVEL_STRETCH:
         detect_rounds.rebuild(con)
 
@@ -231,6 +200,14 @@ class Detector:
         # benchmarks/bench_live.py.
         self.phases: dict[str, float] = {}
         self.stretches: dict[str, float] = {}
+        self.index: id_index.Index | None = None  # _ids, at the first batch
+
+    def _ids(self) -> id_index.Index:
+        """The store's index of event ids (id_index.Index.open: built or caught up with
+        `events` when it is not current), opened at the first batch that needs it."""
+        if self.index is None:
+            self.index = id_index.Index.open(self.con)
+        return self.index
 
     def _ready(self) -> duckdb.DuckDBPyConnection:
         """The scratch catalogs and the family statements, made at the first batch with events:
@@ -286,6 +263,9 @@ class Detector:
         return scratch
 
     def close(self) -> None:
+        if self.index is not None:
+            self.index.close()
+            self.index = None
         if self.scratch is None:
             return
         if self.pool is not None:
@@ -419,9 +399,12 @@ class Detector:
         Which ids can have such a copy: an id of the batch (`pitlog_new`), or an id that already
         had two copies, one from k on and one before W, and so a stored row of the stretch (the
         stored rows equal a full evaluation before the batch). Their hashes are looked up in
-        IDS, a scan of its int64 column; the few matches are read from `events` by log position
-        (constants: DuckDB reads only their row groups) and kept when their table and event id
-        are the ones looked up and they lie before W (a hash collision is dropped here)."""
+        the store's index of ids (projections/id_index.py: a B-tree search per hash, so the
+        look-up reads in proportion to the ids, not the history); the few matches before the
+        window's start are read from `events` by log position (constants: DuckDB reads only
+        their row groups) and kept when their table and event id are the ones looked up and
+        they lie before W (a hash collision, or a row the index holds for a position `events`
+        does not, is dropped here)."""
         s.execute(f"DELETE FROM {STREAMS}.main.copies")
         ids = f"""SELECT DISTINCT q.table_id, q.event_id, sc.log_partition, sc.o, sc.w
             FROM (SELECT table_id, event_id FROM pitlog_new
@@ -434,17 +417,23 @@ class Detector:
             JOIN scope AS sc USING (table_id)
             WHERE sc.w IS NOT NULL AND q.event_id IS NOT NULL"""
         s.execute(f"CREATE OR REPLACE TEMP TABLE pitlog_ids AS "
-                  f"SELECT {_ID_HASH} AS h, * FROM ({ids})")
+                  f"SELECT {id_index.HASH} AS h, * FROM ({ids})")
+        hashes = [h for (h,) in s.execute("SELECT DISTINCT h FROM pitlog_ids").fetchall()]
+        found = self._ids().matches(hashes)
         at: dict[int, list[int]] = {}
-        # The hashes alone first (a semi join scanning one int64 column; usually nothing
-        # matches), then the log positions of the matches before the window's start.
-        for partition, offset in s.execute(f"""
-                SELECT DISTINCT i.log_partition, i.log_offset
-                FROM (SELECT * FROM {self.db}.main.{IDS}
-                      WHERE h IN (SELECT h FROM pitlog_ids)) AS i
-                JOIN pitlog_ids AS q ON i.h = q.h AND i.log_partition = q.log_partition
-                 AND i.log_offset < q.o""").fetchall():
-            at.setdefault(partition, []).append(offset)
+        if found:  # usually nothing matches
+            h, partition, offset = (list(c) for c in zip(*found, strict=True))
+            s.register("pitlog_hits", pa.table({
+                "h": pa.array(h, pa.int64()), "log_partition": pa.array(partition, pa.int32()),
+                "log_offset": pa.array(offset, pa.int64())}))
+            try:
+                for p, o in s.execute("""
+                        SELECT DISTINCT i.log_partition, i.log_offset FROM pitlog_hits AS i
+                        JOIN pitlog_ids AS q ON i.h = q.h AND i.log_partition = q.log_partition
+                         AND i.log_offset < q.o""").fetchall():
+                    at.setdefault(p, []).append(o)
+            finally:
+                s.unregister("pitlog_hits")
         n = 0
         if at:
             where = " OR ".join(f"(log_partition = {p} AND log_offset IN "
@@ -506,8 +495,9 @@ class Detector:
         con.execute(f"DELETE FROM {STORED_AT}")
         con.execute(f"INSERT INTO {STORED_AT} SELECT source, log_partition, next_offset "
                     "FROM checkpoints")
-        con.execute(f"DELETE FROM {IDS_AT}")  # IDS has this batch's ids (_advance)
-        con.execute(f"INSERT INTO {IDS_AT} {_IDS_AT_OF}")
+        # Last before the commit: the index holds the batch's ids before `events` does
+        # (projections/id_index.py); a failure to write it rolls the batch back.
+        self._ids().append(con, "pitlog_batch" if changed else None)
         return raised
 
     def _note_recorded(self, con: duckdb.DuckDBPyConnection, before: int) -> None:
@@ -571,7 +561,6 @@ class Detector:
         types = "('" + "', '".join(CONTEXT_TYPES) + "')"
         con.execute(f"INSERT INTO {CONTEXT} BY NAME SELECT * FROM pitlog_batch "
                     f"WHERE event_type IN {types}")
-        con.execute(f"INSERT INTO {IDS} {_IDS_OF.format(src='pitlog_batch')}")
         if ROUND_LEVEL_STRETCH:
             detect_rounds.advance(con)
         for name in ("pitlog_new_shoes", "pitlog_merged", "pitlog_new_tables",

@@ -41,7 +41,7 @@ def event_log(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[EventL
 # What differs by backend and says nothing of the table: log positions, wall-clock stamps, the
 # order alerts were raised in (it follows each backend's batches) and where alerts were published.
 BACKEND_COLUMNS = (*POSITION_COLUMNS, *WALL_CLOCK_COLUMNS, "alert_seq")
-BACKEND_TABLES = ("checkpoints", "anomalies_stored_at", "detect_ids_at", "alerts_outbox",
+BACKEND_TABLES = ("checkpoints", "anomalies_stored_at", "alerts_outbox",
                   "round_money_at")
 
 

@@ -7,13 +7,16 @@ does. Each test is a hole session 9's review found in the round-level stretch: w
 ordinary second batch; the comment names the rule and the missing window input or stale row.
 With the shoe-level stretch they pass. The DUPLICATE_EVENT tests at the end attack the
 shoe-level window too: copies of an event id before W, found by the look-up of the batch's ids
-over the whole history (incremental.Detector.earlier_copies, the `detect_ids` state)."""
+over the whole history (incremental.Detector.earlier_copies, the index of
+projections/id_index.py)."""
 
 from __future__ import annotations
 
+import shutil
+import sqlite3
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from datetime import timedelta
 from pathlib import Path
 
@@ -22,10 +25,11 @@ import pytest
 from live_support import assert_money_exact
 from table_builder import EVENING, TableBuilder, card, recorder_for
 
+from events.errors import ProjectionError
 from events.log.embedded.log import EmbeddedLog
 from events.reddog import model
 from events.reddog.model import Box
-from projections import incremental
+from projections import id_index, incremental, round_money
 from projections.anomalies import STORED
 from projections.projector import project
 
@@ -249,7 +253,8 @@ def test_a_cut_and_a_shuffler_jam_of_an_earlier_round_are_judged_in_a_later_batc
 
 # DUPLICATE_EVENT: the windows start at W (the end of the shoe before K); a copy of an event of
 # an earlier shoe (here the tap-in before shoe S1) lies before it, and only the look-up over
-# the history (detect_ids) brings it to the streams family: the row [first copy, new copy]
+# the history (projections/id_index.py) brings it to the streams family: the row [first copy,
+# new copy]
 def test_a_copy_of_an_event_of_an_earlier_shoe_is_a_duplicate(tmp_path: Path) -> None:
     log, t = _table(tmp_path)  # the tap-in is event 2, id 2
     t.new_shoe("S1")
@@ -404,11 +409,22 @@ def test_a_copy_of_a_copy_shoes_later_replaces_the_row(tmp_path: Path) -> None:
                 [2, copy], [2, copy, third]]
 
 
-# A restart between the original and its copy: the look-up reads the stored state
-# (detect_ids), not anything the first process held. A state whose hashes another DuckDB's
-# hash() made (its comment differs) is not read: the store is evaluated whole and the state
-# rebuilt, so the copy is still found
-def test_a_copy_across_a_restart_and_a_state_of_another_hash_are_found(tmp_path: Path) -> None:
+def _index(con: duckdb.DuckDBPyConnection) -> id_index.Index:
+    """The index of ids the connection's detector used (projections/id_index.py)."""
+    index = incremental._DETECTORS[con].index
+    assert index is not None
+    return index
+
+
+def _index_file(db: str) -> sqlite3.Connection:
+    return sqlite3.connect(db + id_index.SUFFIX, isolation_level=None)
+
+
+# A restart between the original and its copy: the look-up reads the index kept beside the
+# store (projections/id_index.py), not anything the first process held. An index whose hashes
+# another DuckDB's hash() made (its meta differs) is not read: it is built anew from `events`,
+# so the copy is still found (the stored rows stay current: no full evaluation)
+def test_a_copy_across_a_restart_and_an_index_of_another_hash_are_found(tmp_path: Path) -> None:
     log, t = _table(tmp_path)
     wager = _shoes(t, ("S1", "S2"))["wager1"]
     t.flush()
@@ -421,15 +437,16 @@ def test_a_copy_across_a_restart_and_a_state_of_another_hash_are_found(tmp_path:
         copy = _resend(t, str(uuid.UUID(int=wager)), "S3", 1)
         t.flush()
         project(log, con, publish_alerts=False)
+        assert _index(con).built == "used"
         assert _stored_duplicates(con) == [("T01", [wager, copy])]
-        con.execute(f"COMMENT ON TABLE {incremental.IDS} IS 'another hash'")
-        assert not incremental.state_ready(con)
-    with duckdb.connect(db) as con:  # a restart with that state
+    with closing(_index_file(db)) as other:
+        other.execute("UPDATE meta SET value = 'another hash' WHERE name = 'hash'")
+    with duckdb.connect(db) as con:  # a restart with that index
         _shoes(t, ("S4",))
         tap = _resend(t, str(uuid.UUID(int=2)), "S4", 1)
         t.flush()
         project(log, con, publish_alerts=False)
-        assert incremental.state_ready(con)
+        assert _index(con).built == "built"
         assert _stored_duplicates(con) == [("T01", [2, tap]), ("T01", [wager, copy])]
         assert _rows_apart(con) == ([], [])
         assert_money_exact(con)
@@ -494,37 +511,106 @@ def test_a_card_event_copied_shoes_later_is_not_dealt_again(tmp_path: Path) -> N
             ("DUPLICATE_EVENT", [left, copy]), ("WRONG_BOX", [right])]
 
 
-# A store projected by this pitlog, then continued by an older one (a rolled-back deploy: it
-# knows no `detect_ids`, so it advances the stored rows and their checkpoints, STORED_AT, but
-# leaves the ids table as it was), then by this pitlog again. The older one's batches are
-# played here by projecting and then putting back the ids state as it stood before them, as the
-# older code leaves it (checked by hand against main's projector, session 12). S2's wager,
-# recorded in the older one's batch, is copied in S4: the look-up must find it, so the stale
-# ids table must not be read (state_ready: its positions behind STORED_AT), but rebuilt.
-# Was: stored held no DUPLICATE_EVENT, the full evaluation [wager, copy]
-def test_an_ids_state_an_older_pitlog_left_behind_is_rebuilt(tmp_path: Path) -> None:
+# A store projected by this pitlog, then continued by one that does not keep the index (an
+# older pitlog, a rolled-back deploy: it advances the store's checkpoints and leaves the index
+# as it was), then by this pitlog again. The older one's batch is played here by projecting and
+# then putting the index back as it stood before it. S2's wager, recorded in that batch, is
+# copied in S4: the index, behind the checkpoints, is caught up from `events` at open, so the
+# look-up finds it. Was (an index read as it stood): no DUPLICATE_EVENT stored
+def test_an_index_an_older_pitlog_left_behind_is_caught_up(tmp_path: Path) -> None:
     log, t = _table(tmp_path)
     _shoes(t, ("S1",))
     t.flush()
     db = str(tmp_path / "v.duckdb")
     with duckdb.connect(db) as con:
         project(log, con, publish_alerts=False)
-        saved = {name: con.execute(f"SELECT * FROM {name}").fetchall()
-                 for name in (incremental.IDS, incremental.IDS_AT)}
+        with closing(_index_file(db)) as index:
+            saved = {name: index.execute(f"SELECT * FROM {name}").fetchall()
+                     for name in ("ids", "upto")}
         wager = _shoes(t, ("S2", "S3"))["wager1"]
         t.flush()
         project(log, con, publish_alerts=False)
-        for name, rows in saved.items():  # what the older pitlog's batch leaves
-            con.execute(f"DELETE FROM {name}")
-            con.executemany(f"INSERT INTO {name} VALUES ({', '.join('?' * len(rows[0]))})",
-                            rows)
-        assert not incremental.state_ready(con)
+        with closing(_index_file(db)) as index:  # what the older pitlog's batch leaves
+            for name, rows in saved.items():
+                index.execute(f"DELETE FROM {name}")
+                index.executemany(f"INSERT INTO {name} VALUES "
+                                  f"({', '.join('?' * len(rows[0]))})", rows)
     with duckdb.connect(db) as con:  # this pitlog again
         _shoes(t, ("S4",))
         copy = _resend(t, _line(con, "T01", wager)[0], "S4", 1)
         t.flush()
         project(log, con, publish_alerts=False)
-        assert incremental.state_ready(con)
+        assert _index(con).built == "caught up"
         assert _stored_duplicates(con) == [("T01", [wager, copy])]
         assert _rows_apart(con) == ([], [])
         assert_money_exact(con)
+
+
+# The index belongs to its store: a database copied elsewhere without it gets one built from
+# its `events`, and a store given another store's index (same log, same checkpoints, but its
+# key differs; here that index lacks S2's wager) does not read it but builds its own. In both
+# the copy of S2's wager recorded in S4 is found.
+# Was (an index read by its checkpoints alone): the second store stored no DUPLICATE_EVENT
+def test_a_copied_store_and_another_stores_index_get_their_own(tmp_path: Path) -> None:
+    log, t = _table(tmp_path)
+    wager = _shoes(t, ("S1", "S2", "S3"))["wager1"]
+    t.flush()
+    first, other = str(tmp_path / "v.duckdb"), str(tmp_path / "other.duckdb")
+    with duckdb.connect(first) as con:
+        project(log, con, publish_alerts=False)
+        ((h,),) = con.execute(f"SELECT {id_index.HASH} FROM events WHERE seq = $s",
+                              {"s": wager}).fetchall()
+        line = _line(con, "T01", wager)[0]
+    with duckdb.connect(other) as con:
+        project(log, con, publish_alerts=False)
+    shutil.copy(first, tmp_path / "copy.duckdb")
+    with closing(_index_file(first)) as index:
+        assert index.execute("DELETE FROM ids WHERE h = ?", [h]).rowcount == 1
+    for suffix in ("", "-wal", "-shm"):  # the first store's index, beside the other store
+        if Path(first + id_index.SUFFIX + suffix).exists():
+            shutil.copy(first + id_index.SUFFIX + suffix, other + id_index.SUFFIX + suffix)
+    _shoes(t, ("S4",))
+    copy = _resend(t, line, "S4", 1)
+    t.flush()
+    for db in (str(tmp_path / "copy.duckdb"), other):
+        with duckdb.connect(db) as con:
+            project(log, con, publish_alerts=False)
+            assert _index(con).built == "built", db
+            assert _stored_duplicates(con) == [("T01", [wager, copy])], db
+            assert _rows_apart(con) == ([], [])
+
+
+# A batch whose DuckDB transaction fails after the index's commit (here the round money's
+# apply, the last step before the commit, fails once): the index holds the batch's rows and
+# checkpoints, the store neither. Projected again by a new detector (as after a restart), the
+# batch is exact, and a later copy of its wager is found once, with the index opened as it
+# stood (ahead of the store: used, not rebuilt).
+def test_a_batch_rolled_back_after_the_index_committed_is_exact_when_projected_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log, t = _table(tmp_path)
+    _shoes(t, ("S1",))
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
+        wager = _shoes(t, ("S2", "S3"))["wager1"]
+        kept = round_money.Keeper.apply
+
+        def failing(self: round_money.Keeper, c: duckdb.DuckDBPyConnection,
+                    changed: bool) -> None:
+            raise duckdb.IOException("the disk is full")
+
+        monkeypatch.setattr(round_money.Keeper, "apply", failing)
+        with pytest.raises(ProjectionError, match="the disk is full"):
+            second_batch()
+        monkeypatch.setattr(round_money.Keeper, "apply", kept)
+        assert con.execute("SELECT count(*) FROM events WHERE seq >= $s",
+                           {"s": wager}).fetchall() == [(0,)]
+        with closing(_index_file(str(tmp_path / "v.duckdb"))) as index:
+            ((ahead,),) = index.execute("SELECT sum(next_offset) FROM upto").fetchall()
+        ((stored,),) = con.execute("SELECT sum(next_offset) FROM checkpoints").fetchall()
+        assert ahead > stored  # the failed batch's rows and checkpoints are in the index
+        incremental._DETECTORS.pop(con).close()
+        second_batch()  # the same batch again
+        _shoes(t, ("S4",))
+        copy = _resend(t, _line(con, "T01", wager)[0], "S4", 1)
+        second_batch()
+        assert _index(con).built == "used"
+        assert _stored_duplicates(con) == [("T01", [wager, copy])]

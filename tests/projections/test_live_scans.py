@@ -1,13 +1,15 @@
 """What one live batch reads of the store (principle 7: the live cost follows what is new, not
-the history), counted by DuckDB: every statement of the batch profiled, its table scans' rows
-(query.total_rows_scanned) read from DuckDB's log. A count of rows, never a timing.
+the history): DUPLICATE_EVENT's look-up of earlier copies of an event id
+(incremental.Detector.earlier_copies) in the index of ids (projections/id_index.py), counted
+by SQLite's own statement counters and the rows its searches return. A count of rows, never a
+timing.
 
-benchmarks/results.md ("Session 13") has the same count at 1M and 9.5M events
-(benchmarks/bench_live.py --scans)."""
+benchmarks/results.md ("Session 13", "Session 14") has the look-up's cost at 1M and 9.5M ids
+(benchmarks/bench_dup_lookup.py)."""
 
 from __future__ import annotations
 
-import re
+import sqlite3
 from pathlib import Path
 
 import duckdb
@@ -16,6 +18,7 @@ from live_support import feed, source_log
 
 import projections.incremental as incremental
 from events.log.embedded.log import EmbeddedLog
+from projections import id_index
 from projections.projector import project
 
 BATCH = 120  # records of the one live batch measured
@@ -26,65 +29,58 @@ def records(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[bytes, bytes
     return source_log(tmp_path_factory.mktemp("source") / "log")
 
 
-def _profiled(cur: duckdb.DuckDBPyConnection) -> None:
-    cur.execute("SET enable_profiling = 'no_output'")  # metrics into DuckDB's log, no file
+def _full_scan_steps(db: sqlite3.Connection) -> dict[str, int]:
+    """Per statement of the index's table `ids` that the connection holds prepared: the rows
+    SQLite stepped through in full scans of a table (SQLITE_STMTSTATUS_FULLSCAN_STEP, read from
+    its sqlite_stmt table); a search by the key steps through none."""
+    return {sql: int(n) for sql, n in db.execute(
+        "SELECT sql, nscan FROM sqlite_stmt").fetchall() if " ids " in f"{sql} "}
 
 
-def _batch_scans(folder: Path, records: list[tuple[bytes, bytes]], history: int,
-                 monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
-    """Project `history` records (the rebuild path), then one batch of the next BATCH records
-    with every statement profiled: (statement, rows its table scans read) of that batch."""
+def _batch_reads(folder: Path, records: list[tuple[bytes, bytes]], history: int,
+                 monkeypatch: pytest.MonkeyPatch) -> tuple[int, int, int]:
+    """Project `history` records, then one batch of the next BATCH records: what that batch's
+    look-up read of the index: (hashes searched, rows the searches returned, rows stepped
+    through by full scans of `ids`)."""
     log = EmbeddedLog(folder / "log")
     feed(log, records, 0, history)
+    searched, returned = [0], [0]
     with duckdb.connect(str(folder / "v.duckdb")) as con:
         project(log, con, publish_alerts=False)
         feed(log, records, history, history + BATCH)
-        ready = incremental.Detector._ready
+        index = incremental._DETECTORS[con].index
+        assert index is not None  # opened by the history's batches
+        before = _full_scan_steps(index.db)
+        matches = id_index.Index.matches
 
-        def profiled_ready(self: incremental.Detector) -> duckdb.DuckDBPyConnection:
-            scratch = ready(self)  # made by the history's batches, or now
-            for cur in (scratch, *self.cursors):  # the window catalogs' and the families'
-                _profiled(cur)
-            return scratch
+        def counted(self: id_index.Index, hashes: list[int]) -> list[tuple[int, int, int]]:
+            found = matches(self, hashes)
+            searched[0] += len(hashes)
+            returned[0] += len(found)
+            return found
 
-        monkeypatch.setattr(incremental.Detector, "_ready", profiled_ready)
-        con.execute("CALL enable_logging('Metrics')")
-        _profiled(con)
+        monkeypatch.setattr(id_index.Index, "matches", counted)
         report = project(log, con, publish_alerts=False)
         assert report.events == BATCH and report.batches == 1
-        rows = con.execute(r"""
-            SELECT max(regexp_extract(message, 'query.sql, ''value'': (.*), ''start_time''',
-                                      1, 's')) FILTER (message LIKE '%query.sql%'),
-                   max(regexp_extract(message, 'total_rows_scanned, ''value'': (\d+)', 1))
-                       FILTER (message LIKE '%query.total_rows_scanned%')
-            FROM duckdb_logs WHERE type = 'Metrics'
-              AND (message LIKE '%query.sql%' OR message LIKE '%query.total_rows_scanned%')
-            GROUP BY context_id""").fetchall()
+        after = _full_scan_steps(index.db)
     log.close()
-    return [(sql, int(n)) for sql, n in rows if sql and n]
+    scanned = sum(n - before.get(sql, 0) for sql, n in after.items())
+    return searched[0], returned[0], scanned
 
 
-def _reading(scans: list[tuple[str, int]], table: str) -> list[int]:
-    """Rows scanned by the statements that read `table` (FROM or USING it, not INSERT INTO)."""
-    pattern = re.compile(rf"(FROM|USING|JOIN)\s+(\S+\.)?{table}\b", re.IGNORECASE)
-    return [n for sql, n in scans if pattern.search(sql)]
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "DUPLICATE_EVENT's look-up of earlier copies (incremental.Detector.earlier_copies) scans "
-    "detect_ids whole, one row per event of the history: 9.5M rows per batch at 9.5M events "
-    "(benchmarks/results.md, Session 13). A look-up by an index kept on disk would read what "
-    "the batch's ids match; DuckDB's own index (ART) is held in memory"))
 def test_a_batch_looks_up_earlier_copies_in_proportion_to_its_ids_not_the_history(
         tmp_path: Path, records: list[tuple[bytes, bytes]],
         monkeypatch: pytest.MonkeyPatch) -> None:
     small, large = len(records) // 4, 3 * len(records) // 4
     assert large - small > 8 * BATCH  # histories far apart, each far larger than the batch
     for history in (small, large):
-        scans = _batch_scans(tmp_path / f"h{history}", records, history, monkeypatch)
-        looked_up = _reading(scans, incremental.IDS)
-        assert looked_up, "the batch looked nothing up in detect_ids"
+        searched, returned, scanned = _batch_reads(tmp_path / f"h{history}", records, history,
+                                                   monkeypatch)
+        assert searched, "the batch looked nothing up in the index"
         # The batch's ids (and its stored DUPLICATE_EVENT rows' ids) are what can match: a
-        # look-up that follows the batch reads a few rows per id, not every event's.
-        assert max(looked_up) <= 3 * BATCH, (history, looked_up)
-
+        # look-up that follows the batch reads a few rows per id, not every event's. A search
+        # reads the rows it returns and one more per hash (where it stops); a scan of the
+        # index (detect_ids in DuckDB read 1,932 rows here after 1,688 records) steps through
+        # every row.
+        assert searched + returned + scanned <= 3 * BATCH, (history, searched, returned,
+                                                             scanned)
