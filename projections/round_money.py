@@ -24,22 +24,23 @@ after every stored one, which is what a K from the detector's plan means). A rou
 its own events (the rounds and ledger views group by round) and, outside them: the dealer and
 the paytable (the latest tap and TableOpened at or before its first seq: a new one, at a later
 seq than every stored event, is in force only for rounds that start in the batch), the shoe's
-deck count (its first CardsLoaded: a batch that loads a shoe redoes the shoe's rounds), one copy
-of each card event id (the first copy: an earlier seq, so never a batch's), and whether a card
-of another round, or of none, came out inside it in game order (ledger.sql `intruded`,
-sql/intruders.sql: a round's span from its first card to its end, the card matched to the latest
-span that began before it; a burn to every span around it). Game order is occurred_at before
-seq, so a batch's line can fall inside an earlier round. Each round's extent [lo, hi], the least
-and greatest game order of its events, contains that span; so the batch changes a round only if
-the round has a batch event, or its extent reaches the least game order T1 of the batch's
-rounds' extents (after the batch) and of its events outside any round: the rounds with
-hi >= T1 (REDO). Those rounds' rows follow from their own events, the events outside rounds,
-the taps, openings and loads, the other copies of their card ids, and the events of every round
-whose extent reaches the least lo of REDO (T2): a card inside a REDO round, or a span it could
-be matched to, belongs to such a round. A round's extent only grows with its events, so a
-round that reaches neither threshold cannot matter; and any other round appearing in part (a
-copy of a card id, a tap with a round number) has a span inside its own extent, so it is never
-the one a REDO round's card is matched to.
+deck count (its first CardsLoaded: a batch that loads a shoe redoes the shoe's rounds), one
+copy of each card event id (the first copy: an earlier seq, so never a batch's), and whether a
+card of another round, or of none, came out inside it in game order (ledger.sql `intruded`,
+sql/intruders.sql: a round's span from its first card to its end, the card matched to the
+latest span that began before it; a burn to every span around it). Game order is occurred_at
+before seq, so a batch's line can fall inside an earlier round. Each round's extent [lo, hi],
+the least and greatest game order of its events, contains that span; so the batch changes a
+round only if the round has a batch event, its shoe is loaded in the batch, a tap or opening of
+the batch comes before its first seq, or its extent reaches T1, the least game order of those
+rounds' extents (after the batch) and of the batch's cards outside any round: the rounds with
+hi >= T1 (REDO; the others named reach it too). Those rounds' rows follow from their own
+events, the events outside rounds, the taps, openings and loads, the other copies of their card
+ids, and the events of every round whose extent reaches the least lo of REDO (T2): a card
+inside a REDO round, or a span it could be matched to, belongs to such a round. A round's
+extent only grows with its events, so a round that reaches neither threshold cannot matter; and
+any other round appearing in part (a copy of a card id, a tap with a round number) has a span
+inside its own extent, so it is never the one a REDO round's card is matched to.
 
 The checkpoints the rows hold (reconcile.ROUND_MONEY_AT) advance in the same transaction, and
 only while every batch was applied: a batch projected without detection, or whose detection
@@ -50,6 +51,7 @@ rebuilds the table.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 
 import duckdb
 import pyarrow as pa
@@ -123,32 +125,27 @@ FROM marked AS m JOIN t2 USING (table_id) WHERE m.hi >= t2.t2
 # taps included).
 NEED = f"""
 INSERT INTO {WINDOW}.main.events BY NAME
-WITH win AS (
-    SELECT e.*, sc.k AS pitlog_k FROM {SCRATCH}.main.events AS e
-    JOIN {SCRATCH}.main.scope AS sc USING (table_id)
+WITH marked AS MATERIALIZED (  -- each window event's row id and whether it is kept
+    SELECT e.rowid AS rid, e.table_id, e.event_id, e.event_type, sc.k IS NOT NULL AS narrow,
+           sc.k IS NULL OR x.table_id IS NOT NULL
+           OR (t.table_id IS NOT NULL
+               AND (e.round_no IS NULL OR e.event_type IN {_CONTEXT_TYPES})) AS kept
+    FROM {SCRATCH}.main.events AS e JOIN {SCRATCH}.main.scope AS sc USING (table_id)
+    LEFT JOIN (SELECT DISTINCT table_id FROM {WINDOW}.main.redo) AS t USING (table_id)
+    LEFT JOIN {WINDOW}.main.redo AS x ON x.table_id = e.table_id
+     AND x.shoe_id IS NOT DISTINCT FROM e.shoe_id AND x.round_no = e.round_no
 ),
-kept AS (
-    SELECT w.* FROM win AS w
-    WHERE w.pitlog_k IS NULL
-       OR (w.table_id IN (SELECT table_id FROM {WINDOW}.main.redo)
-           AND (w.round_no IS NULL OR w.event_type IN {_CONTEXT_TYPES}))
-    UNION ALL
-    SELECT w.* FROM win AS w SEMI JOIN {WINDOW}.main.redo AS r
-        ON w.table_id = r.table_id AND w.shoe_id IS NOT DISTINCT FROM r.shoe_id
-       AND w.round_no = r.round_no
-    WHERE w.pitlog_k IS NOT NULL AND w.event_type NOT IN {_CONTEXT_TYPES}
+ids AS (  -- the kept card events' ids: every copy of them (card_events_of keeps the first)
+    SELECT DISTINCT table_id, event_id FROM marked
+    WHERE kept AND narrow AND is_card_event(event_type) AND event_id IS NOT NULL
 ),
-copies AS (  -- the other copies of the kept card events' ids (card_events_of: the first counts)
-    SELECT w.* FROM win AS w
-    SEMI JOIN (SELECT DISTINCT table_id, event_id FROM kept
-               WHERE pitlog_k IS NOT NULL AND is_card_event(event_type)) AS c
-        USING (table_id, event_id)
-    ANTI JOIN kept AS k ON k.log_partition = w.log_partition AND k.log_offset = w.log_offset
-    WHERE w.pitlog_k IS NOT NULL AND is_card_event(w.event_type)
+chosen AS (
+    SELECT m.rid FROM marked AS m
+    LEFT JOIN ids AS i ON i.table_id = m.table_id AND i.event_id = m.event_id
+     AND is_card_event(m.event_type)
+    WHERE m.kept OR i.table_id IS NOT NULL
 )
-SELECT * EXCLUDE (pitlog_k) FROM kept
-UNION ALL BY NAME
-SELECT * EXCLUDE (pitlog_k) FROM copies
+SELECT e.* FROM {SCRATCH}.main.events AS e SEMI JOIN chosen AS c ON e.rowid = c.rid
 UNION ALL BY NAME
 SELECT t.* FROM {{db}}.main.{ROUND_MONEY_TAPS} AS t
 JOIN {SCRATCH}.main.scope AS sc USING (table_id) WHERE t.seq < sc.k
@@ -216,8 +213,9 @@ def _columns(con: duckdb.DuckDBPyConnection, table: str) -> list[tuple[str, str]
 
 
 class Keeper:
-    """Replaces a batch's rounds' rows: evaluated before the batch's transaction (evaluate,
-    after the detector's), written inside it (apply, after the detector's)."""
+    """Replaces a batch's rounds' rows: evaluated before the batch's transaction (evaluate, a
+    job run beside the detector's families: job), written inside it (apply, after the
+    detector's)."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
         self.con = con
@@ -267,6 +265,16 @@ class Keeper:
         cur.execute(FOUND.format(round_money=round_money_sql()))
         self.found = True
 
+    def job(self, batch: pa.Table) -> Callable[[], None] | None:
+        """evaluate(batch) as a job to run beside the detector's families
+        (incremental.Detector.evaluate's `beside`), None when not keeping the rows. The cursor
+        and its window catalog are made here, on the caller's thread: attaching a catalog
+        changes the database's list of them, which the families' queries read."""
+        if not self.live:
+            return None
+        self._ready()
+        return lambda: self.evaluate(batch)
+
     def skip(self) -> None:
         """A batch committed without detection: its rounds' rows are not replaced, so the
         stored rows fall behind for good (until the next open rebuilds them)."""
@@ -274,8 +282,8 @@ class Keeper:
 
     def apply(self, con: duckdb.DuckDBPyConnection, changed: bool) -> None:
         """Inside the batch's transaction, after the detector's apply: replace the rows of the
-        rounds with an event from K on, add the batch's taps (`pitlog_batch`, when `changed`),
-        and mark the rows current."""
+        rounds evaluated (REDO from K on; every round of a table evaluated whole), add the
+        batch's taps (`pitlog_batch`, when `changed`), and mark the rows current."""
         if not self.live:
             return
         if changed:

@@ -25,7 +25,7 @@ from table_builder import EVENING, TableBuilder, card, recorder_for
 from events.log.embedded.log import EmbeddedLog
 from events.reddog import model
 from events.reddog.model import Box
-from projections import incremental
+from projections import incremental, round_money
 from projections.anomalies import STORED
 from projections.projector import project
 
@@ -528,3 +528,55 @@ def test_an_ids_state_an_older_pitlog_left_behind_is_rebuilt(tmp_path: Path) -> 
         assert _stored_duplicates(con) == [("T01", [wager, copy])]
         assert _rows_apart(con) == ([], [])
         assert_money_exact(con)
+
+
+# The stored round money's keeper (projections/round_money.py) computes again only the rounds a
+# batch can change (REDO). An ordinary batch (the next round, later in seq and in game order)
+# redoes that round alone; the earlier rounds' rows stay as stored, equal to the views
+def test_an_ordinary_batch_recomputes_the_money_of_its_own_round_only(tmp_path: Path) -> None:
+    log, t = _table(tmp_path)
+    t.new_shoe("S1")
+    for n, cards in enumerate(("4C JS 7D", "3H 10S 6D", "2D QS 8H"), start=1):
+        t.round_no = n
+        t.deal_round(cards, {1: 500})
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
+        t.round_no = 4
+        t.deal_round("5C KD 9S", {1: 500, 2: 300})
+        second_batch()
+        assert con.execute(f"SELECT round_no FROM {round_money.WINDOW}.main.redo WHERE redo"
+                           ).fetchall() == [(4,)]
+        assert con.execute("SELECT handle_cents FROM round_money WHERE round_no = 4"
+                           ).fetchall() == [(800,)]
+
+
+# A late line of round 1 stamped after round 2 ended (occurred_at, not seq, is game order)
+# stretches round 1's span over round 2 (sql/intruders.sql: a span ends at its last event but
+# burns): a burn with no round inside round 2 is then matched to round 1, the earliest span
+# around it, so round 2's wager is no longer IRREGULAR_ROUND and round 1's is. Round 2 has no
+# event in the batch; a keeper that redid only the rounds with one kept round 2's old row
+def test_a_late_line_that_stretches_an_earlier_round_moves_a_burn_out_of_the_next(
+        tmp_path: Path) -> None:
+    log, t = _table(tmp_path)
+    t.new_shoe("S1")
+    t.round_no = 1
+    t.deal_round("4C JS 7D", {1: 500})
+    t.round_no = 2
+    second = t.open_spread(2, "3H 10S")
+    t.round_no = None
+    t.burn("9C")  # a loose burn while round 2 is dealt
+    t.round_no = 2
+    t.draw("6D", Box.MIDDLE)
+    t.settle_by_the_rules(1, model.WagerKind.ORIGINAL, 1000, "3H 10S 6D")
+    t.rack("3H 10S 6D")
+    t.round_no = 3
+    t.deal_round("2D QS 8H", {1: 500})
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
+        exceptions = "SELECT round_no, exceptions FROM round_money ORDER BY round_no"
+        assert con.execute(exceptions).fetchall() == [(1, 0), (2, 1), (3, 0)]
+        late_clock = t.clock
+        t.round_no = 1
+        t.clock = EVENING + _at(second["closed"] + 2)  # after round 2's burn and third card
+        t.emit(model.DealerTappedOut(dealer_id="D1"))
+        t.clock = late_clock
+        second_batch()
+        assert con.execute(exceptions).fetchall() == [(1, 1), (2, 0), (3, 0)]
