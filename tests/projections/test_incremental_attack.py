@@ -580,3 +580,36 @@ def test_a_late_line_that_stretches_an_earlier_round_moves_a_burn_out_of_the_nex
         t.clock = late_clock
         second_batch()
         assert con.execute(exceptions).fetchall() == [(1, 1), (2, 0), (3, 0)]
+
+
+# Round 1's last line is stamped after round 2's first card, and a burn with no round comes
+# out between them: the burn lies in both spans and belongs to round 1, the earliest. Round 2's
+# rack is stamped after round 3's first line, so the batch of round 3 redoes round 2, but not
+# round 1 (it ends before round 3 begins): round 2's row must still be computed with round 1's
+# span beside it (round_money.REDO's second threshold), or the burn is matched to round 2
+def test_a_redone_round_keeps_the_earlier_span_its_burn_belongs_to(tmp_path: Path) -> None:
+    log, t = _table(tmp_path)
+    t.new_shoe("S1")
+    t.round_no = 1
+    t.deal_round("4C JS 7D", {1: 500})
+    t.round_no = 2
+    second = t.open_spread(2, "3H 10S")
+    t.round_no = None
+    t.burn("9C")  # after round 2's first card
+    t.round_no = 1
+    t.emit(model.DealerTappedOut(dealer_id="D1"))  # round 1's last line, after the burn
+    t.round_no = 2
+    t.draw("6D", Box.MIDDLE)
+    t.settle_by_the_rules(1, model.WagerKind.ORIGINAL, 1000, "3H 10S 6D")
+    rack = t.rack("3H 10S 6D")
+    exceptions = "SELECT round_no, exceptions FROM round_money ORDER BY round_no"
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
+        assert con.execute(exceptions).fetchall() == [(1, 1), (2, 0)]
+        t.round_no = 3
+        t.clock = EVENING + _at(rack) - timedelta(seconds=2)  # its wager before round 2's rack
+        t.deal_round("2D QS 8H", {1: 500})
+        second_batch()
+        assert con.execute(f"SELECT round_no FROM {round_money.WINDOW}.main.redo WHERE redo "
+                           "ORDER BY 1").fetchall() == [(2,), (3,)]
+        assert second["left"] < rack
+        assert con.execute(exceptions).fetchall() == [(1, 1), (2, 0), (3, 0)]
