@@ -16,9 +16,6 @@ and project() commits them as one batch. Variants:
 
 - new: this checkout's code (projections/round_money.py: only the rounds a batch can change are
   computed again, Keeper.evaluate);
-- serial: this checkout's code with the keeper's evaluate run after the detector's families
-  (Detector.evaluate's `beside` job called when they are done), as the old code ran it: the
-  narrowing alone;
 - old: the code of the checkout `--old-repo` (main), imported from there by the child.
 
 Per batch: the detector's cost (Detector.plan + evaluate + apply) beside the round_money
@@ -48,7 +45,7 @@ _CHILD = r"""
 import json, pickle, resource, statistics, sys, time
 from pathlib import Path
 repo, here, work = sys.argv[1], sys.argv[2], Path(sys.argv[3])
-events, check, variant = int(sys.argv[4]), sys.argv[5] == "1", sys.argv[6]
+events, check = int(sys.argv[4]), sys.argv[5] == "1"
 sys.path.insert(0, repo)
 sys.path.insert(1, here)
 import duckdb
@@ -58,14 +55,6 @@ from projections import incremental, round_money
 from projections.projector import project
 from projections.reconcile import ROUND_MONEY, load_edges, round_money_sql, stored_money_current
 
-if variant == "serial":  # the keeper's job after the families, as the old code ran it
-    evaluate = incremental.Detector.evaluate
-    def serial(self, batch, scopes, beside=None):
-        n = evaluate(self, batch, scopes)
-        if beside is not None:
-            beside()
-        return n
-    incremental.Detector.evaluate = serial
 spent = {}
 for owner, names in ((incremental.Detector, ("plan", "evaluate", "apply")),
                      (round_money.Keeper, ("evaluate", "apply"))):
@@ -153,8 +142,7 @@ def run(variant: str, repo: str, base: Path, work: Path, events: int,
     shutil.copytree(base, work, ignore=shutil.ignore_patterns("*.wal", "made.json"))
     load = os.getloadavg()[0]
     out = subprocess.run([sys.executable, "-c", _CHILD, repo, str(HERE), str(work), str(events),
-                          "1" if check else "0", variant], capture_output=True, text=True,
-                         cwd="/")
+                          "1" if check else "0"], capture_output=True, text=True, cwd="/")
     if out.returncode:
         raise SystemExit(f"{variant} failed:\n{out.stderr[-3000:]}")
     res = json.loads(next(line for line in reversed(out.stdout.splitlines())
@@ -173,7 +161,7 @@ def main() -> None:
     ap.add_argument("--events", type=int, default=1000)
     ap.add_argument("--old-repo", default=None, help="a checkout of the old code (main)")
     ap.add_argument("--repeats", type=int, default=1)
-    ap.add_argument("--variants", default="old,serial,new")
+    ap.add_argument("--variants", default="old,new")
     ap.add_argument("--reuse", action="store_true", help="use WORKDIR's prepared base as is")
     ap.add_argument("--no-check", action="store_true")
     args = ap.parse_args()
@@ -183,7 +171,7 @@ def main() -> None:
     else:
         made = prepare(args.source, base, args.history, args.batches * args.events)
     print(json.dumps(made), flush=True)
-    repos = {"new": str(REPO), "serial": str(REPO), "old": args.old_repo}
+    repos = {"new": str(REPO), "old": args.old_repo}
     variants = [(v, repos[v]) for v in args.variants.split(",") if repos[v]]
     results = []
     for i in range(args.repeats):

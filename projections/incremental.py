@@ -280,8 +280,7 @@ class Detector:
                 f"({FAMILY_ROWS.format(family=family)}) AS f "
                 f"JOIN {SCRATCH}.scope AS sc USING (table_id) "
                 f"WHERE sc.k IS NULL OR coalesce(list_max(f.seqs), {BIG}) >= sc.k")
-        # One thread more than the families: a job run beside them (evaluate's `beside`).
-        self.pool = ThreadPoolExecutor(max_workers=len(self.families) + 1,
+        self.pool = ThreadPoolExecutor(max_workers=len(self.families),
                                        thread_name_prefix="pitlog-detect")
         self.scratch = scratch
         return scratch
@@ -386,12 +385,8 @@ class Detector:
         return [Scope(sc.table_id, sc.partition, sc.k, sc.w, sc.offset,
                       seqs.get(sc.table_id)) for sc in scopes]
 
-    def evaluate(self, batch: pa.Table, scopes: list[Scope],
-                 beside: Callable[[], None] | None = None) -> int:
-        """The stretch's rows into the scratch `found` table; returns the window's size.
-        `beside`, a job that reads the window and the scope table on a cursor of its own (the
-        stored round money's, round_money.Keeper.evaluate), runs at the same time as the
-        families, and its error is raised as theirs is."""
+    def evaluate(self, batch: pa.Table, scopes: list[Scope]) -> int:
+        """The stretch's rows into the scratch `found` table; returns the window's size."""
         s = self._ready()
         s.execute("DELETE FROM scope")
         s.executemany("INSERT INTO scope VALUES (?, ?, ?, ?, ?, ?)",
@@ -408,7 +403,7 @@ class Detector:
         finally:
             s.unregister("pitlog_new")
         looked = time.perf_counter()
-        self._evaluate_families(beside)
+        self._evaluate_families()
         self.phases = {"copy": copied - started, "copies": looked - copied,
                        "families": time.perf_counter() - looked}
         ((n,),) = s.execute("SELECT count(*) FROM events").fetchall()
@@ -471,13 +466,12 @@ class Detector:
             s.execute(f"DROP TABLE IF EXISTS temp.{name}")
         return int(n)
 
-    def _evaluate_families(self, beside: Callable[[], None] | None = None) -> None:
+    def _evaluate_families(self) -> None:
         """The stretch's rows of every family into `found`. The families are independent
         queries over the same window, each mostly one thread's work (a window of tens of
         thousands of events is one DuckDB row group, and planning a family is single-threaded:
         0.1-0.5 s each, benchmarks/results.md), so they run at once, one cursor each: a batch
-        takes about its slowest family instead of their sum, given the cores. `beside` runs
-        with them (evaluate)."""
+        takes about its slowest family instead of their sum, given the cores."""
 
         def run(i: int) -> None:
             cur = self.cursors[i]
@@ -486,8 +480,6 @@ class Detector:
 
         assert self.pool is not None and self.scratch is not None  # plan() made them
         futures = [self.pool.submit(run, i) for i in range(len(self.families))]
-        if beside is not None:
-            futures.append(self.pool.submit(beside))
         wait(futures)  # all of them, also when one failed: none still runs afterwards
         for future in futures:
             future.result()  # an error of any family (out of memory) is raised here

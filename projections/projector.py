@@ -351,11 +351,9 @@ class _BatchLoader:
                 if self.full_limit:
                     con.execute(f"SET memory_limit = '{self.full_limit}'").fetchall()
                 scopes = detector.plan(rows)
-                # The stored round money's rows are evaluated beside the anomaly families, on
-                # the keeper's own cursor: its planning, one thread's work, fills a core the
-                # families leave idle (benchmarks/results.md, session 14).
-                detector.evaluate(rows, scopes,
-                                  beside=None if self.money is None else self.money.job(rows))
+                detector.evaluate(rows, scopes)
+                if self.money is not None:
+                    self.money.evaluate(rows)
             except duckdb.OutOfMemoryException as exc:
                 # The batch is still committed; the stored rows stay behind its checkpoint (so
                 # readers evaluate the view) until a run with more memory catches up.

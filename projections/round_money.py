@@ -51,7 +51,6 @@ rebuilds the table.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable
 
 import duckdb
 import pyarrow as pa
@@ -213,9 +212,8 @@ def _columns(con: duckdb.DuckDBPyConnection, table: str) -> list[tuple[str, str]
 
 
 class Keeper:
-    """Replaces a batch's rounds' rows: evaluated before the batch's transaction (evaluate, a
-    job run beside the detector's families: job), written inside it (apply, after the
-    detector's)."""
+    """Replaces a batch's rounds' rows: evaluated before the batch's transaction (evaluate,
+    after the detector's), written inside it (apply, after the detector's)."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
         self.con = con
@@ -264,16 +262,6 @@ class Keeper:
         load_edges(cur)  # the edges of the window's decks and paytables, on this cursor
         cur.execute(FOUND.format(round_money=round_money_sql()))
         self.found = True
-
-    def job(self, batch: pa.Table) -> Callable[[], None] | None:
-        """evaluate(batch) as a job to run beside the detector's families
-        (incremental.Detector.evaluate's `beside`), None when not keeping the rows. The cursor
-        and its window catalog are made here, on the caller's thread: attaching a catalog
-        changes the database's list of them, which the families' queries read."""
-        if not self.live:
-            return None
-        self._ready()
-        return lambda: self.evaluate(batch)
 
     def skip(self) -> None:
         """A batch committed without detection: its rounds' rows are not replaced, so the
