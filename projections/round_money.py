@@ -80,8 +80,8 @@ _BATCH = "pitlog_money_batch"
 # Events that are context for every round of a table (the module docstring): kept whole.
 _CONTEXT_TYPES = "('TableOpened', 'CardsLoaded', 'DealerTappedIn')"
 # The rounds whose money the batch can change, per table evaluated from K (module docstring):
-# redo = 1 for those, 0 for the rounds whose events their rows need besides; one row per round
-# of the window that reaches T2, with its first seq. Tables evaluated whole are not here.
+# `redo` true for those, false for the other rounds whose events their rows need; one row per
+# round of the window that reaches T2. Tables evaluated whole are not here.
 REDO = f"""
 CREATE OR REPLACE TABLE {WINDOW}.main.redo AS
 WITH win AS (
