@@ -353,7 +353,7 @@ class _BatchLoader:
                 scopes = detector.plan(rows)
                 detector.evaluate(rows, scopes)
                 if self.money is not None:
-                    self.money.evaluate()
+                    self.money.evaluate(rows)
             except duckdb.OutOfMemoryException as exc:
                 # The batch is still committed; the stored rows stay behind its checkpoint (so
                 # readers evaluate the view) until a run with more memory catches up.

@@ -10,12 +10,37 @@ round's money. They are kept as the stored anomaly rows are (projections/increme
   another definition (reconcile.round_money_tag) or behind its checkpoints;
 - per batch (Keeper), in the batch's own transaction: the detector's plan says, per touched
   table, from which seq K on anything can change (the shoe-level stretch: every shoe lies
-  wholly before K or from K on). The rows of the rounds with an event at or after K are
-  replaced by the round_money query over the detector's window of those events, whose
-  context before K is the paytables, the shoes' state, earlier copies of a card and, added
-  here, the dealers' taps (ROUND_MONEY_TAPS: the rounds view's dealer is the table's latest
-  DealerTappedIn at or before the round, however long ago). A round still in play has a row
-  like any other and is replaced with its shoe's stretch when its next event comes.
+  wholly before K or from K on). Of the rounds from K on, only those whose money the batch
+  can change are computed again (REDO below) and their rows replaced, by the round_money
+  query over the events they need of the detector's window (NEED below), plus the dealers'
+  taps before K (ROUND_MONEY_TAPS: the rounds view's dealer is the table's latest
+  DealerTappedIn at or before the round, however long ago). A table the detector evaluates
+  whole (k NULL: a new table, or one whose stream went back in seq) has all its rounds
+  computed again. A round still in play has a row like any other and is replaced when its
+  next event comes.
+
+Which rounds the batch can change, when the table's batch is an in-order append (every new seq
+after every stored one, which is what a K from the detector's plan means). A round's money is
+its own events (the rounds and ledger views group by round) and, outside them: the dealer and
+the paytable (the latest tap and TableOpened at or before its first seq: a new one, at a later
+seq than every stored event, is in force only for rounds that start in the batch), the shoe's
+deck count (its first CardsLoaded: a batch that loads a shoe redoes the shoe's rounds), one
+copy of each card event id (the first copy: an earlier seq, so never a batch's), and whether a
+card of another round, or of none, came out inside it in game order (ledger.sql `intruded`,
+sql/intruders.sql: a round's span from its first card to its end, the card matched to the
+latest span that began before it; a burn to every span around it). Game order is occurred_at
+before seq, so a batch's line can fall inside an earlier round. Each round's extent [lo, hi],
+the least and greatest game order of its events, contains that span; so the batch changes a
+round only if the round has a batch event, its shoe is loaded in the batch, a tap or opening of
+the batch comes before its first seq, or its extent reaches T1, the least game order of those
+rounds' extents (after the batch) and of the batch's cards outside any round: the rounds with
+hi >= T1 (REDO; the others named reach it too). Those rounds' rows follow from their own
+events, the events outside rounds, the taps, openings and loads, the other copies of their card
+ids, and the events of every round whose extent reaches the least lo of REDO (T2): a card
+inside a REDO round, or a span it could be matched to, belongs to such a round. A round's
+extent only grows with its events, so a round that reaches neither threshold cannot matter; and
+any other round appearing in part (a copy of a card id, a tap with a round number) has a span
+inside its own extent, so it is never the one a REDO round's card is matched to.
 
 The checkpoints the rows hold (reconcile.ROUND_MONEY_AT) advance in the same transaction, and
 only while every batch was applied: a batch projected without detection, or whose detection
@@ -28,6 +53,7 @@ from __future__ import annotations
 import weakref
 
 import duckdb
+import pyarrow as pa
 
 from events.errors import ProjectionError
 from projections.incremental import ROUND_LEVEL_STRETCH, SCRATCH
@@ -46,10 +72,93 @@ from projections.views import SQL_DIR, VIEW_FILES
 ROUND_MONEY_TAPS = "round_money_taps"
 _TAPS_OF = "SELECT * FROM {src} WHERE event_type = 'DealerTappedIn'"
 _AT_OF = "SELECT source, log_partition, next_offset FROM checkpoints"
-# The catalog of the batch's window views (Keeper._ready): `events` is the detector's rounds
-# window and the taps before K; the view files up to the ledger are created over it.
+# The catalog of the batch's window (Keeper._ready): `events` holds the events the rounds to
+# redo need (NEED) and the taps before K; the view files up to the ledger are created over it.
 WINDOW = "pitlog_money"
 _WINDOW_FILES = VIEW_FILES[:VIEW_FILES.index("ledger.sql") + 1]
+_BATCH = "pitlog_money_batch"
+# Events that are context for every round of a table (the module docstring): kept whole.
+_CONTEXT_TYPES = "('TableOpened', 'CardsLoaded', 'DealerTappedIn')"
+# The rounds whose money the batch can change, per table evaluated from K (module docstring):
+# `redo` true for those, false for the other rounds whose events their rows need; one row per
+# round of the window that reaches T2. Tables evaluated whole are not here.
+REDO = f"""
+CREATE OR REPLACE TABLE {WINDOW}.main.redo AS
+WITH win AS (
+    SELECT e.table_id, e.shoe_id, e.round_no, e.seq, game_order(e.occurred_at, e.seq) AS o
+    FROM {SCRATCH}.main.events AS e JOIN {SCRATCH}.main.scope AS sc USING (table_id)
+    WHERE sc.k IS NOT NULL AND e.round_no IS NOT NULL
+),
+extents AS (
+    SELECT table_id, shoe_id, round_no, min(o) AS lo, max(o) AS hi, min(seq) AS first_seq
+    FROM win GROUP BY ALL
+),
+new AS (
+    SELECT b.table_id, b.shoe_id, b.round_no, b.seq, b.event_type,
+           game_order(b.occurred_at, b.seq) AS o
+    FROM {_BATCH} AS b JOIN {SCRATCH}.main.scope AS sc USING (table_id)
+    WHERE sc.k IS NOT NULL
+),
+changed AS (
+    -- a batch event in the round; a load of its shoe; a tap or an opening at or before it
+    SELECT x.table_id, x.lo FROM extents AS x SEMI JOIN new AS n
+        ON n.table_id = x.table_id AND n.shoe_id IS NOT DISTINCT FROM x.shoe_id
+       AND (n.round_no = x.round_no OR n.event_type = 'CardsLoaded')
+    UNION ALL
+    SELECT x.table_id, x.lo FROM extents AS x SEMI JOIN new AS n
+        ON n.table_id = x.table_id AND n.event_type IN ('TableOpened', 'DealerTappedIn')
+       AND x.first_seq >= n.seq
+    UNION ALL  -- a card out of no round, inside whichever round it falls in
+    SELECT table_id, o FROM new WHERE round_no IS NULL AND is_card_event(event_type)
+),
+t1 AS (SELECT table_id, min(lo) AS t1 FROM changed GROUP BY ALL),
+marked AS (
+    SELECT x.*, x.hi >= t1.t1 AS redo FROM extents AS x JOIN t1 USING (table_id)
+),
+t2 AS (SELECT table_id, min(lo) AS t2 FROM marked WHERE redo GROUP BY ALL)
+SELECT m.table_id, m.shoe_id, m.round_no, m.first_seq, m.redo
+FROM marked AS m JOIN t2 USING (table_id) WHERE m.hi >= t2.t2
+"""
+# The window's events the rounds of REDO need (module docstring), the tables evaluated whole,
+# and the taps before K of the tables evaluated from K (K NULL: the window is the whole table,
+# taps included).
+NEED = f"""
+INSERT INTO {WINDOW}.main.events BY NAME
+WITH marked AS MATERIALIZED (  -- each window event's row id and whether it is kept
+    SELECT e.rowid AS rid, e.table_id, e.event_id, e.event_type, sc.k IS NOT NULL AS narrow,
+           sc.k IS NULL OR x.table_id IS NOT NULL
+           OR (t.table_id IS NOT NULL
+               AND (e.round_no IS NULL OR e.event_type IN {_CONTEXT_TYPES})) AS kept
+    FROM {SCRATCH}.main.events AS e JOIN {SCRATCH}.main.scope AS sc USING (table_id)
+    LEFT JOIN (SELECT DISTINCT table_id FROM {WINDOW}.main.redo) AS t USING (table_id)
+    LEFT JOIN {WINDOW}.main.redo AS x ON x.table_id = e.table_id
+     AND x.shoe_id IS NOT DISTINCT FROM e.shoe_id AND x.round_no = e.round_no
+),
+ids AS (  -- the kept card events' ids: every copy of them (card_events_of keeps the first)
+    SELECT DISTINCT table_id, event_id FROM marked
+    WHERE kept AND narrow AND is_card_event(event_type) AND event_id IS NOT NULL
+),
+chosen AS (
+    SELECT m.rid FROM marked AS m
+    LEFT JOIN ids AS i ON i.table_id = m.table_id AND i.event_id = m.event_id
+     AND is_card_event(m.event_type)
+    WHERE m.kept OR i.table_id IS NOT NULL
+)
+SELECT e.* FROM {SCRATCH}.main.events AS e SEMI JOIN chosen AS c ON e.rowid = c.rid
+UNION ALL BY NAME
+SELECT t.* FROM {{db}}.main.{ROUND_MONEY_TAPS} AS t
+JOIN {SCRATCH}.main.scope AS sc USING (table_id) WHERE t.seq < sc.k
+"""
+# The rows to store: every round of a table evaluated whole, the rounds of REDO from K on.
+FOUND = f"""
+CREATE OR REPLACE TABLE {WINDOW}.main.found AS
+SELECT m.* FROM ({{round_money}}) AS m
+JOIN {SCRATCH}.main.scope AS sc USING (table_id)
+LEFT JOIN {WINDOW}.main.redo AS r
+    ON r.redo AND r.table_id = m.table_id AND r.shoe_id IS NOT DISTINCT FROM m.shoe_id
+   AND r.round_no = m.round_no
+WHERE sc.k IS NULL OR (m.first_seq >= sc.k AND r.redo)
+"""
 
 
 def build_whole(con: duckdb.DuckDBPyConnection) -> None:
@@ -123,14 +232,11 @@ class Keeper:
         cur.execute(f"DETACH DATABASE IF EXISTS {WINDOW}")
         cur.execute(f"ATTACH ':memory:' AS {WINDOW}")
         cur.execute(f"USE {WINDOW}")
-        # The taps before K of each table whose window starts at K (K NULL: the window is the
-        # whole table, taps included); a tap also in the window is the same row twice, and the
-        # rounds view's as-of look-up gives the same dealer either way.
-        cur.execute(f"""CREATE VIEW events AS
-            SELECT * FROM {SCRATCH}.main.events
-            UNION ALL BY NAME
-            SELECT t.* FROM {self.db}.main.{ROUND_MONEY_TAPS} AS t
-            JOIN {SCRATCH}.main.scope AS sc USING (table_id) WHERE t.seq < sc.k""")
+        # Filled per batch (evaluate); a table, so the views' many scans of it read rows
+        # already chosen.
+        cur.execute(f"CREATE TABLE events AS SELECT * FROM {self.db}.main.events LIMIT 0")
+        cur.execute("CREATE TABLE redo (table_id VARCHAR, shoe_id VARCHAR, round_no BIGINT, "
+                    "first_seq BIGINT, redo BOOLEAN)")
         try:
             cur.execute(macros_sql())
             for name in _WINDOW_FILES:
@@ -140,17 +246,21 @@ class Keeper:
         self.cur = cur
         return cur
 
-    def evaluate(self) -> None:
-        """The rows of the rounds from each scope's K on (the detector's scope table and
-        window, Detector.evaluate) into WINDOW.found."""
+    def evaluate(self, batch: pa.Table) -> None:
+        """The rows of the rounds the batch (its decoded rows) can change, from each scope's
+        K on (the detector's scope table and window, Detector.evaluate), into WINDOW.found."""
         if not self.live:
             return
         cur = self._ready()
+        cur.register(_BATCH, batch)
+        try:
+            cur.execute(REDO)
+        finally:
+            cur.unregister(_BATCH)
+        cur.execute("DELETE FROM events")
+        cur.execute(NEED.format(db=self.db))
         load_edges(cur)  # the edges of the window's decks and paytables, on this cursor
-        cur.execute(f"""CREATE OR REPLACE TABLE {WINDOW}.main.found AS
-            SELECT m.* FROM ({round_money_sql()}) AS m
-            JOIN {SCRATCH}.main.scope AS sc USING (table_id)
-            WHERE sc.k IS NULL OR m.first_seq >= sc.k""")
+        cur.execute(FOUND.format(round_money=round_money_sql()))
         self.found = True
 
     def skip(self) -> None:
@@ -160,16 +270,20 @@ class Keeper:
 
     def apply(self, con: duckdb.DuckDBPyConnection, changed: bool) -> None:
         """Inside the batch's transaction, after the detector's apply: replace the rows of the
-        rounds with an event from K on, add the batch's taps (`pitlog_batch`, when `changed`),
-        and mark the rows current."""
+        rounds evaluated (REDO from K on; every round of a table evaluated whole), add the
+        batch's taps (`pitlog_batch`, when `changed`), and mark the rows current."""
         if not self.live:
             return
         if changed:
             if not self.found:
                 raise ProjectionError("round_money: a batch applied before it was evaluated")
             con.execute(f"""DELETE FROM {ROUND_MONEY} AS r USING {SCRATCH}.main.scope AS sc
-                            WHERE r.table_id = sc.table_id
-                              AND (sc.k IS NULL OR r.last_seq >= sc.k)""")
+                            WHERE r.table_id = sc.table_id AND sc.k IS NULL""")
+            con.execute(f"""DELETE FROM {ROUND_MONEY} AS r
+                            USING {SCRATCH}.main.scope AS sc, {WINDOW}.main.redo AS x
+                            WHERE r.table_id = sc.table_id AND r.last_seq >= sc.k AND x.redo
+                              AND x.table_id = r.table_id AND x.round_no = r.round_no
+                              AND x.shoe_id IS NOT DISTINCT FROM r.shoe_id""")
             con.execute(f"INSERT INTO {ROUND_MONEY} SELECT * FROM {WINDOW}.main.found")
             con.execute(f"INSERT INTO {ROUND_MONEY_TAPS} BY NAME "
                         f"{_TAPS_OF.format(src='pitlog_batch')}")

@@ -614,3 +614,85 @@ def test_a_batch_rolled_back_after_the_index_committed_is_exact_when_projected_a
         second_batch()
         assert _index(con).built == "used"
         assert _stored_duplicates(con) == [("T01", [wager, copy])]
+
+# The stored round money's keeper (projections/round_money.py) computes again only the rounds a
+# batch can change (REDO). An ordinary batch (the next round, later in seq and in game order)
+# redoes that round alone; the earlier rounds' rows stay as stored, equal to the views
+def test_an_ordinary_batch_recomputes_the_money_of_its_own_round_only(tmp_path: Path) -> None:
+    log, t = _table(tmp_path)
+    t.new_shoe("S1")
+    for n, cards in enumerate(("4C JS 7D", "3H 10S 6D", "2D QS 8H"), start=1):
+        t.round_no = n
+        t.deal_round(cards, {1: 500})
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
+        t.round_no = 4
+        t.deal_round("5C KD 9S", {1: 500, 2: 300})
+        second_batch()
+        assert con.execute(f"SELECT round_no FROM {round_money.WINDOW}.main.redo WHERE redo"
+                           ).fetchall() == [(4,)]
+        assert con.execute("SELECT handle_cents FROM round_money WHERE round_no = 4"
+                           ).fetchall() == [(800,)]
+
+
+def _round_two_around_a_burn(t: TableBuilder, round_one_after_burn: bool) -> dict[str, int]:
+    """Shoe S1: round 1 dealt whole, then round 2 (a 1,000-cent wager, 3H 10S 6D) with a burn
+    of no round after its first two cards and, when `round_one_after_burn`, a last line of
+    round 1 right after that burn. Returns round 2's seqs (open_spread's, and its rack)."""
+    t.new_shoe("S1")
+    t.round_no = 1
+    t.deal_round("4C JS 7D", {1: 500})
+    second = t.open_spread(2, "3H 10S")
+    t.round_no = None
+    t.burn("9C")
+    if round_one_after_burn:
+        t.round_no = 1
+        t.emit(model.DealerTappedOut(dealer_id="D1"))
+    t.round_no = 2
+    t.draw("6D", Box.MIDDLE)
+    t.settle_by_the_rules(1, model.WagerKind.ORIGINAL, 1000, "3H 10S 6D")
+    second["rack"] = t.rack("3H 10S 6D")
+    return second
+
+
+_EXCEPTIONS = "SELECT round_no, exceptions FROM round_money ORDER BY round_no"
+
+
+# A late line of round 1 stamped after round 2 ended (occurred_at, not seq, is game order)
+# stretches round 1's span over round 2 (sql/intruders.sql: a span ends at its last event but
+# burns): a burn with no round inside round 2 is then matched to round 1, the earliest span
+# around it, so round 2's wager is no longer IRREGULAR_ROUND and round 1's is. Round 2 has no
+# event in the batch; a keeper that redid only the rounds with one kept round 2's old row
+def test_a_late_line_that_stretches_an_earlier_round_moves_a_burn_out_of_the_next(
+        tmp_path: Path) -> None:
+    log, t = _table(tmp_path)
+    second = _round_two_around_a_burn(t, round_one_after_burn=False)
+    t.round_no = 3
+    t.deal_round("2D QS 8H", {1: 500})
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
+        assert con.execute(_EXCEPTIONS).fetchall() == [(1, 0), (2, 1), (3, 0)]
+        late_clock = t.clock
+        t.round_no = 1
+        t.clock = EVENING + _at(second["closed"] + 2)  # after round 2's burn and third card
+        t.emit(model.DealerTappedOut(dealer_id="D1"))
+        t.clock = late_clock
+        second_batch()
+        assert con.execute(_EXCEPTIONS).fetchall() == [(1, 1), (2, 0), (3, 0)]
+
+
+# Round 1's last line is stamped after round 2's first card, and a burn with no round comes
+# out between them: the burn lies in both spans and belongs to round 1, the earliest. Round 2's
+# rack is stamped after round 3's first line, so the batch of round 3 redoes round 2, but not
+# round 1 (it ends before round 3 begins): round 2's row must still be computed with round 1's
+# span beside it (round_money.REDO's second threshold), or the burn is matched to round 2
+def test_a_redone_round_keeps_the_earlier_span_its_burn_belongs_to(tmp_path: Path) -> None:
+    log, t = _table(tmp_path)
+    rack = _round_two_around_a_burn(t, round_one_after_burn=True)["rack"]
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
+        assert con.execute(_EXCEPTIONS).fetchall() == [(1, 1), (2, 0)]
+        t.round_no = 3
+        t.clock = EVENING + _at(rack) - timedelta(seconds=2)  # its wager before round 2's rack
+        t.deal_round("2D QS 8H", {1: 500})
+        second_batch()
+        assert con.execute(f"SELECT round_no FROM {round_money.WINDOW}.main.redo WHERE redo "
+                           "ORDER BY 1").fetchall() == [(2,), (3,)]
+        assert con.execute(_EXCEPTIONS).fetchall() == [(1, 1), (2, 0), (3, 0)]
