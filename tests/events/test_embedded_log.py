@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from events.errors import LogError
+from events.errors import LogCorruptError, LogError
 from events.log.embedded.log import FRAME, EmbeddedLog, partition_for
 
 
@@ -95,6 +95,82 @@ def test_partial_index_entry_is_dropped(tmp_path: Path) -> None:
     reopened = EmbeddedLog(tmp_path / "log")
     reopened.recover()
     assert reopened.end_offsets() == {0: 4}
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {f.name: f.read_bytes() for f in sorted(folder.iterdir())}
+
+
+def _cut_last(seg: Path, _idx: Path) -> None:
+    seg.write_bytes(seg.read_bytes()[:-7])  # `truncate -s -7`: the last record cut short
+
+
+def _flip_last_byte(seg: Path, _idx: Path) -> None:
+    data = bytearray(seg.read_bytes())
+    data[-1] ^= 0x01  # the last record whole, its CRC-32 no longer matching
+    seg.write_bytes(bytes(data))
+
+
+def _last_entry_to_zero(_seg: Path, idx: Path) -> None:
+    idx.write_bytes(idx.read_bytes()[:-8] + bytes(8))  # the last entry names record 0's byte
+
+
+REBUILD = " (or delete p0001.idx and let the next writer rebuild it from the segment)"
+
+
+@pytest.mark.parametrize(("damage", "what", "fix"), [
+    (_cut_last, "is cut short: the file ends at byte", ""),
+    (_flip_last_byte, "is damaged: its bytes do not match the CRC-32 in its frame header", ""),
+    (_last_entry_to_zero, "is not there: its entry points at byte 0", REBUILD),
+])
+def test_a_writer_refuses_to_append_after_an_indexed_record_that_is_not_whole(
+        tmp_path: Path, damage: object, what: str, fix: str) -> None:
+    """A record the .idx lists was committed and acknowledged (it is fsynced before its entry,
+    and the journal undoes an append that did not commit), so a writer finding it damaged may
+    not drop it: recovery dropped it (or, for an entry naming an earlier record, indexed the
+    records after that one a second time) and appended another record at its offset. The
+    append is refused, nothing written, not even the torn tail of another partition cut."""
+    folder = tmp_path / "log"
+    log = EmbeddedLog(folder, partitions=2)
+    log.append(_items(12, tables=4))
+    seg, idx = folder / "p0001.seg", folder / "p0001.idx"
+    last = len(idx.read_bytes()) // 8 - 1
+    damage(seg, idx)  # type: ignore[operator]
+    _, at = log.segment_position(1, last)  # where the .idx (now) says the record is
+    with (folder / "p0000.seg").open("ab") as f:  # a legitimately torn tail elsewhere
+        f.write(FRAME.pack(100, 0, 3) + b"T00torn")
+    before = _files(folder)
+    writer = EmbeddedLog(folder)
+    for attempt in (lambda: writer.append([(b"T01", b"new")]), writer.recover,
+                    writer.last_values):
+        with pytest.raises(LogCorruptError) as err:
+            attempt()
+        assert str(err.value).startswith(f"{seg}: record {last} at byte {at}, which p0001.idx "
+                                          f"lists (committed and acknowledged), {what}")
+        assert str(err.value).endswith(
+            f"nothing was appended, as a writer never drops a committed record to append "
+            f"after it: restore the log folder from a backup{fix}; `pitlog verify --log "
+            f"{folder}` shows the damage")
+        assert err.value.partition == 1 and "\n" not in str(err.value)
+        assert _files(folder) == before
+
+
+def test_recovery_after_a_crash_still_cuts_the_torn_tail_and_indexes_whole_records_again(
+        tmp_path: Path) -> None:
+    """What recovery may repair, beside the refusal above: past the last indexed record (whole),
+    one whole record whose entry was lost and a torn one (a crash between segment and index:
+    never acknowledged): the first is indexed again, the second cut, and appending goes on."""
+    import zlib
+
+    log = EmbeddedLog(tmp_path / "log", partitions=1)
+    log.append(_items(3))
+    body = b"T02" + b"whole-but-unindexed"
+    with (tmp_path / "log" / "p0000.seg").open("ab") as f:
+        f.write(FRAME.pack(len(body), zlib.crc32(body), 3) + body)
+        f.write(FRAME.pack(100, 0, 3) + b"T00torn")
+    reopened = EmbeddedLog(tmp_path / "log")
+    assert reopened.append([(b"T00", b"next")]) == [(0, 4)]
+    assert [v for *_, v in _all(reopened)][3:] == [b"whole-but-unindexed", b"next"]
 
 
 def test_partition_count_is_fixed_at_creation(tmp_path: Path) -> None:

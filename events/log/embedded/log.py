@@ -143,6 +143,8 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
 
     def _recover_locked(self) -> dict[int, tuple[int, int]]:
         self._roll_back_pending()
+        for part in self._parts:  # refuse (a committed record not whole) before repairing any
+            part.indexed_end()
         report = {p.number: p.recover() for p in self._parts}
         if self.log_id is None:
             self._write_meta(uuid.uuid4().hex)

@@ -8,6 +8,7 @@ several records, in several partitions, all or nothing.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import struct
@@ -15,6 +16,8 @@ import zlib
 from array import array
 from pathlib import Path
 from typing import Any, BinaryIO
+
+from events.errors import LogCorruptError
 
 FRAME = struct.Struct("<IIH")
 JOURNAL = "append.pending"
@@ -79,34 +82,80 @@ class Partition:
             length = FRAME.unpack(seg.read(FRAME.size))[0]
         return bool(rest[0] == prev + FRAME.size + length)
 
+    def indexed_end(self) -> int:
+        """Where the last record the .idx lists ends in the segment (0: it lists none). Raises
+        LogCorruptError, writing nothing, if the segment does not hold that record whole and
+        CRC-valid where its entry says, after the record before it.
+
+        Such a record is committed and was acknowledged: a writer fsyncs a record before its
+        .idx entry, and the journal's rollback (events/log/embedded/log.py) has already undone
+        any append that did not commit. So it was damaged afterwards (a truncated segment, a
+        half-restored folder, a garbled entry or byte). Dropping it, as recovery once did,
+        lost the record and let the next append put another at its offset, past a store's
+        checkpoint: nothing lost, nothing invented (docs/integrity.md) forbids both."""
+        n = self.count()
+        if not n:
+            return 0
+        offset, size = n - 1, self.seg_size()
+        (pos,) = self.positions(offset, n)
+        try:
+            seg: BinaryIO = self.seg_path.open("rb")
+        except FileNotFoundError:  # a deleted segment: every record it held is cut off
+            seg = io.BytesIO()
+        with seg:
+            length, key_len = _frame_at(seg, pos, size)
+            end = valid_record_end(seg, pos, size)
+            prev_pos = prev_end = 0
+            if offset:
+                (prev_pos,) = self.positions(offset - 1, offset)
+                prev_end = prev_pos + FRAME.size + _frame_at(seg, prev_pos, size)[0]
+            if length < 0 or pos + FRAME.size + length > size:  # not whole by its own length
+                what = (f"cut short: the file ends at byte {size}, before the record does (the "
+                        f"segment was truncated, or only partly restored, after the record was "
+                        f"written)" if self.cut_short(offset, size) else
+                        self._entry_damaged(pos, size))
+            # As verify judges an entry (check_index): in order, and after the record before
+            # it or at a valid record.
+            elif (pos <= prev_pos if offset else pos != 0) or (pos != prev_end and end is None):
+                what = self._entry_damaged(pos, size)
+            elif end is None:
+                what = ("damaged: its frame header says its key is longer than its body"
+                        if key_len > length else
+                        "damaged: its bytes do not match the CRC-32 in its frame header")
+            else:
+                return end
+        fix = "restore the log folder from a backup"
+        if what.startswith("not there"):
+            fix += (f" (or delete {self.idx_path.name} and let the next writer rebuild it from "
+                    f"the segment)")
+        raise LogCorruptError(
+            f"{self.seg_path}: record {offset} at byte {pos}, which {self.idx_path.name} lists "
+            f"(committed and acknowledged), is {what}; nothing was appended, as a writer never "
+            f"drops a committed record to append after it: {fix}; `pitlog verify --log "
+            f"{self.seg_path.parent}` shows the damage", self.number)
+
+    def _entry_damaged(self, pos: int, size: int) -> str:
+        return (f"not there: its entry points at byte {pos} (the segment has {size} bytes), "
+                f"not after the record before it, so the .idx entry is damaged")
+
     def recover(self) -> tuple[int, int]:
         """Repair a crashed tail; return (records indexed anew, bytes truncated).
 
         Run after the journal's rollback (events/log/embedded/log.py), so a crashed append has
         left nothing past the index: whole records found there are committed records whose
-        index entries were lost (a deleted or half-restored .idx) and are indexed again."""
+        index entries were lost (a deleted or half-restored .idx) and are indexed again, and
+        bytes after them are a tail torn before its index entry was written (nothing
+        acknowledged), truncated. Records the .idx lists are never touched: if the last is not
+        whole, `indexed_end` refuses, before anything is written."""
+        end = self.indexed_end()
         for p in (self.seg_path, self.idx_path):
             p.touch(exist_ok=True)
         idx_size = self.idx_path.stat().st_size
-        if idx_size % 8:
+        if idx_size % 8:  # an entry torn mid-write: its record was never acknowledged
             with self.idx_path.open("r+b") as f:
                 f.truncate(idx_size - idx_size % 8)
         seg_size = self.seg_path.stat().st_size
-        n = self.count()
         with self.seg_path.open("r+b") as seg:
-            # Index entries whose record is not whole in the segment (a copied or half-restored
-            # folder) are dropped.
-            end = 0
-            while n:
-                (last,) = self.positions(n - 1, n)
-                rec_end = valid_record_end(seg, last, seg_size)
-                if rec_end is not None:
-                    end = rec_end
-                    break
-                n -= 1
-            if n != self.count():
-                with self.idx_path.open("r+b") as f:
-                    f.truncate(n * 8)
             new_positions, pos = scan_frames(seg, end, seg_size)
             truncated = seg_size - pos
             if truncated:
@@ -221,6 +270,16 @@ def frame_fields(b: Any, rel: Any) -> tuple[Any, Any]:
         return b[rel + i].astype(np.int64)
 
     return u(0) | u(1) << 8 | u(2) << 16 | u(3) << 24, u(8) | u(9) << 8
+
+
+def _frame_at(seg: BinaryIO, pos: int, size: int) -> tuple[int, int]:
+    """The body and key lengths in the frame header at `pos`; (-1, -1) if the segment ends
+    before the header does."""
+    if pos + FRAME.size > size:
+        return -1, -1
+    seg.seek(pos)
+    length, _, key_len = FRAME.unpack(seg.read(FRAME.size))
+    return length, key_len
 
 
 def walk_frames(seg: BinaryIO, start: int, size: int) -> array:
