@@ -5,6 +5,8 @@ index (docs/integrity.md)."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -213,6 +215,55 @@ def test_a_torn_last_record_is_never_projected_and_verify_names_it_the_same(
     run = pitlog("project", "--log", str(folder), "--db", str(tmp_path / "cli.duckdb"),
                  "--no-alerts")
     assert run.returncode == 1 and why in run.stderr
+
+
+@pytest.mark.parametrize("writer", [
+    ("simulate", "--tables", "2", "--rounds", "3", "--seed", "2"),
+    ("ingest", str(ROOT / "examples" / "devices.jsonl")),
+])
+def test_a_writer_after_a_torn_last_record_refuses_and_the_store_keeps_its_records(
+        tmp_path: Path, writer: tuple[str, ...]) -> None:
+    """The hazard end to end: simulate, project, `truncate -s -7` a partition's segment, then
+    record more. The writer's recovery dropped the cut record (indexed, so committed and
+    acknowledged) and appended another at its offset: the log verified clean without it and
+    the store's checkpoint stood on a record the log no longer had. Now the writer refuses
+    with one Error line and writes nothing; restoring the folder from a backup, as it says,
+    lets the writer and the projector go on."""
+    folder, backup, db = tmp_path / "log", tmp_path / "backup", tmp_path / "db.duckdb"
+    log_args = ("--log", str(folder))
+    assert pitlog("simulate", *log_args, "--tables", "2", "--rounds", "3",
+                  "--seed", "1").returncode == 0
+    shutil.copytree(folder, backup)
+    assert pitlog("project", *log_args, "--db", str(db), "--no-alerts").returncode == 0
+    log = EmbeddedLog(folder)
+    part = max(p for p, n in log.end_offsets().items() if n)
+    last = log.end_offsets()[part] - 1
+    seg, at = log.segment_position(part, last)
+    os.truncate(seg, seg.stat().st_size - 7)  # truncate -s -7
+    files = {f.name: f.read_bytes() for f in folder.iterdir()}
+    with duckdb.connect(str(db), read_only=True) as con:
+        stored = con.execute("SELECT * FROM checkpoints ORDER BY ALL").fetchall()
+    run = pitlog(writer[0], *log_args, *writer[1:])
+    assert run.returncode == 1 and run.stderr.count("\n") == 1, run.stderr
+    assert run.stderr == (
+        f"Error: {seg}: record {last} at byte {at}, which p{part:04d}.idx lists (committed and "
+        f"acknowledged), is cut short: the file ends at byte {seg.stat().st_size}, before the "
+        f"record does (the segment was truncated, or only partly restored, after the record "
+        f"was written); nothing was appended, as a writer never drops a committed record to "
+        f"append after it: restore the log folder from a backup; `pitlog verify --log "
+        f"{folder}` shows the damage\n")
+    assert {f.name: f.read_bytes() for f in folder.iterdir()} == files
+    assert "is cut short" in pitlog("project", *log_args, "--db", str(db),
+                                    "--no-alerts").stderr
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("SELECT * FROM checkpoints ORDER BY ALL").fetchall() == stored
+    damage = verify_log(EmbeddedLog(folder)).anomalies
+    assert [(a.kind, a.partition, a.offset) for a in damage] == [("unreadable", part, last)]
+    shutil.rmtree(folder)
+    shutil.copytree(backup, folder)
+    assert pitlog(writer[0], *log_args, *writer[1:]).returncode == 0
+    run = pitlog("project", *log_args, "--db", str(db), "--no-alerts")
+    assert run.returncode == 0, run.stderr
 
 
 def test_a_record_still_being_appended_is_not_there_yet_and_never_an_error(

@@ -16,11 +16,13 @@ touches, and then removes the journal: that removal commits the whole batch. An 
 fails part way (a full disk) truncates every partition back to its journalled sizes; a crash
 leaves the journal, and the next writer truncates back before anything else. Readers never see
 a record past a pending journal's sizes. So a batch is all or nothing, in every partition.
-Opening for writing also repairs what no journal explains: a torn tail is truncated, and whole,
-CRC-valid records past the index (its entries lost, e.g. a deleted .idx) are indexed again.
-Earlier records are never touched. Readers go by the index, so a record being appended is not
-there yet; one the index lists that the segment does not hold whole was cut off afterwards and
-is refused (LogCorruptError naming segment, record and byte), never handed out short.
+Opening for writing also repairs what no journal explains, past the last indexed record only: a
+torn tail is truncated, and whole, CRC-valid records past the index (its entries lost, e.g. a
+deleted .idx) are indexed again. Indexed records are never touched: if the last one is not whole,
+the writer refuses before writing anything (segment.py, Partition.indexed_end). Readers go by
+the index, so a record being appended is not there yet; one the index lists that the segment
+does not hold whole was cut off afterwards and is refused (LogCorruptError naming segment,
+record and byte), never handed out short.
 """
 
 from __future__ import annotations
