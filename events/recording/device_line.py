@@ -352,9 +352,9 @@ _NUMBERS: dict[str, tuple[int, int | None, str]] = {
     # rules.FIRST_SEAT: a seat or area 0 was recorded, then no `pitlog dispute --seat` could
     # ask for it. No rule given sets a highest number (13:47-20.31(g)4 and 13:69F-6.8 say how
     # many areas a player may bet, not how many a layout has).
-    "seat": (rules.FIRST_SEAT, None, "seats are numbered from 1"),
-    "area": (rules.FIRST_SEAT, None, "betting areas are numbered from 1"),
-    "requested_by_seat": (rules.FIRST_SEAT, None, "seats are numbered from 1"),
+    "seat": (rules.FIRST_SEAT, None, f"seats are numbered from {rules.FIRST_SEAT}"),
+    "area": (rules.FIRST_SEAT, None, f"betting areas are numbered from {rules.FIRST_SEAT}"),
+    "requested_by_seat": (rules.FIRST_SEAT, None, f"seats are numbered from {rules.FIRST_SEAT}"),
     # schemas/CardDrawn.v2.avsc: "1 = first card dealt after the cut". No highest: an automatic
     # reshuffling shoe (13:69F-6.9) returns cards as it deals, so its count has no end.
     "shoe_position": (1, None, "the first card dealt after the cut is 1"),
