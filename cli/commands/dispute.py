@@ -21,6 +21,7 @@ from cli.options import DbOpt, FormatOpt, TzOpt, db_path, new_file, parse_time
 from cli.output import FILE_FORMATS, Format, render
 from cli.reading import reading
 from events.errors import PitlogError
+from events.reddog.rules import FIRST_SEAT
 from projections.dispute import Dispute, dispute
 from projections.localtime import casino_zone, clock, stamp
 from projections.moment import OutsideRound
@@ -101,7 +102,7 @@ def dispute_cmd(
     round_: Annotated[str | None, typer.Option(
         "--round", help="Or the round itself, as SHOE:ROUND (e.g. T07-S0012:31).")] = None,
     seat: Annotated[int | None, typer.Option(
-        "--seat", min=1, help="Only this seat's wagers and settlements.")] = None,
+        "--seat", min=FIRST_SEAT, help="Only this seat's wagers and settlements.")] = None,
     tz: TzOpt = None,
     db: DbOpt = None, format: FormatOpt = Format.table, out: Annotated[Path | None, typer.Option(
         "--out", "-o", callback=new_file,

@@ -26,7 +26,7 @@ from events.errors import PitlogError, RuleError
 from events.log.base import EventLog
 from events.reddog import rules
 from events.reddog.rules import MAX_DECKS, MIN_DECKS
-from events.simulation.rerun import held_tables
+from events.simulation.rerun import Held, evening_truth, held_tables
 from events.simulation.simulator import SimConfig, SimReport, simulate
 
 
@@ -101,14 +101,18 @@ def simulate_cmd(
     except RuleError as exc:
         raise PitlogError(f"--rate: {exc}") from exc
     with open_for_writing(log_uri(log), create_topic) as event_log:
-        only = _not_yet_held(event_log, config)
+        held = held_tables(event_log, config)
+        only = _not_yet_held(event_log, config, held)
         with progress_bar("simulating rounds", len(only) * rounds) as update:
             report = simulate(event_log, config, only=only, round_progress=update) if only \
                 else SimReport(0, 0, 0, 0, [])
         uri = event_log.uri
+    # The whole evening's labels, also of the tables the log held already: they are in the
+    # log too, so a truth of this run's tables alone would score their anomalies as invented.
+    labels = evening_truth(config, held, report.truth)
     if truth is not None:
         with truth.open("w") as f:
-            for label in report.truth:
+            for label in labels:
                 f.write(json.dumps(asdict(label)) + "\n")
     render(
         [
@@ -120,18 +124,18 @@ def simulate_cmd(
                 "shoes": report.shoes,
                 "irregularities_injected": len(report.truth),
                 "truth_file": str(truth) if truth else None,
+                "truth_labels": len(labels) if truth else None,
             }
         ],
         format,
     )
 
 
-def _not_yet_held(log: EventLog, config: SimConfig) -> list[int]:
+def _not_yet_held(log: EventLog, config: SimConfig, held: list[Held]) -> list[int]:
     """The table indexes to simulate: those the log does not hold already. A rerun with the
     same settings would append the same evening again, each event a DUPLICATE_EVENT nobody
     caused (events/simulation/rerun.py); a table held whole is left out, and one held in part
     (a run stopped part way) is refused, since appending it again would do the same."""
-    held = held_tables(log, config)
     part = [h for h in held if not h.whole]
     if part:
         which = ", ".join(f"{h.table} {h.held:,} of its {h.total:,} events" for h in part)

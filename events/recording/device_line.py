@@ -25,7 +25,7 @@ import orjson
 
 from events.errors import IngestError
 from events.recording.limits import MAX_JSON_DEPTH, json_depth_exceeds
-from events.reddog import model
+from events.reddog import model, rules
 from events.wire import codec
 
 ENVELOPE_KEYS = {"type", "table", "shoe", "round", "seq", "at", "actor", "id"}
@@ -344,21 +344,44 @@ def _checked(obj: Any, event_id: Callable[[str, str, int], str] | None) -> Devic
     return DeviceLine(table, event, shoe, round_no, seq, at, actor, given)
 
 
-# Seat and betting-area numbers: no rule given bounds them (13:47-20.31 and 13:69F-6.8 say how
-# many areas a player may bet, not how places are numbered), so only a negative one, which no
-# layout has, is refused as malformed. Ids: an empty one names no one.
-_NUMBERS = {"seat": "seat", "area": "betting area", "requested_by_seat": "seat"}
+# Numbers no valid event holds, refused as malformed (the read side could never place them):
+# field -> (lowest, highest or None, why). Bounds the domain implies, never a game rule's: a cut
+# at 0 (no cut at all) or a cutting card with no card behind it is recorded and judged.
+_SHOE = f"at most {rules.MAX_SHOE_CARDS}: {rules.MAX_DECKS} decks of {rules.CARDS_PER_DECK}"
+_NUMBERS: dict[str, tuple[int, int | None, str]] = {
+    # rules.FIRST_SEAT: a seat or area 0 was recorded, then no `pitlog dispute --seat` could
+    # ask for it. No rule given sets a highest number (13:47-20.31(g)4 and 13:69F-6.8 say how
+    # many areas a player may bet, not how many a layout has).
+    "seat": (rules.FIRST_SEAT, None, f"seats are numbered from {rules.FIRST_SEAT}"),
+    "area": (rules.FIRST_SEAT, None, f"betting areas are numbered from {rules.FIRST_SEAT}"),
+    "requested_by_seat": (rules.FIRST_SEAT, None, f"seats are numbered from {rules.FIRST_SEAT}"),
+    # schemas/CardDrawn.v2.avsc: "1 = first card dealt after the cut". No highest: an automatic
+    # reshuffling shoe (13:69F-6.9) returns cards as it deals, so its count has no end.
+    "shoe_position": (1, None, "the first card dealt after the cut is 1"),
+    # Counts of the cards in one shoe: none is negative, and none exceeds the cards of the
+    # largest shoe pitlog accepts (rules.MAX_SHOE_CARDS: MAX_DECKS decks of 52).
+    "position": (0, rules.MAX_SHOE_CARDS, f"a cut is made among a shoe's cards, {_SHOE}"),
+    "cards_behind": (0, rules.MAX_SHOE_CARDS, f"a count of a shoe's cards, {_SHOE}"),
+    "cards_remaining": (0, rules.MAX_SHOE_CARDS, f"a count of a shoe's cards, {_SHOE}"),
+}
+_HINTS = {"seat": "send the seat's number as the table's layout shows it",
+          "area": "send the betting area's number as the table's layout shows it",
+          "requested_by_seat": "send the seat's number as the table's layout shows it",
+          "shoe_position": "send the position the card-reading shoe counted, or null if it "
+                           "does not count"}
 _IDS = {"player_id": "player", "dealer_id": "dealer", "device_id": "device"}
 
 
 def _check_numbers_and_ids(payload: dict[str, Any]) -> None:
-    """LineRejected for a negative seat or area number, or an empty (or blank) id."""
-    for name, what in _NUMBERS.items():
+    """LineRejected for a number outside _NUMBERS' bounds, or an empty (or blank) id."""
+    for name, (low, high, why) in _NUMBERS.items():
         value = payload.get(name)
-        if value is not None and value < 0:
-            raise LineRejected(f"field '{name}' is {value}, below 0 (a {what} number is never "
-                               f"negative)", f"send the {what}'s number as the table's layout "
-                               f"shows it")
+        if value is None or (low <= value and (high is None or value <= high)):
+            continue
+        bounds = f"below {low}" if value < low else f"above {high}"
+        raise LineRejected(f"field '{name}' is {value}, {bounds} ({why})",
+                           _HINTS.get(name, f"check the device's value ({low}.."
+                                            f"{high if high is not None else ''})"))
     for name, what in _IDS.items():
         value = payload.get(name)
         if value is not None and not value.strip():

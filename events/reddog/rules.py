@@ -36,6 +36,15 @@ SPREAD_MAX: Final = 11
 # `pitlog simulate` read their bounds without importing the recorder.
 MIN_DECKS: Final = 1
 MAX_DECKS: Final = 8
+# 13:47-20.31(a)2: a deck is the 13 ranks above in four suits, 52 cards; so no shoe pitlog
+# accepts holds more than MAX_SHOE_CARDS (a cut, a cutting card's place or a count of the cards
+# left in a shoe beyond it is impossible, events/recording/device_line.py).
+CARDS_PER_DECK: Final = 4 * (RANK_MAX - RANK_MIN + 1)
+MAX_SHOE_CARDS: Final = CARDS_PER_DECK * MAX_DECKS
+# Seats and betting areas are numbered from 1, as a layout shows them ("table 7, seat 3"): no
+# rule given numbers them, so this is pitlog's numbering, the one `pitlog dispute --seat`, the
+# console and `pitlog simulate` use; a place numbered 0 is one no dispute could ask about.
+FIRST_SEAT: Final = 1
 
 
 class PaytableError(RuleError):

@@ -178,7 +178,8 @@ class TableSim:
         self.shoe: list[Card] = []
         self.cut_behind = 0
         self.steps: list[Step] = []
-        self.players = {seat: f"P-{self.table_id}-{seat}-0" for seat in range(1, config.seats + 1)}
+        seats = range(rules.FIRST_SEAT, rules.FIRST_SEAT + config.seats)
+        self.players = {seat: f"P-{self.table_id}-{seat}-0" for seat in seats}
 
     # --- emitting -------------------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from events.errors import PitlogError
+from events.reddog.rules import FIRST_SEAT
 from projections.alerts import alerts_after
 from projections.anomalies import AnomalyFilter, list_anomalies
 from projections.dispute import dispute as rebuild
@@ -181,7 +182,7 @@ def dispute(request: Request) -> Response:
     with reading(request) as con:
         try:
             d = rebuild(con, p["table"], at=at, shoe=p.get("shoe"), round_no=round_no,
-                        seat=as_int(p, "seat", 1))
+                        seat=as_int(p, "seat", FIRST_SEAT))
         except OutsideRound as exc:
             return reply(request, {"error": exc.describe(zone)}, 404)
     return reply(request, {"round": d.round, "cards": d.cards, "announcements": d.announcements,

@@ -24,6 +24,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from events.errors import NotFoundError
+from events.reddog.rules import FIRST_SEAT
 from projections.console_data import (
     SEVERITIES,
     AlertFilter,
@@ -137,7 +138,7 @@ def _rebuild(request: Request, p: dict[str, str]) -> dict[str, Any]:
     'seat', 'tables'}; at most one of 'dispute' and 'outside' is set."""
 
     state = _state(request)
-    seat = api.as_int(p, "seat", 1)
+    seat = api.as_int(p, "seat", FIRST_SEAT)
     at = api.as_time(p, "at", state.tz)
     round_no = api.as_int(p, "round", 1)
     out: dict[str, Any] = {"dispute": None, "outside": None, "alert": None, "seat": seat,

@@ -166,6 +166,37 @@ def test_simulate_into_a_log_holding_part_of_its_evening_is_refused(tmp_path: Pa
     assert json.loads(other.stdout)[0]["events"] == json.loads(fresh.stdout)[0]["events"]
 
 
+def test_simulate_truth_lists_the_whole_evening_also_the_tables_the_log_held(
+        tmp_path: Path) -> None:
+    """A rerun's --truth listed only the tables appended in that run (none on a plain rerun),
+    while the log holds every table's irregularities: detection scored against it would count
+    the held tables' anomalies as invented. The truth is of the evening: byte for byte what a
+    run into an empty log writes; the summary says how many labels it lists, and how many of
+    them this run injected."""
+    sim = ("simulate", "--rounds", "20", "--irregularities", "0.05", "--format", "json")
+    fresh = _run(*sim, "--tables", "2", "--log", str(tmp_path / "fresh"),
+                 "--truth", str(tmp_path / "fresh.jsonl"))
+    assert fresh.returncode == 0, fresh.stderr
+    evening = (tmp_path / "fresh.jsonl").read_text()
+    tables = {json.loads(x)["table_id"] for x in evening.splitlines()}
+    assert tables == {"T01", "T02"}
+    log = str(tmp_path / "log")
+    rows = {}
+    for name, n in (("first", "1"), ("again", "1"), ("more", "2"), ("all", "2")):
+        proc = _run(*sim, "--tables", n, "--log", log, "--truth", str(tmp_path / f"{name}.jsonl"))
+        assert proc.returncode == 0, proc.stderr
+        rows[name] = json.loads(proc.stdout)[0]
+    t01 = "".join(x + "\n" for x in evening.splitlines() if json.loads(x)["table_id"] == "T01")
+    assert (tmp_path / "first.jsonl").read_text() == t01
+    assert (tmp_path / "again.jsonl").read_text() == t01  # nothing appended, the same truth
+    assert (tmp_path / "more.jsonl").read_text() == evening  # T02 appended, T01 held
+    assert (tmp_path / "all.jsonl").read_text() == evening
+    n01 = t01.count("\n")
+    assert [(r["irregularities_injected"], r["truth_labels"]) for r in rows.values()] == [
+        (n01, n01), (0, n01), (evening.count("\n") - n01, evening.count("\n")),
+        (0, evening.count("\n"))]
+
+
 def readme_commands() -> list[str]:
     """The README's first two commands: the first code block's lines."""
     text = (REPO / "README.md").read_text()

@@ -48,6 +48,45 @@ def test_ingest_reports_each_bad_line_quarantines_it_and_exits_1(tmp_path: Path)
     assert (row["recorded"], row["rejected"]) == (3, 6)
 
 
+def test_ingest_refuses_seat_and_area_0_so_every_recorded_seat_can_be_disputed(
+        tmp_path: Path) -> None:
+    """Seat 0 was ingested, while `pitlog dispute --seat` starts at 1: a wager recorded that no
+    dispute could ask for by seat. Seats and areas are numbered from 1 (rules.FIRST_SEAT): the
+    lines are refused as malformed, `Error: FILE line N: ...`, and each seat that is recorded
+    can be disputed."""
+    lines = [json.loads(x) for x in (EXAMPLES / "devices.jsonl").read_text().splitlines()]
+    seat_5 = [i for i, x in enumerate(lines) if x.get("seat") == 5]  # its wager, its payment
+    for i in seat_5:
+        lines[i]["seat"] = 0
+    raise_at = next(i for i, x in enumerate(lines) if x["type"] == "RaisePlaced")
+    lines[raise_at]["area"] = 0
+    src = tmp_path / "seat0.jsonl"
+    src.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    log, db = tmp_path / "data" / "log", tmp_path / "data" / "p.duckdb"
+    proc = run("ingest", str(src), "--log", str(log), "--format", "json")
+    assert proc.returncode == 1
+    seat = "below 1 (seats are numbered from 1); send the seat's number as the table's layout "
+    assert proc.stderr.splitlines()[:3] == [
+        f"Error: {src} line {seat_5[0] + 1}: field 'seat' is 0, {seat}shows it",
+        f"Error: {src} line {raise_at + 1}: field 'area' is 0, below 1 (betting areas are "
+        f"numbered from 1); send the betting area's number as the table's layout shows it",
+        f"Error: {src} line {seat_5[1] + 1}: field 'seat' is 0, {seat}shows it"]
+    (row,) = json.loads(proc.stdout)
+    assert (row["recorded"], row["rejected"]) == (18, 3)
+    assert run("project", "--log", str(log), "--db", str(db)).returncode == 0
+    hand = run("dispute", "--db", str(db), "--table", "T07", "--round", "T07-S0003:1",
+               "--format", "json")
+    assert hand.returncode == 0, hand.stderr
+    seats = {r["seat"] for r in json.loads(hand.stdout) if r["section"] in ("wager",
+                                                                            "settlement")}
+    assert seats == {3}
+    for n in seats:
+        one = run("dispute", "--db", str(db), "--table", "T07", "--round", "T07-S0003:1",
+                  "--seat", str(n), "--format", "json")
+        assert one.returncode == 0, one.stderr
+        assert {r["seat"] for r in json.loads(one.stdout) if r["section"] == "wager"} == {n}
+
+
 def test_ingest_reads_standard_input_with_a_dash(tmp_path: Path) -> None:
     lines = (EXAMPLES / "devices.jsonl").read_text().splitlines()[:4]
     proc = run("ingest", "-", "--log", str(tmp_path / "log"), "--format", "csv",

@@ -143,35 +143,98 @@ def wager_line(seq: int, **over: Any) -> dict[str, Any]:
     return line
 
 
-def test_a_negative_round_or_seat_and_an_empty_player_id_are_refused_naming_file_line_field(
+def test_a_negative_round_a_seat_below_1_and_an_empty_player_id_are_refused_naming_file_line_field(
         tmp_path: Path) -> None:
-    """Round -1, seat -3 and player_id "" were recorded as events. No rule given bounds a seat
-    or round number, so a negative one, which no table has, and an empty id are malformed:
-    each line is refused with the file, line, field and what to do, and never recorded."""
+    """Round -1, seat -3 and player_id "" were recorded as events, and then seat 0: a wager no
+    `pitlog dispute --seat` (from 1) could ask for. Seats and areas are numbered from 1
+    (rules.FIRST_SEAT), a round from 0 up; each such line is refused with the file, line, field
+    and what to do, and never recorded."""
     lines = [wager_line(1), wager_line(2, round=-1), wager_line(3, seat=-3),
              wager_line(4, player_id=""), wager_line(5, area=-1), wager_line(6, player_id="  "),
              {"type": "BurnDisclosed", "table": "T09", "shoe": "T09-S0001", "round": 1,
               "seq": 7, "at": "2026-11-28T22:00:02Z", "actor": "TERM-9", "rank": 5, "suit": "S",
-              "requested_by_seat": -2},
+              "requested_by_seat": 0},
              {"type": "DealerTappedIn", "table": "T09", "seq": 8, "at": "2026-11-28T22:00:02Z",
               "actor": "TERM-9", "dealer_id": ""},
-             wager_line(9, seat=0, round=0)]
+             wager_line(9, seat=0), wager_line(10, area=0), wager_line(11, seat=1, area=1,
+                                                                       round=0)]
     report, bad, log = run(tmp_path, "".join(json.dumps(x) + "\n" for x in lines))
+    seat = "send the seat's number as the table's layout shows it"
+    area = "send the betting area's number as the table's layout shows it"
     assert [b.message for b in bad] == [
         "test line 2: field 'round' is -1, below 0 (a round number is never negative); send the "
         "round's number within its shoe, or null for a shoe- or table-level event",
-        "test line 3: field 'seat' is -3, below 0 (a seat number is never negative); send the "
-        "seat's number as the table's layout shows it",
+        f"test line 3: field 'seat' is -3, below 1 (seats are numbered from 1); {seat}",
         "test line 4: field 'player_id' is empty; send the player's id",
-        "test line 5: field 'area' is -1, below 0 (a betting area number is never negative); "
-        "send the betting area's number as the table's layout shows it",
+        f"test line 5: field 'area' is -1, below 1 (betting areas are numbered from 1); {area}",
         "test line 6: field 'player_id' is empty; send the player's id",
-        "test line 7: field 'requested_by_seat' is -2, below 0 (a seat number is never "
-        "negative); send the seat's number as the table's layout shows it",
+        f"test line 7: field 'requested_by_seat' is 0, below 1 (seats are numbered from 1); "
+        f"{seat}",
         "test line 8: field 'dealer_id' is empty; send the dealer's id",
+        f"test line 9: field 'seat' is 0, below 1 (seats are numbered from 1); {seat}",
+        f"test line 10: field 'area' is 0, below 1 (betting areas are numbered from 1); {area}",
     ]
-    assert (report.recorded, report.rejected) == (2, 7)
-    assert [(e.round_no, e.event.seat) for e in events_of(log)] == [(1, 3), (0, 0)]  # type: ignore[union-attr]
+    assert (report.recorded, report.rejected) == (2, 9)
+    assert [(e.round_no, e.event.seat, e.event.area) for e in events_of(log)] == [  # type: ignore[union-attr]
+        (1, 3, 1), (0, 1, 1)]
+
+
+_CUT = {"type": "CardsCut", "table": "T09", "shoe": "T09-S0001", "seq": 1,
+        "at": "2026-11-28T22:00:01Z", "actor": "TERM-9"}
+_COUNT_OF_ONE_SHOE = "at most 416: 8 decks of 52"
+
+
+@pytest.mark.parametrize(("line", "reason"), [
+    (card_line(1, shoe_position=0),
+     "field 'shoe_position' is 0, below 1 (the first card dealt after the cut is 1)"),
+    (card_line(1, shoe_position=-4),
+     "field 'shoe_position' is -4, below 1 (the first card dealt after the cut is 1)"),
+    ({**_CUT, "position": -1},
+     f"field 'position' is -1, below 0 (a cut is made among a shoe's cards, "
+     f"{_COUNT_OF_ONE_SHOE})"),
+    ({**_CUT, "position": 417},
+     f"field 'position' is 417, above 416 (a cut is made among a shoe's cards, "
+     f"{_COUNT_OF_ONE_SHOE})"),
+    ({**_CUT, "type": "CuttingCardPlaced", "cards_behind": -8},
+     f"field 'cards_behind' is -8, below 0 (a count of a shoe's cards, {_COUNT_OF_ONE_SHOE})"),
+    ({**_CUT, "type": "CuttingCardPlaced", "cards_behind": 417},
+     f"field 'cards_behind' is 417, above 416 (a count of a shoe's cards, "
+     f"{_COUNT_OF_ONE_SHOE})"),
+    ({**_CUT, "type": "ShoeClosed", "cards_remaining": -1},
+     f"field 'cards_remaining' is -1, below 0 (a count of a shoe's cards, "
+     f"{_COUNT_OF_ONE_SHOE})"),
+    ({**_CUT, "type": "ShoeClosed", "cards_remaining": 10_000},
+     f"field 'cards_remaining' is 10000, above 416 (a count of a shoe's cards, "
+     f"{_COUNT_OF_ONE_SHOE})"),
+])
+def test_a_card_position_or_count_no_shoe_can_hold_is_refused(line: dict[str, Any],
+                                                               reason: str) -> None:
+    """A negative shoe_position, cut position or count of cards was recorded. The bounds are
+    the schema's (shoe_position: "1 = first card dealt after the cut") and the largest shoe
+    pitlog accepts (8 decks of 52: CardsLoaded refuses more)."""
+    with pytest.raises(LineRejected) as exc:
+        parse_line(json.dumps(line))
+    assert exc.value.reason == reason
+    assert exc.value.hint.startswith(("send the position the card-reading shoe counted",
+                                      "check the device's value (0..416)"))
+
+
+@pytest.mark.parametrize(("line", "field", "value"), [
+    (card_line(1, shoe_position=1), "shoe_position", 1),
+    # An automatic reshuffling shoe (13:69F-6.9) returns cards as it deals: no ceiling.
+    (card_line(1, shoe_position=5_000), "shoe_position", 5_000),
+    (card_line(1, shoe_position=None), "shoe_position", None),
+    # No cut at all, a cutting card with nothing behind it, or a shoe closed empty or full:
+    # a dealer's irregularity at worst, recorded for the read side to judge.
+    ({**_CUT, "position": 0}, "position", 0),
+    ({**_CUT, "position": 416}, "position", 416),
+    ({**_CUT, "type": "CuttingCardPlaced", "cards_behind": 0}, "cards_behind", 0),
+    ({**_CUT, "type": "ShoeClosed", "cards_remaining": 0}, "cards_remaining", 0),
+    ({**_CUT, "type": "ShoeClosed", "cards_remaining": 416}, "cards_remaining", 416),
+])
+def test_a_card_position_or_count_at_the_edge_of_a_shoe_is_recorded(
+        line: dict[str, Any], field: str, value: int | None) -> None:
+    assert getattr(parse_line(json.dumps(line)).event, field) == value
 
 
 def test_a_line_that_breaks_a_game_rule_is_still_recorded(tmp_path: Path) -> None:
