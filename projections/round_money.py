@@ -166,21 +166,34 @@ WHERE sc.k IS NULL OR (m.first_seq >= sc.k AND r.redo)
 """
 
 
-# The whole build's rows so far, in the store (not in memory: about a million rounds at 10M
-# events), never read as round_money: the last step copies them there in time order and marks
-# them current in one transaction, and a stop drops them (a kill leaves them to the next build,
-# which starts them again).
+# The whole build's rows so far, in the store (not in memory: 578,000 rounds at 10M events),
+# never read as round_money: the last step copies them there in time order and marks them
+# current in one transaction, and a stop drops them (a kill leaves them to the next build, which
+# starts them again).
 ROUND_MONEY_BUILD = "round_money_build"
 # The catalog where the views up to the ledger are created over one group's events.
 _BUILD_SCOPE = "pitlog_money_build"
+
+
+def _create_views(cur: duckdb.DuckDBPyConnection, what: str) -> None:
+    """The macros and the view files up to the ledger, in `cur`'s default catalog, over the
+    `events` it holds."""
+    try:
+        cur.execute(macros_sql())
+        for name in _WINDOW_FILES:
+            cur.execute((SQL_DIR / name).read_text())
+    except (OSError, duckdb.Error) as exc:
+        raise ProjectionError(f"cannot create the round money {what} views ({exc})") from exc
 
 
 def build_whole(con: duckdb.DuckDBPyConnection, max_events: int | None = None,
                 progress: Callable[[int, int], None] | None = None) -> None:
     """round_money from the views, with its taps and checkpoints, in steps: one per group of
     whole tables of at most `max_events` events (by default anomalies.GROUP_EVENTS, the
-    anomaly rows' groups: a step then needs as much memory at 10M events as at 1M), then the last,
-    which stores them in time order and marks them current in one transaction.
+    anomaly rows' groups: a step then needs as much memory at 10M events as at 1M), then the
+    last, which stores them in time order and marks them current in one transaction. The rows
+    are those of the one query over the store's views (a round's money is decided within its
+    table: module docstring).
     `progress(done, total)` is called after each step (the last one's before its commit), so
     an exception it raises (a follower told to stop) ends the build within a step with nothing
     marked current and ROUND_MONEY_BUILD dropped. Each group's query on one thread: the
@@ -197,12 +210,7 @@ def build_whole(con: duckdb.DuckDBPyConnection, max_events: int | None = None,
         cur.execute(f"ATTACH ':memory:' AS {_BUILD_SCOPE}")
         cur.execute(f"USE {_BUILD_SCOPE}")
         cur.execute(f"CREATE VIEW events AS SELECT * FROM {source} WHERE false")
-        try:
-            cur.execute(macros_sql())
-            for name in _WINDOW_FILES:
-                cur.execute((SQL_DIR / name).read_text())
-        except (OSError, duckdb.Error) as exc:
-            raise ProjectionError(f"cannot create the round money build views ({exc})") from exc
+        _create_views(cur, "build")
         load_edges(cur)
         cur.execute(f"CREATE OR REPLACE TABLE {build} AS SELECT * FROM ({round_money_sql()}) "
                     f"LIMIT 0")
@@ -301,12 +309,7 @@ class Keeper:
         cur.execute(f"CREATE TABLE events AS SELECT * FROM {self.db}.main.events LIMIT 0")
         cur.execute("CREATE TABLE redo (table_id VARCHAR, shoe_id VARCHAR, round_no BIGINT, "
                     "first_seq BIGINT, redo BOOLEAN)")
-        try:
-            cur.execute(macros_sql())
-            for name in _WINDOW_FILES:
-                cur.execute((SQL_DIR / name).read_text())
-        except (OSError, duckdb.Error) as exc:
-            raise ProjectionError(f"cannot create the round money window views ({exc})") from exc
+        _create_views(cur, "window")
         self.cur = cur
         return cur
 

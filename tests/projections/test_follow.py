@@ -167,19 +167,10 @@ def test_cursors_of_the_followers_connection_see_each_batch_as_it_commits(
         con.close()
 
 
-def test_a_stop_during_the_whole_evaluation_ends_it_within_a_step_and_stores_nothing(
-        tmp_path: Path) -> None:
-    """A store projected without its anomaly rows is evaluated whole before the first batch
-    (minutes at 10M, in groups x families steps): a stop then ends the follower after the step
-    in hand, not after the whole; the next run evaluates it and stores the view's rows."""
-    from projections.anomalies import STORED, anomaly_source
-    from projections.projector import project
-
-    log = EmbeddedLog(tmp_path / "log", partitions=2)
-    simulate(log, SimConfig(seed=8, tables=2, rounds=20, irregularities=0.05))
-    db = tmp_path / "v.duckdb"
-    project(log, db, store_anomalies=False)
-    con = open_store(db)
+def _run_stopped_at_first_step(con: duckdb.DuckDBPyConnection, log: EmbeddedLog, **kwargs: bool
+                               ) -> tuple[list[str], list[ProjectionReport]]:
+    """A follower on `con` asked to stop as soon as it logs a step of a whole evaluation or
+    build; the steps it logged and its report, once it stopped on its own (asserted)."""
     stop = threading.Event()
     steps: list[str] = []
 
@@ -195,7 +186,7 @@ def test_a_stop_during_the_whole_evaluation_ends_it_within_a_step_and_stores_not
     previous = logger.level
     logger.setLevel(logging.INFO)
     try:
-        follower = Follower(con, log, stop_event=stop, poll_interval=0.05)
+        follower = Follower(con, log, stop_event=stop, poll_interval=0.05, **kwargs)
         results: list[ProjectionReport] = []
         thread = threading.Thread(target=lambda: results.append(follower.run()), daemon=True)
         thread.start()
@@ -207,6 +198,23 @@ def test_a_stop_during_the_whole_evaluation_ends_it_within_a_step_and_stores_not
         logger.removeHandler(handler)
         logger.setLevel(previous)
     assert stopped_on_its_own
+    return steps, results
+
+
+def test_a_stop_during_the_whole_evaluation_ends_it_within_a_step_and_stores_nothing(
+        tmp_path: Path) -> None:
+    """A store projected without its anomaly rows is evaluated whole before the first batch
+    (minutes at 10M, in groups x families steps): a stop then ends the follower after the step
+    in hand, not after the whole; the next run evaluates it and stores the view's rows."""
+    from projections.anomalies import STORED, anomaly_source
+    from projections.projector import project
+
+    log = EmbeddedLog(tmp_path / "log", partitions=2)
+    simulate(log, SimConfig(seed=8, tables=2, rounds=20, irregularities=0.05))
+    db = tmp_path / "v.duckdb"
+    project(log, db, store_anomalies=False)
+    con = open_store(db)
+    steps, results = _run_stopped_at_first_step(con, log)
     try:
         (only,) = steps  # one step of the six families' evaluation, then the stop
         assert only.endswith("step 1 of 6"), only
@@ -255,33 +263,7 @@ def test_a_stop_during_the_whole_round_money_build_ends_it_within_a_step_and_mar
                       f"'{ROUND_MONEY}'").fetchall()
     # A table per step (the group size is 1M events): three tables, four steps.
     monkeypatch.setattr(round_money, "GROUP_EVENTS", 1)
-    stop = threading.Event()
-    steps: list[str] = []
-
-    class StopAtFirstStep(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            if "step" in record.getMessage():
-                steps.append(record.getMessage())
-                stop.set()
-
-    handler = StopAtFirstStep()
-    logger = logging.getLogger("pitlog.follow")
-    logger.addHandler(handler)
-    previous = logger.level
-    logger.setLevel(logging.INFO)
-    try:
-        follower = Follower(con, log, stop_event=stop, poll_interval=0.05, publish_alerts=False)
-        results: list[ProjectionReport] = []
-        thread = threading.Thread(target=lambda: results.append(follower.run()), daemon=True)
-        thread.start()
-        thread.join(HANG_S)
-        stopped_on_its_own = not thread.is_alive()
-    finally:
-        stop.set()
-        thread.join(HANG_S)
-        logger.removeHandler(handler)
-        logger.setLevel(previous)
-    assert stopped_on_its_own
+    steps, results = _run_stopped_at_first_step(con, log, publish_alerts=False)
     try:
         (only,) = steps  # the first table's rounds, then the stop
         assert "every round's money" in only and only.endswith("step 1 of 4"), only

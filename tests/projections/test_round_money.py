@@ -14,6 +14,7 @@ import pytest
 from live_support import assert_money_exact, feed, money_differences, random_cuts, source_log
 
 from events.log.embedded.log import EmbeddedLog
+from projections import round_money
 from projections.projector import project
 from projections.reconcile import (
     GROUPINGS,
@@ -23,7 +24,6 @@ from projections.reconcile import (
     reconcile,
     stored_money_current,
 )
-from projections import round_money
 from projections.round_money import ROUND_MONEY_BUILD, ROUND_MONEY_TAPS
 from projections.statistics import hold_variance
 
@@ -232,8 +232,10 @@ def test_the_whole_build_in_steps_equals_the_query_over_the_views(
 
         for max_events, groups in ((1, tables), (None, 1)):
             steps: list[tuple[int, int]] = []
-            round_money.build_whole(con, max_events=max_events,
-                                    progress=lambda done, total: steps.append((done, total)))
+
+            def step(done: int, total: int, seen: list[tuple[int, int]] = steps) -> None:
+                seen.append((done, total))
+            round_money.build_whole(con, max_events=max_events, progress=step)
             assert steps == [(n, groups + 1) for n in range(1, groups + 2)]
             assert_money_exact(con)  # EXCEPT ALL both ways against the query over the views
             assert ROUND_MONEY_BUILD not in _tables(con)
