@@ -9,8 +9,8 @@ Each run builds, in turn, with the old code and with the new one at each `--max-
 the default group size, anomalies.GROUP_EVENTS), each in a child process on a fresh copy of
 the store opened as the projector opens it (store.open_store: the writer's memory limit), its
 round_money table dropped first. Prints one JSON line per build: wall and CPU seconds, the
-child's peak RSS, the rows, the steps and the longest step (how long a stop waits at most; the
-old build is one step), then the medians per variant.
+child's peak RSS, the rows, the steps, the longest step (how long a stop waits at most; the
+old build is one step) and each step's seconds, then the medians per variant.
 """
 
 from __future__ import annotations
@@ -54,7 +54,8 @@ peak = [int(x.split()[1]) / 1024 for x in Path("/proc/self/status").read_text().
         if x.startswith("VmHWM:")][0]
 print(json.dumps({"code": round_money.__file__, "wall_s": round(wall, 3), "cpu_s": round(c, 3),
                   "peak_rss_mb": round(peak, 1), "rounds": rows, "steps": len(steps),
-                  "longest_step_s": round(max(steps), 3)}))
+                  "longest_step_s": round(max(steps), 3),
+                  "steps_s": [round(x, 2) for x in steps]}))
 """
 
 

@@ -196,11 +196,14 @@ def build_whole(con: duckdb.DuckDBPyConnection, max_events: int | None = None,
     table: module docstring).
     `progress(done, total)` is called after each step (the last one's before its commit), so
     an exception it raises (a follower told to stop) ends the build within a step with nothing
-    marked current and ROUND_MONEY_BUILD dropped. Each group's query on one thread: the
-    rounds' list and ordered aggregates do not spill, and under the writer's memory limit two
-    threads' shares of them ran out at 10M events in one query (reconcile.run_rows)."""
+    marked current and ROUND_MONEY_BUILD dropped (an empty store has no step to report). Each
+    group's query on one thread: the rounds' list and ordered aggregates do not spill, and under
+    the writer's memory limit two threads' shares of them ran out at 10M events in one query
+    (reconcile.run_rows)."""
     groups = table_groups(con, GROUP_EVENTS if max_events is None else max_events)
     steps = len(groups) + 1
+    if not groups:  # an empty store (a first `project`): nothing to follow, no bar to show
+        progress = None
     ((database,),) = con.execute("SELECT current_database()").fetchall()
     db = '"' + database.replace('"', '""') + '"'
     source, build = f"{db}.main.events", f"{db}.main.{ROUND_MONEY_BUILD}"
