@@ -211,7 +211,8 @@ def test_the_whole_build_in_steps_equals_the_query_over_the_views(
     """The whole build computes a group of tables at a time (so that a stop can end it between
     two steps); its rows are the round_money query over the store's views, which the build ran
     as one query before, EXCEPT ALL both ways, with one table per step and with one step for
-    every table; and a stop asked at the first step leaves nothing marked current."""
+    every table; and a stop asked at the first step or at the last (before its commit) leaves
+    nothing stored."""
     log = EmbeddedLog(tmp_path / "log")
     feed(log, records, 0, len(records))
     with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
@@ -223,12 +224,14 @@ def test_the_whole_build_in_steps_equals_the_query_over_the_views(
         class Stop(Exception):
             pass
 
-        def stop(done: int, total: int) -> None:
-            raise Stop
-        with pytest.raises(Stop):
-            round_money.build_whole(con, max_events=1, progress=stop)
-        assert not stored_money_current(con)
-        assert {ROUND_MONEY, ROUND_MONEY_BUILD} & _tables(con) == set()
+        for at in (1, tables + 1):  # the first group's step; the last, which stores them
+            def stop(done: int, total: int, at: int = at) -> None:
+                if done == at:
+                    raise Stop
+            with pytest.raises(Stop):
+                round_money.build_whole(con, max_events=1, progress=stop)
+            assert not stored_money_current(con)
+            assert {ROUND_MONEY, ROUND_MONEY_BUILD} & _tables(con) == set()
 
         for max_events, groups in ((1, tables), (None, 1)):
             steps: list[tuple[int, int]] = []
