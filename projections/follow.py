@@ -249,14 +249,17 @@ class Follower:
             if flag.is_set():
                 raise _Stopped
 
-        def on_step(done: int, total: int) -> None:
-            # A store whose stored rows are missing or stale is evaluated whole first, in
-            # steps (9 minutes at 10M): a stop between two steps ends it, storing nothing, so
-            # `pitlog serve` and `project --follow` stop within a step, not after the whole.
-            if flag.is_set():
-                raise _Stopped
-            log_.info("evaluating every rule over the store once (its stored rows are not "
-                      "current): step %d of %d", done, total)
+        def on_steps(what: str) -> Callable[[int, int], None]:
+            # A store whose stored rows are missing or stale is evaluated whole first, in steps
+            # (9 minutes at 10M), and so is its per-round money (round_money.build_whole): a
+            # stop between two steps ends it, marking nothing current, so `pitlog serve` and
+            # `project --follow` stop within a step, not after the whole.
+            def on_step(done: int, total: int) -> None:
+                if flag.is_set():
+                    raise _Stopped
+                log_.info("%s once (its stored rows are not current): step %d of %d", what,
+                          done, total)
+            return on_step
 
         projected: dict[int, int] | None = None  # next offset per partition after the last round
         failures = 0
@@ -266,8 +269,11 @@ class Follower:
                 if self.on_ends is not None:
                     self.on_ends(ends)
                 if ends != projected:
-                    projected = project(log, con, progress=on_batch, anomaly_progress=on_step,
-                                        publish_alerts=self.publish_alerts).positions
+                    projected = project(
+                        log, con, progress=on_batch,
+                        anomaly_progress=on_steps("evaluating every rule over the store"),
+                        money_progress=on_steps("computing every round's money over the store"),
+                        publish_alerts=self.publish_alerts).positions
                 failures = 0
             except _Stopped:
                 break

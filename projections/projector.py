@@ -102,7 +102,8 @@ def project(log: EventLog, store: str | Path | duckdb.DuckDBPyConnection, *,
             snapshot: bool = False, store_anomalies: bool = True,
             memory_limit: str | None = None,
             anomaly_progress: Callable[[int, int], None] | None = None,
-            publish_alerts: bool = True) -> ProjectionReport:
+            publish_alerts: bool = True,
+            money_progress: Callable[[int, int], None] | None = None) -> ProjectionReport:
     """Bring the DuckDB tables up to date with `log`, from the stored checkpoint to the end of
     the log as it is now. `store` is a file path (opened, and closed afterwards) or an open
     read-write connection. `progress` is called after each committed batch with the number of
@@ -116,7 +117,10 @@ def project(log: EventLog, store: str | Path | duckdb.DuckDBPyConnection, *,
     `publish_alerts`, alerts are then appended to the sink beside the log after each commit.
     `memory_limit` caps DuckDB's memory when `store` is a path (store.open_store).
     `anomaly_progress(done, total)` follows the steps of a whole evaluation, when one is needed
-    (anomalies.refresh_stored_anomalies).
+    (anomalies.refresh_stored_anomalies); `money_progress(done, total)` those of the whole build
+    of the stored per-round money, when one is needed (round_money.build_whole). Either may
+    raise to stop the run between two steps: nothing of the unfinished evaluation or build is
+    marked current.
 
     Raises ProjectionError if the log's positions were already projected without a matching
     checkpoint (a lost checkpoint): rows are never inserted twice.
@@ -124,24 +128,26 @@ def project(log: EventLog, store: str | Path | duckdb.DuckDBPyConnection, *,
     if isinstance(store, duckdb.DuckDBPyConnection):
         _store.prepare(store)
         return _project_and_publish(store, log, progress, batch_size, snapshot,
-                                    store_anomalies, anomaly_progress, publish_alerts)
+                                    store_anomalies, anomaly_progress, publish_alerts,
+                                    money_progress)
     with _store.open_store(store, memory_limit=memory_limit) as con:
         return _project_and_publish(con, log, progress, batch_size, snapshot, store_anomalies,
-                                    anomaly_progress, publish_alerts)
+                                    anomaly_progress, publish_alerts, money_progress)
 
 
 def _project_and_publish(con: duckdb.DuckDBPyConnection, log: EventLog,
                          progress: Callable[[int], None] | None, batch_size: int,
                          snapshot: bool, store_anomalies: bool,
                          anomaly_progress: Callable[[int, int], None] | None,
-                         publish_alerts: bool) -> ProjectionReport:
+                         publish_alerts: bool,
+                         money_progress: Callable[[int, int], None] | None) -> ProjectionReport:
     detector, raised, money = None, 0, None
     if store_anomalies:
         try:
             detector, raised = detector_for(con, progress=anomaly_progress)
         except duckdb.OutOfMemoryException as exc:  # setting the detector up, not a batch
             raise memory_error(con) from exc
-        money = round_money.keeper_for(con)  # kept with the stored anomaly rows
+        money = round_money.keeper_for(con, money_progress)  # kept with the anomaly rows
     publisher = Publisher(con, log if detector is not None and publish_alerts else None)
     publisher()
     report = _project(con, log, progress, batch_size, detector, publisher, money)

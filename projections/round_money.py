@@ -7,7 +7,10 @@ query reconcile runs over the views when the table is absent or behind: one defi
 round's money. They are kept as the stored anomaly rows are (projections/incremental.py):
 
 - whole (build_whole), when a store is opened to project and the table is missing, built by
-  another definition (reconcile.round_money_tag) or behind its checkpoints;
+  another definition (reconcile.round_money_tag) or behind its checkpoints: in steps, a group
+  of whole tables at a time (a round's money is decided within its table: its own events and
+  its table's taps, openings, loads and card ids, as REDO below relies on too), so that a stop
+  between two steps ends it (`pitlog serve`, `project --follow`);
 - per batch (Keeper), in the batch's own transaction: the detector's plan says, per touched
   table, from which seq K on anything can change (the shoe-level stretch: every shoe lies
   wholly before K or from K on). Of the rounds from K on, only those whose money the batch
@@ -51,11 +54,13 @@ rebuilds the table.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 
 import duckdb
 import pyarrow as pa
 
 from events.errors import ProjectionError
+from projections.anomalies import GROUP_EVENTS, table_groups
 from projections.incremental import ROUND_LEVEL_STRETCH, SCRATCH
 from projections.memory import threads_at_most
 from projections.reconcile import (
@@ -161,21 +166,90 @@ WHERE sc.k IS NULL OR (m.first_seq >= sc.k AND r.redo)
 """
 
 
-def build_whole(con: duckdb.DuckDBPyConnection) -> None:
-    """round_money from the views, with its taps and checkpoints, in one transaction. On one
-    thread: the rounds' list and ordered aggregates do not spill, and under the writer's
-    memory limit two threads' shares of them ran out at 10M events (reconcile.run_rows)."""
-    load_edges(con)
+# The whole build's rows so far, in the store (not in memory: 578,000 rounds at 10M events),
+# never read as round_money: the last step copies them there in time order and marks them
+# current in one transaction, and a stop drops them (a kill leaves them to the next build, which
+# starts them again).
+ROUND_MONEY_BUILD = "round_money_build"
+# The catalog where the views up to the ledger are created over one group's events.
+_BUILD_SCOPE = "pitlog_money_build"
+
+
+def _create_views(cur: duckdb.DuckDBPyConnection, what: str) -> None:
+    """The macros and the view files up to the ledger, in `cur`'s default catalog, over the
+    `events` it holds."""
+    try:
+        cur.execute(macros_sql())
+        for name in _WINDOW_FILES:
+            cur.execute((SQL_DIR / name).read_text())
+    except (OSError, duckdb.Error) as exc:
+        raise ProjectionError(f"cannot create the round money {what} views ({exc})") from exc
+
+
+def build_whole(con: duckdb.DuckDBPyConnection, max_events: int | None = None,
+                progress: Callable[[int, int], None] | None = None) -> None:
+    """round_money from the views, with its taps and checkpoints, in steps: one per group of
+    whole tables of at most `max_events` events (by default anomalies.GROUP_EVENTS, the
+    anomaly rows' groups: a step then needs as much memory at 10M events as at 1M), then the
+    last, which stores them in time order and marks them current in one transaction. The rows
+    are those of the one query over the store's views (a round's money is decided within its
+    table: module docstring).
+    `progress(done, total)` is called after each step (the last one's before its commit), so
+    an exception it raises (a follower told to stop) ends the build within a step with nothing
+    marked current and ROUND_MONEY_BUILD dropped (an empty store has no step to report). Each
+    group's query on one thread: the rounds' list and ordered aggregates do not spill, and under
+    the writer's memory limit two threads' shares of them ran out at 10M events in one query
+    (reconcile.run_rows)."""
+    groups = table_groups(con, GROUP_EVENTS if max_events is None else max_events)
+    steps = len(groups) + 1
+    if not groups:  # an empty store (a first `project`): nothing to follow, no bar to show
+        progress = None
+    ((database,),) = con.execute("SELECT current_database()").fetchall()
+    db = '"' + database.replace('"', '""') + '"'
+    source, build = f"{db}.main.events", f"{db}.main.{ROUND_MONEY_BUILD}"
+    cur = con.cursor()  # its own default catalog: USE below leaves `con`'s alone
+    try:
+        cur.execute(f"DETACH DATABASE IF EXISTS {_BUILD_SCOPE}")
+        cur.execute(f"ATTACH ':memory:' AS {_BUILD_SCOPE}")
+        cur.execute(f"USE {_BUILD_SCOPE}")
+        cur.execute(f"CREATE VIEW events AS SELECT * FROM {source} WHERE false")
+        _create_views(cur, "build")
+        load_edges(cur)
+        cur.execute(f"CREATE OR REPLACE TABLE {build} AS SELECT * FROM ({round_money_sql()}) "
+                    f"LIMIT 0")
+        with threads_at_most(con, 1):
+            for done, group in enumerate(groups, 1):
+                cur.execute(f"CREATE OR REPLACE VIEW events AS SELECT * FROM {source} "
+                            f"WHERE {group.predicate()}")
+                load_edges(cur)  # the group's decks and paytables
+                cur.execute(f"INSERT INTO {build} SELECT * FROM ({round_money_sql()})")
+                if progress is not None:
+                    progress(done, steps)
+        _store_built(con, lambda: progress(steps, steps) if progress is not None else None)
+    except BaseException:
+        try:
+            con.execute(f"DROP TABLE IF EXISTS {ROUND_MONEY_BUILD}")
+        except duckdb.Error:
+            pass
+        raise
+    finally:
+        cur.close()
+        con.execute(f"DETACH DATABASE IF EXISTS {_BUILD_SCOPE}")
+
+
+def _store_built(con: duckdb.DuckDBPyConnection, before_commit: Callable[[], None]) -> None:
+    """The last step: the built rows as round_money, in time order (a day's rows then lie in a
+    few row groups: by_round's bounds), with the taps and checkpoints, in one transaction."""
     con.begin()
     try:
-        with threads_at_most(con, 1):
-            # In time order: a day's rows then lie in a few row groups (by_round's bounds).
-            con.execute(f"CREATE OR REPLACE TABLE {ROUND_MONEY} AS "
-                        f"SELECT * FROM ({round_money_sql()}) ORDER BY started_at, table_id")
+        con.execute(f"CREATE OR REPLACE TABLE {ROUND_MONEY} AS SELECT * FROM {ROUND_MONEY_BUILD} "
+                    f"ORDER BY started_at, table_id")
+        con.execute(f"DROP TABLE {ROUND_MONEY_BUILD}")
         con.execute(f"COMMENT ON TABLE {ROUND_MONEY} IS '{round_money_tag()}'")
         con.execute(f"CREATE OR REPLACE TABLE {ROUND_MONEY_TAPS} AS "
                     f"{_TAPS_OF.format(src='events')}")
         con.execute(f"CREATE OR REPLACE TABLE {ROUND_MONEY_AT} AS {_AT_OF}")
+        before_commit()
         con.commit()
     except BaseException:
         try:
@@ -185,10 +259,11 @@ def build_whole(con: duckdb.DuckDBPyConnection) -> None:
         raise
 
 
-def ensure_current(con: duckdb.DuckDBPyConnection) -> bool:
-    """build_whole unless the stored rows are current and their taps there; True when built.
-    Running out of memory leaves the store as it was (readers use the views): the projection
-    itself goes on."""
+def ensure_current(con: duckdb.DuckDBPyConnection,
+                   progress: Callable[[int, int], None] | None = None) -> bool:
+    """build_whole (with `progress`) unless the stored rows are current and their taps there;
+    True when built. Running out of memory leaves the store as it was (readers use the views):
+    the projection itself goes on."""
     names = {t for (t,) in con.execute(
         "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
         "AND schema_name = 'main'").fetchall()}
@@ -196,7 +271,7 @@ def ensure_current(con: duckdb.DuckDBPyConnection) -> bool:
             and stored_money_current(con)):
         return False
     try:
-        build_whole(con)
+        build_whole(con, progress=progress)
     except duckdb.OutOfMemoryException:
         return False
     return True
@@ -237,12 +312,7 @@ class Keeper:
         cur.execute(f"CREATE TABLE events AS SELECT * FROM {self.db}.main.events LIMIT 0")
         cur.execute("CREATE TABLE redo (table_id VARCHAR, shoe_id VARCHAR, round_no BIGINT, "
                     "first_seq BIGINT, redo BOOLEAN)")
-        try:
-            cur.execute(macros_sql())
-            for name in _WINDOW_FILES:
-                cur.execute((SQL_DIR / name).read_text())
-        except (OSError, duckdb.Error) as exc:
-            raise ProjectionError(f"cannot create the round money window views ({exc})") from exc
+        _create_views(cur, "window")
         self.cur = cur
         return cur
 
@@ -302,11 +372,13 @@ _KEEPERS: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, Keeper] = \
     weakref.WeakKeyDictionary()
 
 
-def keeper_for(con: duckdb.DuckDBPyConnection) -> Keeper:
-    """The connection's keeper, with the stored rows current first (ensure_current). A keeper
-    that stopped keeping them (Keeper.skip) is replaced after the rebuild."""
+def keeper_for(con: duckdb.DuckDBPyConnection,
+               progress: Callable[[int, int], None] | None = None) -> Keeper:
+    """The connection's keeper, with the stored rows current first (ensure_current, whose
+    whole build's steps `progress` follows). A keeper that stopped keeping them (Keeper.skip)
+    is replaced after the rebuild."""
     keeper = _KEEPERS.get(con)
-    if ensure_current(con) or keeper is None or not keeper.live:
+    if ensure_current(con, progress) or keeper is None or not keeper.live:
         if keeper is not None:
             keeper.close()
         keeper = _KEEPERS[con] = Keeper(con)

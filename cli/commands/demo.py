@@ -107,7 +107,8 @@ def run_demo(data_dir: Path, *, seed: int, replace: bool = False) -> DemoReport:
     db = data_dir / "pitlog.duckdb"
     with progress_tasks() as task:
         project(log, db, progress=task("projecting events", sim.events),
-                anomaly_progress=phase(task, "storing anomaly rows"))
+                anomaly_progress=phase(task, "storing anomaly rows"),
+                money_progress=phase(task, "storing round money rows"))
     with open_for_reading(db) as con:
         summary, anomalies = demo_summary(con)
         examples = list_anomalies(con)[:EXAMPLES]

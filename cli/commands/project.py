@@ -71,6 +71,7 @@ def project_cmd(
             else:
                 report = project(event_log, path, progress=update, memory_limit=memory_limit,
                                  anomaly_progress=phase(task, "storing anomaly rows"),
+                                 money_progress=phase(task, "storing round money rows"),
                                  publish_alerts=alerts)
     if report.quarantined:
         _tell_quarantined(path, event_log.uri, since, report.quarantined)

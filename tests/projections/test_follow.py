@@ -167,19 +167,10 @@ def test_cursors_of_the_followers_connection_see_each_batch_as_it_commits(
         con.close()
 
 
-def test_a_stop_during_the_whole_evaluation_ends_it_within_a_step_and_stores_nothing(
-        tmp_path: Path) -> None:
-    """A store projected without its anomaly rows is evaluated whole before the first batch
-    (minutes at 10M, in groups x families steps): a stop then ends the follower after the step
-    in hand, not after the whole; the next run evaluates it and stores the view's rows."""
-    from projections.anomalies import STORED, anomaly_source
-    from projections.projector import project
-
-    log = EmbeddedLog(tmp_path / "log", partitions=2)
-    simulate(log, SimConfig(seed=8, tables=2, rounds=20, irregularities=0.05))
-    db = tmp_path / "v.duckdb"
-    project(log, db, store_anomalies=False)
-    con = open_store(db)
+def _run_stopped_at_first_step(con: duckdb.DuckDBPyConnection, log: EmbeddedLog, **kwargs: bool
+                               ) -> tuple[list[str], list[ProjectionReport]]:
+    """A follower on `con` asked to stop as soon as it logs a step of a whole evaluation or
+    build; the steps it logged and its report, once it stopped on its own (asserted)."""
     stop = threading.Event()
     steps: list[str] = []
 
@@ -195,7 +186,7 @@ def test_a_stop_during_the_whole_evaluation_ends_it_within_a_step_and_stores_not
     previous = logger.level
     logger.setLevel(logging.INFO)
     try:
-        follower = Follower(con, log, stop_event=stop, poll_interval=0.05)
+        follower = Follower(con, log, stop_event=stop, poll_interval=0.05, **kwargs)
         results: list[ProjectionReport] = []
         thread = threading.Thread(target=lambda: results.append(follower.run()), daemon=True)
         thread.start()
@@ -207,6 +198,23 @@ def test_a_stop_during_the_whole_evaluation_ends_it_within_a_step_and_stores_not
         logger.removeHandler(handler)
         logger.setLevel(previous)
     assert stopped_on_its_own
+    return steps, results
+
+
+def test_a_stop_during_the_whole_evaluation_ends_it_within_a_step_and_stores_nothing(
+        tmp_path: Path) -> None:
+    """A store projected without its anomaly rows is evaluated whole before the first batch
+    (minutes at 10M, in groups x families steps): a stop then ends the follower after the step
+    in hand, not after the whole; the next run evaluates it and stores the view's rows."""
+    from projections.anomalies import STORED, anomaly_source
+    from projections.projector import project
+
+    log = EmbeddedLog(tmp_path / "log", partitions=2)
+    simulate(log, SimConfig(seed=8, tables=2, rounds=20, irregularities=0.05))
+    db = tmp_path / "v.duckdb"
+    project(log, db, store_anomalies=False)
+    con = open_store(db)
+    steps, results = _run_stopped_at_first_step(con, log)
     try:
         (only,) = steps  # one step of the six families' evaluation, then the stop
         assert only.endswith("step 1 of 6"), only
@@ -226,5 +234,53 @@ def test_a_stop_during_the_whole_evaluation_ends_it_within_a_step_and_stores_not
                              f"SELECT * FROM {STORED})").fetchall()
         assert stored == []
         assert con.execute(f"SELECT count(*) FROM {STORED}").fetchone()[0] > 0
+    finally:
+        con.close()
+
+
+def test_a_stop_during_the_whole_round_money_build_ends_it_within_a_step_and_marks_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store whose per-round money was built by another definition (another pitlog) has it
+    built whole before the first batch (minutes at 10M, a group of tables per step, then the
+    step that stores them): a stop ends the follower after the step in hand, the old rows stay
+    as they were and not current (readers use the views), and the next run builds rows equal
+    to the query over the views, EXCEPT ALL both ways."""
+    from live_support import assert_money_exact
+
+    from projections import round_money
+    from projections.projector import project
+    from projections.reconcile import ROUND_MONEY, stored_money_current
+
+    log = EmbeddedLog(tmp_path / "log", partitions=2)
+    simulate(log, SimConfig(seed=8, tables=3, rounds=20, irregularities=0.05))
+    db = tmp_path / "v.duckdb"
+    project(log, db, publish_alerts=False)
+    con = open_store(db)
+    other = "pitlog round_money other"
+    con.execute(f"COMMENT ON TABLE {ROUND_MONEY} IS '{other}'")
+    assert not stored_money_current(con)
+    old = con.execute(f"SELECT table_oid FROM duckdb_tables() WHERE table_name = "
+                      f"'{ROUND_MONEY}'").fetchall()
+    # A table per step (the group size is 1M events): three tables, four steps.
+    monkeypatch.setattr(round_money, "GROUP_EVENTS", 1)
+    steps, results = _run_stopped_at_first_step(con, log, publish_alerts=False)
+    try:
+        (only,) = steps  # the first table's rounds, then the stop
+        assert "every round's money" in only and only.endswith("step 1 of 4"), only
+        (report,) = results
+        assert report.batches == 0 and report.events == 0
+        assert not stored_money_current(con)  # readers use the views
+        assert con.execute("SELECT table_oid, comment FROM duckdb_tables() WHERE table_name "
+                           f"IN ('{ROUND_MONEY}', '{round_money.ROUND_MONEY_BUILD}')"
+                           ).fetchall() == [(old[0][0], other)]
+        stop_again = threading.Event()
+        again = Follower(con, log, stop_event=stop_again, poll_interval=0.05,
+                         publish_alerts=False)
+        thread = threading.Thread(target=again.run)
+        thread.start()
+        assert again.ready.wait(HANG_S)
+        stop_again.set()
+        thread.join(HANG_S)
+        assert_money_exact(con)  # current, and the query's rows EXCEPT ALL both ways
     finally:
         con.close()

@@ -14,6 +14,7 @@ import pytest
 from live_support import assert_money_exact, feed, money_differences, random_cuts, source_log
 
 from events.log.embedded.log import EmbeddedLog
+from projections import round_money
 from projections.projector import project
 from projections.reconcile import (
     GROUPINGS,
@@ -23,7 +24,7 @@ from projections.reconcile import (
     reconcile,
     stored_money_current,
 )
-from projections.round_money import ROUND_MONEY_TAPS
+from projections.round_money import ROUND_MONEY_BUILD, ROUND_MONEY_TAPS
 from projections.statistics import hold_variance
 
 CALENDARS = (Calendar(),
@@ -198,3 +199,50 @@ def test_a_round_stored_in_play_is_replaced_when_it_is_settled(
             "SELECT paid_cents + collected_cents + returned_cents FROM round_money "
             "WHERE table_id = ? AND shoe_id = ? AND round_no = ?", list(found[0])).fetchall()
         assert settled > 0
+
+
+def _tables(con: duckdb.DuckDBPyConnection) -> set[str]:
+    return {t for (t,) in con.execute("SELECT table_name FROM duckdb_tables() "
+                                      "WHERE database_name = current_database()").fetchall()}
+
+
+def test_the_whole_build_in_steps_equals_the_query_over_the_views(
+        tmp_path: Path, records: list[tuple[bytes, bytes]]) -> None:
+    """The whole build computes a group of tables at a time (so that a stop can end it between
+    two steps); its rows are the round_money query over the store's views, which the build ran
+    as one query before, EXCEPT ALL both ways, with one table per step and with one step for
+    every table; and a stop asked at the first step or at the last (before its commit) leaves
+    nothing stored."""
+    log = EmbeddedLog(tmp_path / "log")
+    feed(log, records, 0, len(records))
+    with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
+        project(log, con, store_anomalies=False, publish_alerts=False)
+        ((tables,),) = con.execute("SELECT count(DISTINCT table_id) FROM events").fetchall()
+        assert tables > 1
+        assert not stored_money_current(con)
+
+        class Stop(Exception):
+            pass
+
+        for at in (1, tables + 1):  # the first group's step; the last, which stores them
+            def stop(done: int, total: int, at: int = at) -> None:
+                if done == at:
+                    raise Stop
+            with pytest.raises(Stop):
+                round_money.build_whole(con, max_events=1, progress=stop)
+            assert not stored_money_current(con)
+            assert {ROUND_MONEY, ROUND_MONEY_BUILD} & _tables(con) == set()
+
+        for max_events, groups in ((1, tables), (None, 1)):
+            steps: list[tuple[int, int]] = []
+
+            def step(done: int, total: int, seen: list[tuple[int, int]] = steps) -> None:
+                seen.append((done, total))
+            round_money.build_whole(con, max_events=max_events, progress=step)
+            assert steps == [(n, groups + 1) for n in range(1, groups + 2)]
+            assert_money_exact(con)  # EXCEPT ALL both ways against the query over the views
+            assert ROUND_MONEY_BUILD not in _tables(con)
+            # In time order, as the one query stored them (by_round's bounds read few groups).
+            order = con.execute(f"SELECT started_at, table_id FROM {ROUND_MONEY} "
+                                "ORDER BY rowid").fetchall()
+            assert order == sorted(order)
