@@ -589,6 +589,16 @@ _DETECTORS: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, Detector] = \
     weakref.WeakKeyDictionary()
 
 
+def close_detector(con: duckdb.DuckDBPyConnection) -> None:
+    """Close the connection's detector (its scratch catalogs and its index of ids) before the
+    store's connection is closed. Each detector holds its connection, so an entry of
+    _DETECTORS is never collected: left open, the index's SQLite file, with its -wal and -shm
+    beside the store, stays open until the process ends (`pitlog demo` signed them)."""
+    detector = _DETECTORS.pop(con, None)
+    if detector is not None:
+        detector.close()
+
+
 def detector_for(con: duckdb.DuckDBPyConnection,
                  progress: Callable[[int, int], None] | None = None) -> tuple[Detector, int]:
     """The connection's detector, and the alerts raised getting it ready: a store whose

@@ -615,6 +615,34 @@ def test_a_batch_rolled_back_after_the_index_committed_is_exact_when_projected_a
         assert _index(con).built == "used"
         assert _stored_duplicates(con) == [("T01", [wager, copy])]
 
+# An index SQLite will not write (its -shm left read-only by a run under another user; here
+# SQLite's query_only, since the tests run as root): the batch fails with the one Error that
+# names the index, rolled back (not an "internal error" from BEGIN); writable again, exact.
+def test_an_index_that_cannot_be_written_is_an_error_naming_it(tmp_path: Path) -> None:
+    log, t = _table(tmp_path)
+    _shoes(t, ("S1",))
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
+        wager = _shoes(t, ("S2",))["wager1"]
+        _index(con).db.execute("PRAGMA query_only = 1")
+        with pytest.raises(ProjectionError, match=r"index of event ids .*v\.duckdb\.detect-ids"):
+            second_batch()
+        assert con.execute("SELECT count(*) FROM events WHERE seq >= $s",
+                           {"s": wager}).fetchall() == [(0,)]
+        _index(con).db.execute("PRAGMA query_only = 0")
+        second_batch()
+
+
+# project() given a path closes what it opened: the index too, so no -wal or -shm stays beside
+# the store (`pitlog demo` signs its folder's files after projecting; --replace compares them)
+def test_a_projection_into_a_path_leaves_the_index_closed(tmp_path: Path) -> None:
+    log, t = _table(tmp_path)
+    _shoes(t, ("S1",))
+    t.flush()
+    project(log, tmp_path / "v.duckdb", publish_alerts=False)
+    assert sorted(p.name for p in tmp_path.glob("v.duckdb*")) == [
+        "v.duckdb", "v.duckdb" + id_index.SUFFIX]
+
+
 # The stored round money's keeper (projections/round_money.py) computes again only the rounds a
 # batch can change (REDO). An ordinary batch (the next round, later in seq and in game order)
 # redoes that round alone; the earlier rounds' rows stay as stored, equal to the views
