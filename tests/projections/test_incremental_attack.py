@@ -724,3 +724,31 @@ def test_a_redone_round_keeps_the_earlier_span_its_burn_belongs_to(tmp_path: Pat
         assert con.execute(f"SELECT round_no FROM {round_money.WINDOW}.main.redo WHERE redo "
                            "ORDER BY 1").fetchall() == [(2,), (3,)]
         assert con.execute(_EXCEPTIONS).fetchall() == [(1, 1), (2, 0), (3, 0)]
+
+
+# A burn line of shoe S2 with no round, stamped (occurred_at) inside S1's round 1, after its
+# raises closed: the full evaluation makes it an intruder of S1's round 1 (sql/intruders.sql
+# matches cards to spans by game order, whatever their shoe): BURN_DURING_ROUND there, and the
+# round's wager IRREGULAR_ROUND. The batch's stretch starts at S2 (by seq) and its window after
+# S1, so neither the stored anomaly row nor the stored round money of S1's round 1 is right
+# (found on integ14 and main alike; the shoe-level stretch assumes no line of a shoe falls, in
+# game order, inside an earlier shoe)
+@pytest.mark.xfail(strict=True, reason="a card line stamped inside an earlier shoe's round is "
+                   "outside the shoe-level stretch")
+def test_a_burn_of_a_later_shoe_stamped_inside_an_earlier_round_is_stored_as_evaluated(
+        tmp_path: Path) -> None:
+    log, t = _table(tmp_path)
+    t.new_shoe("S1")
+    t.round_no = 1
+    t.deal_round("4C JS 7D", {1: 500})
+    inside = t.clock - timedelta(seconds=3)  # after S1 round 1's raises closed, before its rack
+    t.new_shoe("S2")
+    t.round_no = 1
+    t.deal_round("3H 10S 6D", {1: 500})
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
+        later, t.round_no, t.clock = t.clock, None, inside
+        t.burn("9C")
+        t.clock = later
+        second_batch()
+        assert con.execute("SELECT round_no, exceptions FROM round_money WHERE shoe_id = 'S1'"
+                           ).fetchall() == [(1, 1)]
