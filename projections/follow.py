@@ -29,6 +29,7 @@ from events.errors import LogError, ProjectionError
 from events.log.base import EventLog
 from projections.alerts import create_tables as create_alert_tables
 from projections.anomalies import STORED, anomaly_source, refresh_stored_anomalies
+from projections.incremental import close_detector
 from projections.projector import ProjectionReport, checkpoints, project
 from projections.snapshot import publish_snapshot
 from projections.store import open_store
@@ -166,6 +167,7 @@ def follow(log: EventLog, db_path: str | Path, *,
                       len(publisher.seconds), path, max(publisher.seconds))
             return report
         finally:
+            close_detector(con)
             con.close()
 
 

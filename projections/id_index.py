@@ -156,8 +156,9 @@ class Index:
 
     def _write(self, con: duckdb.DuckDBPyConnection, sources: list[str]) -> None:
         db = self.db
-        db.execute("BEGIN IMMEDIATE")
         try:
+            # Inside the try: BEGIN itself fails on a file it cannot write (its -shm read-only).
+            db.execute("BEGIN IMMEDIATE")
             for sql in sources:
                 _copy(con, db, sql)
             db.execute("DELETE FROM upto")

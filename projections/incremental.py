@@ -441,7 +441,11 @@ class Detector:
             s.execute(f"""CREATE OR REPLACE TEMP TABLE pitlog_copies AS
                 SELECT e.* FROM (SELECT * FROM {self.db}.main.events WHERE {where}) AS e
                 SEMI JOIN pitlog_ids AS q ON q.table_id = e.table_id
-                 AND q.event_id = e.event_id AND e.seq < q.w""")
+                 AND q.event_id = e.event_id AND e.seq < q.w
+                -- Not one the rounds window holds already (a TableOpened, the latest load or
+                -- close before W: detect_rounds.copy_windows): read twice, it was one copy more
+                ANTI JOIN {SCRATCH}.main.events AS x
+                  ON x.log_partition = e.log_partition AND x.log_offset = e.log_offset""")
             # A card event's earlier copy is the card (macros.sql card_events_of keeps an id's
             # first copy): the card families must see it to drop the later copy as the full
             # evaluation does, so it joins both windows (and the streams family through the
@@ -587,6 +591,16 @@ def _min_new_seq(table: str, new_shoes: list, null_shoe: dict[str, int]) -> int:
 
 _DETECTORS: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, Detector] = \
     weakref.WeakKeyDictionary()
+
+
+def close_detector(con: duckdb.DuckDBPyConnection) -> None:
+    """Close the connection's detector (its scratch catalogs and its index of ids) before the
+    store's connection is closed. Each detector holds its connection, so an entry of
+    _DETECTORS is never collected: left open, the index's SQLite file, with its -wal and -shm
+    beside the store, stays open until the process ends (`pitlog demo` signed them)."""
+    detector = _DETECTORS.pop(con, None)
+    if detector is not None:
+        detector.close()
 
 
 def detector_for(con: duckdb.DuckDBPyConnection,

@@ -40,7 +40,7 @@ from projections import round_money
 from projections import store as _store
 from projections.alerts import Publisher
 from projections.anomalies import memory_error
-from projections.incremental import Detector, detector_for
+from projections.incremental import Detector, close_detector, detector_for
 from projections.log_checks import check_log_holds, hash_ok
 from projections.memory import LOAD_MEMORY_LIMIT, MORE_MEMORY, memory_limit_at_most
 from projections.snapshot import publish_snapshot
@@ -131,8 +131,12 @@ def project(log: EventLog, store: str | Path | duckdb.DuckDBPyConnection, *,
                                     store_anomalies, anomaly_progress, publish_alerts,
                                     money_progress)
     with _store.open_store(store, memory_limit=memory_limit) as con:
-        return _project_and_publish(con, log, progress, batch_size, snapshot, store_anomalies,
-                                    anomaly_progress, publish_alerts, money_progress)
+        try:
+            return _project_and_publish(con, log, progress, batch_size, snapshot,
+                                        store_anomalies, anomaly_progress, publish_alerts,
+                                        money_progress)
+        finally:
+            close_detector(con)
 
 
 def _project_and_publish(con: duckdb.DuckDBPyConnection, log: EventLog,

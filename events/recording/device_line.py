@@ -312,7 +312,7 @@ def _checked(obj: Any, event_id: Callable[[str, str, int], str] | None) -> Devic
         actor = _str("actor", actor)
     if not actor.isascii():
         _utf8("actor", actor)
-    if not actor:
+    if not actor.strip():  # a blank id names no one, as for dealer_id and device_id
         raise LineRejected("field 'actor' is empty", "send the device or dealer id")
     seq = obj["seq"]
     if type(seq) is not int or not _LONG[0] <= seq <= _LONG[1]:

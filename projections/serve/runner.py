@@ -23,7 +23,7 @@ from events.errors import PitlogError
 from events.log.base import EventLog
 from projections.alerts import create_tables as create_alert_tables
 from projections.follow import Commit, Follower, Publisher, open_when_free
-from projections.incremental import take_recorded
+from projections.incremental import close_detector, take_recorded
 from projections.serve import discovery
 from projections.serve.app import create_app
 from projections.serve.state import ServeState
@@ -206,6 +206,7 @@ def _run(log: EventLog, db_path: Path, sock: socket.socket, stop: threading.Even
         if follower_thread is not None:
             follower_thread.join()  # the batch in hand is committed first
         if con is not None:
+            close_detector(con)
             con.close()
         log_.info("stopped serving %s", db_path)
 

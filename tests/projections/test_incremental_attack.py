@@ -388,6 +388,20 @@ def _stored_duplicates(con: duckdb.DuckDBPyConnection) -> list:
                               "WHERE code = 'DUPLICATE_EVENT'").fetchall())
 
 
+# The table's opening (TableOpened, event 1) re-sent by the pit terminal shoes later. The
+# opening, from before the window's start, is already in the rounds window (every TableOpened
+# is context there, as is the latest load or close); the look-up of earlier copies found it
+# again and the streams family read it twice: a stored row [1, 1, copy], "recorded 3 times",
+# where the full evaluation has [1, copy]
+def test_a_copy_of_the_opening_shoes_later_is_counted_once(tmp_path: Path) -> None:
+    log, t = _table(tmp_path)
+    _shoes(t, ("S1", "S2", "S3"))
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
+        copy = _resend(t, str(uuid.UUID(int=1)), None, None)
+        second_batch()
+        assert _stored_duplicates(con) == [("T01", [1, copy])]
+
+
 # A copy of a copy: the tap-in (event 2) copied in shoe S3, then again in S6, three shoes on.
 # The stored row [2, copy] lies wholly before the third batch's stretch (its greatest seq is in
 # S3) and must be replaced by [2, copy, third], not kept beside it
@@ -615,6 +629,34 @@ def test_a_batch_rolled_back_after_the_index_committed_is_exact_when_projected_a
         assert _index(con).built == "used"
         assert _stored_duplicates(con) == [("T01", [wager, copy])]
 
+# An index SQLite will not write (its -shm left read-only by a run under another user; here
+# SQLite's query_only, since the tests run as root): the batch fails with the one Error that
+# names the index, rolled back (not an "internal error" from BEGIN); writable again, exact.
+def test_an_index_that_cannot_be_written_is_an_error_naming_it(tmp_path: Path) -> None:
+    log, t = _table(tmp_path)
+    _shoes(t, ("S1",))
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
+        wager = _shoes(t, ("S2",))["wager1"]
+        _index(con).db.execute("PRAGMA query_only = 1")
+        with pytest.raises(ProjectionError, match=r"index of event ids .*v\.duckdb\.detect-ids"):
+            second_batch()
+        assert con.execute("SELECT count(*) FROM events WHERE seq >= $s",
+                           {"s": wager}).fetchall() == [(0,)]
+        _index(con).db.execute("PRAGMA query_only = 0")
+        second_batch()
+
+
+# project() given a path closes what it opened: the index too, so no -wal or -shm stays beside
+# the store (`pitlog demo` signs its folder's files after projecting; --replace compares them)
+def test_a_projection_into_a_path_leaves_the_index_closed(tmp_path: Path) -> None:
+    log, t = _table(tmp_path)
+    _shoes(t, ("S1",))
+    t.flush()
+    project(log, tmp_path / "v.duckdb", publish_alerts=False)
+    assert sorted(p.name for p in tmp_path.glob("v.duckdb*")) == [
+        "v.duckdb", "v.duckdb" + id_index.SUFFIX]
+
+
 # The stored round money's keeper (projections/round_money.py) computes again only the rounds a
 # batch can change (REDO). An ordinary batch (the next round, later in seq and in game order)
 # redoes that round alone; the earlier rounds' rows stay as stored, equal to the views
@@ -696,3 +738,27 @@ def test_a_redone_round_keeps_the_earlier_span_its_burn_belongs_to(tmp_path: Pat
         assert con.execute(f"SELECT round_no FROM {round_money.WINDOW}.main.redo WHERE redo "
                            "ORDER BY 1").fetchall() == [(2,), (3,)]
         assert con.execute(_EXCEPTIONS).fetchall() == [(1, 1), (2, 0), (3, 0)]
+
+
+# A burn line of shoe S2 with no round, stamped (occurred_at) inside S1's round 1, after its
+# raises closed: the full evaluation makes it an intruder of S1's round 1 (sql/intruders.sql
+# matches cards to spans by game order, whatever their shoe): BURN_DURING_ROUND there, and the
+# round's wager IRREGULAR_ROUND. The batch's stretch starts at S2 (by seq) and its window after
+# S1, so neither the stored anomaly row nor the stored round money of S1's round 1 is right
+# (found on integ14 and main alike; the shoe-level stretch assumes no line of a shoe falls, in
+# game order, inside an earlier shoe)
+@pytest.mark.xfail(strict=True, reason="a card line stamped inside an earlier shoe's round is "
+                   "outside the shoe-level stretch")
+def test_a_burn_of_a_later_shoe_stamped_inside_an_earlier_round_is_stored_as_evaluated(
+        tmp_path: Path) -> None:
+    log, t = _table(tmp_path)
+    _shoes(t, ("S1",))
+    inside = t.clock - timedelta(seconds=3)  # after S1 round 1's raises closed, before its rack
+    _shoes(t, ("S2",))
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
+        later, t.round_no, t.clock = t.clock, None, inside
+        t.burn("9C")
+        t.clock = later
+        second_batch()
+        assert con.execute("SELECT round_no, exceptions FROM round_money WHERE shoe_id = 'S1'"
+                           ).fetchall() == [(1, 1)]
