@@ -307,6 +307,9 @@ def _checked(obj: Any, event_id: Callable[[str, str, int], str] | None) -> Devic
                            "send the table's id, e.g. T07")
     if not table.isascii():
         _utf8("table", table)
+    if not table.strip():  # a blank id names no table, as a blank actor names no one
+        raise LineRejected(f"table id {json.dumps(table)} is blank",
+                           "send the table's id, e.g. T07")
     actor = obj["actor"]
     if type(actor) is not str:
         actor = _str("actor", actor)
@@ -324,6 +327,8 @@ def _checked(obj: Any, event_id: Callable[[str, str, int], str] | None) -> Devic
     given = obj.get("id")
     if shoe is not None and type(shoe) is not str:
         shoe = _str("shoe", shoe)
+    if shoe is not None and not shoe.strip():  # names no shoe: its cards would join no shoe
+        raise LineRejected("field 'shoe' is empty", "send the shoe's id, e.g. T07-S0003")
     if round_no is not None and (type(round_no) is not int
                                  or not _INT[0] <= round_no <= _INT[1]):
         round_no = _int("round", round_no, "int")
