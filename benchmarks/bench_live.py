@@ -67,6 +67,7 @@ from events.log.embedded.log import EmbeddedLog  # noqa: E402
 from events.log.registry import open_log  # noqa: E402
 from projections import id_index  # noqa: E402
 from projections.projector import project  # noqa: E402
+from projections.reconcile import ROUND_MONEY_AT  # noqa: E402
 
 
 def split(source: Path, target: Path, history: int, feed: int) -> list[tuple[bytes, bytes]]:
@@ -172,12 +173,15 @@ def to_kafka(work: Path, bootstrap: str) -> str:
                 assert got[0] == (p, batch[0].offset), (got[0], p, batch[0].offset)
     src.close()
     with duckdb.connect(str(work / "v.duckdb")) as con:
-        # The same records at the same positions: the stored rows and the index of ids are
-        # current at the topic's positions too (else the store is evaluated whole: 323 s at
-        # 9.5M events, where this copy had only moved the checkpoints; and the index is built
-        # anew, tens of seconds).
-        for table in ("checkpoints", incremental.STORED_AT):
-            con.execute(f"UPDATE {table} SET source = ?", [log.uri])
+        # The same records at the same positions: the stored rows, the round money and the
+        # index of ids are current at the topic's positions too (else the store is evaluated
+        # whole: 323 s at 9.5M events, where this copy had only moved the checkpoints; the
+        # round money is built whole, minutes; and the index is built anew, tens of seconds).
+        # The stored round money's marker too (else its whole build runs before the feed).
+        held = {t for (t,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+        for table in ("checkpoints", incremental.STORED_AT, ROUND_MONEY_AT):
+            if table in held:
+                con.execute(f"UPDATE {table} SET source = ?", [log.uri])
         index = id_index.index_path(con)
     if index is not None and index.exists():
         with closing(sqlite3.connect(index)) as db, db:
