@@ -59,7 +59,19 @@ class Rows(list[dict[str, Any]]):
 
     @classmethod
     def of(cls, table: pa.Table) -> Rows:
-        return cls(table.to_pylist(), {f.name: f.type for f in table.schema})
+        import pyarrow as pa
+
+        try:
+            rows = table.to_pylist()
+        except (pa.ArrowException, OverflowError, ValueError) as exc:
+            # e.g. 'infinity'::TIMESTAMP: no Python datetime holds it. Name the column.
+            for name in table.column_names:
+                try:
+                    table.column(name).to_pylist()
+                except (pa.ArrowException, OverflowError, ValueError) as col_exc:
+                    raise unexportable(name, col_exc) from exc
+            raise
+        return cls(rows, {f.name: f.type for f in table.schema})
 
     def head(self, n: int) -> Rows:
         """The first n rows, with the same types (converted to Arrow only if asked)."""
@@ -120,6 +132,17 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def unexportable(column: str, exc: BaseException) -> ProjectionError:
+    """The error for a column whose values Arrow or Python cannot hold (a HUGEINT past 38
+    digits, a UNION, an infinite timestamp): name it and how to get it as text."""
+    name = column if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", column) else (
+        '"' + column.replace('"', '""') + '"')
+    return ProjectionError(
+        f"column {column!r} holds a value that cannot be written out "
+        f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else 'no detail'}); "
+        f"cast it to text in the query, e.g. CAST({name} AS VARCHAR)")
+
+
 def arrow_table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> pa.Table:
     import pyarrow as pa
 
@@ -130,10 +153,13 @@ def arrow_table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> pa.Ta
         known = types.get(c)
         if known is None or pa.types.is_null(known):
             known = None if any(v is not None for v in values) else _fallback(c)
-        if known is None and any(isinstance(v, Decimal) for v in values):
-            arr = pa.array(values)  # the precision and scale the values need
-        else:
-            arr = pa.array(values, type=known)
+        try:
+            if known is None and any(isinstance(v, Decimal) for v in values):
+                arr = pa.array(values)  # the precision and scale the values need
+            else:
+                arr = pa.array(values, type=known)
+        except (pa.ArrowException, OverflowError) as exc:  # a HUGEINT past 38 digits, a UNION
+            raise unexportable(c, exc) from exc
         if pa.types.is_null(arr.type):
             arr = arr.cast(_fallback(c))
         arrays.append(arr)

@@ -177,3 +177,34 @@ def test_a_query_to_stdout_writes_no_file_not_even_a_temporary_one(sim_db: Path,
     # The same rows as the in-process command prints.
     assert run.stdout == _ok("anomalies", "--db", str(sim_db), "--format", fmt)
     assert len(run.stdout.splitlines()) > 3
+
+
+# Values Arrow or Python cannot hold were "internal error (ArrowInvalid / OverflowError ...)":
+# now one Error line naming the column and the cast that shows it, and the cast works.
+@pytest.mark.parametrize(("select", "column", "formats"), [
+    ("170141183460469231731687303715884105727::HUGEINT AS h", "h", ["json", "jsonl", "csv"]),
+    ("union_value(k := 1) AS u", "u", ["json", "jsonl", "csv"]),
+    ("'infinity'::TIMESTAMP AS \"when it was\"", "when it was", ["table", "json", "csv"]),
+    ("'-infinity'::DATE AS d", "d", ["table", "json", "jsonl"]),
+])
+def test_a_value_no_export_can_hold_is_an_error_naming_its_column_and_the_cast(
+        sim_db: Path, select: str, column: str, formats: list[str]) -> None:
+    import subprocess
+    import sys
+
+    cast = f'"{column}"' if " " in column else column
+    root = Path(__file__).resolve().parents[2]
+    for fmt in formats:  # as a user runs it: cli.app.main turns errors into their one line
+        run = subprocess.run([sys.executable, "-m", "cli.app", "sql", "--db", str(sim_db),
+                              "-f", fmt, f"SELECT 1 AS a, {select}"], capture_output=True,
+                             text=True, timeout=300, cwd=root)
+        assert run.returncode == 1 and run.stdout == "", (run.stdout, run.stderr)
+        (line,) = run.stderr.splitlines()
+        assert line.startswith(f"Error: column {column!r} holds a value that cannot be written "
+                               f"out ("), line
+        assert line.endswith(f"cast it to text in the query, e.g. CAST({cast} AS VARCHAR)")
+        assert "internal error" not in line
+    shown = _ok("sql", "--db", str(sim_db), "-f", "json",
+                f"SELECT CAST({cast} AS VARCHAR) AS v FROM (SELECT 1 AS a, {select})")
+    assert json.loads(shown)[0]["v"] in ("170141183460469231731687303715884105727", "1",
+                                         "infinity", "-infinity")
