@@ -26,7 +26,8 @@ from events.errors import PitlogError, RuleError
 from events.log.base import EventLog
 from events.reddog import rules
 from events.reddog.rules import MAX_DECKS, MIN_DECKS
-from events.simulation.rerun import Held, evening_truth, held_tables
+from events.recording.recorder import last_records
+from events.simulation.rerun import Held, evening_truth, first_free_table, held_tables
 from events.simulation.simulator import SimConfig, SimReport, simulate
 
 
@@ -55,6 +56,12 @@ def simulate_cmd(
     seed: Annotated[
         int, typer.Option(help="Random seed: the same seed gives a byte-identical log.")
     ] = 7,
+    first_table: Annotated[
+        int,
+        typer.Option(min=1, max=9_500,
+                     help="Number of the first table (1: T01); another evening goes into a "
+                     "log that has one at other tables."),
+    ] = 1,
     irregularities: Annotated[
         float,
         typer.Option(
@@ -97,12 +104,14 @@ def simulate_cmd(
     try:  # SimConfig checks the rates: before the log is opened, so nothing is written
         config = SimConfig(seed=seed, tables=tables, rounds=rounds, decks=decks, seats=seats,
                            raise_from=raise_from, sit_out=sit_out, profiles=profiles,
-                           irregularities=irregularities, per_code=per_code)
+                           irregularities=irregularities, per_code=per_code,
+                           first_table=first_table - 1)
     except RuleError as exc:
         raise PitlogError(f"--rate: {exc}") from exc
     with open_for_writing(log_uri(log), create_topic) as event_log:
-        held = held_tables(event_log, config)
-        only = _not_yet_held(event_log, config, held)
+        heads = last_records(event_log)
+        held = held_tables(heads, config)
+        only = _not_yet_held(event_log, config, held, first_free_table(heads))
         with progress_bar("simulating rounds", len(only) * rounds) as update:
             report = simulate(event_log, config, only=only, round_progress=update) if only \
                 else SimReport(0, 0, 0, 0, [])
@@ -131,24 +140,46 @@ def simulate_cmd(
     )
 
 
-def _not_yet_held(log: EventLog, config: SimConfig, held: list[Held]) -> list[int]:
-    """The table indexes to simulate: those the log does not hold already. A rerun with the
-    same settings would append the same evening again, each event a DUPLICATE_EVENT nobody
-    caused (events/simulation/rerun.py); a table held whole is left out, and one held in part
-    (a run stopped part way) is refused, since appending it again would do the same."""
-    part = [h for h in held if not h.whole]
-    if part:
-        which = ", ".join(f"{h.table} {h.held:,} of its {h.total:,} events" for h in part)
-        raise PitlogError(f"the log {log.uri} already holds part of this simulation (--seed "
-                          f"{config.seed}: {which}; a run stopped part way): nothing appended; "
-                          f"simulate another evening with another --seed, or into a new --log")
+def _not_yet_held(log: EventLog, config: SimConfig, held: list[Held], free: int) -> list[int]:
+    """The table indexes to simulate: those the log has no record at. A table held whole by
+    this simulation is left out. Any other record at one of its tables refuses the run, before
+    anything is written: part of this evening (a run stopped part way) would be recorded
+    twice, and anything else (another seed's evening; the same seed's with other rounds,
+    decks, seats, profiles or rates, which shares its first event ids; events recorded
+    otherwise) would get a second evening at the table: either way anomalies no dealer made
+    (events/simulation/rerun.py)."""
+    other = [h for h in held if not h.held]
+    part = [h for h in held if h.held and not h.whole]
+    if other or part:
+        found = []
+        if other:
+            tables = _listed([f"{h.table} ({h.seq:,} events)" if h.seq else
+                              f"{h.table} (a record that is not a pitlog event)" for h in other])
+            found.append(f"at {tables}, records that are not this simulation's (another "
+                         f"--seed, other settings, or events recorded otherwise)")
+        if part:
+            tables = _listed([f"{h.table} ({h.held:,} of its {h.total:,} events)" for h in part])
+            found.append(f"at {tables}, this simulation's first events (a run stopped part "
+                         f"way)")
+        raise PitlogError(
+            f"the log {log.uri} already has events at this simulation's tables (--seed "
+            f"{config.seed}): {'; '.join(found)}; appending would record those tables again, "
+            f"anomalies no dealer made: nothing appended; simulate into a new --log, or at "
+            f"other tables (--first-table {free})")
     events = sum(h.total for h in held)
     if len(held) == config.tables:
         typer.echo(f"the log {log.uri} already holds this simulation: {events:,} events; "
-                   f"nothing appended (another evening: another --seed)", err=True)
+                   f"nothing appended (another evening: another --log, or other tables with "
+                   f"--first-table {free})", err=True)
     elif held:
         typer.echo(f"the log {log.uri} already holds this simulation's "
                    f"{', '.join(h.table for h in held)} ({events:,} events): not appended "
                    f"again", err=True)
     whole = {h.index for h in held}
-    return [i for i in range(config.tables) if i not in whole]
+    return [i for i in config.table_indexes if i not in whole]
+
+
+def _listed(items: list[str], most: int = 6) -> str:
+    """At most `most` items named, then how many more (a log of 500 tables, one line)."""
+    more = f" and {len(items) - most:,} more" if len(items) > most else ""
+    return ", ".join(items[:most]) + more

@@ -82,6 +82,10 @@ class SimConfig:
     # Every Nth shoe of a table is dealt from an automatic reshuffling shoe (13:69F-6.9;
     # ShuffleMethod.CONTINUOUS_SHUFFLER); 0: never. No random draw decides it.
     reshuffling_every: int = 0
+    # The index of the first table (0: T01): another evening goes into a log that holds one
+    # at other tables (a second evening at one table is anomalies no dealer made). A table's
+    # events depend on its index, not on how many tables precede it in the run.
+    first_table: int = 0
 
     def __post_init__(self) -> None:
         # An unknown code or a rate outside 0..1 would be silently ignored or always true.
@@ -92,6 +96,10 @@ class SimConfig:
             if not 0.0 <= rate <= 1.0:
                 raise RuleError(f"rate {rate} for {code} is not a chance: give a number "
                                 f"from 0 to 1, e.g. 0.05")
+
+    @property
+    def table_indexes(self) -> range:
+        return range(self.first_table, self.first_table + self.tables)
 
     def profile_for(self, table_index: int) -> str:
         return self.profiles[table_index % len(self.profiles)]
@@ -473,10 +481,27 @@ def generate(config: SimConfig, only: Sequence[int] | None = None,
              ) -> tuple[Iterator[Step], list[TableSim]]:
     """Every table's steps (or those of the table indexes in `only`), merged in time order
     (deterministic tie-breaks)."""
-    sims = [TableSim(config, i) for i in (range(config.tables) if only is None else only)]
+    sims = [TableSim(config, i) for i in (config.table_indexes if only is None else only)]
     # Step.__lt__'s order as a key made in C: (at_us, table_index, n) is unique per step, so
     # the merge is the same, without a Python call per comparison (issue 19, item 3).
     return heapq.merge(*(sim.run() for sim in sims), key=_STEP_ORDER), sims
+
+
+def record_step(recorder: Recorder, log: EventLog, table_id: str, step: Step) -> int:
+    """Record one step as `simulate` records it (the rerun check, events/simulation/rerun.py,
+    records the same bytes to compare them with a log's); returns the records it made: two
+    for a duplicate."""
+    if step.tamper is None:  # the clock is integer micros, which the writer encodes: no datetime
+        recorder.record_us(table_id, step.event, shoe_id=step.shoe_id, round_no=step.round_no,
+                           actor=step.actor, occurred_us=step.at_us,
+                           recorded_us=step.at_us + step.delay_us, event_id=step.event_id)
+        return 1
+    record_tampered(recorder, log, step.tamper, table_id, step.event,
+                    shoe_id=step.shoe_id, round_no=step.round_no, actor=step.actor,
+                    occurred_at=codec.from_micros(step.at_us),
+                    recorded_at=codec.from_micros(step.at_us + step.delay_us),
+                    event_id=step.event_id)
+    return 2 if step.tamper == "duplicate" else 1  # a duplicate is two records in the log
 
 
 def simulate(log: EventLog, config: SimConfig,
@@ -498,21 +523,8 @@ def simulate(log: EventLog, config: SimConfig,
     recorder = Recorder(log)
     n = 0
     table_ids = {sim.index: sim.table_id for sim in sims}
-    record = recorder.record_us
     for step in steps:
-        table_id = table_ids[step.table_index]
-        if step.tamper is None:
-            # The steps' clock is integer micros, which the writer encodes: no datetime.
-            record(table_id, step.event, shoe_id=step.shoe_id, round_no=step.round_no,
-                   actor=step.actor, occurred_us=step.at_us,
-                   recorded_us=step.at_us + step.delay_us, event_id=step.event_id)
-        else:
-            record_tampered(recorder, log, step.tamper, table_id, step.event,
-                            shoe_id=step.shoe_id, round_no=step.round_no, actor=step.actor,
-                            occurred_at=codec.from_micros(step.at_us),
-                            recorded_at=codec.from_micros(step.at_us + step.delay_us),
-                            event_id=step.event_id)
-        n += 2 if step.tamper == "duplicate" else 1  # a duplicate is two records in the log
+        n += record_step(recorder, log, table_ids[step.table_index], step)
         if progress and n % 5000 == 0:
             progress(n)
         if step.round_no is not None and current.get(step.table_index) != (step.shoe_id,

@@ -129,7 +129,8 @@ def test_simulate_run_again_into_the_same_log_appends_nothing_and_says_so(
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)[0]["events"] == 0
     assert again.stderr == (f"the log file://{log} already holds this simulation: 55 events; "
-                            f"nothing appended (another evening: another --seed)\n")
+                            f"nothing appended (another evening: another --log, or other "
+                            f"tables with --first-table 2)\n")
     more = _run(*args[:4], "2", *args[5:])
     assert more.returncode == 0, more.stderr
     assert more.stderr == (f"the log file://{log} already holds this simulation's T01 (55 "
@@ -156,13 +157,16 @@ def test_simulate_into_a_log_holding_part_of_its_evening_is_refused(tmp_path: Pa
             seg.write_bytes(seg.read_bytes()[:at])
     again = _run(*args)
     assert (again.returncode, again.stdout) == (1, "")
-    assert again.stderr == (f"Error: the log file://{log} already holds part of this simulation "
-                            f"(--seed 7: T01 20 of its 55 events; a run stopped part way): "
-                            f"nothing appended; simulate another evening with another --seed, "
-                            f"or into a new --log\n")
-    other = _run(*args, "--seed", "8")  # another evening: appended whole, nothing said
+    assert again.stderr == (f"Error: the log file://{log} already has events at this "
+                            f"simulation's tables (--seed 7): at T01 (20 of its 55 events), "
+                            f"this simulation's first events (a run stopped part way); appending would "
+                            f"record those tables again, anomalies no dealer made: nothing "
+                            f"appended; simulate into a new --log, or at other tables "
+                            f"(--first-table 2)\n")
+    other = _run(*args, "--seed", "8", "--first-table", "2")  # another evening, other tables
     assert (other.returncode, other.stderr) == (0, "")
-    fresh = _run("simulate", "--log", str(tmp_path / "fresh"), *args[3:], "--seed", "8")
+    fresh = _run("simulate", "--log", str(tmp_path / "fresh"), *args[3:], "--seed", "8",
+                 "--first-table", "2")
     assert json.loads(other.stdout)[0]["events"] == json.loads(fresh.stdout)[0]["events"]
 
 

@@ -218,7 +218,7 @@ def test_a_torn_last_record_is_never_projected_and_verify_names_it_the_same(
 
 
 @pytest.mark.parametrize("writer", [
-    ("simulate", "--tables", "2", "--rounds", "3", "--seed", "2"),
+    ("simulate", "--tables", "2", "--rounds", "3", "--seed", "2", "--first-table", "3"),
     ("ingest", str(ROOT / "examples" / "devices.jsonl")),
 ])
 def test_a_writer_after_a_torn_last_record_refuses_and_the_store_keeps_its_records(
