@@ -24,9 +24,9 @@ from cli.output import Summary, render
 from cli.progress import progress_bar
 from events.errors import PitlogError, RuleError
 from events.log.base import EventLog
+from events.recording.recorder import last_records
 from events.reddog import rules
 from events.reddog.rules import MAX_DECKS, MIN_DECKS
-from events.recording.recorder import last_records
 from events.simulation.rerun import Held, evening_truth, first_free_table, held_tables
 from events.simulation.simulator import SimConfig, SimReport, simulate
 

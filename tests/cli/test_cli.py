@@ -159,10 +159,10 @@ def test_simulate_into_a_log_holding_part_of_its_evening_is_refused(tmp_path: Pa
     assert (again.returncode, again.stdout) == (1, "")
     assert again.stderr == (f"Error: the log file://{log} already has events at this "
                             f"simulation's tables (--seed 7): at T01 (20 of its 55 events), "
-                            f"this simulation's first events (a run stopped part way); appending would "
-                            f"record those tables again, anomalies no dealer made: nothing "
-                            f"appended; simulate into a new --log, or at other tables "
-                            f"(--first-table 2)\n")
+                            f"this simulation's first events (a run stopped part way); "
+                            f"appending would record those tables again, anomalies no dealer "
+                            f"made: nothing appended; simulate into a new --log, or at other "
+                            f"tables (--first-table 2)\n")
     other = _run(*args, "--seed", "8", "--first-table", "2")  # another evening, other tables
     assert (other.returncode, other.stderr) == (0, "")
     fresh = _run("simulate", "--log", str(tmp_path / "fresh"), *args[3:], "--seed", "8",
