@@ -108,11 +108,11 @@ def _held(config: SimConfig, index: int, head: bytes) -> Held:
     steps = sim.run()
     for step in steps:
         record_step(recorder, compare, table, step)
-        recorder.flush()
-        # Past the head's seq without its hash: the log's records there are not this
-        # simulation's (a gap, SEQUENCE_GAP injected, moves seq on by two).
-        if compare.held or recorder.heads[table].seq >= seq:
+        # At the head's seq (or past it: SEQUENCE_GAP moves seq on by two) the record of that
+        # seq is made; `compare` sees it when the recorder hands it over.
+        if recorder.heads[table].seq >= seq:
             break
+    recorder.flush()
     if not compare.held:
         return Held(table, index, 0, 0, seq)
     rest = sum(2 if step.tamper == "duplicate" else 1 for step in steps)  # to the end

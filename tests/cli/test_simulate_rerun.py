@@ -182,3 +182,38 @@ def test_a_rerun_of_an_evening_with_tampered_records_appends_nothing(tmp_path: P
     assert (more.returncode, more.stdout) == (1, "")
     assert more.stderr.startswith(f"Error: the log file://{log} already has events at this "
                                   f"simulation's tables (--seed 7): at T01 (")
+
+
+def test_a_log_with_ingested_device_lines_at_its_tables_is_refused(tmp_path: Path) -> None:
+    """Events recorded otherwise (a pit's device lines, at T07) are not appended to."""
+    log = tmp_path / "log"
+    ingest = _run("ingest", str(REPO / "examples" / "devices.jsonl"), "--log", str(log))
+    assert ingest.returncode == 0, ingest.stderr
+    before = _files(log)
+    run = _sim(log, "--tables", "7", "--rounds", "1")
+    assert (run.returncode, run.stdout) == (1, "")
+    assert run.stderr == _refused(log, 7, "T07 (21 events)", 8)
+    assert _files(log) == before
+    assert _events(_sim(log, "--tables", "7", "--rounds", "1", "--first-table", "8")) > 0
+
+
+def test_a_record_that_is_not_a_pitlog_event_at_a_table_is_refused(tmp_path: Path) -> None:
+    from events.log.embedded.log import EmbeddedLog
+
+    log = tmp_path / "log"
+    with EmbeddedLog(log) as raw:
+        raw.append([(b"T02", b"not an event")])
+    run = _sim(log, "--tables", "2", "--rounds", "2")
+    assert (run.returncode, run.stdout) == (1, "")
+    assert run.stderr == _refused(log, 7, "T02 (a record that is not a pitlog event)", 3)
+
+
+def test_the_error_names_six_tables_and_counts_the_rest(tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    assert _events(_sim(log, "--tables", "8", "--rounds", "1")) > 0
+    run = _sim(log, "--tables", "8", "--rounds", "2")
+    assert run.returncode == 1
+    held = run.stderr.split("at T01 (", 1)[1].split(", records that", 1)[0]
+    assert [t.split(" (")[0] for t in f"T01 ({held}".split("), ")] == [
+        "T01", "T02", "T03", "T04", "T05", "T06"]
+    assert held.endswith(" events) and 2 more") and "--first-table 9)" in run.stderr
