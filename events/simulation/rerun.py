@@ -16,9 +16,10 @@ table before it (events/wire/chain.py), so it equals the hash of this simulation
 the same seq, recorded from the table's first, only if the log holds exactly this
 simulation's records of that table up to there. The check reads the table heads only (the
 recorder's own read), never a table's history; it records the table's steps (the same bytes
-`simulate` writes, to nowhere) up to the head's seq, and generates a table the log holds to
-its end (to count its events and list its labels). docs/operating.md, "Simulating into a log
-that has events".
+`simulate` writes, to nowhere) up to the head's seq, and generates a table whose head is this
+simulation's to its end (to count its events and list its labels). A simulation-broken chain
+(CHAIN_BROKEN injected) is recorded as `simulate` records it, so it is recognised too.
+docs/operating.md, "Simulating into a log that has events".
 
 The ground truth is of the evening, not of one run: `evening_truth` lists every table's
 labels, whether appended now or before, as one run into an empty log would.
@@ -42,8 +43,8 @@ class Held:
     """One table of the simulation that the log has records at: how many of them are this
     simulation's (`held`: its first records; 0: the newest is not one of them, so the log
     holds something else there), of the `total` it has, and the seq of the log's newest
-    record there (`seq`; 0: not a pitlog event). For a table held whole, its injected
-    irregularities (the whole table's)."""
+    record there (`seq`; 0: not a pitlog event). Where `held`, the table's injected
+    irregularities (the whole table's: it was generated to its end)."""
 
     table: str
     index: int
