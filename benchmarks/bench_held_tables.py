@@ -31,6 +31,7 @@ import time
 import types
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any, cast
 
 from events.log.registry import open_log
 from events.recording.recorder import last_records
@@ -65,7 +66,8 @@ def main() -> None:
     a = ap.parse_args()
     old = _old(a.base)
     with open_log(a.log, create=False) as log:
-        cpu, wall, heads = _timed(lambda: last_records(log))
+        cpu, wall, out = _timed(lambda: last_records(log))
+        heads = cast(dict[bytes, bytes], out)
         print(f"heads: {len(heads)} tables, {cpu:.2f} CPU s, {wall:.2f} s wall (once per "
               f"process)", flush=True)
         results: dict[tuple[str, str], list[float]] = {}
@@ -74,10 +76,11 @@ def main() -> None:
             for _ in range(a.repeats):
                 for name, check in (("old", lambda c=config: old.held_tables(log, c)),
                                     ("new", lambda c=config: rerun.held_tables(heads, c))):
-                    cpu, wall, held = _timed(check)
-                    whole = sum(1 for h in held if 0 < h.held == h.total)  # type: ignore[attr-defined]
+                    cpu, wall, out = _timed(check)
+                    held = cast(list[Any], out)  # old and new Held both have held and total
+                    whole = sum(1 for h in held if 0 < h.held == h.total)
                     print(f"{case}: {name} {cpu:.2f} CPU s, {wall:.2f} s wall; tables with "
-                          f"records {len(held)}, held whole {whole}", flush=True)  # type: ignore[arg-type]
+                          f"records {len(held)}, held whole {whole}", flush=True)
                     results.setdefault((case, name), []).append(cpu)
         for case in ("same settings", "one round more"):
             o, n = (statistics.median(results[case, x]) for x in ("old", "new"))
