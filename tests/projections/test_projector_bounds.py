@@ -23,13 +23,26 @@ from events.log.registry import open_log
 from events.recording import limits
 from events.recording.ingest import ingest
 from events.recording.recorder import Recorder
-from events.reddog import model
+from events.reddog import model, rules
 from events.wire import chain, codec
 from projections import frames
 from projections.projector import project
 
 AT = datetime(2026, 11, 28, 21, 30, tzinfo=UTC)
 GOOD = model.CardsLoaded(decks=6)
+_SHOE = f"at most {rules.MAX_SHOE_CARDS}: {rules.MAX_DECKS} decks of {rules.CARDS_PER_DECK}"
+
+
+def _wager(**over: object) -> model.WagerPlaced:
+    fields = {"seat": rules.FIRST_SEAT, "area": rules.FIRST_SEAT, "player_id": "P-1",
+              "amount_cents": 500, "instrument": model.Instrument.CHIPS, **over}
+    return model.WagerPlaced(**fields)  # type: ignore[arg-type]
+
+
+def _card(shoe_position: int) -> model.CardDrawn:
+    return model.CardDrawn(rank=9, suit=model.Suit.CLUBS, face_up=True, destination=model.Box.LEFT,
+                           shoe_position=shoe_position)
+
 
 # (table key, what the record holds, what its quarantine reason must say): one value outside
 # each kind of bound, written with the codec only (no Recorder, so no check_event).
@@ -54,12 +67,53 @@ BAD = [
      f"field 'actor' has {limits.MAX_ID_CHARS + 1} characters, more than {limits.MAX_ID_CHARS}"),
     ("X08", {"event": GOOD, "actor": "SHOE\x1b[2J"}, r"the actor id 'SHOE\\x1b[2J' holds a control "
      "character; send ids as printable text"),
+    # The bounds `pitlog ingest` refuses (limits.NUMBER_BOUNDS, ROUND_BOUNDS, PAYLOAD_IDS): a
+    # wager at seat 0 landed in the ledger, where no `pitlog dispute --seat` (from 1) finds it.
+    ("X09", {"event": _wager(seat=0)}, "field 'seat' is 0, below 1 (seats are numbered from 1)"),
+    ("X10", {"event": _wager(area=-2)},
+     "field 'area' is -2, below 1 (betting areas are numbered from 1)"),
+    ("X11", {"event": model.BurnDisclosed(rank=5, suit=model.Suit.SPADES, requested_by_seat=0)},
+     "field 'requested_by_seat' is 0, below 1 (seats are numbered from 1)"),
+    ("X12", {"event": _card(0)},
+     "field 'shoe_position' is 0, below 1 (the first card dealt after the cut is 1)"),
+    ("X13", {"event": model.CardsCut(position=-1)},
+     f"field 'position' is -1, below 0 (a cut is made among a shoe's cards, {_SHOE})"),
+    ("X14", {"event": model.CardsCut(position=rules.MAX_SHOE_CARDS + 1)},
+     f"field 'position' is 417, above 416 (a cut is made among a shoe's cards, {_SHOE})"),
+    ("X15", {"event": model.CuttingCardPlaced(cards_behind=rules.MAX_SHOE_CARDS + 1)},
+     f"field 'cards_behind' is 417, above 416 (a count of a shoe's cards, {_SHOE})"),
+    ("X16", {"event": model.ShoeClosed(cards_remaining=-1)},
+     f"field 'cards_remaining' is -1, below 0 (a count of a shoe's cards, {_SHOE})"),
+    ("X17", {"event": _wager(), "round_no": -1},
+     "field 'round_no' is -1, below 0 (a round number is never negative)"),
+    ("X18", {"event": GOOD, "actor": " "}, "the actor id ' ' is blank; a blank id names no actor"),
+    ("X19", {"event": GOOD, "table_id": ""}, "the table id '' is blank; a blank id names no table"),
+    ("X20", {"event": GOOD, "shoe_id": "\t"},
+     "the shoe id '\\t' is blank; a blank id names no shoe"),
+    ("X21", {"event": _wager(player_id="  ")}, "field 'player_id' is empty"),
+    ("X22", {"event": model.DealerTappedIn(dealer_id="")}, "field 'dealer_id' is empty"),
+    ("X23", {"event": model.ShuffleStarted(method=model.ShuffleMethod.HAND, device_id=" ")},
+     "field 'device_id' is empty"),
 ]
-# At the bounds: accepted, as the Recorder accepts them.
+# At the bounds: accepted, as the Recorder accepts them (a seat and area 1, round 0, the first
+# card after the cut, a cut or count of 0 and of a full 8-deck shoe).
 EDGE = [("Y01", {"event": model.CardsLoaded(decks=limits.MAX_DECKS)}),
-        ("Y02", {"event": model.WagerPlaced(seat=1, area=1, player_id="P-1",
-                                            amount_cents=limits.MAX_AMOUNT_CENTS,
-                                            instrument=model.Instrument.CHIPS)})]
+        ("Y02", {"event": _wager(amount_cents=limits.MAX_AMOUNT_CENTS), "round_no": 0}),
+        ("Y03", {"event": model.BurnDisclosed(rank=5, suit=model.Suit.SPADES,
+                                              requested_by_seat=rules.FIRST_SEAT)}),
+        ("Y04", {"event": _card(1)}),
+        ("Y05", {"event": model.CardsCut(position=0)}),
+        ("Y06", {"event": model.CardsCut(position=rules.MAX_SHOE_CARDS)}),
+        ("Y07", {"event": model.CuttingCardPlaced(cards_behind=0)}),
+        ("Y08", {"event": model.CuttingCardPlaced(cards_behind=rules.MAX_SHOE_CARDS)}),
+        ("Y09", {"event": model.ShoeClosed(cards_remaining=0)}),
+        ("Y10", {"event": model.ShoeClosed(cards_remaining=rules.MAX_SHOE_CARDS)})]
+# Each edge record's (column, value) as projected: the value at the bound, as written.
+EDGE_VALUES = {"Y01": ("decks", limits.MAX_DECKS), "Y02": ("round_no", 0),
+               "Y03": ("requested_by_seat", 1), "Y04": ("shoe_position", 1),
+               "Y05": ("position", 0), "Y06": ("position", 416), "Y07": ("cards_behind", 0),
+               "Y08": ("cards_behind", 416), "Y09": ("cards_remaining", 0),
+               "Y10": ("cards_remaining", 416)}
 
 
 def _raw(table: str, fields: dict[str, object]) -> bytes:
@@ -130,9 +184,15 @@ def test_out_of_bounds_records_are_quarantined_with_field_and_bound(
     # Nothing dropped: every other record projected, the edge values as written.
     ((events,),) = _rows(db, "SELECT count(*) FROM events")
     assert events == 21 + len(EDGE)
-    assert sorted(_rows(db, "SELECT table_id, decks, amount_cents FROM events "
-                            "WHERE table_id LIKE 'Y%'")) == [
-        ("Y01", limits.MAX_DECKS, None), ("Y02", None, limits.MAX_AMOUNT_CENTS)]
+    for table, (column, value) in EDGE_VALUES.items():
+        assert _rows(db, f"SELECT {column} FROM events WHERE table_id = '{table}'") == [(value,)]
+    assert _rows(db, "SELECT seat, area, amount_cents FROM events WHERE table_id = 'Y02'") == [
+        (1, 1, limits.MAX_AMOUNT_CENTS)]
+    # The seat-0 wager is in no view: not in events, not in the ledger.
+    assert _rows(db, "SELECT count(*) FROM events WHERE table_id LIKE 'X%'") == [(0,)]
+    assert _rows(db, "SELECT count(*) FROM ledger WHERE seat < 1 OR table_id LIKE 'X%'") == [
+        (0,)]
+    assert _rows(db, "SELECT count(*) FROM ledger WHERE table_id = 'Y02'") == [(1,)]
     # The quarantine keeps the record's bytes, to replay once the producer is fixed.
     (value,) = _rows(db, f"SELECT value FROM quarantine WHERE log_offset = {where['X01'][1]} "
                          f"AND log_partition = {where['X01'][0]}")[0]
@@ -186,3 +246,59 @@ def test_a_foreign_kafka_producer_s_out_of_bounds_records_are_quarantined(
     assert set(reasons) == set(bad)
     for (p, o), (_, _, says) in zip(bad, BAD, strict=True):
         assert reasons[p, o].startswith(f"record p{p}@{o}: ") and says in reasons[p, o]
+
+
+def _foreign_wager(table: str, seq: int, seat: int) -> bytes:
+    """A WagerPlaced as a foreign producer writes it, from schemas/WagerPlaced.v1.avsc alone:
+    fastavro's body after the single-object header (C3 01, the schema's CRC-64-AVRO
+    fingerprint), the last 32 bytes SHA-256(prev_hash || the bytes before them)."""
+    import hashlib
+    import io
+
+    import fastavro
+    from fastavro.schema import fingerprint, to_parsing_canonical_form
+
+    schema = fastavro.parse_schema(json.loads((REPO / "schemas" / "WagerPlaced.v1.avsc")
+                                              .read_text()))
+    header = b"\xc3\x01" + bytes.fromhex(fingerprint(to_parsing_canonical_form(schema),
+                                                     "CRC-64-AVRO"))
+    micros = int(AT.timestamp() * 1_000_000)
+    prev = bytes(32)
+    buf = io.BytesIO(header)
+    buf.seek(0, io.SEEK_END)
+    fastavro.schemaless_writer(buf, schema, {
+        "event_id": f"{table}-{seq}", "table_id": table, "shoe_id": f"{table}-S1",
+        "round_no": 1, "seq": seq, "occurred_at": micros, "recorded_at": micros,
+        "actor": "FOREIGN-1", "prev_hash": prev, "seat": seat, "area": 1, "player_id": "P-9",
+        "amount_cents": 2500, "instrument": "CHIPS", "hash": bytes(32)})
+    body = buf.getvalue()[:-32]
+    return body + hashlib.sha256(prev + body).digest()
+
+
+@pytest.mark.kafka
+def test_a_seat_0_wager_from_a_bare_kafka_producer_is_quarantined_seat_1_projected(
+        kafka_uri: str, kafka_broker: str, tmp_path: Path) -> None:
+    """Kafka-python and fastavro, no pitlog code, write a wager at seat 0 and one at seat 1
+    (the bound) among recorded events: the first is quarantined naming the field, its value
+    and the bound, and is in no view; the second and the rest are projected."""
+    topic = kafka_uri.rsplit("/", 1)[1]
+    with open_log(kafka_uri, partitions=2) as log:
+        recorder = Recorder(log)
+        for i in range(3):
+            recorder.record("T01", model.DealerTappedIn(dealer_id=f"D{i}"), shoe_id=None,
+                            round_no=None, actor="pit", occurred_at=AT)
+        recorder.flush()
+        (at_0, at_1) = produce_raw(kafka_broker, topic, [(b"F01", _foreign_wager("F01", 1, 0)),
+                                                         (b"F02", _foreign_wager("F02", 1, 1))])
+        db = new_store(tmp_path / "views.duckdb")
+        report = project(log, db)
+    assert (report.events, report.quarantined) == (4, 1)
+    ((p, o, reason),) = _rows(db, "SELECT log_partition, log_offset, reason FROM quarantine")
+    assert (p, o) == at_0
+    assert reason.startswith(f"record p{p}@{o}: WagerPlaced of table 'F01': field 'seat' is 0, "
+                             f"below 1 (seats are numbered from 1); "), reason
+    assert _rows(db, "SELECT table_id, seat FROM events WHERE event_type = 'WagerPlaced'") == [
+        ("F02", 1)]
+    assert _rows(db, "SELECT table_id, seat FROM ledger") == [("F02", 1)]
+    assert _rows(db, "SELECT log_partition, log_offset FROM events WHERE table_id = 'F02'") == [
+        at_1]
