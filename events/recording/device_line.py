@@ -333,10 +333,9 @@ def _checked(obj: Any, event_id: Callable[[str, str, int], str] | None) -> Devic
     if round_no is not None and (type(round_no) is not int
                                  or not _INT[0] <= round_no <= _INT[1]):
         round_no = _int("round", round_no, "int")
-    if round_no is not None and round_no < 0:
-        raise LineRejected(limits.number_refusal("round_no", round_no, "round") or "",
-                           "send the round's number within its shoe, or null for a shoe- or "
-                           "table-level event")
+    if round_no is not None and (why := limits.number_refusal("round_no", round_no, "round")):
+        raise LineRejected(why, "send the round's number within its shoe, or null for a shoe- "
+                                "or table-level event")
     _check_numbers_and_ids(payload)
     event = model.EVENT_TYPES[event_type](**payload)
     at = _time(obj["at"])

@@ -76,10 +76,10 @@ NUMBER_BOUNDS: dict[str, tuple[int, int | None, str]] = {
     "cards_behind": (0, rules.MAX_SHOE_CARDS, f"a count of a shoe's cards, {_SHOE}"),
     "cards_remaining": (0, rules.MAX_SHOE_CARDS, f"a count of a shoe's cards, {_SHOE}"),
 }
-# The envelope's round_no: 0 is a round too (the schemas' "round within the shoe"; a device
-# line's "round": 0 is recorded, tests/events/test_ingest.py), null is a shoe- or table-level
-# event; no round is negative.
-ROUND_BOUNDS: tuple[int, None, str] = (0, None, "a round number is never negative")
+# The envelope's round_no: from rules.MIN_ROUND_NO (round 0 is recorded and judged, a card
+# outside any round), null is a shoe- or table-level event.
+ROUND_BOUNDS: tuple[int, None, str] = (rules.MIN_ROUND_NO, None,
+                                       "a round number is never negative")
 # The payload's ids, by what each names: never empty or blank (a blank id names no one), as
 # the envelope's table, shoe and actor ids (check_ids).
 PAYLOAD_IDS: dict[str, str] = {"player_id": "player", "dealer_id": "dealer",
@@ -218,7 +218,7 @@ def check_envelope_us(table_id: str, shoe_id: str | None, actor: str, event_id: 
                       round_no: int | None = None) -> None:
     """check_envelope with the times in integer microseconds (the writers' hot path)."""
     check_ids(table_id, shoe_id, actor, event_id)
-    if round_no is not None and round_no < 0:
+    if round_no is not None and round_no < rules.MIN_ROUND_NO:
         check_round(round_no)
     # The bounds tested here first, check_time_us called only for a time outside them (the
     # usual case costs no call: this runs for every simulated and ingested event).
