@@ -308,7 +308,7 @@ def _checked(obj: Any, event_id: Callable[[str, str, int], str] | None) -> Devic
                            "send the table's id, e.g. T07")
     if not table.isascii():
         _utf8("table", table)
-    if limits.blank(table):  # a blank id names no table, as a blank actor names no one
+    if not table.strip():  # limits.blank, inline (once a line): a blank id names no table
         raise LineRejected(f"table id {json.dumps(table)} is blank",
                            "send the table's id, e.g. T07")
     actor = obj["actor"]
@@ -316,7 +316,7 @@ def _checked(obj: Any, event_id: Callable[[str, str, int], str] | None) -> Devic
         actor = _str("actor", actor)
     if not actor.isascii():
         _utf8("actor", actor)
-    if limits.blank(actor):  # a blank id names no one, as for dealer_id and device_id
+    if not actor.strip():  # limits.blank, inline: a blank id names no one
         raise LineRejected("field 'actor' is empty", "send the device or dealer id")
     seq = obj["seq"]
     if type(seq) is not int or not _LONG[0] <= seq <= _LONG[1]:
@@ -328,7 +328,7 @@ def _checked(obj: Any, event_id: Callable[[str, str, int], str] | None) -> Devic
     given = obj.get("id")
     if shoe is not None and type(shoe) is not str:
         shoe = _str("shoe", shoe)
-    if shoe is not None and limits.blank(shoe):  # names no shoe: its cards would join no shoe
+    if shoe is not None and not shoe.strip():  # limits.blank: its cards would join no shoe
         raise LineRejected("field 'shoe' is empty", "send the shoe's id, e.g. T07-S0003")
     if round_no is not None and (type(round_no) is not int
                                  or not _INT[0] <= round_no <= _INT[1]):
@@ -359,19 +359,22 @@ _HINTS = {"seat": "send the seat's number as the table's layout shows it",
                            "does not count"}
 
 
+_NUMBERS = tuple(limits.NUMBER_BOUNDS.items())
+_IDS = tuple(limits.PAYLOAD_IDS.items())
+
+
 def _check_numbers_and_ids(payload: dict[str, Any]) -> None:
     """LineRejected for a number outside limits.NUMBER_BOUNDS, or an empty (or blank) id."""
-    for name, (low, high, _) in limits.NUMBER_BOUNDS.items():
+    for name, (low, high, _) in _NUMBERS:
         value = payload.get(name)
-        if value is None:
-            continue
-        reason = limits.number_refusal(name, value)
-        if reason is not None:
-            raise LineRejected(reason, _HINTS.get(name, f"check the device's value ({low}.."
-                                                        f"{high if high is not None else ''})"))
-    for name, what in limits.PAYLOAD_IDS.items():
+        if value is None or (low <= value and (high is None or value <= high)):
+            continue  # inline: the usual value costs no call (this runs once a line)
+        raise LineRejected(limits.number_refusal(name, value) or "",
+                           _HINTS.get(name, f"check the device's value ({low}.."
+                                            f"{high if high is not None else ''})"))
+    for name, what in _IDS:
         value = payload.get(name)
-        if value is not None and limits.blank(value):
+        if value is not None and not value.strip():  # limits.blank, inline
             raise LineRejected(f"field '{name}' is empty", f"send the {what}'s id")
 
 

@@ -187,9 +187,9 @@ def check_field(name: str, kind: str, value: typing.Any) -> None:
                                         f"{MAX_DECKS}: send the number of full decks "
                                         f"placed in the shoe")
     elif kind == "number":
-        reason = number_refusal(name, value)
-        if reason is not None:
-            raise ValueLimitError(name, reason)
+        low, high, _ = NUMBER_BOUNDS[name]
+        if value < low or (high is not None and value > high):
+            raise ValueLimitError(name, number_refusal(name, value) or "")
     else:
         check_text(name, value)
         if kind == "id" and blank(value):

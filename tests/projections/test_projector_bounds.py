@@ -26,7 +26,7 @@ from events.recording.recorder import Recorder
 from events.reddog import model, rules
 from events.wire import chain, codec
 from projections import frames
-from projections.projector import project
+from projections.projector import ProjectionReport, project
 
 AT = datetime(2026, 11, 28, 21, 30, tzinfo=UTC)
 GOOD = model.CardsLoaded(decks=6)
@@ -226,20 +226,30 @@ def test_the_read_side_answers_after_out_of_bounds_records(
     assert report.returncode == 0, report.stderr
 
 
+def _on_kafka(kafka_uri: str, kafka_broker: str, recorded: int,
+              foreign: list[tuple[bytes, bytes]], db: Path
+              ) -> tuple[ProjectionReport, list[tuple[int, int]]]:
+    """`recorded` events through the Recorder, then `foreign` from a bare kafka-python
+    producer, all projected into `db`: the report and the foreign records' positions."""
+    topic = kafka_uri.rsplit("/", 1)[1]
+    with open_log(kafka_uri, partitions=2) as log:
+        recorder = Recorder(log)
+        for i in range(recorded):
+            recorder.record("T01", model.DealerTappedIn(dealer_id=f"D{i}"), shoe_id=None,
+                            round_no=None, actor="pit", occurred_at=AT)
+        recorder.flush()
+        positions = produce_raw(kafka_broker, topic, foreign)
+        return project(log, db), positions
+
+
 @pytest.mark.kafka
 def test_a_foreign_kafka_producer_s_out_of_bounds_records_are_quarantined(
         kafka_uri: str, kafka_broker: str, tmp_path: Path) -> None:
     """Well-formed Avro of pitlog's schemas from a bare kafka-python producer: the bounds hold
     on a Kafka log as on an embedded one, and the projection goes on past them."""
-    topic = kafka_uri.rsplit("/", 1)[1]
-    with open_log(kafka_uri, partitions=2) as log:
-        recorder = Recorder(log)
-        for i in range(6):
-            recorder.record("T01", model.DealerTappedIn(dealer_id=f"D{i}"), shoe_id=None,
-                            round_no=None, actor="pit", occurred_at=AT)
-        recorder.flush()
-        bad = produce_raw(kafka_broker, topic, [(t.encode(), _raw(t, f)) for t, f, _ in BAD])
-        report = project(log, new_store(tmp_path / "views.duckdb"))
+    report, bad = _on_kafka(kafka_uri, kafka_broker, 6,
+                            [(t.encode(), _raw(t, f)) for t, f, _ in BAD],
+                            new_store(tmp_path / "views.duckdb"))
     assert (report.events, report.quarantined) == (6, len(BAD))
     reasons = dict(((p, o), r) for p, o, r in _rows(
         tmp_path / "views.duckdb", "SELECT log_partition, log_offset, reason FROM quarantine"))
@@ -281,17 +291,10 @@ def test_a_seat_0_wager_from_a_bare_kafka_producer_is_quarantined_seat_1_project
     """Kafka-python and fastavro, no pitlog code, write a wager at seat 0 and one at seat 1
     (the bound) among recorded events: the first is quarantined naming the field, its value
     and the bound, and is in no view; the second and the rest are projected."""
-    topic = kafka_uri.rsplit("/", 1)[1]
-    with open_log(kafka_uri, partitions=2) as log:
-        recorder = Recorder(log)
-        for i in range(3):
-            recorder.record("T01", model.DealerTappedIn(dealer_id=f"D{i}"), shoe_id=None,
-                            round_no=None, actor="pit", occurred_at=AT)
-        recorder.flush()
-        (at_0, at_1) = produce_raw(kafka_broker, topic, [(b"F01", _foreign_wager("F01", 1, 0)),
-                                                         (b"F02", _foreign_wager("F02", 1, 1))])
-        db = new_store(tmp_path / "views.duckdb")
-        report = project(log, db)
+    db = new_store(tmp_path / "views.duckdb")
+    report, (at_0, at_1) = _on_kafka(kafka_uri, kafka_broker, 3,
+                                     [(b"F01", _foreign_wager("F01", 1, 0)),
+                                      (b"F02", _foreign_wager("F02", 1, 1))], db)
     assert (report.events, report.quarantined) == (4, 1)
     ((p, o, reason),) = _rows(db, "SELECT log_partition, log_offset, reason FROM quarantine")
     assert (p, o) == at_0
