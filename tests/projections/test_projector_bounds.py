@@ -95,6 +95,7 @@ BAD = [
     ("X23", {"event": model.ShuffleStarted(method=model.ShuffleMethod.HAND, device_id=" ")},
      "field 'device_id' is empty"),
 ]
+INGEST_ONLY_BEFORE = BAD[8:]  # the bounds only `pitlog ingest` held until session 16
 # At the bounds: accepted, as the Recorder accepts them (a seat and area 1, round 0, the first
 # card after the cut, a cut or count of 0 and of a full 8-deck shoe).
 EDGE = [("Y01", {"event": model.CardsLoaded(decks=limits.MAX_DECKS)}),
@@ -197,6 +198,33 @@ def test_out_of_bounds_records_are_quarantined_with_field_and_bound(
     (value,) = _rows(db, f"SELECT value FROM quarantine WHERE log_offset = {where['X01'][1]} "
                          f"AND log_partition = {where['X01'][0]}")[0]
     assert codec.decode(bytes(value)).event == model.CardsLoaded(decks=1_000_000)
+
+
+@pytest.mark.parametrize(("table", "fields", "says"), INGEST_ONLY_BEFORE,
+                         ids=[t for t, _, _ in INGEST_ONLY_BEFORE])
+def test_the_recorder_refuses_with_the_reason_the_projector_quarantines_with(
+        table: str, fields: dict[str, object], says: str, tmp_path: Path) -> None:
+    """One definition (limits.py): the Python API refuses, before stamping, what the projector
+    would quarantine, in the same words."""
+    recorder = Recorder(EmbeddedLog(tmp_path / "log", partitions=1))
+    stamp = {"shoe_id": f"{table}-S1", "round_no": None, "actor": "SHOE-X", "occurred_at": AT,
+             **{k: v for k, v in fields.items() if k not in ("event", "table_id")}}
+    with pytest.raises(limits.ValueLimitError) as refused:
+        recorder.record(str(fields.get("table_id", table)), fields["event"],  # type: ignore[arg-type]
+                        **stamp)  # type: ignore[arg-type]
+    assert refused.value.reason == says
+    assert recorder.heads.get(str(fields.get("table_id", table))) is None  # nothing stamped
+
+
+def test_the_recorder_records_the_values_at_the_bounds(tmp_path: Path) -> None:
+    log = EmbeddedLog(tmp_path / "log", partitions=1)
+    recorder = Recorder(log)
+    for edge, over in EDGE:
+        recorder.record(edge, over["event"], shoe_id=f"{edge}-S1",  # type: ignore[arg-type]
+                        round_no=over.get("round_no"), actor="SHOE-X",  # type: ignore[arg-type]
+                        occurred_at=AT)
+    recorder.flush()
+    assert sum(len(b) for b in log.read()) == len(EDGE)
 
 
 def test_both_decode_paths_quarantine_the_same_rows_with_the_same_reasons(
