@@ -76,8 +76,9 @@ def outside(table: pa.Table) -> np.ndarray[Any, Any]:
 
 def _blank(col: pa.ChunkedArray) -> pa.ChunkedArray:
     """limits.blank, vectorised: empty or only white space (null: no id, not a blank one).
-    A row flagged here is judged again by limits.py's own check (split), so the two agree."""
-    return pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(col)), 0)
+    A row flagged here is judged again by limits.py's own check (split), so the two agree.
+    utf8_is_space classifies each string in place (no trimmed copy: a third of the time)."""
+    return pc.or_(pc.utf8_is_space(col), pc.equal(pc.binary_length(col), 0))
 
 
 def refusal(row: dict[str, Any]) -> str | None:
