@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -333,3 +334,41 @@ def test_a_seat_0_wager_from_a_bare_kafka_producer_is_quarantined_seat_1_project
     assert _rows(db, "SELECT table_id, seat FROM ledger") == [("F02", 1)]
     assert _rows(db, "SELECT log_partition, log_offset FROM events WHERE table_id = 'F02'") == [
         at_1]
+
+
+_KILLABLE = """
+import sys, time
+from pathlib import Path
+from events.log.embedded.log import EmbeddedLog
+from projections.projector import project
+def committed(done):
+    print(done, flush=True)
+    if done >= int(sys.argv[3]):
+        time.sleep(300)  # after this commit: where the SIGKILL lands
+project(EmbeddedLog(Path(sys.argv[1])), sys.argv[2], batch_size=6, progress=committed)
+"""
+
+
+def test_a_projector_killed_mid_run_restarts_to_the_same_quarantine_and_views(
+        logged: tuple[Path, dict[str, tuple[int, int]]], stores: dict[bool, Path]) -> None:
+    """The out-of-bounds records are quarantined in their batch's transaction: SIGKILL after
+    five batches of six, then a restart, gives the uninterrupted run's quarantine and events."""
+    folder = logged[0]
+    db = new_store(folder / "killed.duckdb")
+    env = {**os.environ, "PYTHONPATH": str(REPO), frames.ENV: "1"}
+    run = [sys.executable, "-c", _KILLABLE, str(folder / "log"), str(db)]
+    proc = subprocess.Popen([*run, "30"], stdout=subprocess.PIPE, text=True, env=env)
+    assert proc.stdout is not None
+    for _ in range(5):
+        assert proc.stdout.readline().strip()
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    ((events, quarantined, covered),) = _rows(
+        db, "SELECT (SELECT count(*) FROM events), (SELECT count(*) FROM quarantine), "
+            "(SELECT sum(next_offset) FROM checkpoints)")
+    total = 21 + len(BAD) + len(EDGE)
+    assert (events + quarantined, covered) == (30, 30) and 0 < quarantined < len(BAD) < total
+    subprocess.run([*run, str(10**9)], env=env, check=True, capture_output=True, timeout=300)
+    for sql in ("SELECT log_partition, log_offset, reason FROM quarantine ORDER BY ALL",
+                "SELECT * FROM events ORDER BY log_partition, log_offset"):
+        assert _rows(db, sql) == _rows(stores[True], sql)
