@@ -10,8 +10,12 @@ never projected and never dropped.
 
 The check runs on the decoded batch's Arrow columns (a few vector comparisons per batch, whichever
 decoder built them: the native, the batch and the per-record paths give the same table), with
-limits.py's constants; the reason of each refused row is the one limits.py's own checks give for
-its value, so the recorder and the projector word and draw each bound alike.
+limits.py's constants: amounts, odds, decks, times, id and text lengths, control characters in
+ids, and the bounds `pitlog ingest` held alone until session 16 (seats and areas from 1, card
+positions and counts a shoe can hold, a round from 0, no blank id: a seat-0 wager written around
+ingest reached the ledger, where no `pitlog dispute --seat` could ask for it); the reason of
+each refused row is the one limits.py's own checks give for its value, so the recorder and the
+projector word and draw each bound alike.
 """
 
 from __future__ import annotations

@@ -357,8 +357,6 @@ _HINTS = {"seat": "send the seat's number as the table's layout shows it",
           "requested_by_seat": "send the seat's number as the table's layout shows it",
           "shoe_position": "send the position the card-reading shoe counted, or null if it "
                            "does not count"}
-
-
 _NUMBERS = tuple(limits.NUMBER_BOUNDS.items())
 _IDS = tuple(limits.PAYLOAD_IDS.items())
 

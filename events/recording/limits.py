@@ -242,14 +242,14 @@ def check_ids(table_id: str, shoe_id: str | None, actor: str, event_id: str | No
         for name, text in (("table", table_id), ("shoe", shoe_id), ("actor", actor),
                            ("id", event_id)):
             check_text(name, text, MAX_ID_CHARS)
-    # One search over the four (the usual case: none has a control character), then the one
-    # to blame; the separator is printable, so it finds nothing itself.
     # Inline: this runs for every event, and an id is almost never blank.
     if not (table_id.strip() and actor.strip() and (shoe_id is None or shoe_id.strip())):
         for name, text in (("table", table_id), ("shoe", shoe_id), ("actor", actor)):
             if text is not None and blank(text):
                 raise ValueLimitError(name, f"the {name} id {text!r} is blank; a blank id "
                                             f"names no {name}")
+    # One search over the four (the usual case: none has a control character), then the one
+    # to blame; the separator is printable, so it finds nothing itself.
     if not _CONTROL.search(f"{table_id} {shoe_id} {actor} {event_id}"):
         return
     for name, text in (("table", table_id), ("shoe", shoe_id), ("actor", actor),
