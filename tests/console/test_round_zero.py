@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from cli_support import run
+from console_support import CHROMIUM, needs_chromium
 from repo_paths import REPO
 from serve_support import Server, run_cli, start_server
 
@@ -99,3 +100,24 @@ def test_the_console_s_seat_field_has_the_seat_bound_and_no_ceiling(server: Serv
     page = server.get("/dispute").body.decode()
     (field,) = re.findall(r'<input type="number"[^>]*name="seat"[^>]*>', page)
     assert 'min="1"' in field and "max=" not in field, field
+
+
+@needs_chromium
+def test_in_a_browser_the_seat_field_submits_seat_12_and_refuses_seat_0(server: Server) -> None:
+    """With max="9" the browser itself refused to submit seat 12 (a seat ingest records)."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM))
+        try:
+            page = browser.new_page()
+            page.goto(f"{server.url}/dispute")
+            seat = page.locator('input[name="seat"]')
+            for value, valid in (("12", True), ("0", False)):
+                seat.fill(value)
+                assert seat.evaluate("e => e.checkValidity()") is valid, value
+            page.fill('input[name="at"]', "2026-11-28 21:02:40")
+            seat.fill("12")
+            page.click('button[type="submit"]')
+            page.wait_for_url(re.compile(r"/dispute\?.*seat=12"))
+        finally:
+            browser.close()
