@@ -12,8 +12,9 @@ import argparse
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+from timing import best_cpu
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "devices.jsonl"
 
@@ -24,12 +25,7 @@ def one(tree: str) -> None:
 
     lines = [x.encode() for x in EXAMPLE.read_text().splitlines()] * 5000
     parse_line(lines[0])  # the field plans made before the clock starts
-    best = float("inf")
-    for _ in range(5):
-        cpu = time.process_time()
-        for line in lines:
-            parse_line(line)
-        best = min(best, time.process_time() - cpu)
+    best = best_cpu(parse_line, lines, 5)
     print(json.dumps({"tree": tree, "lines": len(lines), "cpu_s": round(best, 4),
                       "us_per_line": round(best / len(lines) * 1e6, 3)}))
 

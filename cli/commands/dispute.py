@@ -21,7 +21,7 @@ from cli.options import DbOpt, FormatOpt, TzOpt, db_path, new_file, parse_time
 from cli.output import FILE_FORMATS, Format, render
 from cli.reading import reading
 from events.errors import PitlogError
-from events.reddog.rules import FIRST_SEAT
+from events.reddog.rules import FIRST_SEAT, MIN_ROUND_NO
 from projections.dispute import Dispute, dispute
 from projections.localtime import casino_zone, clock, stamp
 from projections.moment import OutsideRound
@@ -89,8 +89,10 @@ def render_dispute(d: Dispute, tz: tzinfo) -> None:
 
 def _round_id(text: str) -> tuple[str, int]:
     shoe, sep, number = text.rpartition(":")
-    if not sep or not shoe or not number.isdigit():
+    if not sep or not shoe or not number.removeprefix("-").isdigit():
         raise PitlogError(f"--round {text!r}: write SHOE:ROUND, e.g. --round T07-S0012:31")
+    if int(number) < MIN_ROUND_NO:  # the API's and the console's bound too
+        raise PitlogError(f"--round {text!r}: round must be at least {MIN_ROUND_NO}")
     return shoe, int(number)
 
 

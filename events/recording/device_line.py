@@ -24,8 +24,9 @@ from typing import Any, NamedTuple
 import orjson
 
 from events.errors import IngestError
+from events.recording import limits
 from events.recording.limits import MAX_JSON_DEPTH, json_depth_exceeds
-from events.reddog import model, rules
+from events.reddog import model
 from events.wire import codec
 
 ENVELOPE_KEYS = {"type", "table", "shoe", "round", "seq", "at", "actor", "id"}
@@ -307,7 +308,7 @@ def _checked(obj: Any, event_id: Callable[[str, str, int], str] | None) -> Devic
                            "send the table's id, e.g. T07")
     if not table.isascii():
         _utf8("table", table)
-    if not table.strip():  # a blank id names no table, as a blank actor names no one
+    if not table.strip():  # limits.blank, inline (once a line): a blank id names no table
         raise LineRejected(f"table id {json.dumps(table)} is blank",
                            "send the table's id, e.g. T07")
     actor = obj["actor"]
@@ -315,7 +316,7 @@ def _checked(obj: Any, event_id: Callable[[str, str, int], str] | None) -> Devic
         actor = _str("actor", actor)
     if not actor.isascii():
         _utf8("actor", actor)
-    if not actor.strip():  # a blank id names no one, as for dealer_id and device_id
+    if not actor.strip():  # limits.blank, inline: a blank id names no one
         raise LineRejected("field 'actor' is empty", "send the device or dealer id")
     seq = obj["seq"]
     if type(seq) is not int or not _LONG[0] <= seq <= _LONG[1]:
@@ -327,15 +328,14 @@ def _checked(obj: Any, event_id: Callable[[str, str, int], str] | None) -> Devic
     given = obj.get("id")
     if shoe is not None and type(shoe) is not str:
         shoe = _str("shoe", shoe)
-    if shoe is not None and not shoe.strip():  # names no shoe: its cards would join no shoe
+    if shoe is not None and not shoe.strip():  # limits.blank: its cards would join no shoe
         raise LineRejected("field 'shoe' is empty", "send the shoe's id, e.g. T07-S0003")
     if round_no is not None and (type(round_no) is not int
                                  or not _INT[0] <= round_no <= _INT[1]):
         round_no = _int("round", round_no, "int")
-    if round_no is not None and round_no < 0:
-        raise LineRejected(f"field 'round' is {round_no}, below 0 (a round number is never "
-                           f"negative)", "send the round's number within its shoe, or null for "
-                           "a shoe- or table-level event")
+    if round_no is not None and (why := limits.number_refusal("round_no", round_no, "round")):
+        raise LineRejected(why, "send the round's number within its shoe, or null for a shoe- "
+                                "or table-level event")
     _check_numbers_and_ids(payload)
     event = model.EVENT_TYPES[event_type](**payload)
     at = _time(obj["at"])
@@ -349,47 +349,30 @@ def _checked(obj: Any, event_id: Callable[[str, str, int], str] | None) -> Devic
     return DeviceLine(table, event, shoe, round_no, seq, at, actor, given)
 
 
-# Numbers no valid event holds, refused as malformed (the read side could never place them):
-# field -> (lowest, highest or None, why). Bounds the domain implies, never a game rule's: a cut
-# at 0 (no cut at all) or a cutting card with no card behind it is recorded and judged.
-_SHOE = f"at most {rules.MAX_SHOE_CARDS}: {rules.MAX_DECKS} decks of {rules.CARDS_PER_DECK}"
-_NUMBERS: dict[str, tuple[int, int | None, str]] = {
-    # rules.FIRST_SEAT: a seat or area 0 was recorded, then no `pitlog dispute --seat` could
-    # ask for it. No rule given sets a highest number (13:47-20.31(g)4 and 13:69F-6.8 say how
-    # many areas a player may bet, not how many a layout has).
-    "seat": (rules.FIRST_SEAT, None, f"seats are numbered from {rules.FIRST_SEAT}"),
-    "area": (rules.FIRST_SEAT, None, f"betting areas are numbered from {rules.FIRST_SEAT}"),
-    "requested_by_seat": (rules.FIRST_SEAT, None, f"seats are numbered from {rules.FIRST_SEAT}"),
-    # schemas/CardDrawn.v2.avsc: "1 = first card dealt after the cut". No highest: an automatic
-    # reshuffling shoe (13:69F-6.9) returns cards as it deals, so its count has no end.
-    "shoe_position": (1, None, "the first card dealt after the cut is 1"),
-    # Counts of the cards in one shoe: none is negative, and none exceeds the cards of the
-    # largest shoe pitlog accepts (rules.MAX_SHOE_CARDS: MAX_DECKS decks of 52).
-    "position": (0, rules.MAX_SHOE_CARDS, f"a cut is made among a shoe's cards, {_SHOE}"),
-    "cards_behind": (0, rules.MAX_SHOE_CARDS, f"a count of a shoe's cards, {_SHOE}"),
-    "cards_remaining": (0, rules.MAX_SHOE_CARDS, f"a count of a shoe's cards, {_SHOE}"),
-}
+# The bounds of numbers and ids are limits.py's (NUMBER_BOUNDS, ROUND_BOUNDS, PAYLOAD_IDS), the
+# ones the Recorder and the projector hold too (projections/bounds.py); here each gets a hint
+# for the device that sent it.
 _HINTS = {"seat": "send the seat's number as the table's layout shows it",
           "area": "send the betting area's number as the table's layout shows it",
           "requested_by_seat": "send the seat's number as the table's layout shows it",
           "shoe_position": "send the position the card-reading shoe counted, or null if it "
                            "does not count"}
-_IDS = {"player_id": "player", "dealer_id": "dealer", "device_id": "device"}
+_NUMBERS = tuple(limits.NUMBER_BOUNDS.items())
+_IDS = tuple(limits.PAYLOAD_IDS.items())
 
 
 def _check_numbers_and_ids(payload: dict[str, Any]) -> None:
-    """LineRejected for a number outside _NUMBERS' bounds, or an empty (or blank) id."""
-    for name, (low, high, why) in _NUMBERS.items():
+    """LineRejected for a number outside limits.NUMBER_BOUNDS, or an empty (or blank) id."""
+    for name, (low, high, _) in _NUMBERS:
         value = payload.get(name)
         if value is None or (low <= value and (high is None or value <= high)):
-            continue
-        bounds = f"below {low}" if value < low else f"above {high}"
-        raise LineRejected(f"field '{name}' is {value}, {bounds} ({why})",
+            continue  # inline: the usual value costs no call (this runs once a line)
+        raise LineRejected(limits.number_refusal(name, value) or "",
                            _HINTS.get(name, f"check the device's value ({low}.."
                                             f"{high if high is not None else ''})"))
-    for name, what in _IDS.items():
+    for name, what in _IDS:
         value = payload.get(name)
-        if value is not None and not value.strip():
+        if value is not None and not value.strip():  # limits.blank, inline
             raise LineRejected(f"field '{name}' is empty", f"send the {what}'s id")
 
 

@@ -27,6 +27,11 @@ Why these bounds:
   read side's exact probabilities are over N(N-1)(N-2) for N = 52 * decks cards, and a count of
   a million decks already overflows them (anomalies, reconcile and report failed), while a
   count below one has no card to deal (report refused it).
+- Seats, betting areas and card positions are numbered as NUMBER_BOUNDS says, a round number is
+  never negative (ROUND_BOUNDS), and an id (table, shoe, actor, player, dealer, device) is never
+  empty or blank: a wager at seat 0 or a card at shoe position 0 is one no `pitlog dispute`
+  could ask about, and a blank id names no one. `pitlog ingest` words them with a hint for the
+  device (events/recording/device_line.py); the Recorder and the projector hold them too.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ import typing
 from datetime import UTC, datetime
 
 from events.errors import EncodeError
-from events.reddog import model
+from events.reddog import model, rules
 from events.reddog.rules import MAX_DECKS, MIN_DECKS  # defined beside the rules (module doc)
 from events.text import UNSAFE as _CONTROL
 from events.text import visible
@@ -50,6 +55,35 @@ MIN_TIME_US, MAX_TIME_US = codec.micros(MIN_TIME), codec.micros(MAX_TIME)  # the
 MAX_TEXT_CHARS = 1024
 MAX_ID_CHARS = 128
 MAX_JSON_DEPTH = 16
+
+# Numbers no valid event holds (the read side could never place them): payload field ->
+# (lowest, highest or None, why). Bounds the domain implies, never a game rule's: a cut at 0 (no
+# cut at all) or a cutting card with no card behind it is recorded and judged.
+_SHOE = f"at most {rules.MAX_SHOE_CARDS}: {rules.MAX_DECKS} decks of {rules.CARDS_PER_DECK}"
+NUMBER_BOUNDS: dict[str, tuple[int, int | None, str]] = {
+    # rules.FIRST_SEAT: a seat or area 0 was recorded, then no `pitlog dispute --seat` could
+    # ask for it. No rule given sets a highest number (13:47-20.31(g)4 and 13:69F-6.8 say how
+    # many areas a player may bet, not how many a layout has).
+    "seat": (rules.FIRST_SEAT, None, f"seats are numbered from {rules.FIRST_SEAT}"),
+    "area": (rules.FIRST_SEAT, None, f"betting areas are numbered from {rules.FIRST_SEAT}"),
+    "requested_by_seat": (rules.FIRST_SEAT, None, f"seats are numbered from {rules.FIRST_SEAT}"),
+    # schemas/CardDrawn.v2.avsc: "1 = first card dealt after the cut". No highest: an automatic
+    # reshuffling shoe (13:69F-6.9) returns cards as it deals, so its count has no end.
+    "shoe_position": (1, None, "the first card dealt after the cut is 1"),
+    # Counts of the cards in one shoe: none is negative, and none exceeds the cards of the
+    # largest shoe pitlog accepts (rules.MAX_SHOE_CARDS: MAX_DECKS decks of 52).
+    "position": (0, rules.MAX_SHOE_CARDS, f"a cut is made among a shoe's cards, {_SHOE}"),
+    "cards_behind": (0, rules.MAX_SHOE_CARDS, f"a count of a shoe's cards, {_SHOE}"),
+    "cards_remaining": (0, rules.MAX_SHOE_CARDS, f"a count of a shoe's cards, {_SHOE}"),
+}
+# The envelope's round_no: from rules.MIN_ROUND_NO (round 0 is recorded and judged, a card
+# outside any round), null is a shoe- or table-level event.
+ROUND_BOUNDS: tuple[int, None, str] = (rules.MIN_ROUND_NO, None,
+                                       "a round number is never negative")
+# The payload's ids, by what each names: never empty or blank (a blank id names no one), as
+# the envelope's table, shoe and actor ids (check_ids).
+PAYLOAD_IDS: dict[str, str] = {"player_id": "player", "dealer_id": "dealer",
+                               "device_id": "device"}
 
 _ODDS_FIELDS = frozenset({"odds", "pays_spread_1", "pays_spread_2", "pays_spread_3",
                           "pays_spread_4_to_11", "pays_three_of_a_kind"})
@@ -68,6 +102,21 @@ def check_amount(field: str, value: int) -> None:
     if not 0 <= value <= MAX_AMOUNT_CENTS:
         raise ValueLimitError(field, f"field '{field}' is {value} cents, outside 0.."
                                      f"{MAX_AMOUNT_CENTS} (an amount is never negative)")
+
+
+def number_refusal(name: str, value: int, label: str | None = None) -> str | None:
+    """Why `value` of the number `name` (a NUMBER_BOUNDS field, or "round_no") is outside its
+    bounds, naming it `label` (default `name`); None when it is within them."""
+    low, high, why = ROUND_BOUNDS if name == "round_no" else NUMBER_BOUNDS[name]
+    if low <= value and (high is None or value <= high):
+        return None
+    bound = f"below {low}" if value < low else f"above {high}"
+    return f"field '{label or name}' is {value}, {bound} ({why})"
+
+
+def blank(text: str) -> bool:
+    """An id that names no one: empty or only white space."""
+    return not text.strip()
 
 
 def check_time(field: str, value: datetime) -> None:
@@ -104,6 +153,10 @@ def _plan(cls: type) -> tuple[tuple[str, str], ...]:
             plan.append((f.name, "odds"))
         elif f.name == "decks":
             plan.append((f.name, "decks"))
+        elif f.name in NUMBER_BOUNDS:
+            plan.append((f.name, "number"))
+        elif f.name in PAYLOAD_IDS:
+            plan.append((f.name, "id"))
         elif str in (hints[f.name], *typing.get_args(hints[f.name])):
             plan.append((f.name, "text"))
     return tuple(plan)
@@ -122,7 +175,7 @@ def check_event(event: model.DomainEvent) -> None:
 
 def check_field(name: str, kind: str, value: typing.Any) -> None:
     """ValueLimitError unless `value` of the payload field `name`, of kind "amount", "odds",
-    "decks" or "text" (_plan), is within bounds."""
+    "decks", "number", "id" or "text" (_plan), is within bounds."""
     if kind == "amount":
         check_amount(name, value)
     elif kind == "odds":
@@ -133,8 +186,14 @@ def check_field(name: str, kind: str, value: typing.Any) -> None:
             raise ValueLimitError(name, f"field '{name}' is {value}, outside {MIN_DECKS}.."
                                         f"{MAX_DECKS}: send the number of full decks "
                                         f"placed in the shoe")
+    elif kind == "number":
+        low, high, _ = NUMBER_BOUNDS[name]
+        if value < low or (high is not None and value > high):
+            raise ValueLimitError(name, number_refusal(name, value) or "")
     else:
         check_text(name, value)
+        if kind == "id" and blank(value):
+            raise ValueLimitError(name, f"field '{name}' is empty")
 
 
 def payload_bounds() -> dict[str, str]:
@@ -144,18 +203,23 @@ def payload_bounds() -> dict[str, str]:
 
 
 def check_envelope(table_id: str, shoe_id: str | None, actor: str, event_id: str | None,
-                   occurred_at: datetime, recorded_at: datetime | None) -> None:
+                   occurred_at: datetime, recorded_at: datetime | None,
+                   round_no: int | None = None) -> None:
     """ValueLimitError unless the envelope values a caller gives are within bounds."""
     check_ids(table_id, shoe_id, actor, event_id)
+    check_round(round_no)
     check_time("at", occurred_at)
     if recorded_at is not None:
         check_time("recorded_at", recorded_at)
 
 
 def check_envelope_us(table_id: str, shoe_id: str | None, actor: str, event_id: str | None,
-                      occurred_us: int, recorded_us: int | None) -> None:
+                      occurred_us: int, recorded_us: int | None,
+                      round_no: int | None = None) -> None:
     """check_envelope with the times in integer microseconds (the writers' hot path)."""
     check_ids(table_id, shoe_id, actor, event_id)
+    if round_no is not None and round_no < rules.MIN_ROUND_NO:
+        check_round(round_no)
     # The bounds tested here first, check_time_us called only for a time outside them (the
     # usual case costs no call: this runs for every simulated and ingested event).
     if not MIN_TIME_US <= occurred_us < MAX_TIME_US:
@@ -164,12 +228,26 @@ def check_envelope_us(table_id: str, shoe_id: str | None, actor: str, event_id: 
         check_time_us("recorded_at", recorded_us)
 
 
+def check_round(round_no: int | None) -> None:
+    """ValueLimitError for a negative round number (ROUND_BOUNDS); null is no round."""
+    reason = None if round_no is None else number_refusal("round_no", round_no)
+    if reason is not None:
+        raise ValueLimitError("round_no", reason)
+
+
 def check_ids(table_id: str, shoe_id: str | None, actor: str, event_id: str | None) -> None:
-    """ValueLimitError unless the ids are short printable text."""
+    """ValueLimitError unless the ids are short printable text, the table, shoe (when given)
+    and actor ids not blank."""
     if max(len(table_id), len(shoe_id or ""), len(actor), len(event_id or "")) > MAX_ID_CHARS:
         for name, text in (("table", table_id), ("shoe", shoe_id), ("actor", actor),
                            ("id", event_id)):
             check_text(name, text, MAX_ID_CHARS)
+    # Inline: this runs for every event, and an id is almost never blank.
+    if not (table_id.strip() and actor.strip() and (shoe_id is None or shoe_id.strip())):
+        for name, text in (("table", table_id), ("shoe", shoe_id), ("actor", actor)):
+            if text is not None and blank(text):
+                raise ValueLimitError(name, f"the {name} id {text!r} is blank; a blank id "
+                                            f"names no {name}")
     # One search over the four (the usual case: none has a control character), then the one
     # to blame; the separator is printable, so it finds nothing itself.
     if not _CONTROL.search(f"{table_id} {shoe_id} {actor} {event_id}"):

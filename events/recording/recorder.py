@@ -105,8 +105,9 @@ class Recorder:
 
         Raises ValueLimitError (events/recording/limits.py), before anything is stamped or
         buffered, for a value the read side could not handle: an amount out of range, a time
-        outside 2000..2100, an over-long string."""
-        limits.check_envelope(table_id, shoe_id, actor, event_id, occurred_at, recorded_at)
+        outside 2000..2100, an over-long string, a seat 0, a negative round, a blank id."""
+        limits.check_envelope(table_id, shoe_id, actor, event_id, occurred_at, recorded_at,
+                              round_no)
         limits.check_event(event)
         return self._stamp(table_id, event, shoe_id, round_no, actor, codec.micros(occurred_at),
                            None if recorded_at is None else codec.micros(recorded_at),
@@ -118,7 +119,8 @@ class Recorder:
                   event_id: str | None = None) -> int:
         """`record` with the times in integer microseconds since the epoch (UTC), as the
         writer encodes them: no datetime is made (the simulator's hot path)."""
-        limits.check_envelope_us(table_id, shoe_id, actor, event_id, occurred_us, recorded_us)
+        limits.check_envelope_us(table_id, shoe_id, actor, event_id, occurred_us, recorded_us,
+                                 round_no)
         limits.check_event(event)
         return self._stamp(table_id, event, shoe_id, round_no, actor, occurred_us, recorded_us,
                            expected_seq, event_id)

@@ -45,6 +45,11 @@ MAX_SHOE_CARDS: Final = CARDS_PER_DECK * MAX_DECKS
 # rule given numbers them, so this is pitlog's numbering, the one `pitlog dispute --seat`, the
 # console and `pitlog simulate` use; a place numbered 0 is one no dispute could ask about.
 FIRST_SEAT: Final = 1
+# A round number within its shoe is never negative; 0 is a number a device may record, as
+# pitlog's read side treats it: cards dealt for round 0 are cards outside any round
+# (CARD_OUTSIDE_ROUND, 13:47-20.31(d)5 and (d)15), and the rounds view lists round 0 as a
+# round, so `pitlog dispute --round SHOE:0`, the HTTP API and the console all ask for it.
+MIN_ROUND_NO: Final = 0
 
 
 class PaytableError(RuleError):

@@ -88,7 +88,7 @@ def record_tampered(recorder: Recorder, log: EventLog, kind: str, table_id: str,
     env = Envelope(table_id=table_id, seq=head.seq + 1, event=event, prev_hash=wrong, **stamp)
     # Not through Recorder.record, so its value check is made here (events/recording/limits.py).
     limits.check_envelope(table_id, env.shoe_id, env.actor, env.event_id, env.occurred_at,
-                          env.recorded_at)
+                          env.recorded_at, env.round_no)
     limits.check_event(event)
     message = chain.seal(codec.encode(env), wrong)
     log.append([(table_id.encode(), message)])

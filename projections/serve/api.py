@@ -20,7 +20,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from events.errors import PitlogError
-from events.reddog.rules import FIRST_SEAT
+from events.reddog.rules import FIRST_SEAT, MIN_ROUND_NO
 from projections.alerts import alerts_after
 from projections.anomalies import AnomalyFilter, list_anomalies
 from projections.dispute import dispute as rebuild
@@ -176,7 +176,7 @@ def dispute(request: Request) -> Response:
         raise BadRequest("give table=, and either at=TIME or shoe= and round=")
     zone = parse_zone(p["tz"]) if "tz" in p else state.tz  # of `at` and of the error message
     at = as_time(p, "at", zone)
-    round_no = as_int(p, "round", 1)
+    round_no = as_int(p, "round", MIN_ROUND_NO)  # round 0 is a round the views list
     if (at is None) == (round_no is None or "shoe" not in p):
         raise BadRequest("give either at=TIME or shoe=SHOE and round=N")
     with reading(request) as con:

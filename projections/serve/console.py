@@ -24,7 +24,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from events.errors import NotFoundError
-from events.reddog.rules import FIRST_SEAT
+from events.reddog.rules import FIRST_SEAT, MIN_ROUND_NO
 from projections.console_data import (
     SEVERITIES,
     AlertFilter,
@@ -140,7 +140,7 @@ def _rebuild(request: Request, p: dict[str, str]) -> dict[str, Any]:
     state = _state(request)
     seat = api.as_int(p, "seat", FIRST_SEAT)
     at = api.as_time(p, "at", state.tz)
-    round_no = api.as_int(p, "round", 1)
+    round_no = api.as_int(p, "round", MIN_ROUND_NO)  # round 0 is a round the views list
     out: dict[str, Any] = {"dispute": None, "outside": None, "alert": None, "seat": seat,
                            "table": p.get("table"), "at": at}
     with api.reading(request) as con:

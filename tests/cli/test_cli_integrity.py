@@ -191,3 +191,42 @@ def test_project_names_each_record_it_quarantines_on_stderr(tmp_path: Path) -> N
         f"DealerTappedIn v1: corrupt body (UnicodeDecodeError")
     assert warnings[1].startswith('Warning: 1 record quarantined: pitlog sql "SELECT * FROM '
                                   'quarantine" lists them')
+
+
+def test_project_quarantines_a_seat_0_wager_appended_around_ingest_and_names_it(
+        tmp_path: Path) -> None:
+    """`pitlog ingest` refuses seat 0 (limits.NUMBER_BOUNDS), but a record appended straight
+    onto the log (the embedded log's append API, as older code or a foreign writer may) was
+    projected: a wager in the ledger no `pitlog dispute --seat` (from 1) could ask for. The
+    projector holds the same bound: the record is quarantined, named on stderr with its field,
+    value and bound, and the rest of the log is projected."""
+    from dataclasses import replace
+
+    import duckdb
+
+    from events.wire import chain, codec
+
+    log, db = tmp_path / "log", tmp_path / "p.duckdb"
+    assert run("ingest", str(EXAMPLES / "devices.jsonl"), "--log", str(log)).returncode == 0
+    embedded = EmbeddedLog(log)
+    wager = next(e for e in (codec.decode(r.value) for b in embedded.read() for r in b)
+                 if e.event_type == "WagerPlaced")
+    seat_0 = replace(wager, seq=1000, event_id="seat-0", event=replace(wager.event, seat=0))
+    [(partition, offset)] = embedded.append(
+        [(wager.table_id.encode(), chain.seal(codec.encode(seat_0), wager.prev_hash))])
+    proc = run("project", "--log", str(log), "--db", str(db), "-f", "json")
+    assert proc.returncode == 0, proc.stderr
+    (row,) = json.loads(proc.stdout)
+    assert (row["events"], row["quarantined"]) == (21, 1)
+    warnings = [line for line in proc.stderr.splitlines() if line.startswith("Warning:")]
+    assert warnings[0].startswith(
+        f"Warning: record p{partition}@{offset} of file://{log} was quarantined, not "
+        f"projected: record p{partition}@{offset}: WagerPlaced of table '{wager.table_id}': "
+        f"field 'seat' is 0, below 1 (seats are numbered from 1); the record was not "
+        f"written by pitlog's recorder"), warnings
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM events WHERE event_id = 'seat-0' OR seat < 1"
+                           ).fetchall() == [(0,)]
+        assert con.execute("SELECT count(*) FROM ledger WHERE seat < 1").fetchall() == [(0,)]
+        assert con.execute("SELECT log_partition, log_offset FROM quarantine").fetchall() == [
+            (partition, offset)]

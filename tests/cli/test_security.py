@@ -653,7 +653,7 @@ def test_fuzzed_device_lines_are_recorded_within_limits_or_quarantined(tmp_path:
         for env in recorded:
             check_event(env.event)
             check_envelope(env.table_id, env.shoe_id, env.actor, env.event_id,
-                           env.occurred_at, env.recorded_at)
+                           env.occurred_at, env.recorded_at, env.round_no)
         FUZZ_COUNTS["lines"] += len(texts)
         FUZZ_COUNTS["mutated"] += len(mutations)
         FUZZ_COUNTS["recorded"] += report.recorded

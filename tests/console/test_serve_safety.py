@@ -133,7 +133,7 @@ def test_bad_requests_get_one_json_error_with_a_4xx_code(server: Server) -> None
         ("/api/dispute", 400, "give table="),
         ("/api/dispute?table=T01", 400, "either at=TIME"),
         ("/api/dispute?table=T01&shoe=T01-S0001&round=zero", 400, "not an integer"),
-        ("/api/dispute?table=T01&shoe=T01-S0001&round=0", 400, "at least 1"),
+        ("/api/dispute?table=T01&shoe=T01-S0001&round=-1", 400, "at least 0"),
         ("/api/dispute?table=T01&at=2001-01-01T00:00:00", 404, "outside any round"),
         ("/api/dispute?table=T99&at=2001-01-01T00:00:00", 404, "T99"),
         ("/api/reconcile?by=planet", 400, "planet"),

@@ -121,7 +121,7 @@ def _within_limits(env: model.Envelope) -> bool:
     record outside them (projections/bounds.py), as a mutation may make one."""
     try:
         limits.check_envelope(env.table_id, env.shoe_id, env.actor, env.event_id,
-                              env.occurred_at, env.recorded_at)
+                              env.occurred_at, env.recorded_at, env.round_no)
         limits.check_event(env.event)
     except limits.ValueLimitError:
         return False

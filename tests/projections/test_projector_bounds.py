@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -23,13 +24,26 @@ from events.log.registry import open_log
 from events.recording import limits
 from events.recording.ingest import ingest
 from events.recording.recorder import Recorder
-from events.reddog import model
+from events.reddog import model, rules
 from events.wire import chain, codec
 from projections import frames
-from projections.projector import project
+from projections.projector import ProjectionReport, project
 
 AT = datetime(2026, 11, 28, 21, 30, tzinfo=UTC)
 GOOD = model.CardsLoaded(decks=6)
+_SHOE = f"at most {rules.MAX_SHOE_CARDS}: {rules.MAX_DECKS} decks of {rules.CARDS_PER_DECK}"
+
+
+def _wager(**over: object) -> model.WagerPlaced:
+    fields = {"seat": rules.FIRST_SEAT, "area": rules.FIRST_SEAT, "player_id": "P-1",
+              "amount_cents": 500, "instrument": model.Instrument.CHIPS, **over}
+    return model.WagerPlaced(**fields)  # type: ignore[arg-type]
+
+
+def _card(shoe_position: int) -> model.CardDrawn:
+    return model.CardDrawn(rank=9, suit=model.Suit.CLUBS, face_up=True, destination=model.Box.LEFT,
+                           shoe_position=shoe_position)
+
 
 # (table key, what the record holds, what its quarantine reason must say): one value outside
 # each kind of bound, written with the codec only (no Recorder, so no check_event).
@@ -54,12 +68,54 @@ BAD = [
      f"field 'actor' has {limits.MAX_ID_CHARS + 1} characters, more than {limits.MAX_ID_CHARS}"),
     ("X08", {"event": GOOD, "actor": "SHOE\x1b[2J"}, r"the actor id 'SHOE\\x1b[2J' holds a control "
      "character; send ids as printable text"),
+    # The bounds `pitlog ingest` refuses (limits.NUMBER_BOUNDS, ROUND_BOUNDS, PAYLOAD_IDS): a
+    # wager at seat 0 landed in the ledger, where no `pitlog dispute --seat` (from 1) finds it.
+    ("X09", {"event": _wager(seat=0)}, "field 'seat' is 0, below 1 (seats are numbered from 1)"),
+    ("X10", {"event": _wager(area=-2)},
+     "field 'area' is -2, below 1 (betting areas are numbered from 1)"),
+    ("X11", {"event": model.BurnDisclosed(rank=5, suit=model.Suit.SPADES, requested_by_seat=0)},
+     "field 'requested_by_seat' is 0, below 1 (seats are numbered from 1)"),
+    ("X12", {"event": _card(0)},
+     "field 'shoe_position' is 0, below 1 (the first card dealt after the cut is 1)"),
+    ("X13", {"event": model.CardsCut(position=-1)},
+     f"field 'position' is -1, below 0 (a cut is made among a shoe's cards, {_SHOE})"),
+    ("X14", {"event": model.CardsCut(position=rules.MAX_SHOE_CARDS + 1)},
+     f"field 'position' is 417, above 416 (a cut is made among a shoe's cards, {_SHOE})"),
+    ("X15", {"event": model.CuttingCardPlaced(cards_behind=rules.MAX_SHOE_CARDS + 1)},
+     f"field 'cards_behind' is 417, above 416 (a count of a shoe's cards, {_SHOE})"),
+    ("X16", {"event": model.ShoeClosed(cards_remaining=-1)},
+     f"field 'cards_remaining' is -1, below 0 (a count of a shoe's cards, {_SHOE})"),
+    ("X17", {"event": _wager(), "round_no": -1},
+     "field 'round_no' is -1, below 0 (a round number is never negative)"),
+    ("X18", {"event": GOOD, "actor": " "}, "the actor id ' ' is blank; a blank id names no actor"),
+    ("X19", {"event": GOOD, "table_id": ""}, "the table id '' is blank; a blank id names no table"),
+    ("X20", {"event": GOOD, "shoe_id": "\t"},
+     "the shoe id '\\t' is blank; a blank id names no shoe"),
+    ("X21", {"event": _wager(player_id="  ")}, "field 'player_id' is empty"),
+    ("X22", {"event": model.DealerTappedIn(dealer_id="")}, "field 'dealer_id' is empty"),
+    ("X23", {"event": model.ShuffleStarted(method=model.ShuffleMethod.HAND, device_id=" ")},
+     "field 'device_id' is empty"),
 ]
-# At the bounds: accepted, as the Recorder accepts them.
+INGEST_ONLY_BEFORE = BAD[8:]  # the bounds only `pitlog ingest` held until session 16
+# At the bounds: accepted, as the Recorder accepts them (a seat and area 1, round 0, the first
+# card after the cut, a cut or count of 0 and of a full 8-deck shoe).
 EDGE = [("Y01", {"event": model.CardsLoaded(decks=limits.MAX_DECKS)}),
-        ("Y02", {"event": model.WagerPlaced(seat=1, area=1, player_id="P-1",
-                                            amount_cents=limits.MAX_AMOUNT_CENTS,
-                                            instrument=model.Instrument.CHIPS)})]
+        ("Y02", {"event": _wager(amount_cents=limits.MAX_AMOUNT_CENTS), "round_no": 0}),
+        ("Y03", {"event": model.BurnDisclosed(rank=5, suit=model.Suit.SPADES,
+                                              requested_by_seat=rules.FIRST_SEAT)}),
+        ("Y04", {"event": _card(1)}),
+        ("Y05", {"event": model.CardsCut(position=0)}),
+        ("Y06", {"event": model.CardsCut(position=rules.MAX_SHOE_CARDS)}),
+        ("Y07", {"event": model.CuttingCardPlaced(cards_behind=0)}),
+        ("Y08", {"event": model.CuttingCardPlaced(cards_behind=rules.MAX_SHOE_CARDS)}),
+        ("Y09", {"event": model.ShoeClosed(cards_remaining=0)}),
+        ("Y10", {"event": model.ShoeClosed(cards_remaining=rules.MAX_SHOE_CARDS)})]
+# Each edge record's (column, value) as projected: the value at the bound, as written.
+EDGE_VALUES = {"Y01": ("decks", limits.MAX_DECKS), "Y02": ("round_no", 0),
+               "Y03": ("requested_by_seat", 1), "Y04": ("shoe_position", 1),
+               "Y05": ("position", 0), "Y06": ("position", 416), "Y07": ("cards_behind", 0),
+               "Y08": ("cards_behind", 416), "Y09": ("cards_remaining", 0),
+               "Y10": ("cards_remaining", 416)}
 
 
 def _raw(table: str, fields: dict[str, object]) -> bytes:
@@ -130,13 +186,46 @@ def test_out_of_bounds_records_are_quarantined_with_field_and_bound(
     # Nothing dropped: every other record projected, the edge values as written.
     ((events,),) = _rows(db, "SELECT count(*) FROM events")
     assert events == 21 + len(EDGE)
-    assert sorted(_rows(db, "SELECT table_id, decks, amount_cents FROM events "
-                            "WHERE table_id LIKE 'Y%'")) == [
-        ("Y01", limits.MAX_DECKS, None), ("Y02", None, limits.MAX_AMOUNT_CENTS)]
+    for table, (column, value) in EDGE_VALUES.items():
+        assert _rows(db, f"SELECT {column} FROM events WHERE table_id = '{table}'") == [(value,)]
+    assert _rows(db, "SELECT seat, area, amount_cents FROM events WHERE table_id = 'Y02'") == [
+        (1, 1, limits.MAX_AMOUNT_CENTS)]
+    # The seat-0 wager is in no view: not in events, not in the ledger.
+    assert _rows(db, "SELECT count(*) FROM events WHERE table_id LIKE 'X%'") == [(0,)]
+    assert _rows(db, "SELECT count(*) FROM ledger WHERE seat < 1 OR table_id LIKE 'X%'") == [
+        (0,)]
+    assert _rows(db, "SELECT count(*) FROM ledger WHERE table_id = 'Y02'") == [(1,)]
     # The quarantine keeps the record's bytes, to replay once the producer is fixed.
     (value,) = _rows(db, f"SELECT value FROM quarantine WHERE log_offset = {where['X01'][1]} "
                          f"AND log_partition = {where['X01'][0]}")[0]
     assert codec.decode(bytes(value)).event == model.CardsLoaded(decks=1_000_000)
+
+
+@pytest.mark.parametrize(("table", "fields", "says"), INGEST_ONLY_BEFORE,
+                         ids=[t for t, _, _ in INGEST_ONLY_BEFORE])
+def test_the_recorder_refuses_with_the_reason_the_projector_quarantines_with(
+        table: str, fields: dict[str, object], says: str, tmp_path: Path) -> None:
+    """One definition (limits.py): the Python API refuses, before stamping, what the projector
+    would quarantine, in the same words."""
+    recorder = Recorder(EmbeddedLog(tmp_path / "log", partitions=1))
+    stamp = {"shoe_id": f"{table}-S1", "round_no": None, "actor": "SHOE-X", "occurred_at": AT,
+             **{k: v for k, v in fields.items() if k not in ("event", "table_id")}}
+    with pytest.raises(limits.ValueLimitError) as refused:
+        recorder.record(str(fields.get("table_id", table)), fields["event"],  # type: ignore[arg-type]
+                        **stamp)  # type: ignore[arg-type]
+    assert refused.value.reason == says
+    assert recorder.heads.get(str(fields.get("table_id", table))) is None  # nothing stamped
+
+
+def test_the_recorder_records_the_values_at_the_bounds(tmp_path: Path) -> None:
+    log = EmbeddedLog(tmp_path / "log", partitions=1)
+    recorder = Recorder(log)
+    for edge, over in EDGE:
+        recorder.record(edge, over["event"], shoe_id=f"{edge}-S1",  # type: ignore[arg-type]
+                        round_no=over.get("round_no"), actor="SHOE-X",  # type: ignore[arg-type]
+                        occurred_at=AT)
+    recorder.flush()
+    assert sum(len(b) for b in log.read()) == len(EDGE)
 
 
 def test_both_decode_paths_quarantine_the_same_rows_with_the_same_reasons(
@@ -166,23 +255,120 @@ def test_the_read_side_answers_after_out_of_bounds_records(
     assert report.returncode == 0, report.stderr
 
 
+def _on_kafka(kafka_uri: str, kafka_broker: str, recorded: int,
+              foreign: list[tuple[bytes, bytes]], db: Path
+              ) -> tuple[ProjectionReport, list[tuple[int, int]]]:
+    """`recorded` events through the Recorder, then `foreign` from a bare kafka-python
+    producer, all projected into `db`: the report and the foreign records' positions."""
+    topic = kafka_uri.rsplit("/", 1)[1]
+    with open_log(kafka_uri, partitions=2) as log:
+        recorder = Recorder(log)
+        for i in range(recorded):
+            recorder.record("T01", model.DealerTappedIn(dealer_id=f"D{i}"), shoe_id=None,
+                            round_no=None, actor="pit", occurred_at=AT)
+        recorder.flush()
+        positions = produce_raw(kafka_broker, topic, foreign)
+        return project(log, db), positions
+
+
 @pytest.mark.kafka
 def test_a_foreign_kafka_producer_s_out_of_bounds_records_are_quarantined(
         kafka_uri: str, kafka_broker: str, tmp_path: Path) -> None:
     """Well-formed Avro of pitlog's schemas from a bare kafka-python producer: the bounds hold
     on a Kafka log as on an embedded one, and the projection goes on past them."""
-    topic = kafka_uri.rsplit("/", 1)[1]
-    with open_log(kafka_uri, partitions=2) as log:
-        recorder = Recorder(log)
-        for i in range(6):
-            recorder.record("T01", model.DealerTappedIn(dealer_id=f"D{i}"), shoe_id=None,
-                            round_no=None, actor="pit", occurred_at=AT)
-        recorder.flush()
-        bad = produce_raw(kafka_broker, topic, [(t.encode(), _raw(t, f)) for t, f, _ in BAD])
-        report = project(log, new_store(tmp_path / "views.duckdb"))
+    report, bad = _on_kafka(kafka_uri, kafka_broker, 6,
+                            [(t.encode(), _raw(t, f)) for t, f, _ in BAD],
+                            new_store(tmp_path / "views.duckdb"))
     assert (report.events, report.quarantined) == (6, len(BAD))
     reasons = dict(((p, o), r) for p, o, r in _rows(
         tmp_path / "views.duckdb", "SELECT log_partition, log_offset, reason FROM quarantine"))
     assert set(reasons) == set(bad)
     for (p, o), (_, _, says) in zip(bad, BAD, strict=True):
         assert reasons[p, o].startswith(f"record p{p}@{o}: ") and says in reasons[p, o]
+
+
+def _foreign_wager(table: str, seq: int, seat: int) -> bytes:
+    """A WagerPlaced as a foreign producer writes it, from schemas/WagerPlaced.v1.avsc alone:
+    fastavro's body after the single-object header (C3 01, the schema's CRC-64-AVRO
+    fingerprint), the last 32 bytes SHA-256(prev_hash || the bytes before them)."""
+    import hashlib
+    import io
+
+    import fastavro
+    from fastavro.schema import fingerprint, to_parsing_canonical_form
+
+    schema = fastavro.parse_schema(json.loads((REPO / "schemas" / "WagerPlaced.v1.avsc")
+                                              .read_text()))
+    header = b"\xc3\x01" + bytes.fromhex(fingerprint(to_parsing_canonical_form(schema),
+                                                     "CRC-64-AVRO"))
+    micros = int(AT.timestamp() * 1_000_000)
+    prev = bytes(32)
+    buf = io.BytesIO(header)
+    buf.seek(0, io.SEEK_END)
+    fastavro.schemaless_writer(buf, schema, {
+        "event_id": f"{table}-{seq}", "table_id": table, "shoe_id": f"{table}-S1",
+        "round_no": 1, "seq": seq, "occurred_at": micros, "recorded_at": micros,
+        "actor": "FOREIGN-1", "prev_hash": prev, "seat": seat, "area": 1, "player_id": "P-9",
+        "amount_cents": 2500, "instrument": "CHIPS", "hash": bytes(32)})
+    body = buf.getvalue()[:-32]
+    return body + hashlib.sha256(prev + body).digest()
+
+
+@pytest.mark.kafka
+def test_a_seat_0_wager_from_a_bare_kafka_producer_is_quarantined_seat_1_projected(
+        kafka_uri: str, kafka_broker: str, tmp_path: Path) -> None:
+    """Kafka-python and fastavro, no pitlog code, write a wager at seat 0 and one at seat 1
+    (the bound) among recorded events: the first is quarantined naming the field, its value
+    and the bound, and is in no view; the second and the rest are projected."""
+    db = new_store(tmp_path / "views.duckdb")
+    report, (at_0, at_1) = _on_kafka(kafka_uri, kafka_broker, 3,
+                                     [(b"F01", _foreign_wager("F01", 1, 0)),
+                                      (b"F02", _foreign_wager("F02", 1, 1))], db)
+    assert (report.events, report.quarantined) == (4, 1)
+    ((p, o, reason),) = _rows(db, "SELECT log_partition, log_offset, reason FROM quarantine")
+    assert (p, o) == at_0
+    assert reason.startswith(f"record p{p}@{o}: WagerPlaced of table 'F01': field 'seat' is 0, "
+                             f"below 1 (seats are numbered from 1); "), reason
+    assert _rows(db, "SELECT table_id, seat FROM events WHERE event_type = 'WagerPlaced'") == [
+        ("F02", 1)]
+    assert _rows(db, "SELECT table_id, seat FROM ledger") == [("F02", 1)]
+    assert _rows(db, "SELECT log_partition, log_offset FROM events WHERE table_id = 'F02'") == [
+        at_1]
+
+
+_KILLABLE = """
+import sys, time
+from pathlib import Path
+from events.log.embedded.log import EmbeddedLog
+from projections.projector import project
+def committed(done):
+    print(done, flush=True)
+    if done >= int(sys.argv[3]):
+        time.sleep(300)  # after this commit: where the SIGKILL lands
+project(EmbeddedLog(Path(sys.argv[1])), sys.argv[2], batch_size=6, progress=committed)
+"""
+
+
+def test_a_projector_killed_mid_run_restarts_to_the_same_quarantine_and_views(
+        logged: tuple[Path, dict[str, tuple[int, int]]], stores: dict[bool, Path]) -> None:
+    """The out-of-bounds records are quarantined in their batch's transaction: SIGKILL after
+    five batches of six, then a restart, gives the uninterrupted run's quarantine and events."""
+    folder = logged[0]
+    db = new_store(folder / "killed.duckdb")
+    env = {**os.environ, "PYTHONPATH": str(REPO), frames.ENV: "1"}
+    run = [sys.executable, "-c", _KILLABLE, str(folder / "log"), str(db)]
+    proc = subprocess.Popen([*run, "30"], stdout=subprocess.PIPE, text=True, env=env)
+    assert proc.stdout is not None
+    for _ in range(5):
+        assert proc.stdout.readline().strip()
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    ((events, quarantined, covered),) = _rows(
+        db, "SELECT (SELECT count(*) FROM events), (SELECT count(*) FROM quarantine), "
+            "(SELECT sum(next_offset) FROM checkpoints)")
+    total = 21 + len(BAD) + len(EDGE)
+    assert (events + quarantined, covered) == (30, 30) and 0 < quarantined < len(BAD) < total
+    subprocess.run([*run, str(10**9)], env=env, check=True, capture_output=True, timeout=300)
+    for sql in ("SELECT log_partition, log_offset, reason FROM quarantine ORDER BY ALL",
+                "SELECT * FROM events ORDER BY log_partition, log_offset"):
+        assert _rows(db, sql) == _rows(stores[True], sql)

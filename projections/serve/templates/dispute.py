@@ -174,7 +174,7 @@ def picker(tables: list[str], tz: tzinfo, table: str | None, at: datetime | None
             f'<label>Local time ({e(str(tz))}), 24-hour <input type="text" name="at" size="19" '
             f'placeholder="2026-11-28 21:14:07" value="{e(value)}" required '
             f'pattern="\\d{{4}}-\\d{{2}}-\\d{{2}}[ T]\\d{{2}}:\\d{{2}}(:\\d{{2}})?.*"></label>'
-            f'<label>Seat <input type="number" min="{FIRST_SEAT}" max="9" name="seat" '
+            f'<label>Seat <input type="number" min="{FIRST_SEAT}" name="seat" '
             f'value="{e(seat or "")}" placeholder="all"></label>'
             f'<button type="submit">Rebuild the hand</button></form>')
 
