@@ -7,7 +7,8 @@ of those), the database is opened read-only, and the DuckDB instance is guarded:
 - `enable_external_access = false`: no file, URL or directory outside the database itself
   (read_blob, read_csv, read_text, glob, `'http://...'`, COPY, ATTACH, INSTALL all refused);
 - `autoload_known_extensions` / `autoinstall_known_extensions` off: nothing is downloaded;
-- `memory_limit` (PITLOG_SQL_MEMORY_LIMIT, default SQL_MEMORY_LIMIT) and a bounded spill folder;
+- `memory_limit` (PITLOG_SQL_MEMORY_LIMIT, default SQL_MEMORY_LIMIT) and no spilling
+  (`temp_directory = ''`): a query over the limit fails, it never writes `<database>.tmp`;
 - `lock_configuration = true`: no SET, RESET or PRAGMA can undo any of the above.
 
 Those settings belong to the DuckDB *instance* (a file opened in a process), shared by every
@@ -35,8 +36,9 @@ from typing import Any
 
 import duckdb
 
-from events.errors import NotFoundError, PitlogError, ProjectionError
+from events.errors import NotFoundError, PitlogError, ProjectionError, first_line
 from projections.export import Rows
+from projections.memory import NO_SPILL
 from projections.snapshot import check_database_file, snapshot_path
 
 ALLOWED = ("SELECT", "WITH", "FROM", "VALUES", "TABLE", "DESCRIBE", "SHOW", "SUMMARIZE",
@@ -46,7 +48,6 @@ _EXPLAIN = re.compile(r"^\s*EXPLAIN(\s+ANALY[SZ]E)?\b", re.IGNORECASE)
 
 SQL_TIMEOUT_SECONDS = 60.0
 SQL_MEMORY_LIMIT = "1GB"
-SQL_TEMP_LIMIT = "1GB"  # what a query may spill beside the database file
 _AMOUNT = re.compile(r"\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)", re.IGNORECASE)
 
 
@@ -126,7 +127,7 @@ def guard_config(limits: QueryLimits) -> dict[str, Any]:
         "autoinstall_known_extensions": False,
         "allow_community_extensions": False,
         "memory_limit": limits.memory_limit,
-        "max_temp_directory_size": SQL_TEMP_LIMIT,
+        **NO_SPILL,  # read-only writes no file
         "lock_configuration": True,  # last: nothing above can be changed afterwards
     }
 
@@ -136,7 +137,8 @@ def seal_writer(con: duckdb.DuckDBPyConnection) -> None:
     process of `pitlog serve`, whose cursors answer typed SQL). The configuration cannot be
     locked there, since the projector changes its memory limit as it works, but external
     access once off cannot be switched back on while the database runs, and check_read_only
-    refuses SET. The writer's own file, its WAL and spills are not external access."""
+    refuses SET. The writer's own file, its WAL and spills are not external access (the
+    writer's instance spills, its readers' cursors with it: temp_directory is the instance's)."""
     for setting in ("enable_external_access", "autoload_known_extensions",
                     "autoinstall_known_extensions", "allow_community_extensions"):
         con.execute(f"SET {setting} = false").fetchall()
@@ -231,6 +233,11 @@ def run_guarded(con: duckdb.DuckDBPyConnection, query: str, params: list[Any] | 
         raise ProjectionError(
             f"the query was refused: {_one_line(error)}; pitlog sql reads the database only "
             f"(no files, URLs or extensions)") from error
+    if isinstance(error, duckdb.OutOfMemoryException):
+        raise ProjectionError(
+            f"the query ran out of memory ({first_line(error)}); narrow it, or raise the limit "
+            f"with --memory-limit or PITLOG_SQL_MEMORY_LIMIT (now {limits.memory_limit}); it "
+            f"never spills to disk") from error
     if isinstance(error, duckdb.Error):
         raise ProjectionError(f"the query failed: {_one_line(error)}") from error
     if error is not None:

@@ -11,6 +11,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from audit_scenarios import MONEY, evening
+from cli_support import run_recording_writes
 from simulated import simulated_db
 from typer.testing import CliRunner
 
@@ -138,42 +139,12 @@ def test_parquet_is_not_offered_where_it_cannot_be_written(command: list[str],
     assert not log.exists()  # refused before anything was written
 
 
-# Any Python-level open for writing, anywhere, or a file removed or renamed, is recorded (the
-# stdout export used a temporary file in $TMPDIR, created and deleted around each COPY).
-_NO_FILE_WRITTEN = """
-import os, sys
-written = []
-def record(event, args):
-    if event == "open" and isinstance(args[0], (str, bytes)):
-        mode, flags = args[1], args[2] or 0
-        if (mode is not None and any(c in mode for c in "wax+")) or (
-                flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND)):
-            written.append(os.fsdecode(args[0]))
-    if event in ("os.remove", "os.rename", "os.mkdir", "os.truncate"):
-        written.append(os.fsdecode(args[0]))
-sys.addaudithook(record)
-sys.argv = ["pitlog", *sys.argv[1:]]
-from cli.app import main
-try:
-    main()
-finally:
-    print("WRITTEN", written, file=sys.stderr)
-"""
-
-
 @pytest.mark.parametrize("fmt", ["json", "jsonl", "csv"])
 def test_a_query_to_stdout_writes_no_file_not_even_a_temporary_one(sim_db: Path,
                                                                    fmt: str) -> None:
-    import subprocess
-    import sys
-
-    root = Path(__file__).resolve().parents[2]
-    run = subprocess.run(
-        [sys.executable, "-c", _NO_FILE_WRITTEN, "anomalies", "--db", str(sim_db), "--format",
-         fmt], capture_output=True, text=True, timeout=300, cwd=root,
-        env={**__import__("os").environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    run, written = run_recording_writes("anomalies", "--db", str(sim_db), "--format", fmt)
     assert run.returncode == 0, run.stderr
-    assert run.stderr.strip().splitlines()[-1] == "WRITTEN []"
+    assert written == []
     # The same rows as the in-process command prints.
     assert run.stdout == _ok("anomalies", "--db", str(sim_db), "--format", fmt)
     assert len(run.stdout.splitlines()) > 3
