@@ -8,12 +8,15 @@ import os
 import shutil
 import subprocess
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from cli_support import run_recording_writes
 from simulated import simulated_db
 
+from events.log.embedded.log import EmbeddedLog
+from events.simulation.simulator import SimConfig, simulate
 from projections.memory import MORE_READER_MEMORY
 
 # Two million distinct 106-character strings grouped: about 300 MB of hash table. Under a
@@ -35,13 +38,10 @@ def _listing(folder: Path) -> dict[str, tuple[int, int]]:
     return {p.name: (p.stat().st_size, p.stat().st_mtime_ns) for p in folder.iterdir()}
 
 
-@pytest.fixture
-def unwritable(db: Path, tmp_path: Path) -> Iterator[Path]:
-    """A copy of the database in a folder this user cannot write. chmod does not stop root,
-    so as root the folder is also made immutable (chattr +i, which binds root too)."""
-    folder = tmp_path / "read-only"
-    folder.mkdir()
-    shutil.copy(db, folder / db.name)
+@contextmanager
+def unwritable_folder(folder: Path) -> Iterator[None]:
+    """`folder` made one this user cannot write. chmod does not stop root, so as root the
+    folder is also made immutable (chattr +i, which binds root too)."""
     folder.chmod(0o555)
     immutable = os.geteuid() == 0 and subprocess.run(
         ["chattr", "+i", str(folder)], capture_output=True).returncode == 0
@@ -52,11 +52,21 @@ def unwritable(db: Path, tmp_path: Path) -> Iterator[Path]:
             pass
         else:
             pytest.skip("cannot make a folder this user cannot write (root without chattr)")
-        yield folder / db.name
+        yield
     finally:
         if immutable:
             subprocess.run(["chattr", "-i", str(folder)], check=True)
         folder.chmod(0o755)
+
+
+@pytest.fixture
+def unwritable(db: Path, tmp_path: Path) -> Iterator[Path]:
+    """A copy of the database in a folder this user cannot write."""
+    folder = tmp_path / "read-only"
+    folder.mkdir()
+    shutil.copy(db, folder / db.name)
+    with unwritable_folder(folder):
+        yield folder / db.name
 
 
 def test_a_query_over_its_memory_limit_writes_no_file_and_names_the_option(
@@ -112,3 +122,33 @@ def test_read_only_commands_work_in_a_folder_no_one_can_write(db: Path,
     assert proc.returncode == 1 and proc.stdout == ""
     (line,) = proc.stderr.splitlines()
     assert line.endswith(SQL_OUT_OF_MEMORY_END), line
+
+
+def test_project_into_a_folder_it_cannot_write_is_one_error_line(tmp_path: Path) -> None:
+    """It printed `alerts not published yet: TransactionContext Error: cannot rollback - no
+    transaction is active` first: the alert outbox's commit failed (DuckDB cannot create
+    <db>.wal), and the rollback after it hid why."""
+    log_dir, folder = tmp_path / "log", tmp_path / "store"
+    folder.mkdir()
+    store = folder / "pitlog.duckdb"
+    log = EmbeddedLog(log_dir)
+    simulate(log, SimConfig(seed=3, tables=2, rounds=30, irregularities=0.05))
+    # Projected without publishing: the next run with alerts sets the outbox cursor first.
+    first = run_recording_writes("project", "--log", str(log_dir), "--db", str(store),
+                                 "--no-alerts")[0]
+    assert first.returncode == 0, first.stderr
+    simulate(log, SimConfig(seed=4, tables=2, rounds=10, irregularities=0.05))
+    with unwritable_folder(folder):
+        proc, _ = run_recording_writes("project", "--log", str(log_dir), "--db", str(store))
+    assert proc.returncode == 1, proc.stderr
+    (line,) = proc.stderr.splitlines()
+    assert line == (
+        f'Error: cannot write the database (TransactionContext Error: Failed to commit: Cannot '
+        f'open file "{store}.wal": {os.strerror(1 if os.geteuid() == 0 else 13)}); check the '
+        f"disk and that the database's folder can be written (DuckDB keeps <db>.wal beside "
+        f"the file), then run again to continue from the checkpoint"), line
+    # Nothing lost: the same run in a folder it can write projects every record.
+    again, _ = run_recording_writes("project", "--log", str(log_dir), "--db", str(store),
+                                    "-f", "jsonl")
+    assert again.returncode == 0, again.stderr
+    assert '"events":' in again.stdout and '"events":0,' not in again.stdout
