@@ -30,14 +30,15 @@ from __future__ import annotations
 import os
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, TypeVar
 
 import duckdb
 
 from events.errors import NotFoundError, PitlogError, ProjectionError, first_line
-from projections.export import Rows
+from projections.export import STREAM_BATCH_ROWS, Rows, stream
 from projections.memory import NO_SPILL
 from projections.snapshot import check_database_file, snapshot_path
 
@@ -49,6 +50,9 @@ _EXPLAIN = re.compile(r"^\s*EXPLAIN(\s+ANALY[SZ]E)?\b", re.IGNORECASE)
 SQL_TIMEOUT_SECONDS = 60.0
 SQL_MEMORY_LIMIT = "1GB"
 _AMOUNT = re.compile(r"\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)", re.IGNORECASE)
+
+
+T = TypeVar("T")
 
 
 class ReadOnlyQueryError(PitlogError):
@@ -120,7 +124,8 @@ def check_read_only(query: str) -> None:
 
 
 def guard_config(limits: QueryLimits) -> dict[str, Any]:
-    """The DuckDB instance settings of a guarded connection (see the module docstring)."""
+    """The DuckDB instance settings of a guarded connection (see the module docstring), all
+    but the lock, which `_locked` sets last."""
     return {
         "enable_external_access": False,
         "autoload_known_extensions": False,
@@ -128,8 +133,21 @@ def guard_config(limits: QueryLimits) -> dict[str, Any]:
         "allow_community_extensions": False,
         "memory_limit": limits.memory_limit,
         **NO_SPILL,  # read-only writes no file
-        "lock_configuration": True,  # last: nothing above can be changed afterwards
     }
+
+
+def _locked(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """The progress bar off, then `lock_configuration`: nothing can be changed afterwards.
+    The progress bar is the connection's own setting, not the instance's, so it cannot be
+    given at connect time; DuckDB drew it on stdout after 2 s, into the rows of
+    `pitlog sql -f jsonl` (found by tests/cli/test_cli_read_only.py)."""
+    try:
+        con.execute("SET enable_progress_bar = false")
+        con.execute("SET lock_configuration = true")
+    except BaseException:
+        con.close()
+        raise
+    return con
 
 
 def seal_writer(con: duckdb.DuckDBPyConnection) -> None:
@@ -157,7 +175,7 @@ def guarded_connection(db_path: str | Path,
     config = guard_config(limits)
     if path.is_file():
         try:
-            return duckdb.connect(str(path), read_only=True, config=config)
+            return _locked(duckdb.connect(str(path), read_only=True, config=config))
         except (duckdb.IOException, duckdb.ConnectionException) as exc:
             # IOException: another process holds the write lock; ConnectionException: this
             # process has the file open with other settings (a writer in the same process).
@@ -169,7 +187,7 @@ def guarded_connection(db_path: str | Path,
         except duckdb.Error as exc:  # a damaged file behind a valid header
             raise ProjectionError(f"cannot open {path}: {_one_line(exc)}") from exc
     try:
-        return duckdb.connect(str(snap), read_only=True, config=config)
+        return _locked(duckdb.connect(str(snap), read_only=True, config=config))
     except duckdb.Error as exc:
         raise ProjectionError(f"cannot open the snapshot {snap}: {exc}") from exc
 
@@ -199,13 +217,23 @@ def run_guarded(con: duckdb.DuckDBPyConnection, query: str, params: list[Any] | 
         raise ProjectionError(
             "this DuckDB connection is not guarded (external access on or configuration "
             "unlocked); run typed SQL only on sql_console.guarded_connection(db_path)")
+
+    def work() -> tuple[list[str], list[dict[str, Any]]]:
+        table = con.sql(query, params=params).to_arrow_table()
+        return table.column_names, Rows.of(table)
+
+    return _limited(con, work, limits)
+
+
+def _limited(con: duckdb.DuckDBPyConnection, work: Callable[[], T], limits: QueryLimits) -> T:
+    """`work()` (queries on `con`) within the time limit, stopped on Ctrl-C, DuckDB's errors
+    turned into one line each."""
     outcome: dict[str, Any] = {}
     done = threading.Event()
 
-    def work() -> None:
+    def run() -> None:
         try:
-            table = con.sql(query, params=params).to_arrow_table()
-            outcome["result"] = (table.column_names, Rows.of(table))
+            outcome["result"] = work()
         except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
             outcome["error"] = exc
         finally:
@@ -213,7 +241,7 @@ def run_guarded(con: duckdb.DuckDBPyConnection, query: str, params: list[Any] | 
 
     # An Event, not Thread.join: a join cut short by KeyboardInterrupt can return at once
     # afterwards (CPython's tstate lock), and closing a busy connection aborts the process.
-    threading.Thread(target=work, name="pitlog-sql", daemon=True).start()
+    threading.Thread(target=run, name="pitlog-sql", daemon=True).start()
     try:
         finished = done.wait(limits.timeout_seconds)
     except KeyboardInterrupt:
@@ -257,5 +285,27 @@ def run_query(db_path: str | Path, query: str, params: list[Any] | None = None,
     con = guarded_connection(db_path, limits)
     try:
         return run_guarded(con, query, params, limits)
+    finally:
+        con.close()
+
+
+def export_query(db_path: str | Path, query: str, fmt: str, out: IO[str],
+                 limits: QueryLimits | None = None, *, limit: int = 0,
+                 shown: Callable[[int, int], None] | None = None) -> None:
+    """One read-only query's rows written to `out` in json, jsonl or csv as they come, a batch
+    at a time (export.stream: memory bounded by a batch, nothing written when a value cannot
+    be), on a fresh guarded connection within the time limit."""
+    limits = limits or QueryLimits.from_env()
+    check_read_only(query)  # before opening anything
+    con = guarded_connection(db_path, limits)
+
+    def batches() -> Any:
+        relation = con.sql(query)
+        if relation is None:  # a statement, not a query: check_read_only lets none through
+            raise ReadOnlyQueryError("the statement returned no rows; give a query")
+        return relation.to_arrow_reader(batch_size=STREAM_BATCH_ROWS)
+
+    try:
+        _limited(con, lambda: stream(batches, fmt, out, limit=limit, shown=shown), limits)
     finally:
         con.close()
