@@ -1,6 +1,7 @@
 """Read-only commands write no file (read-only means no file, network or environment access):
 a query over its memory limit fails with one `Error:` line naming the option that raises the
-limit, instead of spilling to `<database>.tmp`; and they work in a folder no one can write."""
+limit, instead of spilling to `<database>.tmp`; and they work in a folder no one can write,
+where `pitlog project` stops with one `Error:` line."""
 
 from __future__ import annotations
 
@@ -69,43 +70,48 @@ def unwritable(db: Path, tmp_path: Path) -> Iterator[Path]:
         yield folder / db.name
 
 
-def test_a_query_over_its_memory_limit_writes_no_file_and_names_the_option(
-        db: Path, tmp_path: Path) -> None:
+@pytest.fixture
+def store(db: Path, tmp_path: Path) -> Path:
+    """A copy of the database alone in a folder of its own."""
     folder = tmp_path / "store"
     folder.mkdir()
-    store = folder / db.name
-    shutil.copy(db, store)
-    before = _listing(folder)
-    proc, written = run_recording_writes("sql", "--db", str(store), "--memory-limit", "60MB",
-                                         "-f", "json", BIG)
+    shutil.copy(db, folder / db.name)
+    return folder / db.name
+
+
+def _one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
     assert proc.returncode == 1 and proc.stdout == "", (proc.stdout, proc.stderr)
     (line,) = proc.stderr.splitlines()
+    return line
+
+
+def test_a_query_over_its_memory_limit_writes_no_file_and_names_the_option(store: Path
+                                                                           ) -> None:
+    before = _listing(store.parent)
+    proc, written = run_recording_writes("sql", "--db", str(store), "--memory-limit", "60MB",
+                                         "-f", "json", BIG)
+    line = _one_error_line(proc)
     assert line.startswith("Error: the query ran out of memory (Out of Memory Error: "), line
     assert line.endswith(SQL_OUT_OF_MEMORY_END), line
     assert written == []
-    assert _listing(folder) == before  # no <db>.tmp left behind, nothing else touched
+    assert _listing(store.parent) == before  # no <db>.tmp left behind, nothing else touched
     # The option named raises the limit: the same query then answers.
     proc, written = run_recording_writes("sql", "--db", str(store), "--memory-limit", "2GB",
                                          "-f", "jsonl", BIG)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == '{"n":2000000}\n'
-    assert written == [] and _listing(folder) == before
+    assert written == [] and _listing(store.parent) == before
 
 
-def test_a_reconcile_over_pitlog_memory_limit_is_one_error_line_naming_it(
-        db: Path, tmp_path: Path) -> None:
-    folder = tmp_path / "store"
-    folder.mkdir()
-    store = folder / db.name
-    shutil.copy(db, store)
-    before = _listing(folder)
+def test_a_reconcile_over_pitlog_memory_limit_is_one_error_line_naming_it(store: Path
+                                                                          ) -> None:
+    before = _listing(store.parent)
     proc, written = run_recording_writes("reconcile", "--db", str(store), "-f", "jsonl",
                                          env={"PITLOG_MEMORY_LIMIT": "1MB"})
-    assert proc.returncode == 1 and proc.stdout == "", (proc.stdout, proc.stderr)
-    (line,) = proc.stderr.splitlines()
+    line = _one_error_line(proc)
     assert line.startswith("Error: reconciliation query failed (Out of Memory Error: "), line
     assert line.endswith(f"; {MORE_READER_MEMORY}"), line
-    assert written == [] and _listing(folder) == before
+    assert written == [] and _listing(store.parent) == before
 
 
 def test_read_only_commands_work_in_a_folder_no_one_can_write(db: Path,
@@ -119,8 +125,7 @@ def test_read_only_commands_work_in_a_folder_no_one_can_write(db: Path,
     # Over the limit it runs out of memory as anywhere, not into the folder it cannot write.
     proc, _ = run_recording_writes("sql", "--db", str(unwritable), "--memory-limit", "60MB",
                                    BIG)
-    assert proc.returncode == 1 and proc.stdout == ""
-    (line,) = proc.stderr.splitlines()
+    line = _one_error_line(proc)
     assert line.endswith(SQL_OUT_OF_MEMORY_END), line
 
 
@@ -140,8 +145,7 @@ def test_project_into_a_folder_it_cannot_write_is_one_error_line(tmp_path: Path)
     simulate(log, SimConfig(seed=4, tables=2, rounds=10, irregularities=0.05))
     with unwritable_folder(folder):
         proc, _ = run_recording_writes("project", "--log", str(log_dir), "--db", str(store))
-    assert proc.returncode == 1, proc.stderr
-    (line,) = proc.stderr.splitlines()
+    line = _one_error_line(proc)
     assert line == (
         f'Error: cannot write the database (TransactionContext Error: Failed to commit: Cannot '
         f'open file "{store}.wal": {os.strerror(1 if os.geteuid() == 0 else 13)}); check the '
