@@ -53,11 +53,14 @@ def chosen_limit(memory_limit: str | None, default: str | None) -> str | None:
     return limit
 
 
-def reader_config() -> dict[str, str]:
+def reader_config() -> dict[str, str | bool | int | float | list[str]]:
     """The DuckDB settings of a read-only connection: no spilling (NO_SPILL), and
     PITLOG_MEMORY_LIMIT when set (else DuckDB's default, 80% of the machine)."""
     limit = chosen_limit(None, None)
-    return {**NO_SPILL, **({"memory_limit": limit} if limit else {})}
+    config: dict[str, str | bool | int | float | list[str]] = dict(NO_SPILL)
+    if limit:
+        config["memory_limit"] = limit
+    return config
 
 
 def _bytes(amount: str) -> float:
