@@ -28,6 +28,11 @@ def limited(rows: list[dict[str, Any]], limit: int | None, fmt: Format,
     n = limit if limit is not None else (DEFAULT_TABLE_ROWS if for_people else 0)
     if not n or len(rows) <= n:
         return rows
-    typer.echo(f"{n:,} of {len(rows):,} {what} shown: --limit N for more, --limit 0 for all",
-               err=True)
+    tell_shown(n, len(rows), what)
     return rows.head(n) if isinstance(rows, Rows) else rows[:n]
+
+
+def tell_shown(n: int, total: int, what: str = "rows") -> None:
+    """On stderr: n of the total are shown (a machine format on stdout stays exactly rows)."""
+    typer.echo(f"{n:,} of {total:,} {what} shown: --limit N for more, --limit 0 for all",
+               err=True)

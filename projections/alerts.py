@@ -28,10 +28,11 @@ from typing import Any
 
 import duckdb
 
-from events.errors import LogError, first_line
+from events.errors import LogError, ProjectionError, first_line
 from events.log.alerts import AlertSink
 from events.log.base import EventLog
 from projections.queries import rows as query_rows
+from projections.transaction import roll_back
 
 ALERTS_DDL = """CREATE TABLE IF NOT EXISTS alerts (
     alert_seq BIGINT NOT NULL, alert_id VARCHAR NOT NULL, code VARCHAR, severity VARCHAR,
@@ -198,7 +199,7 @@ def _read_sink(con: duckdb.DuckDBPyConnection, sink: AlertSink,
         con.execute("INSERT INTO alerts_outbox VALUES (?, 0)", [sink.name])
         con.commit()
     except BaseException:
-        con.rollback()
+        roll_back(con)
         raise
     return _Read(tail, held), 0
 
@@ -220,7 +221,7 @@ def _set_cursor(con: duckdb.DuckDBPyConnection, sink: str, seq: int,
                         "(SELECT unnest(?::VARCHAR[]))", [sink, reached])
         con.commit()
     except BaseException:
-        con.rollback()
+        roll_back(con)
         raise
 
 
@@ -245,7 +246,15 @@ class Publisher:
             return
         try:
             publish_pending(self.con, self.sink)
-        except (LogError, duckdb.Error) as exc:  # a broker down; DuckDB out of memory
+        except (LogError, duckdb.OutOfMemoryException) as exc:  # a broker down; no memory
             _LOG.warning("alerts not published yet: %s", first_line(exc))
+        except duckdb.Error as exc:
+            # The store itself refused the outbox cursor (a folder where DuckDB cannot create
+            # <db>.wal, a full disk): the batches would be refused the same way, so this is
+            # the run's one Error line, not a warning before it.
+            raise ProjectionError(
+                f"cannot write the database ({first_line(exc)}); check the disk and that the "
+                f"database's folder can be written (DuckDB keeps <db>.wal beside the file), "
+                f"then run again to continue from the checkpoint") from exc
         except Exception as exc:  # noqa: BLE001 - whatever a sink does, projecting goes on
             _LOG.warning("alerts not published yet: %s: %s", type(exc).__name__, first_line(exc))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
@@ -170,31 +170,127 @@ def arrow_table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> pa.Ta
 def write(rows: Sequence[dict[str, Any]], columns: Sequence[str], fmt: str,
           out: Path | IO[str]) -> None:
     """COPY the rows to `out` (a path, or a text stream such as stdout) in `fmt`."""
-    import duckdb
-
     table = arrow_table(rows, columns)
-    if fmt == "csv":
-        table = _visible_strings(table)
-    with duckdb.connect() as con:
-        con.execute("SET TimeZone = 'UTC'")
-        con.register("export_rows", table)
-        select = "SELECT " + (", ".join(f'"{c}"' for c in columns) or "NULL AS none") + \
-            " FROM export_rows"
+    with _export_connection() as con:
         if isinstance(out, Path):
-            _copy(con, select, fmt, out)
+            con.register("export_rows", _visible_strings(table) if fmt == "csv" else table)
+            _copy(con, _select(columns), fmt, out)
             return
-        text = _copied(con, select, fmt).decode("utf-8")
-        if fmt in ("json", "jsonl"):  # a terminal: no raw DEL, C1 or bidi control
-            text = json_safe(text)
-        out.write(text)
+        out.write(_text(con, table, columns, fmt))
         out.flush()
 
 
-def _copied(con: duckdb.DuckDBPyConnection, select: str, fmt: str) -> bytes:
+# Rows per batch of a streamed export: its memory is a batch's Arrow data and its text.
+STREAM_BATCH_ROWS = 100_000
+# The Arrow types every value of which an export can write: any other type's values are
+# checked first (unexportable), as `arrow_table` would find them.
+_PLAIN = ("is_integer", "is_floating", "is_boolean", "is_string", "is_large_string",
+          "is_binary", "is_large_binary", "is_null")
+
+
+def stream(batches: Callable[[], pa.RecordBatchReader], fmt: str, out: IO[str], *,
+           limit: int = 0, shown: Callable[[int, int], None] | None = None) -> None:
+    """Write a query's rows to the text stream `out` in json, jsonl or csv, a batch at a time,
+    so memory is bounded by a batch, not by the result (a 212 MB export held 2.1 GB).
+
+    `batches()` runs the query; it is called twice. The first pass reads every batch, checks
+    each value of a column whose type can hold one no export can (`unexportable`: an infinite
+    timestamp, a HUGEINT past 38 digits, a UNION) and counts the rows: a value that cannot be
+    written, or a query that fails, is then an error before the first byte, as when the whole
+    output was held until COPY succeeded. The second pass writes the first `limit` rows (0:
+    all); `shown(limit, total)` is told first when rows are left out."""
+    import pyarrow as pa
+
+    reader = batches()
+    schema = reader.schema
+    checked = [i for i, f in enumerate(schema) if not _plain_type(f.type)]
+    total = 0
+    for batch in reader:
+        total += batch.num_rows
+        if checked and batch.num_rows:
+            part = pa.Table.from_batches([batch]).select(checked)
+            arrow_table(Rows.of(part), part.column_names)  # raises unexportable
+    if limit and total > limit and shown is not None:
+        shown(limit, total)
+    columns = schema.names
+    left = limit or total
+    written = False
+    with _export_connection() as con:
+        if fmt == "json":  # DuckDB's own ARRAY framing, around the batches' JSON lines
+            out.write("[\n\t")
+        for batch in batches():
+            if left <= 0:
+                break
+            batch = batch.slice(0, left)
+            if not batch.num_rows:
+                continue
+            left -= batch.num_rows
+            table = _typed_nulls(pa.Table.from_batches([batch]))
+            if fmt == "json":
+                text = _text(con, table, columns, "jsonl").rstrip("\n").replace("\n", ",\n\t")
+                out.write((",\n\t" if written else "") + text)
+            else:
+                out.write(_text(con, table, columns, fmt, header=not written))
+            written = True
+        if fmt == "json":
+            out.write("\n]\n")
+        elif fmt == "csv" and not written:  # an empty result keeps its header
+            out.write(_text(con, _typed_nulls(schema.empty_table()), columns, fmt))
+    out.flush()
+
+
+def _plain_type(typ: pa.DataType) -> bool:
+    import pyarrow as pa
+
+    return any(getattr(pa.types, test)(typ) for test in _PLAIN)
+
+
+def _typed_nulls(table: pa.Table) -> pa.Table:
+    """A column NULL in every row and untyped by its query (`SELECT NULL AS x`) takes the type
+    its name suggests, as `arrow_table` gives it."""
+    import pyarrow as pa
+
+    for i, field in enumerate(table.schema):
+        if pa.types.is_null(field.type):
+            table = table.set_column(i, field.name, table.column(i).cast(_fallback(field.name)))
+    return table
+
+
+def _export_connection() -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB for COPY, in UTC (the times' Z is true), never spilling: an
+    in-memory database would offload to `.tmp` in the working folder."""
+    import duckdb
+
+    from projections.memory import NO_SPILL
+
+    con = duckdb.connect(config=dict(NO_SPILL))
+    con.execute("SET TimeZone = 'UTC'")
+    return con
+
+
+def _select(columns: Sequence[str]) -> str:
+    return "SELECT " + (", ".join('"' + c.replace('"', '""') + '"' for c in columns)
+                        or "NULL AS none") + " FROM export_rows"
+
+
+def _text(con: duckdb.DuckDBPyConnection, table: pa.Table, columns: Sequence[str], fmt: str,
+          *, header: bool = True) -> str:
+    """What COPY writes of `table` in `fmt`, as text ready for a terminal."""
+    con.register("export_rows", _visible_strings(table) if fmt == "csv" else table)
+    try:
+        text = _copied(con, _select(columns), fmt, header=header).decode("utf-8")
+    finally:
+        con.unregister("export_rows")
+    if fmt in ("json", "jsonl"):  # a terminal: no raw DEL, C1 or bidi control
+        text = json_safe(text)
+    return text
+
+
+def _copied(con: duckdb.DuckDBPyConnection, select: str, fmt: str, *,
+            header: bool = True) -> bytes:
     """What COPY writes, read back through a pipe: a query command writes no file, not even a
     temporary one (read-only means no file access). Held until COPY succeeded, so a failure
-    prints nothing partial; the rows themselves are already in memory, and their text is
-    smaller than they are."""
+    prints nothing partial of what it was given (`stream` gives it a batch at a time)."""
     read_end, write_end = os.pipe()
     chunks: list[bytes] = []
 
@@ -206,7 +302,7 @@ def _copied(con: duckdb.DuckDBPyConnection, select: str, fmt: str) -> bytes:
     reader = threading.Thread(target=drain, name="pitlog-export", daemon=True)
     reader.start()
     try:
-        _copy(con, select, fmt, Path(f"/dev/fd/{write_end}"), direct=True)
+        _copy(con, select, fmt, Path(f"/dev/fd/{write_end}"), direct=True, header=header)
     finally:
         os.close(write_end)
         reader.join()
@@ -229,12 +325,15 @@ def _visible_strings(table: pa.Table) -> pa.Table:
 
 
 def _copy(con: duckdb.DuckDBPyConnection, select: str, fmt: str, path: Path,
-          *, direct: bool = False) -> None:
-    """`direct`: write `path` itself, never a temporary file beside it (a pipe has no folder)."""
+          *, direct: bool = False, header: bool = True) -> None:
+    """`direct`: write `path` itself, never a temporary file beside it (a pipe has no folder).
+    `header`: a CSV's header line (a streamed export's later batches have none)."""
     import duckdb
 
     target = str(path).replace("'", "''")
     options = FORMATS[fmt][:-1] + ", USE_TMP_FILE false)" if direct else FORMATS[fmt]
+    if not header:
+        options = options.replace("HEADER true", "HEADER false")
     try:
         con.execute(f"COPY ({select}) TO '{target}' {options}")
     except duckdb.IOException as exc:  # a full disk, a file that cannot be written

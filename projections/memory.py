@@ -6,6 +6,7 @@ importing the projector's codec (issue 19 item 4: a command imports only what it
 
 from __future__ import annotations
 
+import os
 import re
 import weakref
 from collections.abc import Iterator
@@ -27,10 +28,39 @@ DEFAULT_MEMORY_LIMIT = "512MB"
 # What to do when a query ran out of it (DuckDB spills most of a query to disk, not all).
 MORE_MEMORY = "give DuckDB more memory (pitlog project --memory-limit 1GB, or PITLOG_MEMORY_LIMIT)"
 LOAD_MEMORY_LIMIT = "128MB"
+# A read-only connection writes no file (read-only means no file, network or environment access):
+# DuckDB's default temp_directory would offload what exceeds the memory limit to
+# `<database>.tmp` (and leave the folder behind). '' turns offloading off (checked on DuckDB
+# 2.0: a query over the limit then raises OutOfMemoryException and writes nothing).
+NO_SPILL: dict[str, str] = {"temp_directory": ""}
+# What to do when a read-only command's query ran out of memory: it cannot spill, so only more
+# memory helps. PITLOG_MEMORY_LIMIT sets a reader's limit too (reader_config).
+MORE_READER_MEMORY = ("give DuckDB more memory (PITLOG_MEMORY_LIMIT=4GB, for example); a "
+                      "read-only command never spills to disk")
 _LIMITS: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, str] = weakref.WeakKeyDictionary()
 _UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
           "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
 _MEMORY = re.compile(r"(\d+(?:\.\d+)?)\s*(" + "|".join(_UNITS) + ")", re.IGNORECASE)
+
+
+def chosen_limit(memory_limit: str | None, default: str | None) -> str | None:
+    """The memory limit to give DuckDB: `memory_limit` (an option), else PITLOG_MEMORY_LIMIT,
+    else `default`. ProjectionError when it is not an amount."""
+    limit = memory_limit or os.environ.get("PITLOG_MEMORY_LIMIT") or default
+    if limit is not None and not _MEMORY.fullmatch(limit):
+        raise ProjectionError(f"memory limit {limit!r} (--memory-limit or PITLOG_MEMORY_LIMIT) "
+                              f"is not an amount: write it like 1GB or 512MB")
+    return limit
+
+
+def reader_config() -> dict[str, str | bool | int | float | list[str]]:
+    """The DuckDB settings of a read-only connection: no spilling (NO_SPILL), and
+    PITLOG_MEMORY_LIMIT when set (else DuckDB's default, 80% of the machine)."""
+    limit = chosen_limit(None, None)
+    config: dict[str, str | bool | int | float | list[str]] = dict(NO_SPILL)
+    if limit:
+        config["memory_limit"] = limit
+    return config
 
 
 def _bytes(amount: str) -> float:

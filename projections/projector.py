@@ -44,6 +44,7 @@ from projections.incremental import Detector, close_detector, detector_for
 from projections.log_checks import check_log_holds, hash_ok
 from projections.memory import LOAD_MEMORY_LIMIT, MORE_MEMORY, memory_limit_at_most
 from projections.snapshot import publish_snapshot
+from projections.transaction import roll_back
 
 # Two of DuckDB's row groups (122,880 rows each). An insert of at least a row group is written
 # straight to the file as whole row groups; a smaller one goes to the write-ahead log first and
@@ -402,12 +403,7 @@ class _BatchLoader:
                 con.commit()
             except BaseException as exc:
                 # Whatever stopped us (an error, KeyboardInterrupt): nothing partial remains.
-                # A commit that failed (a full disk) has already ended the transaction: then
-                # rollback's own "no transaction is active" must not hide the real error.
-                try:
-                    con.rollback()
-                except duckdb.Error:
-                    pass
+                roll_back(con)
                 if isinstance(exc, duckdb.Error):
                     raise self._failure(batch, exc) from exc
                 raise
@@ -455,7 +451,7 @@ class _BatchLoader:
     def _failure(self, batch: Batch, exc: duckdb.Error) -> ProjectionError:
         first, last = batch[0], batch[-1]
         hint = (MORE_MEMORY if isinstance(exc, duckdb.OutOfMemoryException) else
-                "check the disk and the database file")
+                "check the disk, the database file and that its folder can be written")
         return ProjectionError(
             f"{self.source}: DuckDB refused log records p{first.partition}@{first.offset}.."
             f"p{last.partition}@{last.offset} ({first_line(exc)}); nothing of this "

@@ -33,6 +33,7 @@ from projections.localtime import parse_zone, sql_zone
 from projections.memory import (
     DEFAULT_MEMORY_LIMIT,
     MORE_MEMORY,
+    MORE_READER_MEMORY,
     memory_limit_at_most,
     threads_at_most,
 )
@@ -235,10 +236,10 @@ def run_rows(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any]) -
     # Through Arrow: timezone-aware datetimes without the optional pytz package. Within
     # DEFAULT_MEMORY_LIMIT, the writer's own bound: a read-only connection has DuckDB's default
     # (80% of the machine), and the ledger's joins and windows over every round then kept
-    # 754 MB resident at 1M events and ~2 GB at 10M; capped, they spill to <db>.tmp instead
-    # (issue 19 item 5, benchmarks/results.md "Session 12: 10M"). Not every state spills (the
-    # rounds' list and ordered aggregates): with two threads the capped query ran out at 10M,
-    # with one it held 676 MB. Should it still run out, it runs again as before the cap.
+    # 754 MB resident at 1M events and ~2 GB at 10M (issue 19 item 5, benchmarks/results.md
+    # "Session 12: 10M"). A read-only connection never spills (memory.NO_SPILL: a reader writes
+    # no file), so should the capped query run out, it runs again within the connection's own
+    # limit (PITLOG_MEMORY_LIMIT, else DuckDB's default), and only then fails.
     # Only on a read-only connection (a query command's own): DuckDB's memory_limit and threads
     # are settings of the database instance, so on `pitlog serve`'s cursors they would also
     # bind the follower's batches and race with concurrent requests (one restoring what another
@@ -255,8 +256,9 @@ def run_rows(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any]) -
         raise ProjectionError(
             f"the database has no pitlog ledger ({exc}); run `pitlog project` first") from exc
     except duckdb.OutOfMemoryException as exc:
+        more = MORE_READER_MEMORY if _read_only(con) else MORE_MEMORY
         raise ProjectionError(f"reconciliation query failed ({first_line(exc)}); "
-                              f"{MORE_MEMORY}") from exc
+                              f"{more}") from exc
     except duckdb.Error as exc:
         raise ProjectionError(f"reconciliation query failed ({first_line(exc)})") from exc
 

@@ -72,6 +72,7 @@ from projections.reconcile import (
     stored_money_current,
 )
 from projections.reddog_macros import macros_sql
+from projections.transaction import roll_back
 from projections.views import SQL_DIR, VIEW_FILES
 
 ROUND_MONEY_TAPS = "round_money_taps"
@@ -252,10 +253,7 @@ def _store_built(con: duckdb.DuckDBPyConnection, before_commit: Callable[[], Non
         before_commit()
         con.commit()
     except BaseException:
-        try:
-            con.rollback()
-        except duckdb.Error:
-            pass
+        roll_back(con)
         raise
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import duckdb
 
 from events.errors import NotFoundError, ProjectionError, first_line
+from projections.memory import reader_config
 
 _MAGIC = b"DUCK"  # at byte 8 of every DuckDB database file
 
@@ -100,8 +101,9 @@ def open_for_reading(db_path: str | Path) -> duckdb.DuckDBPyConnection:
     if not path.exists() and not snap.exists():
         raise NotFoundError(f"no database at {path}: run `pitlog project` first")
     check_database_file(path, may_be_missing=True)
+    config = reader_config()  # no spilling: a reader writes no file
     try:
-        return duckdb.connect(str(path), read_only=True)
+        return duckdb.connect(str(path), read_only=True, config=config)
     except (duckdb.IOException, duckdb.ConnectionException) as exc:
         # IOException: another process holds the write lock; ConnectionException: this very
         # process has the file open read-write (DuckDB allows one configuration per file).
@@ -117,6 +119,6 @@ def open_for_reading(db_path: str | Path) -> duckdb.DuckDBPyConnection:
                               f"it is damaged, rebuild it with `pitlog project` into a new "
                               f"file") from exc
     try:
-        return duckdb.connect(str(snap), read_only=True)
+        return duckdb.connect(str(snap), read_only=True, config=config)
     except duckdb.Error as exc:
         raise ProjectionError(f"cannot open the snapshot {snap}: {exc}") from exc

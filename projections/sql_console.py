@@ -7,7 +7,8 @@ of those), the database is opened read-only, and the DuckDB instance is guarded:
 - `enable_external_access = false`: no file, URL or directory outside the database itself
   (read_blob, read_csv, read_text, glob, `'http://...'`, COPY, ATTACH, INSTALL all refused);
 - `autoload_known_extensions` / `autoinstall_known_extensions` off: nothing is downloaded;
-- `memory_limit` (PITLOG_SQL_MEMORY_LIMIT, default SQL_MEMORY_LIMIT) and a bounded spill folder;
+- `memory_limit` (PITLOG_SQL_MEMORY_LIMIT, default SQL_MEMORY_LIMIT) and no spilling
+  (`temp_directory = ''`): a query over the limit fails, it never writes `<database>.tmp`;
 - `lock_configuration = true`: no SET, RESET or PRAGMA can undo any of the above.
 
 Those settings belong to the DuckDB *instance* (a file opened in a process), shared by every
@@ -29,14 +30,16 @@ from __future__ import annotations
 import os
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, TypeVar
 
 import duckdb
 
-from events.errors import NotFoundError, PitlogError, ProjectionError
-from projections.export import Rows
+from events.errors import NotFoundError, PitlogError, ProjectionError, first_line
+from projections.export import STREAM_BATCH_ROWS, Rows, stream
+from projections.memory import NO_SPILL
 from projections.snapshot import check_database_file, snapshot_path
 
 ALLOWED = ("SELECT", "WITH", "FROM", "VALUES", "TABLE", "DESCRIBE", "SHOW", "SUMMARIZE",
@@ -46,8 +49,10 @@ _EXPLAIN = re.compile(r"^\s*EXPLAIN(\s+ANALY[SZ]E)?\b", re.IGNORECASE)
 
 SQL_TIMEOUT_SECONDS = 60.0
 SQL_MEMORY_LIMIT = "1GB"
-SQL_TEMP_LIMIT = "1GB"  # what a query may spill beside the database file
 _AMOUNT = re.compile(r"\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)", re.IGNORECASE)
+
+
+T = TypeVar("T")
 
 
 class ReadOnlyQueryError(PitlogError):
@@ -119,16 +124,30 @@ def check_read_only(query: str) -> None:
 
 
 def guard_config(limits: QueryLimits) -> dict[str, Any]:
-    """The DuckDB instance settings of a guarded connection (see the module docstring)."""
+    """The DuckDB instance settings of a guarded connection (see the module docstring), all
+    but the lock, which `_locked` sets last."""
     return {
         "enable_external_access": False,
         "autoload_known_extensions": False,
         "autoinstall_known_extensions": False,
         "allow_community_extensions": False,
         "memory_limit": limits.memory_limit,
-        "max_temp_directory_size": SQL_TEMP_LIMIT,
-        "lock_configuration": True,  # last: nothing above can be changed afterwards
+        **NO_SPILL,  # read-only writes no file
     }
+
+
+def _locked(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """The progress bar off, then `lock_configuration`: nothing can be changed afterwards.
+    The progress bar is the connection's own setting, not the instance's, so it cannot be
+    given at connect time; DuckDB drew it on stdout after 2 s, into the rows of
+    `pitlog sql -f jsonl` (found by tests/cli/test_cli_read_only.py)."""
+    try:
+        con.execute("SET enable_progress_bar = false")
+        con.execute("SET lock_configuration = true")
+    except BaseException:
+        con.close()
+        raise
+    return con
 
 
 def seal_writer(con: duckdb.DuckDBPyConnection) -> None:
@@ -136,7 +155,8 @@ def seal_writer(con: duckdb.DuckDBPyConnection) -> None:
     process of `pitlog serve`, whose cursors answer typed SQL). The configuration cannot be
     locked there, since the projector changes its memory limit as it works, but external
     access once off cannot be switched back on while the database runs, and check_read_only
-    refuses SET. The writer's own file, its WAL and spills are not external access."""
+    refuses SET. The writer's own file, its WAL and spills are not external access (the
+    writer's instance spills, its readers' cursors with it: temp_directory is the instance's)."""
     for setting in ("enable_external_access", "autoload_known_extensions",
                     "autoinstall_known_extensions", "allow_community_extensions"):
         con.execute(f"SET {setting} = false").fetchall()
@@ -155,7 +175,7 @@ def guarded_connection(db_path: str | Path,
     config = guard_config(limits)
     if path.is_file():
         try:
-            return duckdb.connect(str(path), read_only=True, config=config)
+            return _locked(duckdb.connect(str(path), read_only=True, config=config))
         except (duckdb.IOException, duckdb.ConnectionException) as exc:
             # IOException: another process holds the write lock; ConnectionException: this
             # process has the file open with other settings (a writer in the same process).
@@ -167,7 +187,7 @@ def guarded_connection(db_path: str | Path,
         except duckdb.Error as exc:  # a damaged file behind a valid header
             raise ProjectionError(f"cannot open {path}: {_one_line(exc)}") from exc
     try:
-        return duckdb.connect(str(snap), read_only=True, config=config)
+        return _locked(duckdb.connect(str(snap), read_only=True, config=config))
     except duckdb.Error as exc:
         raise ProjectionError(f"cannot open the snapshot {snap}: {exc}") from exc
 
@@ -197,13 +217,23 @@ def run_guarded(con: duckdb.DuckDBPyConnection, query: str, params: list[Any] | 
         raise ProjectionError(
             "this DuckDB connection is not guarded (external access on or configuration "
             "unlocked); run typed SQL only on sql_console.guarded_connection(db_path)")
+
+    def work() -> tuple[list[str], list[dict[str, Any]]]:
+        table = con.sql(query, params=params).to_arrow_table()
+        return table.column_names, Rows.of(table)
+
+    return _limited(con, work, limits)
+
+
+def _limited(con: duckdb.DuckDBPyConnection, work: Callable[[], T], limits: QueryLimits) -> T:
+    """`work()` (queries on `con`) within the time limit, stopped on Ctrl-C, DuckDB's errors
+    turned into one line each."""
     outcome: dict[str, Any] = {}
     done = threading.Event()
 
-    def work() -> None:
+    def run() -> None:
         try:
-            table = con.sql(query, params=params).to_arrow_table()
-            outcome["result"] = (table.column_names, Rows.of(table))
+            outcome["result"] = work()
         except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
             outcome["error"] = exc
         finally:
@@ -211,7 +241,7 @@ def run_guarded(con: duckdb.DuckDBPyConnection, query: str, params: list[Any] | 
 
     # An Event, not Thread.join: a join cut short by KeyboardInterrupt can return at once
     # afterwards (CPython's tstate lock), and closing a busy connection aborts the process.
-    threading.Thread(target=work, name="pitlog-sql", daemon=True).start()
+    threading.Thread(target=run, name="pitlog-sql", daemon=True).start()
     try:
         finished = done.wait(limits.timeout_seconds)
     except KeyboardInterrupt:
@@ -231,6 +261,11 @@ def run_guarded(con: duckdb.DuckDBPyConnection, query: str, params: list[Any] | 
         raise ProjectionError(
             f"the query was refused: {_one_line(error)}; pitlog sql reads the database only "
             f"(no files, URLs or extensions)") from error
+    if isinstance(error, duckdb.OutOfMemoryException):
+        raise ProjectionError(
+            f"the query ran out of memory ({first_line(error)}); narrow it, or raise the limit "
+            f"with --memory-limit or PITLOG_SQL_MEMORY_LIMIT (now {limits.memory_limit}); it "
+            f"never spills to disk") from error
     if isinstance(error, duckdb.Error):
         raise ProjectionError(f"the query failed: {_one_line(error)}") from error
     if error is not None:
@@ -250,5 +285,27 @@ def run_query(db_path: str | Path, query: str, params: list[Any] | None = None,
     con = guarded_connection(db_path, limits)
     try:
         return run_guarded(con, query, params, limits)
+    finally:
+        con.close()
+
+
+def export_query(db_path: str | Path, query: str, fmt: str, out: IO[str],
+                 limits: QueryLimits | None = None, *, limit: int = 0,
+                 shown: Callable[[int, int], None] | None = None) -> None:
+    """One read-only query's rows written to `out` in json, jsonl or csv as they come, a batch
+    at a time (export.stream: memory bounded by a batch, nothing written when a value cannot
+    be), on a fresh guarded connection within the time limit."""
+    limits = limits or QueryLimits.from_env()
+    check_read_only(query)  # before opening anything
+    con = guarded_connection(db_path, limits)
+
+    def batches() -> Any:
+        relation = con.sql(query)
+        if relation is None:  # a statement, not a query: check_read_only lets none through
+            raise ReadOnlyQueryError("the statement returned no rows; give a query")
+        return relation.to_arrow_reader(batch_size=STREAM_BATCH_ROWS)
+
+    try:
+        _limited(con, lambda: stream(batches, fmt, out, limit=limit, shown=shown), limits)
     finally:
         con.close()

@@ -22,7 +22,6 @@ Only projections/ imports duckdb (STYLE, idiom 4).
 
 from __future__ import annotations
 
-import os
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +33,13 @@ import pyarrow as pa
 from events.errors import ProjectionError, first_line
 from events.wire import codec
 from projections.defaults import STORAGE_VERSION
-from projections.memory import _LIMITS, _MEMORY, DEFAULT_MEMORY_LIMIT, MORE_MEMORY
+from projections.memory import (
+    _LIMITS,
+    DEFAULT_MEMORY_LIMIT,
+    MORE_MEMORY,
+    chosen_limit,
+    reader_config,
+)
 from projections.snapshot import (
     check_database_file,
     open_for_reading,
@@ -252,17 +257,15 @@ def open_store(path: str | Path, read_only: bool = False,
 
     A read-write connection gets DuckDB's memory_limit (`memory_limit`, else the
     PITLOG_MEMORY_LIMIT variable, else DEFAULT_MEMORY_LIMIT): the projector then streams in
-    bounded memory however long the log, spilling to `<file>.tmp` if a query needs more."""
-    limit = memory_limit or os.environ.get("PITLOG_MEMORY_LIMIT") or DEFAULT_MEMORY_LIMIT
-    if not read_only and not _MEMORY.fullmatch(limit):
-        raise ProjectionError(f"memory limit {limit!r} (--memory-limit or PITLOG_MEMORY_LIMIT) "
-                              f"is not an amount: write it like 1GB or 512MB")
+    bounded memory however long the log, spilling to `<file>.tmp` if a query needs more. A
+    read-only connection never spills (memory.reader_config)."""
+    limit = "" if read_only else chosen_limit(memory_limit, DEFAULT_MEMORY_LIMIT) or ""
     file = Path(path)
     check_database_file(file, may_be_missing=not read_only)
     created = not read_only and not file.exists()
     try:
         config: dict[str, str | bool | int | float | list[str]] = (
-            {} if read_only else {"storage_compatibility_version": STORAGE_VERSION})
+            reader_config() if read_only else {"storage_compatibility_version": STORAGE_VERSION})
         con = duckdb.connect(str(path), read_only=read_only, config=config)
     except (duckdb.IOException, duckdb.ConnectionException) as exc:
         # IOException: another process holds the file; ConnectionException: this process has

@@ -9,12 +9,14 @@ from typing import Annotated
 import typer
 
 from cli.client import ServerOpt, ask
-from cli.listing import LimitOpt, limited
+from cli.listing import LimitOpt, limited, tell_shown
 from cli.options import DbOpt, FormatOpt, OutOpt, TzOpt, db_path
 from cli.output import Format, render
 from events.errors import PitlogError
 from projections.localtime import casino_zone
-from projections.sql_console import QueryLimits, run_query
+from projections.sql_console import QueryLimits, export_query, run_query
+
+STREAMED = (Format.json, Format.jsonl, Format.csv)  # to stdout (--out files: the rows, then COPY)
 
 
 def sql_cmd(
@@ -46,6 +48,11 @@ def sql_cmd(
             raise PitlogError("pitlog sql -: standard input held no query")
     limits = QueryLimits.from_env(timeout, memory_limit)  # bad limits: an error before asking
     answer = ask(db_path(db), server, "/api/sql", q=query)
+    if answer is None and out is None and format in STREAMED:
+        # Written as the rows come, a batch at a time: memory does not follow the result.
+        export_query(db_path(db), query, format.value, sys.stdout, limits, limit=limit or 0,
+                     shown=tell_shown)
+        return
     if answer is None:
         columns, rows = run_query(db_path(db), query, limits=limits)
     else:

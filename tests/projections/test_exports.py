@@ -5,12 +5,14 @@ empty result keeps its columns; JSON numbers are numbers; JSON lines stream one 
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 
 import duckdb
 import pytest
 from audit_scenarios import MONEY, evening
+from cli_support import run_recording_writes
 from simulated import simulated_db
 from typer.testing import CliRunner
 
@@ -138,42 +140,12 @@ def test_parquet_is_not_offered_where_it_cannot_be_written(command: list[str],
     assert not log.exists()  # refused before anything was written
 
 
-# Any Python-level open for writing, anywhere, or a file removed or renamed, is recorded (the
-# stdout export used a temporary file in $TMPDIR, created and deleted around each COPY).
-_NO_FILE_WRITTEN = """
-import os, sys
-written = []
-def record(event, args):
-    if event == "open" and isinstance(args[0], (str, bytes)):
-        mode, flags = args[1], args[2] or 0
-        if (mode is not None and any(c in mode for c in "wax+")) or (
-                flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND)):
-            written.append(os.fsdecode(args[0]))
-    if event in ("os.remove", "os.rename", "os.mkdir", "os.truncate"):
-        written.append(os.fsdecode(args[0]))
-sys.addaudithook(record)
-sys.argv = ["pitlog", *sys.argv[1:]]
-from cli.app import main
-try:
-    main()
-finally:
-    print("WRITTEN", written, file=sys.stderr)
-"""
-
-
 @pytest.mark.parametrize("fmt", ["json", "jsonl", "csv"])
 def test_a_query_to_stdout_writes_no_file_not_even_a_temporary_one(sim_db: Path,
                                                                    fmt: str) -> None:
-    import subprocess
-    import sys
-
-    root = Path(__file__).resolve().parents[2]
-    run = subprocess.run(
-        [sys.executable, "-c", _NO_FILE_WRITTEN, "anomalies", "--db", str(sim_db), "--format",
-         fmt], capture_output=True, text=True, timeout=300, cwd=root,
-        env={**__import__("os").environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    run, written = run_recording_writes("anomalies", "--db", str(sim_db), "--format", fmt)
     assert run.returncode == 0, run.stderr
-    assert run.stderr.strip().splitlines()[-1] == "WRITTEN []"
+    assert written == []
     # The same rows as the in-process command prints.
     assert run.stdout == _ok("anomalies", "--db", str(sim_db), "--format", fmt)
     assert len(run.stdout.splitlines()) > 3
@@ -208,3 +180,73 @@ def test_a_value_no_export_can_hold_is_an_error_naming_its_column_and_the_cast(
                 f"SELECT CAST({cast} AS VARCHAR) AS v FROM (SELECT 1 AS a, {select})")
     assert json.loads(shown)[0]["v"] in ("170141183460469231731687303715884105727", "1",
                                          "infinity", "-infinity")
+
+
+# Stdout exports stream a batch at a time (export.stream): 3M rows, 212 MB of JSON lines,
+# held 2.1 GB when the whole output waited for COPY to succeed (benchmarks/results.md).
+STREAMED_ROWS = 3_000_000
+
+
+def test_a_large_export_to_stdout_keeps_memory_bounded(sim_db: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cli.app", "sql", "--db", str(sim_db), "-f", "jsonl",
+         f"SELECT i, repeat('x', 50) AS s FROM range({STREAMED_ROWS}) t(i)"], cwd=root,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    lines = last = 0
+    while chunk := proc.stdout.read(1 << 20):
+        lines += chunk.count(b"\n")
+        last = chunk
+    _, status, usage = os.wait4(proc.pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, proc.stderr.read()
+    assert lines == STREAMED_ROWS
+    assert last.endswith(b'{"i":%d,"s":"%s"}\n' % (STREAMED_ROWS - 1, b"x" * 50))
+    # ru_maxrss is in KiB: the rows' text alone is 212 MB, and held it peaked at 2.1 GB.
+    assert usage.ru_maxrss < 1024 * 1024, usage.ru_maxrss
+
+
+def test_an_unexportable_value_in_a_later_batch_still_writes_nothing(sim_db: Path) -> None:
+    import subprocess
+    import sys
+
+    from projections.export import STREAM_BATCH_ROWS
+
+    bad = STREAM_BATCH_ROWS * 2 + 7  # well past the first batch written
+    root = Path(__file__).resolve().parents[2]
+    for fmt in ("json", "jsonl", "csv"):
+        run = subprocess.run(
+            [sys.executable, "-m", "cli.app", "sql", "--db", str(sim_db), "-f", fmt,
+             f"SELECT i, CASE WHEN i = {bad} THEN 'infinity'::TIMESTAMP ELSE TIMESTAMP "
+             f"'2026-12-03 08:00' END AS seen_at FROM range({bad + 10}) t(i)"],
+            capture_output=True, text=True, timeout=300, cwd=root)
+        assert run.returncode == 1 and run.stdout == "", (fmt, run.stdout[:200], run.stderr)
+        (line,) = run.stderr.splitlines()
+        assert line.startswith("Error: column 'seen_at' holds a value that cannot be written "
+                               "out ("), line
+
+
+def test_a_streamed_export_has_every_row_in_order_and_its_limit(sim_db: Path) -> None:
+    from projections.export import STREAM_BATCH_ROWS
+
+    n = STREAM_BATCH_ROWS * 2 + 5  # three batches, the last of five rows
+    query = (f"SELECT i, i::DECIMAL(12, 2) / 4 AS q, TIMESTAMPTZ '2026-12-03 00:00:00+00' + "
+             f"to_seconds(i) AS at, NULL AS none_cents FROM range({n}) t(i)")
+    rows = json.loads(_ok("sql", "--db", str(sim_db), "-f", "json", query))
+    assert [r["i"] for r in rows] == list(range(n))
+    at = datetime(2026, 12, 3, tzinfo=UTC) + timedelta(seconds=n - 1)
+    assert rows[-1] == {"i": n - 1, "q": (n - 1) / 4, "none_cents": None,
+                        "at": at.strftime("%Y-%m-%dT%H:%M:%S.000000Z")}
+    lines = _ok("sql", "--db", str(sim_db), "-f", "csv", query).splitlines()
+    assert lines[0] == "i,q,at,none_cents" and len(lines) == n + 1
+    result = runner.invoke(app, ["sql", "--db", str(sim_db), "-f", "jsonl", "--limit",
+                                 str(STREAM_BATCH_ROWS + 1), query])
+    assert result.exit_code == 0
+    assert len(result.stdout.splitlines()) == STREAM_BATCH_ROWS + 1
+    assert json.loads(result.stdout.splitlines()[-1])["i"] == STREAM_BATCH_ROWS
+    assert (f"{STREAM_BATCH_ROWS + 1:,} of {n:,} rows shown: --limit N for more, --limit 0 "
+            f"for all") in result.stderr
