@@ -1,16 +1,16 @@
 """What the game-order reach of K (projections/incremental.py, _stretch_start;
 docs/live-detection.md, "A card stamped back in an earlier shoe") costs an ordinary batch:
-the detector's plan, old (the plan of a git revision before it) beside new, in one run on a
-copy of a projected store, and the one-time state upgrade of a store made before it
-(incremental.upgrade_state).
+the detector's plan, old (projections/incremental.py at `--old-rev`, by default integ16: the
+base of session 16, before the change) beside new, in one run on a copy of a projected store,
+and the one-time state upgrade of a store made before it (incremental.upgrade_state).
 
     python benchmarks/bench_stretch_plan.py STORE.duckdb [--old-rev integ16] [--per-table 2]
 
-The batch is each table's last `--per-table` events moved after every table's last seq, offset and
-time (each table's stream in order, its current shoes touched, no card stamped back: what a
-live feed's batch is). The copy is made in a temporary folder; the store is only read. Prints
-the median of 7 plans of each (alternating, after one warm-up each), in milliseconds, and the
-upgrade's seconds.
+The batch is each table's last `--per-table` events moved after its last seq, offset and time
+(each table's stream in order, its current shoe touched, no card stamped back: what a live
+feed's batch is). The copy is made in a temporary folder; the store is only read. Prints the
+median of `--runs` plans of each (alternating, after one warm-up each), in milliseconds, and
+the upgrade's seconds.
 """
 
 from __future__ import annotations
