@@ -922,3 +922,21 @@ def test_a_state_without_the_shoes_game_order_is_built_again_not_evaluated_whole
                            ).fetchall() == [(burn,)]
         assert _reached_back(con) == 1
         assert _burned_during(con) == [("S1", 1, [first["left"], burn])]
+
+
+# The same burn line, but of S1 itself, arriving after S2's: S1 received an event, so K is S1's
+# first event by seq already (a touched shoe; S1 then has events on both sides of S2), without
+# game order
+def test_a_late_burn_of_the_earlier_shoe_itself_needs_no_reach_by_game_order(
+        tmp_path: Path) -> None:
+    log, t = _table(tmp_path)
+    first = _shoes(t, ("S1",))
+    _shoes(t, ("S2",))
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
+        burn = _stamped(t, EVENING + _at(first["third"]), "S1", None, lambda: t.burn("9C"))
+        second_batch()
+        assert _reached_back(con) == 0
+        assert con.execute("SELECT k FROM pitlog_detect.main.scope").fetchall() == [
+            (con.execute("SELECT first_seq FROM detect_shoes WHERE shoe_id = 'S1'"
+                         ).fetchone()[0],)]
+        assert _burned_during(con) == [("S1", 1, [first["left"], burn])]
