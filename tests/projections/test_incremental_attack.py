@@ -792,6 +792,14 @@ def _exact(con: duckdb.DuckDBPyConnection) -> None:
     assert_money_exact(con)
 
 
+def _k_is_first_of(con: duckdb.DuckDBPyConnection) -> str | None:
+    """The shoe whose first event is the last batch's K (its one table's scope)."""
+    found = con.execute("SELECT s.shoe_id FROM pitlog_detect.main.scope AS sc "
+                        "JOIN detect_shoes AS s ON s.table_id = sc.table_id "
+                        "AND s.first_seq = sc.k").fetchall()
+    return found[0][0] if len(found) == 1 else None
+
+
 def _reached_back(con: duckdb.DuckDBPyConnection) -> float:
     """How many tables the last batch's K reached back to an earlier shoe by game order."""
     return incremental._DETECTORS[con].stretches["reached_back"]
@@ -821,6 +829,7 @@ def test_a_burn_stamped_back_in_an_earlier_shoe_is_exact_until_a_new_shoe(
         burn = _stamped(t, EVENING + _at(at), t.shoe_id, None, lambda: t.burn("9C"))
         second_batch()
         assert _reached_back(con) == 1
+        assert _k_is_first_of(con) == "S1"
         rows = [] if inside is None else [("S1", inside[0], [inside[1], burn])]
         assert _burned_during(con) == rows
         assert _exceptions(con, "S1") == [(r, int(inside is not None and inside[0] == r))
@@ -838,9 +847,7 @@ def test_a_burn_stamped_back_in_an_earlier_shoe_is_exact_until_a_new_shoe(
         t.deal_round("8S 2D QH", {1: 500})
         second_batch()
         assert _reached_back(con) == 0
-        assert con.execute("SELECT k FROM pitlog_detect.main.scope").fetchall() == [
-            (con.execute("SELECT first_seq FROM detect_shoes WHERE shoe_id = 'S9'"
-                         ).fetchone()[0],)]
+        assert _k_is_first_of(con) == "S9"
 
 
 # A burn with no shoe at all (a device that lost the shoe id), recorded during S2 and stamped
@@ -936,7 +943,5 @@ def test_a_late_burn_of_the_earlier_shoe_itself_needs_no_reach_by_game_order(
         burn = _stamped(t, EVENING + _at(first["third"]), "S1", None, lambda: t.burn("9C"))
         second_batch()
         assert _reached_back(con) == 0
-        assert con.execute("SELECT k FROM pitlog_detect.main.scope").fetchall() == [
-            (con.execute("SELECT first_seq FROM detect_shoes WHERE shoe_id = 'S1'"
-                         ).fetchone()[0],)]
+        assert _k_is_first_of(con) == "S1"
         assert _burned_during(con) == [("S1", 1, [first["left"], burn])]
