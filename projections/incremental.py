@@ -59,11 +59,23 @@ STREAMS = "pitlog_detect_streams"
 STREAM_FAMILIES = ("anomalies_found_streams",)
 CONTEXT_TYPES = ("TableOpened", "CardsLoaded", "ShoeClosed")
 _STATE_TYPES = "('" + "', '".join(CONTEXT_TYPES[1:]) + "')"
+# The cards sql/intruders.sql places in rounds by game order, whatever their shoe: a round's
+# span starts at a CardDrawn or CardDrawnInError, and those and burns intrude into spans.
+INTRUDER_CARDS = "('CardDrawn', 'CardDrawnInError', 'CardBurned')"
+# detect_context also holds the cards with no shoe, which no shoe's game-order extent
+# (card_us, last_us) covers (_stretch_start).
+_CONTEXT_ROWS = ("event_type IN ('" + "', '".join(CONTEXT_TYPES) + "') "
+                 f"OR (shoe_id IS NULL AND event_type IN {INTRUDER_CARDS})")
 BIG = 2**62
 
+# card_us, last_us: the occurred_at of the shoe's earliest card (INTRUDER_CARDS) and of its
+# latest event, in microseconds since the epoch (integers: a TIMESTAMPTZ costs a Python
+# datetime per value to fetch), which say whether a later shoe's card lies, in game order,
+# among its rounds (_stretch_start).
 SHOES_DDL = f"""CREATE TABLE IF NOT EXISTS {SHOES} (
     table_id VARCHAR, shoe_id VARCHAR, first_seq BIGINT, first_offset BIGINT,
-    last_seq BIGINT, last_offset BIGINT, last_draw_seq BIGINT, last_draw_offset BIGINT)"""
+    last_seq BIGINT, last_offset BIGINT, last_draw_seq BIGINT, last_draw_offset BIGINT,
+    card_us BIGINT, last_us BIGINT)"""
 TABLES_DDL = f"""CREATE TABLE IF NOT EXISTS {TABLES} (
     table_id VARCHAR, log_partition INTEGER, first_offset BIGINT, last_seq BIGINT,
     last_shoe_id VARCHAR, ordered BOOLEAN)"""
@@ -73,9 +85,11 @@ _SHOE_AGG = """
 SELECT table_id, shoe_id, min(seq) AS first_seq, arg_min(log_offset, seq) AS first_offset,
        max(seq) AS last_seq, arg_max(log_offset, seq) AS last_offset,
        max(seq) FILTER (event_type = 'CardDrawn') AS last_draw_seq,
-       arg_max(log_offset, seq) FILTER (event_type = 'CardDrawn') AS last_draw_offset
+       arg_max(log_offset, seq) FILTER (event_type = 'CardDrawn') AS last_draw_offset,
+       epoch_us(min(occurred_at) FILTER (event_type IN INTRUDER_CARDS)) AS card_us,
+       epoch_us(max(occurred_at)) AS last_us
 FROM {src} WHERE shoe_id IS NOT NULL GROUP BY ALL
-"""
+""".replace("INTRUDER_CARDS", INTRUDER_CARDS)
 _TABLE_AGG = """
 SELECT table_id, min(log_partition) AS log_partition, min(log_offset) AS first_offset,
        max(seq) AS last_seq, arg_max(shoe_id, (seq, log_offset)) AS last_shoe_id,
@@ -127,11 +141,30 @@ def rebuild_state(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(f"INSERT INTO {SHOES} {_SHOE_AGG.format(src='events')}")
     con.execute(f"DELETE FROM {TABLES}")
     con.execute(f"INSERT INTO {TABLES} {_TABLE_AGG.format(src='events')}")
-    types = "('" + "', '".join(CONTEXT_TYPES) + "')"
     con.execute(f"CREATE OR REPLACE TABLE {CONTEXT} AS "
-                f"SELECT * FROM events WHERE event_type IN {types}")
+                f"SELECT * FROM events WHERE {_CONTEXT_ROWS}")
     if ROUND_LEVEL_STRETCH:
         detect_rounds.rebuild(con)
+
+
+def upgrade_state(con: duckdb.DuckDBPyConnection) -> None:
+    """A state made before detect_shoes kept the shoes' game-order extents (card_us, last_us)
+    and detect_context the cards with no shoe: built again from `events`, in one transaction.
+    The state is a function of `events` alone, so the stored rows stay current: this reads
+    the events once, where a full evaluation would also evaluate every rule."""
+    cols = {c for (c,) in con.execute(
+        "SELECT column_name FROM duckdb_columns() WHERE database_name = current_database() "
+        "AND schema_name = 'main' AND table_name = $t", {"t": SHOES}).fetchall()}
+    if not cols or "last_us" in cols:
+        return
+    con.begin()
+    try:
+        con.execute(f"DROP TABLE {SHOES}")
+        rebuild_state(con)
+        con.commit()
+    except BaseException:
+        con.rollback()
+        raise
 
 
 def _round_state() -> tuple[str, ...]:
@@ -294,6 +327,17 @@ class Detector:
             "SELECT table_id, min(seq) FROM pitlog_new WHERE shoe_id IS NULL "
             "GROUP BY ALL").fetchall())
         tables = list(new_tables)
+        # The cards with no shoe, stored (detect_context) and new: no shoe's extent covers them.
+        loose: dict[str, list[tuple[int, int]]] = {}
+        for t, seq, at in s.execute(f"""
+                SELECT table_id, seq, epoch_us(occurred_at) FROM {self.db}.main.{CONTEXT}
+                WHERE list_contains($t, table_id) AND shoe_id IS NULL
+                  AND event_type IN {INTRUDER_CARDS}
+                UNION ALL
+                SELECT table_id, seq, epoch_us(occurred_at) FROM pitlog_new
+                WHERE shoe_id IS NULL AND event_type IN {INTRUDER_CARDS}""",
+                                    {"t": tables}).fetchall():
+            loose.setdefault(t, []).append((seq, at))
         old_tables = {r[0]: r for r in s.execute(
             f"SELECT * FROM {self.db}.main.{TABLES} WHERE list_contains($t, table_id)",
             {"t": tables}).fetchall()}
@@ -308,6 +352,7 @@ class Detector:
             shoes[key] = _merge(shoes.get(key), list(r))
         out = []
         narrow: dict[str, tuple[int, set[str]]] = {}  # table -> (K, affected shoes)
+        reached = 0  # tables whose K reached back to an earlier shoe by game order
         for t in tables:
             _, partition, first_offset, _, _, ordered = new_tables[t]
             old = old_tables.get(t)
@@ -320,14 +365,12 @@ class Detector:
                 continue
             mine = {sid: v for (tt, sid), v in shoes.items() if tt == t}
             affected = set(touched.get(t, set())) | ({old[4]} if old[4] in mine else set())
-            k = min([mine[sid][2] for sid in affected] + ([null_shoe[t]] if t in null_shoe
-                                                            else []))
-            while True:  # shoes that overlap the stretch join it (none, in a normal stream)
-                k2 = min([k] + [v[2] for v in mine.values() if v[4] >= k])
-                if k2 == k:
-                    break
-                k = k2
-            narrow[t] = (k, affected)
+            k0 = min([mine[sid][2] for sid in affected] + ([null_shoe[t]] if t in null_shoe
+                                                             else []))
+            k, back = _stretch_start(k0, list(mine.values()), loose.get(t, []))
+            reached += back
+            if not back:  # reached back by game order: the earlier shoe's rows read the stretch
+                narrow[t] = (k, affected)
             before = [v for v in mine.values() if v[4] < k]
             if not before:  # the table's first shoe: from its start
                 out.append(Scope(t, partition, k, None, old[2], None))
@@ -347,7 +390,8 @@ class Detector:
                   if ROUND_LEVEL_STRETCH else {})
         # How many touched tables got the round-level stretch (benchmarks/bench_live.py).
         self.stretches = {"tables": float(len(out)),
-                          "round_level": float(sum(v is not None for v in starts.values()))}
+                          "round_level": float(sum(v is not None for v in starts.values())),
+                          "reached_back": float(reached)}
         out = [Scope(sc.table_id, sc.partition, sc.k if starts.get(sc.table_id) is None
                      else starts[sc.table_id], sc.w,
                      sc.offset, None) for sc in out]
@@ -540,7 +584,8 @@ class Detector:
                    min(first_seq) AS first_seq, arg_min(first_offset, first_seq) AS first_offset,
                    max(last_seq) AS last_seq, arg_max(last_offset, last_seq) AS last_offset,
                    max(last_draw_seq) AS last_draw_seq,
-                   arg_max(last_draw_offset, last_draw_seq) AS last_draw_offset
+                   arg_max(last_draw_offset, last_draw_seq) AS last_draw_offset,
+                   min(card_us) AS card_us, max(last_us) AS last_us
             FROM (SELECT * FROM {SHOES} SEMI JOIN pitlog_new_shoes USING (table_id, shoe_id)
                   UNION ALL SELECT * FROM pitlog_new_shoes)
             GROUP BY ALL""")
@@ -562,9 +607,8 @@ class Detector:
         con.execute(f"DELETE FROM {TABLES} AS o USING pitlog_new_tables AS n "
                     "WHERE o.table_id = n.table_id")
         con.execute(f"INSERT INTO {TABLES} SELECT * FROM pitlog_merged_tables")
-        types = "('" + "', '".join(CONTEXT_TYPES) + "')"
         con.execute(f"INSERT INTO {CONTEXT} BY NAME SELECT * FROM pitlog_batch "
-                    f"WHERE event_type IN {types}")
+                    f"WHERE {_CONTEXT_ROWS}")
         if ROUND_LEVEL_STRETCH:
             detect_rounds.advance(con)
         for name in ("pitlog_new_shoes", "pitlog_merged", "pitlog_new_tables",
@@ -579,7 +623,42 @@ def _merge(old: list | None, new: list) -> list:
     first = old if old[2] <= new[2] else new
     last = old if old[4] >= new[4] else new
     draw = max((v for v in (old, new) if v[6] is not None), key=lambda v: v[6], default=old)
-    return [old[0], old[1], first[2], first[3], last[4], last[5], draw[6], draw[7]]
+    card_us = min((v[8] for v in (old, new) if v[8] is not None), default=None)
+    last_us = max((v[9] for v in (old, new) if v[9] is not None), default=None)
+    return [old[0], old[1], first[2], first[3], last[4], last[5], draw[6], draw[7],
+            card_us, last_us]
+
+
+def _stretch_start(k: int, shoes: list[list],
+                   loose: list[tuple[int, int]]) -> tuple[int, bool]:
+    """K from `k`, the first seq of the earliest shoe the batch touches, and whether game order
+    moved it back. `shoes`: the table's state rows (SHOES layout, merged with the batch);
+    `loose`: its cards with no shoe (seq, occurred_at in microseconds). Shoes that overlap the
+    stretch join it (none, in a normal stream), until none does:
+    - in seq: a shoe with events on both sides of K;
+    - in game order (occurred_at, then seq): sql/intruders.sql matches cards to rounds' spans
+      by game order, whatever their shoe. A card c of the stretch lies inside a span of an
+      earlier shoe S, or one of S's cards inside a span the stretch's card c begins, only if
+      c's occurred_at is before S's latest event (S's seqs are all below c's, so a tie puts
+      c after them): then S's rounds (BURN_DURING_ROUND, CARD_OUTSIDE_ROUND, IRREGULAR_ROUND
+      in round_money) read the stretch, and S joins it. A card with no shoe stamped after the
+      stretch's earliest card joins it too (the shoe around its seq follows, in seq).
+    So a row below K reads no event from K on, and the bounds come from the state's rows per
+    shoe, not from the events."""
+    back = False
+    while True:
+        k2 = min([k] + [v[2] for v in shoes if v[4] >= k])
+        cards = ([v[8] for v in shoes if v[2] >= k2 and v[8] is not None]
+                 + [at for seq, at in loose if seq >= k2])
+        if cards:
+            first = min(cards)
+            k3 = min([k2] + [v[2] for v in shoes if v[4] < k2 and v[9] is not None
+                             and v[9] > first]
+                     + [seq for seq, at in loose if seq < k2 and at > first])
+            back, k2 = back or k3 < k2, k3
+        if k2 == k:
+            return k, back
+        k = k2
 
 
 def _min_new_seq(table: str, new_shoes: list, null_shoe: dict[str, int]) -> int:
@@ -610,6 +689,7 @@ def detector_for(con: duckdb.DuckDBPyConnection,
     path: anomalies.refresh_stored_anomalies, a table group at a time), with the state built
     and the rows' alerts raised in the same transaction."""
     create_tables(con)
+    upgrade_state(con)
     state_tables(con)
     drop_stale_round_state(con)
     raised = 0

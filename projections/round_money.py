@@ -13,14 +13,15 @@ round's money. They are kept as the stored anomaly rows are (projections/increme
   between two steps ends it (`pitlog serve`, `project --follow`);
 - per batch (Keeper), in the batch's own transaction: the detector's plan says, per touched
   table, from which seq K on anything can change (the shoe-level stretch: every shoe lies
-  wholly before K or from K on). Of the rounds from K on, only those whose money the batch
-  can change are computed again (REDO below) and their rows replaced, by the round_money
-  query over the events they need of the detector's window (NEED below), plus the dealers'
-  taps before K (ROUND_MONEY_TAPS: the rounds view's dealer is the table's latest
-  DealerTappedIn at or before the round, however long ago). A table the detector evaluates
-  whole (k NULL: a new table, or one whose stream went back in seq) has all its rounds
-  computed again. A round still in play has a row like any other and is replaced when its
-  next event comes.
+  wholly before K or from K on; K reaches back to an earlier shoe whose rounds a card from K on
+  is stamped among, incremental._stretch_start, so no round before K reads a card from K on).
+  Of the rounds from K on, only those whose money the batch can change are computed again
+  (REDO below) and their rows replaced, by the round_money query over the events they need
+  of the detector's window (NEED below), plus the dealers' taps before K (ROUND_MONEY_TAPS:
+  the rounds view's dealer is the table's latest DealerTappedIn at or before the round,
+  however long ago). A table the detector evaluates whole (k NULL: a new table, or one whose
+  stream went back in seq) has all its rounds computed again. A round still in play has a row
+  like any other and is replaced when its next event comes.
 
 Which rounds the batch can change, when the table's batch is an in-order append (every new seq
 after every stored one, which is what a K from the detector's plan means). A round's money is

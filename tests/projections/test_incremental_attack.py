@@ -8,7 +8,8 @@ ordinary second batch; the comment names the rule and the missing window input o
 With the shoe-level stretch they pass. The DUPLICATE_EVENT tests at the end attack the
 shoe-level window too: copies of an event id before W, found by the look-up of the batch's ids
 over the whole history (incremental.Detector.earlier_copies, the index of
-projections/id_index.py)."""
+projections/id_index.py). The last ones attack it by game order: a card of a later shoe
+stamped back among an earlier shoe's rounds (incremental._stretch_start)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import sqlite3
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import duckdb
@@ -743,12 +744,10 @@ def test_a_redone_round_keeps_the_earlier_span_its_burn_belongs_to(tmp_path: Pat
 # A burn line of shoe S2 with no round, stamped (occurred_at) inside S1's round 1, after its
 # raises closed: the full evaluation makes it an intruder of S1's round 1 (sql/intruders.sql
 # matches cards to spans by game order, whatever their shoe): BURN_DURING_ROUND there, and the
-# round's wager IRREGULAR_ROUND. The batch's stretch starts at S2 (by seq) and its window after
-# S1, so neither the stored anomaly row nor the stored round money of S1's round 1 is right
-# (found on integ14 and main alike; the shoe-level stretch assumes no line of a shoe falls, in
-# game order, inside an earlier shoe)
-@pytest.mark.xfail(strict=True, reason="a card line stamped inside an earlier shoe's round is "
-                   "outside the shoe-level stretch")
+# round's wager IRREGULAR_ROUND. A stretch from S2 (by seq) with its window after S1 left
+# neither the stored anomaly row nor the stored round money of S1's round 1 right (found on
+# integ14 and main alike): K now reaches back to S1, whose latest event is stamped after the
+# burn (incremental._stretch_start)
 def test_a_burn_of_a_later_shoe_stamped_inside_an_earlier_round_is_stored_as_evaluated(
         tmp_path: Path) -> None:
     log, t = _table(tmp_path)
@@ -762,3 +761,187 @@ def test_a_burn_of_a_later_shoe_stamped_inside_an_earlier_round_is_stored_as_eva
         second_batch()
         assert con.execute("SELECT round_no, exceptions FROM round_money WHERE shoe_id = 'S1'"
                            ).fetchall() == [(1, 1)]
+
+
+def _stamped(t: TableBuilder, at: datetime, shoe_id: str | None, round_no: int | None,
+             line: Callable[[], int]) -> int:
+    """`line()` recorded now (the table's next seq) for `shoe_id` and `round_no`, stamped
+    `at` (occurred_at); the builder's clock, shoe and round are left as they were."""
+    kept = t.clock, t.shoe_id, t.round_no
+    t.clock, t.shoe_id, t.round_no = at - timedelta(seconds=1), shoe_id, round_no  # emit: +1 s
+    try:
+        return line()
+    finally:
+        t.clock, t.shoe_id, t.round_no = kept
+
+
+def _burned_during(con: duckdb.DuckDBPyConnection) -> list:
+    return con.execute(f"SELECT shoe_id, round_no, seqs FROM {STORED} "
+                       "WHERE code = 'BURN_DURING_ROUND' ORDER BY ALL").fetchall()
+
+
+def _exceptions(con: duckdb.DuckDBPyConnection, shoe_id: str) -> list:
+    return con.execute("SELECT round_no, exceptions FROM round_money WHERE shoe_id = $s "
+                       "ORDER BY round_no", {"s": shoe_id}).fetchall()
+
+
+def _exact(con: duckdb.DuckDBPyConnection) -> None:
+    """The stored rows equal a full evaluation, and the stored round money the views' (what
+    _two_batches checks on leaving, between two batches)."""
+    assert _rows_apart(con) == ([], [])
+    assert_money_exact(con)
+
+
+def _k_is_first_of(con: duckdb.DuckDBPyConnection) -> str | None:
+    """The shoe whose first event is the last batch's K (its one table's scope)."""
+    found = con.execute("SELECT s.shoe_id FROM pitlog_detect.main.scope AS sc "
+                        "JOIN detect_shoes AS s ON s.table_id = sc.table_id "
+                        "AND s.first_seq = sc.k").fetchall()
+    return found[0][0] if len(found) == 1 else None
+
+
+def _reached_back(con: duckdb.DuckDBPyConnection) -> float:
+    """How many tables the last batch's K reached back to an earlier shoe by game order."""
+    return incremental._DETECTORS[con].stretches["reached_back"]
+
+
+# A burn of the current shoe with no round, stamped back in S1 (two rounds): between its two
+# rounds (in no round's span: no row), inside its last round, or, with S3 current, inside round
+# 1 two shoes back (S2's events are stamped after it too, so S2 joins the stretch as well). The
+# burn is an intruder of the S1 round it lies in (BURN_DURING_ROUND, IRREGULAR_ROUND), so K
+# reaches back to S1 in its batch, and in every later batch whose stretch still holds it (the
+# next round of its shoe: its row [S1's first card, burn] is replaced and must be found again),
+# but no longer once a new shoe's batch is the stretch
+@pytest.mark.parametrize(("later", "where"), [(("S2",), "between"), (("S2",), "last"),
+                                              (("S2", "S3"), "first")])
+def test_a_burn_stamped_back_in_an_earlier_shoe_is_exact_until_a_new_shoe(
+        tmp_path: Path, later: tuple[str, ...], where: str) -> None:
+    log, t = _table(tmp_path)
+    t.new_shoe("S1")
+    t.round_no = 1
+    first = t.deal_round("4C JS 7D", {1: 500})
+    t.round_no = 2
+    second = t.deal_round("3H 10S 6D", {1: 500})
+    _shoes(t, later)
+    at = {"first": first["third"], "between": second["wager1"], "last": second["third"]}[where]
+    inside = {"first": (1, first["left"]), "between": None, "last": (2, second["left"])}[where]
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
+        burn = _stamped(t, EVENING + _at(at), t.shoe_id, None, lambda: t.burn("9C"))
+        second_batch()
+        assert _reached_back(con) == 1
+        assert _k_is_first_of(con) == "S1"
+        rows = [] if inside is None else [("S1", inside[0], [inside[1], burn])]
+        assert _burned_during(con) == rows
+        assert _exceptions(con, "S1") == [(r, int(inside is not None and inside[0] == r))
+                                          for r in (1, 2)]
+        _exact(con)
+        t.round_no = 2  # the burn's shoe goes on: its row is replaced, so found again
+        t.deal_round("5D 9H 2S", {1: 500})
+        second_batch()
+        assert _reached_back(con) == 1
+        assert _burned_during(con) == rows
+        _exact(con)
+        _shoes(t, ("S9",))  # K from the burn's shoe (the table's last), so still back
+        second_batch()
+        t.round_no = 2  # S9's round 2: the stretch is S9, whose cards are stamped after S1
+        t.deal_round("8S 2D QH", {1: 500})
+        second_batch()
+        assert _reached_back(con) == 0
+        assert _k_is_first_of(con) == "S9"
+
+
+# A burn with no shoe at all (a device that lost the shoe id), recorded during S2 and stamped
+# inside S1's round 1: no shoe's extent holds it, so detect_context keeps it (the cards with no
+# shoe), and the next batch of S2, whose stretch holds it by seq, reaches back to S1 again; else
+# its row [S1's first card, burn], replaced with the stretch, was not found again
+def test_a_burn_with_no_shoe_stamped_back_in_an_earlier_shoe_stays_exact(
+        tmp_path: Path) -> None:
+    log, t = _table(tmp_path)
+    first = _shoes(t, ("S1",))
+    _shoes(t, ("S2",))
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
+        burn = _stamped(t, EVENING + _at(first["third"]), None, None, lambda: t.burn("9C"))
+        second_batch()
+        assert _reached_back(con) == 1
+        assert _burned_during(con) == [("S1", 1, [first["left"], burn])]
+        _exact(con)
+        t.round_no = 2
+        t.deal_round("5D 9H 2S", {1: 500})
+        second_batch()
+        assert _reached_back(con) == 1
+        assert _burned_during(con) == [("S1", 1, [first["left"], burn])]
+
+
+# A card dealt for S2's round 2, stamped between S1 round 1's first two cards: a card of
+# another shoe inside that round (sql/intruders.sql), which makes S1's round IRREGULAR_ROUND
+# with no anomaly row of its own (the card is in order within S2). Round 2 then goes on in
+# the next batch: its span, from that early card to its rack, now holds S1's later cards,
+# so S2's round 2 is irregular too. Both batches reach back to S1
+def test_a_card_of_a_later_round_stamped_inside_an_earlier_shoe_is_exact(
+        tmp_path: Path) -> None:
+    log, t = _table(tmp_path)
+    first = _shoes(t, ("S1",))
+    _shoes(t, ("S2",))
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
+        _stamped(t, EVENING + _at(first["left"]), "S2", 2, lambda: t.draw("5D", Box.LEFT))
+        second_batch()
+        assert _reached_back(con) == 1
+        assert _exceptions(con, "S1") == [(1, 1)]
+        assert _exceptions(con, "S2") == [(1, 0), (2, 0)]
+        _exact(con)
+        t.round_no = 2
+        t.wager(1, 500)
+        t.draw("9H", Box.RIGHT)
+        t.say(model.Meaning.SPREAD, 3)
+        t.say(model.Meaning.RAISES_CLOSED)
+        t.draw("2S", Box.MIDDLE)
+        t.say(model.Meaning.THIRD_CARD, card("2S").rank)
+        t.settle_by_the_rules(1, model.WagerKind.ORIGINAL, 500, "5D 9H 2S")
+        t.rack("5D 9H 2S")
+        second_batch()
+        assert _reached_back(con) == 1
+        assert _exceptions(con, "S1") == [(1, 1)]
+        assert _exceptions(con, "S2") == [(1, 0), (2, 1)]
+
+
+# A store whose state was made before detect_shoes kept the shoes' game-order extents
+# (card_us, last_us) and detect_context the cards with no shoe: the next projection builds the
+# state again from `events` (incremental.upgrade_state), without evaluating the store whole
+# (the stored table is the same one), and the next batch reaches back as a new store's would
+def test_a_state_without_the_shoes_game_order_is_built_again_not_evaluated_whole(
+        tmp_path: Path) -> None:
+    log, t = _table(tmp_path)
+    first = _shoes(t, ("S1",))
+    _shoes(t, ("S2",))
+    burn = _stamped(t, EVENING + _at(first["third"]), None, None, lambda: t.burn("9C"))
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
+        con.execute("ALTER TABLE detect_shoes DROP COLUMN card_us")
+        con.execute("ALTER TABLE detect_shoes DROP COLUMN last_us")
+        con.execute("DELETE FROM detect_context WHERE event_type = 'CardBurned'")
+        ((oid,),) = con.execute("SELECT table_oid FROM duckdb_tables() WHERE table_name = $t",
+                                {"t": STORED}).fetchall()
+        t.round_no = 2
+        t.deal_round("5D 9H 2S", {1: 500})
+        second_batch()
+        assert con.execute("SELECT table_oid FROM duckdb_tables() WHERE table_name = $t",
+                           {"t": STORED}).fetchall() == [(oid,)]
+        assert con.execute("SELECT seq FROM detect_context WHERE event_type = 'CardBurned'"
+                           ).fetchall() == [(burn,)]
+        assert _reached_back(con) == 1
+        assert _burned_during(con) == [("S1", 1, [first["left"], burn])]
+
+
+# The same burn line, but of S1 itself, arriving after S2's: S1 received an event, so K is S1's
+# first event by seq already (a touched shoe; S1 then has events on both sides of S2), without
+# game order
+def test_a_late_burn_of_the_earlier_shoe_itself_needs_no_reach_by_game_order(
+        tmp_path: Path) -> None:
+    log, t = _table(tmp_path)
+    first = _shoes(t, ("S1",))
+    _shoes(t, ("S2",))
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
+        burn = _stamped(t, EVENING + _at(first["third"]), "S1", None, lambda: t.burn("9C"))
+        second_batch()
+        assert _reached_back(con) == 0
+        assert _k_is_first_of(con) == "S1"
+        assert _burned_during(con) == [("S1", 1, [first["left"], burn])]
