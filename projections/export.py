@@ -198,7 +198,13 @@ def stream(batches: Callable[[], pa.RecordBatchReader], fmt: str, out: IO[str], 
     timestamp, a HUGEINT past 38 digits, a UNION) and counts the rows: a value that cannot be
     written, or a query that fails, is then an error before the first byte, as when the whole
     output was held until COPY succeeded. The second pass writes the first `limit` rows (0:
-    all); `shown(limit, total)` is told first when rows are left out."""
+    all); `shown(limit, total)` is told first when rows are left out.
+
+    A query whose result changes between the passes (random(), now(), a table being written
+    to) is an error after what was written: the second pass checks its values as the first
+    did and counts every row, and a count other than the first's (which the 'N of M shown'
+    line told) means the output is no one run's answer. Capping the second pass at the
+    first's count instead dropped its last rows silently."""
     import pyarrow as pa
 
     reader = batches()
@@ -207,24 +213,27 @@ def stream(batches: Callable[[], pa.RecordBatchReader], fmt: str, out: IO[str], 
     total = 0
     for batch in reader:
         total += batch.num_rows
-        if checked and batch.num_rows:
-            part = pa.Table.from_batches([batch]).select(checked)
-            arrow_table(Rows.of(part), part.column_names)  # raises unexportable
+        _check_exportable(batch, checked)
     if limit and total > limit and shown is not None:
         shown(limit, total)
     columns = schema.names
-    left = limit or total
+    left = limit or -1  # -1: every row
+    seen = 0
     written = False
     with _export_connection() as con:
         if fmt == "json":  # DuckDB's own ARRAY framing, around the batches' JSON lines
             out.write("[\n\t")
         for batch in batches():
-            if left <= 0:
+            seen += batch.num_rows
+            if seen > total:  # already not the first pass's answer: stop writing
                 break
-            batch = batch.slice(0, left)
+            if left == 0:
+                continue  # past the limit: counted, not written
+            batch = batch.slice(0, left) if left > 0 else batch
             if not batch.num_rows:
                 continue
-            left -= batch.num_rows
+            _check_exportable(batch, checked)
+            left -= batch.num_rows if left > 0 else 0
             table = _typed_nulls(pa.Table.from_batches([batch]))
             if fmt == "json":
                 text = _text(con, table, columns, "jsonl").rstrip("\n").replace("\n", ",\n\t")
@@ -232,11 +241,28 @@ def stream(batches: Callable[[], pa.RecordBatchReader], fmt: str, out: IO[str], 
             else:
                 out.write(_text(con, table, columns, fmt, header=not written))
             written = True
+        if seen != total:  # json left unclosed: a reader of it sees it is incomplete
+            out.flush()
+            raise ProjectionError(
+                f"the query gave {total:,} rows when checked and "
+                f"{'more' if seen > total else f'{seen:,}'} when written: its result changes "
+                f"from one run to the next (random(), now(), a table being written to), so "
+                f"what was written is not one answer; write it with --out FILE, which runs it "
+                f"once")
         if fmt == "json":
             out.write("\n]\n")
         elif fmt == "csv" and not written:  # an empty result keeps its header
             out.write(_text(con, _typed_nulls(schema.empty_table()), columns, fmt))
     out.flush()
+
+
+def _check_exportable(batch: pa.RecordBatch, checked: Sequence[int]) -> None:
+    """Raise `unexportable` for a value of the `checked` columns no export can write."""
+    import pyarrow as pa
+
+    if checked and batch.num_rows:
+        part = pa.Table.from_batches([batch]).select(checked)
+        arrow_table(Rows.of(part), part.column_names)
 
 
 def _plain_type(typ: pa.DataType) -> bool:

@@ -250,3 +250,58 @@ def test_a_streamed_export_has_every_row_in_order_and_its_limit(sim_db: Path) ->
     assert json.loads(result.stdout.splitlines()[-1])["i"] == STREAM_BATCH_ROWS
     assert (f"{STREAM_BATCH_ROWS + 1:,} of {n:,} rows shown: --limit N for more, --limit 0 "
             f"for all") in result.stderr
+
+
+def _changing_query(first: int, second: int) -> object:
+    """batches() for export.stream over a real DuckDB table that holds `first` rows in the
+    first pass and `second` in the second (a table written to between the passes)."""
+    from projections.export import STREAM_BATCH_ROWS
+
+    con = duckdb.connect()
+    con.execute(f"CREATE TABLE t AS SELECT i FROM range({first}) r(i)")
+    calls = []
+
+    def batches() -> object:
+        if calls:
+            con.execute(f"DELETE FROM t; INSERT INTO t SELECT i FROM range({second}) r(i)")
+        calls.append(1)
+        return con.sql("SELECT i FROM t ORDER BY i").to_arrow_reader(
+            batch_size=STREAM_BATCH_ROWS)
+
+    return batches
+
+
+@pytest.mark.parametrize(("first", "second", "limit"), [
+    (3, 10, 0),  # more rows written than checked: the last seven were dropped silently
+    (10, 3, 5),  # '5 of 10 rows shown', then three rows written and nothing said
+    (10, 3, 0),
+    (10, 12, 5),  # the limit's rows written, but 'of 10' was not this run's count
+])
+def test_a_query_whose_rows_change_between_the_passes_is_an_error(
+        first: int, second: int, limit: int) -> None:
+    import io
+
+    from events.errors import ProjectionError
+    from projections.export import stream
+
+    out = io.StringIO()
+    told: list[tuple[int, int]] = []
+    with pytest.raises(ProjectionError) as caught:
+        stream(_changing_query(first, second), "jsonl", out, limit=limit,  # type: ignore[arg-type]
+               shown=lambda n, m: told.append((n, m)))
+    assert str(caught.value).startswith(f"the query gave {first:,} rows when checked and "), \
+        caught.value
+    assert "write it with --out FILE, which runs it once" in str(caught.value)
+    assert told == ([(limit, first)] if limit and first > limit else [])
+
+
+def test_a_query_whose_rows_stay_is_written_whole_with_its_limit() -> None:
+    import io
+
+    from projections.export import stream
+
+    for limit, want in ((0, 10), (4, 4), (10, 10), (11, 10)):
+        out = io.StringIO()
+        stream(_changing_query(10, 10), "jsonl", out, limit=limit)  # type: ignore[arg-type]
+        assert [json.loads(line)["i"] for line in out.getvalue().splitlines()] == \
+            list(range(want))
