@@ -122,5 +122,5 @@ def split(table: pa.Table) -> tuple[pa.Table, list[tuple[int, int, str]]]:
             mask[i] = False  # flagged, yet limits.py accepts it (none should): kept
         else:
             p, o = row["log_partition"], row["log_offset"]
-            refused.append((p, o, f"record p{p}@{o}: {reason}"))
+            refused.append((p, o, reason))  # the quarantine row holds the position
     return table.filter(pa.array(~mask)), refused

@@ -221,7 +221,7 @@ def test_project_quarantines_a_seat_0_wager_appended_around_ingest_and_names_it(
     warnings = [line for line in proc.stderr.splitlines() if line.startswith("Warning:")]
     assert warnings[0].startswith(
         f"Warning: record p{partition}@{offset} of file://{log} was quarantined, not "
-        f"projected: record p{partition}@{offset}: WagerPlaced of table '{wager.table_id}': "
+        f"projected: WagerPlaced of table '{wager.table_id}': "
         f"field 'seat' is 0, below 1 (seats are numbered from 1); the record was not "
         f"written by pitlog's recorder"), warnings
     with duckdb.connect(str(db), read_only=True) as con:
