@@ -30,6 +30,8 @@ from events.reddog.rules import MAX_DECKS, MIN_DECKS
 from events.simulation.rerun import Held, evening_truth, first_free_table, held_tables
 from events.simulation.simulator import SimConfig, SimReport, simulate
 
+LAST_FIRST_TABLE = 9_500  # --first-table's highest value
+
 
 def simulate_cmd(
     tables: Annotated[int, typer.Option(min=1, max=500, help="Number of tables.")] = 4,
@@ -58,7 +60,7 @@ def simulate_cmd(
     ] = 7,
     first_table: Annotated[
         int,
-        typer.Option(min=1, max=9_500,
+        typer.Option(min=1, max=LAST_FIRST_TABLE,
                      help="Number of the first table (1: T01); another evening goes into a "
                      "log that has one at other tables."),
     ] = 1,
@@ -164,19 +166,25 @@ def _not_yet_held(log: EventLog, config: SimConfig, held: list[Held], free: int)
         raise PitlogError(
             f"the log {log.uri} already has events at this simulation's tables (--seed "
             f"{config.seed}): {'; '.join(found)}; appending would record those tables again, "
-            f"anomalies no dealer made: nothing appended; simulate into a new --log, or at "
-            f"other tables (--first-table {free})")
+            f"anomalies no dealer made: nothing appended; simulate into a new --log"
+            f"{_or_at_other_tables(free)}")
     events = sum(h.total for h in held)
     if len(held) == config.tables:
         typer.echo(f"the log {log.uri} already holds this simulation: {events:,} events; "
-                   f"nothing appended (another evening: another --log, or other tables with "
-                   f"--first-table {free})", err=True)
+                   f"nothing appended (another evening: another --log"
+                   f"{_or_at_other_tables(free, 'other tables with --first-table {}')})", err=True)
     elif held:
         typer.echo(f"the log {log.uri} already holds this simulation's "
                    f"{', '.join(h.table for h in held)} ({events:,} events): not appended "
                    f"again", err=True)
     whole = {h.index for h in held}
     return [i for i in config.table_indexes if i not in whole]
+
+
+def _or_at_other_tables(free: int, how: str = "at other tables (--first-table {})") -> str:
+    """The other tables to suggest, only when --first-table takes that number: past
+    LAST_FIRST_TABLE the option refuses it, so the suggestion would be a second error."""
+    return ", or " + how.format(free) if free <= LAST_FIRST_TABLE else ""
 
 
 def _listed(items: list[str], most: int = 6) -> str:

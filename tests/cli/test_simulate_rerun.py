@@ -217,3 +217,25 @@ def test_the_error_names_six_tables_and_counts_the_rest(tmp_path: Path) -> None:
     assert [t.split(" (")[0] for t in f"T01 ({held}".split("), ")] == [
         "T01", "T02", "T03", "T04", "T05", "T06"]
     assert held.endswith(" events) and 2 more") and "--first-table 9)" in run.stderr
+
+
+LAST_FIRST_TABLE = 9_500  # --first-table's highest value (--help)
+
+
+def test_a_refusal_suggests_no_first_table_the_option_refuses(tmp_path: Path) -> None:
+    """The log's last simulation table is at --first-table's highest value: the refusal said
+    '--first-table 9501', which the option then refused in turn. Past the highest value only
+    a new --log is suggested (below it, the first free table still is: the tests above)."""
+    log = tmp_path / "log"
+    one = ("--tables", "1", "--rounds", "1")
+    assert _sim(log, *one, "--first-table", str(LAST_FIRST_TABLE)).returncode == 0
+    again = _sim(log, *one, "--first-table", str(LAST_FIRST_TABLE), "--seed", "8")
+    assert again.returncode == 1 and again.stdout == ""
+    (line,) = again.stderr.splitlines()
+    assert line.startswith(f"Error: the log file://{log} already has events at this "
+                           f"simulation's tables (--seed 8): at T{LAST_FIRST_TABLE} ("), line
+    assert line.endswith("nothing appended; simulate into a new --log"), line
+    same = _sim(log, *one, "--first-table", str(LAST_FIRST_TABLE))
+    assert _events(same) == 0
+    assert same.stderr.splitlines()[-1].endswith("nothing appended (another evening: another "
+                                                 "--log)"), same.stderr
