@@ -328,16 +328,22 @@ class Detector:
             "GROUP BY ALL").fetchall())
         tables = list(new_tables)
         # The cards with no shoe, stored (detect_context) and new: no shoe's extent covers them.
-        loose: dict[str, list[tuple[int, int]]] = {}
-        for t, seq, at in s.execute(f"""
-                SELECT table_id, seq, epoch_us(occurred_at) FROM {self.db}.main.{CONTEXT}
+        loose: dict[str, list[tuple[int, int, int | None]]] = {}
+        for t, seq, at, round_no in s.execute(f"""
+                SELECT table_id, seq, epoch_us(occurred_at), round_no
+                FROM {self.db}.main.{CONTEXT}
                 WHERE list_contains($t, table_id) AND shoe_id IS NULL
                   AND event_type IN {INTRUDER_CARDS}
                 UNION ALL
-                SELECT table_id, seq, epoch_us(occurred_at) FROM pitlog_new
+                SELECT table_id, seq, epoch_us(occurred_at), round_no FROM pitlog_new
                 WHERE shoe_id IS NULL AND event_type IN {INTRUDER_CARDS}""",
-                                    {"t": tables}).fetchall():
-            loose.setdefault(t, []).append((seq, at))
+                                              {"t": tables}).fetchall():
+            loose.setdefault(t, []).append((seq, at, round_no))
+        # The rounds of the batch's events with no shoe, whatever their type: each extends the
+        # span of its round's cards with no shoe (sql/intruders.sql groups by shoe and round).
+        loose_rounds = {t: set(rounds) for t, rounds in s.execute(
+            "SELECT table_id, list(DISTINCT round_no) FROM pitlog_new WHERE shoe_id IS NULL "
+            "AND round_no > 0 GROUP BY ALL").fetchall()}
         old_tables = {r[0]: r for r in s.execute(
             f"SELECT * FROM {self.db}.main.{TABLES} WHERE list_contains($t, table_id)",
             {"t": tables}).fetchall()}
@@ -367,7 +373,8 @@ class Detector:
             affected = set(touched.get(t, set())) | ({old[4]} if old[4] in mine else set())
             k0 = min([mine[sid][2] for sid in affected] + ([null_shoe[t]] if t in null_shoe
                                                              else []))
-            k, back = _stretch_start(k0, list(mine.values()), loose.get(t, []))
+            k, back = _stretch_start(k0, list(mine.values()), loose.get(t, []),
+                                     loose_rounds.get(t, set()))
             reached += back
             if not back:  # reached back by game order: the earlier shoe's rows read the stretch
                 narrow[t] = (k, affected)
@@ -629,11 +636,12 @@ def _merge(old: list | None, new: list) -> list:
             card_us, last_us]
 
 
-def _stretch_start(k: int, shoes: list[list],
-                   loose: list[tuple[int, int]]) -> tuple[int, bool]:
+def _stretch_start(k: int, shoes: list[list], loose: list[tuple[int, int, int | None]],
+                   loose_rounds: set[int] | frozenset[int] = frozenset()) -> tuple[int, bool]:
     """K from `k`, the first seq of the earliest shoe the batch touches, and whether game order
     moved it back. `shoes`: the table's state rows (SHOES layout, merged with the batch);
-    `loose`: its cards with no shoe (seq, occurred_at in microseconds). Shoes that overlap the
+    `loose`: its cards with no shoe (seq, occurred_at in microseconds, round_no);
+    `loose_rounds`: the rounds of the batch's events with no shoe. Shoes that overlap the
     stretch join it (none, in a normal stream), until none does:
     - in seq: a shoe with events on both sides of K;
     - in game order (occurred_at, then seq): sql/intruders.sql matches cards to rounds' spans
@@ -642,19 +650,29 @@ def _stretch_start(k: int, shoes: list[list],
       c's occurred_at is before S's latest event (S's seqs are all below c's, so a tie puts
       c after them): then S's rounds (BURN_DURING_ROUND, CARD_OUTSIDE_ROUND, IRREGULAR_ROUND
       in round_money) read the stretch, and S joins it. A card with no shoe stamped after the
-      stretch's earliest card joins it too (the shoe around its seq follows, in seq).
+      stretch's earliest card joins it too (the shoe around its seq follows, in seq);
+    - by round: the cards with no shoe of one round are one span (sql/intruders.sql groups
+      by shoe and round, a NULL shoe too), from its earliest card to its latest event, so a
+      card with no shoe before K of a round the stretch has an event with no shoe of joins
+      it: else that span, stretched by the new event over the shoes between, made rows of
+      seqs below K (a burn of each shoe inside it) that were never stored, and the new
+      card's row was judged without its round's first card (a WRONG_BOX the full evaluation
+      does not make).
     So a row below K reads no event from K on, and the bounds come from the state's rows per
     shoe, not from the events."""
     back = False
     while True:
         k2 = min([k] + [v[2] for v in shoes if v[4] >= k])
+        rounds = set(loose_rounds) | {r for seq, _, r in loose if seq >= k2}
+        k3 = min([k2] + [seq for seq, _, r in loose if seq < k2 and r in rounds])
+        back, k2 = back or k3 < k2, k3
         cards = ([v[8] for v in shoes if v[2] >= k2 and v[8] is not None]
-                 + [at for seq, at in loose if seq >= k2])
+                 + [at for seq, at, _ in loose if seq >= k2])
         if cards:
             first = min(cards)
             k3 = min([k2] + [v[2] for v in shoes if v[4] < k2 and v[9] is not None
                              and v[9] > first]
-                     + [seq for seq, at in loose if seq < k2 and at > first])
+                     + [seq for seq, at, _ in loose if seq < k2 and at > first])
             back, k2 = back or k3 < k2, k3
         if k2 == k:
             return k, back

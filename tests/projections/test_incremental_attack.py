@@ -945,3 +945,31 @@ def test_a_late_burn_of_the_earlier_shoe_itself_needs_no_reach_by_game_order(
         assert _reached_back(con) == 0
         assert _k_is_first_of(con) == "S1"
         assert _burned_during(con) == [("S1", 1, [first["left"], burn])]
+
+
+# A card with no shoe for round 3 (a device that lost the shoe id), recorded before S1; in a
+# later batch another event with no shoe for round 3, stamped after S2: sql/intruders.sql
+# groups the cards with no shoe by round, so round 3's span now runs from the first card over
+# S1 and S2, and their burns lie inside it (BURN_DURING_ROUND, seqs all before the batch). K
+# stayed at the new event: those rows were never stored, and a new card was judged the round's
+# first (WRONG_BOX for the right box), which the full evaluation does not find. The card with
+# no shoe of the same round now joins the stretch
+@pytest.mark.parametrize("late", ["card", "wager"])
+def test_an_event_with_no_shoe_joins_its_rounds_earlier_card_with_no_shoe(
+        tmp_path: Path, late: str) -> None:
+    log, t = _table(tmp_path)
+    early = _stamped(t, t.clock + timedelta(seconds=1), None, 3,
+                     lambda: t.draw("5D", Box.LEFT))
+    t.clock += timedelta(seconds=2)
+    _shoes(t, ("S1",))
+    _shoes(t, ("S2",))
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
+        _stamped(t, t.clock + timedelta(seconds=5), None, 3,
+                 (lambda: t.draw("6D", Box.RIGHT)) if late == "card" else
+                 (lambda: t.wager(1, 500)))
+        second_batch()
+        assert _reached_back(con) == 1
+        burns = con.execute("SELECT seq FROM events WHERE event_type = 'CardBurned' "
+                            "ORDER BY seq").fetchall()
+        assert len(burns) == 2  # S1's and S2's
+        assert _burned_during(con) == [(None, 3, [early, b]) for (b,) in burns]
