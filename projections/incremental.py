@@ -663,7 +663,8 @@ def _stretch_start(k: int, shoes: list[list], loose: list[tuple[int, int, int | 
     back = False
     while True:
         k2 = min([k] + [v[2] for v in shoes if v[4] >= k])
-        rounds = set(loose_rounds) | {r for seq, _, r in loose if seq >= k2}
+        # round_no > 0: a span's (a burn with no round joins none)
+        rounds = set(loose_rounds) | {r for seq, _, r in loose if seq >= k2 and r and r > 0}
         k3 = min([k2] + [seq for seq, _, r in loose if seq < k2 and r in rounds])
         back, k2 = back or k3 < k2, k3
         cards = ([v[8] for v in shoes if v[2] >= k2 and v[8] is not None]
