@@ -182,6 +182,9 @@ def write(rows: Sequence[dict[str, Any]], columns: Sequence[str], fmt: str,
 
 # Rows per batch of a streamed export: its memory is a batch's Arrow data and its text.
 STREAM_BATCH_ROWS = 100_000
+# A streamed result whose Arrow data stays within this is kept by the first pass and written
+# from memory, not queried again (most answers: a day's rounds are a few MB).
+STREAM_KEEP_BYTES = 64 * 1024 * 1024
 # The Arrow types every value of which an export can write: any other type's values are
 # checked first (unexportable), as `arrow_table` would find them.
 _PLAIN = ("is_integer", "is_floating", "is_boolean", "is_string", "is_large_string",
@@ -193,17 +196,19 @@ def stream(batches: Callable[[], pa.RecordBatchReader], fmt: str, out: IO[str], 
     """Write a query's rows to the text stream `out` in json, jsonl or csv, a batch at a time,
     so memory is bounded by a batch, not by the result (a 212 MB export held 2.1 GB).
 
-    `batches()` runs the query; it is called twice. The first pass reads every batch, checks
-    each value of a column whose type can hold one no export can (`unexportable`: an infinite
-    timestamp, a HUGEINT past 38 digits, a UNION) and counts the rows: a value that cannot be
-    written, or a query that fails, is then an error before the first byte, as when the whole
-    output was held until COPY succeeded. The second pass writes the first `limit` rows (0:
-    all); `shown(limit, total)` is told first when rows are left out.
+    `batches()` runs the query; it is called twice unless the first pass kept the whole
+    result (`STREAM_KEEP_BYTES`), which the second then writes from memory. The first pass
+    reads every batch, checks each value of a column whose type can hold one no export can
+    (`unexportable`: an infinite timestamp, a HUGEINT past 38 digits, a UNION) and counts the
+    rows: a value that cannot be written, or a query that fails, is then an error before the
+    first byte, as when the whole output was held until COPY succeeded. The second pass
+    writes the first `limit` rows (0: all); `shown(limit, total)` is told first when rows are
+    left out.
 
-    A query whose result changes between the passes (random(), now(), a table being written
-    to) is an error after what was written: the second pass checks its values as the first
-    did and counts every row, and a count other than the first's (which the 'N of M shown'
-    line told) means the output is no one run's answer. Capping the second pass at the
+    A query run twice whose result changes between the passes (random(), now(), a table
+    being written to) is an error after what was written: the second pass checks its values
+    as the first did and counts every row, and a count other than the first's (which the 'N of
+    M shown' line told) means the output is no one run's answer. Capping the second pass at the
     first's count instead dropped its last rows silently."""
     import pyarrow as pa
 
@@ -211,9 +216,17 @@ def stream(batches: Callable[[], pa.RecordBatchReader], fmt: str, out: IO[str], 
     schema = reader.schema
     checked = [i for i, f in enumerate(schema) if not _plain_type(f.type)]
     total = 0
+    kept: list[pa.RecordBatch] | None = []  # the first pass's batches, while they are small
+    kept_bytes = 0
     for batch in reader:
         total += batch.num_rows
         _check_exportable(batch, checked)
+        if kept is not None:
+            kept_bytes += batch.nbytes
+            if kept_bytes <= STREAM_KEEP_BYTES:
+                kept.append(batch)
+            else:
+                kept = None
     if limit and total > limit and shown is not None:
         shown(limit, total)
     columns = schema.names
@@ -223,7 +236,9 @@ def stream(batches: Callable[[], pa.RecordBatchReader], fmt: str, out: IO[str], 
     with _export_connection() as con:
         if fmt == "json":  # DuckDB's own ARRAY framing, around the batches' JSON lines
             out.write("[\n\t")
-        for batch in batches():
+        # A result the first pass could keep is written from it: the query runs once, so
+        # its answer cannot change between the passes.
+        for batch in (kept if kept is not None else batches()):
             seen += batch.num_rows
             if seen > total:  # already not the first pass's answer: stop writing
                 break

@@ -278,11 +278,14 @@ def _changing_query(first: int, second: int) -> object:
     (10, 12, 5),  # the limit's rows written, but 'of 10' was not this run's count
 ])
 def test_a_query_whose_rows_change_between_the_passes_is_an_error(
-        first: int, second: int, limit: int) -> None:
+        first: int, second: int, limit: int, monkeypatch: pytest.MonkeyPatch) -> None:
     import io
 
     from events.errors import ProjectionError
+    from projections import export
     from projections.export import stream
+
+    monkeypatch.setattr(export, "STREAM_KEEP_BYTES", 0)  # a result too big to keep: run twice
 
     out = io.StringIO()
     told: list[tuple[int, int]] = []
@@ -295,13 +298,35 @@ def test_a_query_whose_rows_change_between_the_passes_is_an_error(
     assert told == ([(limit, first)] if limit and first > limit else [])
 
 
-def test_a_query_whose_rows_stay_is_written_whole_with_its_limit() -> None:
+def test_a_query_whose_rows_stay_is_written_whole_with_its_limit(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     import io
 
+    from projections import export
     from projections.export import stream
 
+    monkeypatch.setattr(export, "STREAM_KEEP_BYTES", 0)
     for limit, want in ((0, 10), (4, 4), (10, 10), (11, 10)):
         out = io.StringIO()
         stream(_changing_query(10, 10), "jsonl", out, limit=limit)  # type: ignore[arg-type]
         assert [json.loads(line)["i"] for line in out.getvalue().splitlines()] == \
             list(range(want))
+
+
+@pytest.mark.parametrize(("first", "second", "limit"), [(3, 10, 0), (10, 3, 5), (10, 12, 0)])
+def test_a_result_small_enough_to_keep_is_written_from_its_one_run(
+        first: int, second: int, limit: int) -> None:
+    """A result the first pass keeps is never queried again: the rows written are the first
+    run's, whatever a second run would have given, and the 'N of M' line is theirs."""
+    import io
+
+    from projections.export import stream
+
+    out = io.StringIO()
+    told: list[tuple[int, int]] = []
+    query = _changing_query(first, second)
+    stream(query, "jsonl", out, limit=limit,  # type: ignore[arg-type]
+           shown=lambda n, m: told.append((n, m)))
+    assert [json.loads(line)["i"] for line in out.getvalue().splitlines()] == \
+        list(range(min(first, limit or first)))
+    assert told == ([(limit, first)] if limit and first > limit else [])
