@@ -20,6 +20,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from events.errors import ProjectionError
 from events.text import json_safe, visible
+from projections.memory import NO_SPILL
 
 if TYPE_CHECKING:  # imported where used: a query command must start without them (issue 19)
     import duckdb
@@ -301,8 +302,6 @@ def _export_connection() -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB for COPY, in UTC (the times' Z is true), never spilling: an
     in-memory database would offload to `.tmp` in the working folder."""
     import duckdb
-
-    from projections.memory import NO_SPILL
 
     con = duckdb.connect(config=dict(NO_SPILL))
     con.execute("SET TimeZone = 'UTC'")

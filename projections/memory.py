@@ -11,10 +11,12 @@ import re
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
-
-import duckdb
+from typing import TYPE_CHECKING
 
 from events.errors import ProjectionError
+
+if TYPE_CHECKING:  # only for annotations: projections.export imports this module, and
+    import duckdb  # `pitlog --help` must not import DuckDB
 
 # DuckDB's default is 80% of the machine's memory, and its buffer pool keeps the blocks it has
 # read or written cached up to its limit: a projector's resident memory would grow with the log.
