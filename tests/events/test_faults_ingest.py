@@ -122,26 +122,37 @@ def test_the_id_index_of_a_restored_log_is_rebuilt(tmp_path: Path) -> None:
     assert (report.recorded, report.already_recorded) == (30, 30)
 
 
+def _segment_bytes(folder: Path) -> int:
+    return sum(f.stat().st_size for f in folder.rglob("*.seg")) if folder.exists() else 0
+
+
 def test_ingest_killed_at_random_points_and_resent_records_each_line_once(
         tmp_path: Path) -> None:
     """The operator's recovery: after a SIGKILL, send the whole file again. Each line ends up
-    in the log exactly once: none lost, none twice."""
+    in the log exactly once: none lost, none twice. Each kill lands when the log has grown to a
+    random share of the whole file's records (not after a sleep: on a quiet machine the whole
+    file was recorded before the first kill, and the test killed nothing)."""
     folder, source = tmp_path / "log", tmp_path / "lines.jsonl"
-    source.write_text(_device_lines(20_000, tables=5))  # still running when killed, even idle
+    source.write_text(_device_lines(20_000, tables=5))
+    whole = tmp_path / "whole"
+    assert pitlog("ingest", str(source), "--log", str(whole)).returncode == 0
+    full = _segment_bytes(whole)
     rng = random.Random(16)
     kills = 0
-    for _ in range(3):
+    for share in sorted(rng.uniform(0.05, 0.9) for _ in range(3)):
         proc = subprocess.Popen([PITLOG, "ingest", str(source), "--log", str(folder),
                                  "--batch", "50"], stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
-        time.sleep(rng.uniform(1.5, 4.0))
+        while proc.poll() is None and _segment_bytes(folder) < share * full:
+            time.sleep(0.002)
         if proc.poll() is None:
             proc.kill()
             kills += 1
         proc.wait()
+    assert kills >= 1
+    assert _segment_bytes(folder) < full  # the kills left lines to send again
     final = pitlog("ingest", str(source), "--log", str(folder), "--format", "json")
     assert final.returncode == 0, final.stderr
-    assert kills >= 1
     ids = _ids(folder)
     assert len(ids) == len(set(ids)) == 20_000  # lost: 0, duplicated: 0
     assert verify_log(EmbeddedLog(folder)).ok
