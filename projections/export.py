@@ -248,7 +248,8 @@ def stream(batches: Callable[[], pa.RecordBatchReader], fmt: str, out: IO[str], 
             batch = batch.slice(0, left) if left > 0 else batch
             if not batch.num_rows:
                 continue
-            _check_exportable(batch, checked)
+            if kept is None:  # a second run's values: the kept ones were checked already
+                _check_exportable(batch, checked)
             left -= batch.num_rows if left > 0 else 0
             table = _typed_nulls(pa.Table.from_batches([batch]))
             if fmt == "json":
