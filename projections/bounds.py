@@ -71,8 +71,7 @@ def outside(table: pa.Table) -> np.ndarray[Any, Any]:
             col = table.column(name)
             flag(pc.or_(pc.greater(pc.utf8_length(col), limits.MAX_ID_CHARS),
                         pc.match_substring_regex(col, UNSAFE.pattern)))
-            if name != "event_id":  # limits.check_ids: the table, shoe and actor are named
-                flag(_blank(col))
+            flag(_blank(col))  # limits.check_ids: a blank event id too (null is none)
     if "round_no" in names:
         flag(pc.less(table.column("round_no"), limits.ROUND_BOUNDS[0]))
     return bad

@@ -75,6 +75,21 @@ def test_a_line_with_its_own_id_is_recorded_once_whatever_its_seq(tmp_path: Path
     assert _ingest(tmp_path / "log", json.dumps(other_table) + "\n", tmp_path).recorded == 1
 
 
+def test_lines_sent_with_a_blank_id_are_refused_not_taken_for_one_line(tmp_path: Path) -> None:
+    """Two different lines with the id "  " were recorded as one (the second counted
+    `already_recorded`, never in the log); "" was an id too. A blank id names no event: each
+    such line is quarantined with the reason, the others recorded."""
+    lines = [json.loads(line) for line in _device_lines(4, tables=1).splitlines()]
+    lines[1]["id"], lines[2]["id"] = "  ", ""
+    report = _ingest(tmp_path / "log", "".join(json.dumps(x) + "\n" for x in lines), tmp_path)
+    assert (report.recorded, report.rejected, report.already_recorded) == (2, 2, 0)
+    refused = [json.loads(x) for x in (tmp_path / "q.jsonl").read_text().splitlines()]
+    assert [(x["line"], x["reason"]) for x in refused] == [
+        (2, "field 'id' is '  ', blank"), (3, "field 'id' is '', blank")]
+    assert [json.loads(x["raw"])["seq"] for x in refused] == [2, 3]
+    assert len(_ids(tmp_path / "log")) == 2
+
+
 def test_the_id_index_reads_only_what_was_appended_since(tmp_path: Path) -> None:
     """Opening the index costs the records appended since its last use, not the history."""
     folder = tmp_path / "log"

@@ -126,6 +126,8 @@ def test_the_bad_example_refuses_each_bad_line_and_records_the_rest(tmp_path: Pa
     (json.dumps({**card_line(1), "table": " "}), 'table id " " is blank'),
     (json.dumps({**card_line(1), "shoe": ""}), "field 'shoe' is empty"),
     (json.dumps({**card_line(1), "shoe": "  "}), "field 'shoe' is empty"),
+    (json.dumps({**card_line(1), "id": "  "}), "field 'id' is '  ', blank"),
+    (json.dumps({**card_line(1), "id": ""}), "field 'id' is '', blank"),
     (json.dumps({"type": "CardsRacked", "table": "T1", "seq": 1, "at": "2026-11-28T22:00:01Z",
                  "actor": "D-1", "cards": [{"rank": 2, "suit": "Z"}]}),
      'invalid card: suit "Z" is not one of S, H, D, C'),

@@ -95,6 +95,14 @@ BAD = [
     ("X22", {"event": model.DealerTappedIn(dealer_id="")}, "field 'dealer_id' is empty"),
     ("X23", {"event": model.ShuffleStarted(method=model.ShuffleMethod.HAND, device_id=" ")},
      "field 'device_id' is empty"),
+    # Ingest de-duplicates by event id: lines sharing a blank one were taken for one line sent
+    # twice, and the second was never recorded (session 17).
+    ("X24", {"event": GOOD, "event_id": "  "},
+     "the event id '  ' is blank; a blank id names no event, and two lines sharing it would "
+     "be taken for one"),
+    ("X25", {"event": GOOD, "event_id": ""},
+     "the event id '' is blank; a blank id names no event, and two lines sharing it would "
+     "be taken for one"),
 ]
 INGEST_ONLY_BEFORE = BAD[8:]  # the bounds only `pitlog ingest` held until session 16
 # At the bounds: accepted, as the Recorder accepts them (a seat and area 1, round 0, the first

@@ -9,6 +9,8 @@ Layout of a log folder:
   writer.lock      flock'd while appending, so two processes never interleave records
   append.pending   present only while an append is under way (or after one crashed): each
                    touched partition's sizes before it (events/log/embedded/segment.py)
+  tails.cache      the writers' table heads as of some point, so a new writer reads only the
+                   records after it (a cache, checked against the log: tails.py)
 
 Durability and atomicity: an append first writes the journal `append.pending` (fsynced), then
 the records, fsyncs the segment, then writes and fsyncs the index, in every partition it
@@ -46,6 +48,7 @@ from events.log.base import (
     LocalFolder,
     LogRecord,
 )
+from events.log.embedded import tails
 from events.log.embedded.alerts import EmbeddedAlertLog
 from events.log.embedded.segment import (
     FRAME,
@@ -125,6 +128,8 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
         # optimistic concurrency check reads only what other writers appended since.
         self._tails: dict[bytes, bytes] = {}
         self._tails_upto: dict[int, int] = {}
+        self._tails_file_read = False
+        self._tails_saved_at = -1  # records the saved tails.cache reflects (-1: none saved)
 
     def _write_meta(self, log_id: str) -> None:
         """meta.json, atomically: the log id is the log's identity for the projector's
@@ -251,6 +256,8 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
                 for i in indices:
                     self._tails[items[i][0]] = items[i][1]
                 self._tails_upto[number] = first + len(indices)
+        if self._tails_known() - max(self._tails_saved_at, 0) >= tails.SAVE_EVERY_RECORDS:
+            self._save_tails()
         return result
 
     def _fail(self, exc: BaseException) -> None:
@@ -273,9 +280,60 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
         with self._writer_lock():
             self._ready_to_write()
             self._refresh_tails(range(self.n_partitions))
+        self._save_tails()
         return dict(self._tails)
 
+    def close(self) -> None:
+        self._save_tails()
+
+    def _tails_known(self) -> int:
+        """Records the in-memory tails reflect, or -1 unless every partition's are known (a
+        saved file is whole: one partition's heads alone would hide the others')."""
+        if len(self._tails_upto) < self.n_partitions:
+            return -1
+        return sum(self._tails_upto.values())
+
+    def _save_tails(self) -> None:
+        """Save the heads for the next writer if they moved since the last save (never when
+        nothing changed: a writer that appends nothing, a rerun of an evening already
+        recorded, writes no file)."""
+        known = self._tails_known()
+        if known <= max(self._tails_saved_at, 0) or self.log_id is None:
+            return
+        tails.save(self.folder, self.log_id, self.n_partitions,
+                   tails.SavedTails(dict(self._tails_upto), dict(self._tails)))
+        self._tails_saved_at = known
+
+    def _read_saved_tails(self) -> None:
+        """Once per process, under the writer lock after recovery: start from tails.cache
+        where it checks out against the log (tails.py says how), else from nothing."""
+        self._tails_file_read = True
+        saved = tails.load(self.folder, self.log_id, self.n_partitions)
+        if saved is None or self._tails_upto:
+            return
+        for key in saved.values:  # every key in the partition the log puts it in, with a record
+            if saved.upto[partition_for(key, self.n_partitions)] == 0:
+                return
+        for number, upto in saved.upto.items():
+            if upto == 0:
+                continue
+            part = self._parts[number]
+            if upto > part.count():  # a log restored from before the cache: read it all
+                return
+            try:
+                with part.seg_path.open("rb") as seg:
+                    last = self._read_range(part, seg, upto - 1, upto)[0]
+            except (OSError, LogCorruptError):
+                return
+            if saved.values.get(last.key) != last.value:  # another log's history
+                return
+        self._tails.update(saved.values)
+        self._tails_upto.update(saved.upto)
+        self._tails_saved_at = sum(saved.upto.values())
+
     def _refresh_tails(self, numbers: Iterable[int]) -> None:
+        if not self._tails_file_read:
+            self._read_saved_tails()
         for number in numbers:
             part = self._parts[number]
             upto, end = self._tails_upto.get(number, 0), part.count()
@@ -284,7 +342,7 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
                     for start in range(upto, end, 5000):
                         for rec in self._read_range(part, seg, start, min(end, start + 5000)):
                             self._tails[rec.key] = rec.value
-                self._tails_upto[number] = end
+            self._tails_upto[number] = end  # an empty partition's too: appends then keep it
 
     # --- reading --------------------------------------------------------------------------------
 
