@@ -273,6 +273,60 @@ def stream(batches: Callable[[], pa.RecordBatchReader], fmt: str, out: IO[str], 
     out.flush()
 
 
+def stream_to_file(batches: Callable[[], pa.RecordBatchReader], fmt: str, path: Path, *,
+                   limit: int = 0, shown: Callable[[int, int], None] | None = None) -> None:
+    """Write a query's rows to the file `path` in json, jsonl or csv, a batch at a time, the
+    query run once: memory is a batch's, not the result's (the rows were held, then COPY).
+
+    The rows go to a temporary file beside `path`, renamed over it once every row is checked
+    and written; a value no export can write (`unexportable`, checked in every row, past the
+    limit too, as `stream` does), a failed query or a full disk removes it, and `path` is as
+    it was. The bytes are those COPY wrote of the held rows. `limit` rows are written (0:
+    all); every row is counted, and `shown(limit, total)` told after, when rows were left out."""
+    import pyarrow as pa
+
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.pitlog-tmp")
+    total = 0
+    try:
+        with tmp.open("wb") as f, _export_connection() as con:
+            reader = batches()
+            schema = reader.schema
+            columns = schema.names
+            checked = [i for i, field in enumerate(schema) if not _plain_type(field.type)]
+            left = limit or -1  # -1: every row
+            written = False
+            if fmt == "json":  # DuckDB's own ARRAY framing, around the batches' JSON lines
+                f.write(b"[\n\t")
+            for batch in reader:
+                total += batch.num_rows
+                _check_exportable(batch, checked)
+                if left == 0 or not batch.num_rows:
+                    continue
+                batch = batch.slice(0, left) if left > 0 else batch
+                left -= batch.num_rows if left > 0 else 0
+                table = _typed_nulls(pa.Table.from_batches([batch]))
+                if fmt == "json":
+                    text = _batch_bytes(con, table, columns, "jsonl").rstrip(b"\n")
+                    f.write((b",\n\t" if written else b"") + text.replace(b"\n", b",\n\t"))
+                else:
+                    f.write(_batch_bytes(con, table, columns, fmt, header=not written))
+                written = True
+            if fmt == "json":
+                f.write(b"\n]\n")
+            elif fmt == "csv" and not written:  # an empty result keeps its header
+                f.write(_batch_bytes(con, _typed_nulls(schema.empty_table()), columns, fmt))
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise ProjectionError(f"cannot write {path}: {exc.strerror or exc}; free some space "
+                              f"or write elsewhere") from None
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    if limit and total > limit and shown is not None:
+        shown(limit, total)
+
+
 def _check_exportable(batch: pa.RecordBatch, checked: Sequence[int]) -> None:
     """Raise `unexportable` for a value of the `checked` columns no export can write."""
     import pyarrow as pa
@@ -317,14 +371,20 @@ def _select(columns: Sequence[str]) -> str:
 def _text(con: duckdb.DuckDBPyConnection, table: pa.Table, columns: Sequence[str], fmt: str,
           *, header: bool = True) -> str:
     """What COPY writes of `table` in `fmt`, as text ready for a terminal."""
-    con.register("export_rows", _visible_strings(table) if fmt == "csv" else table)
-    try:
-        text = _copied(con, _select(columns), fmt, header=header).decode("utf-8")
-    finally:
-        con.unregister("export_rows")
+    text = _batch_bytes(con, table, columns, fmt, header=header).decode("utf-8")
     if fmt in ("json", "jsonl"):  # a terminal: no raw DEL, C1 or bidi control
         text = json_safe(text)
     return text
+
+
+def _batch_bytes(con: duckdb.DuckDBPyConnection, table: pa.Table, columns: Sequence[str],
+                 fmt: str, *, header: bool = True) -> bytes:
+    """What COPY writes of `table` in `fmt` (a file's bytes, as `write` gives a path)."""
+    con.register("export_rows", _visible_strings(table) if fmt == "csv" else table)
+    try:
+        return _copied(con, _select(columns), fmt, header=header)
+    finally:
+        con.unregister("export_rows")
 
 
 def _copied(con: duckdb.DuckDBPyConnection, select: str, fmt: str, *,

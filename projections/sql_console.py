@@ -38,7 +38,7 @@ from typing import IO, Any, TypeVar
 import duckdb
 
 from events.errors import NotFoundError, PitlogError, ProjectionError, first_line
-from projections.export import STREAM_BATCH_ROWS, Rows, stream
+from projections.export import STREAM_BATCH_ROWS, Rows, stream, stream_to_file
 from projections.memory import NO_SPILL
 from projections.snapshot import check_database_file, snapshot_path
 
@@ -289,12 +289,13 @@ def run_query(db_path: str | Path, query: str, params: list[Any] | None = None,
         con.close()
 
 
-def export_query(db_path: str | Path, query: str, fmt: str, out: IO[str],
+def export_query(db_path: str | Path, query: str, fmt: str, out: IO[str] | Path,
                  limits: QueryLimits | None = None, *, limit: int = 0,
                  shown: Callable[[int, int], None] | None = None) -> None:
-    """One read-only query's rows written to `out` in json, jsonl or csv as they come, a batch
-    at a time (export.stream: memory bounded by a batch, nothing written when a value cannot
-    be), on a fresh guarded connection within the time limit."""
+    """One read-only query's rows written to `out` (a text stream, or a file's path) in json,
+    jsonl or csv as they come, a batch at a time (export.stream and export.stream_to_file:
+    memory bounded by a batch, nothing written when a value cannot be), on a fresh guarded
+    connection within the time limit."""
     limits = limits or QueryLimits.from_env()
     check_read_only(query)  # before opening anything
     con = guarded_connection(db_path, limits)
@@ -306,6 +307,10 @@ def export_query(db_path: str | Path, query: str, fmt: str, out: IO[str],
         return relation.to_arrow_reader(batch_size=STREAM_BATCH_ROWS)
 
     try:
-        _limited(con, lambda: stream(batches, fmt, out, limit=limit, shown=shown), limits)
+        if isinstance(out, Path):
+            _limited(con, lambda: stream_to_file(batches, fmt, out, limit=limit, shown=shown),
+                     limits)
+        else:
+            _limited(con, lambda: stream(batches, fmt, out, limit=limit, shown=shown), limits)
     finally:
         con.close()

@@ -16,7 +16,8 @@ from events.errors import PitlogError
 from projections.localtime import casino_zone
 from projections.sql_console import QueryLimits, export_query, run_query
 
-STREAMED = (Format.json, Format.jsonl, Format.csv)  # to stdout (--out files: the rows, then COPY)
+# Written a batch at a time, to stdout or to an --out file (parquet: the rows, then COPY).
+STREAMED = (Format.json, Format.jsonl, Format.csv)
 
 
 def sql_cmd(
@@ -48,10 +49,10 @@ def sql_cmd(
             raise PitlogError("pitlog sql -: standard input held no query")
     limits = QueryLimits.from_env(timeout, memory_limit)  # bad limits: an error before asking
     answer = ask(db_path(db), server, "/api/sql", q=query)
-    if answer is None and out is None and format in STREAMED:
+    if answer is None and format in STREAMED:
         # Written as the rows come, a batch at a time: memory does not follow the result.
-        export_query(db_path(db), query, format.value, sys.stdout, limits, limit=limit or 0,
-                     shown=tell_shown)
+        export_query(db_path(db), query, format.value, sys.stdout if out is None else out,
+                     limits, limit=limit or 0, shown=tell_shown)
         return
     if answer is None:
         columns, rows = run_query(db_path(db), query, limits=limits)

@@ -330,3 +330,84 @@ def test_a_result_small_enough_to_keep_is_written_from_its_one_run(
     assert [json.loads(line)["i"] for line in out.getvalue().splitlines()] == \
         list(range(min(first, limit or first)))
     assert told == ([(limit, first)] if limit and first > limit else [])
+
+
+# `pitlog sql --out FILE` in json, jsonl or csv streams too (export.stream_to_file): the rows
+# were held whole, then COPY wrote them (session 17).
+FILE_QUERIES = [
+    "SELECT * FROM anomalies ORDER BY ALL",
+    "SELECT * FROM ledger ORDER BY ALL",
+    "SELECT * FROM rounds ORDER BY ALL",
+    "SELECT * FROM events ORDER BY log_partition, log_offset",
+    "SELECT i, i::DECIMAL(12, 2) / 4 AS q, NULL AS none_cents, [i, NULL] AS l, "
+    "{'a': i} AS st, 'é\u202e\x07' || i AS s, INTERVAL 1 DAY * i AS iv FROM range(7) t(i)",
+    "SELECT 1 AS a WHERE false",
+]
+
+
+@pytest.mark.parametrize("fmt", ["json", "jsonl", "csv"])
+def test_a_query_streamed_to_a_file_writes_the_bytes_the_held_rows_did(
+        sim_db: Path, tmp_path: Path, fmt: str) -> None:
+    from projections.export import write
+    from projections.sql_console import run_query
+
+    for n, query in enumerate(FILE_QUERIES):
+        held = tmp_path / f"held{n}.{fmt}"
+        columns, rows = run_query(sim_db, query)
+        write(rows, columns, fmt, held)  # the path --out took before
+        streamed = tmp_path / f"streamed{n}.{fmt}"
+        _ok("sql", "--db", str(sim_db), "-f", fmt, "--out", str(streamed), query)
+        assert streamed.read_bytes() == held.read_bytes(), query
+    assert sorted(p.name for p in tmp_path.iterdir() if "pitlog-tmp" in p.name) == []
+
+
+def test_a_file_export_with_a_bad_value_in_a_later_batch_leaves_the_file_as_it_was(
+        sim_db: Path, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from projections.export import STREAM_BATCH_ROWS
+
+    bad = STREAM_BATCH_ROWS * 2 + 7  # two batches written to the temporary file before it
+    root = Path(__file__).resolve().parents[2]
+    out = tmp_path / "rows.jsonl"
+    out.write_text("an earlier export\n")
+    run = subprocess.run(
+        [sys.executable, "-m", "cli.app", "sql", "--db", str(sim_db), "-f", "jsonl", "--out",
+         str(out), f"SELECT i, CASE WHEN i = {bad} THEN 'infinity'::TIMESTAMP ELSE TIMESTAMP "
+                   f"'2026-12-03 08:00' END AS seen_at FROM range({bad + 10}) t(i)"],
+        capture_output=True, text=True, timeout=300, cwd=root)
+    assert run.returncode == 1 and run.stdout == "", run.stderr
+    (line,) = run.stderr.splitlines()
+    assert line.startswith("Error: column 'seen_at' holds a value that cannot be written out (")
+    assert out.read_text() == "an earlier export\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rows.jsonl"]
+
+
+def test_a_large_export_to_a_file_keeps_memory_bounded_and_tells_its_limit(
+        sim_db: Path, tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    out = tmp_path / "big.jsonl"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cli.app", "sql", "--db", str(sim_db), "-f", "jsonl", "--out",
+         str(out), f"SELECT i, repeat('x', 50) AS s FROM range({STREAMED_ROWS}) t(i)"],
+        cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    assert proc.stderr is not None
+    assert os.waitstatus_to_exitcode(status) == 0, proc.stderr.read()
+    with out.open("rb") as f:
+        lines = sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
+    assert lines == STREAMED_ROWS
+    # ru_maxrss in KiB: the rows' text is 212 MB; held as rows it peaked past 2 GB.
+    assert usage.ru_maxrss < 1024 * 1024, usage.ru_maxrss
+    limited = tmp_path / "limited.csv"
+    result = runner.invoke(app, ["sql", "--db", str(sim_db), "-f", "csv", "--out",
+                                 str(limited), "--limit", "5",
+                                 "SELECT i FROM range(250001) t(i)"])
+    assert result.exit_code == 0, result.output
+    assert limited.read_text().splitlines() == ["i", "0", "1", "2", "3", "4"]
+    assert "5 of 250,001 rows shown" in result.stderr
