@@ -115,8 +115,8 @@ def simulate_cmd(
         held = held_tables(heads, config)
         only = _not_yet_held(event_log, config, held, first_free_table(heads))
         with progress_bar("simulating rounds", len(only) * rounds) as update:
-            report = simulate(event_log, config, only=only, round_progress=update) if only \
-                else SimReport(0, 0, 0, 0, [])
+            report = simulate(event_log, config, only=only, round_progress=update,
+                              last=heads) if only else SimReport(0, 0, 0, 0, [])
         uri = event_log.uri
     # The whole evening's labels, also of the tables the log held already: they are in the
     # log too, so a truth of this run's tables alone would score their anomalies as invented.

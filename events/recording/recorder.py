@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -46,13 +46,17 @@ def last_records(log: EventLog) -> dict[bytes, bytes]:
     return last
 
 
-def scan_heads(log: EventLog) -> dict[str, TableHead]:
-    """Each table's head, read from the log (only the last record per table is decoded).
+def scan_heads(log: EventLog, last: Mapping[bytes, bytes] | None = None
+               ) -> dict[str, TableHead]:
+    """Each table's head, read from the log (only the last record per table is decoded), or
+    from `last`, the log's `last_records` a caller read already (on a Kafka log without
+    fencing that read is the whole topic: `pitlog simulate` reads it once, not twice).
 
     A table whose newest record is not a pitlog event (foreign bytes on a Kafka topic, which
     the read side quarantines) continues from its newest record that is: one bad message must
     not stop every writer of the topic."""
-    last = last_records(log)
+    if last is None:
+        last = last_records(log)
     heads: dict[str, TableHead] = {}
     unreadable: set[bytes] = set()
     for key, value in last.items():

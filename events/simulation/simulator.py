@@ -20,7 +20,7 @@ from operator import attrgetter
 
 from events.errors import RuleError
 from events.log.base import EventLog
-from events.recording.recorder import Recorder
+from events.recording.recorder import Recorder, scan_heads
 from events.reddog import model, rules
 from events.reddog.catalogue import INJECTABLE
 from events.reddog.model import Box, Card, Meaning, Suit, WagerKind
@@ -507,8 +507,12 @@ def record_step(recorder: Recorder, log: EventLog, table_id: str, step: Step) ->
 def simulate(log: EventLog, config: SimConfig,
              progress: Callable[[int], None] | None = None, *,
              only: Sequence[int] | None = None,
-             round_progress: Callable[[int], None] | None = None) -> SimReport:
+             round_progress: Callable[[int], None] | None = None,
+             last: Mapping[bytes, bytes] | None = None) -> SimReport:
     """Play the evening and record it to `log`; returns counts and the ground truth.
+
+    `last`: the log's `last_records`, when the caller read them already (the rerun check):
+    the recorder's heads are taken from them instead of read again.
 
     `only` plays just these table indexes (0-based): each table is its own seeded stream, so
     several processes can share one evening's tables between them, each recording its own
@@ -520,7 +524,7 @@ def simulate(log: EventLog, config: SimConfig,
     steps, sims = generate(config, only)
     current: dict[int, tuple[str | None, int]] = {}  # table index -> (shoe, round) in play
     begun = 0
-    recorder = Recorder(log)
+    recorder = Recorder(log, heads=None if last is None else scan_heads(log, last))
     n = 0
     table_ids = {sim.index: sim.table_id for sim in sims}
     for step in steps:
