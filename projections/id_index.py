@@ -117,6 +117,13 @@ class Index:
         try:
             db = _connect(path)
             behind = _behind(db, con, key, probe)
+        except sqlite3.OperationalError as exc:
+            # The file cannot be opened or written (permissions, a folder in its place, a
+            # failing disk): building anew would delete an index that may be whole, then
+            # fail the same way. Said as what it is, and nothing touched.
+            if db is not None:
+                db.close()
+            raise _failed(path, exc) from exc
         except sqlite3.DatabaseError:  # not a SQLite file, or a damaged one: built anew
             pass
         if db is None or behind is None:
@@ -218,7 +225,13 @@ def _build(con: duckdb.DuckDBPyConnection, path: Path | None, key: str,
            probe: str) -> sqlite3.Connection:
     if path is not None:
         for suffix in ("", "-wal", "-shm", "-journal"):
-            path.with_name(path.name + suffix).unlink(missing_ok=True)
+            try:
+                path.with_name(path.name + suffix).unlink(missing_ok=True)
+            except OSError as exc:
+                raise ProjectionError(
+                    f"cannot replace the damaged index of event ids {path}: {exc.strerror or exc}"
+                    f"; check the folder's permissions, or delete the file and run again (the "
+                    f"index is a cache of the database, built anew)") from exc
     db = _connect(path)
     index = Index(db, "built", path)
     # In hash order: each row lands after the last, so the B-tree is written page by page.

@@ -647,6 +647,38 @@ def test_an_index_that_cannot_be_written_is_an_error_naming_it(tmp_path: Path) -
         second_batch()
 
 
+# An index SQLite cannot open (a folder in its place here; permissions or a failing disk
+# alike): the whole index was taken for damaged and deleted to be built anew, which failed on
+# the folder with a bare "Is a directory". Now one Error naming the index, nothing touched, the
+# batch rolled back; once the path is free, the index is built and the store exact. A file
+# that is no SQLite database (damaged) is still built anew.
+def test_an_index_that_cannot_be_opened_is_an_error_and_a_damaged_one_is_built_anew(
+        tmp_path: Path) -> None:
+    log, t = _table(tmp_path)
+    _shoes(t, ("S1",))
+    t.flush()
+    db = tmp_path / "v.duckdb"
+    index_path = Path(str(db) + id_index.SUFFIX)
+    index_path.mkdir()
+    (index_path / "kept").write_text("not the index's to delete")
+    with duckdb.connect(str(db)) as con:
+        with pytest.raises(ProjectionError) as caught:
+            project(log, con, publish_alerts=False)
+        assert str(caught.value).startswith(f"cannot use the index of event ids {index_path}: "
+                                            f"unable to open database file; check the disk")
+        assert (index_path / "kept").read_text() == "not the index's to delete"
+        assert con.execute("SELECT count(*) FROM events").fetchall() == [(0,)]
+    shutil.rmtree(index_path)
+    index_path.write_bytes(b"\x00garbage, not SQLite" * 100)
+    _shoes(t, ("S2",))
+    t.flush()
+    with duckdb.connect(str(db)) as con:
+        project(log, con, publish_alerts=False)
+        assert _index(con).built == "built"
+        assert _rows_apart(con) == ([], [])
+        assert_money_exact(con)
+
+
 # project() given a path closes what it opened: the index too, so no -wal or -shm stays beside
 # the store (`pitlog demo` signs its folder's files after projecting; --replace compares them)
 def test_a_projection_into_a_path_leaves_the_index_closed(tmp_path: Path) -> None:
