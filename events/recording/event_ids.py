@@ -15,6 +15,14 @@ from a backup fails the digest check, and the index is rebuilt from the log.
 
 Two writers sending the same line at the same instant can both record it (the lookup and the
 append are not one transaction): the read side flags that as DUPLICATE_EVENT.
+
+The index also keeps each table's last record read (`heads`: its seq and chain hash), for the
+recorder of a log that keeps no heads of its own (a Kafka topic without fencing, where the
+heads were a read of the whole topic by every `pitlog ingest`, issue 16). They are current
+with the index's `upto`, so a run reads only the records appended since. A table whose last
+record is not a pitlog event (a foreign producer's), or was appended by this index's own
+writer without being read back (the embedded log's fast path below, which keeps heads of its
+own), has no known head, and the recorder then reads the log (`heads` returns None).
 """
 
 from __future__ import annotations
@@ -24,12 +32,13 @@ import random
 import sqlite3
 import time
 import uuid
+from collections.abc import Collection, Sequence
 from contextlib import closing
 from pathlib import Path
 
-from events.errors import LogError
+from events.errors import DecodeError, LogError
 from events.log.base import DEFAULT_DATA_DIR, EventLog, LocalFolder, LogRecord, record_digest
-from events.wire import codec
+from events.wire import chain, codec
 
 # Device lines without an `id` get a name-based UUID (RFC 4122 v5) of (table, actor, seq): the
 # same line re-sent has the same id, whichever run sends it.
@@ -41,7 +50,19 @@ _DDL = (
     "PRIMARY KEY (table_id, event_id)) WITHOUT ROWID",
     "CREATE TABLE IF NOT EXISTS upto (log_partition INTEGER PRIMARY KEY, next_offset INTEGER "
     "NOT NULL, last_offset INTEGER, last_digest BLOB, log_id TEXT)",
+    # Each table's last record read (its seq and chain hash; NULL: not a pitlog event, or not
+    # read back), for a recorder on a log that keeps no heads of its own (module docstring).
+    "CREATE TABLE IF NOT EXISTS heads (table_id BLOB PRIMARY KEY, log_partition INTEGER NOT "
+    "NULL, log_offset INTEGER NOT NULL, seq INTEGER, hash BLOB) WITHOUT ROWID",
 )
+
+
+def _seq_and_hash(value: bytes) -> tuple[int | None, bytes | None]:
+    """A record's seq and chain hash, or (None, None) for bytes that are not a pitlog event."""
+    try:
+        return codec.decode(value).seq, chain.stored_hash(value)
+    except DecodeError:
+        return None, None
 
 
 def derived_event_id(table: str, actor: str, device_seq: int) -> str:
@@ -117,13 +138,17 @@ class EventIdIndex:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(self.path, timeout=OPEN_PATIENCE_S, isolation_level=None)
         self.db.execute("PRAGMA journal_mode = WAL")
+        had_heads = self.db.execute(
+            "SELECT count(*) FROM sqlite_master WHERE name = 'heads'").fetchone()[0]
         for ddl in _DDL:
             self.db.execute(ddl)
-        if not self._still_the_same_log():
+        # An index made before `heads` has read records whose heads it never kept: read again.
+        if not had_heads or not self._still_the_same_log():
             with self.db:
                 self.db.execute("BEGIN IMMEDIATE")
                 self.db.execute("DELETE FROM ids")
                 self.db.execute("DELETE FROM upto")
+                self.db.execute("DELETE FROM heads")
         self.catch_up()
 
     def _unusable(self, exc: BaseException) -> LogError:
@@ -173,7 +198,8 @@ class EventIdIndex:
                 for rec in [*last, *(self.log.record_at(p, start[p]) for p in grew)])
             if ends_ours:
                 try:
-                    self._write(rows, [rec for rec in last if rec is not None])
+                    self._write(rows, [rec for rec in last if rec is not None],
+                                unknown={t for t, _ in rows})
                 except sqlite3.Error as exc:
                     raise LogError(f"cannot update the event id index {self.path} ({exc}); "
                                    f"the lines are recorded: check the disk, then go on (the "
@@ -194,15 +220,30 @@ class EventIdIndex:
     def _add(self, batch: list[LogRecord]) -> None:
         rows = [(rec.key, eid) for rec in batch if (eid := event_id_of(rec.value)) is not None]
         last: dict[int, LogRecord] = {}
+        newest: dict[bytes, LogRecord] = {}
         for rec in batch:
             last[rec.partition] = rec
-        self._write(rows, list(last.values()))
+            newest[rec.key] = rec
+        self._write(rows, list(last.values()), newest=list(newest.values()))
 
-    def _write(self, rows: list[tuple[bytes, str]], last: list[LogRecord]) -> None:
-        """Add the ids, and move each partition's mark past its last record indexed."""
+    def _write(self, rows: list[tuple[bytes, str]], last: list[LogRecord], *,
+               newest: Sequence[LogRecord] = (), unknown: Collection[bytes] = ()) -> None:
+        """Add the ids, and move each partition's mark past its last record indexed; keep the
+        heads of the tables whose `newest` records were read, and forget those of `unknown`.
+        A head moves only forward in its partition: two ingests catching up at once may write
+        an older batch after a newer one (as `upto` moves only forward)."""
+        heads = [(rec.key, rec.partition, rec.offset, *_seq_and_hash(rec.value))
+                 for rec in newest]
         with self.db:
             self.db.execute("BEGIN IMMEDIATE")
             self.db.executemany("INSERT OR IGNORE INTO ids VALUES (?, ?)", rows)
+            self.db.executemany(
+                "INSERT INTO heads VALUES (?, ?, ?, ?, ?) ON CONFLICT (table_id) DO UPDATE SET "
+                "log_partition = excluded.log_partition, log_offset = excluded.log_offset, "
+                "seq = excluded.seq, hash = excluded.hash WHERE excluded.log_partition != "
+                "heads.log_partition OR excluded.log_offset > heads.log_offset", heads)
+            self.db.executemany("UPDATE heads SET seq = NULL, hash = NULL WHERE table_id = ?",
+                                [(t,) for t in unknown])
             for rec in last:
                 p = rec.partition
                 self.db.execute(
@@ -227,6 +268,16 @@ class EventIdIndex:
                 "ON i.table_id = v.column1 AND i.event_id = v.column2",
                 [v for t, e in chunk for v in (t.encode(), e)]).fetchall()
             found.update((t.decode(), e) for t, e in rows)
+        return found
+
+    def heads(self) -> dict[str, tuple[int, bytes]] | None:
+        """Each table's (seq, chain hash) as of the records indexed; None when a table's is
+        not known (the caller then reads the log, as scan_heads does)."""
+        found: dict[str, tuple[int, bytes]] = {}
+        for table, seq, digest in self.db.execute("SELECT table_id, seq, hash FROM heads"):
+            if seq is None:
+                return None
+            found[table.decode()] = (seq, digest)
         return found
 
     def recorded(self, table: str, event_id: str) -> bool:

@@ -31,12 +31,12 @@ from pathlib import Path
 from typing import IO, Any
 
 from events.errors import ConcurrencyError, EncodeError
-from events.log.base import DEFAULT_DATA_DIR, EventLog
+from events.log.base import DEFAULT_DATA_DIR, ConditionalAppend, EventLog
 from events.recording.defaults import BATCH_LINES
 from events.recording.device_line import DeviceLine, LineRejected, parse_line
 from events.recording.event_ids import EventIdIndex, derived_event_id
 from events.recording.limits import ValueLimitError
-from events.recording.recorder import Recorder
+from events.recording.recorder import Recorder, TableHead
 from events.wire.codec import micros
 
 __all__ = ["BadLine", "IngestReport", "LineRejected", "default_quarantine", "ingest",
@@ -158,14 +158,23 @@ def ingest(stream: IO[bytes], log: EventLog, *, source: str, quarantine: Path,
     """Record every good line of `stream` through the Recorder; quarantine every bad one."""
     started = time.perf_counter()
     report = IngestReport(source, log.uri, str(quarantine))
+    ids = EventIdIndex(log)
     # Flushed here, to retry conflicts. `now` None: the recorder's own clock (integer micros).
-    recorder = Recorder(log, batch_size=2**62, now=now)
+    # A log that keeps no heads of its own (Kafka without fencing) gets them from the index,
+    # current with it: its records read since, not the whole topic (issue 16).
+    known_heads = None if isinstance(log, ConditionalAppend) else ids.heads()
+    heads = None if known_heads is None else {
+        t: TableHead(seq, digest) for t, (seq, digest) in known_heads.items()}
+    try:
+        recorder = Recorder(log, batch_size=2**62, now=now, heads=heads)
+    except BaseException:
+        ids.close()
+        raise
     last_seq: dict[tuple[str, str], int] = {}
     # Lines that passed parsing and the order check, with whether their device seq jumped;
     # their event ids are looked up in the index a batch at a time (one query, not one a line).
     candidates: list[tuple[int, bytes, DeviceLine, bool]] = []
     bad_lines = _Quarantine(quarantine, source)
-    ids = EventIdIndex(log)
 
     def reject(n: int, raw: bytes, reason: str, hint: str) -> None:
         bad = BadLine(n, reason, hint, raw, source)

@@ -10,11 +10,13 @@ import random
 import shutil
 import subprocess
 import time
+from contextlib import closing
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import duckdb
+import pytest
 from table_builder import T0, record_events
 from test_faults import PITLOG, pitlog
 
@@ -24,6 +26,7 @@ from events.recording.event_ids import EventIdIndex, event_id_of
 from events.recording.ingest import IngestReport, ingest
 from events.recording.recorder import Recorder
 from events.reddog import model
+from events.wire import chain, codec
 from projections.projector import project
 
 # --- ingest resumes safely: each device line once ---------------------------------------------
@@ -243,3 +246,86 @@ def test_ingests_starting_at_once_on_a_new_log_all_open_its_id_index(tmp_path: P
         for proc in procs:
             proc.join(120)
     assert outcomes == ["ok"] * 4 * ROUNDS
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_heads_kept_in_the_id_index_continue_every_chain_on_a_log_without_its_own(
+        tmp_path: Path, seed: int) -> None:
+    """On a log that keeps no heads (here the embedded log's records behind the plain EventLog
+    interface, as a Kafka topic without fencing is), ingest takes the heads from its id index.
+    Whatever happened since its last run (another writer that keeps no index, a foreign record
+    at a table's tail, an index made before it kept heads), every table's chain continues
+    gaplessly, and the index's heads, when it has them all, are the log's."""
+    import sqlite3
+    from collections.abc import Generator, Mapping, Sequence
+
+    from events.log.base import EventLog, LogRecord
+    from events.recording.event_ids import index_path
+    from events.recording.recorder import scan_heads
+
+    class PlainLog(EventLog):
+        def __init__(self, inner: EmbeddedLog) -> None:
+            self.inner, self.uri, self.log_id = inner, inner.uri, inner.log_id
+
+        def append(self, items: Sequence[tuple[bytes, bytes]]) -> list[tuple[int, int]]:
+            return self.inner.append(items)
+
+        def end_offsets(self) -> dict[int, int]:
+            return self.inner.end_offsets()
+
+        def read(self, start: Mapping[int, int] | None = None, *,
+                 max_batch: int = 5000) -> Generator[list[LogRecord], None, None]:
+            yield from self.inner.read(start, max_batch=max_batch)
+
+    folder = tmp_path / "log"
+    rng = random.Random(seed)
+    device_seq: dict[str, int] = {}
+    other_runs = 0
+
+    def lines(n: int) -> str:
+        out = []
+        for _ in range(n):
+            table = f"T{rng.randrange(4):02d}"
+            device_seq[table] = device_seq.get(table, 0) + 1
+            out.append(json.dumps({"type": "DealerTappedIn", "table": table,
+                                   "seq": device_seq[table], "actor": f"TERM-{table}",
+                                   "at": "2026-11-28T22:00:01Z", "dealer_id": "D-1"}))
+        return "\n".join(out) + "\n"
+
+    heads_used = 0
+    for step in range(16):
+        log = PlainLog(EmbeddedLog(folder, partitions=2))
+        what = rng.choice(["ingest", "ingest", "other", "foreign", "old index"]) if step else \
+            "ingest"
+        if what == "ingest":
+            with closing(EventIdIndex(log)) as index:
+                known = index.heads()
+            if known is not None:
+                heads_used += 1
+                assert {t: (h.seq, h.hash) for t, h in scan_heads(log).items()} == known
+            report = ingest(io.BytesIO(lines(rng.randrange(1, 40)).encode()), log,
+                            source="t", quarantine=tmp_path / "q.jsonl")
+            assert report.rejected == 0
+        elif what == "other":
+            other_runs += 1
+            record_events(log, {f"T{rng.randrange(5):02d}": rng.randrange(1, 30)},
+                          f"o{other_runs}-")
+        elif what == "foreign":
+            log.append([(f"T{rng.randrange(4):02d}".encode(), b"not a pitlog event")])
+        elif index_path(log).exists():  # as an index of a pitlog before heads leaves it
+            with closing(sqlite3.connect(index_path(log))) as db:
+                db.execute("DROP TABLE IF EXISTS heads")
+                db.commit()
+    # Every table's pitlog events: seqs 1, 2, 3, ... each linked to the one before by hash.
+    chains: dict[bytes, list[tuple[int, bytes, bytes]]] = {}
+    for batch in EmbeddedLog(folder).read():
+        for r in batch:
+            if r.value != b"not a pitlog event":
+                env = codec.decode(r.value)
+                chains.setdefault(r.key, []).append((env.seq, env.prev_hash,
+                                                     chain.stored_hash(r.value)))
+    assert len(chains) >= 4
+    for key, events in chains.items():
+        assert [seq for seq, _, _ in events] == list(range(1, len(events) + 1)), key
+        assert all(events[i][1] == events[i - 1][2] for i in range(1, len(events))), key
+    assert heads_used >= 3
