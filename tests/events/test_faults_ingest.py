@@ -257,25 +257,11 @@ def test_heads_kept_in_the_id_index_continue_every_chain_on_a_log_without_its_ow
     at a table's tail, an index made before it kept heads), every table's chain continues
     gaplessly, and the index's heads, when it has them all, are the log's."""
     import sqlite3
-    from collections.abc import Generator, Mapping, Sequence
 
-    from events.log.base import EventLog, LogRecord
+    from plain_log import PlainLog
+
     from events.recording.event_ids import index_path
     from events.recording.recorder import scan_heads
-
-    class PlainLog(EventLog):
-        def __init__(self, inner: EmbeddedLog) -> None:
-            self.inner, self.uri, self.log_id = inner, inner.uri, inner.log_id
-
-        def append(self, items: Sequence[tuple[bytes, bytes]]) -> list[tuple[int, int]]:
-            return self.inner.append(items)
-
-        def end_offsets(self) -> dict[int, int]:
-            return self.inner.end_offsets()
-
-        def read(self, start: Mapping[int, int] | None = None, *,
-                 max_batch: int = 5000) -> Generator[list[LogRecord], None, None]:
-            yield from self.inner.read(start, max_batch=max_batch)
 
     folder = tmp_path / "log"
     rng = random.Random(seed)

@@ -121,26 +121,9 @@ def test_simulate_given_the_heads_reads_no_record_of_a_log_without_its_own_heads
     whole topic), `pitlog simulate` read the log twice, for the rerun check and again for the
     recorder; given the first read's heads, the recorder reads none, and the evening recorded
     is the one it records after reading them itself."""
-    from collections.abc import Generator, Mapping, Sequence
+    from plain_log import PlainLog
 
-    from events.log.base import EventLog, LogRecord
     from events.recording.recorder import last_records
-
-    class PlainLog(EventLog):  # no ConditionalAppend: heads from reading every record
-        def __init__(self, inner: EmbeddedLog) -> None:
-            self.inner, self.uri, self.records_read = inner, inner.uri, 0
-
-        def append(self, items: Sequence[tuple[bytes, bytes]]) -> list[tuple[int, int]]:
-            return self.inner.append(items)
-
-        def end_offsets(self) -> dict[int, int]:
-            return self.inner.end_offsets()
-
-        def read(self, start: Mapping[int, int] | None = None, *,
-                 max_batch: int = 5000) -> Generator[list[LogRecord], None, None]:
-            for batch in self.inner.read(start, max_batch=max_batch):
-                self.records_read += len(batch)
-                yield batch
 
     first = SimConfig(seed=5, tables=2, rounds=4)
     then = SimConfig(seed=5, tables=2, rounds=4, first_table=2)
