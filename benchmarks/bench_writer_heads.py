@@ -16,7 +16,10 @@ Before the measured runs each log gets one ingest by new and one by old (the id 
 seconds are the child's (user + system), wall its whole run, imports included.
 
     python benchmarks/bench_writer_heads.py --log /work/stores/s1m/log --old-tree /work/main \
-        [--workdir /tmp/heads] [--repeats 3]
+        [--workdir /tmp/heads] [--repeats 3] [--kafka BOOTSTRAP --records 1000000]
+
+`--kafka`: the same on Kafka topics without fencing (ingest's heads from its id index, new;
+a read of the whole topic, old), the large one holding the log's first `--records` records.
 
 Prints one JSON object; benchmarks/results.md has the numbers.
 """
@@ -38,12 +41,15 @@ REPO = Path(__file__).resolve().parent.parent
 LINES = (REPO / "examples" / "devices.jsonl").read_text().splitlines()
 
 
-def _ingest(tree: Path, log: Path, lines_file: Path) -> tuple[float, float]:
+def _ingest(tree: Path, log: str, lines_file: Path, cwd: Path) -> tuple[float, float]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     wall = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "from cli.app import main; main()", "ingest",
-                    str(lines_file), "--log", str(log)], check=True, capture_output=True,
-                   cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)})  # `-c`: cwd first
+    # `-c` puts the working folder first on sys.path: the tree goes before it. The working
+    # folder is each version's own (a Kafka log's id index is pitlog-data/ under it).
+    code = f"import sys; sys.path.insert(0, {str(tree)!r}); from cli.app import main; main()"
+    subprocess.run([sys.executable, "-c", code, "ingest", str(lines_file), "--log", log],
+                   check=True, capture_output=True, cwd=cwd,
+                   env={**os.environ, "PYTHONPATH": str(tree)})
     wall = time.perf_counter() - wall
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime), wall
@@ -55,12 +61,23 @@ def main() -> None:
     ap.add_argument("--old-tree", required=True, type=Path)
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/pitlog-heads"))
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--kafka", metavar="BOOTSTRAP",
+                    help="copy the log's first --records records to a topic without fencing "
+                         "and ingest there (and into an empty topic)")
+    ap.add_argument("--records", type=int, default=1_000_000)
     args = ap.parse_args()
     shutil.rmtree(args.workdir, ignore_errors=True)
     args.workdir.mkdir(parents=True)
-    logs = {"empty": args.workdir / "empty", "large": args.workdir / "large"}
-    shutil.copytree(args.log, logs["large"], ignore=shutil.ignore_patterns("tails.cache*"))
     trees = {"old": args.old_tree.resolve(), "new": REPO}
+    for version in trees:
+        (args.workdir / version).mkdir()
+    if args.kafka:
+        logs = _kafka_copies(args.log, args.kafka, args.records)
+        large_records = args.records
+    else:
+        logs = {"empty": str(args.workdir / "empty"), "large": str(args.workdir / "large")}
+        shutil.copytree(args.log, logs["large"], ignore=shutil.ignore_patterns("tails.cache*"))
+        large_records = sum(p.stat().st_size // 8 for p in Path(logs["large"]).glob("p*.idx"))
     runs: list[dict[str, object]] = []
     n = 0
 
@@ -70,7 +87,7 @@ def main() -> None:
         lines = args.workdir / f"lines{n}.jsonl"
         lines.write_text("\n".join(line.replace('"T07"', f'"X{n:03d}"')
                                    .replace("T07-S", f"X{n:03d}-S") for line in LINES) + "\n")
-        cpu, wall = _ingest(trees[version], logs[size], lines)
+        cpu, wall = _ingest(trees[version], logs[size], lines, args.workdir / version)
         runs.append({"log": size, "version": version, "role": role, "cpu_s": round(cpu, 3),
                      "wall_s": round(wall, 3), "load_average": os.getloadavg()[0]})
         print(json.dumps(runs[-1]), file=sys.stderr)
@@ -96,10 +113,29 @@ def main() -> None:
                 summary[f"large_{version}_{what}"] / summary[f"empty_{version}_{what}"], 2)
         summary[f"large_new_over_old_{what}"] = round(
             summary[f"large_new_{what}"] / summary[f"large_old_{what}"], 3)
-    large_records = sum((logs["large"] / f"p{p:04d}.idx").stat().st_size // 8
-                        for p in range(len(list(logs["large"].glob("p*.idx")))))
-    print(json.dumps({"large_log_records": large_records, "summary": summary, "runs": runs},
-                     indent=1))
+    print(json.dumps({"logs": logs, "large_log_records": large_records, "summary": summary,
+                      "runs": runs}, indent=1))
+
+
+def _kafka_copies(source: Path, bootstrap: str, records: int) -> dict[str, str]:
+    """An empty topic and one holding the source log's first `records` records (4 partitions,
+    keyed by table as the writers key them)."""
+    from events.log.embedded.log import EmbeddedLog
+    from events.log.kafka.log import KafkaLog
+
+    stamp = int(time.time())
+    empty = KafkaLog(bootstrap, f"pitlog-heads-empty-{stamp}", partitions=4)
+    empty.close()
+    large = KafkaLog(bootstrap, f"pitlog-heads-large-{stamp}", partitions=4)
+    src = EmbeddedLog(source, create=False)
+    left = records
+    for batch in src.read(max_batch=20_000):
+        if left <= 0:
+            break
+        large.append([(r.key, r.value) for r in batch[:left]])
+        left -= len(batch)
+    large.close()
+    return {"empty": empty.uri, "large": large.uri}
 
 
 if __name__ == "__main__":
