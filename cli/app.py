@@ -25,7 +25,7 @@ from typer.core import TyperCommand, TyperGroup
 from typer.models import CommandInfo
 
 from cli.lean import LeanCommand, help_drawer, lighten
-from events.errors import PitlogError, first_line
+from events.errors import PitlogError, Terminated, first_line
 from events.text import visible
 from projections.defaults import STORAGE_VERSION
 
@@ -254,7 +254,10 @@ def main(argv: list[str] | None = None) -> None:
     except PitlogError as exc:
         fail(str(exc))
         sys.exit(1)
-    except typer.Abort:
+    except typer.Abort as exc:  # Click's for a KeyboardInterrupt, which it wraps
+        if isinstance(exc.__cause__, Terminated):
+            fail("terminated")
+            sys.exit(143)
         fail("interrupted")
         sys.exit(130)
     except typer.TyperException as exc:  # bad argument, missing option, no such command or file
@@ -262,9 +265,9 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(0)  # `pitlog` alone: the help was printed, nothing went wrong
         fail(exc.format_message())  # type: ignore[attr-defined]
         sys.exit(1)
-    except KeyboardInterrupt:
-        fail("interrupted")
-        sys.exit(130)
+    except KeyboardInterrupt as exc:
+        fail("terminated" if isinstance(exc, Terminated) else "interrupted")
+        sys.exit(143 if isinstance(exc, Terminated) else 130)
     except BrokenPipeError:
         _quiet_stdout()
         sys.exit(0)
@@ -298,6 +301,9 @@ def main(argv: list[str] | None = None) -> None:
              f"and report the traceback")
         sys.exit(1)
     if isinstance(result, int) and result:
+        if result == 130 and Terminated.received:  # SIGTERM, turned into 130 by Typer too
+            fail("terminated")
+            sys.exit(143)
         if result == 130:  # Typer turns Ctrl-C into a silent exit 130: say what happened
             fail("interrupted")
         sys.exit(result)

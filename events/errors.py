@@ -68,3 +68,11 @@ def first_line(exc: BaseException) -> str:
     "Possible solutions" and a link to its own messages, which an `Error:` line leaves out."""
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where a command must clean up as after Ctrl-C (a half-written export's
+    temporary file); the CLI then exits 143. `received` stays set: Typer turns any
+    KeyboardInterrupt into exit code 130, and the CLI tells the two apart by it."""
+
+    received = False

@@ -278,53 +278,83 @@ def stream_to_file(batches: Callable[[], pa.RecordBatchReader], fmt: str, path: 
     """Write a query's rows to the file `path` in json, jsonl or csv, a batch at a time, the
     query run once: memory is a batch's, not the result's (the rows were held, then COPY).
 
-    The rows go to a temporary file beside `path`, renamed over it once every row is checked
-    and written; a value no export can write (`unexportable`, checked in every row, past the
-    limit too, as `stream` does), a failed query or a full disk removes it, and `path` is as
-    it was. The bytes are those COPY wrote of the held rows. `limit` rows are written (0:
-    all); every row is counted, and `shown(limit, total)` told after, when rows were left out."""
-    import pyarrow as pa
+    The rows go to a temporary file beside `path` (`.pitlog-XXXX.tmp`), renamed over it once
+    every row is checked and written; a value no export can write (`unexportable`, checked in
+    every row, past the limit too, as `stream` does), a failed query, a full disk, Ctrl-C or
+    SIGTERM removes it, and `path` is as it was. The bytes are those COPY wrote of the held
+    rows. `limit` rows are written (0: all); every row is counted, and `shown(limit, total)`
+    told after, when rows were left out.
+    A FILE that exists and is no regular file (a pipe, a device, /dev/fd/N of a shell's
+    process substitution) is written in place, as stdout is: what was written stays."""
+    import tempfile
 
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.pitlog-tmp")
+    if path.exists() and not path.is_file():  # a pipe, a device, /dev/fd/N: written in place
+        with path.open("wb") as f:
+            total = _write_batches(batches, fmt, f, limit)
+        if limit and total > limit and shown is not None:
+            shown(limit, total)
+        return
     total = 0
+    # A short name of its own (FILE's name plus a suffix could pass the 255-byte limit).
+    fd, name = tempfile.mkstemp(prefix=".pitlog-", suffix=".tmp", dir=path.parent)
+    tmp = Path(name)
     try:
-        with tmp.open("wb") as f, _export_connection() as con:
-            reader = batches()
-            schema = reader.schema
-            columns = schema.names
-            checked = [i for i, field in enumerate(schema) if not _plain_type(field.type)]
-            left = limit or -1  # -1: every row
-            written = False
-            if fmt == "json":  # DuckDB's own ARRAY framing, around the batches' JSON lines
-                f.write(b"[\n\t")
-            for batch in reader:
-                total += batch.num_rows
-                _check_exportable(batch, checked)
-                if left == 0 or not batch.num_rows:
-                    continue
-                batch = batch.slice(0, left) if left > 0 else batch
-                left -= batch.num_rows if left > 0 else 0
-                table = _typed_nulls(pa.Table.from_batches([batch]))
-                if fmt == "json":
-                    text = _batch_bytes(con, table, columns, "jsonl").rstrip(b"\n")
-                    f.write((b",\n\t" if written else b"") + text.replace(b"\n", b",\n\t"))
-                else:
-                    f.write(_batch_bytes(con, table, columns, fmt, header=not written))
-                written = True
-            if fmt == "json":
-                f.write(b"\n]\n")
-            elif fmt == "csv" and not written:  # an empty result keeps its header
-                f.write(_batch_bytes(con, _typed_nulls(schema.empty_table()), columns, fmt))
+        with os.fdopen(fd, "wb") as f:
+            total = _write_batches(batches, fmt, f, limit)
         os.replace(tmp, path)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
+        _remove(tmp)
         raise ProjectionError(f"cannot write {path}: {exc.strerror or exc}; free some space "
                               f"or write elsewhere") from None
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        _remove(tmp)
         raise
     if limit and total > limit and shown is not None:
         shown(limit, total)
+
+
+def _remove(path: Path) -> None:
+    try:
+        path.unlink(missing_ok=True)
+    except OSError:
+        pass  # the error that made the export stop is the one to tell
+
+
+def _write_batches(batches: Callable[[], pa.RecordBatchReader], fmt: str, f: IO[bytes],
+                   limit: int) -> int:
+    """stream_to_file's one pass: every batch checked, the first `limit` rows (0: all) written
+    to `f` as COPY writes them; returns the rows counted."""
+    import pyarrow as pa
+
+    total = 0
+    with _export_connection() as con:
+        reader = batches()
+        schema = reader.schema
+        columns = schema.names
+        checked = [i for i, field in enumerate(schema) if not _plain_type(field.type)]
+        left = limit or -1  # -1: every row
+        written = False
+        if fmt == "json":  # DuckDB's own ARRAY framing, around the batches' JSON lines
+            f.write(b"[\n\t")
+        for batch in reader:
+            total += batch.num_rows
+            _check_exportable(batch, checked)
+            if left == 0 or not batch.num_rows:
+                continue
+            batch = batch.slice(0, left) if left > 0 else batch
+            left -= batch.num_rows if left > 0 else 0
+            table = _typed_nulls(pa.Table.from_batches([batch]))
+            if fmt == "json":
+                text = _batch_bytes(con, table, columns, "jsonl").rstrip(b"\n")
+                f.write((b",\n\t" if written else b"") + text.replace(b"\n", b",\n\t"))
+            else:
+                f.write(_batch_bytes(con, table, columns, fmt, header=not written))
+            written = True
+        if fmt == "json":
+            f.write(b"\n]\n")
+        elif fmt == "csv" and not written:  # an empty result keeps its header
+            f.write(_batch_bytes(con, _typed_nulls(schema.empty_table()), columns, fmt))
+    return total
 
 
 def _check_exportable(batch: pa.RecordBatch, checked: Sequence[int]) -> None:

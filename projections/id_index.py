@@ -117,15 +117,16 @@ class Index:
         try:
             db = _connect(path)
             behind = _behind(db, con, key, probe)
-        except sqlite3.OperationalError as exc:
-            # The file cannot be opened or written (permissions, a folder in its place, a
-            # failing disk): building anew would delete an index that may be whole, then
-            # fail the same way. Said as what it is, and nothing touched.
+        except sqlite3.DatabaseError as exc:
             if db is not None:
                 db.close()
-            raise _failed(path, exc) from exc
-        except sqlite3.DatabaseError:  # not a SQLite file, or a damaged one: built anew
-            pass
+                db = None
+            # The file cannot be opened or written (permissions, a folder in its place, a
+            # failing disk): building anew would delete an index that may be whole, then
+            # fail the same way. Said as what it is, and nothing deleted. Anything else (not a
+            # SQLite file, a damaged one, another program's tables): built anew.
+            if (getattr(exc, "sqlite_errorname", "") or "").startswith(_CANNOT_USE):
+                raise _failed(path, exc) from exc
         if db is None or behind is None:
             if db is not None:
                 db.close()
@@ -178,6 +179,12 @@ class Index:
             if isinstance(exc, sqlite3.Error):
                 raise _failed(self.path, exc) from exc
             raise
+
+
+# SQLite's primary result codes (and their extended ones, which start with them) that say the
+# file cannot be opened or written, not that it is damaged.
+_CANNOT_USE = ("SQLITE_CANTOPEN", "SQLITE_PERM", "SQLITE_READONLY", "SQLITE_IOERR",
+               "SQLITE_FULL", "SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_AUTH")
 
 
 def _failed(path: Path | None, exc: sqlite3.Error) -> ProjectionError:

@@ -29,15 +29,17 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
 import duckdb
 
-from events.errors import NotFoundError, PitlogError, ProjectionError, first_line
+from events.errors import NotFoundError, PitlogError, ProjectionError, Terminated, first_line
 from projections.export import STREAM_BATCH_ROWS, Rows, stream, stream_to_file
 from projections.memory import NO_SPILL
 from projections.snapshot import check_database_file, snapshot_path
@@ -225,6 +227,26 @@ def run_guarded(con: duckdb.DuckDBPyConnection, query: str, params: list[Any] | 
     return _limited(con, work, limits)
 
 
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (`kill`, `timeout`, `docker stop`) raised as Terminated, a KeyboardInterrupt,
+    in the main thread while this lasts: `_limited` then stops the query as on Ctrl-C and
+    the work's own clean-up runs. Elsewhere (a server's thread) nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminated(signum: int, frame: object) -> None:
+        Terminated.received = True
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _limited(con: duckdb.DuckDBPyConnection, work: Callable[[], T], limits: QueryLimits) -> T:
     """`work()` (queries on `con`) within the time limit, stopped on Ctrl-C, DuckDB's errors
     turned into one line each."""
@@ -308,8 +330,9 @@ def export_query(db_path: str | Path, query: str, fmt: str, out: IO[str] | Path,
 
     try:
         if isinstance(out, Path):
-            _limited(con, lambda: stream_to_file(batches, fmt, out, limit=limit, shown=shown),
-                     limits)
+            with _sigterm_as_interrupt():  # so the temporary file is removed, as on Ctrl-C
+                _limited(con, lambda: stream_to_file(batches, fmt, out, limit=limit,
+                                                     shown=shown), limits)
         else:
             _limited(con, lambda: stream(batches, fmt, out, limit=limit, shown=shown), limits)
     finally:

@@ -344,7 +344,7 @@ def _checked(obj: Any, event_id: Callable[[str, str, int], str] | None) -> Devic
         if not given.isascii():
             _utf8("id", given)
         if limits.blank(given):  # ingest de-duplicates by id: a blank one would merge lines
-            raise LineRejected(f"field 'id' is {given!r}, blank",
+            raise LineRejected(f"field 'id' is {given[:16]!r}, blank",
                                "send a unique id for each line, or leave 'id' out: ingest "
                                "then derives one from the table, the device and its seq")
     elif event_id is not None:

@@ -132,6 +132,9 @@ class Recorder:
     def _stamp(self, table_id: str, event: model.DomainEvent, shoe_id: str | None,
                round_no: int | None, actor: str, occurred_us: int, recorded_us: int | None,
                expected_seq: int | None, event_id: str | None) -> int:
+        event_id = event_id or self.new_id()  # None or "": a new id
+        if not event_id.strip():  # rare: a blank id given, or minted by `new_id`
+            limits.check_event_id(event_id)
         head = self.heads.get(table_id)
         if head is None:
             head = self.heads[table_id] = TableHead()
@@ -146,7 +149,7 @@ class Recorder:
         if write is None:
             write = self._writers[type(event)] = codec.writer(type(event), self._registry)
         prev = head.hash
-        unsealed = write(event_id or self.new_id(), table_id, shoe_id, round_no, seq,
+        unsealed = write(event_id, table_id, shoe_id, round_no, seq,
                          occurred_us, self.now_us() if recorded_us is None else recorded_us,
                          actor, prev, model.GENESIS_HASH, event)
         sealed_hash = chain.link(prev, unsealed)

@@ -93,6 +93,33 @@ def test_lines_sent_with_a_blank_id_are_refused_not_taken_for_one_line(tmp_path:
     assert len(_ids(tmp_path / "log")) == 2
 
 
+def test_the_recorder_refuses_a_blank_event_id_given_or_minted_and_mints_one_for_none(
+        tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    from events.recording.limits import ValueLimitError
+
+    at = datetime(2026, 11, 28, 22, tzinfo=UTC)
+    stamp = {"shoe_id": None, "round_no": None, "actor": "TERM-1", "occurred_at": at}
+    recorder = Recorder(EmbeddedLog(tmp_path / "log", partitions=1))
+    with pytest.raises(ValueLimitError) as refused:
+        recorder.record("T01", model.DealerTappedIn(dealer_id="D-1"), event_id="  ", **stamp)
+    assert refused.value.reason == ("the event id '  ' is blank; a blank id names no event, "
+                                    "and two events sharing one were taken for one")
+    assert recorder.heads.get("T01") is None  # nothing stamped
+    for given in (None, ""):  # a new id, as ever
+        assert recorder.record("T01", model.DealerTappedIn(dealer_id="D-1"),
+                               event_id=given, **stamp) in (1, 2)
+    recorder.flush()
+    assert [e for _, e in _ids(tmp_path / "log")] == [e for _, e in _ids(tmp_path / "log")
+                                                      if e and e.strip()]
+    assert len(_ids(tmp_path / "log")) == 2
+    minted = Recorder(EmbeddedLog(tmp_path / "log"), new_id=lambda: " ")
+    with pytest.raises(ValueLimitError):
+        minted.record("T02", model.DealerTappedIn(dealer_id="D-1"), **stamp)
+    assert minted.heads.get("T02") is None
+
+
 def test_the_id_index_reads_only_what_was_appended_since(tmp_path: Path) -> None:
     """Opening the index costs the records appended since its last use, not the history."""
     folder = tmp_path / "log"

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from events.log.embedded import tails
-from events.log.embedded.log import EmbeddedLog
+from events.log.embedded.log import EmbeddedLog, partition_for
 from events.log.embedded.segment import Partition
 
 
@@ -60,14 +60,14 @@ def test_a_new_writer_reads_only_the_records_after_the_saved_heads(tmp_path: Pat
     _write(folder, _batch(rng, 300))
     saved = json.loads((folder / tails.TAILS_FILE).read_text())["body"]
     assert sum(saved["upto"].values()) == 700
-    checked = sum(1 for n in saved["upto"].values() if n)  # partitions holding records
-    assert checked >= 2
+    checked = len(saved["values"])  # each table's own last record is read to check the file
+    assert checked == 6
     other = EmbeddedLog(folder)  # a writer that never reads the heads saves nothing
     other.append(_batch(rng, 25))
     other.close()
     writer = CountingLog(folder)
     assert writer.last_values() == _full_read(folder)
-    # 25 new records, and the record before each partition's saved end (the check)
+    # 25 new records, and each table's saved last record (the check)
     assert writer.records_read == 25 + checked
     assert CountingLog(folder).last_values() == _full_read(folder)
     without = CountingLog(folder)
@@ -77,16 +77,25 @@ def test_a_new_writer_reads_only_the_records_after_the_saved_heads(tmp_path: Pat
 
 
 def test_a_writer_that_appends_nothing_writes_no_file(tmp_path: Path) -> None:
+    """A rerun of an evening already recorded, an ingest whose every line is refused: they read
+    the heads and append nothing, and leave the folder as it was (`pitlog demo --replace`
+    compares its files: a file written there refused the replace)."""
     folder = tmp_path / "log"
     EmbeddedLog(folder, partitions=3).last_values()  # an empty log: nothing to save
     assert not (folder / tails.TAILS_FILE).exists()
     _write(folder, _batch(random.Random(2), 50))
-    before = (folder / tails.TAILS_FILE).stat()
-    rerun = EmbeddedLog(folder)
-    rerun.last_values()
-    rerun.close()
-    after = (folder / tails.TAILS_FILE).stat()
-    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    (folder / tails.TAILS_FILE).unlink()  # as a log written before the file was
+    for _ in range(2):
+        with EmbeddedLog(folder) as rerun:
+            rerun.last_values()
+        assert not (folder / tails.TAILS_FILE).exists()
+    _write(folder, _batch(random.Random(3), 50))  # a writer that appends saves the heads
+    before = (folder / tails.TAILS_FILE).read_bytes()
+    with EmbeddedLog(folder) as other:  # a stale file: another writer appended since
+        other.append(_batch(random.Random(4), 5))
+    with EmbeddedLog(folder) as rerun:
+        assert rerun.last_values() == _full_read(folder)
+    assert (folder / tails.TAILS_FILE).read_bytes() == before
 
 
 def test_a_writer_killed_before_closing_has_saved_every_so_many_records(
@@ -104,7 +113,7 @@ def test_a_writer_killed_before_closing_has_saved_every_so_many_records(
     assert saved is not None and sum(saved.upto.values()) == 240
     writer = CountingLog(folder)
     assert writer.last_values() == _full_read(folder)
-    assert writer.records_read == 280 - 240 + sum(1 for n in saved.upto.values() if n)
+    assert writer.records_read == 280 - 240 + len(saved.values)
 
 
 @pytest.mark.parametrize("damage", ["flip a byte", "cut short", "not json", "other log id",
@@ -171,6 +180,25 @@ def test_a_copy_that_went_another_way_is_not_given_the_others_heads(tmp_path: Pa
     assert heads == _full_read(b) and set(heads.values()) == {b"in b"}
     # the check read one to three records (it stops at the first that differs), then the log
     assert 120 < writer.records_read <= 123
+
+
+def test_a_copy_whose_partitions_end_alike_is_still_not_given_the_others_heads(
+        tmp_path: Path) -> None:
+    """The outside review's case: two copies of one log went on with T06 differing and the same
+    last record in its partition (T04's, which shares it). Checking each partition's last
+    record alone gave the copy the other's T06, and the next append continued the wrong chain;
+    each table's own saved record is checked now."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    _write(a, _batch(random.Random(8), 60))
+    shutil.copytree(a, b)
+    assert partition_for(b"T06", 3) == partition_for(b"T04", 3)
+    _write(a, [(b"T06", b"k2 in a"), (b"T04", b"k1-1")])
+    _write(b, [(b"T06", b"k2 in b"), (b"T04", b"k1-1")])
+    shutil.copy(a / tails.TAILS_FILE, b / tails.TAILS_FILE)
+    writer = EmbeddedLog(b)
+    heads = writer.last_values()
+    assert heads == _full_read(b) and heads[b"T06"] == b"k2 in b"
+    writer.append_expecting([(b"T06", b"next")], {b"T06": b"k2 in b"})  # no ConcurrencyError
 
 
 @pytest.mark.parametrize("seed", range(12))

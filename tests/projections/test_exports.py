@@ -411,3 +411,54 @@ def test_a_large_export_to_a_file_keeps_memory_bounded_and_tells_its_limit(
     assert result.exit_code == 0, result.output
     assert limited.read_text().splitlines() == ["i", "0", "1", "2", "3", "4"]
     assert "5 of 250,001 rows shown" in result.stderr
+
+
+def test_a_file_export_into_a_pipe_writes_in_place_and_a_long_name_works(
+        sim_db: Path, tmp_path: Path) -> None:
+    """The outside review's cases: --out naming a FIFO (or a device, or a shell's /dev/fd/N)
+    had the pipe replaced by a regular file, its reader getting nothing; a name of 245
+    characters failed, the temporary name's suffix pushing it past 255 bytes."""
+    import os
+    import threading
+
+    fifo = tmp_path / "rows.fifo"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    _ok("sql", "--db", str(sim_db), "-f", "csv", "--out", str(fifo),
+        "SELECT i FROM range(3) t(i)")
+    reader.join(timeout=60)
+    assert got == [b"i\n0\n1\n2\n"]
+    assert fifo.is_fifo()
+    long = tmp_path / ("a" * 245 + ".csv")
+    _ok("sql", "--db", str(sim_db), "-f", "csv", "--out", str(long), "SELECT 7 AS n")
+    assert long.read_text() == "n\n7\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([fifo.name, long.name])
+
+
+def test_sigterm_during_a_file_export_leaves_the_file_as_it_was_and_no_temporary_file(
+        sim_db: Path, tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    root = Path(__file__).resolve().parents[2]
+    out = tmp_path / "rows.jsonl"
+    out.write_text("an earlier export\n")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cli.app", "sql", "--db", str(sim_db), "-f", "jsonl", "--out",
+         str(out), "SELECT i, repeat('x', 50) AS s FROM range(1000000000) t(i)"],
+        cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120  # until the temporary file has rows in it
+    while not any(p.name.startswith(".pitlog-") and p.stat().st_size > 0
+                  for p in tmp_path.iterdir()):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 143, stderr
+    assert stderr.strip().splitlines()[-1] == "Error: terminated"
+    assert out.read_text() == "an earlier export\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rows.jsonl"]

@@ -677,6 +677,18 @@ def test_an_index_that_cannot_be_opened_is_an_error_and_a_damaged_one_is_built_a
         assert _index(con).built == "built"
         assert _rows_apart(con) == ([], [])
         assert_money_exact(con)
+    # Another program's SQLite file at the path (its `meta` has other columns: SQLite says
+    # "no such column", an OperationalError like "unable to open"): built anew, as before.
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(index_path) + suffix).unlink(missing_ok=True)
+    with closing(sqlite3.connect(index_path)) as other, other:
+        other.execute("CREATE TABLE meta (k, v)")
+    _shoes(t, ("S3",))
+    t.flush()
+    with duckdb.connect(str(db)) as con:
+        project(log, con, publish_alerts=False)
+        assert _index(con).built == "built"
+        assert _rows_apart(con) == ([], [])
 
 
 # project() given a path closes what it opened: the index too, so no -wal or -shm stays beside

@@ -127,9 +127,11 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
         # Each key's last value, and per partition how many records it reflects: the
         # optimistic concurrency check reads only what other writers appended since.
         self._tails: dict[bytes, bytes] = {}
+        self._tails_at: dict[bytes, int] = {}  # each tail's offset in its key's partition
         self._tails_upto: dict[int, int] = {}
         self._tails_file_read = False
         self._tails_saved_at = -1  # records the saved tails.cache reflects (-1: none saved)
+        self._appended = False  # by this object: only a writer that appended saves the heads
 
     def _write_meta(self, log_id: str) -> None:
         """meta.json, atomically: the log id is the log's identity for the projector's
@@ -175,6 +177,7 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
             self._tails_upto.pop(number, None)
             for key in [k for k in self._tails if partition_for(k, self.n_partitions) == number]:
                 del self._tails[key]
+                self._tails_at.pop(key, None)
         remove_journal(self.folder)
 
     def _writer_lock(self) -> _Flock:
@@ -253,9 +256,11 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
             for k, i in enumerate(indices):
                 result[i] = (number, first + k)
             if self._tails_upto.get(number) == first:  # the cache stays current for free
-                for i in indices:
+                for k, i in enumerate(indices):
                     self._tails[items[i][0]] = items[i][1]
+                    self._tails_at[items[i][0]] = first + k
                 self._tails_upto[number] = first + len(indices)
+        self._appended = True
         if self._tails_known() - max(self._tails_saved_at, 0) >= tails.SAVE_EVERY_RECORDS:
             self._save_tails()
         return result
@@ -280,7 +285,6 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
         with self._writer_lock():
             self._ready_to_write()
             self._refresh_tails(range(self.n_partitions))
-        self._save_tails()
         return dict(self._tails)
 
     def close(self) -> None:
@@ -294,14 +298,15 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
         return sum(self._tails_upto.values())
 
     def _save_tails(self) -> None:
-        """Save the heads for the next writer if they moved since the last save (never when
-        nothing changed: a writer that appends nothing, a rerun of an evening already
-        recorded, writes no file)."""
+        """Save the heads for the next writer if they moved since the last save, and only by a
+        writer that appended: one that appends nothing (a rerun of an evening already
+        recorded, an ingest whose every line is refused) writes no file, as before it."""
         known = self._tails_known()
-        if known <= max(self._tails_saved_at, 0) or self.log_id is None:
+        if not self._appended or known <= max(self._tails_saved_at, 0) or self.log_id is None:
             return
         tails.save(self.folder, self.log_id, self.n_partitions,
-                   tails.SavedTails(dict(self._tails_upto), dict(self._tails)))
+                   tails.SavedTails(dict(self._tails_upto), dict(self._tails),
+                                    dict(self._tails_at)))
         self._tails_saved_at = known
 
     def _read_saved_tails(self) -> None:
@@ -311,23 +316,31 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
         saved = tails.load(self.folder, self.log_id, self.n_partitions)
         if saved is None or self._tails_upto:
             return
-        for key in saved.values:  # every key in the partition the log puts it in, with a record
-            if saved.upto[partition_for(key, self.n_partitions)] == 0:
+        by_part: dict[int, list[tuple[int, bytes]]] = {}
+        for key, offset in saved.offsets.items():  # each key in its partition, before its end
+            number = partition_for(key, self.n_partitions)
+            if not 0 <= offset < saved.upto[number]:
                 return
+            by_part.setdefault(number, []).append((offset, key))
         for number, upto in saved.upto.items():
-            if upto == 0:
-                continue
             part = self._parts[number]
             if upto > part.count():  # a log restored from before the cache: read it all
                 return
+            mine = sorted(by_part.get(number, []))
+            if upto and (not mine or mine[-1][0] != upto - 1):  # the last record is a tail
+                return
             try:
                 with part.seg_path.open("rb") as seg:
-                    last = self._read_range(part, seg, upto - 1, upto)[0]
+                    # Each key's own record, byte for byte: another log's history (a copy that
+                    # went another way) differs there (tails.py says what it cannot see).
+                    for offset, key in mine:
+                        rec = self._read_range(part, seg, offset, offset + 1)[0]
+                        if (rec.key, rec.value) != (key, saved.values[key]):
+                            return
             except (OSError, LogCorruptError):
                 return
-            if saved.values.get(last.key) != last.value:  # another log's history
-                return
         self._tails.update(saved.values)
+        self._tails_at.update(saved.offsets)
         self._tails_upto.update(saved.upto)
         self._tails_saved_at = sum(saved.upto.values())
 
@@ -342,6 +355,7 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
                     for start in range(upto, end, 5000):
                         for rec in self._read_range(part, seg, start, min(end, start + 5000)):
                             self._tails[rec.key] = rec.value
+                            self._tails_at[rec.key] = rec.offset
             self._tails_upto[number] = end  # an empty partition's too: appends then keep it
 
     # --- reading --------------------------------------------------------------------------------
