@@ -1,9 +1,10 @@
 """The writers' heads saved beside the embedded log (events/log/embedded/tails.py).
 
-What must hold: a new writer's heads always equal a full read of the log's last record per key,
+What must hold: a new writer's heads equal a full read of the log's last record per key,
 whatever the saved file says (stale, damaged, another log's, a log restored from a backup, a
-copy that went another way); and when the file checks out, the writer reads only the records
-after it, plus one record per partition to check it.
+copy that went another way where a table's saved last record differs: docs/integrity.md says
+what the check cannot see); and when the file checks out, the writer reads only the records
+after it, plus each table's saved record to check it.
 """
 
 from __future__ import annotations
@@ -167,7 +168,7 @@ def test_a_log_restored_from_an_older_backup_is_read_whole(tmp_path: Path) -> No
 
 def test_a_copy_that_went_another_way_is_not_given_the_others_heads(tmp_path: Path) -> None:
     """Two copies of one log share its id; each went on with other records. The one's saved
-    heads put beside the other fail the check of the record before their end."""
+    heads put beside the other fail the check of each table's saved record."""
     a, b = tmp_path / "a", tmp_path / "b"
     rng = random.Random(6)
     _write(a, _batch(rng, 90))

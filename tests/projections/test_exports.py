@@ -358,7 +358,7 @@ def test_a_query_streamed_to_a_file_writes_the_bytes_the_held_rows_did(
         streamed = tmp_path / f"streamed{n}.{fmt}"
         _ok("sql", "--db", str(sim_db), "-f", fmt, "--out", str(streamed), query)
         assert streamed.read_bytes() == held.read_bytes(), query
-    assert sorted(p.name for p in tmp_path.iterdir() if "pitlog-tmp" in p.name) == []
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".pitlog-")) == []
 
 
 def test_a_file_export_with_a_bad_value_in_a_later_batch_leaves_the_file_as_it_was(
