@@ -158,18 +158,24 @@ def ingest(stream: IO[bytes], log: EventLog, *, source: str, quarantine: Path,
     """Record every good line of `stream` through the Recorder; quarantine every bad one."""
     started = time.perf_counter()
     report = IngestReport(source, log.uri, str(quarantine))
-    ids = EventIdIndex(log)
     # Flushed here, to retry conflicts. `now` None: the recorder's own clock (integer micros).
-    # A log that keeps no heads of its own (Kafka without fencing) gets them from the index,
-    # current with it: its records read since, not the whole topic (issue 16).
-    known_heads = None if isinstance(log, ConditionalAppend) else ids.heads()
-    heads = None if known_heads is None else {
-        t: TableHead(seq, digest) for t, (seq, digest) in known_heads.items()}
-    try:
-        recorder = Recorder(log, batch_size=2**62, now=now, heads=heads)
-    except BaseException:
-        ids.close()
-        raise
+    if isinstance(log, ConditionalAppend):
+        # The log's own heads first: reading them recovers the log, or refuses a damaged one
+        # with the writer's Error, before the index reads anything.
+        recorder = Recorder(log, batch_size=2**62, now=now)
+        ids = EventIdIndex(log)
+    else:
+        # A log that keeps no heads of its own (Kafka without fencing) gets them from the
+        # index, current with it: its records read since, not the whole topic (issue 16).
+        ids = EventIdIndex(log)
+        known = ids.heads()
+        heads = None if known is None else {
+            t: TableHead(seq, digest) for t, (seq, digest) in known.items()}
+        try:
+            recorder = Recorder(log, batch_size=2**62, now=now, heads=heads)
+        except BaseException:
+            ids.close()
+            raise
     last_seq: dict[tuple[str, str], int] = {}
     # Lines that passed parsing and the order check, with whether their device seq jumped;
     # their event ids are looked up in the index a batch at a time (one query, not one a line).
