@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from events.errors import ProjectionError
+from events.files import remove_quietly
 from events.text import json_safe, visible
 from projections.memory import NO_SPILL
 
@@ -286,15 +287,21 @@ def stream_to_file(batches: Callable[[], pa.RecordBatchReader], fmt: str, path: 
     told after, when rows were left out.
     A FILE that exists and is no regular file (a pipe, a device, /dev/fd/N of a shell's
     process substitution) is written in place, as stdout is: what was written stays."""
-    import tempfile
-
     if path.exists() and not path.is_file():  # a pipe, a device, /dev/fd/N: written in place
         with path.open("wb") as f:
             total = _write_batches(batches, fmt, f, limit)
-        if limit and total > limit and shown is not None:
-            shown(limit, total)
-        return
-    total = 0
+    else:
+        total = _write_whole(batches, fmt, path, limit)
+    if limit and total > limit and shown is not None:
+        shown(limit, total)
+
+
+def _write_whole(batches: Callable[[], pa.RecordBatchReader], fmt: str, path: Path,
+                 limit: int) -> int:
+    """`_write_batches` into a temporary file beside `path`, renamed over it when complete
+    and removed on any failure; returns the rows counted."""
+    import tempfile
+
     # A short name of its own (FILE's name plus a suffix could pass the 255-byte limit).
     fd, name = tempfile.mkstemp(prefix=".pitlog-", suffix=".tmp", dir=path.parent)
     tmp = Path(name)
@@ -303,21 +310,13 @@ def stream_to_file(batches: Callable[[], pa.RecordBatchReader], fmt: str, path: 
             total = _write_batches(batches, fmt, f, limit)
         os.replace(tmp, path)
     except OSError as exc:
-        _remove(tmp)
+        remove_quietly(tmp)
         raise ProjectionError(f"cannot write {path}: {exc.strerror or exc}; free some space "
                               f"or write elsewhere") from None
     except BaseException:
-        _remove(tmp)
+        remove_quietly(tmp)
         raise
-    if limit and total > limit and shown is not None:
-        shown(limit, total)
-
-
-def _remove(path: Path) -> None:
-    try:
-        path.unlink(missing_ok=True)
-    except OSError:
-        pass  # the error that made the export stop is the one to tell
+    return total
 
 
 def _write_batches(batches: Callable[[], pa.RecordBatchReader], fmt: str, f: IO[bytes],

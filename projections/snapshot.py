@@ -18,6 +18,7 @@ from pathlib import Path
 import duckdb
 
 from events.errors import NotFoundError, ProjectionError, first_line
+from events.files import remove_quietly
 from projections.memory import reader_config
 
 _MAGIC = b"DUCK"  # at byte 8 of every DuckDB database file
@@ -85,7 +86,7 @@ def publish_snapshot(con: duckdb.DuckDBPyConnection, db_path: str | Path | None 
             os.fsync(fout.fileno())
         os.replace(tmp, dest)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
+        remove_quietly(tmp)
         raise ProjectionError(f"cannot publish the snapshot {dest}: {exc}") from exc
     return dest
 

@@ -36,9 +36,10 @@ from collections.abc import Collection, Sequence
 from contextlib import closing
 from pathlib import Path
 
-from events.errors import DecodeError, LogError
+from events.errors import LogError
 from events.log.base import DEFAULT_DATA_DIR, EventLog, LocalFolder, LogRecord, record_digest
-from events.wire import chain, codec
+from events.recording.heads import TableHead, head_of
+from events.wire import codec
 
 # Device lines without an `id` get a name-based UUID (RFC 4122 v5) of (table, actor, seq): the
 # same line re-sent has the same id, whichever run sends it.
@@ -55,14 +56,6 @@ _DDL = (
     "CREATE TABLE IF NOT EXISTS heads (table_id BLOB PRIMARY KEY, log_partition INTEGER NOT "
     "NULL, log_offset INTEGER NOT NULL, seq INTEGER, hash BLOB) WITHOUT ROWID",
 )
-
-
-def _seq_and_hash(value: bytes) -> tuple[int | None, bytes | None]:
-    """A record's seq and chain hash, or (None, None) for bytes that are not a pitlog event."""
-    try:
-        return codec.decode(value).seq, chain.stored_hash(value)
-    except DecodeError:
-        return None, None
 
 
 def derived_event_id(table: str, actor: str, device_seq: int) -> str:
@@ -232,8 +225,8 @@ class EventIdIndex:
         heads of the tables whose `newest` records were read, and forget those of `unknown`.
         A head moves only forward in its partition: two ingests catching up at once may write
         an older batch after a newer one (as `upto` moves only forward)."""
-        heads = [(rec.key, rec.partition, rec.offset, *_seq_and_hash(rec.value))
-                 for rec in newest]
+        heads = [(rec.key, rec.partition, rec.offset, head and head.seq, head and head.hash)
+                 for rec in newest for head in [head_of(rec.value)]]
         with self.db:
             self.db.execute("BEGIN IMMEDIATE")
             self.db.executemany("INSERT OR IGNORE INTO ids VALUES (?, ?)", rows)
@@ -270,14 +263,14 @@ class EventIdIndex:
             found.update((t.decode(), e) for t, e in rows)
         return found
 
-    def heads(self) -> dict[str, tuple[int, bytes]] | None:
-        """Each table's (seq, chain hash) as of the records indexed; None when a table's is
-        not known (the caller then reads the log, as scan_heads does)."""
-        found: dict[str, tuple[int, bytes]] = {}
+    def heads(self) -> dict[str, TableHead] | None:
+        """Each table's head as of the records indexed; None when a table's is not known (the
+        caller then reads the log, as scan_heads does)."""
+        found: dict[str, TableHead] = {}
         for table, seq, digest in self.db.execute("SELECT table_id, seq, hash FROM heads"):
             if seq is None:
                 return None
-            found[table.decode()] = (seq, digest)
+            found[table.decode()] = TableHead(seq, digest)
         return found
 
     def recorded(self, table: str, event_id: str) -> bool:

@@ -36,7 +36,7 @@ from events.recording.defaults import BATCH_LINES
 from events.recording.device_line import DeviceLine, LineRejected, parse_line
 from events.recording.event_ids import EventIdIndex, derived_event_id
 from events.recording.limits import ValueLimitError
-from events.recording.recorder import Recorder, TableHead
+from events.recording.recorder import Recorder
 from events.wire.codec import micros
 
 __all__ = ["BadLine", "IngestReport", "LineRejected", "default_quarantine", "ingest",
@@ -168,11 +168,8 @@ def ingest(stream: IO[bytes], log: EventLog, *, source: str, quarantine: Path,
         # A log that keeps no heads of its own (Kafka without fencing) gets them from the
         # index, current with it: its records read since, not the whole topic (issue 16).
         ids = EventIdIndex(log)
-        known = ids.heads()
-        heads = None if known is None else {
-            t: TableHead(seq, digest) for t, (seq, digest) in known.items()}
         try:
-            recorder = Recorder(log, batch_size=2**62, now=now, heads=heads)
+            recorder = Recorder(log, batch_size=2**62, now=now, heads=ids.heads())
         except BaseException:
             ids.close()
             raise

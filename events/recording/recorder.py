@@ -10,29 +10,14 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import datetime
 
-from events.errors import ConcurrencyError, DecodeError
+from events.errors import ConcurrencyError
 from events.log.base import ConditionalAppend, EventLog
 from events.recording import limits
+from events.recording.heads import TableHead, head_of
 from events.reddog import model
 from events.wire import chain, codec
-
-
-@dataclass(slots=True)
-class TableHead:
-    """The last recorded event of a table: the next one continues from here."""
-
-    seq: int = 0
-    hash: bytes = model.GENESIS_HASH
-
-
-def _head_of(value: bytes) -> TableHead | None:
-    try:
-        return TableHead(codec.decode(value).seq, chain.stored_hash(value))
-    except DecodeError:
-        return None
 
 
 def last_records(log: EventLog) -> dict[bytes, bytes]:
@@ -60,7 +45,7 @@ def scan_heads(log: EventLog, last: Mapping[bytes, bytes] | None = None
     heads: dict[str, TableHead] = {}
     unreadable: set[bytes] = set()
     for key, value in last.items():
-        head = _head_of(value)
+        head = head_of(value)
         if head is None:
             unreadable.add(key)
         else:
@@ -68,7 +53,7 @@ def scan_heads(log: EventLog, last: Mapping[bytes, bytes] | None = None
     if unreadable:  # rare: a second pass, for those tables only
         for batch in log.read():
             for rec in batch:
-                if rec.key in unreadable and (head := _head_of(rec.value)) is not None:
+                if rec.key in unreadable and (head := head_of(rec.value)) is not None:
                     heads[rec.key.decode()] = head
     return heads
 

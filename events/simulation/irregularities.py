@@ -27,7 +27,8 @@ from typing import Any
 
 from events.log.base import EventLog
 from events.recording import limits
-from events.recording.recorder import Recorder, TableHead
+from events.recording.heads import TableHead
+from events.recording.recorder import Recorder
 from events.reddog import model, rules
 from events.reddog.model import (
     Card,

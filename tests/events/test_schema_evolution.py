@@ -17,7 +17,8 @@ import pytest
 from events.errors import EncodeError
 from events.integrity.verify import verify_log
 from events.log.embedded.log import EmbeddedLog
-from events.recording.recorder import Recorder, TableHead
+from events.recording.heads import TableHead
+from events.recording.recorder import Recorder
 from events.reddog import model
 from events.wire import chain, codec
 from projections.projector import project

@@ -670,25 +670,26 @@ def test_an_index_that_cannot_be_opened_is_an_error_and_a_damaged_one_is_built_a
         assert con.execute("SELECT count(*) FROM events").fetchall() == [(0,)]
     shutil.rmtree(index_path)
     index_path.write_bytes(b"\x00garbage, not SQLite" * 100)
-    _shoes(t, ("S2",))
-    t.flush()
-    with duckdb.connect(str(db)) as con:
-        project(log, con, publish_alerts=False)
-        assert _index(con).built == "built"
-        assert _rows_apart(con) == ([], [])
-        assert_money_exact(con)
+    _project_a_shoe_building_the_index(log, t, db, "S2")
     # Another program's SQLite file at the path (its `meta` has other columns: SQLite says
     # "no such column", an OperationalError like "unable to open"): built anew, as before.
     for suffix in ("", "-wal", "-shm"):
         Path(str(index_path) + suffix).unlink(missing_ok=True)
     with closing(sqlite3.connect(index_path)) as other, other:
         other.execute("CREATE TABLE meta (k, v)")
-    _shoes(t, ("S3",))
+    _project_a_shoe_building_the_index(log, t, db, "S3")
+
+
+def _project_a_shoe_building_the_index(log: EmbeddedLog, t: TableBuilder, db: Path,
+                                       shoe: str) -> None:
+    """A round in one more shoe, projected: the index is built anew, the store exact."""
+    _shoes(t, (shoe,))
     t.flush()
     with duckdb.connect(str(db)) as con:
         project(log, con, publish_alerts=False)
         assert _index(con).built == "built"
         assert _rows_apart(con) == ([], [])
+        assert_money_exact(con)
 
 
 # project() given a path closes what it opened: the index too, so no -wal or -shm stays beside

@@ -31,6 +31,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from events.files import remove_quietly
+
 TAILS_FILE = "tails.cache"
 FORMAT = 1
 # A writer saves the heads again after this many records since its last save (and on close):
@@ -86,7 +88,4 @@ def save(folder: Path, log_id: str, partitions: int, tails: SavedTails) -> None:
         tmp.write_text(json.dumps({"body": body, "sha256": _digest(body)}))
         os.replace(tmp, folder / TAILS_FILE)
     except OSError:
-        try:
-            tmp.unlink(missing_ok=True)
-        except OSError:
-            pass
+        remove_quietly(tmp)
