@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from events.errors import ProjectionError
 from events.files import remove_quietly
@@ -63,6 +63,7 @@ class Rows(list[dict[str, Any]]):
     def of(cls, table: pa.Table) -> Rows:
         import pyarrow as pa
 
+        table = with_unique_names(table)
         try:
             rows = table.to_pylist()
         except (pa.ArrowException, OverflowError, ValueError) as exc:
@@ -85,7 +86,7 @@ class Rows(list[dict[str, Any]]):
     @classmethod
     def of_relation(cls, rel: duckdb.DuckDBPyRelation) -> Rows:
         """A relation's rows through DuckDB's own Python values (fetchall), without Arrow."""
-        columns = rel.columns
+        columns = unique_names(rel.columns)
         out = cls(dict(zip(columns, row, strict=True)) for row in rel.fetchall())
         out._types = None
         out._duckdb_types = [(c, str(t)) for c, t in zip(columns, rel.types, strict=True)]
@@ -106,6 +107,46 @@ def _arrow_types(columns: list[tuple[str, str]]) -> dict[str, pa.DataType]:
         except duckdb.Error:  # a type a fresh connection cannot name (a user ENUM): by values
             return {}
     return {f.name: f.type for f in schema}
+
+
+def unique_names(names: Sequence[str]) -> list[str]:
+    """A result's column names, each once: a later `a` becomes `a_1` (then `a_2`, past any
+    name taken), as DuckDB names them. A row is a dict and an export looks columns up by
+    name: `SELECT 1 AS a, 2 AS a` showed 2 in both and exported a_1 as 1."""
+    taken = set(names)
+    seen: set[str] = set()
+    out = []
+    for name in names:
+        if name in seen:
+            n = 1
+            while f"{name}_{n}" in taken:
+                n += 1
+            name = f"{name}_{n}"
+            taken.add(name)
+        seen.add(name)
+        out.append(name)
+    return out
+
+
+T = TypeVar("T", "pa.Table", "pa.RecordBatch")
+
+
+def with_unique_names(data: T) -> T:
+    """`data` with its columns renamed by `unique_names` (itself when no name repeats)."""
+    names = unique_names(data.schema.names)
+    return data if names == data.schema.names else data.rename_columns(names)
+
+
+def _unique_reader(reader: pa.RecordBatchReader) -> pa.RecordBatchReader:
+    """`reader`, its columns renamed by `unique_names` as each batch is read."""
+    import pyarrow as pa
+
+    names = unique_names(reader.schema.names)
+    if names == reader.schema.names:
+        return reader
+    schema = pa.schema([f.with_name(n) for f, n in zip(reader.schema, names, strict=True)])
+    return pa.RecordBatchReader.from_batches(
+        schema, (pa.RecordBatch.from_arrays(b.columns, schema=schema) for b in reader))
 
 
 def types_of(rows: Sequence[dict[str, Any]]) -> dict[str, pa.DataType]:
@@ -214,7 +255,7 @@ def stream(batches: Callable[[], pa.RecordBatchReader], fmt: str, out: IO[str], 
     first's count instead dropped its last rows silently."""
     import pyarrow as pa
 
-    reader = batches()
+    reader = _unique_reader(batches())
     schema = reader.schema
     checked = [i for i, f in enumerate(schema) if not _plain_type(f.type)]
     total = 0
@@ -240,7 +281,7 @@ def stream(batches: Callable[[], pa.RecordBatchReader], fmt: str, out: IO[str], 
             out.write("[\n\t")
         # A result the first pass could keep is written from it: the query runs once, so
         # its answer cannot change between the passes.
-        for batch in (kept if kept is not None else batches()):
+        for batch in (kept if kept is not None else _unique_reader(batches())):
             seen += batch.num_rows
             if seen > total:  # already not the first pass's answer: stop writing
                 break
@@ -327,7 +368,7 @@ def _write_batches(batches: Callable[[], pa.RecordBatchReader], fmt: str, f: IO[
 
     total = 0
     with _export_connection() as con:
-        reader = batches()
+        reader = _unique_reader(batches())
         schema = reader.schema
         columns = schema.names
         checked = [i for i, field in enumerate(schema) if not _plain_type(field.type)]

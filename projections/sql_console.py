@@ -40,7 +40,7 @@ from typing import IO, Any, TypeVar
 import duckdb
 
 from events.errors import NotFoundError, PitlogError, ProjectionError, Terminated, first_line
-from projections.export import STREAM_BATCH_ROWS, Rows, stream, stream_to_file
+from projections.export import STREAM_BATCH_ROWS, Rows, stream, stream_to_file, with_unique_names
 from projections.memory import NO_SPILL
 from projections.snapshot import check_database_file, snapshot_path
 
@@ -221,7 +221,7 @@ def run_guarded(con: duckdb.DuckDBPyConnection, query: str, params: list[Any] | 
             "unlocked); run typed SQL only on sql_console.guarded_connection(db_path)")
 
     def work() -> tuple[list[str], list[dict[str, Any]]]:
-        table = con.sql(query, params=params).to_arrow_table()
+        table = with_unique_names(con.sql(query, params=params).to_arrow_table())
         return table.column_names, Rows.of(table)
 
     return _limited(con, work, limits)

@@ -466,3 +466,44 @@ def test_sigterm_during_a_file_export_leaves_the_file_as_it_was_and_no_temporary
     assert stderr.strip().splitlines()[-1] == "Error: terminated"
     assert out.read_text() == "an earlier export\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rows.jsonl"]
+
+
+# A query naming two columns alike (`SELECT 1 AS a, 2 AS a`, or `SELECT *` over a join): the
+# table showed 2 in both (its rows are dicts) and every export wrote a_1 as 1 (COPY selected
+# the first `a` twice). Now the later one is a_1 (a_2 past a name taken) with its own values,
+# in the table, on stdout (kept or run twice) and in files.
+@pytest.mark.parametrize("keep", [True, False])
+def test_columns_named_alike_keep_their_own_values_in_every_format(
+        sim_db: Path, tmp_path: Path, keep: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    from projections import export
+
+    if not keep:
+        monkeypatch.setattr(export, "STREAM_KEEP_BYTES", 0)  # the second run is written
+    query = "SELECT 1 AS a, 2 AS a, 3 AS a_1, 4 AS a, 5 AS b"
+    names = ["a", "a_2", "a_1", "a_3", "b"]
+    want = [dict(zip(names, range(1, 6), strict=True))]
+    table = _ok("sql", "--db", str(sim_db), query)
+    assert [line.split() for line in table.splitlines() if "1" in line and "5" in line] == [
+        ["│", "1", "│", "2", "│", "3", "│", "4", "│", "5", "│"]]
+    assert [line.split() for line in table.splitlines() if "a_2" in line] == [
+        ["┃", "a", "┃", "a_2", "┃", "a_1", "┃", "a_3", "┃", "b", "┃"]]
+    assert json.loads(_ok("sql", "--db", str(sim_db), "-f", "json", query)) == want
+    assert [json.loads(x) for x in _ok("sql", "--db", str(sim_db), "-f", "jsonl",
+                                       query).splitlines()] == want
+    assert _ok("sql", "--db", str(sim_db), "-f", "csv", query).splitlines() == [
+        "a,a_2,a_1,a_3,b", "1,2,3,4,5"]
+    for fmt in ("json", "jsonl", "csv", "parquet"):
+        out = tmp_path / f"dup.{fmt}"
+        _ok("sql", "--db", str(sim_db), "-f", fmt, "--out", str(out), query)
+        with duckdb.connect() as con:
+            got = con.sql(f"SELECT * FROM '{out}'")
+            assert (got.columns, got.fetchall()) == (names, [(1, 2, 3, 4, 5)]), fmt
+
+
+def test_unique_names_rename_only_repeats_and_skip_names_taken() -> None:
+    from projections.export import unique_names
+
+    assert unique_names([]) == []
+    assert unique_names(["x", "y"]) == ["x", "y"]
+    assert unique_names(["x", "x", "x"]) == ["x", "x_1", "x_2"]
+    assert unique_names(["x", "x_1", "x", "x_1"]) == ["x", "x_1", "x_2", "x_1_1"]
