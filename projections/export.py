@@ -12,7 +12,8 @@ from __future__ import annotations
 import os
 import re
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
@@ -137,6 +138,19 @@ def with_unique_names(data: T) -> T:
     return data if names == data.schema.names else data.rename_columns(names)
 
 
+@contextmanager
+def _reading(batches: Callable[[], pa.RecordBatchReader]) -> Iterator[pa.RecordBatchReader]:
+    """The query `batches()` runs, its columns named by `unique_names`, closed on leaving: a
+    reader left unfinished (an unexportable value, a changed result) kept its query running
+    until garbage collection, and the next connection to the database in the process waited
+    for it (a server, or anything calling export_query twice)."""
+    reader = batches()
+    try:
+        yield _unique_reader(reader)
+    finally:
+        reader.close()
+
+
 def _unique_reader(reader: pa.RecordBatchReader) -> pa.RecordBatchReader:
     """`reader`, its columns renamed by `unique_names` as each batch is read."""
     import pyarrow as pa
@@ -255,33 +269,34 @@ def stream(batches: Callable[[], pa.RecordBatchReader], fmt: str, out: IO[str], 
     first's count instead dropped its last rows silently."""
     import pyarrow as pa
 
-    reader = _unique_reader(batches())
-    schema = reader.schema
-    checked = [i for i, f in enumerate(schema) if not _plain_type(f.type)]
     total = 0
     kept: list[pa.RecordBatch] | None = []  # the first pass's batches, while they are small
     kept_bytes = 0
-    for batch in reader:
-        total += batch.num_rows
-        _check_exportable(batch, checked)
-        if kept is not None:
-            kept_bytes += batch.nbytes
-            if kept_bytes <= STREAM_KEEP_BYTES:
-                kept.append(batch)
-            else:
-                kept = None
+    with _reading(batches) as reader:
+        schema = reader.schema
+        checked = [i for i, f in enumerate(schema) if not _plain_type(f.type)]
+        for batch in reader:
+            total += batch.num_rows
+            _check_exportable(batch, checked)
+            if kept is not None:
+                kept_bytes += batch.nbytes
+                if kept_bytes <= STREAM_KEEP_BYTES:
+                    kept.append(batch)
+                else:
+                    kept = None
     if limit and total > limit and shown is not None:
         shown(limit, total)
     columns = schema.names
     left = limit or -1  # -1: every row
     seen = 0
     written = False
-    with _export_connection() as con:
+    # A result the first pass could keep is written from it: the query runs once, so its
+    # answer cannot change between the passes.
+    with _export_connection() as con, \
+            (nullcontext(kept) if kept is not None else _reading(batches)) as second:
         if fmt == "json":  # DuckDB's own ARRAY framing, around the batches' JSON lines
             out.write("[\n\t")
-        # A result the first pass could keep is written from it: the query runs once, so
-        # its answer cannot change between the passes.
-        for batch in (kept if kept is not None else _unique_reader(batches())):
+        for batch in second:
             seen += batch.num_rows
             if seen > total:  # already not the first pass's answer: stop writing
                 break
@@ -367,8 +382,7 @@ def _write_batches(batches: Callable[[], pa.RecordBatchReader], fmt: str, f: IO[
     import pyarrow as pa
 
     total = 0
-    with _export_connection() as con:
-        reader = _unique_reader(batches())
+    with _export_connection() as con, _reading(batches) as reader:
         schema = reader.schema
         columns = schema.names
         checked = [i for i, field in enumerate(schema) if not _plain_type(field.type)]

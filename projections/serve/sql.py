@@ -14,6 +14,7 @@ from typing import Any
 import duckdb
 
 from events.errors import PitlogError
+from projections.export import unique_names, with_unique_names
 from projections.serve.state import ServeState
 from projections.sql_console import check_read_only
 
@@ -37,12 +38,15 @@ def bounded_query(state: ServeState, query: str) -> tuple[list[str], list[dict[s
             reader = relation.to_arrow_reader(batch_size=min(state.sql_max_rows, 10_000))
             got: list[dict[str, Any]] = []
             truncated = False
-            for batch in reader:
-                got.extend(batch.to_pylist())
-                if len(got) > state.sql_max_rows:
-                    truncated = True
-                    break
-            columns = reader.schema.names
+            try:
+                for batch in reader:
+                    got.extend(with_unique_names(batch).to_pylist())
+                    if len(got) > state.sql_max_rows:
+                        truncated = True
+                        break
+            finally:
+                reader.close()  # a result cut at the cap stops running now
+            columns = unique_names(reader.schema.names)
         except duckdb.InterruptException:
             raise QueryTimeout(f"the query ran past {state.sql_timeout:g} s and was stopped; "
                                "narrow it (WHERE, LIMIT)") from None

@@ -507,3 +507,40 @@ def test_unique_names_rename_only_repeats_and_skip_names_taken() -> None:
     assert unique_names(["x", "y"]) == ["x", "y"]
     assert unique_names(["x", "x", "x"]) == ["x", "x_1", "x_2"]
     assert unique_names(["x", "x_1", "x", "x_1"]) == ["x", "x_1", "x_2", "x_1_1"]
+
+
+# In one process (a server, a script calling export_query), an export stopped part way left
+# its Arrow reader open until garbage collection, its query running: the next connection to
+# the database waited for it for ever. Found by session 17's outside review.
+_AFTER_A_STOPPED_EXPORT = """
+import io, sys
+from pathlib import Path
+from events.errors import ProjectionError
+from projections.sql_console import export_query, run_query
+db, out = sys.argv[1], Path(sys.argv[2])
+for target in (io.StringIO(), out):
+    for fmt in ("jsonl", "csv"):
+        try:  # the bad value is in the last of many batches: the reader stops part way
+            export_query(db, "SELECT CASE WHEN i = 250000 THEN "
+                             "TIMESTAMP_NS '2020-01-01 00:00:00.123456789' END "
+                             "AS t FROM range(250001) r(i)", fmt, target)
+        except ProjectionError as exc:
+            print(str(exc).split(" (")[0])
+        print(run_query(db, "SELECT 41 + 1 AS x")[1])
+"""
+
+
+def test_a_stopped_export_leaves_the_next_query_in_the_process_free(
+        sim_db: Path, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    # The timeout only ends a hang (the bug); it judges no speed.
+    run = subprocess.run([sys.executable, "-c", _AFTER_A_STOPPED_EXPORT, str(sim_db),
+                          str(tmp_path / "t.jsonl")], cwd=root, capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines() == [
+        "column 't' holds a value that cannot be written out", "[{'x': 42}]"] * 4
+    assert list(tmp_path.iterdir()) == []
