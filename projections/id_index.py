@@ -187,11 +187,24 @@ _CANNOT_USE = ("SQLITE_CANTOPEN", "SQLITE_PERM", "SQLITE_READONLY", "SQLITE_IOER
                "SQLITE_FULL", "SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_AUTH")
 
 
+# The result codes of a damaged file. Open reads only the index's first pages (meta, upto),
+# so a page damaged further in is met by a look-up or a write, inside a batch.
+_DAMAGED = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
+
+
 def _failed(path: Path | None, exc: sqlite3.Error) -> ProjectionError:
+    where = path or "(in memory)"
+    if (getattr(exc, "sqlite_errorname", "") or "").startswith(_DAMAGED):
+        # Not deleted here: the open connection holds it, and a disk that damaged it may
+        # damage the next one; the user sees it and decides. Running again alone would meet it.
+        return ProjectionError(
+            f"the index of event ids {where} is damaged ({exc}); nothing of this batch was "
+            f"projected. Delete {where} and run again: the index is a cache of the database, "
+            f"built anew from it at the next start")
     return ProjectionError(
-        f"cannot use the index of event ids {path or '(in memory)'}: {exc}; check the disk "
-        "(free space, permissions) and run again (the index is a cache of the database: "
-        "deleted, it is built anew)")
+        f"cannot use the index of event ids {where}: {exc}; check the disk (free space, "
+        "permissions) and run again (the index is a cache of the database: deleted, it is "
+        "built anew)")
 
 
 def _copy(con: duckdb.DuckDBPyConnection, db: sqlite3.Connection, sql: str) -> None:
