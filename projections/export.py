@@ -113,18 +113,20 @@ def _arrow_types(columns: list[tuple[str, str]]) -> dict[str, pa.DataType]:
 def unique_names(names: Sequence[str]) -> list[str]:
     """A result's column names, each once: a later `a` becomes `a_1` (then `a_2`, past any
     name taken), as DuckDB names them. A row is a dict and an export looks columns up by
-    name: `SELECT 1 AS a, 2 AS a` showed 2 in both and exported a_1 as 1."""
-    taken = set(names)
+    name: `SELECT 1 AS a, 2 AS a` showed 2 in both and exported a_1 as 1. Compared without
+    case, as DuckDB compares identifiers (`a` and `A` are one column to COPY, and to any
+    DuckDB reading the export back)."""
+    taken = {name.lower() for name in names}
     seen: set[str] = set()
     out = []
     for name in names:
-        if name in seen:
+        if name.lower() in seen:
             n = 1
-            while f"{name}_{n}" in taken:
+            while f"{name}_{n}".lower() in taken:
                 n += 1
             name = f"{name}_{n}"
-            taken.add(name)
-        seen.add(name)
+            taken.add(name.lower())
+        seen.add(name.lower())
         out.append(name)
     return out
 

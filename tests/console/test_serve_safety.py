@@ -180,9 +180,9 @@ def test_sql_rows_are_capped_and_a_long_query_is_interrupted(server: Server) -> 
 def test_sql_columns_named_alike_keep_their_own_values_through_the_server(
         server: Server) -> None:
     """Rows are dicts: `SELECT 1 AS a, 2 AS a` answered a = 2 alone. Now as `pitlog sql`."""
-    got = server.json(query("/api/sql", q="SELECT 1 AS a, 2 AS a, 3 AS a_1"))
-    assert got["rows"] == [{"a": 1, "a_2": 2, "a_1": 3}]
-    assert got["columns"] == ["a", "a_2", "a_1"]
+    got = server.json(query("/api/sql", q="SELECT 1 AS a, 2 AS a, 3 AS a_1, 4 AS A"))
+    assert got["rows"] == [{"a": 1, "a_2": 2, "a_1": 3, "A_3": 4}]
+    assert got["columns"] == ["a", "a_2", "a_1", "A_3"]
 
 
 def test_sql_through_the_server_reads_no_file_url_or_setting(server: Server) -> None:

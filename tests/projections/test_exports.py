@@ -479,19 +479,19 @@ def test_columns_named_alike_keep_their_own_values_in_every_format(
 
     if not keep:
         monkeypatch.setattr(export, "STREAM_KEEP_BYTES", 0)  # the second run is written
-    query = "SELECT 1 AS a, 2 AS a, 3 AS a_1, 4 AS a, 5 AS b"
-    names = ["a", "a_2", "a_1", "a_3", "b"]
+    query = "SELECT 1 AS a, 2 AS a, 3 AS a_1, 4 AS A, 5 AS b"
+    names = ["a", "a_2", "a_1", "A_3", "b"]
     want = [dict(zip(names, range(1, 6), strict=True))]
     table = _ok("sql", "--db", str(sim_db), query)
     assert [line.split() for line in table.splitlines() if "1" in line and "5" in line] == [
         ["│", "1", "│", "2", "│", "3", "│", "4", "│", "5", "│"]]
     assert [line.split() for line in table.splitlines() if "a_2" in line] == [
-        ["┃", "a", "┃", "a_2", "┃", "a_1", "┃", "a_3", "┃", "b", "┃"]]
+        ["┃", "a", "┃", "a_2", "┃", "a_1", "┃", "A_3", "┃", "b", "┃"]]
     assert json.loads(_ok("sql", "--db", str(sim_db), "-f", "json", query)) == want
     assert [json.loads(x) for x in _ok("sql", "--db", str(sim_db), "-f", "jsonl",
                                        query).splitlines()] == want
     assert _ok("sql", "--db", str(sim_db), "-f", "csv", query).splitlines() == [
-        "a,a_2,a_1,a_3,b", "1,2,3,4,5"]
+        "a,a_2,a_1,A_3,b", "1,2,3,4,5"]
     for fmt in ("json", "jsonl", "csv", "parquet"):
         out = tmp_path / f"dup.{fmt}"
         _ok("sql", "--db", str(sim_db), "-f", fmt, "--out", str(out), query)
@@ -507,6 +507,8 @@ def test_unique_names_rename_only_repeats_and_skip_names_taken() -> None:
     assert unique_names(["x", "y"]) == ["x", "y"]
     assert unique_names(["x", "x", "x"]) == ["x", "x_1", "x_2"]
     assert unique_names(["x", "x_1", "x", "x_1"]) == ["x", "x_1", "x_2", "x_1_1"]
+    # DuckDB compares identifiers without case: `A` is `a` to COPY.
+    assert unique_names(["a", "A", "A_1", "B", "b"]) == ["a", "A_2", "A_1", "B", "b_1"]
 
 
 # In one process (a server, a script calling export_query), an export stopped part way left
