@@ -111,24 +111,32 @@ def _arrow_types(columns: list[tuple[str, str]]) -> dict[str, pa.DataType]:
 
 
 def unique_names(names: Sequence[str]) -> list[str]:
-    """A result's column names, each once: a later `a` becomes `a_1` (then `a_2`, past any
-    name taken), as DuckDB names them. A row is a dict and an export looks columns up by
-    name: `SELECT 1 AS a, 2 AS a` showed 2 in both and exported a_1 as 1. Compared without
-    case, as DuckDB compares identifiers (`a` and `A` are one column to COPY, and to any
-    DuckDB reading the export back)."""
-    taken = {name.lower() for name in names}
+    """A result's column names, each once: a later `a` becomes `a_1`, or `a_2` and on when the
+    query names an `a_1` itself (which keeps its name; DuckDB would rename it `a_1_1`). A row
+    is a dict and an export looks columns up by name: `SELECT 1 AS a, 2 AS a` showed 2 in both
+    and exported a_1 as 1. Compared as DuckDB compares identifiers, ASCII letters without
+    case: `a` and `A` are one column to COPY and to any DuckDB reading the export back, `é`
+    and `É` two."""
+    taken = {_folded(name) for name in names}
     seen: set[str] = set()
     out = []
     for name in names:
-        if name.lower() in seen:
+        if _folded(name) in seen:
             n = 1
-            while f"{name}_{n}".lower() in taken:
+            while _folded(f"{name}_{n}") in taken:
                 n += 1
             name = f"{name}_{n}"
-            taken.add(name.lower())
-        seen.add(name.lower())
+            taken.add(_folded(name))
+        seen.add(_folded(name))
         out.append(name)
     return out
+
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def _folded(name: str) -> str:
+    return name.translate(_ASCII_LOWER)
 
 
 T = TypeVar("T", "pa.Table", "pa.RecordBatch")
@@ -140,29 +148,41 @@ def with_unique_names(data: T) -> T:
     return data if names == data.schema.names else data.rename_columns(names)
 
 
+class _Query:
+    """A query's batches as `_reading` gives them: its `schema` (columns named by
+    `unique_names`) and its batches, renamed alike, in order."""
+
+    def __init__(self, reader: pa.RecordBatchReader) -> None:
+        import pyarrow as pa
+
+        self._reader = reader
+        self._names = unique_names(reader.schema.names)
+        self.schema = pa.schema([f.with_name(n)
+                                 for f, n in zip(reader.schema, self._names, strict=True)])
+
+    def __iter__(self) -> Iterator[pa.RecordBatch]:
+        while True:
+            try:
+                batch = self._reader.read_next_batch()
+            except StopIteration:
+                return
+            except OSError as exc:  # DuckDB's error part way, through the Arrow stream: not
+                # the disk's (an export's write error is its own OSError, told as such)
+                raise ProjectionError(f"the query failed: {' '.join(str(exc).split())}") from exc
+            yield batch.rename_columns(self._names)
+
+
 @contextmanager
-def _reading(batches: Callable[[], pa.RecordBatchReader]) -> Iterator[pa.RecordBatchReader]:
-    """The query `batches()` runs, its columns named by `unique_names`, closed on leaving: a
-    reader left unfinished (an unexportable value, a changed result) kept its query running
-    until garbage collection, and the next connection to the database in the process waited
-    for it (a server, or anything calling export_query twice)."""
+def _reading(batches: Callable[[], pa.RecordBatchReader]) -> Iterator[_Query]:
+    """The query `batches()` runs, closed on leaving: a reader left unfinished (an
+    unexportable value, a changed result) kept its query running until garbage collection,
+    and the next connection to the database in the process waited for it (a server, or
+    anything calling export_query twice)."""
     reader = batches()
     try:
-        yield _unique_reader(reader)
+        yield _Query(reader)
     finally:
         reader.close()
-
-
-def _unique_reader(reader: pa.RecordBatchReader) -> pa.RecordBatchReader:
-    """`reader`, its columns renamed by `unique_names` as each batch is read."""
-    import pyarrow as pa
-
-    names = unique_names(reader.schema.names)
-    if names == reader.schema.names:
-        return reader
-    schema = pa.schema([f.with_name(n) for f, n in zip(reader.schema, names, strict=True)])
-    return pa.RecordBatchReader.from_batches(
-        schema, (pa.RecordBatch.from_arrays(b.columns, schema=schema) for b in reader))
 
 
 def types_of(rows: Sequence[dict[str, Any]]) -> dict[str, pa.DataType]:
@@ -232,8 +252,8 @@ def write(rows: Sequence[dict[str, Any]], columns: Sequence[str], fmt: str,
     table = arrow_table(rows, columns)
     with _export_connection() as con:
         if isinstance(out, Path):
-            con.register("export_rows", _visible_strings(table) if fmt == "csv" else table)
-            _copy(con, _select(columns), fmt, out)
+            _copy(con, _select(_register(con, table, columns, fmt)), fmt, out)
+            con.unregister("export_rows")
             return
         out.write(_text(con, table, columns, fmt))
         out.flush()
@@ -274,10 +294,10 @@ def stream(batches: Callable[[], pa.RecordBatchReader], fmt: str, out: IO[str], 
     total = 0
     kept: list[pa.RecordBatch] | None = []  # the first pass's batches, while they are small
     kept_bytes = 0
-    with _reading(batches) as reader:
-        schema = reader.schema
+    with _reading(batches) as query:
+        schema = query.schema
         checked = [i for i, f in enumerate(schema) if not _plain_type(f.type)]
-        for batch in reader:
+        for batch in query:
             total += batch.num_rows
             _check_exportable(batch, checked)
             if kept is not None:
@@ -384,15 +404,15 @@ def _write_batches(batches: Callable[[], pa.RecordBatchReader], fmt: str, f: IO[
     import pyarrow as pa
 
     total = 0
-    with _export_connection() as con, _reading(batches) as reader:
-        schema = reader.schema
+    with _export_connection() as con, _reading(batches) as query:
+        schema = query.schema
         columns = schema.names
         checked = [i for i, field in enumerate(schema) if not _plain_type(field.type)]
         left = limit or -1  # -1: every row
         written = False
         if fmt == "json":  # DuckDB's own ARRAY framing, around the batches' JSON lines
             f.write(b"[\n\t")
-        for batch in reader:
+        for batch in query:
             total += batch.num_rows
             _check_exportable(batch, checked)
             if left == 0 or not batch.num_rows:
@@ -466,11 +486,22 @@ def _text(con: duckdb.DuckDBPyConnection, table: pa.Table, columns: Sequence[str
 def _batch_bytes(con: duckdb.DuckDBPyConnection, table: pa.Table, columns: Sequence[str],
                  fmt: str, *, header: bool = True) -> bytes:
     """What COPY writes of `table` in `fmt` (a file's bytes, as `write` gives a path)."""
-    con.register("export_rows", _visible_strings(table) if fmt == "csv" else table)
+    columns = _register(con, table, columns, fmt)
     try:
         return _copied(con, _select(columns), fmt, header=header)
     finally:
         con.unregister("export_rows")
+
+
+def _register(con: duckdb.DuckDBPyConnection, table: pa.Table, columns: Sequence[str],
+              fmt: str) -> list[str]:
+    """`table` as the view `export_rows` for COPY; returns the columns to select from it. CSV's
+    strings and column names are shown as `_visible_strings` makes them (a name with a tab in
+    it was selected by its raw name and not found)."""
+    if fmt == "csv":
+        table, columns = _visible_strings(table), [visible(c) for c in columns]
+    con.register("export_rows", table)
+    return list(columns)
 
 
 def _copied(con: duckdb.DuckDBPyConnection, select: str, fmt: str, *,

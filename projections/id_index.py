@@ -194,7 +194,7 @@ _DAMAGED = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
 
 def _failed(path: Path | None, exc: sqlite3.Error) -> ProjectionError:
     where = path or "(in memory)"
-    if (getattr(exc, "sqlite_errorname", "") or "").startswith(_DAMAGED):
+    if path is not None and (getattr(exc, "sqlite_errorname", "") or "").startswith(_DAMAGED):
         # Not deleted here: the open connection holds it, and a disk that damaged it may
         # damage the next one; the user sees it and decides. Running again alone would meet it.
         return ProjectionError(

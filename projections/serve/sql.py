@@ -12,9 +12,10 @@ import threading
 from typing import Any
 
 import duckdb
+import pyarrow as pa
 
 from events.errors import PitlogError
-from projections.export import unique_names, with_unique_names
+from projections.export import Rows, unique_names
 from projections.serve.state import ServeState
 from projections.sql_console import check_read_only
 
@@ -40,7 +41,9 @@ def bounded_query(state: ServeState, query: str) -> tuple[list[str], list[dict[s
             truncated = False
             try:
                 for batch in reader:
-                    got.extend(with_unique_names(batch).to_pylist())
+                    # Rows.of: columns named alike told apart, and a value Python cannot
+                    # hold (an infinite timestamp) a 400 naming its column, not a 500.
+                    got.extend(Rows.of(pa.Table.from_batches([batch])))
                     if len(got) > state.sql_max_rows:
                         truncated = True
                         break

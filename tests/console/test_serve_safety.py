@@ -183,6 +183,9 @@ def test_sql_columns_named_alike_keep_their_own_values_through_the_server(
     got = server.json(query("/api/sql", q="SELECT 1 AS a, 2 AS a, 3 AS a_1, 4 AS A"))
     assert got["rows"] == [{"a": 1, "a_2": 2, "a_1": 3, "A_3": 4}]
     assert got["columns"] == ["a", "a_2", "a_1", "A_3"]
+    # A value no JSON can carry is a 400 naming its column, as `pitlog sql` says it (was a 500).
+    _assert_json_error(server.get(query("/api/sql", q="SELECT 'infinity'::TIMESTAMP AS t")),
+                       400, "column 't' holds a value that cannot be written out")
 
 
 def test_sql_through_the_server_reads_no_file_url_or_setting(server: Server) -> None:

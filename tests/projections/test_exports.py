@@ -507,8 +507,10 @@ def test_unique_names_rename_only_repeats_and_skip_names_taken() -> None:
     assert unique_names(["x", "y"]) == ["x", "y"]
     assert unique_names(["x", "x", "x"]) == ["x", "x_1", "x_2"]
     assert unique_names(["x", "x_1", "x", "x_1"]) == ["x", "x_1", "x_2", "x_1_1"]
-    # DuckDB compares identifiers without case: `A` is `a` to COPY.
+    # DuckDB compares identifiers without the case of ASCII letters: `A` is `a` to COPY,
+    # `É` is not `é`, nor the Kelvin sign `k`.
     assert unique_names(["a", "A", "A_1", "B", "b"]) == ["a", "A_2", "A_1", "B", "b_1"]
+    assert unique_names(["É", "é", "\u212a", "k", "K"]) == ["É", "é", "\u212a", "k", "K_1"]
 
 
 # In one process (a server, a script calling export_query), an export stopped part way left
@@ -546,3 +548,40 @@ def test_a_stopped_export_leaves_the_next_query_in_the_process_free(
     assert run.stdout.splitlines() == [
         "column 't' holds a value that cannot be written out", "[{'x': 42}]"] * 4
     assert list(tmp_path.iterdir()) == []
+
+
+# A query that fails part way (DuckDB's error comes through the Arrow stream as an OSError)
+# was told as the disk's: "cannot write FILE: Conversion Error ...; free some space". Now it is
+# the query's, one line, on stdout and into a file, which is left as it was.
+def test_a_query_failing_part_way_is_the_querys_error_not_the_disks(
+        sim_db: Path, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    query = ("SELECT CAST(CASE WHEN i > 250000 THEN 'x' ELSE '1' END AS INT) AS n "
+             "FROM range(300000) t(i)")
+    out = tmp_path / "n.jsonl"
+    out.write_text("an earlier export\n")
+    for where in ([], ["--out", str(out)]):
+        run = subprocess.run([sys.executable, "-m", "cli.app", "sql", "--db", str(sim_db), "-f",
+                              "jsonl", *where, query],
+                             capture_output=True, text=True, timeout=300, cwd=root)
+        assert run.returncode == 1 and run.stdout == "", run.stderr
+        (line,) = run.stderr.splitlines()
+        assert line.startswith("Error: the query failed: Conversion Error: Could not convert "
+                               "string 'x' to INT32 LINE 1: SELECT CAST("), line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["n.jsonl"]
+    assert out.read_text() == "an earlier export\n"
+
+
+# CSV shows a name's control characters as escapes, but selected the raw name: a column named
+# with a tab was "not found". Now its escaped name heads the column, on stdout and in files.
+def test_a_csv_column_named_with_a_control_character_is_written(
+        sim_db: Path, tmp_path: Path) -> None:
+    query = 'SELECT 1 AS "a\tb", 2 AS "a\tb"'
+    assert _ok("sql", "--db", str(sim_db), "-f", "csv", query).splitlines() == [
+        "a\\x09b,a\\x09b_1", "1,2"]
+    out = tmp_path / "t.csv"
+    _ok("sql", "--db", str(sim_db), "-f", "csv", "--out", str(out), query)
+    assert out.read_text().splitlines() == ["a\\x09b,a\\x09b_1", "1,2"]
