@@ -72,6 +72,12 @@ WITH money AS (
        AND e.spread = CASE WHEN l.wager_kind = 'ORIGINAL' THEN 0 ELSE l.spread END
     WHERE l.round_no IS NOT NULL
     GROUP BY l.table_id, l.shoe_id, l.round_no
+),
+decks AS (  -- as the shoes view has them
+    SELECT table_id, shoe_id, shoe_decks(decks, seq, log_offset, event_type) AS decks
+    FROM events_once_of(NULL, NULL, NULL, NULL)
+    WHERE shoe_id IS NOT NULL AND event_type = 'CardsLoaded'
+    GROUP BY table_id, shoe_id
 )
 SELECT
     r.table_id, r.shoe_id, r.round_no, r.dealer, r.started_at, r.first_seq, r.last_seq,
@@ -84,9 +90,20 @@ SELECT
     coalesce(m.exceptions, 0) AS exceptions,
     coalesce(m.invalid_paytable_wagers, 0) AS invalid_paytable_wagers,
     coalesce(m.unknown_decks_wagers, 0) AS unknown_decks_wagers,
-    coalesce(m.theo_num, 0) AS theo_num, m.theo_den
+    coalesce(m.theo_num, 0) AS theo_num, m.theo_den,
+    -- What OUTCOME_FREQUENCY counts (projections/statistics.py), kept with the round so that
+    -- it reads these rows, not the views over every round: the shoe's decks and the round's
+    -- outcome when its cards decide one (a pair with no third card does not): consecutive
+    -- (13:47-20.31(d)7), trips or pair_no_trips ((d)9-10), spread_1..spread_11 ((d)11).
+    d.decks,
+    CASE WHEN r.kind = 'consecutive' THEN 'consecutive'
+         WHEN r.kind = 'spread' THEN 'spread_' || r.spread
+         WHEN r.kind = 'pair' AND r.middle_rank = r.left_rank THEN 'trips'
+         WHEN r.kind = 'pair' AND r.middle_rank IS NOT NULL THEN 'pair_no_trips'
+    END AS outcome
 FROM rounds AS r
 LEFT JOIN money AS m USING (table_id, shoe_id, round_no)
+LEFT JOIN decks AS d USING (table_id, shoe_id)
 
 -- name: by_round
 -- Each round's money (the round_money query above over the views, or the stored
