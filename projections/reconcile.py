@@ -176,6 +176,16 @@ def query_sql(name: str, keys: Sequence[str] = (), round_rows: str = "") -> str:
     return text
 
 
+def round_money_rows(con: duckdb.DuckDBPyConnection) -> str:
+    """What a query of each round's money reads: the writer's stored rows when they hold every
+    committed batch (a day's rows alone, not the views' every round: issue 19 item 5), else
+    the round_money query over the views, its edges loaded."""
+    if stored_money_current(con):
+        return ROUND_MONEY
+    load_edges(con)
+    return f"({round_money_sql()})"
+
+
 def round_money_sql() -> str:
     """The round_money query (one row per round: its money) over the `rounds` and `ledger`
     views of the catalog it runs in: the store's, or the writer's window of a batch
@@ -375,13 +385,7 @@ def reconcile(con: duckdb.DuckDBPyConnection, by: Sequence[str] = ("table",),
     calendar = calendar or Calendar()
     keys = group_columns(by)
     check_calendar(con, calendar)
-    # The writer's stored rows when they hold every committed batch: the day's rows alone,
-    # instead of the views' every round (issue 19 item 5); the views otherwise.
-    if stored_money_current(con):
-        sql = query_sql("reconcile", keys, ROUND_MONEY)
-    else:
-        load_edges(con)
-        sql = query_sql("reconcile", keys)
+    sql = query_sql("reconcile", keys, round_money_rows(con))
     params = {**calendar.params(), "day": day, "table": table}
     groups: dict[tuple[Any, ...], Row] = {}
     parts = run_rows(con, sql, params)

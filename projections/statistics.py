@@ -37,9 +37,8 @@ from projections.reconcile import (
     DEFAULT_SIGMA,
     ROUND_MONEY,
     Calendar,
-    load_edges,
     reconcile,
-    round_money_sql,
+    round_money_rows,
     stored_money_current,
 )
 
@@ -125,13 +124,8 @@ ORDER BY table_id, decks
 def outcome_frequency(con: duckdb.DuckDBPyConnection, *, alpha: float = OUTCOME_ALPHA,
                       min_rounds: int = MIN_FREQUENCY_ROUNDS) -> list[Row]:
     """One row per table and deck count tested: counts, chi-square, p-value and `flagged`."""
-    if stored_money_current(con):
-        rounds = ROUND_MONEY
-    else:
-        load_edges(con)
-        rounds = f"({round_money_sql()})"
     out = []
-    for g in query_rows(con, _OUTCOMES.format(rounds=rounds)):
+    for g in query_rows(con, _OUTCOMES.format(rounds=round_money_rows(con))):
         if g["rounds"] < min_rounds:
             continue
         counts = {c: int(g["counts"].get(c, 0)) for c in CATEGORIES}

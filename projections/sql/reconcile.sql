@@ -205,20 +205,12 @@ FROM rounds
 WHERE gaming_day(started_at, $tz, $day_start_minutes) = $day;
 
 -- name: outcomes
--- The outcome of every round of the day whose cards decide one, by the shoe's deck count:
--- consecutive (13:47-20.31(d)7), trips or pair_no_trips ((d)9-10), spread_1..spread_11 ((d)11).
-SELECT s.decks,
-       CASE r.kind WHEN 'consecutive' THEN 'consecutive'
-                   WHEN 'spread' THEN 'spread_' || r.spread
-                   ELSE CASE WHEN r.middle_rank = r.left_rank THEN 'trips'
-                             ELSE 'pair_no_trips' END END AS outcome,
-       count(*) AS rounds
-FROM rounds AS r
-JOIN (SELECT table_id, shoe_id, arg_min(decks, seq) AS decks
-      FROM events WHERE event_type = 'CardsLoaded' GROUP BY ALL) AS s
-    USING (table_id, shoe_id)
-WHERE gaming_day(r.started_at, $tz, $day_start_minutes) = $day
-  AND r.kind IS NOT NULL AND (r.kind <> 'pair' OR r.middle_rank IS NOT NULL)
+-- The outcome of every round of the day whose cards decide one, by the shoe's deck count, as
+-- the round_money query gives them (the stored rows, or the query over the views).
+SELECT decks, outcome, count(*) AS rounds
+FROM {round_rows}
+WHERE gaming_day(started_at, $tz, $day_start_minutes) = $day
+  AND outcome IS NOT NULL AND decks IS NOT NULL
 GROUP BY ALL
 ORDER BY ALL;
 
