@@ -32,11 +32,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from children import run_child  # noqa: E402  (a sibling script's module)
+
 REPO = Path(__file__).resolve().parent.parent
 
 _CHILD = """
-import hashlib, json, resource, sys, time
-from pathlib import Path
+import hashlib, json, sys, time
 sys.path.insert(0, sys.argv[1])
 import duckdb
 from projections import reconcile as rc
@@ -51,9 +53,6 @@ with duckdb.connect(db, read_only=True) as con:  # its own connection, closed: a
     ((events,),) = con.execute("SELECT count(*) FROM events").fetchall()
 con = duckdb.connect(db, read_only=True)
 con.execute("SET enable_progress_bar = false")
-def usage():
-    u = resource.getrusage(resource.RUSAGE_SELF)
-    return u.ru_utime + u.ru_stime
 walls, cpus = [], []
 for _ in range(repeats):
     c, t = usage(), time.perf_counter()
@@ -61,10 +60,7 @@ for _ in range(repeats):
     walls.append(time.perf_counter() - t)
     cpus.append(usage() - c)
 digest = hashlib.sha256(json.dumps(list(rows), default=str, sort_keys=True).encode()).hexdigest()
-peak = 0.0
-for line in Path("/proc/self/status").read_text().splitlines():
-    if line.startswith("VmHWM:"):
-        peak = int(line.split()[1]) / 1024
+peak = peak_rss_mb()
 print(json.dumps({"db": db, "variant": variant, "code": rc.__file__, "events": events,
                   "day": str(day),
                   "groups": len(rows), "walls": walls, "cpus": cpus,
@@ -91,14 +87,8 @@ def busiest_day(db: str) -> str:
 def child(db: str, variant: str, repeats: int, old_repo: str | None,
           day: str) -> dict[str, object]:
     repo = old_repo if variant == "old" and old_repo else str(REPO)
-    out = subprocess.run([sys.executable, "-c", _CHILD, repo, db, variant, str(repeats),
-                          "0" if old_repo else "1", day],
-                         capture_output=True, text=True, cwd="/")
-    if out.returncode:
-        raise SystemExit(f"{variant} on {db} failed:\n{out.stderr[-2000:]}")
-    # The last JSON line: DuckDB may print a progress bar on stdout before it.
-    return json.loads(next(line for line in reversed(out.stdout.splitlines())
-                           if line.startswith("{")))
+    return run_child(_CHILD, [repo, db, variant, str(repeats), "0" if old_repo else "1", day],
+                     f"{variant} on {db}")
 
 
 def main() -> None:

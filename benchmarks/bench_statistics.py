@@ -10,8 +10,8 @@ definition differs, and a reader uses the rows only when built by its own defini
 each pair and variant, one fresh child process opens its store read-only, as a CLI call does,
 and times `--repeats` calls of:
 
-- outcome_frequency(con, min_rounds=1): the old code counts every round through the `rounds` and `shoes`
-  views; the new one reads each stored round's decks and outcome (round_money);
+- outcome_frequency(con, min_rounds=1): the old code counts every round through the `rounds`
+  and `shoes` views; the new one reads each stored round's decks and outcome (round_money);
 - statistical_anomalies(con): the above and HOLD_VARIANCE, which both codes read from the
   stored round_money rows; what `pitlog anomalies` adds to its rule rows unless
   --no-statistics.
@@ -26,15 +26,16 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from children import run_child  # noqa: E402  (a sibling script's module)
 
 REPO = Path(__file__).resolve().parent.parent
 
 _CHILD = """
-import hashlib, json, resource, sys, time
-from pathlib import Path
+import hashlib, json, sys, time
 sys.path.insert(0, sys.argv[1])
 import duckdb
 from projections import statistics as st
@@ -46,9 +47,6 @@ con.execute("SET enable_progress_bar = false")
 # about 250 rounds, fewer than the 500 a flag needs, so the default returns none).
 call = ((lambda con: st.outcome_frequency(con, min_rounds=1)) if what == "outcome_frequency"
         else st.statistical_anomalies)
-def usage():
-    u = resource.getrusage(resource.RUSAGE_SELF)
-    return u.ru_utime + u.ru_stime
 walls, cpus = [], []
 for _ in range(repeats):
     c, t = usage(), time.perf_counter()
@@ -56,23 +54,14 @@ for _ in range(repeats):
     walls.append(time.perf_counter() - t)
     cpus.append(usage() - c)
 digest = hashlib.sha256(json.dumps(list(rows), default=str, sort_keys=True).encode()).hexdigest()
-peak = 0.0
-for line in Path("/proc/self/status").read_text().splitlines():
-    if line.startswith("VmHWM:"):
-        peak = int(line.split()[1]) / 1024
 print(json.dumps({"db": db, "call": what, "code": st.__file__, "events": events,
                   "rows": len(rows), "walls": walls, "cpus": cpus,
-                  "peak_rss_mb": round(peak, 1), "rows_sha256": digest[:16]}))
+                  "peak_rss_mb": peak_rss_mb(), "rows_sha256": digest[:16]}))
 """
 
 
 def child(repo: str, db: str, what: str, repeats: int) -> dict[str, object]:
-    out = subprocess.run([sys.executable, "-c", _CHILD, repo, db, what, str(repeats)],
-                         capture_output=True, text=True, cwd="/")
-    if out.returncode:
-        raise SystemExit(f"{what} on {db} failed:\n{out.stderr[-2000:]}")
-    return json.loads(next(line for line in reversed(out.stdout.splitlines())
-                           if line.startswith("{")))
+    return run_child(_CHILD, [repo, db, what, str(repeats)], f"{what} on {db}")
 
 
 def main() -> None:
