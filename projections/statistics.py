@@ -39,6 +39,7 @@ from projections.reconcile import (
     Calendar,
     reconcile,
     round_money_rows,
+    run_rows,
     stored_money_current,
 )
 
@@ -110,7 +111,7 @@ def pearson(observed: list[int], expected: list[float]) -> tuple[float, int]:
 # {rounds}: the writer's stored round_money rows when current, else the same round_money query
 # over the views: each round's decks and outcome, one definition (sql/reconcile.sql). Reading
 # the stored rows, a test costs what reading them does, not an evaluation of the `rounds` and
-# `shoes` views over every round (9.8 s and 2.2 GB at 9.5M events, benchmarks/results.md).
+# `shoes` views over every round (10.1 s p50 and 2.2 GB at 9.5M events, benchmarks/results.md).
 _OUTCOMES = """
 SELECT table_id, decks, count(*) AS rounds, max(started_at) AS last_at,
        histogram(outcome) AS counts
@@ -125,10 +126,12 @@ def outcome_frequency(con: duckdb.DuckDBPyConnection, *, alpha: float = OUTCOME_
                       min_rounds: int = MIN_FREQUENCY_ROUNDS) -> list[Row]:
     """One row per table and deck count tested: counts, chi-square, p-value and `flagged`."""
     out = []
-    for g in query_rows(con, _OUTCOMES.format(rounds=round_money_rows(con))):
+    # run_rows: on a reader's connection within the writer's memory bound, as reconcile.
+    for g in run_rows(con, _OUTCOMES.format(rounds=round_money_rows(con)), {}):
         if g["rounds"] < min_rounds:
             continue
-        counts = {c: int(g["counts"].get(c, 0)) for c in CATEGORIES}
+        held = dict(g["counts"])  # a MAP: Arrow gives its (key, value) pairs
+        counts = {c: int(held.get(c, 0)) for c in CATEGORIES}
         probs = theory.outcome_probabilities(int(g["decks"]))
         n = g["rounds"]
         observed = [counts[c] for c in CATEGORIES]

@@ -73,9 +73,13 @@ WITH money AS (
     WHERE l.round_no IS NOT NULL
     GROUP BY l.table_id, l.shoe_id, l.round_no
 ),
-decks AS (  -- as the shoes view has them
-    SELECT table_id, shoe_id, shoe_decks(decks, seq, log_offset, event_type) AS decks
-    FROM events_once_of(NULL, NULL, NULL, NULL)
+decks AS (
+    -- The shoe's deck count as the shoes view has it (sql/shoes.sql): its first CardsLoaded's
+    -- by (seq, log_offset) (13:69F-6.1(a): one or more decks); events_once_of never drops a
+    -- CardsLoaded, so `events` is read straight. Written here, not as a macro of the views: a
+    -- reader of a store an older pitlog built runs this query over that file's views.
+    SELECT table_id, shoe_id, arg_min(decks, (seq, log_offset)) AS decks
+    FROM events
     WHERE shoe_id IS NOT NULL AND event_type = 'CardsLoaded'
     GROUP BY table_id, shoe_id
 )

@@ -4,11 +4,6 @@
 -- (a NULL argument: all of them; the `shoes` view below is shoes_of(NULL, NULL, NULL, NULL)).
 -- from_seq and to_seq, given with in_table, only speed the scan up: they must bracket every
 -- event of the shoes asked for, or be NULL; taps_from too, as rounds_of's.
--- A shoe's deck count, as an aggregate over its events: its first CardsLoaded's (13:69F-6.1(a):
--- one or more decks). The shoes view's and each stored round's (sql/reconcile.sql).
-CREATE OR REPLACE MACRO shoe_decks(decks, seq, log_offset, event_type) AS
-    arg_min(decks, (seq, log_offset)) FILTER (event_type = 'CardsLoaded');
-
 CREATE OR REPLACE MACRO shoes_of(in_table, in_shoe, from_seq, to_seq, taps_from := NULL) AS TABLE
 WITH shoe_events AS NOT MATERIALIZED (
     SELECT * FROM events_once_of(in_table, in_shoe, from_seq, to_seq)
@@ -17,7 +12,7 @@ WITH shoe_events AS NOT MATERIALIZED (
 per_shoe AS (
     SELECT
         table_id, shoe_id,
-        shoe_decks(decks, seq, log_offset, event_type) AS decks,
+        arg_min(decks, (seq, log_offset)) FILTER (event_type = 'CardsLoaded') AS decks,
         min(occurred_at) AS opened_at,
         min(occurred_at) FILTER (event_type = 'CardsLoaded') AS loaded_at,
         min(occurred_at) FILTER (event_type = 'ShoeClosed') AS closed_at,

@@ -177,7 +177,7 @@ def test_hold_variance_from_the_stored_rows_equals_the_views(
 
 
 # OUTCOME_FREQUENCY counted every round through the `rounds` and `shoes` views at each read
-# (9.8 s at 9.5M events); it reads each stored round's decks and outcome now. Its counts are
+# (10.1 s at 9.5M events); it reads each stored round's decks and outcome now. Its counts are
 # those of the views, as the old query counted them, whether read from the stored rows or, when
 # they are behind, from the round_money query over the views; and a changed stored row shows.
 _OUTCOMES_FROM_THE_VIEWS = """
