@@ -37,9 +37,10 @@ PACKAGES = ("events", "projections", "cli")
 LAYERS: dict[str, set[str]] = {
     "events.errors": set(),
     "events.text": set(),
+    "events.files": set(),  # files written whole: the log's cache, snapshots, exports
     "events.reddog": {"events.errors"},
     "events.wire": {"events.errors", "events.reddog"},
-    "events.log": {"events.errors", "events.wire"},
+    "events.log": {"events.errors", "events.wire", "events.files"},
     "events.recording": {"events.errors", "events.text", "events.reddog", "events.wire",
                          "events.log"},
     "events.integrity": {"events.errors", "events.reddog", "events.wire", "events.log"},

@@ -408,7 +408,7 @@ def test_a_large_export_to_a_file_has_every_row_and_tells_its_limit(
         lines = sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
     assert lines == STREAMED_ROWS
     # No bound on its memory here: 334 MB measured on a quiet machine (benchmarks/results.md),
-    # but a loaded CI run peaked at 1.05 GB (not understood yet; the stdout test's bound holds).
+    # but a loaded CI run peaked at 1.05 GiB (not understood yet; see the stdout test's bound).
     limited = tmp_path / "limited.csv"
     result = runner.invoke(app, ["sql", "--db", str(sim_db), "-f", "csv", "--out",
                                  str(limited), "--limit", "5",
