@@ -253,7 +253,6 @@ def write(rows: Sequence[dict[str, Any]], columns: Sequence[str], fmt: str,
     with _export_connection() as con:
         if isinstance(out, Path):
             _copy(con, _select(_register(con, table, columns, fmt)), fmt, out)
-            con.unregister("export_rows")
             return
         out.write(_text(con, table, columns, fmt))
         out.flush()

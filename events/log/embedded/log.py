@@ -39,6 +39,7 @@ from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from events.errors import ConcurrencyError, LogCorruptError, LogError
+from events.files import remove_quietly
 from events.log.alerts import AlertSink
 from events.log.base import (
     ConditionalAppend,
@@ -238,7 +239,7 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
             try:
                 write_journal(self.folder, before)
             except OSError as exc:
-                (self.folder / (JOURNAL + ".tmp")).unlink(missing_ok=True)
+                remove_quietly(self.folder / (JOURNAL + ".tmp"))
                 raise LogError(f"cannot append to {self.folder}: {exc}; nothing was "
                                f"appended: free disk space and retry") from exc
             try:
