@@ -7,6 +7,7 @@ from typing import Any
 
 from store_template import new_store
 
+from events.log.base import EventLog
 from events.log.embedded.log import EmbeddedLog
 from events.simulation.simulator import SimConfig, simulate
 from projections.projector import project
@@ -19,3 +20,13 @@ def simulated_db(folder: Path, **config: Any) -> Path:
     db = new_store(folder / "pitlog.duckdb")  # a copy of a new store (store_template)
     project(log, db)
     return db
+
+
+def records_by_table(log: EventLog) -> dict[bytes, list[bytes]]:
+    """Each table's records (key -> values, in log order): what a simulation wrote, table by
+    table, whatever the interleaving of the tables in the log."""
+    out: dict[bytes, list[bytes]] = {}
+    for batch in log.read():
+        for rec in batch:
+            out.setdefault(rec.key, []).append(rec.value)
+    return out

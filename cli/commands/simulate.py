@@ -89,6 +89,8 @@ def simulate_cmd(
 ) -> None:
     """Play a seeded evening at the tables and record every event to the log.
 
+    The same command run again after a run stopped part way records the rest of the evening.
+
     Example: pitlog simulate --tables 8 --rounds 500 --irregularities 0.01 --truth truth.jsonl
     """
     profiles = tuple(profile or ["nj-casino"])
@@ -114,13 +116,15 @@ def simulate_cmd(
         heads = last_records(event_log)
         held = held_tables(heads, config)
         only = _not_yet_held(event_log, config, held, first_free_table(heads))
+        resume = {h.table: h.held for h in held if h.held and not h.whole}
         with progress_bar("simulating rounds", len(only) * rounds) as update:
             report = simulate(event_log, config, only=only, round_progress=update,
-                              last=heads) if only else SimReport(0, 0, 0, 0, [])
+                              last=heads, resume=resume) if only else SimReport(0, 0, 0, 0, [])
         uri = event_log.uri
     # The whole evening's labels, also of the tables the log held already: they are in the
     # log too, so a truth of this run's tables alone would score their anomalies as invented.
-    labels = evening_truth(config, held, report.truth)
+    # A table continued (`resume`) was generated whole by this run: its labels are the report's.
+    labels = evening_truth(config, [h for h in held if h.whole], report.truth)
     if truth is not None:
         with truth.open("w") as f:
             for label in labels:
@@ -143,42 +147,44 @@ def simulate_cmd(
 
 
 def _not_yet_held(log: EventLog, config: SimConfig, held: list[Held], free: int) -> list[int]:
-    """The table indexes to simulate: those the log has no record at. A table held whole by
-    this simulation is left out. Any other record at one of its tables refuses the run, before
-    anything is written: part of this evening (a run stopped part way) would be recorded
-    twice, and anything else (another seed's evening; the same seed's with other rounds,
-    decks, seats, profiles or rates, which shares its first event ids; events recorded
-    otherwise) would get a second evening at the table: either way anomalies no dealer made
+    """The table indexes to simulate: those the log has no record at, and those of which it
+    holds this simulation's first records only (a run stopped part way), which the run
+    continues (events/simulation/resume.py). A table held whole by this simulation is left
+    out. Any other record at one of its tables refuses the run, before anything is written:
+    anything else there (another seed's evening; the same seed's with other rounds, decks,
+    seats, profiles or rates, which shares its first event ids; events recorded otherwise)
+    would get a second evening at the table: anomalies no dealer made
     (events/simulation/rerun.py)."""
     other = [h for h in held if not h.held]
     part = [h for h in held if h.held and not h.whole]
-    if other or part:
-        found = []
-        if other:
-            tables = _listed([f"{h.table} ({h.seq:,} events)" if h.seq else
-                              f"{h.table} (a record that is not a pitlog event)" for h in other])
-            found.append(f"at {tables}, records that are not this simulation's (another "
-                         f"--seed, other settings, or events recorded otherwise)")
-        if part:
-            tables = _listed([f"{h.table} ({h.held:,} of its {h.total:,} events)" for h in part])
-            found.append(f"at {tables}, this simulation's first events (a run stopped part "
-                         f"way)")
+    if other:
+        tables = _listed([f"{h.table} ({h.seq:,} events)" if h.seq else
+                          f"{h.table} (a record that is not a pitlog event)" for h in other])
+        also = (f"; at {_listed([h.table for h in part])}, this simulation's first events (a "
+                f"run stopped part way), which a run with nothing else in the way continues"
+                if part else "")
         raise PitlogError(
             f"the log {log.uri} already has events at this simulation's tables (--seed "
-            f"{config.seed}): {'; '.join(found)}; appending would record those tables again, "
-            f"anomalies no dealer made: nothing appended; simulate into a new --log"
-            f"{_or_at_other_tables(free)}")
-    events = sum(h.total for h in held)
-    if len(held) == config.tables:
+            f"{config.seed}): at {tables}, records that are not this simulation's (another "
+            f"--seed, other settings, or events recorded otherwise){also}; appending would "
+            f"record those tables again, anomalies no dealer made: nothing appended; simulate "
+            f"into a new --log{_or_at_other_tables(free)}")
+    if part:
+        tables = _listed([f"{h.table} ({h.held:,} of its {h.total:,} events)" for h in part])
+        typer.echo(f"the log {log.uri} holds the first events of this simulation's {tables} "
+                   f"(a run stopped part way): recording the rest of them", err=True)
+    whole = [h for h in held if h.whole]
+    events = sum(h.total for h in whole)
+    if len(whole) == config.tables:
         typer.echo(f"the log {log.uri} already holds this simulation: {events:,} events; "
                    f"nothing appended (another evening: another --log"
                    f"{_or_at_other_tables(free, 'other tables with --first-table {}')})", err=True)
-    elif held:
+    elif whole:
         typer.echo(f"the log {log.uri} already holds this simulation's "
-                   f"{', '.join(h.table for h in held)} ({events:,} events): not appended "
+                   f"{', '.join(h.table for h in whole)} ({events:,} events): not appended "
                    f"again", err=True)
-    whole = {h.index for h in held}
-    return [i for i in config.table_indexes if i not in whole]
+    left_out = {h.index for h in whole}
+    return [i for i in config.table_indexes if i not in left_out]
 
 
 def _or_at_other_tables(free: int, how: str = "at other tables (--first-table {})") -> str:

@@ -31,6 +31,7 @@ from events.simulation.irregularities import (
     TruthLabel,
     record_tampered,
 )
+from events.simulation.resume import Resumed
 from events.simulation.table import Hand, Key
 from events.wire import codec
 
@@ -508,11 +509,17 @@ def simulate(log: EventLog, config: SimConfig,
              progress: Callable[[int], None] | None = None, *,
              only: Sequence[int] | None = None,
              round_progress: Callable[[int], None] | None = None,
-             last: Mapping[bytes, bytes] | None = None) -> SimReport:
+             last: Mapping[bytes, bytes] | None = None,
+             resume: Mapping[str, int] | None = None) -> SimReport:
     """Play the evening and record it to `log`; returns counts and the ground truth.
 
     `last`: the log's `last_records`, when the caller read them already (the rerun check):
     the recorder's heads are taken from them instead of read again.
+
+    `resume`: tables of which the log holds this simulation's first records already, and how
+    many (a run stopped part way: rerun.Held.held). Each is recorded from its first step and
+    its first that many records are not appended again (events/simulation/resume.py); the
+    report counts the events appended.
 
     `only` plays just these table indexes (0-based): each table is its own seeded stream, so
     several processes can share one evening's tables between them, each recording its own
@@ -524,11 +531,17 @@ def simulate(log: EventLog, config: SimConfig,
     steps, sims = generate(config, only)
     current: dict[int, tuple[str | None, int]] = {}  # table index -> (shoe, round) in play
     begun = 0
-    recorder = Recorder(log, heads=None if last is None else scan_heads(log, last))
+    heads = scan_heads(log, last)
+    sink: EventLog = log
+    if resume:
+        sink = Resumed(log, {table.encode(): n for table, n in resume.items()})
+        for table in resume:  # recorded again from its first record, to the same bytes
+            heads.pop(table, None)
+    recorder = Recorder(sink, heads=heads)
     n = 0
     table_ids = {sim.index: sim.table_id for sim in sims}
     for step in steps:
-        n += record_step(recorder, log, table_ids[step.table_index], step)
+        n += record_step(recorder, sink, table_ids[step.table_index], step)
         if progress and n % 5000 == 0:
             progress(n)
         if step.round_no is not None and current.get(step.table_index) != (step.shoe_id,
@@ -543,5 +556,7 @@ def simulate(log: EventLog, config: SimConfig,
     if round_progress:
         round_progress(begun)
     truth = [label for sim in sims for label in sim.inject.labels]
+    if isinstance(sink, Resumed):
+        n -= sink.dropped
     return SimReport(n, len(sims), sum(sim.rounds_played for sim in sims),
                      sum(sim.shoe_no for sim in sims), truth)

@@ -9,10 +9,12 @@ from pathlib import Path
 
 import pytest
 from repo_paths import REPO
+from simulated import records_by_table
 from typer.main import get_command
 from typer.testing import CliRunner
 
 from cli.app import app
+from events.log.embedded.log import EmbeddedLog
 
 runner = CliRunner()
 PITLOG = [sys.executable, "-m", "cli.app"]
@@ -143,31 +145,68 @@ def test_simulate_run_again_into_the_same_log_appends_nothing_and_says_so(
     assert json.loads(found.stdout) == []  # no DUPLICATE_EVENT, nothing else invented
 
 
-def test_simulate_into_a_log_holding_part_of_its_evening_is_refused(tmp_path: Path) -> None:
-    """What a killed run leaves: the first records of the evening. Appending the evening would
-    record them twice; it is refused, naming the log, how much it holds and what to do."""
-    log = tmp_path / "log"
-    args = ("simulate", "--log", str(log), "--tables", "1", "--rounds", "3", "--format", "json")
-    assert _run(*args).returncode == 0
-    for part in log.glob("p*.idx"):  # keep the first 20 records (the journal's rollback)
+def _cut_to_first_records(log: Path, keep: int) -> None:
+    """What a killed run leaves: each partition of an embedded log cut to its first `keep`
+    records (as the journal's rollback leaves it)."""
+    for part in log.glob("p*.idx"):
         seg = part.with_suffix(".seg")
         if part.stat().st_size:
-            at = int.from_bytes(part.read_bytes()[20 * 8:21 * 8], "little")
-            part.write_bytes(part.read_bytes()[:20 * 8])
+            at = int.from_bytes(part.read_bytes()[keep * 8:(keep + 1) * 8], "little")
+            part.write_bytes(part.read_bytes()[:keep * 8])
             seg.write_bytes(seg.read_bytes()[:at])
-    again = _run(*args)
+
+
+def test_simulate_into_a_log_holding_part_of_its_evening_records_the_rest(
+        tmp_path: Path) -> None:
+    """What a killed run leaves: the first records of the evening. It used to be refused, so a
+    10M-event run killed at 9M started over. Run again, the same command records the rest:
+    table by table, byte for byte what one uninterrupted run writes (the chain hashes too),
+    the summary counting the events appended now, stderr saying what it continued; its truth
+    is the whole evening's."""
+    log, fresh = tmp_path / "log", tmp_path / "fresh"
+    args = ("simulate", "--tables", "1", "--rounds", "3", "--irregularities", "0.05",
+            "--format", "json")
+    whole = _run(*args, "--log", str(fresh), "--truth", str(tmp_path / "fresh.jsonl"))
+    assert whole.returncode == 0, whole.stderr
+    assert _run(*args, "--log", str(log)).returncode == 0
+    _cut_to_first_records(log, 20)
+    again = _run(*args, "--log", str(log), "--truth", str(tmp_path / "again.jsonl"))
+    assert again.returncode == 0, again.stderr
+    total = json.loads(whole.stdout)[0]["events"]
+    assert again.stderr == (f"the log file://{log} holds the first events of this "
+                            f"simulation's T01 (20 of its {total} events) (a run stopped part "
+                            f"way): recording the rest of them\n")
+    assert json.loads(again.stdout)[0]["events"] == total - 20
+    assert records_by_table(EmbeddedLog(log)) == records_by_table(EmbeddedLog(fresh))
+    assert (tmp_path / "again.jsonl").read_text() == (tmp_path / "fresh.jsonl").read_text()
+    assert _run(*args, "--log", str(log)).stderr.startswith(  # and then it is held whole
+        f"the log file://{log} already holds this simulation: {total} events")
+
+
+def test_simulate_with_part_of_its_evening_and_another_at_its_tables_is_refused(
+        tmp_path: Path) -> None:
+    """A table of the evening cut part way and another holding another seed's events: the run
+    is refused whole, nothing written, the line naming both and what to do."""
+    log = tmp_path / "log"
+    args = ("simulate", "--log", str(log), "--rounds", "3", "--format", "json")
+    assert _run(*args, "--tables", "1").returncode == 0
+    _cut_to_first_records(log, 20)
+    other = _run(*args, "--tables", "1", "--seed", "8", "--first-table", "2")
+    assert other.returncode == 0, other.stderr
+    n = json.loads(other.stdout)[0]["events"]
+    files = {p.name: p.read_bytes() for p in log.iterdir() if p.suffix in (".idx", ".seg")}
+    again = _run(*args, "--tables", "2")
     assert (again.returncode, again.stdout) == (1, "")
     assert again.stderr == (f"Error: the log file://{log} already has events at this "
-                            f"simulation's tables (--seed 7): at T01 (20 of its 55 events), "
-                            f"this simulation's first events (a run stopped part way); "
-                            f"appending would record those tables again, anomalies no dealer "
-                            f"made: nothing appended; simulate into a new --log, or at other "
-                            f"tables (--first-table 2)\n")
-    other = _run(*args, "--seed", "8", "--first-table", "2")  # another evening, other tables
-    assert (other.returncode, other.stderr) == (0, "")
-    fresh = _run("simulate", "--log", str(tmp_path / "fresh"), *args[3:], "--seed", "8",
-                 "--first-table", "2")
-    assert json.loads(other.stdout)[0]["events"] == json.loads(fresh.stdout)[0]["events"]
+                            f"simulation's tables (--seed 7): at T02 ({n} events), records that "
+                            f"are not this simulation's (another --seed, other settings, or "
+                            f"events recorded otherwise); at T01, this simulation's first "
+                            f"events (a run stopped part way), which a run with nothing else "
+                            f"in the way continues; appending would record those tables "
+                            f"again, anomalies no dealer made: nothing appended; simulate into "
+                            f"a new --log, or at other tables (--first-table 3)\n")
+    assert {p.name: p.read_bytes() for p in log.iterdir()
+            if p.suffix in (".idx", ".seg")} == files
 
 
 def test_simulate_truth_lists_the_whole_evening_also_the_tables_the_log_held(

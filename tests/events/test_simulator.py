@@ -5,11 +5,18 @@ from __future__ import annotations
 import random
 import uuid
 from collections import Counter
+from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+from simulated import records_by_table
+
+from events.errors import ConcurrencyError
 from events.log.embedded.log import EmbeddedLog
+from events.recording.recorder import Recorder, last_records
 from events.reddog import rules
-from events.reddog.model import CardDrawn, CardsRacked, WagerSettled
+from events.reddog.model import CardDrawn, CardsRacked, DealerTappedIn, WagerSettled
+from events.simulation.rerun import held_tables
 from events.simulation.simulator import SimConfig, simulate, uuid4_text
 from events.wire import chain, codec
 
@@ -138,3 +145,60 @@ def test_simulate_given_the_heads_reads_no_record_of_a_log_without_its_own_heads
         assert log.records_read == (1 if given else 2) * before
         logs[given] = _segments(tmp_path / f"log-{given}")
     assert logs[True] == logs[False]
+
+
+def _part_way(tmp_path: Path, config: SimConfig, keep: dict[bytes, int]
+              ) -> tuple[EmbeddedLog, dict[bytes, list[bytes]]]:
+    """A log holding the first `keep[table]` records of each table of one run of `config` (what
+    a run stopped part way leaves), and that run's records by table."""
+    whole = EmbeddedLog(tmp_path / "whole")
+    simulate(whole, config)
+    expected = records_by_table(whole)
+    log = EmbeddedLog(tmp_path / "log")
+    log.append([(key, value) for key, n in keep.items() for value in expected[key][:n]])
+    return log, expected
+
+
+def test_a_run_continued_from_every_cut_writes_what_one_run_does(tmp_path: Path) -> None:
+    """events/simulation/resume.py: from any cut of a table (its first record, one record
+    before its end, inside a duplicate's pair of records or right after a broken link), the
+    continued run's records equal one uninterrupted run's, and it reports the ones it added."""
+    config = SimConfig(seed=9, tables=2, rounds=6, per_code={"DUPLICATE_EVENT": 0.3,
+                                                           "CHAIN_BROKEN": 0.3})
+    whole = EmbeddedLog(tmp_path / "whole")
+    simulate(whole, config)
+    expected = records_by_table(whole)
+    n01 = len(expected[b"T01"])
+    ids = [codec.decode(v).event_id for v in expected[b"T01"]]
+    inside_pair = next(i + 1 for i in range(n01 - 1) if ids[i] == ids[i + 1])
+    links = [chain.stored_hash(v) for v in expected[b"T01"]]
+    after_break = next(i + 1 for i in range(1, n01) if codec.decode(expected[b"T01"][i]).prev_hash
+                       != links[i - 1])
+    for cut in sorted({1, inside_pair, after_break, n01 - 1}):
+        log, _ = _part_way(tmp_path / str(cut), config, {b"T01": cut, b"T02": 3})
+        heads = last_records(log)
+        held = {h.table: h.held for h in held_tables(heads, config)}
+        assert held == {"T01": cut, "T02": 3}
+        report = simulate(log, config, last=heads, resume=held)
+        assert records_by_table(log) == expected, cut
+        assert report.events == n01 - cut + len(expected[b"T02"]) - 3
+
+
+def test_a_writer_that_appended_to_a_table_since_the_check_stops_the_continued_run(
+        tmp_path: Path) -> None:
+    """The rest of a stopped run is appended with the recorder's check of each table's head:
+    another writer's record at T01 after the run read its heads is a conflict, and nothing
+    of T01 is recorded after it (docs/operating.md, "Simulating into a log that has events")."""
+    config = SimConfig(seed=9, tables=1, rounds=6)
+    log, expected = _part_way(tmp_path, config, {b"T01": 10})
+    heads = last_records(log)
+    held = {h.table: h.held for h in held_tables(heads, config)}
+    other = Recorder(EmbeddedLog(tmp_path / "log"))
+    other.record("T01", DealerTappedIn(dealer_id="D9"), shoe_id=None, round_no=None,
+                 actor="pit", occurred_at=datetime(2026, 11, 29, tzinfo=UTC))
+    other.flush()
+    with pytest.raises(ConcurrencyError):
+        simulate(log, config, last=heads, resume=held)
+    values = records_by_table(EmbeddedLog(tmp_path / "log"))[b"T01"]
+    assert values[:10] == expected[b"T01"][:10]
+    assert len(values) == 11  # the other writer's record, and nothing of the run after it

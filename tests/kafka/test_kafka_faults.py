@@ -7,6 +7,7 @@ Every test here uses the real broker and real DuckDB files; nothing is mocked.
 
 from __future__ import annotations
 
+import json
 import logging
 import subprocess
 import sys
@@ -20,9 +21,11 @@ import duckdb
 import pytest
 from kafka_support import dedicated_broker, produce_raw, topic_for
 from repo_paths import REPO
+from simulated import records_by_table
 
 import events.log.kafka.log as kafka_log
 from events.errors import PitlogError
+from events.log.embedded.log import EmbeddedLog
 from events.log.registry import open_log
 from events.recording.recorder import Recorder, scan_heads
 from events.reddog import model
@@ -269,3 +272,31 @@ def test_a_read_whose_consumer_starves_goes_on_with_a_new_one_and_returns_each_r
     assert sorted(read) == [(p, o) for p in sorted(ends) for o in range(ends[p])]
     assert made.count("reader") == 2
     assert any("read on with a new consumer" in r.getMessage() for r in caplog.records)
+
+
+def test_simulate_continues_the_tables_a_stopped_run_left_part_way_on_a_topic(
+        kafka_uri: str, tmp_path: Path) -> None:
+    """What a run stopped part way leaves on a topic: the first records of some tables (T01's
+    first 7, all of T02's but its last), one table whole (T03). `pitlog simulate` run again
+    records the rest of T01 and T02, leaves T03 alone, and the topic then holds, table by
+    table, byte for byte what one run into an empty embedded log writes."""
+    whole = EmbeddedLog(tmp_path / "whole")
+    simulate(whole, SimConfig(seed=6, tables=3, rounds=10, irregularities=0.05))
+    expected = records_by_table(whole)
+    keep = {b"T01": 7, b"T02": len(expected[b"T02"]) - 1, b"T03": len(expected[b"T03"])}
+    with open_log(kafka_uri, partitions=2) as log:
+        log.append([(key, value) for key, n in keep.items() for value in expected[key][:n]])
+    run = subprocess.run([sys.executable, "-m", "cli.app", "simulate", "--log", kafka_uri,
+                          "--tables", "3", "--rounds", "10", "--seed", "6",
+                          "--irregularities", "0.05", "--format", "json"],
+                         capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert run.returncode == 0, run.stderr
+    t02 = len(expected[b"T02"])
+    assert run.stderr.splitlines()[0] == (
+        f"the log {kafka_uri} holds the first events of this simulation's T01 (7 of its "
+        f"{len(expected[b'T01'])} events), T02 ({t02 - 1} of its {t02} events) (a run stopped "
+        f"part way): recording the rest of them")
+    assert "already holds this simulation's T03" in run.stderr
+    assert json.loads(run.stdout)[0]["events"] == len(expected[b"T01"]) - 7 + 1
+    with open_log(kafka_uri) as log:
+        assert records_by_table(log) == expected
