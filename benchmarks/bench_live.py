@@ -14,7 +14,10 @@ the detection's cost (Detector.plan + evaluate + apply: the batch's stretch eval
 written), its phases, and its windows (events evaluated by the rounds, money, tables and
 streams families; by the shoes family, which also reads the cards before K_r); per alert
 raised during the feed: from the append of its latest proving event to its row in `alerts`
-(raised_at, the batch transaction's time).
+(raised_at, the batch transaction's time), and (in process) from the latest time at which the
+event that decided it can have been appended (`decided_to_alert_row_seconds`, decided_at: a
+rule that waits for a later event, such as a round's missing settlement judged once the table
+records something after it, is timed from that event, not from its proof).
 
 `--drop P`: the injected irregularities, for a source simulated without them (the 10M store
 of seed 12): a share P of the feed's records is left out (a seeded draw), as events lost between
@@ -229,13 +232,14 @@ def feeder(target: str, feed: list[tuple[bytes, bytes]], rate: float,
 
 
 def in_process(log: EventLog, con: duckdb.DuckDBPyConnection,
-               done: threading.Event, scans: bool = False
+               done: threading.Event, marks: list[Mark], scans: bool = False
                ) -> tuple[int, list[float], list[int], dict[str, list[float]]]:
     """project() in a loop on one connection until the feed is in; (batches, detection cost
     per batch, window per batch, seconds per batch of each phase (`cpu`: the detection's process
     CPU seconds): plan, copy (the window into
     the scratch catalog), copies (DUPLICATE_EVENT's look-up of earlier copies over the history),
-    families (the family queries, planning included), apply)."""
+    families (the family queries, planning included), apply). After each call that committed,
+    what the store holds is added to `marks` (committed_mark), the first before the feed."""
     costs: list[float] = []
     cpu: list[float] = []  # process CPU seconds (every thread's, the feeder's 0.1 s appends too)
     windows: list[int] = []
@@ -243,6 +247,7 @@ def in_process(log: EventLog, con: duckdb.DuckDBPyConnection,
                                       "apply": [],
                                       "cards_window": [], "tables": [], "round_level": []}
     current: dict[str, float] = {}
+    marks.append(committed_mark(con))
     for name in ("plan", "evaluate", "apply"):
         f = getattr(incremental.Detector, name)
 
@@ -279,10 +284,51 @@ def in_process(log: EventLog, con: duckdb.DuckDBPyConnection,
     batches = 0
     while not done.is_set() or sum(log.end_offsets().values()) > \
             con.execute("SELECT sum(next_offset) FROM checkpoints").fetchone()[0]:
-        batches += project(log, con, publish_alerts=False).batches
+        n = project(log, con, publish_alerts=False).batches
+        batches += n
+        if n:
+            marks.append(committed_mark(con))
         time.sleep(0.05)
     phases["cpu"] = cpu
     return batches, costs, windows, phases
+
+
+Mark = tuple[int, dict[int, int]]  # (the greatest alert_seq, each partition's next offset)
+
+
+def committed_mark(con: duckdb.DuckDBPyConnection) -> Mark:
+    """What the store holds after a project() call: its greatest alert_seq and each partition's
+    next offset (the checkpoints)."""
+    ((seq,),) = con.execute("SELECT coalesce(max(alert_seq), 0) FROM alerts").fetchall()
+    return seq, dict(con.execute("SELECT log_partition, next_offset FROM checkpoints").fetchall())
+
+
+def decided_at(con: duckdb.DuckDBPyConnection, marks: list[Mark],
+               rows: list[tuple[int, str, int, int]],
+               appended: dict[tuple[int, int], float]) -> dict[int, float]:
+    """Per alert_seq, the latest time at which the event that decided the alert can have been
+    appended. The stored rows equal a full evaluation after every commit (the property
+    tests/projections/test_incremental.py attacks), so an alert first raised by the project()
+    call that committed offsets (before, after] was not decided by the events before it: the
+    event that decided it is one of its table's events in that range, at or after the alert's
+    latest proving event (every rule is judged within one table, whose events share a
+    partition). The earliest such event's append is that bound: a rule that waits for a later
+    event (a round's missing settlement is judged once the table records something after it)
+    is timed from that event, not from its proof. Rows: (alert_seq, table_id, partition and
+    offset of the latest proving event)."""
+    out: dict[int, float] = {}
+    for seq, table, p, o in rows:
+        i = next((i for i, (top, _) in enumerate(marks) if top >= seq), None)
+        if i is None or i == 0:
+            continue  # raised before the first mark: the call that caught up on the history
+        lo, hi = max(marks[i - 1][1].get(p, 0), o), marks[i][1].get(p, 0)
+        first = con.execute(
+            "SELECT min(log_offset) FROM events WHERE table_id = $t AND log_partition = $p "
+            "AND log_offset >= $lo AND log_offset < $hi",
+            {"t": table, "p": p, "lo": lo, "hi": hi}).fetchone()
+        if first and first[0] is not None and (p, first[0]) in appended:
+            out[seq] = appended[(p, first[0])]
+    return out
 
 
 def scanned_by_statement(con: duckdb.DuckDBPyConnection, batches: int) -> list[dict]:
@@ -468,7 +514,8 @@ def main() -> None:
     else:
         thread = threading.Thread(target=feeder, args=(uri, feed, args.rate, appended, done))
         thread.start()
-        batches, costs, windows, phases = in_process(log, con, done, args.scans)
+        marks: list[Mark] = []
+        batches, costs, windows, phases = in_process(log, con, done, marks, args.scans)
         thread.join()
         result = {"batches": batches, "detection_seconds_per_batch": percentiles(costs),
                   "detection_cpu_seconds_per_batch": percentiles(phases.pop("cpu")),
@@ -480,19 +527,23 @@ def main() -> None:
         if args.scans:
             result["rows_scanned_by_statement"] = scanned_by_statement(con, batches)
     rows = con.execute("""
-        SELECT a.alert_seq, a.raised_at, e.log_partition, e.log_offset
+        SELECT a.alert_seq, a.raised_at, e.log_partition, e.log_offset, a.table_id
         FROM alerts AS a JOIN events AS e ON e.table_id = a.table_id AND e.seq = list_max(a.seqs)
         WHERE a.alert_seq > $b""", {"b": alerts_before}).fetchall()
-    latency = [(raised.timestamp() - appended[(p, o)]) for _, raised, p, o in rows
+    latency = [(raised.timestamp() - appended[(p, o)]) for _, raised, p, o, _ in rows
                if (p, o) in appended]
+    if not args.serve:
+        decided = decided_at(con, marks, [(s, t, p, o) for s, _, p, o, t in rows], appended)
+        result["decided_to_alert_row_seconds"] = percentiles(
+            [raised.timestamp() - decided[s] for s, raised, *_ in rows if s in decided])
     if args.serve:
         result["append_to_sse_seconds"] = percentiles(
-            [arrived[seq] - appended[(p, o)] for seq, _, p, o in rows
+            [arrived[seq] - appended[(p, o)] for seq, _, p, o, _ in rows
              if (p, o) in appended and seq in arrived])
         result["alerts_on_sse"] = sum(1 for seq, *_ in rows if seq in arrived)
         if args.kafka:
             result["append_to_kafka_alert_seconds"] = percentiles(
-                [on_kafka[seq] - appended[(p, o)] for seq, _, p, o in rows
+                [on_kafka[seq] - appended[(p, o)] for seq, _, p, o, _ in rows
                  if (p, o) in appended and seq in on_kafka])
             result["alerts_on_kafka"] = sum(1 for seq, *_ in rows if seq in on_kafka)
     print(json.dumps({
