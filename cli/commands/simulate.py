@@ -149,12 +149,12 @@ def simulate_cmd(
 def _not_yet_held(log: EventLog, config: SimConfig, held: list[Held], free: int) -> list[int]:
     """The table indexes to simulate: those the log has no record at, and those of which it
     holds this simulation's first records only (a run stopped part way), which the run
-    continues (events/simulation/resume.py). A table held whole by this simulation is left
-    out. Any other record at one of its tables refuses the run, before anything is written:
-    anything else there (another seed's evening; the same seed's with other rounds, decks,
-    seats, profiles or rates, which shares its first event ids; events recorded otherwise)
-    would get a second evening at the table: anomalies no dealer made
-    (events/simulation/rerun.py)."""
+    continues (`simulate`'s `resume`, events/simulation/simulator.py). A table held whole by
+    this simulation is left out. Any other record at one of its tables refuses the run,
+    before anything is written: anything else there (another seed's evening; the same seed's
+    with other rounds, decks, seats, profiles or rates, which shares its first event ids;
+    events recorded otherwise) would get a second evening at the table: anomalies no dealer
+    made (events/simulation/rerun.py)."""
     other = [h for h in held if not h.held]
     part = [h for h in held if h.held and not h.whole]
     if other:
@@ -170,7 +170,7 @@ def _not_yet_held(log: EventLog, config: SimConfig, held: list[Held], free: int)
             f"record those tables again, anomalies no dealer made: nothing appended; simulate "
             f"into a new --log{_or_at_other_tables(free)}")
     if part:
-        tables = _listed([f"{h.table} ({h.held:,} of its {h.total:,} events)" for h in part])
+        tables = _listed([f"{h.table} (its first {h.held:,} events)" for h in part])
         typer.echo(f"the log {log.uri} holds the first events of this simulation's {tables} "
                    f"(a run stopped part way): recording the rest of them", err=True)
     whole = [h for h in held if h.whole]

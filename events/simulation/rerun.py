@@ -17,7 +17,9 @@ the same seq, recorded from the table's first, only if the log holds exactly thi
 simulation's records of that table up to there. The check reads the table heads only (the
 recorder's own read), never a table's history; it records the table's steps (the same bytes
 `simulate` writes, to nowhere) up to the head's seq, and generates a table whose head is this
-simulation's to its end (to count its events and list its labels). A simulation-broken chain
+simulation's one step further: a table that ends there is held whole (its events counted, its
+labels listed); one that goes on was stopped part way, and `simulate` records its rest
+(events/simulation/simulator.py, `resume`). A simulation-broken chain
 (CHAIN_BROKEN injected) is recorded as `simulate` records it, so it is recognised too.
 docs/operating.md, "Simulating into a log that has events".
 
@@ -42,9 +44,10 @@ from events.wire import chain, codec
 class Held:
     """One table of the simulation that the log has records at: how many of them are this
     simulation's (`held`: its first records; 0: the newest is not one of them, so the log
-    holds something else there), of the `total` it has, and the seq of the log's newest
-    record there (`seq`; 0: not a pitlog event). Where `held`, the table's injected
-    irregularities (the whole table's: it was generated to its end)."""
+    holds something else there), whether they are all of the table's (`whole`: `total` is
+    then their count; 0 otherwise, as the table is not generated past the log's newest
+    record), and the seq of the log's newest record there (`seq`; 0: not a pitlog event).
+    Where whole, the table's injected irregularities."""
 
     table: str
     index: int
@@ -88,7 +91,7 @@ def held_tables(heads: Mapping[bytes, bytes], config: SimConfig) -> list[Held]:
     """The simulation's tables that a log has records at, each as `Held`, from the log's
     table heads (`last_records`, which the recorder reads anyway: one read of the heads, no
     table's history). Per such table, its steps are recorded (not to the log) up to the seq
-    of its head, and generated to its end only where the head is this simulation's."""
+    of its head, and generated one step further where the head is this simulation's."""
     found = []
     for index in config.table_indexes:
         head = heads.get(table_name(index).encode())
@@ -116,9 +119,9 @@ def _held(config: SimConfig, index: int, head: bytes) -> Held:
     recorder.flush()
     if not compare.held:
         return Held(table, index, 0, 0, seq)
-    rest = sum(2 if step.tamper == "duplicate" else 1 for step in steps)  # to the end
-    return Held(table, index, compare.held, compare.records + rest, seq,
-                tuple(sim.inject.labels))
+    if next(steps, None) is not None:  # the table goes on: a run stopped part way
+        return Held(table, index, compare.held, 0, seq)
+    return Held(table, index, compare.held, compare.records, seq, tuple(sim.inject.labels))
 
 
 def first_free_table(heads: Mapping[bytes, bytes]) -> int:

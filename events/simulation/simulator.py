@@ -31,7 +31,6 @@ from events.simulation.irregularities import (
     TruthLabel,
     record_tampered,
 )
-from events.simulation.resume import Resumed
 from events.simulation.table import Hand, Key
 from events.wire import codec
 
@@ -488,21 +487,31 @@ def generate(config: SimConfig, only: Sequence[int] | None = None,
     return heapq.merge(*(sim.run() for sim in sims), key=_STEP_ORDER), sims
 
 
-def record_step(recorder: Recorder, log: EventLog, table_id: str, step: Step) -> int:
+def step_records(step: Step) -> int:
+    """The records one step makes in the log: two for a duplicate, else one."""
+    return 2 if step.tamper == "duplicate" else 1
+
+
+def record_step(recorder: Recorder, log: EventLog, table_id: str, step: Step,
+                first: int = 0) -> int:
     """Record one step as `simulate` records it (the rerun check, events/simulation/rerun.py,
     records the same bytes to compare them with a log's); returns the records it made: two
-    for a duplicate."""
+    for a duplicate. `first`: how many of the step's records the log holds already (a run
+    stopped between a duplicate's two copies): only the rest are made."""
     if step.tamper is None:  # the clock is integer micros, which the writer encodes: no datetime
         recorder.record_us(table_id, step.event, shoe_id=step.shoe_id, round_no=step.round_no,
                            actor=step.actor, occurred_us=step.at_us,
                            recorded_us=step.at_us + step.delay_us, event_id=step.event_id)
         return 1
-    record_tampered(recorder, log, step.tamper, table_id, step.event,
-                    shoe_id=step.shoe_id, round_no=step.round_no, actor=step.actor,
-                    occurred_at=codec.from_micros(step.at_us),
-                    recorded_at=codec.from_micros(step.at_us + step.delay_us),
-                    event_id=step.event_id)
-    return 2 if step.tamper == "duplicate" else 1  # a duplicate is two records in the log
+    stamp = {"shoe_id": step.shoe_id, "round_no": step.round_no, "actor": step.actor,
+             "occurred_at": codec.from_micros(step.at_us),
+             "recorded_at": codec.from_micros(step.at_us + step.delay_us),
+             "event_id": step.event_id}
+    if first:  # the second copy of a duplicate: the same event recorded once more
+        recorder.record(table_id, step.event, **stamp)  # type: ignore[arg-type]
+        return 1
+    record_tampered(recorder, log, step.tamper, table_id, step.event, **stamp)
+    return step_records(step)
 
 
 def simulate(log: EventLog, config: SimConfig,
@@ -517,9 +526,12 @@ def simulate(log: EventLog, config: SimConfig,
     the recorder's heads are taken from them instead of read again.
 
     `resume`: tables of which the log holds this simulation's first records already, and how
-    many (a run stopped part way: rerun.Held.held). Each is recorded from its first step and
-    its first that many records are not appended again (events/simulation/resume.py); the
-    report counts the events appended.
+    many (a run stopped part way: rerun.Held.held, which found them equal to this simulation's
+    through the chain hash of the log's newest record there). Such a table is generated from
+    its start, as the recorder needs nothing of the steps it holds but its head: those steps
+    are not recorded, and the recorder continues from the log's head of the table (`last`), so
+    the rest is byte for byte what one uninterrupted run writes, appended with the recorder's
+    check of that head. The report counts the events appended.
 
     `only` plays just these table indexes (0-based): each table is its own seeded stream, so
     several processes can share one evening's tables between them, each recording its own
@@ -531,18 +543,21 @@ def simulate(log: EventLog, config: SimConfig,
     steps, sims = generate(config, only)
     current: dict[int, tuple[str | None, int]] = {}  # table index -> (shoe, round) in play
     begun = 0
-    heads = scan_heads(log, last)
-    sink: EventLog = log
-    if resume:
-        sink = Resumed(log, {table.encode(): n for table, n in resume.items()})
-        for table in resume:  # recorded again from its first record, to the same bytes
-            heads.pop(table, None)
-    recorder = Recorder(sink, heads=heads)
+    recorder = Recorder(log, heads=None if last is None else scan_heads(log, last))
+    held = {table: n for table, n in (resume or {}).items() if n > 0}  # records still held
     n = 0
     table_ids = {sim.index: sim.table_id for sim in sims}
     for step in steps:
-        n += record_step(recorder, sink, table_ids[step.table_index], step)
-        if progress and n % 5000 == 0:
+        table = table_ids[step.table_index]
+        made = 0
+        if not held.get(table):
+            made = record_step(recorder, log, table, step)
+        elif step_records(step) <= held[table]:  # in the log already
+            held[table] -= step_records(step)
+        else:  # the log holds the first copy of this duplicate
+            made = record_step(recorder, log, table, step, first=held.pop(table))
+        n += made
+        if made and progress and n % 5000 < made:
             progress(n)
         if step.round_no is not None and current.get(step.table_index) != (step.shoe_id,
                                                                             step.round_no):
@@ -556,7 +571,5 @@ def simulate(log: EventLog, config: SimConfig,
     if round_progress:
         round_progress(begun)
     truth = [label for sim in sims for label in sim.inject.labels]
-    if isinstance(sink, Resumed):
-        n -= sink.dropped
     return SimReport(n, len(sims), sum(sim.rounds_played for sim in sims),
                      sum(sim.shoe_no for sim in sims), truth)

@@ -174,7 +174,7 @@ def test_simulate_into_a_log_holding_part_of_its_evening_records_the_rest(
     assert again.returncode == 0, again.stderr
     total = json.loads(whole.stdout)[0]["events"]
     assert again.stderr == (f"the log file://{log} holds the first events of this "
-                            f"simulation's T01 (20 of its {total} events) (a run stopped part "
+                            f"simulation's T01 (its first 20 events) (a run stopped part "
                             f"way): recording the rest of them\n")
     assert json.loads(again.stdout)[0]["events"] == total - 20
     assert records_by_table(EmbeddedLog(log)) == records_by_table(EmbeddedLog(fresh))

@@ -310,7 +310,7 @@ def test_simulate_killed_part_way_then_run_again_records_what_one_run_does(
     table, byte for byte what one uninterrupted run writes, chain hashes and injected breaks
     included (gaps, broken links and duplicates, which cross the recorder's batches); its truth
     is the whole evening's, and the log verifies as that run's does. Before, the second run
-    was refused (events/simulation/resume.py)."""
+    was refused (simulate's `resume`, events/simulation/simulator.py)."""
     sim = ["simulate", "--tables", "2", "--rounds", "1500", "--seed", "11",
            "--irregularities", "0.01", "--rate", "CHAIN_BROKEN=0.02",
            "--rate", "DUPLICATE_EVENT=0.02", "--rate", "SEQUENCE_GAP=0.02", "--format", "json"]

@@ -160,7 +160,7 @@ def _part_way(tmp_path: Path, config: SimConfig, keep: dict[bytes, int]
 
 
 def test_a_run_continued_from_every_cut_writes_what_one_run_does(tmp_path: Path) -> None:
-    """events/simulation/resume.py: from any cut of a table (its first record, one record
+    """simulate(resume=): from any cut of a table (its first record, one record
     before its end, inside a duplicate's pair of records or right after a broken link), the
     continued run's records equal one uninterrupted run's, and it reports the ones it added."""
     config = SimConfig(seed=9, tables=2, rounds=6, per_code={"DUPLICATE_EVENT": 0.3,

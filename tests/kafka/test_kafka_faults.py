@@ -293,9 +293,9 @@ def test_simulate_continues_the_tables_a_stopped_run_left_part_way_on_a_topic(
     assert run.returncode == 0, run.stderr
     t02 = len(expected[b"T02"])
     assert run.stderr.splitlines()[0] == (
-        f"the log {kafka_uri} holds the first events of this simulation's T01 (7 of its "
-        f"{len(expected[b'T01'])} events), T02 ({t02 - 1} of its {t02} events) (a run stopped "
-        f"part way): recording the rest of them")
+        f"the log {kafka_uri} holds the first events of this simulation's T01 (its first 7 "
+        f"events), T02 (its first {t02 - 1} events) (a run stopped part way): recording the "
+        f"rest of them")
     assert "already holds this simulation's T03" in run.stderr
     assert json.loads(run.stdout)[0]["events"] == len(expected[b"T01"]) - 7 + 1
     with open_log(kafka_uri) as log:
