@@ -25,7 +25,7 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Any
 
-from events.log.base import EventLog
+from events.log.base import ConditionalAppend, EventLog
 from events.recording import limits
 from events.recording.heads import TableHead
 from events.recording.recorder import Recorder
@@ -71,8 +71,10 @@ def record_tampered(recorder: Recorder, log: EventLog, kind: str, table_id: str,
     had been lost from the log (SEQUENCE_GAP at this event). "chain": this event links to a
     hash that no event has, as if its predecessor had been altered after it was sealed
     (CHAIN_BROKEN at this event). The recorder would never write that, so the event is sealed
-    and appended here, after the recorder's buffer is flushed; the recorder then continues
-    the table from it. "duplicate": the event is recorded twice with one event id, as a
+    and appended here, after the recorder's buffer is flushed, with the recorder's check of
+    the table's head where the log has it (another writer that appended to the table since
+    is a ConcurrencyError, as at the recorder's own appends); the recorder then continues the
+    table from it. "duplicate": the event is recorded twice with one event id, as a
     device line re-sent and recorded again by a writer that did not check (DUPLICATE_EVENT).
     """
     head = recorder.heads.setdefault(table_id, TableHead())
@@ -92,7 +94,11 @@ def record_tampered(recorder: Recorder, log: EventLog, kind: str, table_id: str,
                           env.recorded_at, env.round_no)
     limits.check_event(event)
     message = chain.seal(codec.encode(env), wrong)
-    log.append([(table_id.encode(), message)])
+    key = table_id.encode()
+    if isinstance(log, ConditionalAppend):  # as the recorder appends: only onto its head
+        log.append_expecting([(key, message)], {key: head.hash if head.seq else None})
+    else:
+        log.append([(key, message)])
     head.seq, head.hash = env.seq, chain.stored_hash(message)
 
 

@@ -184,21 +184,33 @@ def test_a_run_continued_from_every_cut_writes_what_one_run_does(tmp_path: Path)
         assert report.events == n01 - cut + len(expected[b"T02"]) - 3
 
 
+@pytest.mark.parametrize("next_record", ["recorded", "a broken link"])
 def test_a_writer_that_appended_to_a_table_since_the_check_stops_the_continued_run(
-        tmp_path: Path) -> None:
+        tmp_path: Path, next_record: str) -> None:
     """The rest of a stopped run is appended with the recorder's check of each table's head:
     another writer's record at T01 after the run read its heads is a conflict, and nothing
-    of T01 is recorded after it (docs/operating.md, "Simulating into a log that has events")."""
-    config = SimConfig(seed=9, tables=1, rounds=6)
-    log, expected = _part_way(tmp_path, config, {b"T01": 10})
+    of T01 is recorded after it (docs/operating.md, "Simulating into a log that has events").
+    Also when the run's next record is an injected broken link, which the simulator appends
+    itself (irregularities.record_tampered): it was appended unchecked, after the other
+    writer's record (found by an outside review)."""
+    config = SimConfig(seed=7, tables=1, rounds=60, per_code={"CHAIN_BROKEN": 0.3})
+    whole = EmbeddedLog(tmp_path / "whole")
+    simulate(whole, config)
+    values = records_by_table(whole)[b"T01"]
+    broken = [i for i in range(1, len(values)) if codec.decode(values[i]).prev_hash
+              != chain.stored_hash(values[i - 1])]
+    cut = broken[0] if next_record == "a broken link" else next(
+        i for i in range(5, len(values)) if i not in broken)
+    log, expected = _part_way(tmp_path / "part", config, {b"T01": cut})
     heads = last_records(log)
     held = {h.table: h.held for h in held_tables(heads, config)}
-    other = Recorder(EmbeddedLog(tmp_path / "log"))
+    assert held == {"T01": cut}
+    other = Recorder(EmbeddedLog(tmp_path / "part" / "log"))
     other.record("T01", DealerTappedIn(dealer_id="D9"), shoe_id=None, round_no=None,
                  actor="pit", occurred_at=datetime(2026, 11, 29, tzinfo=UTC))
     other.flush()
     with pytest.raises(ConcurrencyError):
         simulate(log, config, last=heads, resume=held)
-    values = records_by_table(EmbeddedLog(tmp_path / "log"))[b"T01"]
-    assert values[:10] == expected[b"T01"][:10]
-    assert len(values) == 11  # the other writer's record, and nothing of the run after it
+    values = records_by_table(EmbeddedLog(tmp_path / "part" / "log"))[b"T01"]
+    assert values[:cut] == expected[b"T01"][:cut]
+    assert len(values) == cut + 1  # the other writer's record, and nothing of the run after it
