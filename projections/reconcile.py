@@ -212,21 +212,93 @@ def round_money_tag() -> str:
 def stored_money_current(con: duckdb.DuckDBPyConnection) -> bool:
     """The stored round_money rows hold every committed batch (their checkpoints are the
     store's) and were built by this pitlog's definition (round_money_tag)."""
+    return _kept_current(con, ROUND_MONEY, ROUND_MONEY_AT, round_money_tag())
+
+
+def _kept_current(con: duckdb.DuckDBPyConnection, table: str, at: str, tag: str) -> bool:
+    """`table` is tagged `tag` and the checkpoints in `at` are the store's."""
     try:
         tagged = con.execute(
             "SELECT comment FROM duckdb_tables() WHERE database_name = current_database() "
-            "AND schema_name = 'main' AND table_name = $t", {"t": ROUND_MONEY}).fetchall()
-        if tagged != [(round_money_tag(),)]:
+            "AND schema_name = 'main' AND table_name = $t", {"t": table}).fetchall()
+        if tagged != [(tag,)]:
             return False
         ((behind,),) = con.execute(f"""SELECT count(*) FROM (
             (SELECT source, log_partition, next_offset FROM checkpoints
-             EXCEPT SELECT * FROM {ROUND_MONEY_AT})
-            UNION ALL (SELECT * FROM {ROUND_MONEY_AT}
+             EXCEPT SELECT * FROM {at})
+            UNION ALL (SELECT * FROM {at}
                        EXCEPT SELECT source, log_partition, next_offset FROM checkpoints))"""
                                    ).fetchall()
     except duckdb.Error:  # no checkpoints or no marker table: not current
         return False
     return behind == 0
+
+
+# The running sums the writer keeps beside round_money (projections/shift_money.py; issue 16
+# item 1: "the statistical codes keep running sums per table, shift and day"): the reconcile
+# query's rows at its finest grouping by table, gaming day and shift, one per deck-count
+# denominator (the theoretical win's exact fraction is summed per denominator), of the
+# default calendar (Calendar(): the gaming days and shifts `pitlog anomalies` judges
+# HOLD_VARIANCE by), with their checkpoints. Each is a sum of integers (exact whatever the
+# order) but sum_sq_deviation, a DOUBLE that only feeds the statistic's z.
+SHIFT_MONEY = "shift_money"
+SHIFT_MONEY_AT = "shift_money_at"
+SHIFT_KEYS = ("table_id", "gaming_day", "shift")
+
+
+def shift_money_sql(round_rows: str) -> str:
+    """The shift sums of the rounds in `round_rows` (the reconcile query by SHIFT_KEYS), with
+    Calendar()'s parameters and $day, $table NULL: shift_money_params()."""
+    return query_sql("reconcile", SHIFT_KEYS, round_rows)
+
+
+def shift_money_params() -> dict[str, Any]:
+    return {**Calendar().params(), "day": None, "table": None}
+
+
+@cache
+def shift_money_tag() -> str:
+    """The definition of the stored sums: the round money's, the reconcile query's and the
+    default calendar's."""
+    h = hashlib.sha256(f"{round_money_tag()}\0{shift_money_sql(ROUND_MONEY)}\0"
+                       f"{sorted(Calendar().params().items())}".encode())
+    return f"pitlog shift_money {h.hexdigest()}"
+
+
+def shift_money_current(con: duckdb.DuckDBPyConnection) -> bool:
+    """The stored shift sums hold every committed batch and are of this definition, as the
+    round_money rows they sum are. Their own checkpoints too: an older pitlog continuing the
+    store keeps round_money current and leaves the sums behind."""
+    return (stored_money_current(con)
+            and _kept_current(con, SHIFT_MONEY, SHIFT_MONEY_AT, shift_money_tag()))
+
+
+def _from_shift_money(keys: Sequence[str]) -> str:
+    """The reconcile query's rows by `keys` (at most SHIFT_KEYS) from the stored shift sums."""
+    k = ", ".join(f'"{c}"' for c in keys)
+    sums = ", ".join(f"sum({c})::BIGINT AS {c}" for c in SUMMED)
+    return (f"SELECT {k}, theo_den, {sums}, sum(theo_num) AS theo_num, "
+            f"sum(sum_sq_deviation) AS sum_sq_deviation, max(last_at) AS last_at "
+            f"FROM {SHIFT_MONEY} WHERE ($day IS NULL OR gaming_day = $day) "
+            f"AND ($table IS NULL OR table_id = $table) "
+            f"GROUP BY {k}, theo_den ORDER BY {k}, theo_den")
+
+
+def reconcile_query(con: duckdb.DuckDBPyConnection, keys: Sequence[str], calendar: Calendar,
+                    day: date | None, table: str | None) -> tuple[str, dict[str, Any]]:
+    """The reconcile query by `keys` and its parameters: from the stored shift sums when they
+    are current and serve it (keys among table, gaming day and shift; the default calendar),
+    which reads one row per table, shift and denominator instead of one per round; else over
+    each round's money (round_money_rows)."""
+    if set(keys) <= set(SHIFT_KEYS) and shift_sums_serve(con, calendar):
+        return _from_shift_money(keys), {"day": day, "table": table}
+    return (query_sql("reconcile", keys, round_money_rows(con)),
+            {**calendar.params(), "day": day, "table": table})
+
+
+def shift_sums_serve(con: duckdb.DuckDBPyConnection, calendar: Calendar) -> bool:
+    """The stored shift sums can answer for `calendar`: it is theirs and they are current."""
+    return calendar == Calendar() and shift_money_current(con)
 
 
 def group_columns(by: Iterable[str]) -> tuple[str, ...]:
@@ -352,7 +424,7 @@ def percent(part: Fraction | int, whole: int) -> Decimal | None:
 
 # --- the reports -----------------------------------------------------------------------------
 
-_SUMMED = ("rounds", "wagers", "handle_cents", "raises_cents", "paid_cents", "collected_cents",
+SUMMED = ("rounds", "wagers", "handle_cents", "raises_cents", "paid_cents", "collected_cents",
            "returned_cents", "net_win_cents", "expected_win_cents", "exceptions",
            "invalid_paytable_wagers", "unknown_decks_wagers")
 
@@ -385,17 +457,16 @@ def reconcile(con: duckdb.DuckDBPyConnection, by: Sequence[str] = ("table",),
     calendar = calendar or Calendar()
     keys = group_columns(by)
     check_calendar(con, calendar)
-    sql = query_sql("reconcile", keys, round_money_rows(con))
-    params = {**calendar.params(), "day": day, "table": table}
+    sql, params = reconcile_query(con, keys, calendar, day, table)
     groups: dict[tuple[Any, ...], Row] = {}
     parts = run_rows(con, sql, params)
     for part in parts:
         key = tuple(part[k] for k in keys)
         g = groups.get(key)
         if g is None:
-            g = groups[key] = {k: part[k] for k in keys} | {s: 0 for s in _SUMMED}
+            g = groups[key] = {k: part[k] for k in keys} | {s: 0 for s in SUMMED}
             g["_theo"], g["_sq"] = Fraction(0), 0.0
-        for s in _SUMMED:
+        for s in SUMMED:
             g[s] += int(part[s] or 0)
         if part["theo_den"]:
             g["_theo"] += Fraction(int(part["theo_num"]), int(part["theo_den"]))
@@ -420,7 +491,7 @@ def _finish(g: Row, sigma: float) -> Row:
         flags.append("INVALID_PAYTABLE")
     if g["unknown_decks_wagers"]:
         flags.append("DECKS_UNKNOWN")
-    row = {k: v for k, v in g.items() if k not in _SUMMED}
+    row = {k: v for k, v in g.items() if k not in SUMMED}
     row.update(
         rounds=g["rounds"], wagers=g["wagers"], handle_cents=handle,
         raises_cents=g["raises_cents"], paid_cents=g["paid_cents"],

@@ -61,6 +61,7 @@ import duckdb
 import pyarrow as pa
 
 from events.errors import ProjectionError
+from projections import shift_money
 from projections.anomalies import GROUP_EVENTS, table_groups
 from projections.incremental import ROUND_LEVEL_STRETCH, SCRATCH
 from projections.memory import threads_at_most
@@ -70,6 +71,7 @@ from projections.reconcile import (
     load_edges,
     round_money_sql,
     round_money_tag,
+    shift_money_current,
     stored_money_current,
 )
 from projections.reddog_macros import macros_sql
@@ -168,6 +170,16 @@ WHERE sc.k IS NULL OR (m.first_seq >= sc.k AND r.redo)
 """
 
 
+# The stored rows a batch replaces (Keeper.apply), as (USING, WHERE) of the row `r`: every row of
+# a table evaluated whole, and the rows of REDO's rounds from K on.
+_REPLACED = (
+    (f"{SCRATCH}.main.scope AS sc", "r.table_id = sc.table_id AND sc.k IS NULL"),
+    (f"{SCRATCH}.main.scope AS sc, {WINDOW}.main.redo AS x",
+     "r.table_id = sc.table_id AND r.last_seq >= sc.k AND x.redo AND x.table_id = r.table_id "
+     "AND x.round_no = r.round_no AND x.shoe_id IS NOT DISTINCT FROM r.shoe_id"),
+)
+
+
 # The whole build's rows so far, in the store (not in memory: 578,000 rounds at 10M events),
 # never read as round_money: the last step copies them there in time order and marks them
 # current in one transaction, and a stop drops them (a kill leaves them to the next build, which
@@ -251,6 +263,7 @@ def _store_built(con: duckdb.DuckDBPyConnection, before_commit: Callable[[], Non
         con.execute(f"CREATE OR REPLACE TABLE {ROUND_MONEY_TAPS} AS "
                     f"{_TAPS_OF.format(src='events')}")
         con.execute(f"CREATE OR REPLACE TABLE {ROUND_MONEY_AT} AS {_AT_OF}")
+        shift_money.build(con)  # the running sums of the rows just stored
         before_commit()
         con.commit()
     except BaseException:
@@ -268,6 +281,10 @@ def ensure_current(con: duckdb.DuckDBPyConnection,
         "AND schema_name = 'main'").fetchall()}
     if (ROUND_MONEY_TAPS in names and _columns(con, ROUND_MONEY_TAPS) == _columns(con, "events")
             and stored_money_current(con)):
+        try:  # the running sums, when an older pitlog built or continued the store
+            shift_money.ensure_current(con)
+        except duckdb.OutOfMemoryException:
+            pass  # readers sum the round rows; the next open tries again
         return False
     try:
         build_whole(con, progress=progress)
@@ -298,6 +315,10 @@ class Keeper:
         # checkpoints then stay behind, and readers use the views until a rebuild.
         self.live = not ROUND_LEVEL_STRETCH  # rounds may straddle a round-level K
         self.found = False
+        # The running sums are kept while they are current (keeper_for: after ensure_current,
+        # which builds them unless that ran out of memory); else they stay behind, read by no
+        # one, until the next open builds them.
+        self.sums = shift_money_current(con)
 
     def _ready(self) -> duckdb.DuckDBPyConnection:
         if self.cur is not None:
@@ -346,19 +367,22 @@ class Keeper:
         if changed:
             if not self.found:
                 raise ProjectionError("round_money: a batch applied before it was evaluated")
-            con.execute(f"""DELETE FROM {ROUND_MONEY} AS r USING {SCRATCH}.main.scope AS sc
-                            WHERE r.table_id = sc.table_id AND sc.k IS NULL""")
-            con.execute(f"""DELETE FROM {ROUND_MONEY} AS r
-                            USING {SCRATCH}.main.scope AS sc, {WINDOW}.main.redo AS x
-                            WHERE r.table_id = sc.table_id AND r.last_seq >= sc.k AND x.redo
-                              AND x.table_id = r.table_id AND x.round_no = r.round_no
-                              AND x.shoe_id IS NOT DISTINCT FROM r.shoe_id""")
+            for using, where in _REPLACED:
+                if self.sums:  # the running sums of the rows about to go, to take off
+                    shift_money.note(con, f"SELECT r.* FROM {ROUND_MONEY} AS r, {using} "
+                                          f"WHERE {where}", -1)
+                con.execute(f"DELETE FROM {ROUND_MONEY} AS r USING {using} WHERE {where}")
             con.execute(f"INSERT INTO {ROUND_MONEY} SELECT * FROM {WINDOW}.main.found")
             con.execute(f"INSERT INTO {ROUND_MONEY_TAPS} BY NAME "
                         f"{_TAPS_OF.format(src='pitlog_batch')}")
+            if self.sums:  # and those of the rows that came, to add
+                shift_money.note(con, f"SELECT * FROM {WINDOW}.main.found", 1)
+                shift_money.apply(con)
             self.found = False
         con.execute(f"DELETE FROM {ROUND_MONEY_AT}")
         con.execute(f"INSERT INTO {ROUND_MONEY_AT} {_AT_OF}")
+        if self.sums:
+            shift_money.mark(con)
 
     def close(self) -> None:
         if self.cur is not None:
@@ -383,4 +407,6 @@ def keeper_for(con: duckdb.DuckDBPyConnection,
         keeper = _KEEPERS[con] = Keeper(con)
         # A rebuild that ran out of memory: nothing to keep, and nothing marked current.
         keeper.live = keeper.live and stored_money_current(con)
+    elif not keeper.sums:  # the sums built by ensure_current since: kept from now on
+        keeper.sums = shift_money_current(con)
     return keeper

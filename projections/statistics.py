@@ -36,10 +36,12 @@ from projections.queries import rows as query_rows
 from projections.reconcile import (
     DEFAULT_SIGMA,
     ROUND_MONEY,
+    SHIFT_MONEY,
     Calendar,
     reconcile,
     round_money_rows,
     run_rows,
+    shift_sums_serve,
     stored_money_current,
 )
 
@@ -167,8 +169,12 @@ def hold_variance(con: duckdb.DuckDBPyConnection, calendar: Calendar | None = No
     """One row per table, gaming day and shift with at least `min_rounds` rounds: the reconcile
     figures, `grouping`, `last_at` and `flagged` (|z| > z_limit)."""
     calendar = calendar or Calendar()
-    rounds = ROUND_MONEY if stored_money_current(con) else "rounds"
-    times = query_rows(con, _GROUP_TIMES.format(rounds=rounds), calendar.params())
+    if shift_sums_serve(con, calendar):  # the running sums: one row per table and shift
+        times = query_rows(con, f"SELECT table_id, gaming_day, shift, max(last_at) AS last_at "
+                                f"FROM {SHIFT_MONEY} GROUP BY ALL", {})
+    else:
+        rounds = ROUND_MONEY if stored_money_current(con) else "rounds"
+        times = query_rows(con, _GROUP_TIMES.format(rounds=rounds), calendar.params())
     out = []
     for grouping, keys in GROUPINGS.items():
         last: dict[tuple[Any, ...], datetime] = {}

@@ -21,8 +21,13 @@ from events.simulation.simulator import SimConfig, simulate
 from projections.anomalies import STATISTICAL, STORED
 from projections.reconcile import (
     ROUND_MONEY,
+    SHIFT_KEYS,
+    SHIFT_MONEY,
     load_edges,
     round_money_sql,
+    shift_money_current,
+    shift_money_params,
+    shift_money_sql,
     stored_money_current,
 )
 
@@ -106,12 +111,38 @@ def money_differences(con: duckdb.DuckDBPyConnection) -> tuple[int, int, int]:
     return int(extra), int(missing), int(rounds)
 
 
+def shift_money_differences(con: duckdb.DuckDBPyConnection) -> tuple[int, int, int]:
+    """(stored shift sums not in the same sums made afresh from the stored round_money rows,
+    those not stored, the groups), EXCEPT ALL on every column but sum_sq_deviation (a DOUBLE
+    summed in another order, so compared to 1e-9 of its size; any other pair of rows counts
+    as a difference)."""
+    fresh = f"SELECT * FROM ({shift_money_sql(ROUND_MONEY)})"
+    params = shift_money_params()
+    cols = "* EXCLUDE (sum_sq_deviation)"
+    out = []
+    for a, b in ((f"SELECT * FROM {SHIFT_MONEY}", fresh), (fresh, f"SELECT * FROM {SHIFT_MONEY}")):
+        ((n,),) = con.execute(f"SELECT count(*) FROM (SELECT {cols} FROM ({a}) EXCEPT ALL "
+                              f"SELECT {cols} FROM ({b}))", params).fetchall()
+        out.append(int(n))
+    keys = " AND ".join(f"s.{k} IS NOT DISTINCT FROM f.{k}" for k in (*SHIFT_KEYS, "theo_den"))
+    ((off, groups),) = con.execute(
+        f"SELECT count(*) FILTER (abs(s.sum_sq_deviation - f.sum_sq_deviation) > "
+        f"1e-9 * greatest(abs(f.sum_sq_deviation), 1)), count(*) FROM {SHIFT_MONEY} AS s "
+        f"JOIN ({fresh}) AS f ON {keys}", params).fetchall()
+    return out[0] + int(off), out[1], int(groups)
+
+
 def assert_money_exact(con: duckdb.DuckDBPyConnection) -> None:
-    """The writer's round_money rows are the view's, row for row, and marked current."""
+    """The writer's round_money rows are the view's, row for row, and marked current; so are
+    its running sums per table and shift (projections/shift_money.py) those rows' sums."""
     extra, missing, rounds = money_differences(con)
     assert (extra, missing) == (0, 0)
     assert rounds > 0
     assert stored_money_current(con)
+    extra, missing, groups = shift_money_differences(con)
+    assert (extra, missing) == (0, 0)
+    assert groups > 0
+    assert shift_money_current(con)
 
 
 def assert_exact(con: duckdb.DuckDBPyConnection) -> None:

@@ -140,7 +140,8 @@ SELECT
         AS sum_sq_deviation,
     sum(exceptions)::BIGINT AS exceptions,
     sum(invalid_paytable_wagers)::BIGINT AS invalid_paytable_wagers,
-    sum(unknown_decks_wagers)::BIGINT AS unknown_decks_wagers
+    sum(unknown_decks_wagers)::BIGINT AS unknown_decks_wagers,
+    max(started_at) AS last_at
 FROM by_round
 WHERE ($day IS NULL OR gaming_day = $day) AND ($table IS NULL OR table_id = $table)
 GROUP BY {keys}, theo_den
