@@ -64,8 +64,13 @@ feed = pickle.loads((work / "feed.pkl").read_bytes())
 log = EmbeddedLog(work / "log")
 con = duckdb.connect(str(work / "v.duckdb"))
 con.execute("SET memory_limit = '512MB'")  # the read-write default (store.py)
-for table in ("checkpoints", incremental.STORED_AT, incremental.IDS_AT, "round_money_at"):
-    con.execute(f"UPDATE {table} SET source = ?", [log.uri])  # the copy's own log
+# The copy's own log, in every table of checkpoints the code that made the base keeps (the
+# store's, and those of the rows kept with it: anomalies, round money, shift sums).
+for (table,) in con.execute(
+        "SELECT table_name FROM duckdb_columns() WHERE column_name = 'source' "
+        "AND database_name = current_database() AND schema_name = 'main' "
+        "AND (table_name = 'checkpoints' OR table_name LIKE '%\\_at' ESCAPE '\\')").fetchall():
+    con.execute(f"UPDATE {table} SET source = ?", [log.uri])
 def cpu():
     u = resource.getrusage(resource.RUSAGE_SELF)
     return u.ru_utime + u.ru_stime
