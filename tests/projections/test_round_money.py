@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
 import pytest
 from live_support import assert_money_exact, feed, money_differences, random_cuts, source_log
+from table_builder import TableBuilder, recorder_for
 
 from events.log.embedded.log import EmbeddedLog
+from events.reddog.model import Meaning
 from projections import round_money
 from projections.projector import project
 from projections.reconcile import (
@@ -349,3 +352,48 @@ def test_the_whole_build_in_steps_equals_the_query_over_the_views(
             order = con.execute(f"SELECT started_at, table_id FROM {ROUND_MONEY} "
                                 "ORDER BY rowid").fetchall()
             assert order == sorted(order)
+
+
+@pytest.mark.parametrize("cents", [100_000, 200_000_000])
+def test_a_large_round_moved_to_another_shift_leaves_the_other_groups_sums_exact(
+        tmp_path: Path, cents: int) -> None:
+    """Found by an outside review: a round with a large wager moved to the shift before by a
+    late line (an announcement with an earlier occurred_at) was taken off its old group's
+    DOUBLE sum of squares, leaving an error of the removed term's size in what the group kept
+    (4e-9 of itself at $1,000; at $2M the group's sd and z read from the sums were wrong). Such
+    a group is summed again (shift_money.RECOUNT_RATIO): the sums then equal the stored rows'
+    (assert_money_exact), and reconcile reads from them what it reads from the rows."""
+    log = EmbeddedLog(tmp_path / "log")
+    t = TableBuilder(recorder_for(log), "T01", clock=datetime(2026, 11, 28, 13, 59, tzinfo=UTC))
+    t.open_table()
+    t.tap_in("D1")
+    t.new_shoe("S1", decks=6)
+    t.clock = datetime(2026, 11, 28, 14, 0, tzinfo=UTC)  # the 14:00-22:00 shift
+    t.round_no = 1
+    t.deal_round("3C QD 7H", wagers={1: cents})
+    t.round_no = 2
+    t.deal_round("5C 6D", wagers={1: 100})  # consecutive: a tie, a small deviation
+    t.flush()
+    with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
+        project(log, con, publish_alerts=False)
+        assert_money_exact(con)
+        t.round_no, t.clock = 1, datetime(2026, 11, 28, 13, 59, 30, tzinfo=UTC)
+        t.say(Meaning.SPREAD, 8)  # round 1 now starts in the 06:00-14:00 shift
+        t.flush()
+        project(log, con, publish_alerts=False)
+        assert_money_exact(con)
+        shifts = {r["shift"]: r["rounds"] for r in reconcile(con, ["table", "shift"])}
+        assert shifts == {"06:00-14:00": 1, "14:00-22:00": 1}
+        assert list(reconcile(con, ["table", "shift"])) == _behind_sums(
+            con, lambda: list(reconcile(con, ["table", "shift"])))
+
+
+def _behind_sums(con: duckdb.DuckDBPyConnection, read: Callable[[], list[dict]]) -> list[dict]:
+    """`read()` as it reads with the shift sums behind (their marker emptied for the call)."""
+    con.begin()
+    try:
+        con.execute(f"DELETE FROM {SHIFT_MONEY_AT}")
+        assert not shift_money_current(con)
+        return read()
+    finally:
+        con.rollback()
