@@ -14,10 +14,11 @@ the detection's cost (Detector.plan + evaluate + apply: the batch's stretch eval
 written), its phases, and its windows (events evaluated by the rounds, money, tables and
 streams families; by the shoes family, which also reads the cards before K_r); per alert
 raised during the feed: from the append of its latest proving event to its row in `alerts`
-(raised_at, the batch transaction's time), and (in process) from the latest time at which the
-event that decided it can have been appended (`decided_to_alert_row_seconds`, decided_at: a
-rule that waits for a later event, such as a round's missing settlement judged once the table
-records something after it, is timed from that event, not from its proof).
+(raised_at, the batch transaction's time), and (in process) from the earliest time at which
+the event that decided it can have been appended (`decided_to_alert_row_seconds`, decided_at:
+an upper bound of the latency from the deciding event; a rule that waits for a later event,
+such as a round's missing settlement judged once the table records something after it, is
+timed from that event, not from its proof).
 
 `--drop P`: the injected irregularities, for a source simulated without them (the 10M store
 of seed 12): a share P of the feed's records is left out (a seeded draw), as events lost between
@@ -306,13 +307,14 @@ def committed_mark(con: duckdb.DuckDBPyConnection) -> Mark:
 def decided_at(con: duckdb.DuckDBPyConnection, marks: list[Mark],
                rows: list[tuple[int, str, int, int]],
                appended: dict[tuple[int, int], float]) -> dict[int, float]:
-    """Per alert_seq, the latest time at which the event that decided the alert can have been
-    appended. The stored rows equal a full evaluation after every commit (the property
+    """Per alert_seq, the earliest time at which the event that decided the alert can have
+    been appended (so the latency from it is at most the raise less this). The stored rows
+    equal a full evaluation after every commit (the property
     tests/projections/test_incremental.py attacks), so an alert first raised by the project()
     call that committed offsets (before, after] was not decided by the events before it: the
     event that decided it is one of its table's events in that range, at or after the alert's
     latest proving event (every rule is judged within one table, whose events share a
-    partition). The earliest such event's append is that bound: a rule that waits for a later
+    partition). The earliest such event's append bounds it: a rule that waits for a later
     event (a round's missing settlement is judged once the table records something after it)
     is timed from that event, not from its proof. Rows: (alert_seq, table_id, partition and
     offset of the latest proving event)."""
