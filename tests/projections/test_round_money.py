@@ -66,12 +66,16 @@ def _oid(con: duckdb.DuckDBPyConnection) -> int:
     return int(oid)
 
 
-def _behind(con: duckdb.DuckDBPyConnection, read: Callable[[], list[dict]]) -> list[dict]:
-    """`read()` as it reads without current stored rows: the marker emptied for the call."""
+def _behind(con: duckdb.DuckDBPyConnection, read: Callable[[], list[dict]], *,
+            marker: str = ROUND_MONEY_AT,
+            current: Callable[[duckdb.DuckDBPyConnection], bool] = stored_money_current,
+            ) -> list[dict]:
+    """`read()` as it reads with the kept rows behind: their marker (by default round_money's;
+    SHIFT_MONEY_AT for the shift sums) emptied for the call."""
     con.begin()
     try:
-        con.execute(f"DELETE FROM {ROUND_MONEY_AT}")
-        assert not stored_money_current(con)
+        con.execute(f"DELETE FROM {marker}")
+        assert not current(con)
         return read()
     finally:
         con.rollback()
@@ -384,16 +388,6 @@ def test_a_large_round_moved_to_another_shift_leaves_the_other_groups_sums_exact
         assert_money_exact(con)
         shifts = {r["shift"]: r["rounds"] for r in reconcile(con, ["table", "shift"])}
         assert shifts == {"06:00-14:00": 1, "14:00-22:00": 1}
-        assert list(reconcile(con, ["table", "shift"])) == _behind_sums(
-            con, lambda: list(reconcile(con, ["table", "shift"])))
-
-
-def _behind_sums(con: duckdb.DuckDBPyConnection, read: Callable[[], list[dict]]) -> list[dict]:
-    """`read()` as it reads with the shift sums behind (their marker emptied for the call)."""
-    con.begin()
-    try:
-        con.execute(f"DELETE FROM {SHIFT_MONEY_AT}")
-        assert not shift_money_current(con)
-        return read()
-    finally:
-        con.rollback()
+        assert list(reconcile(con, ["table", "shift"])) == _behind(
+            con, lambda: list(reconcile(con, ["table", "shift"])), marker=SHIFT_MONEY_AT,
+            current=shift_money_current)
