@@ -71,7 +71,7 @@ from events.log.embedded.log import EmbeddedLog  # noqa: E402
 from events.log.registry import open_log  # noqa: E402
 from projections import id_index  # noqa: E402
 from projections.projector import project  # noqa: E402
-from projections.reconcile import ROUND_MONEY_AT, SHIFT_MONEY_AT  # noqa: E402
+from projections.reconcile import ROUND_MONEY_AT, RUNNING_SUMS_AT  # noqa: E402
 
 
 def split(source: Path, target: Path, history: int, feed: int) -> list[tuple[bytes, bytes]]:
@@ -183,7 +183,7 @@ def to_kafka(work: Path, bootstrap: str) -> str:
         # round money is built whole, minutes; and the index is built anew, tens of seconds).
         # The stored round money's marker too (else its whole build runs before the feed).
         held = {t for (t,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
-        for table in ("checkpoints", incremental.STORED_AT, ROUND_MONEY_AT, SHIFT_MONEY_AT):
+        for table in ("checkpoints", incremental.STORED_AT, ROUND_MONEY_AT, RUNNING_SUMS_AT):
             if table in held:
                 con.execute(f"UPDATE {table} SET source = ?", [log.uri])
         index = id_index.index_path(con)

@@ -212,16 +212,18 @@ def round_money_tag() -> str:
 def stored_money_current(con: duckdb.DuckDBPyConnection) -> bool:
     """The stored round_money rows hold every committed batch (their checkpoints are the
     store's) and were built by this pitlog's definition (round_money_tag)."""
-    return _kept_current(con, ROUND_MONEY, ROUND_MONEY_AT, round_money_tag())
+    return _kept_current(con, (ROUND_MONEY,), ROUND_MONEY_AT, round_money_tag())
 
 
-def _kept_current(con: duckdb.DuckDBPyConnection, table: str, at: str, tag: str) -> bool:
-    """`table` is tagged `tag` and the checkpoints in `at` are the store's."""
+def _kept_current(con: duckdb.DuckDBPyConnection, tables: tuple[str, ...], at: str,
+                  tag: str) -> bool:
+    """Each of `tables` is tagged `tag` and the checkpoints in `at` are the store's."""
     try:
         tagged = con.execute(
-            "SELECT comment FROM duckdb_tables() WHERE database_name = current_database() "
-            "AND schema_name = 'main' AND table_name = $t", {"t": table}).fetchall()
-        if tagged != [(tag,)]:
+            "SELECT table_name, comment FROM duckdb_tables() WHERE database_name = "
+            "current_database() AND schema_name = 'main' AND list_contains($t, table_name)",
+            {"t": list(tables)}).fetchall()
+        if sorted(tagged) != sorted((t, tag) for t in tables):
             return False
         ((behind,),) = con.execute(f"""SELECT count(*) FROM (
             (SELECT source, log_partition, next_offset FROM checkpoints
@@ -234,16 +236,22 @@ def _kept_current(con: duckdb.DuckDBPyConnection, table: str, at: str, tag: str)
     return behind == 0
 
 
-# The running sums the writer keeps beside round_money (projections/shift_money.py; issue 16
-# item 1: "the statistical codes keep running sums per table, shift and day"): the reconcile
-# query's rows at its finest grouping by table, gaming day and shift, one per deck-count
-# denominator (the theoretical win's exact fraction is summed per denominator), of the
-# default calendar (Calendar(): the gaming days and shifts `pitlog anomalies` judges
-# HOLD_VARIANCE by), with their checkpoints. Each is a sum of integers (exact whatever the
-# order) but sum_sq_deviation, a DOUBLE that only feeds the statistic's z.
+# The running sums the writer keeps beside round_money (projections/running_sums.py; issue 16
+# item 1: "the statistical codes keep running sums per table, shift and day"), so that neither
+# statistical code reads one row per round, with their one checkpoints table:
+# - SHIFT_MONEY, for HOLD_VARIANCE and reconcile by table, day or shift: the reconcile query's
+#   rows at its finest grouping by table, gaming day and shift, one per deck-count denominator
+#   (the theoretical win's exact fraction is summed per denominator), of the default calendar
+#   (Calendar(): the gaming days and shifts `pitlog anomalies` judges HOLD_VARIANCE by). Each
+#   is a sum of integers (exact whatever the order) but sum_sq_deviation, a DOUBLE that only
+#   feeds the statistic's z.
+# - OUTCOME_COUNTS, for OUTCOME_FREQUENCY: per table, deck count and outcome, the rounds with
+#   that outcome and the latest one's start; integers.
 SHIFT_MONEY = "shift_money"
-SHIFT_MONEY_AT = "shift_money_at"
+OUTCOME_COUNTS = "outcome_counts"
+RUNNING_SUMS_AT = "running_sums_at"
 SHIFT_KEYS = ("table_id", "gaming_day", "shift")
+OUTCOME_KEYS = ("table_id", "decks", "outcome")
 
 
 def shift_money_sql(round_rows: str) -> str:
@@ -256,21 +264,32 @@ def shift_money_params() -> dict[str, Any]:
     return {**Calendar().params(), "day": None, "table": None}
 
 
+def outcome_counts_sql(round_rows: str) -> str:
+    """Per table, deck count and outcome (OUTCOME_KEYS), the rounds in `round_rows` with that
+    outcome and the latest one's start. A round whose cards decide no outcome yet (a pair
+    without its third card), or of a shoe whose decks are unknown, is not counted."""
+    return (f"SELECT table_id, decks, outcome, count(*) AS rounds, max(started_at) AS last_at "
+            f"FROM {round_rows} WHERE outcome IS NOT NULL AND decks IS NOT NULL "
+            f"GROUP BY table_id, decks, outcome")
+
+
 @cache
-def shift_money_tag() -> str:
-    """The definition of the stored sums: the round money's, the reconcile query's and the
-    default calendar's."""
+def running_sums_tag() -> str:
+    """The definition of the stored sums: the round money's, the two queries' and the default
+    calendar's."""
     h = hashlib.sha256(f"{round_money_tag()}\0{shift_money_sql(ROUND_MONEY)}\0"
+                       f"{outcome_counts_sql(ROUND_MONEY)}\0"
                        f"{sorted(Calendar().params().items())}".encode())
-    return f"pitlog shift_money {h.hexdigest()}"
+    return f"pitlog running_sums {h.hexdigest()}"
 
 
-def shift_money_current(con: duckdb.DuckDBPyConnection) -> bool:
-    """The stored shift sums hold every committed batch and are of this definition, as the
+def running_sums_current(con: duckdb.DuckDBPyConnection) -> bool:
+    """The stored running sums hold every committed batch and are of this definition, as the
     round_money rows they sum are. Their own checkpoints too: an older pitlog continuing the
     store keeps round_money current and leaves the sums behind."""
     return (stored_money_current(con)
-            and _kept_current(con, SHIFT_MONEY, SHIFT_MONEY_AT, shift_money_tag()))
+            and _kept_current(con, (SHIFT_MONEY, OUTCOME_COUNTS), RUNNING_SUMS_AT,
+                              running_sums_tag()))
 
 
 def _from_shift_money(keys: Sequence[str]) -> str:
@@ -298,7 +317,7 @@ def reconcile_query(con: duckdb.DuckDBPyConnection, keys: Sequence[str], calenda
 
 def shift_sums_serve(con: duckdb.DuckDBPyConnection, calendar: Calendar) -> bool:
     """The stored shift sums can answer for `calendar`: it is theirs and they are current."""
-    return calendar == Calendar() and shift_money_current(con)
+    return calendar == Calendar() and running_sums_current(con)
 
 
 def group_columns(by: Iterable[str]) -> tuple[str, ...]:

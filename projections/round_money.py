@@ -61,7 +61,7 @@ import duckdb
 import pyarrow as pa
 
 from events.errors import ProjectionError
-from projections import shift_money
+from projections import running_sums
 from projections.anomalies import GROUP_EVENTS, table_groups
 from projections.incremental import ROUND_LEVEL_STRETCH, SCRATCH
 from projections.memory import threads_at_most
@@ -71,7 +71,7 @@ from projections.reconcile import (
     load_edges,
     round_money_sql,
     round_money_tag,
-    shift_money_current,
+    running_sums_current,
     stored_money_current,
 )
 from projections.reddog_macros import macros_sql
@@ -263,7 +263,7 @@ def _store_built(con: duckdb.DuckDBPyConnection, before_commit: Callable[[], Non
         con.execute(f"CREATE OR REPLACE TABLE {ROUND_MONEY_TAPS} AS "
                     f"{_TAPS_OF.format(src='events')}")
         con.execute(f"CREATE OR REPLACE TABLE {ROUND_MONEY_AT} AS {_AT_OF}")
-        shift_money.build(con)  # the running sums of the rows just stored
+        running_sums.build(con)  # the running sums of the rows just stored
         before_commit()
         con.commit()
     except BaseException:
@@ -282,7 +282,7 @@ def ensure_current(con: duckdb.DuckDBPyConnection,
     if (ROUND_MONEY_TAPS in names and _columns(con, ROUND_MONEY_TAPS) == _columns(con, "events")
             and stored_money_current(con)):
         try:  # the running sums, when an older pitlog built or continued the store
-            shift_money.ensure_current(con)
+            running_sums.ensure_current(con)
         except duckdb.OutOfMemoryException:
             pass  # readers sum the round rows; the next open tries again
         return False
@@ -318,7 +318,7 @@ class Keeper:
         # The running sums are kept while they are current (keeper_for: after ensure_current,
         # which builds them unless that ran out of memory); else they stay behind, read by no
         # one, until the next open builds them.
-        self.sums = shift_money_current(con)
+        self.sums = running_sums_current(con)
 
     def _ready(self) -> duckdb.DuckDBPyConnection:
         if self.cur is not None:
@@ -369,20 +369,20 @@ class Keeper:
                 raise ProjectionError("round_money: a batch applied before it was evaluated")
             for using, where in _REPLACED:
                 if self.sums:  # the running sums of the rows about to go, to take off
-                    shift_money.note(con, f"SELECT r.* FROM {ROUND_MONEY} AS r, {using} "
+                    running_sums.note(con, f"SELECT r.* FROM {ROUND_MONEY} AS r, {using} "
                                           f"WHERE {where}", -1)
                 con.execute(f"DELETE FROM {ROUND_MONEY} AS r USING {using} WHERE {where}")
             con.execute(f"INSERT INTO {ROUND_MONEY} SELECT * FROM {WINDOW}.main.found")
             con.execute(f"INSERT INTO {ROUND_MONEY_TAPS} BY NAME "
                         f"{_TAPS_OF.format(src='pitlog_batch')}")
             if self.sums:  # and those of the rows that came, to add
-                shift_money.note(con, f"SELECT * FROM {WINDOW}.main.found", 1)
-                shift_money.apply(con)
+                running_sums.note(con, f"SELECT * FROM {WINDOW}.main.found", 1)
+                running_sums.apply(con)
             self.found = False
         con.execute(f"DELETE FROM {ROUND_MONEY_AT}")
         con.execute(f"INSERT INTO {ROUND_MONEY_AT} {_AT_OF}")
         if self.sums:
-            shift_money.mark(con)
+            running_sums.mark(con)
 
     def close(self) -> None:
         if self.cur is not None:
@@ -408,5 +408,5 @@ def keeper_for(con: duckdb.DuckDBPyConnection,
         # A rebuild that ran out of memory: nothing to keep, and nothing marked current.
         keeper.live = keeper.live and stored_money_current(con)
     elif not keeper.sums:  # the sums built by ensure_current since: kept from now on
-        keeper.sums = shift_money_current(con)
+        keeper.sums = running_sums_current(con)
     return keeper

@@ -35,12 +35,15 @@ from projections.money import dollars
 from projections.queries import rows as query_rows
 from projections.reconcile import (
     DEFAULT_SIGMA,
+    OUTCOME_COUNTS,
     ROUND_MONEY,
     SHIFT_MONEY,
     Calendar,
+    outcome_counts_sql,
     reconcile,
     round_money_rows,
     run_rows,
+    running_sums_current,
     shift_sums_serve,
     stored_money_current,
 )
@@ -110,18 +113,24 @@ def pearson(observed: list[int], expected: list[float]) -> tuple[float, int]:
 
 # --- OUTCOME_FREQUENCY -------------------------------------------------------------------------
 
-# {rounds}: the writer's stored round_money rows when current, else the same round_money query
-# over the views: each round's decks and outcome, one definition (sql/reconcile.sql). Reading
-# the stored rows, a test costs what reading them does, not an evaluation of the `rounds` and
-# `shoes` views over every round (10.1 s p50 and 2.2 GB at 9.5M events, benchmarks/results.md).
+# {counts}: the writer's running counts per table, deck count and outcome when current
+# (projections/running_sums.py), else the same counts (reconcile.outcome_counts_sql, one
+# definition) over each round's stored money, or over the views when that is behind: a test
+# reads a row per table, deck count and outcome, not one per round (10.1 s p50 and 2.2 GB at
+# 9.5M events through the views, benchmarks/results.md).
 _OUTCOMES = """
-SELECT table_id, decks, count(*) AS rounds, max(started_at) AS last_at,
-       histogram(outcome) AS counts
-FROM {rounds}
-WHERE outcome IS NOT NULL AND decks IS NOT NULL
+SELECT table_id, decks, sum(rounds)::BIGINT AS rounds, max(last_at) AS last_at,
+       map(list(outcome ORDER BY outcome), list(rounds ORDER BY outcome)) AS counts
+FROM {counts}
 GROUP BY table_id, decks
 ORDER BY table_id, decks
 """
+
+
+def _outcome_counts(con: duckdb.DuckDBPyConnection) -> str:
+    if running_sums_current(con):
+        return OUTCOME_COUNTS
+    return f"({outcome_counts_sql(round_money_rows(con))})"
 
 
 def outcome_frequency(con: duckdb.DuckDBPyConnection, *, alpha: float = OUTCOME_ALPHA,
@@ -129,7 +138,7 @@ def outcome_frequency(con: duckdb.DuckDBPyConnection, *, alpha: float = OUTCOME_
     """One row per table and deck count tested: counts, chi-square, p-value and `flagged`."""
     out = []
     # run_rows: on a reader's connection within the writer's memory bound, as reconcile.
-    for g in run_rows(con, _OUTCOMES.format(rounds=round_money_rows(con)), {}):
+    for g in run_rows(con, _OUTCOMES.format(counts=_outcome_counts(con)), {}):
         if g["rounds"] < min_rounds:
             continue
         held = dict(g["counts"])  # a MAP: Arrow gives its (key, value) pairs

@@ -131,7 +131,7 @@ COMPARED_APART = (*WALL_CLOCK_COLUMNS, "alert_seq")
 STORE_KEY = (id_index.KEY,)
 
 
-# The running sums' one DOUBLE (projections/shift_money.py): a floating sum depends on the
+# The running sums' one DOUBLE (projections/running_sums.py): a floating sum depends on the
 # order of its terms, so a store kept batch by batch (or killed and restarted) and one built
 # whole agree to about 1e-16 of it, not bit for bit; sums_agree compares it.
 SUMMED_IN_ANY_ORDER = ("sum_sq_deviation",)

@@ -20,12 +20,14 @@ from events.log.registry import open_log
 from events.simulation.simulator import SimConfig, simulate
 from projections.anomalies import STATISTICAL, STORED
 from projections.reconcile import (
+    OUTCOME_COUNTS,
     ROUND_MONEY,
     SHIFT_KEYS,
     SHIFT_MONEY,
     load_edges,
+    outcome_counts_sql,
     round_money_sql,
-    shift_money_current,
+    running_sums_current,
     shift_money_params,
     shift_money_sql,
     stored_money_current,
@@ -132,17 +134,31 @@ def shift_money_differences(con: duckdb.DuckDBPyConnection) -> tuple[int, int, i
     return out[0] + int(off), out[1], int(groups)
 
 
+def outcome_counts_differences(con: duckdb.DuckDBPyConnection) -> tuple[int, int, int]:
+    """(stored outcome counts not in the same counts made afresh from the stored round_money
+    rows, those not stored, the groups), EXCEPT ALL on every column."""
+    fresh = outcome_counts_sql(ROUND_MONEY)
+    stored = f"SELECT * FROM {OUTCOME_COUNTS}"
+    ((extra,),) = con.execute(f"SELECT count(*) FROM ({stored} EXCEPT ALL {fresh})").fetchall()
+    ((missing,),) = con.execute(f"SELECT count(*) FROM ({fresh} EXCEPT ALL {stored})"
+                                ).fetchall()
+    ((groups,),) = con.execute(f"SELECT count(*) FROM ({fresh})").fetchall()
+    return int(extra), int(missing), int(groups)
+
+
 def assert_money_exact(con: duckdb.DuckDBPyConnection) -> None:
     """The writer's round_money rows are the view's, row for row, and marked current; so are
-    its running sums per table and shift (projections/shift_money.py) those rows' sums."""
+    its running sums (projections/running_sums.py) those rows' sums: per table and shift, and
+    per table, deck count and outcome."""
     extra, missing, rounds = money_differences(con)
     assert (extra, missing) == (0, 0)
     assert rounds > 0
     assert stored_money_current(con)
-    extra, missing, groups = shift_money_differences(con)
-    assert (extra, missing) == (0, 0)
-    assert groups > 0
-    assert shift_money_current(con)
+    for differences_of in (shift_money_differences, outcome_counts_differences):
+        extra, missing, groups = differences_of(con)
+        assert (extra, missing) == (0, 0), differences_of.__name__
+        assert groups > 0
+    assert running_sums_current(con)
 
 
 def assert_exact(con: duckdb.DuckDBPyConnection) -> None:

@@ -42,7 +42,7 @@ def event_log(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[EventL
 # order alerts were raised in (it follows each backend's batches) and where alerts were published.
 BACKEND_COLUMNS = (*POSITION_COLUMNS, *WALL_CLOCK_COLUMNS, "alert_seq")
 BACKEND_TABLES = ("checkpoints", "anomalies_stored_at", "alerts_outbox",
-                  "round_money_at", "shift_money_at")
+                  "round_money_at", "running_sums_at")
 
 
 @pytest.fixture(scope="module")

@@ -21,13 +21,14 @@ from projections import round_money
 from projections.projector import project
 from projections.reconcile import (
     GROUPINGS,
+    OUTCOME_COUNTS,
     ROUND_MONEY,
     ROUND_MONEY_AT,
+    RUNNING_SUMS_AT,
     SHIFT_MONEY,
-    SHIFT_MONEY_AT,
     Calendar,
     reconcile,
-    shift_money_current,
+    running_sums_current,
     stored_money_current,
 )
 from projections.round_money import ROUND_MONEY_BUILD, ROUND_MONEY_TAPS
@@ -71,7 +72,7 @@ def _behind(con: duckdb.DuckDBPyConnection, read: Callable[[], list[dict]], *,
             current: Callable[[duckdb.DuckDBPyConnection], bool] = stored_money_current,
             ) -> list[dict]:
     """`read()` as it reads with the kept rows behind: their marker (by default round_money's;
-    SHIFT_MONEY_AT for the shift sums) emptied for the call."""
+    RUNNING_SUMS_AT for the shift sums) emptied for the call."""
     con.begin()
     try:
         con.execute(f"DELETE FROM {marker}")
@@ -135,7 +136,7 @@ def test_reconcile_reads_the_stored_rows_when_current(store: duckdb.DuckDBPyConn
 def test_reconcile_by_table_day_or_shift_reads_the_running_sums_when_current(
         store: duckdb.DuckDBPyConnection, by: list[str]) -> None:
     # The default calendar's groupings by table, day and shift read the stored sums
-    # (projections/shift_money.py): a changed sum changes the output, and only while the sums
+    # (projections/running_sums.py): a changed sum changes the output, and only while the sums
     # are current; behind (their own checkpoints, or round_money's), the rows are summed, with
     # the same output as the sums gave. Another calendar never reads them.
     con = store
@@ -149,7 +150,7 @@ def test_reconcile_by_table_day_or_shift_reads_the_running_sums_when_current(
         assert sum(r["handle_cents"] for r in changed) == \
             sum(r["handle_cents"] for r in before) + 100
         assert list(reconcile(con, by, CALENDARS[1])) == other
-        con.execute(f"DELETE FROM {SHIFT_MONEY_AT}")
+        con.execute(f"DELETE FROM {RUNNING_SUMS_AT}")
         assert list(reconcile(con, by)) == before  # behind: each round's stored money
     finally:
         con.rollback()
@@ -200,7 +201,7 @@ def test_a_store_without_the_rows_gets_them_and_batches_without_detection_leave_
 def test_running_sums_an_older_pitlog_left_behind_are_not_read_and_are_built_again(
         tmp_path: Path, records: list[tuple[bytes, bytes]]) -> None:
     """An older pitlog continuing a store keeps round_money current but not the shift sums
-    (projections/shift_money.py). Played here by putting the sums and their checkpoints back
+    (projections/running_sums.py). Played here by putting the sums and their checkpoints back
     after a batch (the suite cannot run an older pitlog): the sums are then not current, so
     reconcile and HOLD_VARIANCE sum each round's stored money, with the rounds of the batch;
     the next open builds the sums again, and later batches keep them."""
@@ -211,14 +212,14 @@ def test_running_sums_an_older_pitlog_left_behind_are_not_read_and_are_built_aga
         project(log, con, publish_alerts=False)
         assert_money_exact(con)
         con.execute(f"CREATE TABLE old_sums AS SELECT * FROM {SHIFT_MONEY}")
-        con.execute(f"CREATE TABLE old_at AS SELECT * FROM {SHIFT_MONEY_AT}")
+        con.execute(f"CREATE TABLE old_at AS SELECT * FROM {RUNNING_SUMS_AT}")
         feed(log, records, half, half + 2000)
         project(log, con, publish_alerts=False)
         con.execute(f"DELETE FROM {SHIFT_MONEY}; INSERT INTO {SHIFT_MONEY} "
                     f"SELECT * FROM old_sums")
-        con.execute(f"DELETE FROM {SHIFT_MONEY_AT}; INSERT INTO {SHIFT_MONEY_AT} "
+        con.execute(f"DELETE FROM {RUNNING_SUMS_AT}; INSERT INTO {RUNNING_SUMS_AT} "
                     f"SELECT * FROM old_at")
-        assert stored_money_current(con) and not shift_money_current(con)
+        assert stored_money_current(con) and not running_sums_current(con)
         by_rows = list(reconcile(con, ["table"]))
         assert sum(r["rounds"] for r in by_rows) == \
             con.execute(f"SELECT count(*) FROM {ROUND_MONEY}").fetchone()[0]  # type: ignore[index]
@@ -228,6 +229,33 @@ def test_running_sums_an_older_pitlog_left_behind_are_not_read_and_are_built_aga
         assert_money_exact(con)
         assert list(reconcile(con, ["table"])) == by_rows
         feed(log, records, half + 2000, len(records))
+        project(log, con, batch_size=500, publish_alerts=False)
+        assert_money_exact(con)
+
+
+def test_a_store_with_the_shift_sums_alone_gets_the_outcome_counts(
+        tmp_path: Path, records: list[tuple[bytes, bytes]]) -> None:
+    """A store the pitlog before outcome_counts kept: shift_money with its own checkpoints
+    (`shift_money_at`) and its own tag, no outcome_counts. Played by turning a store back into
+    that form: its sums are not current, so OUTCOME_FREQUENCY counts the stored round rows,
+    with the same answer; the next open builds both tables, drops the old checkpoints, and
+    later batches keep them."""
+    log = EmbeddedLog(tmp_path / "log")
+    half = len(records) // 2
+    feed(log, records, 0, half)
+    with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
+        project(log, con, publish_alerts=False)
+        counts = outcome_frequency(con, alpha=0.9, min_rounds=1)
+        con.execute(f"DROP TABLE {OUTCOME_COUNTS}")
+        con.execute(f"ALTER TABLE {RUNNING_SUMS_AT} RENAME TO shift_money_at")
+        con.execute(f"COMMENT ON TABLE {SHIFT_MONEY} IS 'pitlog shift_money 0123'")
+        assert stored_money_current(con) and not running_sums_current(con)
+        assert outcome_frequency(con, alpha=0.9, min_rounds=1) == counts
+        project(log, con, publish_alerts=False)  # nothing new: the open builds the sums
+        assert_money_exact(con)
+        assert "shift_money_at" not in _tables(con)
+        assert outcome_frequency(con, alpha=0.9, min_rounds=1) == counts
+        feed(log, records, half, len(records))
         project(log, con, batch_size=500, publish_alerts=False)
         assert_money_exact(con)
 
@@ -246,9 +274,11 @@ def test_hold_variance_from_the_stored_rows_equals_the_views(
 
 
 # OUTCOME_FREQUENCY counted every round through the `rounds` and `shoes` views at each read
-# (10.1 s at 9.5M events); it reads each stored round's decks and outcome now. Its counts are
-# those of the views, as the old query counted them, whether read from the stored rows or, when
-# they are behind, from the round_money query over the views; and a changed stored row shows.
+# (10.1 s at 9.5M events); it reads the writer's running counts per table, deck count and
+# outcome now (projections/running_sums.py), or each stored round's decks and outcome when the
+# counts are behind. Its counts are those of the views, as the old query counted them, whether
+# read from the counts, from the stored rows or, when they are behind, from the round_money
+# query over the views; and a changed count, or a changed stored row, shows where it is read.
 _OUTCOMES_FROM_THE_VIEWS = """
 SELECT r.table_id, s.decks,
        CASE r.kind WHEN 'consecutive' THEN 'consecutive'
@@ -274,8 +304,17 @@ def test_outcome_frequency_from_the_stored_rows_counts_what_the_views_do(
     assert {g["table_id"] for g in stored} == {t for t, _, _ in views}
     assert all(g["rounds"] == sum(g[c] for c in CATEGORIES) for g in stored)
     assert any(g["flagged"] for g in stored)  # the rows compared include flagged ones
+    assert stored == _behind(con, lambda: outcome_frequency(con, alpha=0.9, min_rounds=1),
+                             marker=RUNNING_SUMS_AT, current=running_sums_current)
     con.begin()
     try:
+        con.execute(f"UPDATE {OUTCOME_COUNTS} SET rounds = rounds + 1 WHERE rowid = (SELECT "
+                    f"min(rowid) FROM {OUTCOME_COUNTS} WHERE outcome = 'trips')")
+        changed = outcome_frequency(con, alpha=0.9, min_rounds=1)
+        assert sum(g["trips"] for g in changed) == sum(g["trips"] for g in stored) + 1
+        assert sum(g["rounds"] for g in changed) == sum(g["rounds"] for g in stored) + 1
+        con.execute(f"DELETE FROM {RUNNING_SUMS_AT}")  # behind: each round's stored money
+        assert outcome_frequency(con, alpha=0.9, min_rounds=1) == stored
         con.execute(f"UPDATE {ROUND_MONEY} SET outcome = 'trips' WHERE rowid = (SELECT "
                     f"min(rowid) FROM {ROUND_MONEY} WHERE outcome = 'consecutive')")
         changed = outcome_frequency(con, alpha=0.9, min_rounds=1)
@@ -365,7 +404,7 @@ def test_a_large_round_moved_to_another_shift_leaves_the_other_groups_sums_exact
     late line (an announcement with an earlier occurred_at) was taken off its old group's
     DOUBLE sum of squares, leaving an error of the removed term's size in what the group kept
     (4e-9 of itself at $1,000; at $2M the group's sd and z read from the sums were wrong). Such
-    a group is summed again (shift_money.RECOUNT_RATIO): the sums then equal the stored rows'
+    a group is summed again (running_sums.RECOUNT_RATIO): the sums then equal the stored rows'
     (assert_money_exact), and reconcile reads from them what it reads from the rows."""
     log = EmbeddedLog(tmp_path / "log")
     t = TableBuilder(recorder_for(log), "T01", clock=datetime(2026, 11, 28, 13, 59, tzinfo=UTC))
@@ -389,5 +428,5 @@ def test_a_large_round_moved_to_another_shift_leaves_the_other_groups_sums_exact
         shifts = {r["shift"]: r["rounds"] for r in reconcile(con, ["table", "shift"])}
         assert shifts == {"06:00-14:00": 1, "14:00-22:00": 1}
         assert list(reconcile(con, ["table", "shift"])) == _behind(
-            con, lambda: list(reconcile(con, ["table", "shift"])), marker=SHIFT_MONEY_AT,
-            current=shift_money_current)
+            con, lambda: list(reconcile(con, ["table", "shift"])), marker=RUNNING_SUMS_AT,
+            current=running_sums_current)
