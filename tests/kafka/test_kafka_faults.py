@@ -227,8 +227,18 @@ def test_a_read_that_seeks_its_partitions_again_at_every_idle_poll_returns_each_
     # The stall guard (events/log/kafka/log.py, _drain) seeks every partition still pending to
     # where it stands when polls come back empty; made to fire at every empty poll, a read
     # still returns each record once, in offset order per partition.
+    # An empty poll is made certain (every other one of the reader's polls comes back empty):
+    # left to the broker, a read whose first fetch brings every record never polls empty, the
+    # guard never fires, and the test failed at random (CI run of eee3471).
     ends = _three_tables(kafka_uri)
     monkeypatch.setattr(kafka_log, "RESEEK_AFTER_S", 0.0)
+    new_consumer = kafka_log.KafkaLog._new_consumer
+
+    def every_other_poll_empty(self: kafka_log.KafkaLog, role: str, **extra: object) -> object:
+        consumer = new_consumer(self, role, **extra)
+        return _EveryOtherPollEmpty(consumer) if role == "reader" else consumer
+
+    monkeypatch.setattr(kafka_log.KafkaLog, "_new_consumer", every_other_poll_empty)
     with open_log(kafka_uri) as log, caplog.at_level(logging.WARNING, logger="pitlog.kafka"):
         read = [(r.partition, r.offset) for batch in log.read({}) for r in batch]
     messages = [r.getMessage() for r in caplog.records]
@@ -236,6 +246,22 @@ def test_a_read_that_seeks_its_partitions_again_at_every_idle_poll_returns_each_
     assert all(sorted(o for q, o in read if q == p) == [o for q, o in read if q == p]
                for p in ends)
     assert any("sought again" in m for m in messages)  # the guard did fire
+
+
+class _EveryOtherPollEmpty:
+    """A real consumer whose first poll, and every other one after it, comes back empty before
+    it fetches anything: each empty poll fires the stall guard when RESEEK_AFTER_S is 0."""
+
+    def __init__(self, consumer: object) -> None:
+        self._consumer = consumer
+        self._polls = 0
+
+    def poll(self, *args: object, **kwargs: object) -> dict:
+        self._polls += 1
+        return {} if self._polls % 2 else self._consumer.poll(*args, **kwargs)  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._consumer, name)
 
 
 class _Starved:
