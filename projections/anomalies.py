@@ -20,6 +20,7 @@ import duckdb
 
 from events.errors import ProjectionError, first_line
 from events.reddog.catalogue import SEVERITIES, STATISTICAL, Severity
+from projections.kept_at import behind_sql, mark_sql
 from projections.memory import MORE_MEMORY
 from projections.queries import rows as query_rows
 from projections.reconcile import Calendar
@@ -168,8 +169,7 @@ def _store_rows(con: duckdb.DuckDBPyConnection, rows: str,
     con.execute("BEGIN TRANSACTION")
     try:
         con.execute(f"CREATE OR REPLACE TABLE {STORED} AS {rows}")
-        con.execute(f"CREATE OR REPLACE TABLE {STORED_AT} AS "
-                    "SELECT source, log_partition, next_offset FROM checkpoints")
+        con.execute(mark_sql(STORED_AT))
         if within is not None:
             within(con)
         con.execute("COMMIT")
@@ -201,13 +201,7 @@ def anomaly_source(con: duckdb.DuckDBPyConnection) -> str:
                         {"t": STORED_AT})[0]["n"]
     if not exists:
         return "anomalies"
-    differ = query_rows(con, f"""
-        SELECT count(*) AS n FROM (
-            (SELECT source, log_partition, next_offset FROM checkpoints
-             EXCEPT SELECT * FROM {STORED_AT})
-            UNION ALL
-            (SELECT * FROM {STORED_AT}
-             EXCEPT SELECT source, log_partition, next_offset FROM checkpoints))""")[0]["n"]
+    ((differ,),) = con.execute(behind_sql(STORED_AT)).fetchall()
     return "anomalies" if differ else STORED
 
 

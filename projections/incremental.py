@@ -36,6 +36,7 @@ from projections.anomalies import (
     anomaly_source,
     refresh_stored_anomalies,
 )
+from projections.kept_at import CHECKPOINTS
 from projections.reddog_macros import macros_sql
 from projections.views import SQL_DIR, VIEW_FILES, create_views
 
@@ -548,8 +549,7 @@ class Detector:
             if raised:
                 self._note_recorded(con, int(before))
         con.execute(f"DELETE FROM {STORED_AT}")
-        con.execute(f"INSERT INTO {STORED_AT} SELECT source, log_partition, next_offset "
-                    "FROM checkpoints")
+        con.execute(f"INSERT INTO {STORED_AT} {CHECKPOINTS}")
         # Last before the commit: the index holds the batch's ids before `events` does
         # (projections/id_index.py); a failure to write it rolls the batch back.
         self._ids().append(con, "pitlog_batch" if changed else None)

@@ -29,6 +29,7 @@ from events.reddog import theory
 from events.reddog.rules import STANDARD_PAYTABLE, Paytable, PaytableError
 from projections.defaults import DEFAULT_SIGMA
 from projections.export import Rows
+from projections.kept_at import behind_sql
 from projections.localtime import parse_zone, sql_zone
 from projections.memory import (
     DEFAULT_MEMORY_LIMIT,
@@ -225,12 +226,7 @@ def _kept_current(con: duckdb.DuckDBPyConnection, tables: tuple[str, ...], at: s
             {"t": list(tables)}).fetchall()
         if sorted(tagged) != sorted((t, tag) for t in tables):
             return False
-        ((behind,),) = con.execute(f"""SELECT count(*) FROM (
-            (SELECT source, log_partition, next_offset FROM checkpoints
-             EXCEPT SELECT * FROM {at})
-            UNION ALL (SELECT * FROM {at}
-                       EXCEPT SELECT source, log_partition, next_offset FROM checkpoints))"""
-                                   ).fetchall()
+        ((behind,),) = con.execute(behind_sql(at)).fetchall()
     except duckdb.Error:  # no checkpoints or no marker table: not current
         return False
     return behind == 0

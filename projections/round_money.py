@@ -64,6 +64,7 @@ from events.errors import ProjectionError
 from projections import running_sums
 from projections.anomalies import GROUP_EVENTS, table_groups
 from projections.incremental import ROUND_LEVEL_STRETCH, SCRATCH
+from projections.kept_at import CHECKPOINTS, mark_sql
 from projections.memory import threads_at_most
 from projections.reconcile import (
     ROUND_MONEY,
@@ -80,7 +81,6 @@ from projections.views import SQL_DIR, VIEW_FILES
 
 ROUND_MONEY_TAPS = "round_money_taps"
 _TAPS_OF = "SELECT * FROM {src} WHERE event_type = 'DealerTappedIn'"
-_AT_OF = "SELECT source, log_partition, next_offset FROM checkpoints"
 # The catalog of the batch's window (Keeper._ready): `events` holds the events the rounds to
 # redo need (NEED) and the taps before K; the view files up to the ledger are created over it.
 WINDOW = "pitlog_money"
@@ -262,7 +262,7 @@ def _store_built(con: duckdb.DuckDBPyConnection, before_commit: Callable[[], Non
         con.execute(f"COMMENT ON TABLE {ROUND_MONEY} IS '{round_money_tag()}'")
         con.execute(f"CREATE OR REPLACE TABLE {ROUND_MONEY_TAPS} AS "
                     f"{_TAPS_OF.format(src='events')}")
-        con.execute(f"CREATE OR REPLACE TABLE {ROUND_MONEY_AT} AS {_AT_OF}")
+        con.execute(mark_sql(ROUND_MONEY_AT))
         running_sums.build(con)  # the running sums of the rows just stored
         before_commit()
         con.commit()
@@ -380,7 +380,7 @@ class Keeper:
                 running_sums.apply(con)
             self.found = False
         con.execute(f"DELETE FROM {ROUND_MONEY_AT}")
-        con.execute(f"INSERT INTO {ROUND_MONEY_AT} {_AT_OF}")
+        con.execute(f"INSERT INTO {ROUND_MONEY_AT} {CHECKPOINTS}")
         if self.sums:
             running_sums.mark(con)
 

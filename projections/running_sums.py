@@ -33,6 +33,7 @@ from typing import Any
 
 import duckdb
 
+from projections.kept_at import mark_sql
 from projections.reconcile import (
     OUTCOME_COUNTS,
     OUTCOME_KEYS,
@@ -49,7 +50,6 @@ from projections.reconcile import (
 )
 from projections.transaction import roll_back
 
-_AT_OF = "SELECT source, log_partition, next_offset FROM checkpoints"
 _LOST = "(SELECT * FROM {merged} WHERE again)"
 _ROWS = "pitlog_sums_rows"  # a temporary table: the round rows a note is of
 
@@ -132,7 +132,7 @@ def ensure_current(con: duckdb.DuckDBPyConnection) -> None:
 
 def mark(con: duckdb.DuckDBPyConnection) -> None:
     """The sums hold every committed batch: their checkpoints are the store's."""
-    con.execute(f"CREATE OR REPLACE TABLE {RUNNING_SUMS_AT} AS {_AT_OF}")
+    con.execute(mark_sql(RUNNING_SUMS_AT))
 
 
 def note(con: duckdb.DuckDBPyConnection, rounds: str, sign: int) -> None:

@@ -1,0 +1,22 @@
+"""The checkpoints a kept table was last brought up to, and the check that they are the store's.
+
+Tables the writer keeps beside the views (the stored anomaly rows, round_money, the running
+sums) each have a table of the checkpoints they hold every batch up to, moved in the batch's
+transaction. A reader uses a kept table only while those equal the store's `checkpoints`: one
+definition of that copy and that comparison, here."""
+from __future__ import annotations
+
+# The store's checkpoints, as a kept table's marker holds them.
+CHECKPOINTS = "SELECT source, log_partition, next_offset FROM checkpoints"
+
+
+def mark_sql(at: str) -> str:
+    """The statement that makes the marker table `at` hold the store's checkpoints."""
+    return f"CREATE OR REPLACE TABLE {at} AS {CHECKPOINTS}"
+
+
+def behind_sql(at: str) -> str:
+    """One row, one column: how many checkpoints differ between the marker `at` and the
+    store's, both ways (0: the kept table holds every committed batch)."""
+    return (f"SELECT count(*) FROM (({CHECKPOINTS} EXCEPT SELECT * FROM {at}) "
+            f"UNION ALL (SELECT * FROM {at} EXCEPT {CHECKPOINTS}))")
