@@ -15,6 +15,7 @@ from cli.options import (
     DbOpt,
     FormatOpt,
     OutOpt,
+    ShiftsOpt,
     TableOpt,
     TzOpt,
     db_path,
@@ -26,7 +27,7 @@ from cli.reading import reading
 from events.reddog.catalogue import Severity
 from projections.anomalies import COLUMNS, AnomalyFilter, list_anomalies
 from projections.localtime import casino_zone, gaming_day_bounds
-from projections.reconcile import parse_day, parse_hhmm
+from projections.reconcile import Calendar, parse_day, parse_hhmm
 
 ANOMALY_SUMMARY = ["occurred_at", "code", "severity", "table_id", "shoe_id", "round_no", "seqs",
                    "explanation"]
@@ -44,6 +45,7 @@ def anomalies_cmd(
         "--until", help="Only anomalies before this time (ISO 8601).")] = None,
     day: DayOpt = None,
     gaming_day_start: DayStartOpt = "06:00",
+    shifts: ShiftsOpt = "06:00,14:00,22:00",
     severity: Annotated[Severity | None, typer.Option(
         "--severity", help="Only this severity and above: low, medium or high.")] = None,
     statistics: Annotated[bool, typer.Option(
@@ -59,10 +61,13 @@ def anomalies_cmd(
 
     --day takes the gaming day as reconcile, conservation and report do (--gaming-day-start on
     the --tz clock to the next day's); with --since or --until too, the narrower window wins.
+    HOLD_VARIANCE judges each table, gaming day and shift of that calendar (--tz,
+    --gaming-day-start, --shifts), as `pitlog reconcile` groups them.
 
     Example: pitlog anomalies --code LATE_RAISE --table T03 --since 2026-11-28T21:00
     (or: pitlog anomalies --day 2026-11-28 --tz America/New_York)
     """
+    calendar = Calendar.parse(tz or "UTC", gaming_day_start, shifts)
     first = parse_time(since, tz, "--since") if since else None
     last = parse_time(until, tz, "--until") if until else None
     if day is not None:
@@ -75,10 +80,11 @@ def anomalies_cmd(
         severity=severity.value if severity else None, statistics=statistics)
     found = ask(db_path(db), server, "/api/anomalies", code=list(f.codes), table=table,
                 shoe=shoe, since=f.since, until=f.until, severity=f.severity,
-                statistics=str(statistics).lower())
+                statistics=str(statistics).lower(), tz=calendar.tz,
+                gaming_day_start=gaming_day_start, shifts=shifts)
     if found is None:
         with reading(db) as con, progress_bar("finding anomalies", 2) as update:
-            found = list_anomalies(con, f, progress=update)
+            found = list_anomalies(con, f, calendar=calendar, progress=update)
     found = limited(found, limit, format, format is Format.table and out is None, "anomalies")
     if format is Format.table and out is None:
         render(found, format, title="anomalies", columns=ANOMALY_SUMMARY, tz=casino_zone(tz))

@@ -159,13 +159,15 @@ def replay(request: Request) -> Response:
 
 def anomalies(request: Request) -> Response:
     state: ServeState = request.app.state.pitlog
-    p = params(request, "code", "table", "shoe", "since", "until", "severity", "statistics")
+    p = params(request, "code", "table", "shoe", "since", "until", "severity", "statistics",
+               "tz", "gaming_day_start", "shifts")
     f = AnomalyFilter(codes=tuple(many(request, "code")), table=p.get("table"),
                       shoe=p.get("shoe"), since=as_time(p, "since", state.tz),
                       until=as_time(p, "until", state.tz), severity=p.get("severity"),
                       statistics=as_bool(p, "statistics", True))
+    groups = calendar(p)  # HOLD_VARIANCE's gaming days and shifts, as /api/reconcile's
     with reading(request) as con:
-        return reply(request, list_anomalies(con, f))
+        return reply(request, list_anomalies(con, f, calendar=groups))
 
 
 def dispute(request: Request) -> Response:

@@ -7,19 +7,27 @@ so these run on another worker beside it, not after it."""
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import urllib.request
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
+from cli_support import PITLOG
+from console_support import running
 from detection_support import PROFILES, RATES, RESHUFFLING_EVERY, detect, exact
+from repo_paths import REPO
+from store_template import copy_store
 from surveillance_pit import LEFT, LOST, MIDDLE, ORIGINAL, RIGHT, Pit
 
 from events.log.embedded.log import EmbeddedLog
 from events.reddog.catalogue import INJECTABLE
 from events.reddog.model import Meaning
 from events.simulation.simulator import SimConfig, simulate
-from projections.anomalies import STATISTICAL, list_anomalies
+from projections.anomalies import STATISTICAL, AnomalyFilter, list_anomalies
 from projections.projector import project
 
 # Some 21,000 simulated rounds in all: handed to a worker among the first (tests/conftest.py).
@@ -87,8 +95,11 @@ def test_a_clean_evening_raises_no_rule_anomaly(tmp_path: Path) -> None:
     assert found == []
 
 
-def test_a_table_that_deals_only_losing_spread_ones_fails_both_statistics(tmp_path: Path) -> None:
-    pit = Pit(tmp_path)
+@pytest.fixture(scope="module")
+def losing_table(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One table, 600 rounds that deal only losing spread ones, one second per event from
+    EVENING (2026-11-28 23:00 UTC, 18:00 in New York) for about two hours: the projected store."""
+    pit = Pit(tmp_path_factory.mktemp("losing"))
     pit.open_table()
     pit.tap_in("D1")
     suits = "SHDC"
@@ -110,7 +121,13 @@ def test_a_table_that_deals_only_losing_spread_ones_fails_both_statistics(tmp_pa
             pit.rack(f"{a} {b} {c}")
             pit.end()
         pit.close_shoe()
-    found = pit.anomalies(statistics=True)
+    return pit.project()
+
+
+def test_a_table_that_deals_only_losing_spread_ones_fails_both_statistics(
+        losing_table: Path) -> None:
+    with duckdb.connect(str(losing_table), read_only=True) as con:
+        found = list_anomalies(con, AnomalyFilter(statistics=True))
     assert sorted((a["code"], a["table_id"] or "") for a in found) == [
         ("HOLD_VARIANCE", ""), ("HOLD_VARIANCE", ""), ("HOLD_VARIANCE", "T01"),
         ("OUTCOME_FREQUENCY", "T01")]
@@ -118,3 +135,51 @@ def test_a_table_that_deals_only_losing_spread_ones_fails_both_statistics(tmp_pa
     assert table_hold["explanation"].startswith(
         "Table T01 held 100.0000% of $6,000.00 (net win $6,000.00) against a theoretical ")
     assert "z = 24.495" in table_hold["explanation"]  # 600 equal deviations: sqrt(600)
+
+
+def _hold_groups(found: list[dict[str, Any]]) -> list[str]:
+    """What HOLD_VARIANCE's rows name: the table, the gaming day, the shift."""
+    return sorted(a["explanation"].split(" held ")[0] for a in found
+                  if a["code"] == "HOLD_VARIANCE")
+
+
+# The table's evening from 23:00 UTC (under two hours): on the UTC calendar, gaming day
+# 2026-11-28 and its 22:00 shift; from 18:00 in New York, that clock's 14:00 shift; from 00:00
+# on a clock of +01:00 with days from 00:00 and shifts from 00:00 and 12:00, gaming day
+# 2026-11-29 and its first shift. Each group holds all 600 rounds, so each is flagged.
+CALENDARS = [
+    ([], {}, ["Gaming day 2026-11-28", "Shift 22:00-06:00 of gaming day 2026-11-28",
+              "Table T01"]),
+    (["--tz", "America/New_York"], {},
+     ["Gaming day 2026-11-28", "Shift 14:00-22:00 of gaming day 2026-11-28", "Table T01"]),
+    ([], {"PITLOG_TZ": "America/New_York"},
+     ["Gaming day 2026-11-28", "Shift 14:00-22:00 of gaming day 2026-11-28", "Table T01"]),
+    (["--tz", "+01:00", "--gaming-day-start", "00:00", "--shifts", "00:00,12:00"], {},
+     ["Gaming day 2026-11-29", "Shift 00:00-12:00 of gaming day 2026-11-29", "Table T01"]),
+]
+
+
+@pytest.mark.parametrize(("args", "env", "groups"), CALENDARS)
+def test_hold_variance_judges_the_gaming_days_and_shifts_of_the_calendar_asked(
+        losing_table: Path, args: list[str], env: dict[str, str], groups: list[str]) -> None:
+    """`pitlog anomalies --tz` (or PITLOG_TZ), --gaming-day-start and --shifts: the calendar
+    `pitlog reconcile` groups by, and the one the --tz help promises; before, HOLD_VARIANCE
+    judged UTC's days and shifts whatever the casino's zone."""
+    done = subprocess.run(
+        [*PITLOG, "anomalies", "--db", str(losing_table), "--code", "HOLD_VARIANCE",
+         "--format", "json", *args], capture_output=True, text=True, cwd=REPO, timeout=300,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO), **env})
+    assert done.returncode == 0, done.stderr
+    assert _hold_groups(json.loads(done.stdout)) == groups
+
+
+def test_the_server_judges_hold_variance_on_the_calendar_asked(losing_table: Path,
+                                                              tmp_path: Path) -> None:
+    with running(copy_store(losing_table, tmp_path / "served.duckdb")) as served:
+        def groups(query: str) -> list[str]:
+            url = f"{served.url}/api/anomalies?code=HOLD_VARIANCE{query}"
+            with urllib.request.urlopen(url, timeout=60) as r:  # noqa: S310 - loopback
+                return _hold_groups(json.loads(r.read()))
+
+        assert groups("") == CALENDARS[0][2]
+        assert groups("&tz=America/New_York") == CALENDARS[1][2]
