@@ -129,12 +129,10 @@ def as_time(p: dict[str, str], name: str, tz: Any) -> datetime | None:
 
 @contextmanager
 def reading(request: Request) -> Iterator[duckdb.DuckDBPyConnection]:
+    """The request's cursor, in one snapshot of the store (ServeState.snapshot)."""
     state: ServeState = request.app.state.pitlog
-    cur = state.cursor()
-    try:
+    with state.snapshot() as cur:
         yield cur
-    finally:
-        cur.close()
 
 
 def calendar(p: dict[str, str]) -> Any:

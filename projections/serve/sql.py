@@ -1,9 +1,9 @@
 """GET /api/sql: the `pitlog sql` guard, then bounded time and rows.
 
 The guard is sql_console.check_read_only (the same check as `pitlog sql`); the query then runs
-inside a READ ONLY transaction on its own cursor, so DuckDB itself refuses any write even if
-the guard missed one. A timer interrupts the cursor after `state.sql_timeout` seconds, and at
-most `state.sql_max_rows` rows are fetched.
+inside a READ ONLY transaction on its own cursor (ServeState.snapshot, as every request reads),
+so DuckDB itself refuses any write even if the guard missed one. A timer interrupts the cursor
+after `state.sql_timeout` seconds, and at most `state.sql_max_rows` rows are fetched.
 """
 
 from __future__ import annotations
@@ -27,10 +27,8 @@ class QueryTimeout(PitlogError):
 def bounded_query(state: ServeState, query: str) -> tuple[list[str], list[dict[str, Any]], bool]:
     """(columns, rows, truncated) of one read-only query, at most sql_max_rows rows."""
     check_read_only(query)
-    cur = state.cursor()
-    timer = threading.Timer(state.sql_timeout, cur.interrupt)
-    try:
-        cur.execute("BEGIN TRANSACTION READ ONLY")
+    with state.snapshot() as cur:
+        timer = threading.Timer(state.sql_timeout, cur.interrupt)
         timer.start()
         try:
             relation = cur.sql(query)
@@ -55,11 +53,6 @@ def bounded_query(state: ServeState, query: str) -> tuple[list[str], list[dict[s
                                "narrow it (WHERE, LIMIT)") from None
         except duckdb.Error as exc:
             raise PitlogError(f"the query failed: {exc}") from exc
+        finally:
+            timer.cancel()
         return columns, got[:state.sql_max_rows], truncated
-    finally:
-        timer.cancel()
-        try:
-            cur.execute("ROLLBACK")
-        except duckdb.Error:
-            pass
-        cur.close()

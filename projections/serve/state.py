@@ -4,6 +4,9 @@ A DuckDB file has one writer process (docs/architecture.md, principle 6). `pitlo
 process: the
 follower thread commits batches on `con`, and every request reads through `cursor()`, a fresh
 connection to the same database, which sees every committed batch at once and never a half one.
+A request reads inside one READ ONLY transaction (`snapshot()`): all its statements see the
+same batches, so an answer made of several queries (a dispute's round, cards and anomalies, a
+replay's events and hands) never mixes the store before a batch with the store after it.
 No request copies the database.
 """
 
@@ -11,6 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
 from pathlib import Path
@@ -63,6 +68,22 @@ class ServeState:
         cur = self.con.cursor()
         cur.execute("SET enable_progress_bar = false")
         return cur
+
+    @contextmanager
+    def snapshot(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A fresh cursor inside a READ ONLY transaction: each statement on it sees the batches
+        committed when the first ran, none committed since, and DuckDB refuses any write. A
+        failed statement ends the transaction; the cursor is then of no further use."""
+        cur = self.cursor()
+        try:
+            cur.execute("BEGIN TRANSACTION READ ONLY")
+            yield cur
+        finally:
+            try:
+                cur.execute("ROLLBACK")
+            except duckdb.Error:  # an interrupted or failed statement already ended it
+                pass
+            cur.close()
 
     # Waking alert streams: the follower calls notify() after each commit, from its thread;
     # each stream waits on its own asyncio.Event, set on the stream's own loop.
