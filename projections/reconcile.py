@@ -300,12 +300,15 @@ def _from_shift_money(keys: Sequence[str]) -> str:
 
 
 def reconcile_query(con: duckdb.DuckDBPyConnection, keys: Sequence[str], calendar: Calendar,
-                    day: date | None, table: str | None) -> tuple[str, dict[str, Any]]:
+                    day: date | None, table: str | None,
+                    sums: bool | None = None) -> tuple[str, dict[str, Any]]:
     """The reconcile query by `keys` and its parameters: from the stored shift sums when they
     are current and serve it (keys among table, gaming day and shift; the default calendar),
     which reads one row per table, shift and denominator instead of one per round; else over
-    each round's money (round_money_rows)."""
-    if set(keys) <= set(SHIFT_KEYS) and shift_sums_serve(con, calendar):
+    each round's money (round_money_rows). `sums`: shift_sums_serve's answer when the caller
+    has it (read in the same snapshot), so it is not asked again."""
+    if set(keys) <= set(SHIFT_KEYS) and (shift_sums_serve(con, calendar) if sums is None
+                                         else sums):
         return _from_shift_money(keys), {"day": day, "table": table}
     return (query_sql("reconcile", keys, round_money_rows(con)),
             {**calendar.params(), "day": day, "table": table})
@@ -459,7 +462,8 @@ RECONCILE_TYPES: dict[str, pa.DataType] = {
 
 def reconcile(con: duckdb.DuckDBPyConnection, by: Sequence[str] = ("table",),
               calendar: Calendar | None = None, *, day: date | None = None,
-              table: str | None = None, sigma: float = DEFAULT_SIGMA) -> Rows:
+              table: str | None = None, sigma: float = DEFAULT_SIGMA,
+              sums: bool | None = None) -> Rows:
     """Handle, paid, collected, returned, net win, hold, theoretical win and variance per group.
 
     Handle counts every original wager and raise in force at its decision, void ones included.
@@ -467,12 +471,12 @@ def reconcile(con: duckdb.DuckDBPyConnection, by: Sequence[str] = ("table",),
     to the wagers actually made: an original wager W contributes W * original_wager_edge, a
     raise R at spread s contributes R * raise_edge(s). The variance statistic is documented in
     docs/auditing.md: z = (sum of per-round deviations) / sqrt(sum of their squares), flagged
-    HOLD_VARIANCE when |z| > sigma.
+    HOLD_VARIANCE when |z| > sigma. `sums` as reconcile_query takes it.
     """
     calendar = calendar or Calendar()
     keys = group_columns(by)
     check_calendar(con, calendar)
-    sql, params = reconcile_query(con, keys, calendar, day, table)
+    sql, params = reconcile_query(con, keys, calendar, day, table, sums)
     groups: dict[tuple[Any, ...], Row] = {}
     parts = run_rows(con, sql, params)
     for part in parts:

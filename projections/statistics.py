@@ -178,7 +178,10 @@ def hold_variance(con: duckdb.DuckDBPyConnection, calendar: Calendar | None = No
     """One row per table, gaming day and shift with at least `min_rounds` rounds: the reconcile
     figures, `grouping`, `last_at` and `flagged` (|z| > z_limit)."""
     calendar = calendar or Calendar()
-    if shift_sums_serve(con, calendar):  # the running sums: one row per table and shift
+    # Asked once (a few small queries), not again by each grouping's reconcile below: the
+    # caller reads one snapshot (a served request's transaction, or a file no one writes).
+    sums = shift_sums_serve(con, calendar)
+    if sums:  # the running sums: one row per table and shift
         times = query_rows(con, f"SELECT table_id, gaming_day, shift, max(last_at) AS last_at "
                                 f"FROM {SHIFT_MONEY} GROUP BY ALL", {})
     else:
@@ -190,7 +193,7 @@ def hold_variance(con: duckdb.DuckDBPyConnection, calendar: Calendar | None = No
         for t in times:
             k = tuple(t[c] for c in keys)
             last[k] = max(last.get(k, t["last_at"]), t["last_at"])
-        for g in reconcile(con, (grouping,), calendar, sigma=z_limit):
+        for g in reconcile(con, (grouping,), calendar, sigma=z_limit, sums=sums):
             if g["rounds"] < min_rounds or g["z_score"] is None:
                 continue
             z = float(g["z_score"])
