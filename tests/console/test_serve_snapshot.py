@@ -42,7 +42,8 @@ def test_a_batch_committed_during_a_dispute_request_is_not_half_seen(
     with running(store) as served:
         ((table, shoe, round_no, flagged),) = served.con.execute(
             f"SELECT table_id, shoe_id, round_no, count(*) FROM {STORED} WHERE round_no IS NOT "
-            f"NULL AND shoe_id IS NOT NULL GROUP BY ALL ORDER BY 4 DESC, 1, 2, 3 LIMIT 1").fetchall()
+            f"NULL AND shoe_id IS NOT NULL GROUP BY ALL ORDER BY 4 DESC, 1, 2, 3 LIMIT 1"
+        ).fetchall()
         url = f"{served.url}/api/dispute?table={table}&shoe={shoe}&round={round_no}"
         before = _get(url)
         assert len(before["anomalies"]) >= flagged > 0  # the round has anomalies to lose
