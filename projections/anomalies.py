@@ -20,7 +20,8 @@ import duckdb
 
 from events.errors import ProjectionError, first_line
 from events.reddog.catalogue import SEVERITIES, STATISTICAL, Severity
-from projections.kept_at import behind_sql, mark_sql
+from projections.kept_at import current as kept_current
+from projections.kept_at import mark_sql
 from projections.memory import MORE_MEMORY
 from projections.queries import rows as query_rows
 from projections.reconcile import Calendar
@@ -196,13 +197,13 @@ def memory_error(con: duckdb.DuckDBPyConnection) -> ProjectionError:
 
 
 def anomaly_source(con: duckdb.DuckDBPyConnection) -> str:
-    """`anomalies_stored` when it is as fresh as the checkpoints, else the `anomalies` view."""
-    exists = query_rows(con, "SELECT count(*) AS n FROM duckdb_tables() WHERE table_name = $t",
-                        {"t": STORED_AT})[0]["n"]
-    if not exists:
-        return "anomalies"
-    ((differ,),) = con.execute(behind_sql(STORED_AT)).fetchall()
-    return "anomalies" if differ else STORED
+    """`anomalies_stored` when it is as fresh as the checkpoints, else the `anomalies` view.
+    Asked of the catalog first (kept_at.current): no statement that can fail, so a served
+    request's transaction survives a store whose stored rows are missing."""
+    stored = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() AND "
+        "schema_name = 'main' AND table_name = $t", {"t": STORED}).fetchall() == [(1,)]
+    return STORED if stored and kept_current(con, STORED_AT) else "anomalies"
 
 
 def catalogue(con: duckdb.DuckDBPyConnection) -> list[Row]:

@@ -6,8 +6,11 @@ transaction. A reader uses a kept table only while those equal the store's `chec
 definition of that copy and that comparison, here."""
 from __future__ import annotations
 
+import duckdb
+
 # The store's checkpoints, as a kept table's marker holds them.
 CHECKPOINTS = "SELECT source, log_partition, next_offset FROM checkpoints"
+_COLUMNS = ["source", "log_partition", "next_offset"]
 
 
 def mark_sql(at: str) -> str:
@@ -15,7 +18,23 @@ def mark_sql(at: str) -> str:
     return f"CREATE OR REPLACE TABLE {at} AS {CHECKPOINTS}"
 
 
-def behind_sql(at: str) -> str:
+def current(con: duckdb.DuckDBPyConnection, at: str) -> bool:
+    """The marker `at` exists, has the checkpoints' columns and holds the store's checkpoints.
+
+    A missing or misshapen marker (an older pitlog's, a rebuild that stopped) is found through
+    the catalog, not by a statement that fails: inside a transaction, as every `pitlog serve`
+    request reads, a failed statement aborts the transaction and every later one with it."""
+    shape = con.execute(
+        "SELECT list(column_name ORDER BY column_index) FROM duckdb_columns() WHERE "
+        "database_name = current_database() AND schema_name = 'main' AND table_name = $t",
+        {"t": at}).fetchall()
+    if shape != [(_COLUMNS,)]:
+        return False
+    ((behind,),) = con.execute(_behind_sql(at)).fetchall()
+    return behind == 0
+
+
+def _behind_sql(at: str) -> str:
     """One row, one column: how many checkpoints differ between the marker `at` and the
     store's, both ways (0: the kept table holds every committed batch)."""
     return (f"SELECT count(*) FROM (({CHECKPOINTS} EXCEPT SELECT * FROM {at}) "

@@ -29,7 +29,7 @@ from events.reddog import theory
 from events.reddog.rules import STANDARD_PAYTABLE, Paytable, PaytableError
 from projections.defaults import DEFAULT_SIGMA
 from projections.export import Rows
-from projections.kept_at import behind_sql
+from projections.kept_at import current as kept_current
 from projections.localtime import parse_zone, sql_zone
 from projections.memory import (
     DEFAULT_MEMORY_LIMIT,
@@ -226,10 +226,9 @@ def _kept_current(con: duckdb.DuckDBPyConnection, tables: tuple[str, ...], at: s
             {"t": list(tables)}).fetchall()
         if sorted(tagged) != sorted((t, tag) for t in tables):
             return False
-        ((behind,),) = con.execute(behind_sql(at)).fetchall()
-    except duckdb.Error:  # no checkpoints or no marker table: not current
+        return kept_current(con, at)
+    except duckdb.Error:  # no checkpoints table: not a store, so nothing is current
         return False
-    return behind == 0
 
 
 # The running sums the writer keeps beside round_money (projections/running_sums.py; issue 16
@@ -344,19 +343,23 @@ def run_rows(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any]) -
     # are settings of the database instance, so on `pitlog serve`'s cursors they would also
     # bind the follower's batches and race with concurrent requests (one restoring what another
     # lowered); the writer's connection is within DEFAULT_MEMORY_LIMIT already.
+    read_only = _read_only(con)  # asked first: after a failure the transaction takes no query
     try:
+        if not read_only:
+            return Rows.of(con.sql(sql, params=params).to_arrow_table())
         try:
-            if not _read_only(con):
-                return Rows.of(con.sql(sql, params=params).to_arrow_table())
             with memory_limit_at_most(con, DEFAULT_MEMORY_LIMIT), threads_at_most(con, 1):
                 return Rows.of(con.sql(sql, params=params).to_arrow_table())
         except duckdb.OutOfMemoryException:
+            # Again at the instance's own limit. Only here: on `pitlog serve`'s cursor the
+            # same query would run again at the same limit, inside a transaction the failure
+            # already aborted (ServeState.snapshot).
             return Rows.of(con.sql(sql, params=params).to_arrow_table())
     except duckdb.CatalogException as exc:
         raise ProjectionError(
             f"the database has no pitlog ledger ({exc}); run `pitlog project` first") from exc
     except duckdb.OutOfMemoryException as exc:
-        more = MORE_READER_MEMORY if _read_only(con) else MORE_MEMORY
+        more = MORE_READER_MEMORY if read_only else MORE_MEMORY
         raise ProjectionError(f"reconciliation query failed ({first_line(exc)}); "
                               f"{more}") from exc
     except duckdb.Error as exc:

@@ -39,6 +39,7 @@ from projections.reconcile import (
     ROUND_MONEY,
     SHIFT_MONEY,
     Calendar,
+    check_calendar,
     outcome_counts_sql,
     reconcile,
     round_money_rows,
@@ -178,6 +179,9 @@ def hold_variance(con: duckdb.DuckDBPyConnection, calendar: Calendar | None = No
     """One row per table, gaming day and shift with at least `min_rounds` rounds: the reconcile
     figures, `grouping`, `last_at` and `flagged` (|z| > z_limit)."""
     calendar = calendar or Calendar()
+    # A zone Python knows and DuckDB does not (posixrules) is one clear error, before any query
+    # of the calendar's (reconcile checks it too, but after _GROUP_TIMES below).
+    check_calendar(con, calendar)
     # Asked once (a few small queries), not again by each grouping's reconcile below: the
     # caller reads one snapshot (a served request's transaction, or a file no one writes).
     sums = shift_sums_serve(con, calendar)

@@ -27,10 +27,20 @@ from cli.reading import reading
 from events.reddog.catalogue import Severity
 from projections.anomalies import COLUMNS, AnomalyFilter, list_anomalies
 from projections.localtime import casino_zone, gaming_day_bounds
-from projections.reconcile import Calendar, parse_day, parse_hhmm
+from projections.reconcile import Calendar, hhmm, parse_day, parse_hhmm
 
 ANOMALY_SUMMARY = ["occurred_at", "code", "severity", "table_id", "shoe_id", "round_no", "seqs",
                    "explanation"]
+
+
+def _calendar_params(calendar: Calendar) -> dict[str, str]:
+    """The calendar for /api/anomalies, sent only when it is not the default: a server older
+    than the parameters answers a default calendar's request as before, and refuses (naming
+    them) one it cannot honour."""
+    if calendar == Calendar():
+        return {}
+    return {"tz": calendar.tz, "gaming_day_start": hhmm(calendar.day_start),
+            "shifts": ",".join(hhmm(s) for s in calendar.shift_starts)}
 
 
 def anomalies_cmd(
@@ -80,8 +90,7 @@ def anomalies_cmd(
         severity=severity.value if severity else None, statistics=statistics)
     found = ask(db_path(db), server, "/api/anomalies", code=list(f.codes), table=table,
                 shoe=shoe, since=f.since, until=f.until, severity=f.severity,
-                statistics=str(statistics).lower(), tz=calendar.tz,
-                gaming_day_start=gaming_day_start, shifts=shifts)
+                statistics=str(statistics).lower(), **_calendar_params(calendar))
     if found is None:
         with reading(db) as con, progress_bar("finding anomalies", 2) as update:
             found = list_anomalies(con, f, calendar=calendar, progress=update)

@@ -18,6 +18,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+import duckdb
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
@@ -77,25 +78,26 @@ def _now() -> datetime:
 
 # --- tables ---------------------------------------------------------------------------------
 
-def _table_rows(request: Request) -> list[Row]:
-    with api.reading(request) as con:
-        return rows(con, api._TABLES)  # the /api/tables query: one definition
+def _table_rows(con: duckdb.DuckDBPyConnection) -> list[Row]:
+    return rows(con, api._TABLES)  # the /api/tables query: one definition
 
 
 def tables(request: Request) -> Response:
     p = api.params(request, "format")
-    found = _table_rows(request)
+    with api.reading(request) as con:  # the tiles and the last alert of one snapshot
+        found = _table_rows(con)
+        last = last_alert_seq(con)
     if _wants_json(p):
         return api.reply(request, found)
-    with api.reading(request) as con:
-        last = last_alert_seq(con)
     return HTMLResponse(tables_page(found, _state(request).tz, last_alert=last, now=_now()))
 
 
 def tiles(request: Request) -> Response:
     """The tiles alone, for tables.js to refresh the wall when an alert arrives."""
     api.params(request)
-    return HTMLResponse(tiles_html(_table_rows(request), _state(request).tz))
+    with api.reading(request) as con:
+        found = _table_rows(con)
+    return HTMLResponse(tiles_html(found, _state(request).tz))
 
 
 # --- alerts ---------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from repo_paths import DOCS
 from surveillance_pit import LEFT, MIDDLE, ORIGINAL, RAISE, RIGHT, VOID, WON, Pit, opened
 
@@ -249,13 +250,17 @@ def test_tie_hand_wager_never_returned_is_a_wrong_settlement(tmp_path: Path) -> 
 # --- announcements and the third card (13:47-20.31(d)7-13) --------------------------------------
 
 
-def test_wrong_spread_announced_is_a_wrong_announcement(tmp_path: Path) -> None:
+# A spread no two cards can have (0, negative, past 11) is recorded as said and judged, like any
+# wrong one: Announced.value has no bound on the write side (events/recording/limits.py takes
+# only the bounds the domain implies; what the dealer said is the rule's to judge).
+@pytest.mark.parametrize("value", [7, 0, -3, 99])
+def test_wrong_spread_announced_is_a_wrong_announcement(tmp_path: Path, value: int) -> None:
     pit = opened(tmp_path)
     pit.begin(1)
     pit.wager(1, 1000)
     pit.draw("3S", LEFT)
     pit.draw("QH", RIGHT)
-    said = pit.say(SPREAD, 7)  # 4..J between 3 and Q: spread 8
+    said = pit.say(SPREAD, value)  # 4..J between 3 and Q: spread 8
     pit.say(RAISES_CLOSED)
     pit.draw("7C", MIDDLE)
     pit.say(THIRD_CARD, 7)

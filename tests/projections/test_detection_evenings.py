@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -183,3 +184,30 @@ def test_the_server_judges_hold_variance_on_the_calendar_asked(losing_table: Pat
 
         assert groups("") == CALENDARS[0][2]
         assert groups("&tz=America/New_York") == CALENDARS[1][2]
+        assert groups("&tz=%2B01:00&gaming_day_start=00:00&shifts=00:00,12:00") == \
+            CALENDARS[3][2]
+        # `pitlog anomalies --server`: the CLI sends its calendar to the server
+        for args, _, expected in CALENDARS[1:2] + CALENDARS[3:]:
+            done = subprocess.run(
+                [*PITLOG, "anomalies", "--server", served.url, "--code", "HOLD_VARIANCE",
+                 "--format", "json", *args], capture_output=True, text=True, cwd=REPO,
+                timeout=300, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)})
+            assert done.returncode == 0, done.stderr
+            assert _hold_groups(json.loads(done.stdout)) == expected
+        # A zone Python knows and DuckDB does not: a 400 naming it, not a 500.
+        url = f"{served.url}/api/anomalies?code=HOLD_VARIANCE&tz=posixrules"
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(url, timeout=60)  # noqa: S310 - loopback
+        assert refused.value.code == 400
+        assert "unknown time zone 'posixrules'" in json.loads(refused.value.read())["error"]
+
+
+@pytest.mark.parametrize("zone", ["posixrules", "Nowhere/Zone"])
+def test_a_zone_duckdb_does_not_know_is_one_error_line(losing_table: Path, zone: str) -> None:
+    done = subprocess.run(
+        [*PITLOG, "anomalies", "--db", str(losing_table), "--tz", zone],
+        capture_output=True, text=True, cwd=REPO, timeout=300,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)})
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"Error: unknown time zone '{zone}'"), done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and done.stdout == ""
