@@ -237,7 +237,8 @@ def _kept_current(con: duckdb.DuckDBPyConnection, tables: tuple[str, ...], at: s
 # - SHIFT_MONEY, for HOLD_VARIANCE and reconcile by table, day or shift: the reconcile query's
 #   rows at its finest grouping by table, gaming day and shift, one per deck-count denominator
 #   (the theoretical win's exact fraction is summed per denominator), of the default calendar
-#   (Calendar(): the gaming days and shifts `pitlog anomalies` judges HOLD_VARIANCE by). Each
+#   (Calendar(): the gaming days and shifts `pitlog anomalies` judges HOLD_VARIANCE by unless
+#   given another, which sums the per-round rows instead). Each
 #   is a sum of integers (exact whatever the order) but sum_sq_deviation, a DOUBLE that only
 #   feeds the statistic's z.
 # - OUTCOME_COUNTS, for OUTCOME_FREQUENCY: per table, deck count and outcome, the rounds with
