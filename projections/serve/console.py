@@ -86,9 +86,9 @@ def tables(request: Request) -> Response:
     p = api.params(request, "format")
     with api.reading(request) as con:  # the tiles and the last alert of one snapshot
         found = _table_rows(con)
+        if _wants_json(p):
+            return api.reply(request, found)
         last = last_alert_seq(con)
-    if _wants_json(p):
-        return api.reply(request, found)
     return HTMLResponse(tables_page(found, _state(request).tz, last_alert=last, now=_now()))
 
 
