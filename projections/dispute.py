@@ -86,10 +86,12 @@ drawn AS (
 racked AS (
     SELECT seq AS racked_seq, occurred_at AS racked_at, pos, card.rank AS rank,
            card.suit AS suit,
-           row_number() OVER (ORDER BY seq, pos) AS rack_position,
-           row_number() OVER (PARTITION BY card.rank, card.suit ORDER BY seq, pos) AS copy_no
+           row_number() OVER (ORDER BY seq, log_offset, pos) AS rack_position,
+           row_number() OVER (PARTITION BY card.rank, card.suit ORDER BY seq, log_offset, pos)
+               AS copy_no
     -- unnest in the select list, not a lateral join: the filter then reaches the scan.
-    FROM (SELECT seq, occurred_at, unnest(cards) AS card, generate_subscripts(cards, 1) AS pos
+    FROM (SELECT seq, log_offset, occurred_at, unnest(cards) AS card,
+                 generate_subscripts(cards, 1) AS pos
           FROM events
           WHERE table_id = $table AND shoe_id = $shoe AND round_no = $round
             AND seq BETWEEN $first AND $last AND event_type = 'CardsRacked')
@@ -121,7 +123,7 @@ SELECT seq, occurred_at, phrase, lower(meaning) AS meaning, "value"
 FROM events
 WHERE table_id = $table AND shoe_id = $shoe AND round_no = $round
   AND seq BETWEEN $first AND $last AND event_type = 'Announced'
-ORDER BY occurred_at, seq  -- in game order (sql/macros.sql, game_order), as said at the table
+ORDER BY occurred_at, seq, log_offset  -- game order (sql/macros.sql), as said at the table
 """
 
 _WAGERS = """
@@ -138,7 +140,7 @@ WHERE table_id = $table AND shoe_id = $shoe AND round_no = $round
   AND event_type IN ('WagerPlaced', 'WagerChanged', 'WagerRemoved', 'RaisePlaced',
                      'VoidOrPlayChosen')
   AND ($seat IS NULL OR seat = $seat)
-ORDER BY seat, area, seq
+ORDER BY seat, area, seq, log_offset
 """
 
 # The settlement the rules require (the ledger's expected columns) next to the one made: the

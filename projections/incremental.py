@@ -83,10 +83,12 @@ TABLES_DDL = f"""CREATE TABLE IF NOT EXISTS {TABLES} (
 
 # Per table and shoe of a set of events: what the scopes need (NULL shoe: the table's own).
 _SHOE_AGG = """
-SELECT table_id, shoe_id, min(seq) AS first_seq, arg_min(log_offset, seq) AS first_offset,
-       max(seq) AS last_seq, arg_max(log_offset, seq) AS last_offset,
+SELECT table_id, shoe_id, min(seq) AS first_seq,
+       arg_min(log_offset, (seq, log_offset)) AS first_offset,
+       max(seq) AS last_seq, arg_max(log_offset, (seq, log_offset)) AS last_offset,
        max(seq) FILTER (event_type = 'CardDrawn') AS last_draw_seq,
-       arg_max(log_offset, seq) FILTER (event_type = 'CardDrawn') AS last_draw_offset,
+       arg_max(log_offset, (seq, log_offset)) FILTER (event_type = 'CardDrawn')
+           AS last_draw_offset,
        epoch_us(min(occurred_at) FILTER (event_type IN INTRUDER_CARDS)) AS card_us,
        epoch_us(max(occurred_at)) AS last_us
 FROM {src} WHERE shoe_id IS NOT NULL GROUP BY ALL
@@ -588,10 +590,13 @@ class Detector:
                         {_SHOE_AGG.format(src='pitlog_batch')}""")
         con.execute(f"""CREATE OR REPLACE TEMP TABLE pitlog_merged AS
             SELECT table_id, shoe_id,
-                   min(first_seq) AS first_seq, arg_min(first_offset, first_seq) AS first_offset,
-                   max(last_seq) AS last_seq, arg_max(last_offset, last_seq) AS last_offset,
+                   min(first_seq) AS first_seq,
+                   arg_min(first_offset, (first_seq, first_offset)) AS first_offset,
+                   max(last_seq) AS last_seq,
+                   arg_max(last_offset, (last_seq, last_offset)) AS last_offset,
                    max(last_draw_seq) AS last_draw_seq,
-                   arg_max(last_draw_offset, last_draw_seq) AS last_draw_offset,
+                   arg_max(last_draw_offset, (last_draw_seq, last_draw_offset))
+                       AS last_draw_offset,
                    min(card_us) AS card_us, max(last_us) AS last_us
             FROM (SELECT * FROM {SHOES} SEMI JOIN pitlog_new_shoes USING (table_id, shoe_id)
                   UNION ALL SELECT * FROM pitlog_new_shoes)

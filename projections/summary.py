@@ -20,7 +20,7 @@ def demo_summary(con: duckdb.DuckDBPyConnection) -> tuple[list[Row], list[Row]]:
 
     summary = rows(con, """
         SELECT s.table_id,
-               (SELECT arg_max(profile, seq) FROM events AS e
+               (SELECT arg_max(profile, (seq, log_offset)) FROM events AS e
                 WHERE e.table_id = s.table_id AND e.event_type = 'TableOpened') AS profile,
                count(*) AS shoes, sum(s.rounds)::BIGINT AS rounds,
                arg_min(s.shoe_id, s.opened_at) AS first_shoe

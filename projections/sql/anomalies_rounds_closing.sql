@@ -53,7 +53,8 @@ rack_check AS (
 -- racked as found ((g)1); with a burn out between them they are two cards.
 loose_cards AS (
     SELECT table_id, shoe_id, rank, suit, seq,
-           row_number() OVER (PARTITION BY table_id, shoe_id, rank, suit ORDER BY seq) AS copy_no
+           row_number() OVER (PARTITION BY table_id, shoe_id, rank, suit ORDER BY seq, log_offset)
+               AS copy_no
     FROM (SELECT *, lag(this_card) OVER w AS card_before, lead(this_card) OVER w AS card_after
           FROM (SELECT *, {'type': event_type, 'rank': rank, 'suit': suit, 'dest': destination}
                               AS this_card
@@ -144,7 +145,7 @@ SELECT * FROM (
                   f.round_no, f.shoe_id, coalesce(printf(' in round %d', c.cut_round), '')),
            f.started_at
     FROM facts AS f
-    JOIN (SELECT table_id, shoe_id, min(seq) AS cut_seq, arg_min(round_no, seq) AS cut_round
+    JOIN (SELECT table_id, shoe_id, min(seq) AS cut_seq, arg_min(round_no, (seq, log_offset)) AS cut_round
           FROM events WHERE event_type = 'CuttingCardReached' AND shoe_id IS NOT NULL
           GROUP BY ALL) AS c USING (table_id, shoe_id)
     WHERE f.first_seq > c.cut_seq AND f.round_no IS DISTINCT FROM c.cut_round

@@ -41,8 +41,7 @@ copies AS (
            row_number() OVER (PARTITION BY o.table_id, o.shoe_id, o.rank, o.suit
                               ORDER BY o.seq, o.log_offset) AS copy_no
     FROM in_error AS o
-    JOIN (SELECT table_id, shoe_id, arg_min(decks, seq) AS decks FROM events
-          WHERE event_type = 'CardsLoaded' GROUP BY ALL) AS s USING (table_id, shoe_id)
+    JOIN shoe_decks_of(NULL, NULL) AS s USING (table_id, shoe_id)
     WHERE NOT o.face_up_then_drawn AND NOT o.used_in_error
 ),
 
@@ -54,11 +53,11 @@ copies AS (
 -- neither its first card nor a new dealer's. 13:47-20.31 (casino nights) and GA have no such
 -- exemption.
 burn_exempt_loads AS (
-    SELECT l.table_id, l.seq,
+    SELECT l.table_id, l.seq, l.log_offset,
            coalesce(m.reshuffling AND p.profile = 'nj-casino', false) AS no_burn_owed
     FROM events AS l
     LEFT JOIN (SELECT table_id, shoe_id,
-                      arg_max(method, seq) = 'CONTINUOUS_SHUFFLER' AS reshuffling
+                      arg_max(method, (seq, log_offset)) = 'CONTINUOUS_SHUFFLER' AS reshuffling
                FROM events
                WHERE event_type IN ('ShuffleStarted', 'ShuffleCompleted') AND shoe_id IS NOT NULL
                GROUP BY ALL) AS m USING (table_id, shoe_id)
@@ -80,7 +79,8 @@ burn_stream AS (
            first_value(CASE WHEN event_type = 'ShoeClosed' THEN seq END IGNORE NULLS)
                OVER from_this AS next_close_seq
     FROM events_once_of(NULL, NULL, NULL, NULL) AS e  -- each card event once (sql/macros.sql)
-    LEFT JOIN burn_exempt_loads AS x USING (table_id, seq)
+    -- by offset too: two writers can both append a load at one seq (docs/integrity.md)
+    LEFT JOIN burn_exempt_loads AS x USING (table_id, seq, log_offset)
     WHERE event_type IN ('CardsLoaded', 'ShoeClosed', 'DealerTappedIn', 'CardBurned', 'CardDrawn')
     WINDOW before_this AS (PARTITION BY table_id ORDER BY seq, log_offset
                            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
@@ -108,9 +108,9 @@ burn_balance AS (
 ),
 
 unburned AS (
-    SELECT table_id, next_draw_seq, list(seq ORDER BY seq) AS debt_seqs,
+    SELECT table_id, next_draw_seq, list(seq ORDER BY seq, log_offset) AS debt_seqs,
            list(CASE event_type WHEN 'CardsLoaded' THEN 'shoe ' || shoe_id || ' was loaded'
-                ELSE 'dealer ' || dealer_id || ' tapped in' END ORDER BY seq) AS debts
+                ELSE 'dealer ' || dealer_id || ' tapped in' END ORDER BY seq, log_offset) AS debts
     FROM burn_balance
     WHERE owes AND paid_from_here < owed_from_here
     GROUP BY ALL

@@ -51,7 +51,8 @@ SELECT * FROM (
     -- device line re-sent and recorded again (events/recording/event_ids.py refuses that at ingest, but
     -- two writers at the same instant, or another writer, can still do it). One row per id,
     -- at its last copy; every copy's seq is proof.
-    SELECT 'DUPLICATE_EVENT', table_id, arg_max(shoe_id, seq), arg_max(round_no, seq),
+    SELECT 'DUPLICATE_EVENT', table_id, arg_max(shoe_id, (seq, log_offset)),
+           arg_max(round_no, (seq, log_offset)),
            list(seq ORDER BY seq),
            printf('Event id %s is recorded %d times in table %s''s stream (seqs %s): one event counted more than once',
                   event_id, count(*), table_id, array_to_string(list(seq ORDER BY seq), ', ')),

@@ -173,7 +173,7 @@ originals AS (
 ),
 placers AS (
     -- Who placed the wager on an area: a raise belongs to the same player.
-    SELECT table_id, shoe_id, round_no, seat, area, arg_min(player_id, seq) AS player_id
+    SELECT table_id, shoe_id, round_no, seat, area, arg_min(player_id, (seq, log_offset)) AS player_id
     FROM round_events
     WHERE event_type = 'WagerPlaced'
     GROUP BY table_id, shoe_id, round_no, seat, area
@@ -196,12 +196,7 @@ wagered AS (
     SELECT * FROM raises
 ),
 shoe_decks AS (
-    -- The shoe's deck count, from its CardsLoaded (13:69F-6.1(a): one or more decks).
-    SELECT table_id, shoe_id, arg_min(decks, seq) AS decks
-    FROM events
-    WHERE event_type = 'CardsLoaded'
-      AND (in_table IS NULL OR table_id = in_table) AND (in_shoe IS NULL OR shoe_id = in_shoe)
-    GROUP BY table_id, shoe_id
+    SELECT * FROM shoe_decks_of(in_table, in_shoe)  -- sql/macros.sql
 ),
 choices AS (
     -- 13:47-20.31(g)3; 13:69F-6.7: after a third card exposed before "Raises closed", a player
@@ -223,7 +218,7 @@ settled AS (
               || repeat('LOST+', count(*) FILTER (outcome = 'LOST')::INTEGER)
               || repeat('VOID+', count(*) FILTER (outcome = 'VOID')::INTEGER), '+')
             AS actual_outcome,
-        arg_max(odds, seq) AS actual_odds,
+        arg_max(odds, (seq, log_offset)) AS actual_odds,
         coalesce(sum(amount_cents) FILTER (outcome = 'WON'), 0)::BIGINT AS actual_paid_cents,
         coalesce(sum(amount_cents) FILTER (outcome = 'LOST'), 0)::BIGINT AS actual_collected_cents,
         coalesce(sum(amount_cents) FILTER (outcome = 'VOID'), 0)::BIGINT AS actual_returned_cents,

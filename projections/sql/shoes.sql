@@ -12,6 +12,7 @@ WITH shoe_events AS NOT MATERIALIZED (
 per_shoe AS (
     SELECT
         table_id, shoe_id,
+        -- sql/macros.sql shoe_decks_of's pick, in this one pass over the shoe's events
         arg_min(decks, (seq, log_offset)) FILTER (event_type = 'CardsLoaded') AS decks,
         min(occurred_at) AS opened_at,
         min(occurred_at) FILTER (event_type = 'CardsLoaded') AS loaded_at,
