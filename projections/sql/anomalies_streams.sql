@@ -57,8 +57,9 @@ SELECT * FROM (
            printf('Event id %s is recorded %d times in table %s''s stream (seqs %s): one event counted more than once',
                   event_id, count(*), table_id, array_to_string(list(seq ORDER BY seq), ', ')),
            max(occurred_at)
-    FROM events
-    WHERE event_id IS NOT NULL
+    -- the ids with copies first: the picks above then run over their rows alone (this
+    -- query in 0.58x the CPU of one pass picking over every id, benchmarks/results.md)
+    FROM events SEMI JOIN (SELECT table_id, event_id FROM events WHERE event_id IS NOT NULL
+                           GROUP BY ALL HAVING count(*) > 1) AS copied USING (table_id, event_id)
     GROUP BY table_id, event_id
-    HAVING count(*) > 1
 ) AS found(code, table_id, shoe_id, round_no, seqs, explanation, occurred_at);

@@ -35,8 +35,9 @@ spans AS (
     HAVING min(seq) FILTER (event_type IN ('CardDrawn', 'CardDrawnInError')) IS NOT NULL
 ),
 cards AS (
-    SELECT table_id, shoe_id AS card_shoe_id, round_no AS card_round_no, seq, event_type,
-           rank, suit, destination, occurred_at, game_order(occurred_at, seq) AS at_order
+    SELECT table_id, shoe_id AS card_shoe_id, round_no AS card_round_no, seq, log_offset,
+           event_type, rank, suit, destination, occurred_at,
+           game_order(occurred_at, seq) AS at_order
     FROM round_events
     WHERE event_type IN ('CardDrawn', 'CardDrawnInError', 'CardBurned')
 )
@@ -57,7 +58,8 @@ SELECT table_id, shoe_id, round_no, first_card_seq, card_shoe_id,
 FROM (SELECT s.table_id, s.shoe_id, s.round_no, s.first_card.seq AS first_card_seq,
              c.card_shoe_id, c.card_round_no, c.seq, c.event_type, c.rank, c.suit,
              c.destination, c.occurred_at, s.raises_closed < c.at_order AS after_raises_closed,
-             row_number() OVER (PARTITION BY c.table_id, c.seq
+             -- one row per burn: by offset too, two writers can append two at one seq
+             row_number() OVER (PARTITION BY c.table_id, c.seq, c.log_offset
                                 ORDER BY (c.card_shoe_id IS NOT DISTINCT FROM s.shoe_id
                                           AND c.card_round_no IS NOT DISTINCT FROM s.round_no) DESC,
                                          s.first_card) AS pick

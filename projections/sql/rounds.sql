@@ -72,11 +72,14 @@ WITH per_round AS (
     GROUP BY table_id, shoe_id, round_no
 ),
 dealer_taps AS (
-    -- A dealer taps in before the rounds dealt: only the seq upper bound applies here.
+    -- A dealer taps in before the rounds dealt: only the seq upper bound applies here. Of two
+    -- taps at one seq (two writers, docs/integrity.md) the later in the log is the latest: the
+    -- join below matches by seq alone.
     SELECT table_id, seq, dealer_id FROM events
     WHERE event_type = 'DealerTappedIn'
       AND (in_table IS NULL OR table_id = in_table) AND (to_seq IS NULL OR seq <= to_seq)
       AND (taps_from IS NULL OR seq >= taps_from)
+    QUALIFY row_number() OVER (PARTITION BY table_id, seq ORDER BY log_offset DESC) = 1
 ),
 classified AS (
     SELECT

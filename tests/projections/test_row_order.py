@@ -76,8 +76,9 @@ class _SecondWriter:
 
 def _record(folder: Path) -> EmbeddedLog:
     """A shoe at T01 where the second writer doubled a shuffle (another method), the load (6
-    decks, then 1), a wager (another player), a settlement (other odds), the rack (another
-    order) and the cutting card (another round), each at the first writer's seq."""
+    decks, then 1), a wager (another player), a burn inside the round (another card), a
+    settlement (other odds), the rack (another order), a dealer's tap (another dealer) and the
+    cutting card (the same event id, another round), each at the first writer's seq."""
     log = EmbeddedLog(folder / "log")
     unchecked = _Unchecked(log)
     first = recorder_for(log)
@@ -96,6 +97,8 @@ def _record(folder: Path) -> EmbeddedLog:
     t.wager(2, 500)
     t.draw("3C", Box.LEFT)
     t.draw("QD", Box.RIGHT)
+    # Two burns inside the round (BURN_DURING_ROUND each), one at each writer.
+    race.same_seq(lambda b: b.burn("5H" if b is t else "6H"))
     t.say(model.Meaning.SPREAD, 8)
     t.say(model.Meaning.RAISES_CLOSED)
     t.draw("7H", Box.MIDDLE)
@@ -104,11 +107,20 @@ def _record(folder: Path) -> EmbeddedLog:
                                      odds=1 if b is t else 5))
     t.settle_by_the_rules(2, WagerKind.ORIGINAL, 500, "3C QD 7H")
     race.same_seq(lambda b: b.rack("3C QD 7H" if b is t else "7H 3C QD"))
+    # The second writer's dealer taps in last in the log: D2 deals from round 2 on.
+    race.same_seq(lambda b: b.tap_in("D1" if b is t else "D2"))
     for round_no, cards in ((2, "5S 9D 8C"), (3, "2H 2D 2S"), (4, "4C 5D"), (5, "AH 3S 3D")):
         t.round_no = round_no
         t.deal_round(cards, {1: 1000, 3: 2500})
-    race.same_seq(lambda b: (setattr(b, "round_no", 5 if b is t else 2),
-                             b.emit(model.CuttingCardReached()))[1])
+    def cutting_card(b: TableBuilder) -> int:
+        """One device line sent to both writers (one event id), each stamping its own round."""
+        b.clock += timedelta(seconds=1)
+        return b.recorder.record("T01", model.CuttingCardReached(), shoe_id=b.shoe_id,
+                                 round_no=5 if b is t else 2, actor=b.dealer,
+                                 occurred_at=b.clock, recorded_at=b.clock,
+                                 event_id="cutting-card-1")
+
+    race.same_seq(cutting_card)
     t.round_no = 6
     t.deal_round("3C 9S 4S", {1: 1000})  # round 1's 3C again: one of 6 decks, not of 1
     t.emit(model.ShoeClosed(cards_remaining=40))
@@ -146,9 +158,11 @@ def test_the_log_holds_events_of_both_writers_at_the_same_seqs(store: Path) -> N
         doubled = con.execute(
             "SELECT event_type, list(DISTINCT event_id) FROM events "
             "GROUP BY seq, event_type HAVING count(*) > 1 ORDER BY seq").fetchall()
-    assert [t for t, _ in doubled] == ["ShuffleCompleted", "CardsLoaded", "WagerPlaced",
-                                       "WagerSettled", "CardsRacked", "CuttingCardReached"]
-    assert all(len(ids) == 2 for _, ids in doubled)
+    assert [t for t, _ in doubled] == [
+        "ShuffleCompleted", "CardsLoaded", "WagerPlaced", "CardBurned", "WagerSettled",
+        "CardsRacked", "DealerTappedIn", "CuttingCardReached"]
+    # two events each, of two ids but the cutting card's (one line sent to both writers)
+    assert [len(ids) for _, ids in doubled] == [2, 2, 2, 2, 2, 2, 2, 1]
 
 
 @pytest.mark.parametrize("order", ORDERS[1:])
@@ -168,7 +182,7 @@ def test_every_view_gives_the_same_rows_whatever_order_the_events_lie_in(
 def test_ties_go_by_the_order_the_log_holds_the_events_in(store: Path) -> None:
     """The first writer's events come first in the log: where the rules read a first event
     (the load's decks, the placer, the cutting card's round) its are read; where they read the
-    last (a settlement's odds, the shuffle in force), the second writer's."""
+    last (a settlement's odds, the shuffle and the dealer in force), the second writer's."""
     with _laid_out(store, ORDERS[1]) as con:
         assert con.execute("SELECT decks FROM shoes").fetchall() == [(6,)]
         assert con.execute("SELECT DISTINCT decks FROM ledger").fetchall() == [(6,)]
@@ -181,12 +195,22 @@ def test_ties_go_by_the_order_the_log_holds_the_events_in(store: Path) -> None:
         # The last shuffle is the second writer's continuous shuffler: the load owes no burn.
         assert con.execute("SELECT count(*) FROM anomalies WHERE code = 'MISSING_BURN'"
                            ).fetchall() == [(0,)]
+        assert con.execute("SELECT round_no, dealer FROM rounds WHERE round_no IN (1, 2) "
+                           "ORDER BY 1").fetchall() == [(1, "D1"), (2, "D2")]
+        # 13:47-20.31(d)1: a burn comes before a round's first card; each burn is one row.
+        assert con.execute("SELECT list(split_part(explanation, ' ', 1) ORDER BY explanation) "
+                           "FROM anomalies WHERE code = 'BURN_DURING_ROUND'"
+                           ).fetchone() == (["5H", "6H"],)
         # The cutting card came out in round 5, so round 6 was dealt after it: the rule
         # cites round 5, not the second writer's 2.
         (explanation,) = con.execute(
             "SELECT explanation FROM anomalies WHERE code = 'NO_RESHUFFLE_AFTER_CUT_CARD'"
         ).fetchone()
         assert explanation.endswith("in round 5")
+        # DUPLICATE_EVENT stands at the id's last copy: the second writer's, of round 2.
+        assert con.execute("SELECT round_no, len(seqs) FROM anomalies WHERE code = "
+                           "'DUPLICATE_EVENT' AND explanation LIKE '%cutting-card-1%'"
+                           ).fetchall() == [(2, 2)]
 
 
 def test_a_load_doubled_at_one_seq_owes_a_burn_once_per_load(store: Path) -> None:
@@ -199,7 +223,8 @@ def test_a_load_doubled_at_one_seq_owes_a_burn_once_per_load(store: Path) -> Non
                     "(event_type = 'ShuffleCompleted' AND method = 'CONTINUOUS_SHUFFLER')")
         create_views(con)
         ((explanation,),) = con.execute(
-            "SELECT explanation FROM anomalies WHERE code = 'MISSING_BURN'").fetchall()
+            "SELECT explanation FROM anomalies WHERE code = 'MISSING_BURN' "
+            "AND explanation LIKE '%loaded%'").fetchall()
     finally:
         con.close()
     assert explanation == ("No card burned after shoe S1 was loaded and shoe S1 was loaded, "
