@@ -145,7 +145,8 @@ SELECT * FROM (
                   f.round_no, f.shoe_id, coalesce(printf(' in round %d', c.cut_round), '')),
            f.started_at
     FROM facts AS f
-    JOIN (SELECT table_id, shoe_id, min(seq) AS cut_seq, arg_min(round_no, (seq, log_offset)) AS cut_round
+    JOIN (SELECT table_id, shoe_id, min(seq) AS cut_seq,
+                 arg_min(round_no, (seq, log_offset)) AS cut_round
           FROM events WHERE event_type = 'CuttingCardReached' AND shoe_id IS NOT NULL
           GROUP BY ALL) AS c USING (table_id, shoe_id)
     WHERE f.first_seq > c.cut_seq AND f.round_no IS DISTINCT FROM c.cut_round

@@ -173,7 +173,8 @@ originals AS (
 ),
 placers AS (
     -- Who placed the wager on an area: a raise belongs to the same player.
-    SELECT table_id, shoe_id, round_no, seat, area, arg_min(player_id, (seq, log_offset)) AS player_id
+    SELECT table_id, shoe_id, round_no, seat, area,
+           arg_min(player_id, (seq, log_offset)) AS player_id
     FROM round_events
     WHERE event_type = 'WagerPlaced'
     GROUP BY table_id, shoe_id, round_no, seat, area
@@ -194,9 +195,6 @@ wagered AS (
     SELECT * FROM originals
     UNION ALL BY NAME
     SELECT * FROM raises
-),
-shoe_decks AS (
-    SELECT * FROM shoe_decks_of(in_table, in_shoe)  -- sql/macros.sql
 ),
 choices AS (
     -- 13:47-20.31(g)3; 13:69F-6.7: after a third card exposed before "Raises closed", a player
@@ -263,7 +261,7 @@ round_context AS (
         p.seq AS paytable_seq, p.profile, p.pays_spread_1, p.pays_spread_2, p.pays_spread_3,
         p.pays_spread_4_to_11, p.pays_three_of_a_kind, p.valid, p.violation
     FROM rounds_of(in_table, in_shoe, in_round, from_seq, to_seq, taps_from := taps_from) AS r
-    LEFT JOIN shoe_decks AS sh USING (table_id, shoe_id)
+    LEFT JOIN shoe_decks_of(in_table, in_shoe) AS sh USING (table_id, shoe_id)  -- macros.sql
     -- Only a TableOpened at or before the round's first event can be in force for it.
     ASOF LEFT JOIN paytables_of(in_table, to_seq) AS p
         ON r.table_id = p.table_id AND r.first_seq >= p.seq
