@@ -19,7 +19,7 @@ from collections.abc import Callable
 import duckdb
 
 from projections.dispute import dispute
-from projections.queries import replay_shoe
+from projections.replay import replay_shoe
 
 
 def _cpu_ms(fn: Callable[[], object]) -> float:

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import duckdb  # noqa: E402
 
 from projections.dispute import dispute as rebuild  # noqa: E402
-from projections.queries import replay_shoe  # noqa: E402
+from projections.replay import replay_shoe  # noqa: E402
 from projections.serve.state import ServeState  # noqa: E402
 
 

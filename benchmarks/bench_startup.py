@@ -4,7 +4,7 @@
 
 Each round runs, one after the other (the order rotating between rounds), each in a fresh
 interpreter: `python -c "import duckdb"` (the yardstick), the replay query alone (a child that
-imports what it needs, then times opening the store and `queries.replay_shoe`; only the timed
+imports what it needs, then times opening the store and `replay.replay_shoe`; only the timed
 part counts), and `pitlog --help` and `pitlog replay SHOE --db DB` as `python -m cli.app`
 from this checkout ("new") and from a `git archive` of `--old` ("old"). Wall and CPU seconds
 (user + system of the child); the table gives medians over the rounds and the ratios
@@ -35,7 +35,7 @@ REPO = Path(__file__).resolve().parent.parent
 _QUERY = """
 import sys, time
 from pathlib import Path
-from projections.queries import replay_shoe
+from projections.replay import replay_shoe
 from projections.snapshot import open_for_reading
 wall, cpu = time.perf_counter(), time.process_time()
 with open_for_reading(Path(sys.argv[1])) as con:

@@ -328,7 +328,7 @@ def m_views(a: Args) -> dict[str, Any]:
 
 
 def m_replay(a: Args) -> dict[str, Any]:
-    from projections.queries import replay_shoe
+    from projections.replay import replay_shoe
 
     with duckdb.connect(a["db"], read_only=True) as con:
         shoes = con.execute("SELECT DISTINCT table_id, shoe_id FROM events WHERE shoe_id "

@@ -18,7 +18,7 @@ LABELS = {
     ("project", "batch"): "project: pitlog projector (batch decode)",
     ("project", "batch_memory_limit"): "project: pitlog projector, DuckDB memory_limit set",
     ("project", "per_message"): "project: pitlog projector, previous per-message decode",
-    ("replay", ""): "replay one shoe (queries.replay_shoe)",
+    ("replay", ""): "replay one shoe (replay.replay_shoe)",
     ("dispute", ""): "dispute lookup by table and time (dispute.dispute)",
     ("reconcile_day", ""): "reconcile a gaming day by table (reconcile.reconcile)",
 }

@@ -12,7 +12,8 @@ from typing import Any
 import duckdb
 
 from events.reddog.catalogue import SEVERITIES as RISING
-from projections.queries import replay_shoe, rows
+from projections.queries import rows
+from projections.replay import replay_shoe
 
 Row = dict[str, Any]
 

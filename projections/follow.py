@@ -31,6 +31,7 @@ from projections.alerts import create_tables as create_alert_tables
 from projections.anomalies import STORED, anomaly_source, refresh_stored_anomalies
 from projections.incremental import close_detector
 from projections.projector import ProjectionReport, checkpoints, project
+from projections.replay_kept import IDLE_BUDGET_S, LIVE_BUDGET_S, ReplayKeeper
 from projections.snapshot import publish_snapshot
 from projections.store import open_store
 
@@ -229,6 +230,7 @@ class Follower:
         source = log.uri
         create_alert_tables(con)  # counted below, also before the first batch creates them
         counts_before = _counts(con, source)
+        replays = _replay_keeper(con)
         batches = 0
         ends: dict[int, int] = {}
         done_before = sum(checkpoints(con, source).values())
@@ -271,11 +273,14 @@ class Follower:
                 if self.on_ends is not None:
                     self.on_ends(ends)
                 if ends != projected:
+                    since = checkpoints(con, source)
                     projected = project(
                         log, con, progress=on_batch,
                         anomaly_progress=on_steps("evaluating every rule over the store"),
                         money_progress=on_steps("computing every round's money over the store"),
                         publish_alerts=self.publish_alerts).positions
+                    if replays is not None and projected != since:
+                        _keep_replays(replays, LIVE_BUDGET_S, since=since)
                 failures = 0
             except _Stopped:
                 break
@@ -297,12 +302,40 @@ class Follower:
             if self.publisher is not None:
                 self.publisher.maybe()  # between rounds only: a copy never delays a batch
             if projected == ends:  # caught up: wait for news (else loop at once, more arrived)
+                if replays is not None:
+                    _keep_replays(replays, IDLE_BUDGET_S, backlog=True)
                 flag.sleep(self.poll_interval)
         events, quarantined, alerts = (after - before for after, before
                                        in zip(_counts(con, source), counts_before, strict=True))
         return ProjectionReport(source, events=events, quarantined=quarantined,
                                 batches=batches, positions=_positions(con, source, projected),
                                 seconds=time.perf_counter() - started, alerts=alerts)
+
+
+def _replay_keeper(con: duckdb.DuckDBPyConnection) -> ReplayKeeper | None:
+    """The keeper of closed shoes' replays (projections/replay_kept.py), or None when its
+    tables cannot be made (a tiny memory limit): they only speed replays up."""
+    try:
+        return ReplayKeeper(con)
+    except duckdb.Error as exc:
+        log_.warning("not keeping shoes' replays (%s); `pitlog replay` runs its queries", exc)
+        return None
+
+
+def _keep_replays(replays: ReplayKeeper, budget_s: float, *,
+                  since: dict[int, int] | None = None, backlog: bool = False) -> None:
+    """One step of keeping replays, after a round's commit (never before its alerts). A
+    failure is logged, not raised: a replay then runs its queries, with the same answer."""
+    try:
+        if since is not None:
+            replays.note_new(since)
+        kept = replays.keep_some(budget_s, backlog=backlog)
+    except duckdb.Error as exc:
+        log_.warning("could not keep a shoe's replay (%s); `pitlog replay` runs its queries "
+                     "for it", exc)
+        return
+    if kept:
+        log_.debug("kept %d shoes' replays", kept)
 
 
 def _counts(con: duckdb.DuckDBPyConnection, source: str) -> tuple[int, int, int]:

@@ -16,7 +16,8 @@ from cli.output import Format, render
 from cli.reading import reading
 from events.errors import PitlogError
 from projections.localtime import casino_zone
-from projections.queries import ShoeReplay, list_shoes, replay_shoe
+from projections.queries import list_shoes
+from projections.replay import ShoeReplay, replay_shoe
 
 
 def shoes(

@@ -26,10 +26,11 @@ from projections.anomalies import AnomalyFilter, list_anomalies
 from projections.dispute import dispute as rebuild
 from projections.localtime import parse_local, parse_zone
 from projections.moment import OutsideRound
-from projections.queries import list_shoes, replay_shoe, rows
+from projections.queries import list_shoes, rows
 from projections.reconcile import DEFAULT_SIGMA, Calendar, ledger_rows, parse_day
 from projections.reconcile import conservation as conservation_report
 from projections.reconcile import reconcile as reconcile_report
+from projections.replay import replay_shoe
 from projections.serve import sse
 from projections.serve.encoding import to_json
 from projections.serve.sql import bounded_query

@@ -64,8 +64,9 @@ def _expected(db: Path) -> dict[str, Any]:
     """What the library answers on the file, encoded as the API encodes it (zone UTC)."""
     from projections.anomalies import AnomalyFilter, list_anomalies
     from projections.dispute import dispute
-    from projections.queries import list_shoes, replay_shoe
+    from projections.queries import list_shoes
     from projections.reconcile import conservation, ledger_rows, reconcile
+    from projections.replay import replay_shoe
 
     con = duckdb.connect(str(db), read_only=True)
     try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -51,6 +52,7 @@ def _paused_at_first_commit(broker: Any, module: Any) -> Iterator[list[bool]]:
             return real(producer, commit, timeout_s)
         paused.append(True)
         os.kill(broker.pid, signal.SIGSTOP)
+        _wait_stopped(broker.pid)
         try:
             return real(producer, commit, timeout_s)
         finally:
@@ -63,6 +65,24 @@ def _paused_at_first_commit(broker: Any, module: Any) -> Iterator[list[bool]]:
         module.end_transaction = real
         if broker.pid is not None:
             os.kill(broker.pid, signal.SIGCONT)  # never leave it stopped, whatever happened
+
+
+def _wait_stopped(pid: int) -> None:
+    """Until every thread of the process is stopped: kill() only queues SIGSTOP, and a busy
+    machine may leave a broker thread running long enough to answer the commit."""
+    deadline = time.monotonic() + HANG_S
+    while time.monotonic() < deadline:
+        states = set()
+        for task in os.listdir(f"/proc/{pid}/task"):
+            try:
+                stat = Path(f"/proc/{pid}/task/{task}/stat").read_text()
+            except FileNotFoundError:  # a thread that has just ended
+                continue
+            states.add(stat.rsplit(")", 1)[1].split()[0])
+        if states <= {"T", "t"}:
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"the broker (pid {pid}) did not stop")
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from test_out_of_place import _card_drawn_twice
 from events.reddog import model
 from events.reddog.model import Box, BurnReason, Meaning, Suit
 from projections.dispute import dispute
-from projections.queries import replay_shoe
+from projections.replay import replay_shoe
 
 RACK = Box.DISCARD_RACK
 Seqs = dict[str, int]

@@ -26,7 +26,7 @@ from events.errors import ProjectionError
 from events.log.embedded.log import EmbeddedLog
 from events.simulation.simulator import SimConfig, simulate
 from projections import dispute as dispute_module
-from projections import lookup, queries
+from projections import lookup, replay
 from projections.dispute import dispute
 from projections.moment import OutsideRound
 from projections.projector import project
@@ -115,7 +115,7 @@ def con(store: Path) -> Any:
 
 def _unbounded(monkeypatch: pytest.MonkeyPatch) -> None:
     """The dealer's look-up from the table's start, as before lookup.py."""
-    monkeypatch.setattr(queries, "taps_from", lambda *a: None)
+    monkeypatch.setattr(replay, "taps_from", lambda *a: None)
     monkeypatch.setattr(dispute_module, "taps_from", lambda *a: None)
 
 
@@ -156,16 +156,16 @@ def test_every_replay_is_the_same_with_the_dealers_look_up_started_at_the_last_t
     with duckdb.connect(str(store), read_only=True) as con:
         pairs = _shoes(con)
         assert ("T01", SHARED) in pairs and ("TX", SHARED) in pairs
-        bounded = [queries.replay_shoe(con, s, t) for t, s in pairs]
+        bounded = [replay.replay_shoe(con, s, t) for t, s in pairs]
         starts = {t: lookup.taps_from(con, t, 10**9) for t, _ in pairs}
         _unbounded(monkeypatch)
-        before = [queries.replay_shoe(con, s, t) for t, s in pairs]
+        before = [replay.replay_shoe(con, s, t) for t, s in pairs]
     assert bounded == before
     assert all(starts.values())  # every table has a tap: the bound was used, not None
     # A bound past the last tap before a shoe loses that tap: the comparison would see it.
-    monkeypatch.setattr(queries, "taps_from", lambda con, table, seq: seq + 1)
+    monkeypatch.setattr(replay, "taps_from", lambda con, table, seq: seq + 1)
     with duckdb.connect(str(store), read_only=True) as con:
-        assert [queries.replay_shoe(con, s, t) for t, s in pairs] != before
+        assert [replay.replay_shoe(con, s, t) for t, s in pairs] != before
     # The dealers changed inside shoes: the replay names more than one for some shoe.
     assert max(len(r.shoe["dealers"]) for r in bounded) > 1
     assert [r.shoe["dealers"] for r in bounded if r.shoe["table_id"] == "TX"] == [["DX1", "DX2"]]
@@ -173,7 +173,7 @@ def test_every_replay_is_the_same_with_the_dealers_look_up_started_at_the_last_t
 
 def test_a_shoe_used_at_two_tables_still_needs_its_table(con: duckdb.DuckDBPyConnection) -> None:
     with pytest.raises(ProjectionError, match="used at tables T01, TX"):
-        queries.replay_shoe(con, SHARED)
+        replay.replay_shoe(con, SHARED)
 
 
 def test_every_dispute_is_the_same_with_the_dealers_look_up_started_at_the_last_tap(

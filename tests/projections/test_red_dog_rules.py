@@ -513,7 +513,7 @@ def test_dispute_shows_the_deciding_card_and_the_redraw(tmp_path: Path) -> None:
 
 
 def test_replay_shows_the_deciding_card_and_the_redraw(tmp_path: Path) -> None:
-    from projections.queries import replay_shoe
+    from projections.replay import replay_shoe
 
     pit, _ = _spread_redraw_cheat(tmp_path)
     db = pit.project()
@@ -715,7 +715,7 @@ def test_the_diverted_card_is_explained_with_where_it_went_and_what_followed(
 
 def test_dispute_and_replay_label_the_diverted_card_and_the_card_after_it(
         tmp_path: Path) -> None:
-    from projections.queries import replay_shoe
+    from projections.replay import replay_shoe
 
     pit, seqs = _spread_third_card_diverted(LEFT)(tmp_path)
     db = pit.project()

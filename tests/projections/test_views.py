@@ -14,7 +14,8 @@ from events.errors import NotFoundError
 from events.log.embedded.log import EmbeddedLog
 from events.reddog import model
 from projections.projector import project
-from projections.queries import list_shoes, replay_shoe
+from projections.queries import list_shoes
+from projections.replay import replay_shoe
 
 RACK = [  # (rack_position, source, round_no, card): 13:47-20.31(d)1, (d)15, (g)1
     (1, "burn", None, "7D"),

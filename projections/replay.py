@@ -1,0 +1,220 @@
+"""`pitlog replay`: one shoe, event by event, and its discard rack read back hand by hand.
+
+A replay is three queries over the shoe's events through the views' macros (shoes_of,
+card_events_of, rounds_of, rack_of, hands_of), and nearly all of its time is DuckDB planning
+those macros (about 115 of 130 ms of CPU on a 292,769-event store, the same on a tiny one;
+benchmarks/results.md, session 23), not reading rows. So the writer keeps each closed shoe's
+replay as rows (projections/replay_kept.py: tables `replay_shoes`, `replay_events`,
+`replay_hands`), and a replay reads them when they still say what the queries would
+(`_stored`), through plain scans that plan in a millisecond or two. Otherwise it runs the
+queries. Either way the answer is the same rows (docs/architecture.md, principle 6: the writer
+serves the reads).
+
+When a kept replay still holds: the queries read only the events of the shoe's table whose seq
+lies between the shoe's first and last (`_SHOE_SPAN`), and its dealer taps from `taps_from`
+(projections/lookup.py: the table's latest tap at or before the shoe's first event, None when
+there is none, then from the table's start) to the shoe's last. The events table only grows,
+so those events are the ones the replay was made from exactly when their number is the same
+and the shoe's span is the same; a late line of the shoe outside it moves the span, a late tap
+inside it (or any event of the table there) moves the number, a tap later than `taps_from` but
+before the shoe is inside it too. The kept rows also carry the definition they were made by
+(`replay_tag`: the views' SQL, DuckDB's version and this file's queries), so an upgraded
+pitlog never reads an older one's rows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from functools import cache
+
+import duckdb
+
+from events.errors import NotFoundError, ProjectionError
+from projections.lookup import taps_from
+from projections.queries import SHOE_COLUMNS, Row, rows
+from projections.views import views_fingerprint
+
+# The kept replays (projections/replay_kept.py writes them): one row per shoe in SHOES (its
+# shoes row, span, taps_from and the number of events the replay read), its replay's rows in
+# EVENTS and HANDS with their order (`ord`).
+SHOES = "replay_shoes"
+EVENTS = "replay_events"
+HANDS = "replay_hands"
+KEPT = (SHOES, EVENTS, HANDS)
+
+
+@dataclass(frozen=True, slots=True)
+class ShoeReplay:
+    """One shoe, event by event, and its discard rack read back hand by hand."""
+
+    shoe: Row
+    events: list[Row] = field(default_factory=list)
+    hands: list[Row] = field(default_factory=list)
+
+
+# Which table used the shoe, and the first and last seq of its events there (the shoes view's
+# first_seq and last_seq): one scan of three columns. Every event of the shoe lies between them,
+# and events are stored in log order, so the queries below read the shoe's events through that
+# range and DuckDB skips the row groups outside it (shoes_of, rack_of, hands_of and rounds_of
+# of projections/sql/ are those views' rows of one shoe). `closed`: the shoe has a ShoeClosed
+# (replay_kept keeps closed shoes only).
+SHOE_SPAN = """
+SELECT table_id, min(seq) AS first_seq, max(seq) AS last_seq,
+       bool_or(event_type = 'ShoeClosed') AS closed
+FROM events
+WHERE shoe_id = $shoe AND ($table IS NULL OR table_id = $table)
+GROUP BY table_id ORDER BY table_id
+"""
+
+SHOE_ROW = (f"SELECT {', '.join(SHOE_COLUMNS)} FROM shoes_of($table, $shoe, $first, $last, "
+            "taps_from := $taps_from)")
+
+# `role`: what a card of a round did (sql/cards.sql, card_role, from its place among the round's
+# cards, round_cards: the rounds view's card_seqs): the first and second cards on a wrong box,
+# the deciding third card (diverted, or drawn in error), a redraw, a card exposed early; NULL
+# for every other event, the first and second cards on their boxes, and a card drawn in error
+# that the next CardDrawn placed (that CardDrawn carries the role). The timeline is the log, so
+# a card event recorded twice shows twice; the copy (not in card_events_of, which keeps each
+# event id's first copy) says so, and is no card of the round (DUPLICATE_EVENT flags it).
+REPLAY_EVENTS = """
+SELECT t.seq, t.occurred_at, t.round_no, t.actor, t.event_type, t.description,
+       CASE WHEN is_card_event(t.event_type) AND e.seq IS NULL
+            THEN 'recorded again (the event id of an earlier card event): one card, counted once'
+            WHEN t.event_type IN ('CardDrawn', 'CardDrawnInError') AND r.round_no IS NOT NULL
+            THEN card_role(list_position(r.card_seqs, t.seq), e.destination, r.third_card_pos,
+                           r.kind) END AS role
+FROM timeline AS t
+LEFT JOIN card_events_of($table, $shoe, $first, $last) AS e
+       ON e.seq = t.seq AND e.log_partition = t.log_partition AND e.log_offset = t.log_offset
+LEFT JOIN rounds_of($table, $shoe, NULL, $first, $last, taps_from := $taps_from) AS r
+       ON r.table_id = t.table_id AND r.shoe_id = t.shoe_id AND r.round_no = t.round_no
+WHERE t.table_id = $table AND t.shoe_id = $shoe AND t.seq BETWEEN $first AND $last
+ORDER BY t.seq, t.log_offset
+"""
+
+# One row per racking: a burn, a card found face up, or one CardsRacked (a round's hand), in
+# rack order, beside the hand as dealt and the round's cards and result: the third card that
+# decided it (sql/cards.sql, deciding_index) and any card out after it.
+REPLAY_HANDS = """
+WITH racking AS (
+    SELECT table_id, shoe_id, source, round_no, seq,
+           min(rack_position) AS first_position, max(rack_position) AS last_position,
+           string_agg(card, ' ' ORDER BY rack_position) AS racked
+    FROM rack_of($table, $shoe, $first, $last)
+    GROUP BY table_id, shoe_id, source, round_no, seq
+)
+SELECT
+    CASE WHEN first_position = last_position THEN CAST(first_position AS VARCHAR)
+         ELSE first_position || '-' || last_position END AS rack_positions,
+    k.source, k.round_no, k.racked,
+    CASE WHEN k.source = 'round' THEN h.dealt END AS dealt,
+    CASE WHEN k.source = 'round' THEN h.racked_in_dealing_order END AS racked_in_dealing_order,
+    CASE WHEN k.source = 'round' THEN r.kind END AS kind,
+    CASE WHEN k.source = 'round' THEN r.spread END AS spread,
+    CASE WHEN k.source = 'round' THEN r.middle_card END AS third_card,
+    CASE WHEN k.source = 'round' THEN lower(r.third_card_box) END AS third_card_box,
+    CASE WHEN k.source = 'round' THEN array_to_string(r.redrawn_cards, ' ') END AS redrawn,
+    CASE WHEN k.source = 'round' THEN r.outcome END AS outcome,
+    CASE WHEN k.source = 'round' THEN r.dealer END AS dealer
+FROM racking AS k
+LEFT JOIN hands_of($table, $shoe, $first, $last) AS h USING (table_id, shoe_id, round_no)
+LEFT JOIN rounds_of($table, $shoe, NULL, $first, $last, taps_from := $taps_from) AS r
+    USING (table_id, shoe_id, round_no)
+ORDER BY k.first_position
+"""
+
+# The number of events a replay of the table's seqs lo..last reads (module docstring).
+SPAN_EVENTS = "SELECT count(*) FROM events WHERE table_id = $table AND seq BETWEEN $lo AND $last"
+
+
+@cache
+def replay_tag() -> str:
+    """The definition kept replays are made by: the views (views_fingerprint: their SQL and
+    DuckDB's version) and the three queries above. The kept tables' comment holds it."""
+    h = hashlib.sha256("\0".join((views_fingerprint(), SHOE_ROW, REPLAY_EVENTS,
+                                  REPLAY_HANDS)).encode())
+    return f"pitlog replay {h.hexdigest()}"
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A shoe's table, first and last seq, and whether it has a ShoeClosed (SHOE_SPAN)."""
+
+    table: str
+    shoe: str
+    first: int
+    last: int
+    closed: bool
+
+
+def shoe_span(con: duckdb.DuckDBPyConnection, shoe_id: str, table: str | None = None) -> Span:
+    """The shoe's span. Raises NotFoundError for an unknown shoe, and ProjectionError if two
+    tables used the same shoe id and `table` does not say which one."""
+    found = rows(con, SHOE_SPAN, {"shoe": shoe_id, "table": table})
+    if not found:
+        where = f" at table {table}" if table else ""
+        raise NotFoundError(f"no shoe {shoe_id!r}{where}; `pitlog shoes` lists the shoes")
+    if len(found) > 1:
+        tables = ", ".join(r["table_id"] for r in found)
+        raise ProjectionError(f"shoe {shoe_id!r} was used at tables {tables}; name the table")
+    (f,) = found
+    return Span(f["table_id"], shoe_id, f["first_seq"], f["last_seq"], bool(f["closed"]))
+
+
+def query_params(con: duckdb.DuckDBPyConnection, span: Span) -> dict[str, object]:
+    """The three queries' parameters. The dealers' look-up reads the table's taps from the
+    last one before the shoe (lookup.py)."""
+    return {"table": span.table, "shoe": span.shoe, "first": span.first, "last": span.last,
+            "taps_from": taps_from(con, span.table, span.first)}
+
+
+def replay_shoe(con: duckdb.DuckDBPyConnection, shoe_id: str,
+                table: str | None = None) -> ShoeReplay:
+    """The shoe's events in order (time, type, a one-line description) and its hands in
+    discard-rack order: the kept rows while they hold, else the queries (module docstring)."""
+    span = shoe_span(con, shoe_id, table)
+    kept = stored(con, span)
+    return kept if kept is not None else computed(con, span)
+
+
+def computed(con: duckdb.DuckDBPyConnection, span: Span) -> ShoeReplay:
+    """The shoe's replay from its queries, kept rows or not."""
+    params = query_params(con, span)
+    (shoe,) = rows(con, SHOE_ROW, params)
+    return ShoeReplay(shoe, rows(con, REPLAY_EVENTS, params), rows(con, REPLAY_HANDS, params))
+
+
+def kept_tables_current(con: duckdb.DuckDBPyConnection) -> bool:
+    """The three kept tables exist, made by this definition (replay_tag). Through the catalog,
+    not a statement that fails: inside a `pitlog serve` request's transaction a failed
+    statement would abort every later one (kept_at.current)."""
+    ((tagged,),) = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() AND "
+        "schema_name = 'main' AND list_contains($t, table_name) AND comment = $tag",
+        {"t": list(KEPT), "tag": replay_tag()}).fetchall()
+    return tagged == len(KEPT)
+
+
+def stored(con: duckdb.DuckDBPyConnection, span: Span) -> ShoeReplay | None:
+    """The kept replay of the shoe, when it holds (module docstring); None otherwise."""
+    if not kept_tables_current(con):
+        return None
+    key: dict[str, object] = {"table": span.table, "shoe": span.shoe}
+    found = rows(con, f"SELECT taps_from, span_events, {', '.join(SHOE_COLUMNS)} FROM {SHOES} "
+                      "WHERE table_id = $table AND shoe_id = $shoe AND first_seq = $first AND "
+                      "last_seq = $last", {**key, "first": span.first, "last": span.last})
+    if len(found) != 1:
+        return None
+    shoe = dict(found[0])
+    lo, expected = shoe.pop("taps_from"), shoe.pop("span_events")
+    ((now,),) = con.execute(SPAN_EVENTS, {"table": span.table, "lo": 0 if lo is None else lo,
+                                          "last": span.last}).fetchall()
+    if now != expected:
+        return None
+    return ShoeReplay(shoe, _kept_rows(con, EVENTS, key), _kept_rows(con, HANDS, key))
+
+
+def _kept_rows(con: duckdb.DuckDBPyConnection, table: str, key: dict[str, object]) -> list[Row]:
+    return rows(con, f"SELECT * EXCLUDE (table_id, shoe_id, ord) FROM {table} "
+                     "WHERE table_id = $table AND shoe_id = $shoe ORDER BY ord", key)

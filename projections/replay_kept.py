@@ -1,0 +1,205 @@
+"""The writer keeps each closed shoe's replay as rows (projections/replay.py says why and when a
+reader may use them), so that `pitlog replay` and `GET /api/replay` read a few stored rows
+instead of planning the views' macros.
+
+The follower (`project --follow`, `pitlog serve`) keeps them between its rounds, off the path
+from an event to its alert (projections/follow.py):
+
+- after a round that committed events, first the shoes those events closed (a ShoeClosed) and
+  the kept shoes whose replay they changed (an event of the shoe's table at a seq the replay
+  read): one shoe a round while behind the log, for IDLE_BUDGET_S seconds once caught up;
+- once caught up, then, the closed shoes with no kept replay yet, newest first (a store
+  projected before this existed: 800 shoes at 1M, 7,189 at 10M, each costing what one replay
+  costs, 0.15-0.3 s).
+
+Each shoe's rows are replaced in one transaction, computed in it by the replay's own queries:
+a kill at any instant leaves the shoe's old rows or its new ones, and a reader checks them
+against the events anyway. `pitlog project` without --follow keeps none (a rebuild pays only
+for the views); nor is an open shoe kept, since each batch would change it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Iterable
+
+import duckdb
+import pyarrow as pa
+
+from projections.replay import (
+    EVENTS,
+    HANDS,
+    KEPT,
+    REPLAY_EVENTS,
+    REPLAY_HANDS,
+    SHOE_ROW,
+    SHOES,
+    SPAN_EVENTS,
+    Span,
+    kept_tables_current,
+    query_params,
+    replay_tag,
+    shoe_span,
+    stored,
+)
+from projections.transaction import roll_back
+
+# Seconds of kept replays a follower makes after a round (module docstring; at least one shoe
+# when any is queued): while it is behind the log, one shoe (the floor closes about one shoe in
+# five seconds at 200 tables, so one a round keeps up); once caught up, IDLE_BUDGET_S, so that
+# its next look at the log waits at most about that long (plus one shoe).
+LIVE_BUDGET_S = 0.0
+IDLE_BUDGET_S = 0.5
+
+_KEY_COLUMNS = "table_id VARCHAR NOT NULL, shoe_id VARCHAR NOT NULL"
+
+# The closed shoes without a kept replay of their current span, newest first (by first seq
+# across tables: the evening's order).
+_BACKLOG = f"""
+WITH spans AS (
+    SELECT table_id, shoe_id, min(seq) AS first_seq, max(seq) AS last_seq
+    FROM events WHERE shoe_id IS NOT NULL
+    GROUP BY table_id, shoe_id
+    HAVING bool_or(event_type = 'ShoeClosed')
+)
+SELECT s.table_id, s.shoe_id FROM spans AS s
+ANTI JOIN {SHOES} AS k USING (table_id, shoe_id, first_seq, last_seq)
+ORDER BY s.first_seq DESC, s.table_id, s.shoe_id
+"""
+
+# The shoes a round's new events (log positions at or after `since`) can have changed: the
+# shoes they closed, and the kept shoes they belong to or whose replay read a seq of theirs.
+_CHANGED = f"""
+WITH new AS (
+    SELECT table_id, shoe_id, seq, event_type FROM events
+    WHERE {{since}}
+)
+SELECT DISTINCT table_id, shoe_id FROM new WHERE event_type = 'ShoeClosed' AND shoe_id IS NOT NULL
+UNION
+SELECT DISTINCT k.table_id, k.shoe_id FROM {SHOES} AS k JOIN new AS n
+    ON n.table_id = k.table_id
+   AND (n.shoe_id = k.shoe_id OR n.seq BETWEEN coalesce(k.taps_from, 0) AND k.last_seq)
+"""
+
+
+class ReplayKeeper:
+    """Keeps closed shoes' replays current on the writer's connection (module docstring)."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self.con = con
+        # Shoes to keep, next first: those a round changed before the backlog's.
+        self.queue: deque[tuple[str, str]] = deque()
+        self.queued: set[tuple[str, str]] = set()  # what the queue holds, each once
+        self.backlog_read = False  # the backlog is read once, when first caught up
+        self.kept = 0  # replays written by this keeper
+        ensure_tables(con)
+
+    def note_new(self, since: dict[int, int]) -> None:
+        """Queue first the shoes that the events from the log positions `since` on (the next
+        offset per partition before a round; a partition not in it: all its events) closed or
+        changed."""
+        known = " OR ".join(f"(log_partition = {int(p)} AND log_offset >= {int(o)})"
+                            for p, o in sorted(since.items()))
+        others = (f"log_partition NOT IN ({', '.join(str(int(p)) for p in sorted(since))})"
+                  if since else "true")
+        where = f"({known}) OR {others}" if known else others
+        found = {(str(t), str(s)) for t, s in
+                 self.con.execute(_CHANGED.format(since=where)).fetchall()}
+        for shoe in sorted(found - self.queued, reverse=True):
+            self.queue.appendleft(shoe)
+        self.queued |= found
+
+    def keep_some(self, budget_s: float, *, backlog: bool) -> int:
+        """Keep queued shoes until `budget_s` has passed (at least one, if any), reading the
+        backlog into the queue first when `backlog`; the number kept."""
+        if backlog and not self.backlog_read:
+            for t, s in self.con.execute(_BACKLOG).fetchall():
+                if (str(t), str(s)) not in self.queued:
+                    self.queue.append((str(t), str(s)))
+                    self.queued.add((str(t), str(s)))
+            self.backlog_read = True
+        done, started = 0, time.perf_counter()
+        while self.queue and (done == 0 or time.perf_counter() - started < budget_s):
+            table, shoe = self.queue.popleft()
+            self.queued.discard((table, shoe))
+            done += keep(self.con, table, shoe)
+        self.kept += done
+        return done
+
+
+def ensure_tables(con: duckdb.DuckDBPyConnection) -> None:
+    """Create the kept tables, tagged with this definition (replay.replay_tag); tables made by
+    another definition are dropped first (their rows would never be read)."""
+    if kept_tables_current(con):
+        return
+    probe = {"table": "", "shoe": "", "first": 0, "last": 0, "taps_from": None}
+    shoe_cols = _columns(con, SHOE_ROW, probe)
+    con.execute("BEGIN TRANSACTION")
+    try:
+        for name in KEPT:
+            con.execute(f"DROP TABLE IF EXISTS {name}")
+        # shoe_cols: the shoes row, table_id and shoe_id first (queries.SHOE_COLUMNS)
+        con.execute(f"CREATE TABLE {SHOES} ({shoe_cols}, first_seq BIGINT NOT NULL, "
+                    f"last_seq BIGINT NOT NULL, taps_from BIGINT, span_events BIGINT NOT NULL)")
+        for name, sql in ((EVENTS, REPLAY_EVENTS), (HANDS, REPLAY_HANDS)):
+            con.execute(f"CREATE TABLE {name} ({_KEY_COLUMNS}, ord INTEGER NOT NULL, "
+                        f"{_columns(con, sql, probe)})")
+        tag = replay_tag()
+        for name in KEPT:  # the tag is hex digits after a fixed text
+            con.execute(f"COMMENT ON TABLE {name} IS '{tag}'")
+        con.execute("COMMIT")
+    except BaseException:
+        roll_back(con)
+        raise
+
+
+def _columns(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, object]) -> str:
+    """`name TYPE, ...` of a query's result (bound, not run)."""
+    rel = con.sql(sql, params=params)
+    return ", ".join(f'"{c}" {t}' for c, t in zip(rel.columns, rel.types, strict=True))
+
+
+def keep(con: duckdb.DuckDBPyConnection, table: str, shoe: str) -> int:
+    """Replace the shoe's kept replay with one computed now, in one transaction; 1 when kept,
+    0 when the shoe is not closed (or gone: never, events only grow)."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        span = shoe_span(con, shoe, table)
+        if not span.closed or stored(con, span) is not None:  # open, or kept already
+            roll_back(con)
+            return 0
+        _replace(con, span)
+        con.execute("COMMIT")
+    except BaseException:
+        roll_back(con)
+        raise
+    return 1
+
+
+def _replace(con: duckdb.DuckDBPyConnection, span: Span) -> None:
+    params = query_params(con, span)
+    key: dict[str, object] = {"table": span.table, "shoe": span.shoe}
+    lo = params["taps_from"]
+    ((n,),) = con.execute(SPAN_EVENTS, {"table": span.table, "lo": 0 if lo is None else lo,
+                                        "last": span.last}).fetchall()
+    for name in KEPT:
+        con.execute(f"DELETE FROM {name} WHERE table_id = $table AND shoe_id = $shoe", key)
+    con.execute(f"INSERT INTO {SHOES} BY NAME SELECT *, $first AS first_seq, $last AS "
+                f"last_seq, $taps_from AS taps_from, $n AS span_events FROM ({SHOE_ROW})",
+                {**params, "n": n})
+    for name, sql in ((EVENTS, REPLAY_EVENTS), (HANDS, REPLAY_HANDS)):
+        found = con.sql(sql, params=params).to_arrow_table()
+        found = found.append_column("ord", pa.array(range(found.num_rows), pa.int32()))
+        con.register("_replay_rows", found)
+        try:
+            con.execute(f"INSERT INTO {name} BY NAME SELECT $table AS table_id, $shoe AS "
+                        f"shoe_id, * FROM _replay_rows", key)
+        finally:
+            con.unregister("_replay_rows")
+
+
+def kept_shoes(con: duckdb.DuckDBPyConnection) -> Iterable[tuple[str, str]]:
+    """(table, shoe) of every kept replay."""
+    return [(str(t), str(s)) for t, s in
+            con.execute(f"SELECT table_id, shoe_id FROM {SHOES} ORDER BY ALL").fetchall()]

@@ -1,0 +1,273 @@
+"""Kept replays (projections/replay_kept.py, read by projections/replay.py): the writer's rows of
+each closed shoe's replay are what its queries give, a replay reads them while nothing it read
+has changed and never after, and a keeper killed in the middle of a shoe leaves no half of one.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import uuid
+from datetime import UTC, timedelta
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+from repo_paths import REPO
+from serve_support import query, start_server, wait_until
+from store_template import new_store
+from table_builder import EVENING, TableBuilder, recorder_for
+
+from events.log.embedded.log import EmbeddedLog
+from events.recording.recorder import Recorder
+from events.reddog import model
+from events.simulation.simulator import SimConfig, simulate
+from projections import follow, replay, replay_kept
+from projections.follow import Follower
+from projections.projector import project
+from projections.replay import replay_shoe
+from projections.serve.encoding import encoder
+
+CLOSED_TX = "TX-SA"  # TX's first shoe, closed; TX-SB stays open
+OPEN_TX = "TX-SB"
+
+
+def _closed_shoes(con: duckdb.DuckDBPyConnection) -> set[tuple[str, str]]:
+    return {(str(t), str(s)) for t, s in con.execute(
+        "SELECT DISTINCT table_id, shoe_id FROM events WHERE event_type = 'ShoeClosed'"
+    ).fetchall()}
+
+
+def _all_shoes(con: duckdb.DuckDBPyConnection) -> set[tuple[str, str]]:
+    return {(str(t), str(s)) for t, s in con.execute(
+        "SELECT DISTINCT table_id, shoe_id FROM events WHERE shoe_id IS NOT NULL").fetchall()}
+
+
+def _kept(con: duckdb.DuckDBPyConnection) -> set[tuple[str, str]]:
+    return set(replay_kept.kept_shoes(con))
+
+
+def _tx(log: EmbeddedLog) -> None:
+    tx = TableBuilder(recorder_for(log), "TX", clock=EVENING + timedelta(days=30))
+    tx.open_table()
+    tx.tap_in("DX1")
+    tx.new_shoe(CLOSED_TX)
+    for n, cards in enumerate(("3S QH 7C", "8C 8D 2S", "4D 9H 5C"), start=1):
+        tx.round_no = n
+        tx.deal_round(cards, {1: 1000, 2: 500})
+    tx.round_no = None
+    tx.emit(model.ShoeClosed(cards_remaining=300))
+    tx.new_shoe(OPEN_TX)
+    tx.round_no = 1
+    tx.deal_round("2H 9S 6D", {1: 500})
+    tx.flush()
+
+
+def _evening(folder: Path) -> tuple[Path, Path]:
+    """A log (two simulated tables, T02 dealing single-deck shoes, and TX) and its projected
+    store with no kept replay."""
+    log = EmbeddedLog(folder / "log")
+    simulate(log, SimConfig(seed=19, tables=2, rounds=45, irregularities=0.04,
+                            dealer_shift_rounds=7, profiles=("nj-casino", "nj-casino-night")))
+    _tx(log)
+    db = new_store(folder / "pitlog.duckdb")
+    project(log, db)
+    return folder / "log", db
+
+
+@pytest.fixture(scope="module")
+def evening(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    return _evening(tmp_path_factory.mktemp("kept"))
+
+
+@pytest.fixture
+def store(evening: tuple[Path, Path], tmp_path: Path) -> Path:
+    return Path(shutil.copy(evening[1], tmp_path / "pitlog.duckdb"))
+
+
+def _keep_all(con: duckdb.DuckDBPyConnection) -> int:
+    return replay_kept.ReplayKeeper(con).keep_some(float("inf"), backlog=True)
+
+
+def _assert_kept_are_computed(con: duckdb.DuckDBPyConnection) -> None:
+    for table, shoe in _kept(con):
+        span = replay.shoe_span(con, shoe, table)
+        kept = replay.stored(con, span)
+        assert kept is not None, (table, shoe)
+        assert kept == replay.computed(con, span), (table, shoe)
+
+
+def test_the_follower_keeps_every_closed_shoe_as_its_queries_give_it(
+        evening: tuple[Path, Path], store: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(follow, "IDLE_BUDGET_S", float("inf"))  # the whole backlog in a round
+    stop = threading.Event()
+    with duckdb.connect(str(store)) as con:
+        assert replay.kept_tables_current(con) is False  # projected without a follower
+        follower = Follower(con, EmbeddedLog(evening[0]), stop_event=stop, poll_interval=0.01,
+                            on_round=lambda commit: stop.set())
+        follower.run()
+        closed = _closed_shoes(con)
+        assert len(closed) > 5 and (("TX", CLOSED_TX)) in closed
+        assert _kept(con) == closed  # every closed shoe, and no open one
+        assert ("TX", OPEN_TX) in _all_shoes(con) - _kept(con)
+        _assert_kept_are_computed(con)
+        # The kept rows are the whole replay: a single-deck shoe's every event and hand.
+        counts = dict(((str(t), str(s)), (int(e), int(h))) for t, s, e, h in con.execute(
+            "SELECT k.table_id, k.shoe_id, (SELECT count(*) FROM replay_events AS e WHERE "
+            "e.table_id = k.table_id AND e.shoe_id = k.shoe_id), (SELECT count(*) FROM "
+            "replay_hands AS h WHERE h.table_id = k.table_id AND h.shoe_id = k.shoe_id) "
+            "FROM replay_shoes AS k").fetchall())
+        tx = replay.computed(con, replay.shoe_span(con, CLOSED_TX, "TX"))
+        assert counts[("TX", CLOSED_TX)] == (len(tx.events), len(tx.hands))
+        assert len(tx.hands) == 4 and tx.hands[0]["source"] == "burn"  # the burn, 3 rounds
+
+
+def _tamper(con: duckdb.DuckDBPyConnection, shoe: str) -> None:
+    con.execute("UPDATE replay_events SET description = 'TAMPERED' "
+                "WHERE shoe_id = $shoe AND ord = 0", {"shoe": shoe})
+
+
+def test_a_replay_reads_the_kept_rows_until_a_late_tap_inside_the_shoe(store: Path) -> None:
+    with duckdb.connect(str(store)) as con:
+        assert _keep_all(con) == len(_closed_shoes(con))
+        _tamper(con, CLOSED_TX)  # only a replay that reads the kept rows says TAMPERED
+        assert replay_shoe(con, CLOSED_TX).events[0]["description"] == "TAMPERED"
+        before = replay.computed(con, replay.shoe_span(con, CLOSED_TX, "TX"))
+        assert before.shoe["dealers"] == ["DX1"]
+        # A tap recorded late, at a seq inside the shoe (two writers of the table): the
+        # span is the same, the number of events read is not.
+        ((first, last),) = con.execute("SELECT min(seq), max(seq) FROM events WHERE shoe_id = "
+                                       "$s", {"s": CLOSED_TX}).fetchall()
+        con.execute(
+            "INSERT INTO events SELECT * REPLACE ('DealerTappedIn' AS event_type, "
+            "'DX9' AS dealer_id, NULL AS shoe_id, NULL AS round_no, "
+            "(SELECT max(log_offset) + 1 FROM events) AS log_offset, NULL AS event_id) "
+            "FROM events WHERE table_id = 'TX' AND seq = $seq", {"seq": first + 5})
+        assert replay.shoe_span(con, CLOSED_TX, "TX").last == last
+        after = replay_shoe(con, CLOSED_TX)
+        assert after == replay.computed(con, replay.shoe_span(con, CLOSED_TX, "TX"))
+        assert after.events[0]["description"] != "TAMPERED"
+        assert after.shoe["dealers"] == ["DX1", "DX9"]  # the late tap is read
+        # Kept again, it is read again.
+        assert replay_kept.keep(con, "TX", CLOSED_TX) == 1
+        assert replay_kept.keep(con, "TX", CLOSED_TX) == 0  # kept already: not made twice
+        _tamper(con, CLOSED_TX)
+        assert replay_shoe(con, CLOSED_TX).events[0]["description"] == "TAMPERED"
+
+
+def test_a_late_line_of_a_closed_shoe_is_read_and_the_follower_keeps_it_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log_dir, db = _evening(tmp_path)  # its own log: the store is tied to the log's path
+    log = EmbeddedLog(log_dir)
+    with duckdb.connect(str(db)) as con:
+        _keep_all(con)
+        _tamper(con, CLOSED_TX)
+        ((heads,),) = con.execute("SELECT max(seq) FROM events WHERE table_id = 'TX'").fetchall()
+    # TX's builder again, continuing after its last seq: a burn of the closed shoe recorded
+    # after the next shoe's round (a device line re-stamped), so the closed shoe's span grows.
+    ids = itertools.count(10**6)  # ids after the first builder's
+    recorder = Recorder(log, new_id=lambda: str(uuid.UUID(int=next(ids))), now=lambda: EVENING)
+    tx = TableBuilder(recorder, "TX", clock=EVENING + timedelta(days=31))  # heads from the log
+    tx.shoe_id = CLOSED_TX
+    late = tx.burn("KD")
+    tx.flush()
+    assert late == heads + 1
+    monkeypatch.setattr(follow, "LIVE_BUDGET_S", 0.0)
+    stop = threading.Event()
+    seen: list[Any] = []
+    with duckdb.connect(str(db)) as con:
+        # The follower's round projects the line, then keeps the shoes it changed: this one.
+        def on_round(commit: Any) -> None:
+            seen.append(replay.stored(con, replay.shoe_span(con, CLOSED_TX, "TX")))
+            stop.set()
+        monkeypatch.setattr(follow, "IDLE_BUDGET_S", 0.0)
+        Follower(con, log, stop_event=stop, poll_interval=0.01, on_round=on_round).run()
+        span = replay.shoe_span(con, CLOSED_TX, "TX")
+        assert span.last == late
+        kept = replay.stored(con, span)
+        assert seen and seen[0] is not None  # kept again right after the round, not the backlog
+        assert kept == replay.computed(con, span)
+        assert kept.events[0]["description"] != "TAMPERED"
+        assert [e["seq"] for e in kept.events][-1] == late
+        assert "burns KD" in kept.events[-1]["description"]
+
+
+def test_kept_replays_of_another_definition_are_never_read_and_are_made_again(
+        store: Path) -> None:
+    with duckdb.connect(str(store)) as con:
+        _keep_all(con)
+        _tamper(con, CLOSED_TX)
+        con.execute("COMMENT ON TABLE replay_hands IS 'pitlog replay 0000'")  # an older pitlog's
+        assert replay.kept_tables_current(con) is False
+        assert replay_shoe(con, CLOSED_TX).events[0]["description"] != "TAMPERED"
+        replay_kept.ensure_tables(con)  # a follower's start: made again, empty
+        assert replay.kept_tables_current(con) is True
+        assert _kept(con) == set()
+        assert _keep_all(con) == len(_closed_shoes(con))
+        _assert_kept_are_computed(con)
+
+
+_KEEPER = """
+import sys
+import duckdb
+from projections import replay_kept
+con = duckdb.connect(sys.argv[1])
+keeper = replay_kept.ReplayKeeper(con)
+while keeper.keep_some(0.0, backlog=True):
+    print(keeper.kept, flush=True)
+"""
+
+
+def test_a_keeper_killed_in_the_middle_leaves_every_kept_replay_whole(store: Path) -> None:
+    with duckdb.connect(str(store)) as con:
+        closed = _closed_shoes(con)
+    proc = subprocess.Popen([sys.executable, "-c", _KEEPER, str(store)], cwd=REPO,
+                            stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.stdout is not None
+    lines = [proc.stdout.readline() for _ in range(3)]
+    os.kill(proc.pid, signal.SIGKILL)  # during the fourth shoe's transaction, or just after
+    proc.wait()
+    assert [int(n) for n in lines] == [1, 2, 3]
+    with duckdb.connect(str(store)) as con:
+        kept = _kept(con)
+        assert 3 <= len(kept) <= len(closed)
+        _assert_kept_are_computed(con)
+        # No rows of a shoe without its kept row (a half-written shoe).
+        ((orphans,),) = con.execute(
+            "SELECT count(*) FROM (SELECT table_id, shoe_id FROM replay_events UNION "
+            "SELECT table_id, shoe_id FROM replay_hands) ANTI JOIN replay_shoes "
+            "USING (table_id, shoe_id)").fetchall()
+        assert orphans == 0
+        # A restarted keeper finishes the rest.
+        assert _keep_all(con) == len(closed) - len(kept)
+        assert _kept(con) == closed
+
+
+def test_a_served_replay_of_a_kept_shoe_answers_what_the_queries_answer(tmp_path: Path) -> None:
+    log, db = _evening(tmp_path)
+    with duckdb.connect(str(db), read_only=True) as con:
+        closed = _closed_shoes(con)
+        want = {}
+        for table, shoe in sorted(closed):
+            r = replay.computed(con, replay.shoe_span(con, shoe, table))
+            want[shoe] = json.loads(json.dumps(
+                {"shoe": r.shoe, "events": r.events, "hands": r.hands}, default=encoder(UTC)))
+    server = start_server(log, db, tmp_path)
+    try:
+        # The server's follower keeps every closed shoe once it has caught up with the log.
+        wait_until(lambda: server.json(query("/api/sql", q="SELECT count(*) AS n FROM "
+                                                           "replay_shoes"))["rows"][0]["n"]
+                   == len(closed), "every closed shoe kept", server.proc, server.err)
+        for shoe, expected in want.items():
+            assert server.json(f"/api/replay/{shoe}") == expected, shoe
+    finally:
+        assert server.stop() == 0, server.err.read_text()
