@@ -314,10 +314,11 @@ class Follower:
 
 def _replay_keeper(con: duckdb.DuckDBPyConnection) -> ReplayKeeper | None:
     """The keeper of closed shoes' replays (projections/replay_kept.py), or None when its
-    tables cannot be made (a tiny memory limit): they only speed replays up."""
+    tables cannot be made (a tiny memory limit, a user's table of their name): they only speed
+    replays up."""
     try:
         return ReplayKeeper(con)
-    except duckdb.Error as exc:
+    except (duckdb.Error, ProjectionError) as exc:
         log_.warning("not keeping shoes' replays (%s); `pitlog replay` runs its queries", exc)
         return None
 

@@ -2,7 +2,7 @@
 
 A replay is three queries over the shoe's events through the views' macros (shoes_of,
 card_events_of, rounds_of, rack_of, hands_of), and nearly all of its time is DuckDB planning
-those macros (about 115 of 130 ms of CPU on a 292,769-event store, the same on a tiny one;
+those macros (about 115 of 130 ms of CPU on a 292,769-event store;
 benchmarks/results.md, session 23), not reading rows. So the writer keeps each closed shoe's
 replay as rows (projections/replay_kept.py: tables `replay_shoes`, `replay_events`,
 `replay_hands`), and a replay reads them when they still say what the queries would
@@ -18,8 +18,9 @@ so those events are the ones the replay was made from exactly when their number 
 and the shoe's span is the same; a late line of the shoe outside it moves the span, a late tap
 inside it (or any event of the table there) moves the number, a tap later than `taps_from` but
 before the shoe is inside it too. The kept rows also carry the definition they were made by
-(`replay_tag`: the views' SQL, DuckDB's version and this file's queries), so an upgraded
-pitlog never reads an older one's rows.
+(`replay_tag`: the views as the store holds them, with their SQL and DuckDB's version, and
+this file's queries), so neither an upgraded pitlog nor a store whose views another pitlog made
+again since reads rows made by other definitions.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ import duckdb
 from events.errors import NotFoundError, ProjectionError
 from projections.lookup import taps_from
 from projections.queries import SHOE_COLUMNS, Row, rows
-from projections.views import views_fingerprint
+from projections.views import VIEW_NAMES
 
 # The kept replays (projections/replay_kept.py writes them): one row per shoe in SHOES (its
 # shoes row, span, taps_from and the number of events the replay read), its replay's rows in
@@ -129,12 +130,30 @@ SPAN_EVENTS = "SELECT count(*) FROM events WHERE table_id = $table AND seq BETWE
 
 
 @cache
-def replay_tag() -> str:
-    """The definition kept replays are made by: the views (views_fingerprint: their SQL and
-    DuckDB's version) and the three queries above. The kept tables' comment holds it."""
-    h = hashlib.sha256("\0".join((views_fingerprint(), SHOE_ROW, REPLAY_EVENTS,
-                                  REPLAY_HANDS)).encode())
-    return f"pitlog replay {h.hexdigest()}"
+def _queries_digest() -> str:
+    return hashlib.sha256("\0".join((SHOE_ROW, REPLAY_EVENTS, REPLAY_HANDS)).encode()).hexdigest()
+
+
+# The comment every view of the store carries (views.ensure_views: `pitlog views <views_
+# fingerprint>`, their SQL and DuckDB's version, of the pitlog that made them), one row per
+# distinct comment among the views the replay's queries stand on.
+_VIEWS_TAG = f"""
+SELECT DISTINCT coalesce(comment, '') FROM duckdb_views()
+WHERE database_name = current_database() AND schema_name = 'main'
+  AND list_contains({list(VIEW_NAMES)!r}, view_name)
+"""
+
+
+def replay_tag(con: duckdb.DuckDBPyConnection) -> str | None:
+    """The definition kept replays of this store are made by: the views as the store holds them
+    (the comment ensure_views gave them; the queries run the store's macros, whichever pitlog
+    made them) and this file's queries. None when the views carry no one tag (no views, or one
+    replaced by hand): then no kept replay is read or made. The kept tables' comment holds it."""
+    found = [c for (c,) in con.execute(_VIEWS_TAG).fetchall()]
+    if len(found) != 1 or not found[0].startswith("pitlog views "):
+        return None
+    digest = hashlib.sha256(f"{found[0]}\0{_queries_digest()}".encode()).hexdigest()
+    return f"pitlog replay {digest}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,13 +205,17 @@ def computed(con: duckdb.DuckDBPyConnection, span: Span) -> ShoeReplay:
 
 
 def kept_tables_current(con: duckdb.DuckDBPyConnection) -> bool:
-    """The three kept tables exist, made by this definition (replay_tag). Through the catalog,
+    """The three kept tables exist, made by this definition of this store (replay_tag). Through
+    the catalog,
     not a statement that fails: inside a `pitlog serve` request's transaction a failed
     statement would abort every later one (kept_at.current)."""
+    tag = replay_tag(con)
+    if tag is None:
+        return False
     ((tagged,),) = con.execute(
         "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() AND "
         "schema_name = 'main' AND list_contains($t, table_name) AND comment = $tag",
-        {"t": list(KEPT), "tag": replay_tag()}).fetchall()
+        {"t": list(KEPT), "tag": tag}).fetchall()
     return tagged == len(KEPT)
 
 

@@ -7,10 +7,11 @@ from an event to its alert (projections/follow.py):
 
 - after a round that committed events, first the shoes those events closed (a ShoeClosed) and
   the kept shoes whose replay they changed (an event of the shoe's table at a seq the replay
-  read): one shoe a round while behind the log, for IDLE_BUDGET_S seconds once caught up;
+  read, or an event of the shoe itself): one shoe a round while behind the log, for
+  IDLE_BUDGET_S seconds once caught up;
 - once caught up, then, the closed shoes with no kept replay yet, newest first (a store
-  projected before this existed: 800 shoes at 1M, 7,189 at 10M, each costing what one replay
-  costs, 0.15-0.3 s).
+  projected before this existed: 1,944 shoes at 2.1M events, each costing about what one
+  replay costs, 0.2 s of CPU).
 
 Each shoe's rows are replaced in one transaction, computed in it by the replay's own queries:
 a kill at any instant leaves the shoe's old rows or its new ones, and a reader checks them
@@ -27,6 +28,7 @@ from collections.abc import Iterable
 import duckdb
 import pyarrow as pa
 
+from events.errors import ProjectionError
 from projections.replay import (
     EVENTS,
     HANDS,
@@ -54,18 +56,30 @@ IDLE_BUDGET_S = 0.5
 
 _KEY_COLUMNS = "table_id VARCHAR NOT NULL, shoe_id VARCHAR NOT NULL"
 
-# The closed shoes without a kept replay of their current span, newest first (by first seq
-# across tables: the evening's order).
+# The closed shoes without a kept replay of their current span, and the kept shoes whose
+# table has another number of events in the span the replay read than when it was kept (a late
+# event among its seqs, which a round queued but a stop left unkept: replay.stored's check, for
+# every kept shoe at once), newest first (by first seq across tables: the evening's order).
 _BACKLOG = f"""
 WITH spans AS (
     SELECT table_id, shoe_id, min(seq) AS first_seq, max(seq) AS last_seq
     FROM events WHERE shoe_id IS NOT NULL
     GROUP BY table_id, shoe_id
     HAVING bool_or(event_type = 'ShoeClosed')
+),
+unkept AS (
+    SELECT s.table_id, s.shoe_id, s.first_seq FROM spans AS s
+    ANTI JOIN {SHOES} AS k USING (table_id, shoe_id, first_seq, last_seq)
+),
+stale AS (
+    SELECT k.table_id, k.shoe_id, k.first_seq FROM {SHOES} AS k
+    JOIN events AS e ON e.table_id = k.table_id
+                    AND e.seq BETWEEN coalesce(k.taps_from, 0) AND k.last_seq
+    GROUP BY k.table_id, k.shoe_id, k.first_seq, k.span_events
+    HAVING count(*) <> k.span_events
 )
-SELECT s.table_id, s.shoe_id FROM spans AS s
-ANTI JOIN {SHOES} AS k USING (table_id, shoe_id, first_seq, last_seq)
-ORDER BY s.first_seq DESC, s.table_id, s.shoe_id
+SELECT table_id, shoe_id FROM (SELECT * FROM unkept UNION SELECT * FROM stale)
+ORDER BY first_seq DESC, table_id, shoe_id
 """
 
 # The shoes a round's new events (log positions at or after `since`) can have changed: the
@@ -129,10 +143,25 @@ class ReplayKeeper:
 
 
 def ensure_tables(con: duckdb.DuckDBPyConnection) -> None:
-    """Create the kept tables, tagged with this definition (replay.replay_tag); tables made by
-    another definition are dropped first (their rows would never be read)."""
+    """Create the kept tables, tagged with this definition of this store (replay.replay_tag);
+    kept tables made by another definition are dropped first (their rows would never be read).
+    Raises ProjectionError when the store's views carry no one pitlog tag, or a table or view of
+    one of the kept tables' names is not pitlog's (a user's: never dropped)."""
     if kept_tables_current(con):
         return
+    tag = replay_tag(con)
+    if tag is None:
+        raise ProjectionError("the store's views carry no one pitlog tag; a read-write open "
+                              "(`pitlog project`) makes them again")
+    foreign = [name for name, kind, comment in con.execute(
+        "SELECT table_name, 'table', comment FROM duckdb_tables() WHERE database_name = "
+        "current_database() AND schema_name = 'main' UNION ALL SELECT view_name, 'view', "
+        "comment FROM duckdb_views() WHERE database_name = current_database() AND "
+        "schema_name = 'main'").fetchall()
+        if name in KEPT and (kind == "view" or not (comment or "").startswith("pitlog replay "))]
+    if foreign:
+        raise ProjectionError(f"not keeping shoes' replays: {', '.join(sorted(foreign))} in the "
+                              f"store is not pitlog's; rename it to let pitlog keep them")
     probe = {"table": "", "shoe": "", "first": 0, "last": 0, "taps_from": None}
     shoe_cols = _columns(con, SHOE_ROW, probe)
     con.execute("BEGIN TRANSACTION")
@@ -145,7 +174,6 @@ def ensure_tables(con: duckdb.DuckDBPyConnection) -> None:
         for name, sql in ((EVENTS, REPLAY_EVENTS), (HANDS, REPLAY_HANDS)):
             con.execute(f"CREATE TABLE {name} ({_KEY_COLUMNS}, ord INTEGER NOT NULL, "
                         f"{_columns(con, sql, probe)})")
-        tag = replay_tag()
         for name in KEPT:  # the tag is hex digits after a fixed text
             con.execute(f"COMMENT ON TABLE {name} IS '{tag}'")
         con.execute("COMMIT")

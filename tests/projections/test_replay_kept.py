@@ -25,6 +25,7 @@ from serve_support import query, start_server, wait_until
 from store_template import new_store
 from table_builder import EVENING, TableBuilder, recorder_for
 
+from events.errors import ProjectionError
 from events.log.embedded.log import EmbeddedLog
 from events.recording.recorder import Recorder
 from events.reddog import model
@@ -34,6 +35,7 @@ from projections.follow import Follower
 from projections.projector import project
 from projections.replay import replay_shoe
 from projections.serve.encoding import encoder
+from projections.views import VIEW_NAMES
 
 CLOSED_TX = "TX-SA"  # TX's first shoe, closed; TX-SB stays open
 OPEN_TX = "TX-SB"
@@ -156,8 +158,9 @@ def test_a_replay_reads_the_kept_rows_until_a_late_tap_inside_the_shoe(store: Pa
         assert after == replay.computed(con, replay.shoe_span(con, CLOSED_TX, "TX"))
         assert after.events[0]["description"] != "TAMPERED"
         assert after.shoe["dealers"] == ["DX1", "DX9"]  # the late tap is read
-        # Kept again, it is read again.
-        assert replay_kept.keep(con, "TX", CLOSED_TX) == 1
+        # A keeper started afterwards (the one that saw the tap was stopped first) finds it in
+        # its backlog: kept again, it is read again.
+        assert replay_kept.ReplayKeeper(con).keep_some(float("inf"), backlog=True) == 1
         assert replay_kept.keep(con, "TX", CLOSED_TX) == 0  # kept already: not made twice
         _tamper(con, CLOSED_TX)
         assert replay_shoe(con, CLOSED_TX).events[0]["description"] == "TAMPERED"
@@ -200,12 +203,17 @@ def test_a_late_line_of_a_closed_shoe_is_read_and_the_follower_keeps_it_again(
         assert "burns KD" in kept.events[-1]["description"]
 
 
+@pytest.mark.parametrize("other", ["kept tables", "views"])
 def test_kept_replays_of_another_definition_are_never_read_and_are_made_again(
-        store: Path) -> None:
+        store: Path, other: str) -> None:
     with duckdb.connect(str(store)) as con:
         _keep_all(con)
         _tamper(con, CLOSED_TX)
-        con.execute("COMMENT ON TABLE replay_hands IS 'pitlog replay 0000'")  # an older pitlog's
+        if other == "kept tables":  # kept by an older pitlog
+            con.execute("COMMENT ON TABLE replay_hands IS 'pitlog replay 0000'")
+        else:  # the views made again by another pitlog (its read-write open), tagged with its SQL
+            for name in VIEW_NAMES:
+                con.execute(f"COMMENT ON VIEW {name} IS 'pitlog views 0000'")
         assert replay.kept_tables_current(con) is False
         assert replay_shoe(con, CLOSED_TX).events[0]["description"] != "TAMPERED"
         replay_kept.ensure_tables(con)  # a follower's start: made again, empty
@@ -213,6 +221,17 @@ def test_kept_replays_of_another_definition_are_never_read_and_are_made_again(
         assert _kept(con) == set()
         assert _keep_all(con) == len(_closed_shoes(con))
         _assert_kept_are_computed(con)
+
+
+@pytest.mark.parametrize("kind", ["TABLE", "VIEW"])
+def test_a_users_table_of_a_kept_tables_name_is_never_dropped(store: Path, kind: str) -> None:
+    with duckdb.connect(str(store)) as con:
+        con.execute(f"CREATE {kind} replay_hands AS SELECT 42 AS my_data")
+        with pytest.raises(ProjectionError, match="replay_hands in the store is not pitlog's"):
+            replay_kept.ReplayKeeper(con)
+        assert con.execute("SELECT * FROM replay_hands").fetchall() == [(42,)]
+        assert replay_shoe(con, CLOSED_TX) == replay.computed(
+            con, replay.shoe_span(con, CLOSED_TX, "TX"))
 
 
 _KEEPER = """
