@@ -22,7 +22,7 @@ import fastavro
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from repo_paths import REPO
 
-from projections import id_index
+from projections import id_index, replay
 
 # tools.kafka_broker, like test_kafka_broker.py: the whole session shares one registry of the
 # JVMs it launched.
@@ -129,12 +129,30 @@ COMPARED_APART = (*WALL_CLOCK_COLUMNS, "alert_seq")
 # A store's own key (projections/id_index.py: random per store, so that no store reads another
 # store's index of ids): two stores of the same log differ there by design.
 STORE_KEY = (id_index.KEY,)
+# The kept replays (projections/replay_kept.py): which shoes a follower has kept depends on when
+# it caught up, so two stores of one log hold different ones; kept_replays_hold checks instead
+# that every kept replay is what its queries give.
+KEPT_REPLAYS = replay.KEPT
 
 
 # The running sums' one DOUBLE (projections/running_sums.py): a floating sum depends on the
 # order of its terms, so a store kept batch by batch (or killed and restarted) and one built
 # whole agree to about 1e-16 of it, not bit for bit; sums_agree compares it.
 SUMMED_IN_ANY_ORDER = ("sum_sq_deviation",)
+
+
+def kept_replays_hold(db: Path) -> int:
+    """Check that every kept replay of the store is read and is the replay its queries give;
+    the number of kept replays."""
+    with duckdb.connect(str(db), read_only=True) as con:
+        if not replay.kept_tables_current(con):
+            return 0
+        kept = con.execute(f"SELECT table_id, shoe_id FROM {replay.SHOES}").fetchall()
+        for table, shoe in kept:
+            span = replay.shoe_span(con, shoe, table)
+            stored = replay.stored(con, span)
+            assert stored is not None and stored == replay.computed(con, span), (table, shoe)
+    return len(kept)
 
 
 def sums_agree(a: Path, b: Path) -> int:
@@ -165,7 +183,7 @@ def content_digests(db: Path, *, exclude: Sequence[str] = COMPARED_APART,
         con.execute("SET TimeZone = 'UTC'")  # timestamps render the same in every session
         out: dict[str, tuple[int, str]] = {}
         for name in relations(con):
-            if name in skip or name in STORE_KEY:
+            if name in skip or name in STORE_KEY or name in KEPT_REPLAYS:
                 continue
             columns = [c for (c,) in con.execute(
                 "SELECT column_name FROM information_schema.columns "
