@@ -302,7 +302,7 @@ class Follower:
             if self.publisher is not None:
                 self.publisher.maybe()  # between rounds only: a copy never delays a batch
             if projected == ends:  # caught up: wait for news (else loop at once, more arrived)
-                if replays is not None:
+                if replays is not None and _nothing_new(log, projected):
                     _keep_replays(replays, IDLE_BUDGET_S, backlog=True)
                 flag.sleep(self.poll_interval)
         events, quarantined, alerts = (after - before for after, before
@@ -321,6 +321,15 @@ def _replay_keeper(con: duckdb.DuckDBPyConnection) -> ReplayKeeper | None:
     except (duckdb.Error, ProjectionError) as exc:
         log_.warning("not keeping shoes' replays (%s); `pitlog replay` runs its queries", exc)
         return None
+
+
+def _nothing_new(log: EventLog, projected: dict[int, int]) -> bool:
+    """No record has arrived since the round's end offsets were read: the follower is idle, so
+    the backlog of replays to keep delays no event (one more end-offset read)."""
+    try:
+        return log.end_offsets() == projected
+    except LogError:
+        return False
 
 
 def _keep_replays(replays: ReplayKeeper, budget_s: float, *,

@@ -8,8 +8,9 @@ from an event to its alert (projections/follow.py):
 - after a round that committed events, first the shoes those events closed (a ShoeClosed) and
   the kept shoes whose replay they changed (an event of the shoe's table at a seq the replay
   read, or an event of the shoe itself): one shoe a round while behind the log, for
-  IDLE_BUDGET_S seconds once caught up;
-- once caught up, then, the closed shoes with no kept replay yet, newest first (a store
+  IDLE_BUDGET_S seconds once idle (below);
+- once idle (the log's end offsets read again after a round are the ones it projected to, so
+  no event waits for it), then, the closed shoes with no kept replay yet, newest first (a store
   projected before this existed: 1,944 shoes at 2.1M events, each costing about what one
   replay costs, 0.2 s of CPU).
 
@@ -48,9 +49,10 @@ from projections.replay import (
 from projections.transaction import roll_back
 
 # Seconds of kept replays a follower makes after a round (module docstring; at least one shoe
-# when any is queued): while it is behind the log, one shoe (the floor closes about one shoe in
-# five seconds at 200 tables, so one a round keeps up); once caught up, IDLE_BUDGET_S, so that
-# its next look at the log waits at most about that long (plus one shoe).
+# when any is queued): while it is behind the log, one shoe (200 tables at 300 events a second
+# close about one shoe every 3.7 s, benchmarks/results.md session 23, so one a round keeps up);
+# once idle, IDLE_BUDGET_S, so that its next look at the log waits at most about that long
+# (plus one shoe).
 LIVE_BUDGET_S = 0.0
 IDLE_BUDGET_S = 0.5
 
@@ -105,7 +107,7 @@ class ReplayKeeper:
         # Shoes to keep, next first: those a round changed before the backlog's.
         self.queue: deque[tuple[str, str]] = deque()
         self.queued: set[tuple[str, str]] = set()  # what the queue holds, each once
-        self.backlog_read = False  # the backlog is read once, when first caught up
+        self.backlog_read = False  # the backlog is read once, when first idle
         self.kept = 0  # replays written by this keeper
         ensure_tables(con)
 

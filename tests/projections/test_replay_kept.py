@@ -290,3 +290,27 @@ def test_a_served_replay_of_a_kept_shoe_answers_what_the_queries_answer(tmp_path
             assert server.json(f"/api/replay/{shoe}") == expected, shoe
     finally:
         assert server.stop() == 0, server.err.read_text()
+
+
+def test_the_backlog_waits_while_records_are_arriving(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    log_dir, db = _evening(tmp_path)
+    log = EmbeddedLog(log_dir)
+    monkeypatch.setattr(follow, "IDLE_BUDGET_S", float("inf"))
+    recorder = Recorder(log, new_id=lambda: str(uuid.uuid4()), now=lambda: EVENING)
+
+    def a_record_arrives(commit: Any) -> None:  # after the round read the log's end
+        recorder.record("TX", model.DealerTappedIn(dealer_id="DX7"), shoe_id=None,
+                        round_no=None, actor="pit", occurred_at=EVENING + timedelta(days=32))
+        recorder.flush()
+        stop.set()
+
+    with duckdb.connect(str(db)) as con:
+        stop = threading.Event()
+        Follower(con, log, stop_event=stop, poll_interval=0.01,
+                 on_round=a_record_arrives).run()
+        assert _kept(con) == set()  # a record was waiting: no backlog was kept
+        stop = threading.Event()
+        Follower(con, log, stop_event=stop, poll_interval=0.01,
+                 on_round=lambda commit: stop.set()).run()
+        assert _kept(con) == _closed_shoes(con)  # idle: the whole backlog
