@@ -6,12 +6,12 @@ those macros (about 115 of 130 ms of CPU on a 292,769-event store;
 benchmarks/results.md, session 23), not reading rows. So the writer keeps each closed shoe's
 replay as rows (projections/replay_kept.py: tables `replay_shoes`, `replay_events`,
 `replay_hands`), and a replay reads them when they still say what the queries would
-(`_stored`), through plain scans that plan in a millisecond or two. Otherwise it runs the
+(`stored`), through plain scans that plan in a millisecond or two. Otherwise it runs the
 queries. Either way the answer is the same rows (docs/architecture.md, principle 6: the writer
 serves the reads).
 
 When a kept replay still holds: the queries read only the events of the shoe's table whose seq
-lies between the shoe's first and last (`_SHOE_SPAN`), and its dealer taps from `taps_from`
+lies between the shoe's first and last (`SHOE_SPAN`), and its dealer taps from `taps_from`
 (projections/lookup.py: the table's latest tap at or before the shoe's first event, None when
 there is none, then from the table's start) to the shoe's last. The events table only grows,
 so those events are the ones the replay was made from exactly when their number is the same
