@@ -205,13 +205,15 @@ def computed(con: duckdb.DuckDBPyConnection, span: Span) -> ShoeReplay:
 
 
 def kept_tables_current(con: duckdb.DuckDBPyConnection) -> bool:
-    """The three kept tables exist, made by this definition of this store (replay_tag). Through
-    the catalog,
-    not a statement that fails: inside a `pitlog serve` request's transaction a failed
-    statement would abort every later one (kept_at.current)."""
+    """The three kept tables exist, made by this definition of this store (replay_tag)."""
     tag = replay_tag(con)
-    if tag is None:
-        return False
+    return tag is not None and tables_tagged(con, tag)
+
+
+def tables_tagged(con: duckdb.DuckDBPyConnection, tag: str) -> bool:
+    """The three kept tables exist and carry `tag`. Through the catalog, not a statement that
+    fails: inside a `pitlog serve` request's transaction a failed statement would abort every
+    later one (kept_at.current)."""
     ((tagged,),) = con.execute(
         "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() AND "
         "schema_name = 'main' AND list_contains($t, table_name) AND comment = $tag",
@@ -219,22 +221,38 @@ def kept_tables_current(con: duckdb.DuckDBPyConnection) -> bool:
     return tagged == len(KEPT)
 
 
-def stored(con: duckdb.DuckDBPyConnection, span: Span) -> ShoeReplay | None:
-    """The kept replay of the shoe, when it holds (module docstring); None otherwise."""
+def span_events(con: duckdb.DuckDBPyConnection, table: str, taps_from: int | None,
+                last: int) -> int:
+    """How many events of `table` a replay reads up to its shoe's `last` seq: from its dealer
+    look-up's start, `taps_from` (the table's start when None). Kept with the rows; equal
+    again only while no event has come among them (module docstring)."""
+    ((n,),) = con.execute(SPAN_EVENTS, {"table": table, "lo": 0 if taps_from is None
+                                        else taps_from, "last": last}).fetchall()
+    return int(n)
+
+
+def kept_shoe_row(con: duckdb.DuckDBPyConnection, span: Span) -> Row | None:
+    """The kept shoes row of the shoe when its kept replay holds (module docstring): the tag,
+    the span and the number of events it read; None otherwise."""
     if not kept_tables_current(con):
         return None
-    key: dict[str, object] = {"table": span.table, "shoe": span.shoe}
     found = rows(con, f"SELECT taps_from, span_events, {', '.join(SHOE_COLUMNS)} FROM {SHOES} "
                       "WHERE table_id = $table AND shoe_id = $shoe AND first_seq = $first AND "
-                      "last_seq = $last", {**key, "first": span.first, "last": span.last})
+                      "last_seq = $last", {"table": span.table, "shoe": span.shoe,
+                                           "first": span.first, "last": span.last})
     if len(found) != 1:
         return None
     shoe = dict(found[0])
     lo, expected = shoe.pop("taps_from"), shoe.pop("span_events")
-    ((now,),) = con.execute(SPAN_EVENTS, {"table": span.table, "lo": 0 if lo is None else lo,
-                                          "last": span.last}).fetchall()
-    if now != expected:
+    return shoe if span_events(con, span.table, lo, span.last) == expected else None
+
+
+def stored(con: duckdb.DuckDBPyConnection, span: Span) -> ShoeReplay | None:
+    """The kept replay of the shoe, when it holds (kept_shoe_row); None otherwise."""
+    shoe = kept_shoe_row(con, span)
+    if shoe is None:
         return None
+    key: dict[str, object] = {"table": span.table, "shoe": span.shoe}
     return ShoeReplay(shoe, _kept_rows(con, EVENTS, key), _kept_rows(con, HANDS, key))
 
 

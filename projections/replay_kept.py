@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Iterable
+from typing import cast
 
 import duckdb
 import pyarrow as pa
@@ -38,13 +38,13 @@ from projections.replay import (
     REPLAY_HANDS,
     SHOE_ROW,
     SHOES,
-    SPAN_EVENTS,
     Span,
-    kept_tables_current,
+    kept_shoe_row,
     query_params,
     replay_tag,
     shoe_span,
-    stored,
+    span_events,
+    tables_tagged,
 )
 from projections.transaction import roll_back
 
@@ -149,12 +149,12 @@ def ensure_tables(con: duckdb.DuckDBPyConnection) -> None:
     kept tables made by another definition are dropped first (their rows would never be read).
     Raises ProjectionError when the store's views carry no one pitlog tag, or a table or view of
     one of the kept tables' names is not pitlog's (a user's: never dropped)."""
-    if kept_tables_current(con):
-        return
     tag = replay_tag(con)
     if tag is None:
         raise ProjectionError("the store's views carry no one pitlog tag; a read-write open "
                               "(`pitlog project`) makes them again")
+    if tables_tagged(con, tag):
+        return
     foreign = [name for name, kind, comment in con.execute(
         "SELECT table_name, 'table', comment FROM duckdb_tables() WHERE database_name = "
         "current_database() AND schema_name = 'main' UNION ALL SELECT view_name, 'view', "
@@ -196,7 +196,7 @@ def keep(con: duckdb.DuckDBPyConnection, table: str, shoe: str) -> int:
     con.execute("BEGIN TRANSACTION")
     try:
         span = shoe_span(con, shoe, table)
-        if not span.closed or stored(con, span) is not None:  # open, or kept already
+        if not span.closed or kept_shoe_row(con, span) is not None:  # open, or kept already
             roll_back(con)
             return 0
         _replace(con, span)
@@ -210,9 +210,7 @@ def keep(con: duckdb.DuckDBPyConnection, table: str, shoe: str) -> int:
 def _replace(con: duckdb.DuckDBPyConnection, span: Span) -> None:
     params = query_params(con, span)
     key: dict[str, object] = {"table": span.table, "shoe": span.shoe}
-    lo = params["taps_from"]
-    ((n,),) = con.execute(SPAN_EVENTS, {"table": span.table, "lo": 0 if lo is None else lo,
-                                        "last": span.last}).fetchall()
+    n = span_events(con, span.table, cast(int | None, params["taps_from"]), span.last)
     for name in KEPT:
         con.execute(f"DELETE FROM {name} WHERE table_id = $table AND shoe_id = $shoe", key)
     con.execute(f"INSERT INTO {SHOES} BY NAME SELECT *, $first AS first_seq, $last AS "
@@ -228,8 +226,3 @@ def _replace(con: duckdb.DuckDBPyConnection, span: Span) -> None:
         finally:
             con.unregister("_replay_rows")
 
-
-def kept_shoes(con: duckdb.DuckDBPyConnection) -> Iterable[tuple[str, str]]:
-    """(table, shoe) of every kept replay."""
-    return [(str(t), str(s)) for t, s in
-            con.execute(f"SELECT table_id, shoe_id FROM {SHOES} ORDER BY ALL").fetchall()]

@@ -130,8 +130,8 @@ COMPARED_APART = (*WALL_CLOCK_COLUMNS, "alert_seq")
 # store's index of ids): two stores of the same log differ there by design.
 STORE_KEY = (id_index.KEY,)
 # The kept replays (projections/replay_kept.py): which shoes a follower has kept depends on when
-# it caught up, so two stores of one log hold different ones; kept_replays_hold checks instead
-# that every kept replay is what its queries give.
+# it caught up, so two stores of one log hold different ones; live_support.assert_kept_replays_hold
+# checks instead that every kept replay is what its queries give.
 KEPT_REPLAYS = replay.KEPT
 
 
@@ -139,20 +139,6 @@ KEPT_REPLAYS = replay.KEPT
 # order of its terms, so a store kept batch by batch (or killed and restarted) and one built
 # whole agree to about 1e-16 of it, not bit for bit; sums_agree compares it.
 SUMMED_IN_ANY_ORDER = ("sum_sq_deviation",)
-
-
-def kept_replays_hold(db: Path) -> int:
-    """Check that every kept replay of the store is read and is the replay its queries give;
-    the number of kept replays."""
-    with duckdb.connect(str(db), read_only=True) as con:
-        if not replay.kept_tables_current(con):
-            return 0
-        kept = con.execute(f"SELECT table_id, shoe_id FROM {replay.SHOES}").fetchall()
-        for table, shoe in kept:
-            span = replay.shoe_span(con, shoe, table)
-            stored = replay.stored(con, span)
-            assert stored is not None and stored == replay.computed(con, span), (table, shoe)
-    return len(kept)
 
 
 def sums_agree(a: Path, b: Path) -> int:

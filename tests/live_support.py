@@ -18,6 +18,7 @@ from events.log.base import EventLog
 from events.log.embedded.log import EmbeddedLog
 from events.log.registry import open_log
 from events.simulation.simulator import SimConfig, simulate
+from projections import replay
 from projections.anomalies import STATISTICAL, STORED
 from projections.reconcile import (
     OUTCOME_COUNTS,
@@ -204,3 +205,16 @@ def fill(uri: str, records: list[tuple[bytes, bytes]]) -> None:
         log.append(records)
     finally:
         log.close()
+
+
+def assert_kept_replays_hold(con: duckdb.DuckDBPyConnection) -> int:
+    """Every kept replay of the store (projections/replay_kept.py) is read and is the replay its
+    queries give; the number of kept replays (0 when the store keeps none)."""
+    if not replay.kept_tables_current(con):
+        return 0
+    kept = con.execute(f"SELECT table_id, shoe_id FROM {replay.SHOES}").fetchall()
+    for table, shoe in kept:
+        span = replay.shoe_span(con, shoe, table)
+        stored = replay.stored(con, span)
+        assert stored is not None and stored == replay.computed(con, span), (table, shoe)
+    return len(kept)

@@ -24,7 +24,8 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from kafka_support import content_digests, kept_replays_hold, read_alerts, sums_agree
+from kafka_support import content_digests, read_alerts, sums_agree
+from live_support import assert_kept_replays_hold
 from repo_paths import REPO
 
 from events.errors import PitlogError
@@ -182,7 +183,8 @@ def test_projector_killed_at_random_points_ends_with_the_views_of_an_uninterrupt
     assert followed.pop("alerts_outbox")[0] == 1 and expected.pop("alerts_outbox")[0] == 0
     assert followed == expected
     assert sums_agree(db, reference) == 0  # the running sums' DOUBLE, to 1e-9 of itself
-    kept_replays_hold(db)  # however many shoes the killed follower kept, each is whole
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert_kept_replays_hold(con)  # however many shoes the killed follower kept, each whole
     # Every alert on the alert topic once, in order, across the four SIGKILLs.
     with duckdb.connect(str(db), read_only=True) as con:
         raised = con.execute("SELECT alert_seq, alert_id FROM alerts ORDER BY 1").fetchall()

@@ -20,6 +20,7 @@ from typing import Any
 
 import duckdb
 import pytest
+from live_support import assert_kept_replays_hold
 from repo_paths import REPO
 from serve_support import query, start_server, wait_until
 from store_template import new_store
@@ -53,7 +54,8 @@ def _all_shoes(con: duckdb.DuckDBPyConnection) -> set[tuple[str, str]]:
 
 
 def _kept(con: duckdb.DuckDBPyConnection) -> set[tuple[str, str]]:
-    return set(replay_kept.kept_shoes(con))
+    return {(str(t), str(s)) for t, s in con.execute(
+        f"SELECT table_id, shoe_id FROM {replay.SHOES}").fetchall()}
 
 
 def _tx(log: EmbeddedLog) -> None:
@@ -98,14 +100,6 @@ def _keep_all(con: duckdb.DuckDBPyConnection) -> int:
     return replay_kept.ReplayKeeper(con).keep_some(float("inf"), backlog=True)
 
 
-def _assert_kept_are_computed(con: duckdb.DuckDBPyConnection) -> None:
-    for table, shoe in _kept(con):
-        span = replay.shoe_span(con, shoe, table)
-        kept = replay.stored(con, span)
-        assert kept is not None, (table, shoe)
-        assert kept == replay.computed(con, span), (table, shoe)
-
-
 def test_the_follower_keeps_every_closed_shoe_as_its_queries_give_it(
         evening: tuple[Path, Path], store: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
@@ -120,7 +114,7 @@ def test_the_follower_keeps_every_closed_shoe_as_its_queries_give_it(
         assert len(closed) > 5 and (("TX", CLOSED_TX)) in closed
         assert _kept(con) == closed  # every closed shoe, and no open one
         assert ("TX", OPEN_TX) in _all_shoes(con) - _kept(con)
-        _assert_kept_are_computed(con)
+        assert_kept_replays_hold(con)
         # The kept rows are the whole replay: a single-deck shoe's every event and hand.
         counts = dict(((str(t), str(s)), (int(e), int(h))) for t, s, e, h in con.execute(
             "SELECT k.table_id, k.shoe_id, (SELECT count(*) FROM replay_events AS e WHERE "
@@ -220,7 +214,7 @@ def test_kept_replays_of_another_definition_are_never_read_and_are_made_again(
         assert replay.kept_tables_current(con) is True
         assert _kept(con) == set()
         assert _keep_all(con) == len(_closed_shoes(con))
-        _assert_kept_are_computed(con)
+        assert_kept_replays_hold(con)
 
 
 @pytest.mark.parametrize("kind", ["TABLE", "VIEW"])
@@ -259,7 +253,7 @@ def test_a_keeper_killed_in_the_middle_leaves_every_kept_replay_whole(store: Pat
     with duckdb.connect(str(store)) as con:
         kept = _kept(con)
         assert 3 <= len(kept) <= len(closed)
-        _assert_kept_are_computed(con)
+        assert_kept_replays_hold(con)
         # No rows of a shoe without its kept row (a half-written shoe).
         ((orphans,),) = con.execute(
             "SELECT count(*) FROM (SELECT table_id, shoe_id FROM replay_events UNION "
