@@ -379,8 +379,12 @@ def m_reconcile_day(a: Args) -> dict[str, Any]:
 
 
 def m_dispute_parts(a: Args) -> dict[str, Any]:
-    """The dispute lookup's queries one by one, to show which of them grow with the store."""
+    """The dispute lookup's queries one by one (as dispute.dispute runs them), to show which of
+    them grow with the store; the round and its settlements both by their queries and from the
+    writer's kept rows when the round's shoe has them."""
     from projections import dispute as d
+    from projections import dispute_sql as sql
+    from projections import replay
     from projections.anomalies import anomalies_touching
     from projections.moment import OutsideRound, locate
     from projections.queries import rows
@@ -391,31 +395,40 @@ def m_dispute_parts(a: Args) -> dict[str, Any]:
         rng = random.Random(a.get("seed", 2))
         parts: dict[str, list[float]] = {}
         t = Timer().__enter__()
+
+        def timed(name: str, call: Callable[[], Any]) -> Any:
+            started = time.perf_counter()
+            out = call()
+            parts.setdefault(name, []).append(time.perf_counter() - started)
+            return out
+
         for _ in range(a["lookups"]):
             table, lo, hi = rng.choice(spans)
             at = lo + timedelta(seconds=rng.uniform(0, (hi - lo).total_seconds()))
-
-            def timed(name: str, call: Callable[[], Any]) -> Any:
-                started = time.perf_counter()
-                out = call()
-                parts.setdefault(name, []).append(time.perf_counter() - started)
-                return out
-
             try:
                 span = timed("round_at", lambda tb=table, at=at: locate(con, tb, at))
             except OutsideRound:
                 continue
             shoe, rnd = span.shoe_id, span.round_no
-            p = {"table": table, "shoe": shoe, "round": rnd, "first": span.first_seq,
-                 "last": span.last_seq}
-            (head,) = timed("round", lambda p=p: rows(con, d._ROUND, p))
-            p = {**p, "first": head["first_seq"], "last": head["last_seq"]}  # as dispute() does
-            timed("cards", lambda p=p, h=head: rows(con, d._CARDS, {
-                **p, "third_pos": h["third_card_pos"], "kind": h["kind"]}))
-            timed("announcements", lambda p=p: rows(con, d._ANNOUNCEMENTS, p))
-            timed("wagers", lambda p=p: rows(con, d._WAGERS, {**p, "seat": None}))
-            timed("settlements (ledger_of)",
-                  lambda p=p: rows(con, d._SETTLEMENTS, {**p, "seat": None}))
+            ctx, kept = timed("context and kept check", lambda tb=table, s=span: d._context(
+                con, tb, s.shoe_id, s.first_seq, s.last_seq))
+            one = {**ctx, "round": rnd}
+            (head,) = timed("round (query)", lambda one=one: rows(con, d._ONE_ROUND, one))
+            if kept:
+                timed("round (kept)", lambda tb=table, s=shoe, r=rnd: replay.kept_round(
+                    con, tb, s, r))
+            inr = {"table": table, "shoe": shoe, "round": rnd, "round_first": head["first_seq"],
+                   "round_last": head["last_seq"]}
+            timed("cards", lambda inr=inr, ctx=ctx, h=head: rows(con, sql.CARDS, {
+                **inr, "first": ctx["first"], "last": ctx["last"],
+                "third_pos": h["third_card_pos"], "kind": h["kind"]}))
+            timed("announcements", lambda inr=inr: rows(con, sql.ANNOUNCEMENTS, inr))
+            timed("wagers", lambda inr=inr: rows(con, sql.WAGERS, {**inr, "seat": None}))
+            timed("settlements (query, ledger_of)", lambda one=one: rows(
+                con, d._ONE_ROUNDS_SETTLEMENTS, {**one, "seat": None}))
+            if kept:
+                timed("settlements (kept)", lambda tb=table, s=shoe, r=rnd: replay.kept_settlements(
+                    con, tb, s, r, None))
             timed("anomalies (stored rows)", lambda h=head, tb=table, s=shoe, r=rnd:
                   anomalies_touching(con, tb, s, r, h["first_seq"], h["last_seq"]))
             if sum(sum(v) for v in parts.values()) > a.get("budget_s", 120.0):

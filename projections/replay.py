@@ -10,17 +10,24 @@ replay as rows (projections/replay_kept.py: tables `replay_shoes`, `replay_event
 queries. Either way the answer is the same rows (docs/architecture.md, principle 6: the writer
 serves the reads).
 
-When a kept replay still holds: the queries read only the events of the shoe's table whose seq
-lies between the shoe's first and last (`SHOE_SPAN`), and its dealer taps from `taps_from`
+The writer keeps, with a closed shoe's replay, its rounds' rows and settlements as a dispute
+reads them (projections/dispute_sql.py ROUNDS and SETTLEMENTS, in the same context as the
+replay: tables `replay_rounds`, `replay_settlements`), so a dispute about a round of a kept shoe
+plans neither the rounds nor the ledger macros (`kept_round`, `kept_settlements`).
+
+When kept rows still hold: the queries read only the events of the shoe's table whose seq
+lies between the shoe's first and last (`SHOE_SPAN`), its dealer taps from `taps_from`
 (projections/lookup.py: the table's latest tap at or before the shoe's first event, None when
-there is none, then from the table's start) to the shoe's last. The events table only grows,
-so those events are the ones the replay was made from exactly when their number is the same
-and the shoe's span is the same; a late line of the shoe outside it moves the span, a late tap
-inside it (or any event of the table there) moves the number, a tap later than `taps_from` but
-before the shoe is inside it too. The kept rows also carry the definition they were made by
-(`replay_tag`: the views as the store holds them, with their SQL and DuckDB's version, and
-this file's queries), so neither an upgraded pitlog nor a store whose views another pitlog made
-again since reads rows made by other definitions.
+there is none, then from the table's start) to the shoe's last, and (the settlements) the
+table's TableOpened at or before the shoe's last, for the paytable in force. The events table
+only grows, so those events are the ones the rows were made from exactly when their number is
+the same, the number of openings is the same, and the shoe's span is the same; a late line of
+the shoe outside it moves the span, a late tap inside it (or any event of the table there)
+moves the number, a tap later than `taps_from` but before the shoe is inside it too, and a
+late opening earlier than the span moves the openings. The kept rows also carry the definition
+they were made by (`replay_tag`: the views as the store holds them, with their SQL and DuckDB's
+version, and the kept queries), so neither an upgraded pitlog nor a store whose views another
+pitlog made again since reads rows made by other definitions.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from functools import cache
 import duckdb
 
 from events.errors import NotFoundError, ProjectionError
+from projections.dispute_sql import KEPT_QUERIES
 from projections.lookup import taps_from
 from projections.queries import SHOE_COLUMNS, Row, rows
 from projections.views import VIEW_NAMES
@@ -42,7 +50,11 @@ from projections.views import VIEW_NAMES
 SHOES = "replay_shoes"
 EVENTS = "replay_events"
 HANDS = "replay_hands"
-KEPT = (SHOES, EVENTS, HANDS)
+# ... and, for its rounds' disputes (projections/dispute.py), the rows of dispute_sql.ROUNDS and
+# dispute_sql.SETTLEMENTS in the shoe's context.
+ROUNDS = "replay_rounds"
+SETTLEMENTS = "replay_settlements"
+KEPT = (SHOES, EVENTS, HANDS, ROUNDS, SETTLEMENTS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,9 +141,16 @@ ORDER BY k.first_position
 SPAN_EVENTS = "SELECT count(*) FROM events WHERE table_id = $table AND seq BETWEEN $lo AND $last"
 
 
+# The table's paytables a kept shoe's settlements read (sql/ledger.sql paytables_of: its
+# TableOpened at or before the shoe's last seq, however early; module docstring).
+OPENINGS = ("SELECT count(*) FROM events WHERE table_id = $table AND seq <= $last "
+            "AND event_type = 'TableOpened'")
+
+
 @cache
 def _queries_digest() -> str:
-    return hashlib.sha256("\0".join((SHOE_ROW, REPLAY_EVENTS, REPLAY_HANDS)).encode()).hexdigest()
+    return hashlib.sha256("\0".join((SHOE_ROW, REPLAY_EVENTS, REPLAY_HANDS, OPENINGS)
+                                    + KEPT_QUERIES).encode()).hexdigest()
 
 
 # The comment every view of the store carries (views.ensure_views: `pitlog views <views_
@@ -147,8 +166,9 @@ WHERE database_name = current_database() AND schema_name = 'main'
 def replay_tag(con: duckdb.DuckDBPyConnection) -> str | None:
     """The definition kept replays of this store are made by: the views as the store holds them
     (the comment ensure_views gave them; the queries run the store's macros, whichever pitlog
-    made them) and this file's queries. None when the views carry no one tag (no views, or one
-    replaced by hand): then no kept replay is read or made. The kept tables' comment holds it."""
+    made them) and the kept queries (this file's and dispute_sql.KEPT_QUERIES). None when the
+    views carry no one tag (no views, or one replaced by hand): then no kept replay is read or
+    made. The kept tables' comment holds it."""
     found = [c for (c,) in con.execute(_VIEWS_TAG).fetchall()]
     if len(found) != 1 or not found[0].startswith("pitlog views "):
         return None
@@ -231,20 +251,30 @@ def span_events(con: duckdb.DuckDBPyConnection, table: str, taps_from: int | Non
     return int(n)
 
 
+def openings(con: duckdb.DuckDBPyConnection, table: str, last: int) -> int:
+    """How many TableOpened of `table` lie at or before seq `last` (OPENINGS). Kept with the
+    rows; equal again only while no opening has come among them (module docstring)."""
+    ((n,),) = con.execute(OPENINGS, {"table": table, "last": last}).fetchall()
+    return int(n)
+
+
 def kept_shoe_row(con: duckdb.DuckDBPyConnection, span: Span) -> Row | None:
-    """The kept shoes row of the shoe when its kept replay holds (module docstring): the tag,
-    the span and the number of events it read; None otherwise."""
+    """The kept shoes row of the shoe when its kept rows hold (module docstring): the tag, the
+    span, the number of events they read and of the table's openings; None otherwise."""
     if not kept_tables_current(con):
         return None
-    found = rows(con, f"SELECT taps_from, span_events, {', '.join(SHOE_COLUMNS)} FROM {SHOES} "
-                      "WHERE table_id = $table AND shoe_id = $shoe AND first_seq = $first AND "
-                      "last_seq = $last", {"table": span.table, "shoe": span.shoe,
-                                           "first": span.first, "last": span.last})
+    found = rows(con, f"SELECT taps_from, span_events, openings, {', '.join(SHOE_COLUMNS)} "
+                      f"FROM {SHOES} WHERE table_id = $table AND shoe_id = $shoe AND "
+                      "first_seq = $first AND last_seq = $last",
+                 {"table": span.table, "shoe": span.shoe, "first": span.first,
+                  "last": span.last})
     if len(found) != 1:
         return None
     shoe = dict(found[0])
-    lo, expected = shoe.pop("taps_from"), shoe.pop("span_events")
-    return shoe if span_events(con, span.table, lo, span.last) == expected else None
+    lo, expected, opened = shoe.pop("taps_from"), shoe.pop("span_events"), shoe.pop("openings")
+    if span_events(con, span.table, lo, span.last) != expected:
+        return None
+    return shoe if openings(con, span.table, span.last) == opened else None
 
 
 def stored(con: duckdb.DuckDBPyConnection, span: Span) -> ShoeReplay | None:
@@ -259,3 +289,22 @@ def stored(con: duckdb.DuckDBPyConnection, span: Span) -> ShoeReplay | None:
 def _kept_rows(con: duckdb.DuckDBPyConnection, table: str, key: dict[str, object]) -> list[Row]:
     return rows(con, f"SELECT * EXCLUDE (table_id, shoe_id, ord) FROM {table} "
                      "WHERE table_id = $table AND shoe_id = $shoe ORDER BY ord", key)
+
+
+def kept_round(con: duckdb.DuckDBPyConnection, table: str, shoe: str,
+               round_no: int) -> Row | None:
+    """The kept row of dispute_sql.ROUNDS for the round (ask kept_shoe_row first)."""
+    found = rows(con, f"SELECT * EXCLUDE (ord) FROM {ROUNDS} WHERE table_id = $table AND "
+                      "shoe_id = $shoe AND round_no = $round",
+                 {"table": table, "shoe": shoe, "round": round_no})
+    return found[0] if found else None
+
+
+def kept_settlements(con: duckdb.DuckDBPyConnection, table: str, shoe: str, round_no: int,
+                     seat: int | None) -> list[Row]:
+    """The kept rows of dispute_sql.SETTLEMENTS for the round, one seat's or all (ask
+    kept_shoe_row first)."""
+    return rows(con, f"SELECT * EXCLUDE (table_id, shoe_id, ord, round_no) FROM {SETTLEMENTS} "
+                     "WHERE table_id = $table AND shoe_id = $shoe AND round_no = $round AND "
+                     "($seat IS NULL OR seat = $seat) ORDER BY ord",
+                {"table": table, "shoe": shoe, "round": round_no, "seat": seat})

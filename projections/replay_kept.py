@@ -30,16 +30,21 @@ import duckdb
 import pyarrow as pa
 
 from events.errors import ProjectionError
+from projections.dispute_sql import ROUNDS as ROUNDS_QUERY
+from projections.dispute_sql import SETTLEMENTS as SETTLEMENTS_QUERY
 from projections.replay import (
     EVENTS,
     HANDS,
     KEPT,
     REPLAY_EVENTS,
     REPLAY_HANDS,
+    ROUNDS,
+    SETTLEMENTS,
     SHOE_ROW,
     SHOES,
     Span,
     kept_shoe_row,
+    openings,
     query_params,
     replay_tag,
     shoe_span,
@@ -59,9 +64,10 @@ IDLE_BUDGET_S = 0.5
 _KEY_COLUMNS = "table_id VARCHAR NOT NULL, shoe_id VARCHAR NOT NULL"
 
 # The closed shoes without a kept replay of their current span, and the kept shoes whose
-# table has another number of events in the span the replay read than when it was kept (a late
-# event among its seqs, which a round queued but a stop left unkept: replay.stored's check, for
-# every kept shoe at once), newest first (by first seq across tables: the evening's order).
+# table has another number of events in the span the replay read, or of openings up to it, than
+# when it was kept (a late event among its seqs, which a round queued but a stop left unkept:
+# replay.kept_shoe_row's check, for every kept shoe at once), newest first (by first seq across
+# tables: the evening's order).
 _BACKLOG = f"""
 WITH spans AS (
     SELECT table_id, shoe_id, min(seq) AS first_seq, max(seq) AS last_seq
@@ -75,17 +81,18 @@ unkept AS (
 ),
 stale AS (
     SELECT k.table_id, k.shoe_id, k.first_seq FROM {SHOES} AS k
-    JOIN events AS e ON e.table_id = k.table_id
-                    AND e.seq BETWEEN coalesce(k.taps_from, 0) AND k.last_seq
-    GROUP BY k.table_id, k.shoe_id, k.first_seq, k.span_events
-    HAVING count(*) <> k.span_events
+    JOIN events AS e ON e.table_id = k.table_id AND e.seq <= k.last_seq
+    GROUP BY k.table_id, k.shoe_id, k.first_seq, k.span_events, k.openings
+    HAVING count(*) FILTER (e.seq >= coalesce(k.taps_from, 0)) <> k.span_events
+        OR count(*) FILTER (e.event_type = 'TableOpened') <> k.openings
 )
 SELECT table_id, shoe_id FROM (SELECT * FROM unkept UNION SELECT * FROM stale)
 ORDER BY first_seq DESC, table_id, shoe_id
 """
 
 # The shoes a round's new events (log positions at or after `since`) can have changed: the
-# shoes they closed, and the kept shoes they belong to or whose replay read a seq of theirs.
+# shoes they closed, and the kept shoes they belong to, whose replay read a seq of theirs, or
+# whose settlements read the paytable of an opening among them.
 _CHANGED = f"""
 WITH new AS (
     SELECT table_id, shoe_id, seq, event_type FROM events
@@ -95,7 +102,8 @@ SELECT DISTINCT table_id, shoe_id FROM new WHERE event_type = 'ShoeClosed' AND s
 UNION
 SELECT DISTINCT k.table_id, k.shoe_id FROM {SHOES} AS k JOIN new AS n
     ON n.table_id = k.table_id
-   AND (n.shoe_id = k.shoe_id OR n.seq BETWEEN coalesce(k.taps_from, 0) AND k.last_seq)
+   AND (n.shoe_id = k.shoe_id OR n.seq BETWEEN coalesce(k.taps_from, 0) AND k.last_seq
+        OR (n.event_type = 'TableOpened' AND n.seq <= k.last_seq))
 """
 
 
@@ -172,10 +180,14 @@ def ensure_tables(con: duckdb.DuckDBPyConnection) -> None:
             con.execute(f"DROP TABLE IF EXISTS {name}")
         # shoe_cols: the shoes row, table_id and shoe_id first (queries.SHOE_COLUMNS)
         con.execute(f"CREATE TABLE {SHOES} ({shoe_cols}, first_seq BIGINT NOT NULL, "
-                    f"last_seq BIGINT NOT NULL, taps_from BIGINT, span_events BIGINT NOT NULL)")
-        for name, sql in ((EVENTS, REPLAY_EVENTS), (HANDS, REPLAY_HANDS)):
+                    f"last_seq BIGINT NOT NULL, taps_from BIGINT, span_events BIGINT NOT NULL, "
+                    f"openings BIGINT NOT NULL)")
+        for name, sql in _ROWS:
             con.execute(f"CREATE TABLE {name} ({_KEY_COLUMNS}, ord INTEGER NOT NULL, "
                         f"{_columns(con, sql, probe)})")
+        # ROUNDS_QUERY's rows carry their table and shoe themselves.
+        con.execute(f"CREATE TABLE {ROUNDS} (ord INTEGER NOT NULL, "
+                    f"{_columns(con, ROUNDS_QUERY, probe)})")
         for name in KEPT:  # the tag is hex digits after a fixed text
             con.execute(f"COMMENT ON TABLE {name} IS '{tag}'")
         con.execute("COMMIT")
@@ -207,6 +219,10 @@ def keep(con: duckdb.DuckDBPyConnection, table: str, shoe: str) -> int:
     return 1
 
 
+# The kept tables of a shoe's rows (beside SHOES and ROUNDS) and the queries that make them.
+_ROWS = ((EVENTS, REPLAY_EVENTS), (HANDS, REPLAY_HANDS), (SETTLEMENTS, SETTLEMENTS_QUERY))
+
+
 def _replace(con: duckdb.DuckDBPyConnection, span: Span) -> None:
     params = query_params(con, span)
     key: dict[str, object] = {"table": span.table, "shoe": span.shoe}
@@ -214,15 +230,17 @@ def _replace(con: duckdb.DuckDBPyConnection, span: Span) -> None:
     for name in KEPT:
         con.execute(f"DELETE FROM {name} WHERE table_id = $table AND shoe_id = $shoe", key)
     con.execute(f"INSERT INTO {SHOES} BY NAME SELECT *, $first AS first_seq, $last AS "
-                f"last_seq, $taps_from AS taps_from, $n AS span_events FROM ({SHOE_ROW})",
-                {**params, "n": n})
-    for name, sql in ((EVENTS, REPLAY_EVENTS), (HANDS, REPLAY_HANDS)):
+                f"last_seq, $taps_from AS taps_from, $n AS span_events, $opened AS openings "
+                f"FROM ({SHOE_ROW})",
+                {**params, "n": n, "opened": openings(con, span.table, span.last)})
+    for name, sql in (*_ROWS, (ROUNDS, ROUNDS_QUERY)):
         found = con.sql(sql, params=params).to_arrow_table()
         found = found.append_column("ord", pa.array(range(found.num_rows), pa.int32()))
         con.register("_replay_rows", found)
         try:
-            con.execute(f"INSERT INTO {name} BY NAME SELECT $table AS table_id, $shoe AS "
-                        f"shoe_id, * FROM _replay_rows", key)
+            keys = "" if name == ROUNDS else "$table AS table_id, $shoe AS shoe_id, "
+            con.execute(f"INSERT INTO {name} BY NAME SELECT {keys}* FROM _replay_rows",
+                        {} if name == ROUNDS else key)
         finally:
             con.unregister("_replay_rows")
 

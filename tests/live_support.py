@@ -18,8 +18,9 @@ from events.log.base import EventLog
 from events.log.embedded.log import EmbeddedLog
 from events.log.registry import open_log
 from events.simulation.simulator import SimConfig, simulate
-from projections import replay
+from projections import dispute_sql, replay
 from projections.anomalies import STATISTICAL, STORED
+from projections.queries import rows
 from projections.reconcile import (
     OUTCOME_COUNTS,
     ROUND_MONEY,
@@ -209,7 +210,8 @@ def fill(uri: str, records: list[tuple[bytes, bytes]]) -> None:
 
 def assert_kept_replays_hold(con: duckdb.DuckDBPyConnection) -> int:
     """Every kept replay of the store (projections/replay_kept.py) is read and is the replay its
-    queries give; the number of kept replays (0 when the store keeps none)."""
+    queries give, and its kept rounds and settlements (for disputes) are the rows their queries
+    give; the number of kept replays (0 when the store keeps none)."""
     if not replay.kept_tables_current(con):
         return 0
     kept = con.execute(f"SELECT table_id, shoe_id FROM {replay.SHOES}").fetchall()
@@ -217,4 +219,12 @@ def assert_kept_replays_hold(con: duckdb.DuckDBPyConnection) -> int:
         span = replay.shoe_span(con, shoe, table)
         stored = replay.stored(con, span)
         assert stored is not None and stored == replay.computed(con, span), (table, shoe)
+        params = replay.query_params(con, span)
+        key = {"table": table, "shoe": shoe}
+        for name, sql, extra in ((replay.ROUNDS, dispute_sql.ROUNDS, ""),
+                                 (replay.SETTLEMENTS, dispute_sql.SETTLEMENTS,
+                                  "table_id, shoe_id, ")):
+            held = rows(con, f"SELECT * EXCLUDE ({extra}ord) FROM {name} WHERE "
+                             "table_id = $table AND shoe_id = $shoe ORDER BY ord", key)
+            assert held == rows(con, sql, params), (name, table, shoe)
     return len(kept)

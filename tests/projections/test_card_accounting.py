@@ -10,6 +10,7 @@ and the ledger's verdict on the round's wagers, integer cents.
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import duckdb
@@ -19,6 +20,7 @@ from test_out_of_place import _card_drawn_twice
 from events.reddog import model
 from events.reddog.model import Box, BurnReason, Meaning, Suit
 from projections.dispute import dispute
+from projections.queries import rows
 from projections.replay import replay_shoe
 
 RACK = Box.DISCARD_RACK
@@ -245,3 +247,45 @@ def test_a_burn_between_a_loose_card_in_error_and_the_same_card_drawn_parts_them
                               ("CARD_UNACCOUNTED", None, [s["drawn"], s["close"]]),
                               ("DRAWN_IN_ERROR_NOT_USED", None, [s["error"], s["burn"]])]
     assert _ledger(pit) == {1: OK_WON, 2: OK_WON}
+
+
+def test_a_card_event_id_used_again_in_a_later_round_is_read_as_the_views_read_it(
+        tmp_path: Path) -> None:
+    """Round 2's left card recorded with the event id of round 1's left card (a device that
+    used an id again). Every card view keeps an id's first copy (sql/macros.sql
+    card_events_of), so the rounds view and the ledger do not count round 2's 5C. A dispute
+    reads a round in its shoe's context (projections/dispute_sql.py), so its round and its
+    settlements are the views' rows, and its cards do not deal the 5C either; read in the
+    round's own seqs, it took 5C as round 2's left card."""
+    pit = opened(tmp_path, decks=1)
+    s1 = pit.play(1, "4S QD 9H", {1: 1000})
+    pit.begin(2)
+    pit.wager(1, 1000)
+    minted = pit.recorder.new_id
+    pit.recorder.new_id = lambda: str(uuid.UUID(int=s1["left"]))  # recorder_for: id n at seq n
+    left2 = pit.draw("5C", Box.LEFT)
+    pit.recorder.new_id = minted
+    pit.draw("JD", Box.RIGHT)
+    pit.say(Meaning.SPREAD, 5)
+    pit.say(Meaning.RAISES_CLOSED)
+    pit.draw("8S", MIDDLE)
+    pit.say(Meaning.THIRD_CARD, 8)
+    pit.settle(1, ORIGINAL, WON, 2000, 2)
+    pit.rack("5C JD 8S")
+    pit.close_shoe()
+    db = pit.project()
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("SELECT list(seq ORDER BY seq) FROM events WHERE event_id = "
+                           "(SELECT event_id FROM events WHERE seq = $s)",
+                           {"s": left2}).fetchall() == [([s1["left"], left2],)]
+        d = dispute(con, "T01", shoe="S1", round_no=2)
+        view = rows(con, "SELECT * FROM rounds WHERE round_no = 2")[0]
+        ledger = con.execute("SELECT seat, wager_kind, status FROM ledger WHERE round_no = 2 "
+                             "ORDER BY seat, area, wager_kind").fetchall()
+    assert (d.round["left_card"], d.round["right_card"], d.round["third_card"],
+            d.round["kind"], d.round["spread"]) == (
+        view["left_card"], view["right_card"], view["middle_card"], view["kind"],
+        view["spread"])
+    assert d.round["left_card"] != "5C"
+    assert [(s["seat"], s["wager_kind"], s["status"]) for s in d.settlements] == ledger
+    assert [c["drawn_seq"] for c in d.cards if c["card"] == "5C"] == [None]  # racked, not dealt

@@ -32,6 +32,7 @@ from events.recording.recorder import Recorder
 from events.reddog import model
 from events.simulation.simulator import SimConfig, simulate
 from projections import follow, replay, replay_kept
+from projections.dispute import dispute
 from projections.follow import Follower
 from projections.projector import project
 from projections.replay import replay_shoe
@@ -124,6 +125,10 @@ def test_the_follower_keeps_every_closed_shoe_as_its_queries_give_it(
         tx = replay.computed(con, replay.shoe_span(con, CLOSED_TX, "TX"))
         assert counts[("TX", CLOSED_TX)] == (len(tx.events), len(tx.hands))
         assert len(tx.hands) == 4 and tx.hands[0]["source"] == "burn"  # the burn, 3 rounds
+        # ... and its rounds and their settlements, for disputes: 3 rounds, 2 wagers each.
+        assert _rounds_of(con, "TX", CLOSED_TX) == [1, 2, 3]
+        assert con.execute("SELECT count(*) FROM replay_settlements WHERE table_id = 'TX' AND "
+                           "shoe_id = $s", {"s": CLOSED_TX}).fetchall() == [(6,)]
 
 
 def _tamper(con: duckdb.DuckDBPyConnection, shoe: str) -> None:
@@ -308,3 +313,65 @@ def test_the_backlog_waits_while_records_are_arriving(tmp_path: Path,
         Follower(con, log, stop_event=stop, poll_interval=0.01,
                  on_round=lambda commit: stop.set()).run()
         assert _kept(con) == _closed_shoes(con)  # idle: the whole backlog
+
+
+# --- the kept rounds and settlements a dispute reads ---------------------------------------------
+
+def _rounds_of(con: duckdb.DuckDBPyConnection, table: str, shoe: str) -> list[int]:
+    return [int(r) for (r,) in con.execute(
+        f"SELECT round_no FROM {replay.ROUNDS} WHERE table_id = $t AND shoe_id = $s AND "
+        "round_no IS NOT NULL ORDER BY round_no", {"t": table, "s": shoe}).fetchall()]
+
+
+def test_every_dispute_about_a_kept_shoe_is_the_one_its_queries_give(
+        evening: tuple[Path, Path], store: Path) -> None:
+    """Each round of each kept shoe, whole and seat by seat, against the same dispute on the
+    store before anything was kept (evening[1]: its queries)."""
+    with duckdb.connect(str(store)) as con:
+        assert _keep_all(con) == len(_closed_shoes(con))
+    asked = 0
+    with duckdb.connect(str(store), read_only=True) as kept, \
+            duckdb.connect(str(evening[1]), read_only=True) as plain:
+        assert replay.kept_tables_current(plain) is False
+        for table, shoe in sorted(_kept(kept)):
+            for round_no in _rounds_of(kept, table, shoe):
+                want = dispute(plain, table, shoe=shoe, round_no=round_no)
+                assert dispute(kept, table, shoe=shoe, round_no=round_no) == want
+                for seat in sorted({s["seat"] for s in want.settlements}):
+                    assert dispute(kept, table, shoe=shoe, round_no=round_no, seat=seat) == \
+                        dispute(plain, table, shoe=shoe, round_no=round_no, seat=seat)
+                asked += 1
+    assert asked > 50  # every round of every closed shoe: 45 rounds a table, and TX's 3
+
+
+def test_a_dispute_reads_the_kept_rows_until_an_opening_recorded_late_before_the_shoe(
+        store: Path) -> None:
+    with duckdb.connect(str(store)) as con:
+        _keep_all(con)
+        want = dispute(con, "TX", shoe=CLOSED_TX, round_no=2)
+        assert [(s["seat"], s["made"]) for s in want.settlements] == [
+            (1, "VOID: returned $10.00"), (2, "VOID: returned $5.00")]  # a pair, no three
+        con.execute("UPDATE replay_settlements SET made = 'TAMPERED' WHERE shoe_id = $s AND "
+                    "round_no = 2", {"s": CLOSED_TX})
+        con.execute("UPDATE replay_rounds SET dealer = 'TAMPERED' WHERE shoe_id = $s AND "
+                    "round_no = 2", {"s": CLOSED_TX})
+        # Only a dispute that reads the kept rows says TAMPERED.
+        got = dispute(con, "TX", shoe=CLOSED_TX, round_no=2, seat=2)
+        assert got.round["dealer"] == "TAMPERED"
+        assert [(s["seat"], s["made"]) for s in got.settlements] == [(2, "TAMPERED")]
+        # An opening of TX recorded late at seq 1 (a second writer of the table), before the
+        # dealer's tap the replay's count starts at: the paytable in force may be another, so
+        # the kept rows no longer hold.
+        span = replay.shoe_span(con, CLOSED_TX, "TX")
+        assert replay.query_params(con, span)["taps_from"] == 2
+        con.execute(
+            "INSERT INTO events SELECT * REPLACE ((SELECT max(log_offset) + 1 FROM events) "
+            "AS log_offset, NULL AS event_id) "
+            "FROM events WHERE table_id = 'TX' AND event_type = 'TableOpened'")
+        assert replay.shoe_span(con, CLOSED_TX, "TX") == span
+        assert replay.kept_shoe_row(con, span) is None
+        assert dispute(con, "TX", shoe=CLOSED_TX, round_no=2) == want
+        # A keeper started afterwards finds the shoe in its backlog and keeps it again.
+        assert replay_kept.ReplayKeeper(con).keep_some(float("inf"), backlog=True) == 1
+        assert replay.kept_shoe_row(con, span) is not None
+        assert_kept_replays_hold(con)

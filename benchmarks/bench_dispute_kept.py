@@ -1,0 +1,159 @@
+"""A dispute lookup from the writer's kept rows beside the same lookup by its queries, and beside
+an older pitlog's, in one run on one store (issue 19 item 4; projections/dispute.py,
+projections/replay_kept.py).
+
+    PYTHONPATH=. python benchmarks/bench_dispute_kept.py STORE.duckdb --workdir W \
+        [--rounds 40] [--repeats 2] [--old-repo OLD]
+
+Samples `--rounds` rounds of closed shoes (seed 3) and asks for each the dispute at the middle
+of the round (`dispute(con, table, at=...)`, the moment a surveillance officer gives). Copies
+STORE into W twice: `plain.duckdb` (as STORE: no kept rows, so a dispute runs its queries) and
+`kept.duckdb`, where the writer keeps the sampled rounds' shoes (replay_kept.keep, timed: its
+cost a shoe). Then, in a child process each (taking turns, `--repeats` times, the order
+reversed every other repeat), every lookup on one read-only connection:
+
+- `queries`: this pitlog on plain.duckdb;
+- `kept`: this pitlog on kept.duckdb;
+- `old`: the pitlog at OLD (a `git archive` of an older commit) on plain.duckdb, if given.
+
+Each lookup's wall and CPU (the child's process time: DuckDB's threads included); p50, p95 (the
+38th of 40) and max over the repeats. Every child's answers are digested per lookup; the kept
+answers must equal the queries' (the run stops if not), and old against new is reported.
+One JSON line per measure, and a summary line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+# What a child runs: the lookups in order, each timed, each answer digested.
+_CHILD = r"""
+import hashlib, json, sys, time
+from datetime import datetime
+import duckdb
+from projections.dispute import dispute
+db, picks = sys.argv[1], json.loads(sys.argv[2])
+out = []
+with duckdb.connect(db, read_only=True) as con:
+    con.execute("SELECT count(*) FROM events").fetchall()  # open and warm the file once
+    for table, at in picks:
+        moment = datetime.fromisoformat(at)
+        wall, cpu = time.perf_counter(), time.process_time()
+        d = dispute(con, table, at=moment)
+        took = ((time.perf_counter() - wall) * 1000, (time.process_time() - cpu) * 1000)
+        text = json.dumps([d.round, d.cards, d.announcements, d.wagers, d.settlements,
+                           d.anomalies], default=str, sort_keys=True)
+        out.append([took[0], took[1], hashlib.sha256(text.encode()).hexdigest()])
+print(json.dumps(out))
+"""
+
+
+def _stats(values: list[float]) -> dict[str, float]:
+    ordered = sorted(values)
+    return {"p50": round(statistics.median(ordered), 2),
+            "p95": round(ordered[max(0, round(0.95 * len(ordered)) - 1)], 2),
+            "max": round(ordered[-1], 2)}
+
+
+def _picks(db: Path, n: int) -> list[tuple[str, str, str, str]]:
+    """`n` rounds of closed shoes: (table, moment in the middle of the round, shoe, round)."""
+    with duckdb.connect(str(db), read_only=True) as con:
+        found = con.execute(
+            "SELECT r.table_id, r.shoe_id, r.round_no, r.first_seq, r.last_seq "
+            "FROM round_money AS r SEMI JOIN (SELECT DISTINCT table_id, shoe_id FROM events "
+            "WHERE event_type = 'ShoeClosed') USING (table_id, shoe_id) "
+            "ORDER BY r.table_id, r.shoe_id, r.round_no").fetchall()
+        picks = []
+        for t, s, r, first, last in random.Random(3).sample(found, n):
+            ((a, b),) = con.execute(
+                "SELECT min(occurred_at), max(occurred_at) FROM events WHERE table_id = $t "
+                "AND round_no = $r AND seq BETWEEN $f AND $l",
+                {"t": t, "r": r, "f": first, "l": last}).fetchall()
+            picks.append((t, str(a + (b - a) / 2), s, str(r)))
+    return picks
+
+
+def _child(repo: Path, db: Path, picks: list[tuple[str, str, str, str]]) -> list[list[object]]:
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    done = subprocess.run([sys.executable, "-c", _CHILD, str(db),
+                           json.dumps([(t, at) for t, at, _s, _r in picks])],
+                          cwd=repo, env=env, capture_output=True, text=True, check=False)
+    if done.returncode:
+        raise SystemExit(f"child at {repo} on {db} failed: {done.stderr[-2000:]}")
+    return json.loads(done.stdout)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("store")
+    ap.add_argument("--workdir", required=True)
+    ap.add_argument("--rounds", type=int, default=40)
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--old-repo")
+    a = ap.parse_args()
+    from projections import replay_kept
+
+    work = Path(a.workdir)
+    work.mkdir(parents=True, exist_ok=True)
+    plain, kept = work / "plain.duckdb", work / "kept.duckdb"
+    for target in (plain, kept):
+        shutil.copy(a.store, target)
+    picks = _picks(plain, a.rounds)
+    shoes = sorted({(t, s) for t, _at, s, _r in picks})
+    costs = []
+    with duckdb.connect(str(kept)) as con:
+        replay_kept.ensure_tables(con)
+        for table, shoe in shoes:
+            cpu = time.process_time()
+            assert replay_kept.keep(con, table, shoe) == 1, (table, shoe)
+            costs.append((time.process_time() - cpu) * 1000)
+    print(json.dumps({"measure": "keep", "shoes": len(shoes),
+                      "cpu_ms_per_shoe": _stats(costs)}), flush=True)
+    ways = {"queries": (REPO, plain), "kept": (REPO, kept)}
+    if a.old_repo:
+        ways["old"] = (Path(a.old_repo), plain)
+    got: dict[str, list[list[object]]] = {w: [] for w in ways}
+    load = [os.getloadavg()[0]]
+    for repeat in range(a.repeats):
+        order = list(ways) if repeat % 2 == 0 else list(reversed(ways))
+        for way in order:
+            got[way].extend(_child(*ways[way], picks))
+        load.append(os.getloadavg()[0])
+    digests = {w: [str(x[2]) for x in v] for w, v in got.items()}
+    if digests["kept"] != digests["queries"]:
+        raise SystemExit("kept disputes differ from their queries' answers")
+    summary: dict[str, object] = {"measure": "summary", "store": a.store, "rounds": len(picks),
+                                  "shoes": len(shoes), "repeats": a.repeats,
+                                  "load": [round(x, 2) for x in load]}
+    for way, values in got.items():
+        line = {"measure": way, "wall_ms": _stats([float(str(x[0])) for x in values]),
+                "cpu_ms": _stats([float(str(x[1])) for x in values])}
+        print(json.dumps(line), flush=True)
+        summary[way] = line
+    if "old" in digests:
+        summary["old_equals_new"] = sum(
+            o == n for o, n in zip(digests["old"], digests["queries"], strict=True))
+    cpu50 = {w: statistics.median(float(str(x[1])) for x in v) for w, v in got.items()}
+    summary["kept_over_queries_cpu_p50"] = round(cpu50["kept"] / cpu50["queries"], 3)
+    print(json.dumps(summary), flush=True)
+    digest = hashlib.sha256("".join(digests["kept"]).encode()).hexdigest()[:16]
+    print(json.dumps({"measure": "answers", "kept_digest": digest}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
