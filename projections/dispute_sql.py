@@ -32,13 +32,13 @@ ORDER BY round_no, shoe_id
 # The first and last seq of a round named by shoe and round: one scan of three columns.
 SPAN = """
 SELECT min(seq) AS first_seq, max(seq) AS last_seq FROM events
-WHERE table_id = $table AND shoe_id = $shoe AND round_no = $round
+WHERE table_id = $table AND shoe_id IS NOT DISTINCT FROM $shoe AND round_no = $round
 """
 
 # The queries below read the round's events between its first and last seq ($round_first,
 # $round_last: every one of them lies there, by the rounds view's definition): events are stored
 # in log order, so DuckDB skips the row groups outside that range instead of scanning the whole
-# table.
+# table. A round with no shoe ($shoe NULL) is its events with no shoe.
 
 # 13:47-20.31(d)15: each racked card matched to the card out of the shoe it came from (the k-th
 # copy racked of a card to its k-th copy among the round's cards), in rack order; then any card
@@ -77,7 +77,7 @@ racked AS (
     FROM (SELECT seq, log_offset, occurred_at, unnest(cards) AS card,
                  generate_subscripts(cards, 1) AS pos
           FROM events
-          WHERE table_id = $table AND shoe_id = $shoe AND round_no = $round
+          WHERE table_id = $table AND shoe_id IS NOT DISTINCT FROM $shoe AND round_no = $round
             AND seq BETWEEN $round_first AND $round_last AND event_type = 'CardsRacked')
 ),
 found AS (
@@ -105,7 +105,7 @@ ORDER BY rack_position NULLS LAST, drawn_at, drawn_seq
 ANNOUNCEMENTS = """
 SELECT seq, occurred_at, phrase, lower(meaning) AS meaning, "value"
 FROM events
-WHERE table_id = $table AND shoe_id = $shoe AND round_no = $round
+WHERE table_id = $table AND shoe_id IS NOT DISTINCT FROM $shoe AND round_no = $round
   AND seq BETWEEN $round_first AND $round_last AND event_type = 'Announced'
 ORDER BY occurred_at, seq, log_offset  -- game order (sql/macros.sql), as said at the table
 """
@@ -119,7 +119,7 @@ SELECT seat, area, seq, occurred_at,
                        ELSE 'chose to ' || lower(choice) END AS action,
        player_id, amount_cents, lower(instrument) AS instrument
 FROM events
-WHERE table_id = $table AND shoe_id = $shoe AND round_no = $round
+WHERE table_id = $table AND shoe_id IS NOT DISTINCT FROM $shoe AND round_no = $round
   AND seq BETWEEN $round_first AND $round_last
   AND event_type IN ('WagerPlaced', 'WagerChanged', 'WagerRemoved', 'RaisePlaced',
                      'VoidOrPlayChosen')

@@ -61,7 +61,7 @@ burn_exempt_loads AS (
                FROM events
                WHERE event_type IN ('ShuffleStarted', 'ShuffleCompleted') AND shoe_id IS NOT NULL
                GROUP BY ALL) AS m USING (table_id, shoe_id)
-    ASOF LEFT JOIN paytables AS p ON l.table_id = p.table_id AND l.seq >= p.seq
+    ASOF LEFT JOIN paytables_in_force_of(NULL, NULL) AS p ON l.table_id = p.table_id AND l.seq >= p.seq
     WHERE l.event_type = 'CardsLoaded'
 ),
 

@@ -31,7 +31,7 @@ SELECT * FROM (
                   e.player_id, array_to_string(list_sort(list_distinct(list(e.area))), ', ')),
            max(e.occurred_at)
     FROM multi_area_wagers AS e
-    ASOF LEFT JOIN paytables AS p ON e.table_id = p.table_id AND e.seq >= p.seq
+    ASOF LEFT JOIN paytables_in_force_of(NULL, NULL) AS p ON e.table_id = p.table_id AND e.seq >= p.seq
     WHERE NOT coalesce(p.multiple_areas_permitted, false)
     GROUP BY e.table_id, e.shoe_id, e.round_no, e.player_id
     HAVING count(DISTINCT e.area) > 1
@@ -48,7 +48,7 @@ SELECT * FROM (
                   e.seat, dollars(e.amount_cents), e.area, coalesce(p.profile, 'all')),
            e.occurred_at
     FROM events AS e
-    ASOF LEFT JOIN paytables AS p ON e.table_id = p.table_id AND e.seq >= p.seq
+    ASOF LEFT JOIN paytables_in_force_of(NULL, NULL) AS p ON e.table_id = p.table_id AND e.seq >= p.seq
     WHERE e.event_type = 'WagerPlaced' AND e.instrument = 'CALL_BET'
 
     UNION ALL
@@ -60,7 +60,7 @@ SELECT * FROM (
                   e.seat, dollars(e.amount_cents), e.area),
            e.occurred_at
     FROM events AS e
-    ASOF JOIN paytables AS p ON e.table_id = p.table_id AND e.seq >= p.seq
+    ASOF JOIN paytables_in_force_of(NULL, NULL) AS p ON e.table_id = p.table_id AND e.seq >= p.seq
     WHERE e.event_type = 'WagerPlaced' AND e.instrument = 'MATCH_PLAY_COUPON'
       AND p.profile = 'gaming-authority'
 
@@ -73,6 +73,6 @@ SELECT * FROM (
                   e.shoe_id, e.decks),
            e.occurred_at
     FROM events AS e
-    ASOF JOIN paytables AS p ON e.table_id = p.table_id AND e.seq >= p.seq
+    ASOF JOIN paytables_in_force_of(NULL, NULL) AS p ON e.table_id = p.table_id AND e.seq >= p.seq
     WHERE e.event_type = 'CardsLoaded' AND e.decks > 1 AND p.profile = 'nj-casino-night'
 ) AS found(code, table_id, shoe_id, round_no, seqs, explanation, occurred_at);

@@ -91,6 +91,15 @@ FROM events
 WHERE event_type = 'TableOpened'
   AND (in_table IS NULL OR table_id = in_table) AND (to_seq IS NULL OR seq <= to_seq);
 
+-- paytables_in_force_of(in_table, to_seq): the rows a "paytable in force" look-up reads (an
+-- ASOF join on seq: the table's latest TableOpened at or before a seq). Two openings at one
+-- seq (two writers of a table, docs/integrity.md): the later in the log is in force, as for the
+-- dealers' taps (sql/rounds.sql); over both, an ASOF join picks either, so a wager's verdict
+-- could change from one run of the same query to the next.
+CREATE OR REPLACE MACRO paytables_in_force_of(in_table, to_seq) AS TABLE
+SELECT * FROM paytables_of(in_table, to_seq)
+QUALIFY row_number() OVER (PARTITION BY table_id, seq ORDER BY log_offset DESC) = 1;
+
 CREATE OR REPLACE VIEW paytables AS
 SELECT table_id, seq, lead(seq) OVER (PARTITION BY table_id ORDER BY seq, log_offset) AS until_seq,
        * EXCLUDE (table_id, seq, log_offset)
@@ -263,7 +272,7 @@ round_context AS (
     FROM rounds_of(in_table, in_shoe, in_round, from_seq, to_seq, taps_from := taps_from) AS r
     LEFT JOIN shoe_decks_of(in_table, in_shoe) AS sh USING (table_id, shoe_id)  -- macros.sql
     -- Only a TableOpened at or before the round's first event can be in force for it.
-    ASOF LEFT JOIN paytables_of(in_table, to_seq) AS p
+    ASOF LEFT JOIN paytables_in_force_of(in_table, to_seq) AS p
         ON r.table_id = p.table_id AND r.first_seq >= p.seq
 ),
 with_paytable AS (

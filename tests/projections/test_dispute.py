@@ -144,3 +144,25 @@ def test_an_unknown_round_is_not_found(tmp_path: Path) -> None:
     pit.close_shoe()
     with pytest.raises(NotFoundError, match="no round 7 of shoe S1 at table T01"):
         _rebuild(pit, shoe="S1", round_no=7)
+
+
+def test_a_round_dealt_with_no_shoe_shows_its_wagers_and_announcements(tmp_path: Path) -> None:
+    """A table whose device stamps no shoe id: the dispute's wagers, announcements and a seat's
+    view read the round's events with no shoe (they compared shoe_id = NULL, so they were
+    empty, and asking for seat 1 said no seat had played)."""
+    pit = Pit(tmp_path)
+    pit.open_table()
+    pit.tap_in("D1")
+    s = pit.play(1, "4S QD 9H", {1: 1000, 2: 500})
+    pit.tap_in("D2")
+    db = pit.project()
+    with duckdb.connect(str(db), read_only=True) as con:
+        ((at,),) = con.execute("SELECT occurred_at FROM events WHERE seq = $s",
+                               {"s": s["left"]}).fetchall()
+        d = dispute(con, "T01", at=at)
+        seat = dispute(con, "T01", at=at, seat=2)
+    assert (d.round["shoe_id"], d.round["left_card"], d.round["right_card"]) == (None, "4S", "QD")
+    assert [(w["seat"], w["action"], w["amount_cents"]) for w in d.wagers] == [
+        (1, "wager placed", 1000), (2, "wager placed", 500)]
+    assert [a["meaning"] for a in d.announcements] == ["spread", "raises_closed", "third_card"]
+    assert [(w["seat"], w["amount_cents"]) for w in seat.wagers] == [(2, 500)]

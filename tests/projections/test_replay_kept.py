@@ -375,3 +375,32 @@ def test_a_dispute_reads_the_kept_rows_until_an_opening_recorded_late_before_the
         assert replay_kept.ReplayKeeper(con).keep_some(float("inf"), backlog=True) == 1
         assert replay.kept_shoe_row(con, span) is not None
         assert_kept_replays_hold(con)
+
+
+def test_of_two_openings_at_one_seq_the_later_in_the_log_is_in_force_kept_or_not(
+        store: Path) -> None:
+    """A second TableOpened of TX at its opening's seq (two writers of the table), paying 3 to 1
+    on a spread of 4 to 11 where the first pays 1 to 1: the later in the log is in force
+    (sql/ledger.sql paytables_in_force_of), in the ledger, in a dispute by its queries and in
+    the kept rows. An ASOF join over both picked either, so the verdict could change from one
+    run to the next, and kept rows could freeze the other pick."""
+    with duckdb.connect(str(store)) as con:
+        ((opened,),) = con.execute("SELECT seq FROM events WHERE table_id = 'TX' AND "
+                                   "event_type = 'TableOpened'").fetchall()
+        con.execute(
+            "INSERT INTO events SELECT * REPLACE ((SELECT max(log_offset) + 1 FROM events) "
+            "AS log_offset, NULL AS event_id, 3 AS pays_spread_4_to_11) "
+            "FROM events WHERE table_id = 'TX' AND event_type = 'TableOpened'")
+        ((opening, odds),) = con.execute(
+            "SELECT seq, pays_spread_4_to_11 FROM paytables_in_force_of('TX', NULL)").fetchall()
+        assert (opening, odds) == (opened, 3)
+        # Round 1, 3S QH 7C: a spread of 8 won; seat 1's $10 is owed $30 at 3 to 1.
+        assert con.execute("SELECT expected_odds, expected_paid_cents FROM ledger WHERE "
+                           "shoe_id = $s AND round_no = 1 AND seat = 1",
+                           {"s": CLOSED_TX}).fetchall() == [(3, 3000)]
+        asked = dispute(con, "TX", shoe=CLOSED_TX, round_no=1, seat=1)
+        assert [s["required"] for s in asked.settlements] == ["WON: pay $30.00 at 3 to 1"]
+        assert _keep_all(con) == len(_closed_shoes(con))
+        assert replay.kept_shoe_row(con, replay.shoe_span(con, CLOSED_TX, "TX")) is not None
+        assert dispute(con, "TX", shoe=CLOSED_TX, round_no=1, seat=1) == asked
+        assert_kept_replays_hold(con)
