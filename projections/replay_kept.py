@@ -81,10 +81,18 @@ unkept AS (
 ),
 stale AS (
     SELECT k.table_id, k.shoe_id, k.first_seq FROM {SHOES} AS k
-    JOIN events AS e ON e.table_id = k.table_id AND e.seq <= k.last_seq
-    GROUP BY k.table_id, k.shoe_id, k.first_seq, k.span_events, k.openings
-    HAVING count(*) FILTER (e.seq >= coalesce(k.taps_from, 0)) <> k.span_events
-        OR count(*) FILTER (e.event_type = 'TableOpened') <> k.openings
+    JOIN events AS e ON e.table_id = k.table_id
+                    AND e.seq BETWEEN coalesce(k.taps_from, 0) AND k.last_seq
+    GROUP BY k.table_id, k.shoe_id, k.first_seq, k.span_events
+    HAVING count(*) <> k.span_events
+    UNION
+    -- the openings apart: joined with every event up to the shoe, the table's history would be
+    -- read once per kept shoe
+    SELECT k.table_id, k.shoe_id, k.first_seq FROM {SHOES} AS k
+    LEFT JOIN (SELECT table_id, seq FROM events WHERE event_type = 'TableOpened') AS o
+           ON o.table_id = k.table_id AND o.seq <= k.last_seq
+    GROUP BY k.table_id, k.shoe_id, k.first_seq, k.openings
+    HAVING count(o.seq) <> k.openings
 )
 SELECT table_id, shoe_id FROM (SELECT * FROM unkept UNION SELECT * FROM stale)
 ORDER BY first_seq DESC, table_id, shoe_id
