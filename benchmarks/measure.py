@@ -412,6 +412,8 @@ def m_dispute_parts(a: Args) -> dict[str, Any]:
             shoe, rnd = span.shoe_id, span.round_no
             ctx, kept = timed("context and kept check", lambda tb=table, s=span: d._context(
                 con, tb, s.shoe_id, s.first_seq, s.last_seq))
+            if kept:  # the queries' own parameters, for timing them beside the kept rows
+                ctx = replay.query_params(con, replay.shoe_span(con, shoe, table))
             one = {**ctx, "round": rnd}
             (head,) = timed("round (query)", lambda one=one: rows(con, d._ONE_ROUND, one))
             if kept:

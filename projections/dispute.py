@@ -106,12 +106,15 @@ def _context(con: duckdb.DuckDBPyConnection, table: str, shoe: str | None, first
              last: int) -> tuple[dict[str, object], bool]:
     """The queries' context (dispute_sql.py) of the round of `shoe` whose events lie between
     `first` and `last`: its shoe's, the replay's own parameters, and whether the shoe's kept
-    rows hold; a round with no shoe is its own context, never kept."""
+    rows hold; a round with no shoe is its own context, never kept. Kept rows need no dealer
+    look-up (only CARDS runs, and it reads the span), so it is made only for the queries."""
     if shoe is None:
         return {"table": table, "shoe": None, "first": first, "last": last,
                 "taps_from": taps_from(con, table, first)}, False
     span = shoe_span(con, shoe, table)
-    return query_params(con, span), kept_shoe_row(con, span) is not None
+    if kept_shoe_row(con, span) is not None:
+        return {"table": table, "shoe": shoe, "first": span.first, "last": span.last}, True
+    return query_params(con, span), False
 
 
 def _seat_absent(con: duckdb.DuckDBPyConnection, table: str, r: Row, seat: int,

@@ -10,6 +10,7 @@ and the ledger's verdict on the round's wagers, integer cents.
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from pathlib import Path
 
@@ -259,19 +260,15 @@ def test_a_card_event_id_used_again_in_a_later_round_is_read_as_the_views_read_i
     round's own seqs, it took 5C as round 2's left card."""
     pit = opened(tmp_path, decks=1)
     s1 = pit.play(1, "4S QD 9H", {1: 1000})
-    pit.begin(2)
-    pit.wager(1, 1000)
-    minted = pit.recorder.new_id
-    pit.recorder.new_id = lambda: str(uuid.UUID(int=s1["left"]))  # recorder_for: id n at seq n
-    left2 = pit.draw("5C", Box.LEFT)
+    minted, calls = pit.recorder.new_id, itertools.count()
+    shared = str(uuid.UUID(int=s1["left"]))  # recorder_for: id n at seq n
+
+    def left_card_reuses_the_id() -> str:  # round 2's ids: its wager's, then its left card's
+        return shared if next(calls) == 1 else minted()
+
+    pit.recorder.new_id = left_card_reuses_the_id
+    left2 = pit.play(2, "5C JD 8S", {1: 1000})["left"]
     pit.recorder.new_id = minted
-    pit.draw("JD", Box.RIGHT)
-    pit.say(Meaning.SPREAD, 5)
-    pit.say(Meaning.RAISES_CLOSED)
-    pit.draw("8S", MIDDLE)
-    pit.say(Meaning.THIRD_CARD, 8)
-    pit.settle(1, ORIGINAL, WON, 2000, 2)
-    pit.rack("5C JD 8S")
     pit.close_shoe()
     db = pit.project()
     with duckdb.connect(str(db), read_only=True) as con:
