@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
 from typing import Any, Protocol
 
 import duckdb
@@ -26,7 +27,7 @@ from projections.memory import MORE_MEMORY
 from projections.queries import rows as query_rows
 from projections.reconcile import Calendar
 from projections.statistics import statistical_anomalies
-from projections.views import create_views
+from projections.views import create_views, views_fingerprint
 
 COLUMNS = ("code", "severity", "table_id", "shoe_id", "round_no", "seqs", "explanation", "rule",
            "occurred_at")
@@ -52,6 +53,15 @@ SELECT f.code, c.severity, f.table_id, f.shoe_id, f.round_no, f.seqs, f.explanat
 FROM {family} AS f
 JOIN anomaly_codes AS c USING (code)
 """
+
+
+@cache  # read at every anomaly_source: the SQL files once per process
+def stored_tag() -> str:
+    """The definition the stored rows were evaluated by: the views' SQL and DuckDB's version
+    (views.views_fingerprint), the table's comment. Rows a pitlog with other rules stored (an
+    upgrade) are not read, and the projector evaluates the store whole again before its next
+    batch (incremental.detector_for), as for rows behind the checkpoints."""
+    return f"pitlog anomalies {views_fingerprint()}"
 
 
 def anomaly_families(con: duckdb.DuckDBPyConnection) -> list[str]:
@@ -170,6 +180,8 @@ def _store_rows(con: duckdb.DuckDBPyConnection, rows: str,
     con.execute("BEGIN TRANSACTION")
     try:
         con.execute(f"CREATE OR REPLACE TABLE {STORED} AS {rows}")
+        # The tag is hex digits after a fixed text (COMMENT takes no parameter).
+        con.execute(f"COMMENT ON TABLE {STORED} IS '{stored_tag()}'")
         con.execute(mark_sql(STORED_AT))
         if within is not None:
             within(con)
@@ -197,12 +209,13 @@ def memory_error(con: duckdb.DuckDBPyConnection) -> ProjectionError:
 
 
 def anomaly_source(con: duckdb.DuckDBPyConnection) -> str:
-    """`anomalies_stored` when it is as fresh as the checkpoints, else the `anomalies` view.
-    Asked of the catalog first (kept_at.current): no statement that can fail, so a served
-    request's transaction survives a store whose stored rows are missing."""
+    """`anomalies_stored` when it is as fresh as the checkpoints and evaluated by these rules
+    (stored_tag), else the `anomalies` view. Asked of the catalog first (kept_at.current): no
+    statement that can fail, so a served request's transaction survives a store whose stored
+    rows are missing."""
     stored = con.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() AND "
-        "schema_name = 'main' AND table_name = $t", {"t": STORED}).fetchall() == [(1,)]
+        "SELECT comment FROM duckdb_tables() WHERE database_name = current_database() AND "
+        "schema_name = 'main' AND table_name = $t", {"t": STORED}).fetchall() == [(stored_tag(),)]
     return STORED if stored and kept_current(con, STORED_AT) else "anomalies"
 
 

@@ -15,6 +15,7 @@ docs/live-detection.md ("Incremental detection").
 
 from __future__ import annotations
 
+import hashlib
 import re
 import time
 import weakref
@@ -64,9 +65,13 @@ _STATE_TYPES = "('" + "', '".join(CONTEXT_TYPES[1:]) + "')"
 # span starts at a CardDrawn or CardDrawnInError, and those and burns intrude into spans.
 INTRUDER_CARDS = "('CardDrawn', 'CardDrawnInError', 'CardBurned')"
 # detect_context also holds the cards with no shoe, which no shoe's game-order extent
-# (card_us, last_us) covers (_stretch_start).
+# (card_us, last_us) covers, and every other event with no shoe of a round: a round dealt with
+# no shoe is one span of its events (_stretch_start).
 _CONTEXT_ROWS = ("event_type IN ('" + "', '".join(CONTEXT_TYPES) + "') "
-                 f"OR (shoe_id IS NULL AND event_type IN {INTRUDER_CARDS})")
+                 f"OR (shoe_id IS NULL AND (event_type IN {INTRUDER_CARDS} OR round_no > 0))")
+# The state's definition, detect_context's comment: a state another pitlog built (other rows
+# in the context) is not ready (state_ready), so the store is evaluated whole and it is rebuilt.
+_STATE_TAG = "pitlog detect_context " + hashlib.sha256(_CONTEXT_ROWS.encode()).hexdigest()
 BIG = 2**62
 
 # card_us, last_us: the occurred_at of the shoe's earliest card (INTRUDER_CARDS) and of its
@@ -123,12 +128,17 @@ def state_tables(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def state_ready(con: duckdb.DuckDBPyConnection) -> bool:
-    """The detection state exists, was built with the stored rows, and has the columns of
-    `events` (a migration adds columns: then it is rebuilt)."""
+    """The detection state exists, was built with the stored rows by this definition
+    (_STATE_TAG), and has the columns of `events` (a migration adds columns: then it is
+    rebuilt)."""
     names = {t for (t,) in con.execute(
         "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()"
     ).fetchall()}
     if not {SHOES, TABLES, CONTEXT, STORED, STORED_AT, *_round_state()} <= names:
+        return False
+    if con.execute("SELECT comment FROM duckdb_tables() WHERE database_name = "
+                   "current_database() AND schema_name = 'main' AND table_name = $c",
+                   {"c": CONTEXT}).fetchall() != [(_STATE_TAG,)]:
         return False
     cols = [tuple(r) for r in con.execute(
         "SELECT table_name, column_name FROM duckdb_columns() WHERE database_name = "
@@ -146,6 +156,7 @@ def rebuild_state(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(f"INSERT INTO {TABLES} {_TABLE_AGG.format(src='events')}")
     con.execute(f"CREATE OR REPLACE TABLE {CONTEXT} AS "
                 f"SELECT * FROM events WHERE {_CONTEXT_ROWS}")
+    con.execute(f"COMMENT ON TABLE {CONTEXT} IS '{_STATE_TAG}'")  # hex after a fixed text
     if ROUND_LEVEL_STRETCH:
         detect_rounds.rebuild(con)
 
@@ -342,11 +353,18 @@ class Detector:
                 WHERE shoe_id IS NULL AND event_type IN {INTRUDER_CARDS}""",
                                               {"t": tables}).fetchall():
             loose.setdefault(t, []).append((seq, at, round_no))
-        # The rounds of the batch's events with no shoe, whatever their type: each extends the
-        # span of its round's cards with no shoe (sql/intruders.sql groups by shoe and round).
-        loose_rounds = {t: set(rounds) for t, rounds in s.execute(
-            "SELECT table_id, list(DISTINCT round_no) FROM pitlog_new WHERE shoe_id IS NULL "
-            "AND round_no > 0 GROUP BY ALL").fetchall()}
+        # The events with no shoe of a round, whatever their type, stored (detect_context) and
+        # new: a round dealt with no shoe is one span of them (sql/intruders.sql groups its
+        # cards by shoe and round, a NULL shoe too; the ledger and the rounds family join its
+        # wagers, words and settlements to them).
+        round_events: dict[str, list[tuple[int, int]]] = {}
+        for t, seq, round_no in s.execute(f"""
+                SELECT table_id, seq, round_no FROM {self.db}.main.{CONTEXT}
+                WHERE list_contains($t, table_id) AND shoe_id IS NULL AND round_no > 0
+                UNION ALL
+                SELECT table_id, seq, round_no FROM pitlog_new
+                WHERE shoe_id IS NULL AND round_no > 0""", {"t": tables}).fetchall():
+            round_events.setdefault(t, []).append((seq, round_no))
         old_tables = {r[0]: r for r in s.execute(
             f"SELECT * FROM {self.db}.main.{TABLES} WHERE list_contains($t, table_id)",
             {"t": tables}).fetchall()}
@@ -377,7 +395,7 @@ class Detector:
             k0 = min([mine[sid][2] for sid in affected] + ([null_shoe[t]] if t in null_shoe
                                                              else []))
             k, back = _stretch_start(k0, list(mine.values()), loose.get(t, []),
-                                     loose_rounds.get(t, set()))
+                                     round_events.get(t, []))
             reached += back
             if not back:  # reached back by game order: the earlier shoe's rows read the stretch
                 narrow[t] = (k, affected)
@@ -642,12 +660,12 @@ def _merge(old: list | None, new: list) -> list:
 
 
 def _stretch_start(k: int, shoes: list[list], loose: list[tuple[int, int, int | None]],
-                   loose_rounds: set[int] | frozenset[int] = frozenset()) -> tuple[int, bool]:
+                   round_events: list[tuple[int, int]] | None = None) -> tuple[int, bool]:
     """K from `k`, the first seq of the earliest shoe the batch touches, and whether game order
     moved it back. `shoes`: the table's state rows (SHOES layout, merged with the batch);
     `loose`: its cards with no shoe (seq, occurred_at in microseconds, round_no);
-    `loose_rounds`: the rounds of the batch's events with no shoe. Shoes that overlap the
-    stretch join it (none, in a normal stream), until none does:
+    `round_events`: its events with no shoe of a round (seq, round_no > 0), the batch's too.
+    Shoes that overlap the stretch join it (none, in a normal stream), until none does:
     - in seq: a shoe with events on both sides of K;
     - in game order (occurred_at, then seq): sql/intruders.sql matches cards to rounds' spans
       by game order, whatever their shoe. A card c of the stretch lies inside a span of an
@@ -656,21 +674,22 @@ def _stretch_start(k: int, shoes: list[list], loose: list[tuple[int, int, int | 
       c after them): then S's rounds (BURN_DURING_ROUND, CARD_OUTSIDE_ROUND, IRREGULAR_ROUND
       in round_money) read the stretch, and S joins it. A card with no shoe stamped after the
       stretch's earliest card joins it too (the shoe around its seq follows, in seq);
-    - by round: the cards with no shoe of one round are one span (sql/intruders.sql groups
-      by shoe and round, a NULL shoe too), from its earliest card to its latest event, so a
-      card with no shoe before K of a round the stretch has an event with no shoe of joins
-      it: else that span, stretched by the new event over the shoes between, made rows of
-      seqs below K (a burn of each shoe inside it) that were never stored, and the new
-      card's row was judged without its round's first card (a WRONG_BOX the full evaluation
-      does not make).
+    - by round: the events with no shoe of one round are one round (sql/intruders.sql groups
+      its cards by shoe and round, a NULL shoe too, from its earliest card to its latest
+      event; the ledger pairs its wagers and settlements), so an event with no shoe before K
+      of a round the stretch has an event with no shoe of joins it: else that span,
+      stretched by the new event over the shoes between, made rows of seqs below K (a burn
+      of each shoe inside it) that were never stored, the new card's row was judged without
+      its round's first card (a WRONG_BOX the full evaluation does not make), and a
+      settlement without its wager (NOT_OWED).
     So a row below K reads no event from K on, and the bounds come from the state's rows per
     shoe, not from the events."""
     back = False
     while True:
         k2 = min([k] + [v[2] for v in shoes if v[4] >= k])
-        # round_no > 0: a span's (a burn with no round joins none)
-        rounds = set(loose_rounds) | {r for seq, _, r in loose if seq >= k2 and r and r > 0}
-        k3 = min([k2] + [seq for seq, _, r in loose if seq < k2 and r in rounds])
+        # round_no > 0: a round's (a burn with no round joins none)
+        rounds = {r for seq, r in round_events or () if seq >= k2}
+        k3 = min([k2] + [seq for seq, r in round_events or () if seq < k2 and r in rounds])
         back, k2 = back or k3 < k2, k3
         cards = ([v[8] for v in shoes if v[2] >= k2 and v[8] is not None]
                  + [at for seq, at, _ in loose if seq >= k2])

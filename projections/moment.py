@@ -30,7 +30,8 @@ WITH r AS (
     FROM events
     WHERE table_id = $table AND round_no IS NOT NULL AND ($seat IS NULL OR round_no IN (
         SELECT w.round_no FROM events AS w
-        WHERE w.table_id = $table AND w.shoe_id = events.shoe_id AND w.seat = $seat
+        WHERE w.table_id = $table AND w.shoe_id IS NOT DISTINCT FROM events.shoe_id
+          AND w.seat = $seat
           AND w.event_type = 'WagerPlaced'))
     GROUP BY shoe_id, round_no
 )

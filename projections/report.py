@@ -148,7 +148,7 @@ def _anomalies(con: duckdb.DuckDBPyConnection, cal: rc.Calendar, day: date,
             sql = (f'SELECT a."{code}" AS code, timezone($tz, r.started_at) AS local_at, '
                    f'r.started_at AS happened_at, '
                    f'{detail} FROM anomalies AS a JOIN rounds AS r ON r.table_id = a."{table}" '
-                   f'AND r.shoe_id = a.shoe_id AND r.round_no = a.round_no '
+                   f'AND r.shoe_id IS NOT DISTINCT FROM a.shoe_id AND r.round_no = a.round_no '
                    f'WHERE gaming_day(r.started_at, $tz, $day_start_minutes) = $day '
                    f'ORDER BY local_at, table_id, round_no, code, explanation')
         else:

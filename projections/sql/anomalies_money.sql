@@ -41,7 +41,9 @@ originals AS (
     SELECT l.table_id, l.shoe_id, l.round_no, l.seat, l.area, max(l.amount_cents) AS original_cents,
            flatten(list(l.wager_seqs)) AS original_seqs
     FROM ledger_rows AS l
-    SEMI JOIN suspects AS s USING (table_id, shoe_id, round_no, seat, area)
+    SEMI JOIN suspects AS s
+           ON s.table_id = l.table_id AND s.shoe_id IS NOT DISTINCT FROM l.shoe_id
+          AND s.round_no IS NOT DISTINCT FROM l.round_no AND s.seat = l.seat AND s.area = l.area
     WHERE l.wager_kind = 'ORIGINAL' AND l.status NOT IN ('NOT_OWED', 'REMOVED')
     GROUP BY ALL
 ),
@@ -74,8 +76,12 @@ money AS (
         standard_odds(b.hand, b.spread) AS standard_odds,
         CASE b.wager_kind WHEN 'RAISE' THEN 'raise' ELSE 'wager' END AS what
     FROM suspects AS b
-    LEFT JOIN originals AS o USING (table_id, shoe_id, round_no, seat, area)
-    LEFT JOIN anomaly_round_facts AS f USING (table_id, shoe_id, round_no)
+    LEFT JOIN originals AS o
+           ON o.table_id = b.table_id AND o.shoe_id IS NOT DISTINCT FROM b.shoe_id
+          AND o.round_no IS NOT DISTINCT FROM b.round_no AND o.seat = b.seat AND o.area = b.area
+    LEFT JOIN anomaly_round_facts AS f
+           ON f.table_id = b.table_id AND f.shoe_id IS NOT DISTINCT FROM b.shoe_id
+          AND f.round_no = b.round_no
 ),
 
 money_found AS (

@@ -18,32 +18,36 @@ said AS (
            CASE WHEN m.destination = 'MIDDLE' OR m.drawn > f.second_card_order THEN m.rank END
                AS middle_rank_before
     FROM events AS a
-    JOIN facts AS f USING (table_id, shoe_id, round_no)
+    JOIN facts AS f
+      ON f.table_id = a.table_id AND f.shoe_id IS NOT DISTINCT FROM a.shoe_id
+     AND f.round_no = a.round_no
     ASOF LEFT JOIN (SELECT table_id, shoe_id, round_no, game_order(occurred_at, seq) AS drawn,
                            rank, destination FROM events
                     WHERE event_type = 'CardDrawn') AS m
-        ON m.table_id = a.table_id AND m.shoe_id = a.shoe_id AND m.round_no = a.round_no
-       AND game_order(a.occurred_at, a.seq) > m.drawn
+        ON m.table_id = a.table_id AND m.shoe_id IS NOT DISTINCT FROM a.shoe_id
+       AND m.round_no = a.round_no AND game_order(a.occurred_at, a.seq) > m.drawn
     WHERE a.event_type = 'Announced' AND f.kind IS NOT NULL
       AND a.meaning IN ('THREE_OF_A_KIND', 'NO_THREE_OF_A_KIND', 'THIRD_CARD')
     UNION ALL
     SELECT a.table_id, a.shoe_id, a.round_no, a.seq, a.occurred_at, a.phrase, a.meaning, a."value",
            f.kind, f.spread, f.left_rank, f.left_card, f.right_card, NULL::INTEGER
     FROM events AS a
-    JOIN facts AS f USING (table_id, shoe_id, round_no)
+    JOIN facts AS f
+      ON f.table_id = a.table_id AND f.shoe_id IS NOT DISTINCT FROM a.shoe_id
+     AND f.round_no = a.round_no
     WHERE a.event_type = 'Announced' AND f.kind IS NOT NULL
       AND a.meaning IN ('CONSECUTIVE', 'PAIR', 'SPREAD', 'RAISES_CLOSED')
 ),
 
--- What a finished, unvoided round announced, from the round facts (a round whose shoe_id is
--- NULL matches no announcement: it joins nothing by table, shoe and round).
+-- What a finished, unvoided round announced, from the round facts. A round dealt with no shoe
+-- (a device that stamps none) is judged on its own events with no shoe, as the ledger pairs its
+-- wagers and settlements: its announcements are the ones it made.
 said_per_round AS (
     SELECT table_id, shoe_id, round_no, kind, spread, left_card, right_card,
-           middle_card, third_card_seq, card_seqs, ended_at,
-           CASE WHEN shoe_id IS NULL THEN 0 ELSE kind_said END AS kind_said,
+           middle_card, third_card_seq, card_seqs, ended_at, kind_said,
            -- 13:47-20.31(d)9-10, (d)13: said after the deciding third card.
-           shoe_id IS NOT NULL AND coalesce(last_outcome_said > third_card_order, false) AS outcome_said,
-           shoe_id IS NOT NULL AND coalesce(last_value_said > third_card_order, false) AS value_said
+           coalesce(last_outcome_said > third_card_order, false) AS outcome_said,
+           coalesce(last_value_said > third_card_order, false) AS value_said
     FROM facts
     WHERE kind IS NOT NULL AND finished AND NOT voided
 )

@@ -48,7 +48,9 @@ exposure_areas AS (
            coalesce(sum(e.amount_cents) FILTER (e.event_type = 'WagerSettled' AND e.outcome = 'VOID'
                AND e.wager_kind = 'RAISE' AND after_exposure), 0) AS raise_back
     FROM exposures AS x
-    JOIN events AS e USING (table_id, shoe_id, round_no),
+    JOIN events AS e
+      ON e.table_id = x.table_id AND e.shoe_id IS NOT DISTINCT FROM x.shoe_id
+     AND e.round_no = x.round_no,
     LATERAL (SELECT game_order(e.occurred_at, e.seq) > x.exposed_order
                     AND (x.new_third_order IS NULL OR game_order(e.occurred_at, e.seq) < x.new_third_order)
                  AS after_exposure)
@@ -78,7 +80,9 @@ moves AS (
            e.amount_cents, e.instrument, e.occurred_at, f.first_card_seq, f.first_card,
            f.first_card_order, game_order(e.occurred_at, e.seq) AS move_order
     FROM events AS e
-    JOIN facts AS f USING (table_id, shoe_id, round_no)
+    JOIN facts AS f
+      ON f.table_id = e.table_id AND f.shoe_id IS NOT DISTINCT FROM e.shoe_id
+     AND f.round_no = e.round_no
     WHERE e.event_type IN ('WagerPlaced', 'WagerChanged', 'WagerRemoved')
       AND game_order(e.occurred_at, e.seq) > f.first_card_order
 ),
@@ -93,7 +97,8 @@ late_moves AS (
                             AND game_order(b.occurred_at, b.seq) < m.move_order), false) AS decided
     FROM moves AS m
     LEFT JOIN events AS b
-        ON b.table_id = m.table_id AND b.shoe_id = m.shoe_id AND b.round_no = m.round_no
+        ON b.table_id = m.table_id AND b.shoe_id IS NOT DISTINCT FROM m.shoe_id
+       AND b.round_no = m.round_no
        AND b.seat = m.seat AND b.area = m.area AND b.event_type IN ('WagerPlaced', 'WagerSettled')
     GROUP BY ALL
 )
@@ -128,7 +133,9 @@ SELECT * FROM (
                          || coalesce(' ' || x.new_third_card, '') END),
            x.exposed_at
     FROM exposures AS x
-    LEFT JOIN exposure_faults AS p USING (table_id, shoe_id, round_no)
+    LEFT JOIN exposure_faults AS p
+           ON p.table_id = x.table_id AND p.shoe_id IS NOT DISTINCT FROM x.shoe_id
+          AND p.round_no = x.round_no
     WHERE x.finished
       AND (x.new_third_seq IS NULL OR len(p.no_choice_seats) > 0 OR len(p.unrefunded_seats) > 0)
 
@@ -167,7 +174,9 @@ SELECT * FROM (
                   e.seat, dollars(e.amount_cents), e.area, f.left_card, f.right_card),
            e.occurred_at
     FROM events AS e
-    JOIN facts AS f USING (table_id, shoe_id, round_no)
+    JOIN facts AS f
+      ON f.table_id = e.table_id AND f.shoe_id IS NOT DISTINCT FROM e.shoe_id
+     AND f.round_no = e.round_no
     -- game order (sql/macros.sql, game_order): the raise is keyed at the terminal, the card is the shoe's
     WHERE e.event_type = 'RaisePlaced' AND f.kind = 'spread'
       AND game_order(e.occurred_at, e.seq) < f.second_card_order
@@ -180,7 +189,9 @@ SELECT * FROM (
                                THEN ', with the third card ' || f.middle_card || ' already out' ELSE '' END),
            e.occurred_at
     FROM events AS e
-    JOIN facts AS f USING (table_id, shoe_id, round_no)
+    JOIN facts AS f
+      ON f.table_id = e.table_id AND f.shoe_id IS NOT DISTINCT FROM e.shoe_id
+     AND f.round_no = e.round_no
     -- game order (sql/macros.sql, game_order): a raise keyed before "Raises closed" is on time
     -- whichever line reached the recorder first
     WHERE e.event_type = 'RaisePlaced' AND f.kind = 'spread'

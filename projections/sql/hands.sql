@@ -31,11 +31,15 @@ racked AS (
     GROUP BY table_id, shoe_id, round_no
 )
 SELECT
-    table_id, shoe_id, round_no,
+    coalesce(d.table_id, r.table_id) AS table_id, coalesce(d.shoe_id, r.shoe_id) AS shoe_id,
+    coalesce(d.round_no, r.round_no) AS round_no,
     array_to_string(dealt_cards, ' ') AS dealt, array_to_string(racked_cards, ' ') AS racked,
     coalesce(dealt_cards IS NOT DISTINCT FROM racked_cards, false) AS racked_in_dealing_order,
     dealt_cards, racked_cards, first_rack_position, last_rack_position
-FROM dealt FULL OUTER JOIN racked USING (table_id, shoe_id, round_no);
+-- A round dealt with no shoe is one hand too (its cards and rack, both with no shoe).
+FROM dealt AS d FULL OUTER JOIN racked AS r
+  ON r.table_id = d.table_id AND r.shoe_id IS NOT DISTINCT FROM d.shoe_id
+ AND r.round_no = d.round_no;
 
 CREATE OR REPLACE VIEW hands AS
 SELECT * FROM hands_of(NULL, NULL, NULL, NULL)

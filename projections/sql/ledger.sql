@@ -147,7 +147,9 @@ original_events AS (
            -- The wager's state after this event: its amount, or -1 once removed.
            CASE WHEN e.event_type = 'WagerRemoved' THEN -1 ELSE e.amount_cents END AS state
     FROM round_events AS e
-    LEFT JOIN first_cards AS f USING (table_id, shoe_id, round_no)
+    LEFT JOIN first_cards AS f
+           ON f.table_id = e.table_id AND f.shoe_id IS NOT DISTINCT FROM e.shoe_id
+          AND f.round_no = e.round_no
     WHERE e.event_type IN ('WagerPlaced', 'WagerChanged', 'WagerRemoved')
 ),
 original_states AS (
@@ -196,7 +198,9 @@ raises AS (
            false AS removed, false AS altered_after_first_card, false AS late,
            min(e.occurred_at) AS placed_at, list_sort(list(e.seq)) AS wager_seqs
     FROM round_events AS e
-    LEFT JOIN placers AS p USING (table_id, shoe_id, round_no, seat, area)
+    LEFT JOIN placers AS p
+           ON p.table_id = e.table_id AND p.shoe_id IS NOT DISTINCT FROM e.shoe_id
+          AND p.round_no IS NOT DISTINCT FROM e.round_no AND p.seat = e.seat AND p.area = e.area
     WHERE e.event_type = 'RaisePlaced'
     GROUP BY e.table_id, e.shoe_id, e.round_no, e.seat, e.area, p.player_id
 ),
@@ -259,7 +263,10 @@ keyed AS (
         coalesce(s.won_settlements, 0) AS won_settlements, s.settled_at,
         coalesce(s.settlement_seqs, []::BIGINT[]) AS settlement_seqs
     FROM wagered AS w
-    FULL OUTER JOIN settled AS s USING (table_id, shoe_id, round_no, seat, area, wager_kind)
+    FULL OUTER JOIN settled AS s
+         ON s.table_id = w.table_id AND s.shoe_id IS NOT DISTINCT FROM w.shoe_id
+        AND s.round_no IS NOT DISTINCT FROM w.round_no AND s.seat = w.seat AND s.area = w.area
+        AND s.wager_kind = w.wager_kind
 ),
 round_context AS (
     -- Per round: the dealer and cards (the rounds view's, from rounds_of), the shoe's decks and
@@ -296,13 +303,19 @@ with_paytable AS (
              THEN 'no TableOpened before this round: the standard paytable of 13:47-20.31(e) is assumed'
              ELSE r.violation END AS paytable_violation
     FROM keyed AS k
-    LEFT JOIN round_context AS r USING (table_id, shoe_id, round_no)
-    LEFT JOIN choices AS c USING (table_id, shoe_id, round_no, seat, area)
+    LEFT JOIN round_context AS r
+           ON r.table_id = k.table_id AND r.shoe_id IS NOT DISTINCT FROM k.shoe_id
+          AND r.round_no = k.round_no
+    LEFT JOIN choices AS c
+           ON c.table_id = k.table_id AND c.shoe_id IS NOT DISTINCT FROM k.shoe_id
+          AND c.round_no IS NOT DISTINCT FROM k.round_no AND c.seat = k.seat AND c.area = k.area
 ),
 with_intruders AS (
     SELECT p.*, coalesce(x.cards_intruded, false) AS cards_intruded
     FROM with_paytable AS p
-    LEFT JOIN intruded AS x USING (table_id, shoe_id, round_no)
+    LEFT JOIN intruded AS x
+           ON x.table_id = p.table_id AND x.shoe_id IS NOT DISTINCT FROM p.shoe_id
+          AND x.round_no IS NOT DISTINCT FROM p.round_no
 ),
 decided AS (
     SELECT

@@ -106,8 +106,11 @@ SELECT
          WHEN r.kind = 'pair' AND r.middle_rank IS NOT NULL THEN 'pair_no_trips'
     END AS outcome
 FROM rounds AS r
-LEFT JOIN money AS m USING (table_id, shoe_id, round_no)
-LEFT JOIN decks AS d USING (table_id, shoe_id)
+-- A round dealt with no shoe has money too (its wagers, with no shoe, are its own).
+LEFT JOIN money AS m
+       ON m.table_id = r.table_id AND m.shoe_id IS NOT DISTINCT FROM r.shoe_id
+      AND m.round_no = r.round_no
+LEFT JOIN decks AS d ON d.table_id = r.table_id AND d.shoe_id = r.shoe_id
 
 -- name: by_round
 -- Each round's money (the round_money query above over the views, or the stored

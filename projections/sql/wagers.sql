@@ -52,7 +52,10 @@ all_wagers AS (
     SELECT r.table_id, r.shoe_id, r.round_no, r.seat, r.area, r.wager_kind, o.player_id,
            NULL, r.placed_cents, r.placed_cents, false, 0, r.placements, r.first_seq,
            r.placed_at
-    FROM raises AS r LEFT JOIN originals AS o USING (table_id, shoe_id, round_no, seat, area)
+    FROM raises AS r
+    LEFT JOIN originals AS o
+           ON o.table_id = r.table_id AND o.shoe_id IS NOT DISTINCT FROM r.shoe_id
+          AND o.round_no IS NOT DISTINCT FROM r.round_no AND o.seat = r.seat AND o.area = r.area
 ),
 settled AS (
     SELECT table_id, shoe_id, round_no, seat, area, wager_kind,
@@ -66,5 +69,9 @@ settled AS (
 SELECT w.*, coalesce(s.settlements, 0) AS settlements, s.settled_outcome, s.settled_cents,
        s.settled_odds
 FROM all_wagers AS w
-LEFT JOIN settled AS s USING (table_id, shoe_id, round_no, seat, area, wager_kind)
+-- a round dealt with no shoe: its settlements with no shoe are its wagers' (docs/auditing.md)
+LEFT JOIN settled AS s
+       ON s.table_id = w.table_id AND s.shoe_id IS NOT DISTINCT FROM w.shoe_id
+      AND s.round_no IS NOT DISTINCT FROM w.round_no AND s.seat = w.seat AND s.area = w.area
+      AND s.wager_kind = w.wager_kind
 ORDER BY table_id, shoe_id, round_no, seat, area, wager_kind;

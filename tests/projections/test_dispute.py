@@ -161,6 +161,17 @@ def test_a_round_dealt_with_no_shoe_shows_its_wagers_and_announcements(tmp_path:
                                {"s": s["left"]}).fetchall()
         d = dispute(con, "T01", at=at)
         seat = dispute(con, "T01", at=at, seat=2)
+        wagers = con.execute("SELECT seat, amount_cents, settlements, settled_outcome "
+                             "FROM wagers ORDER BY seat").fetchall()
+        hands = con.execute("SELECT shoe_id, round_no, dealt FROM hands").fetchall()
+    # One row per wager, settled as owed (4S QD: spread 7, 9H between: won at 1 to 1); they
+    # were two each (IN_PLAY beside a NOT_OWED settlement), with WRONG_SETTLEMENT rows.
+    assert [(x["seat"], x["status"], x["required"], x["made"]) for x in d.settlements] == [
+        (1, "OK", "WON: pay $10.00 at 1 to 1", "WON: paid $10.00 at 1 to 1"),
+        (2, "OK", "WON: pay $5.00 at 1 to 1", "WON: paid $5.00 at 1 to 1")]
+    assert {a["code"] for a in d.anomalies} == {"CARD_OUTSIDE_ROUND"}
+    assert wagers == [(1, 1000, 1, "WON"), (2, 500, 1, "WON")]
+    assert hands == [(None, 1, "4S QD 9H")]
     assert (d.round["shoe_id"], d.round["left_card"], d.round["right_card"]) == (None, "4S", "QD")
     assert [(w["seat"], w["action"], w["amount_cents"]) for w in d.wagers] == [
         (1, "wager placed", 1000), (2, "wager placed", 500)]

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from live_support import assert_money_exact
+from live_support import assert_money_exact, money_differences
 from table_builder import EVENING, TableBuilder, card, recorder_for
 
 from events.errors import ProjectionError
@@ -1058,3 +1058,64 @@ def test_an_event_with_no_shoe_joins_its_rounds_earlier_card_with_no_shoe(
                             "ORDER BY seq").fetchall()
         assert len(burns) == 2  # S1's and S2's
         assert _burned_during(con) == [(None, 3, [early, b]) for (b,) in burns]
+
+
+# A table whose device stamps no shoe id: its rounds are keyed (table, no shoe, round), and the
+# ledger and the rounds family join a round's wagers, announcements and settlements with no shoe
+# to its cards with no shoe (they joined nothing, so a correct round showed each wager twice,
+# IN_PLAY and NOT_OWED, with WRONG_SETTLEMENT and WRONG_ANNOUNCEMENT rows it did not earn). The
+# stretch of a batch holds every event with no shoe of the rounds it touches: projected in
+# three batches, split inside each part of the two rounds, the stored rows equal a full evaluation.
+_NO_SHOE_EVENTS = 21
+
+
+def _deal_with_no_shoe(t: TableBuilder) -> None:
+    """Round 1 by the rules (a raise, both seats paid right); round 2 three of a kind paid at
+    10 to 1 where 11 to 1 is owed (13:47-20.31(d)9): both with no shoe, 21 events."""
+    t.round_no = 1
+    t.deal_round("4S QD 9H", {1: 1000, 2: 500}, {1: 1000})
+    t.round_no = 2
+
+    def underpaid(seat: int, kind: model.WagerKind, cents: int, cards: object) -> int:
+        return t.settle(seat, kind, model.SettledAs.WON, cents * 10, 10)
+    t.deal_round("7C 7D 7H", {1: 500}, settle=underpaid)
+
+
+# After: the first wager; the left card; "spread 7"; the third card; the first settlement;
+# round 2's first card; its third card; its settlement.
+@pytest.mark.parametrize("split", [1, 3, 5, 8, 10, 15, 17, 19])
+def test_rounds_with_no_shoe_are_judged_on_their_own_events_in_any_batches(
+        tmp_path: Path, split: int) -> None:
+    log, t = _table(tmp_path)
+    t.new_shoe("S1")  # a round of shoe S1 first, numbered 1 as the first round with no shoe
+    t.round_no = 1
+    t.deal_round("5S 9H 7C", {1: 1000})
+    t.shoe_id = None
+    emit, emitted = t.emit, [0]
+
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
+        def emit_then_maybe_project(event: model.DomainEvent, *, actor: str | None = None) -> int:
+            seq = emit(event, actor=actor)
+            emitted[0] += 1
+            if emitted[0] == split:
+                second_batch()
+                assert _rows_apart(con) == ([], [])
+                assert money_differences(con)[:2] == (0, 0)
+            return seq
+        t.emit = emit_then_maybe_project  # type: ignore[method-assign]
+        _deal_with_no_shoe(t)
+        assert emitted[0] == _NO_SHOE_EVENTS
+        second_batch()
+        ledger = con.execute("SELECT shoe_id, round_no, seat, wager_kind, amount_cents, status "
+                             "FROM ledger ORDER BY ALL NULLS FIRST").fetchall()
+        codes = con.execute("SELECT code, shoe_id, round_no, count(*) FROM anomalies "
+                            "GROUP BY ALL ORDER BY ALL NULLS FIRST").fetchall()
+    assert ledger == [(None, 1, 1, "ORIGINAL", 1000, "OK"), (None, 1, 1, "RAISE", 1000, "OK"),
+                      (None, 1, 2, "ORIGINAL", 500, "OK"),
+                      (None, 2, 1, "ORIGINAL", 500, "WRONG_AMOUNT"),
+                      ("S1", 1, 1, "ORIGINAL", 1000, "OK")]
+    # Every card with no shoe is out of place (CARD_OUTSIDE_ROUND), and round 2's payout is
+    # 10 to 1 (WRONG_PAYOUT): nothing else, so no announcement or settlement is flagged that
+    # was made right.
+    assert codes == [("CARD_OUTSIDE_ROUND", None, 1, 3), ("CARD_OUTSIDE_ROUND", None, 2, 3),
+                     ("WRONG_PAYOUT", None, 2, 1)]

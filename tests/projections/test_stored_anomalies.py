@@ -19,6 +19,7 @@ from projections.anomalies import (
     refresh_stored_anomalies,
     table_groups,
 )
+from projections.incremental import CONTEXT, state_ready
 from projections.projector import project
 
 
@@ -48,6 +49,40 @@ def test_stored_anomalies_equal_the_view_and_go_stale_when_events_arrive(tmp_pat
     with duckdb.connect(str(db)) as con:
         assert anomaly_source(con) == STORED
         assert _rows(con, STORED) == _rows(con, "anomalies")
+
+
+def test_rows_stored_by_other_rules_or_state_of_another_pitlog_are_evaluated_again(
+        tmp_path: Path) -> None:
+    """An upgraded pitlog whose rules differ: the stored rows carry the rules' fingerprint
+    (anomalies.stored_tag) and the detection state its definition (incremental._STATE_TAG), so
+    rows an older rule stored are not read, and the next projection evaluates the store whole
+    and builds the state again, even with nothing new in the log."""
+    log = EmbeddedLog(tmp_path / "log")
+    simulate(log, SimConfig(seed=3, tables=2, rounds=60, irregularities=0.02))
+    db = tmp_path / "v.duckdb"
+    project(log, db)
+    with duckdb.connect(str(db)) as con:
+        fresh = _rows(con, STORED)
+        context = _rows(con, CONTEXT)
+        assert len(fresh) > 5 and len(context) > 2
+        # What an older pitlog left: a row its rules made, its tag; a context without rows.
+        con.execute(f"INSERT INTO {STORED} SELECT * REPLACE ('an older rule' AS explanation) "
+                    f"FROM {STORED} LIMIT 1")
+        con.execute(f"COMMENT ON TABLE {STORED} IS 'pitlog anomalies 0123'")
+        assert anomaly_source(con) == "anomalies"
+        assert _rows(con, "anomalies") == fresh
+    project(log, db)
+    with duckdb.connect(str(db)) as con:
+        assert anomaly_source(con) == STORED
+        assert _rows(con, STORED) == fresh
+        con.execute(f"DELETE FROM {CONTEXT}")
+        con.execute(f"COMMENT ON TABLE {CONTEXT} IS 'pitlog detect_context 0123'")
+        assert not state_ready(con)
+    project(log, db)
+    with duckdb.connect(str(db)) as con:
+        assert state_ready(con)
+        assert _rows(con, CONTEXT) == context
+        assert _rows(con, STORED) == fresh
 
 
 def test_the_rows_stored_family_by_family_are_the_views_rows_for_every_family(
