@@ -68,7 +68,8 @@ INTRUDER_CARDS = "('CardDrawn', 'CardDrawnInError', 'CardBurned')"
 # (card_us, last_us) covers, and every other event with no shoe of a round: a round dealt with
 # no shoe is one span of its events (_stretch_start).
 _CONTEXT_ROWS = ("event_type IN ('" + "', '".join(CONTEXT_TYPES) + "') "
-                 f"OR (shoe_id IS NULL AND (event_type IN {INTRUDER_CARDS} OR round_no > 0))")
+                 f"OR (shoe_id IS NULL AND (event_type IN {INTRUDER_CARDS} "
+                 "OR round_no IS NOT NULL))")
 # The state's definition, detect_context's comment: a state another pitlog built (other rows
 # in the context) is not ready (state_ready), so the store is evaluated whole and it is rebuilt.
 _STATE_TAG = "pitlog detect_context " + hashlib.sha256(_CONTEXT_ROWS.encode()).hexdigest()
@@ -360,10 +361,11 @@ class Detector:
         round_events: dict[str, list[tuple[int, int]]] = {}
         for t, seq, round_no in s.execute(f"""
                 SELECT table_id, seq, round_no FROM {self.db}.main.{CONTEXT}
-                WHERE list_contains($t, table_id) AND shoe_id IS NULL AND round_no > 0
+                WHERE list_contains($t, table_id) AND shoe_id IS NULL
+                  AND round_no IS NOT NULL
                 UNION ALL
                 SELECT table_id, seq, round_no FROM pitlog_new
-                WHERE shoe_id IS NULL AND round_no > 0""", {"t": tables}).fetchall():
+                WHERE shoe_id IS NULL AND round_no IS NOT NULL""", {"t": tables}).fetchall():
             round_events.setdefault(t, []).append((seq, round_no))
         old_tables = {r[0]: r for r in s.execute(
             f"SELECT * FROM {self.db}.main.{TABLES} WHERE list_contains($t, table_id)",
@@ -664,7 +666,8 @@ def _stretch_start(k: int, shoes: list[list], loose: list[tuple[int, int, int | 
     """K from `k`, the first seq of the earliest shoe the batch touches, and whether game order
     moved it back. `shoes`: the table's state rows (SHOES layout, merged with the batch);
     `loose`: its cards with no shoe (seq, occurred_at in microseconds, round_no);
-    `round_events`: its events with no shoe of a round (seq, round_no > 0), the batch's too.
+    `round_events`: its events with no shoe of a round (seq, round_no; round 0 is a round the
+    views list and the ledger keys too), the batch's too.
     Shoes that overlap the stretch join it (none, in a normal stream), until none does:
     - in seq: a shoe with events on both sides of K;
     - in game order (occurred_at, then seq): sql/intruders.sql matches cards to rounds' spans
@@ -687,7 +690,7 @@ def _stretch_start(k: int, shoes: list[list], loose: list[tuple[int, int, int | 
     back = False
     while True:
         k2 = min([k] + [v[2] for v in shoes if v[4] >= k])
-        # round_no > 0: a round's (a burn with no round joins none)
+        # a round's, round 0 too (a burn with no round joins none)
         rounds = {r for seq, r in round_events or () if seq >= k2}
         k3 = min([k2] + [seq for seq, r in round_events or () if seq < k2 and r in rounds])
         back, k2 = back or k3 < k2, k3

@@ -43,7 +43,7 @@ originals AS (
     FROM ledger_rows AS l
     SEMI JOIN suspects AS s
            ON s.table_id = l.table_id AND s.shoe_id IS NOT DISTINCT FROM l.shoe_id
-          AND s.round_no IS NOT DISTINCT FROM l.round_no AND s.seat = l.seat AND s.area = l.area
+          AND s.round_no = l.round_no AND s.seat = l.seat AND s.area = l.area
     WHERE l.wager_kind = 'ORIGINAL' AND l.status NOT IN ('NOT_OWED', 'REMOVED')
     GROUP BY ALL
 ),
@@ -78,7 +78,7 @@ money AS (
     FROM suspects AS b
     LEFT JOIN originals AS o
            ON o.table_id = b.table_id AND o.shoe_id IS NOT DISTINCT FROM b.shoe_id
-          AND o.round_no IS NOT DISTINCT FROM b.round_no AND o.seat = b.seat AND o.area = b.area
+          AND o.round_no = b.round_no AND o.seat = b.seat AND o.area = b.area
     LEFT JOIN anomaly_round_facts AS f
            ON f.table_id = b.table_id AND f.shoe_id IS NOT DISTINCT FROM b.shoe_id
           AND f.round_no = b.round_no

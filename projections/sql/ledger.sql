@@ -200,7 +200,7 @@ raises AS (
     FROM round_events AS e
     LEFT JOIN placers AS p
            ON p.table_id = e.table_id AND p.shoe_id IS NOT DISTINCT FROM e.shoe_id
-          AND p.round_no IS NOT DISTINCT FROM e.round_no AND p.seat = e.seat AND p.area = e.area
+          AND p.round_no = e.round_no AND p.seat = e.seat AND p.area = e.area
     WHERE e.event_type = 'RaisePlaced'
     GROUP BY e.table_id, e.shoe_id, e.round_no, e.seat, e.area, p.player_id
 ),
@@ -265,7 +265,7 @@ keyed AS (
     FROM wagered AS w
     FULL OUTER JOIN settled AS s
          ON s.table_id = w.table_id AND s.shoe_id IS NOT DISTINCT FROM w.shoe_id
-        AND s.round_no IS NOT DISTINCT FROM w.round_no AND s.seat = w.seat AND s.area = w.area
+        AND s.round_no = w.round_no AND s.seat = w.seat AND s.area = w.area
         AND s.wager_kind = w.wager_kind
 ),
 round_context AS (
@@ -308,14 +308,14 @@ with_paytable AS (
           AND r.round_no = k.round_no
     LEFT JOIN choices AS c
            ON c.table_id = k.table_id AND c.shoe_id IS NOT DISTINCT FROM k.shoe_id
-          AND c.round_no IS NOT DISTINCT FROM k.round_no AND c.seat = k.seat AND c.area = k.area
+          AND c.round_no = k.round_no AND c.seat = k.seat AND c.area = k.area
 ),
 with_intruders AS (
     SELECT p.*, coalesce(x.cards_intruded, false) AS cards_intruded
     FROM with_paytable AS p
     LEFT JOIN intruded AS x
            ON x.table_id = p.table_id AND x.shoe_id IS NOT DISTINCT FROM p.shoe_id
-          AND x.round_no IS NOT DISTINCT FROM p.round_no
+          AND x.round_no = p.round_no
 ),
 decided AS (
     SELECT

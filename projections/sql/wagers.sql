@@ -55,7 +55,7 @@ all_wagers AS (
     FROM raises AS r
     LEFT JOIN originals AS o
            ON o.table_id = r.table_id AND o.shoe_id IS NOT DISTINCT FROM r.shoe_id
-          AND o.round_no IS NOT DISTINCT FROM r.round_no AND o.seat = r.seat AND o.area = r.area
+          AND o.round_no = r.round_no AND o.seat = r.seat AND o.area = r.area
 ),
 settled AS (
     SELECT table_id, shoe_id, round_no, seat, area, wager_kind,
@@ -72,6 +72,6 @@ FROM all_wagers AS w
 -- a round dealt with no shoe: its settlements with no shoe are its wagers' (docs/auditing.md)
 LEFT JOIN settled AS s
        ON s.table_id = w.table_id AND s.shoe_id IS NOT DISTINCT FROM w.shoe_id
-      AND s.round_no IS NOT DISTINCT FROM w.round_no AND s.seat = w.seat AND s.area = w.area
+      AND s.round_no = w.round_no AND s.seat = w.seat AND s.area = w.area
       AND s.wager_kind = w.wager_kind
 ORDER BY table_id, shoe_id, round_no, seat, area, wager_kind;

@@ -1119,3 +1119,36 @@ def test_rounds_with_no_shoe_are_judged_on_their_own_events_in_any_batches(
     # was made right.
     assert codes == [("CARD_OUTSIDE_ROUND", None, 1, 3), ("CARD_OUTSIDE_ROUND", None, 2, 3),
                      ("WRONG_PAYOUT", None, 2, 1)]
+
+
+# A wager with no shoe, then two shoes, then its settlement with no shoe in a later batch: in
+# a round (round 0 is one the views list) the two are one ledger row, and the batch's stretch
+# reaches back to the wager (without round 0 among the rounds that do, the stored rows kept a
+# WRONG_SETTLEMENT "no wager" the full evaluation does not make); with no round they pair with
+# nothing, and the payment is flagged, as before rounds with no shoe were joined.
+@pytest.mark.parametrize("round_no", [0, None, 1])
+def test_a_wager_with_no_shoe_meets_its_settlement_batches_later_only_in_a_round(
+        tmp_path: Path, round_no: int | None) -> None:
+    log, t = _table(tmp_path)
+    t.new_shoe("S0")
+    t.round_no = 1
+    t.deal_round("4C JS 7D", {2: 500})
+    t.shoe_id, t.round_no = None, round_no
+    wager = t.wager(1, 1000)
+    t.new_shoe("S1")
+    t.round_no = 1
+    t.deal_round("5S 9H 7C", {2: 1000})
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
+        t.shoe_id, t.round_no = None, round_no
+        paid = t.settle(1, model.WagerKind.ORIGINAL, model.SettledAs.WON, 1000, 1)
+        second_batch()
+        rows = con.execute("SELECT status, wager_seqs, settlement_seqs FROM ledger "
+                           "WHERE shoe_id IS NULL ORDER BY status").fetchall()
+        flagged = con.execute("SELECT seqs FROM anomalies WHERE shoe_id IS NULL "
+                              "AND code = 'WRONG_SETTLEMENT'").fetchall()
+    if round_no is None:
+        assert rows == [("IN_PLAY", [wager], []), ("NOT_OWED", None, [paid])]
+        assert flagged == [([paid],)]
+    else:  # settled though no card of the round decided it (as in a round of a shoe)
+        assert rows == [("SETTLED_BEFORE_DECISION", [wager], [paid])]
+        assert flagged == []
