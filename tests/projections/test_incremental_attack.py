@@ -1082,7 +1082,7 @@ def _deal_with_no_shoe(t: TableBuilder) -> None:
 
 
 # After: the first wager; the left card; "spread 7"; the third card; the first settlement;
-# round 2's first card; its third card; its settlement.
+# round 2's first card; its "pair"; its "three of a kind" (before its settlement).
 @pytest.mark.parametrize("split", [1, 3, 5, 8, 10, 15, 17, 19])
 def test_rounds_with_no_shoe_are_judged_on_their_own_events_in_any_batches(
         tmp_path: Path, split: int) -> None:
