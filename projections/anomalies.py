@@ -22,7 +22,7 @@ import duckdb
 from events.errors import ProjectionError, first_line
 from events.reddog.catalogue import SEVERITIES, STATISTICAL, Severity
 from projections.kept_at import current as kept_current
-from projections.kept_at import mark_sql
+from projections.kept_at import mark_sql, tagged
 from projections.memory import MORE_MEMORY
 from projections.queries import rows as query_rows
 from projections.reconcile import Calendar
@@ -213,10 +213,8 @@ def anomaly_source(con: duckdb.DuckDBPyConnection) -> str:
     (stored_tag), else the `anomalies` view. Asked of the catalog first (kept_at.current): no
     statement that can fail, so a served request's transaction survives a store whose stored
     rows are missing."""
-    stored = con.execute(
-        "SELECT comment FROM duckdb_tables() WHERE database_name = current_database() AND "
-        "schema_name = 'main' AND table_name = $t", {"t": STORED}).fetchall() == [(stored_tag(),)]
-    return STORED if stored and kept_current(con, STORED_AT) else "anomalies"
+    current = tagged(con, (STORED,), stored_tag()) and kept_current(con, STORED_AT)
+    return STORED if current else "anomalies"
 
 
 def catalogue(con: duckdb.DuckDBPyConnection) -> list[Row]:

@@ -37,7 +37,7 @@ from projections.anomalies import (
     anomaly_source,
     refresh_stored_anomalies,
 )
-from projections.kept_at import CHECKPOINTS
+from projections.kept_at import CHECKPOINTS, tagged
 from projections.reddog_macros import macros_sql
 from projections.views import SQL_DIR, VIEW_FILES, create_views
 
@@ -137,9 +137,7 @@ def state_ready(con: duckdb.DuckDBPyConnection) -> bool:
     ).fetchall()}
     if not {SHOES, TABLES, CONTEXT, STORED, STORED_AT, *_round_state()} <= names:
         return False
-    if con.execute("SELECT comment FROM duckdb_tables() WHERE database_name = "
-                   "current_database() AND schema_name = 'main' AND table_name = $c",
-                   {"c": CONTEXT}).fetchall() != [(_STATE_TAG,)]:
+    if not tagged(con, (CONTEXT,), _STATE_TAG):
         return False
     cols = [tuple(r) for r in con.execute(
         "SELECT table_name, column_name FROM duckdb_columns() WHERE database_name = "
@@ -342,31 +340,25 @@ class Detector:
             "SELECT table_id, min(seq) FROM pitlog_new WHERE shoe_id IS NULL "
             "GROUP BY ALL").fetchall())
         tables = list(new_tables)
-        # The cards with no shoe, stored (detect_context) and new: no shoe's extent covers them.
+        # The events with no shoe, stored (detect_context) and new, in one read: its cards, which
+        # no shoe's extent covers (`loose`), and its events of a round, whatever their type: a
+        # round dealt with no shoe is one span of them (sql/intruders.sql groups its cards by
+        # shoe and round, a NULL shoe too; the ledger and the rounds family join its wagers,
+        # words and settlements to them).
         loose: dict[str, list[tuple[int, int, int | None]]] = {}
-        for t, seq, at, round_no in s.execute(f"""
-                SELECT table_id, seq, epoch_us(occurred_at), round_no
-                FROM {self.db}.main.{CONTEXT}
-                WHERE list_contains($t, table_id) AND shoe_id IS NULL
-                  AND event_type IN {INTRUDER_CARDS}
-                UNION ALL
-                SELECT table_id, seq, epoch_us(occurred_at), round_no FROM pitlog_new
-                WHERE shoe_id IS NULL AND event_type IN {INTRUDER_CARDS}""",
-                                              {"t": tables}).fetchall():
-            loose.setdefault(t, []).append((seq, at, round_no))
-        # The events with no shoe of a round, whatever their type, stored (detect_context) and
-        # new: a round dealt with no shoe is one span of them (sql/intruders.sql groups its
-        # cards by shoe and round, a NULL shoe too; the ledger and the rounds family join its
-        # wagers, words and settlements to them).
         round_events: dict[str, list[tuple[int, int]]] = {}
-        for t, seq, round_no in s.execute(f"""
-                SELECT table_id, seq, round_no FROM {self.db}.main.{CONTEXT}
-                WHERE list_contains($t, table_id) AND shoe_id IS NULL
-                  AND round_no IS NOT NULL
-                UNION ALL
-                SELECT table_id, seq, round_no FROM pitlog_new
-                WHERE shoe_id IS NULL AND round_no IS NOT NULL""", {"t": tables}).fetchall():
-            round_events.setdefault(t, []).append((seq, round_no))
+        for t, seq, at, round_no, is_card in s.execute(f"""
+                SELECT table_id, seq, epoch_us(occurred_at), round_no,
+                       event_type IN {INTRUDER_CARDS}
+                FROM (SELECT * FROM {self.db}.main.{CONTEXT} WHERE list_contains($t, table_id)
+                      UNION ALL BY NAME SELECT * FROM pitlog_new)
+                WHERE shoe_id IS NULL
+                  AND (event_type IN {INTRUDER_CARDS} OR round_no IS NOT NULL)""",
+                                                       {"t": tables}).fetchall():
+            if is_card:
+                loose.setdefault(t, []).append((seq, at, round_no))
+            if round_no is not None:
+                round_events.setdefault(t, []).append((seq, round_no))
         old_tables = {r[0]: r for r in s.execute(
             f"SELECT * FROM {self.db}.main.{TABLES} WHERE list_contains($t, table_id)",
             {"t": tables}).fetchall()}

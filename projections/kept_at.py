@@ -13,6 +13,18 @@ CHECKPOINTS = "SELECT source, log_partition, next_offset FROM checkpoints"
 _COLUMNS = ["source", "log_partition", "next_offset"]
 
 
+def tagged(con: duckdb.DuckDBPyConnection, tables: tuple[str, ...], tag: str) -> bool:
+    """Each of `tables` exists in the main schema and carries the comment `tag`: the definition
+    it was made by (the rules' SQL, DuckDB's version...). Through the catalog, not a statement
+    that can fail: inside a `pitlog serve` request's transaction a failed statement would abort
+    every later one."""
+    ((found,),) = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() AND "
+        "schema_name = 'main' AND list_contains($t, table_name) AND comment = $tag",
+        {"t": list(tables), "tag": tag}).fetchall()
+    return found == len(set(tables))
+
+
 def mark_sql(at: str) -> str:
     """The statement that makes the marker table `at` hold the store's checkpoints."""
     return f"CREATE OR REPLACE TABLE {at} AS {CHECKPOINTS}"

@@ -30,6 +30,7 @@ from events.reddog.rules import STANDARD_PAYTABLE, Paytable, PaytableError
 from projections.defaults import DEFAULT_SIGMA
 from projections.export import Rows
 from projections.kept_at import current as kept_current
+from projections.kept_at import tagged
 from projections.localtime import parse_zone, sql_zone
 from projections.memory import (
     DEFAULT_MEMORY_LIMIT,
@@ -220,13 +221,7 @@ def _kept_current(con: duckdb.DuckDBPyConnection, tables: tuple[str, ...], at: s
                   tag: str) -> bool:
     """Each of `tables` is tagged `tag` and the checkpoints in `at` are the store's."""
     try:
-        tagged = con.execute(
-            "SELECT table_name, comment FROM duckdb_tables() WHERE database_name = "
-            "current_database() AND schema_name = 'main' AND list_contains($t, table_name)",
-            {"t": list(tables)}).fetchall()
-        if sorted(tagged) != sorted((t, tag) for t in tables):
-            return False
-        return kept_current(con, at)
+        return tagged(con, tables, tag) and kept_current(con, at)
     except duckdb.Error:  # no checkpoints table: not a store, so nothing is current
         return False
 

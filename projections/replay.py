@@ -40,6 +40,7 @@ import duckdb
 
 from events.errors import NotFoundError, ProjectionError
 from projections.dispute_sql import KEPT_QUERIES
+from projections.kept_at import tagged
 from projections.lookup import taps_from
 from projections.queries import SHOE_COLUMNS, Row, rows
 from projections.views import VIEW_NAMES
@@ -227,18 +228,7 @@ def computed(con: duckdb.DuckDBPyConnection, span: Span) -> ShoeReplay:
 def kept_tables_current(con: duckdb.DuckDBPyConnection) -> bool:
     """The three kept tables exist, made by this definition of this store (replay_tag)."""
     tag = replay_tag(con)
-    return tag is not None and tables_tagged(con, tag)
-
-
-def tables_tagged(con: duckdb.DuckDBPyConnection, tag: str) -> bool:
-    """The three kept tables exist and carry `tag`. Through the catalog, not a statement that
-    fails: inside a `pitlog serve` request's transaction a failed statement would abort every
-    later one (kept_at.current)."""
-    ((tagged,),) = con.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() AND "
-        "schema_name = 'main' AND list_contains($t, table_name) AND comment = $tag",
-        {"t": list(KEPT), "tag": tag}).fetchall()
-    return tagged == len(KEPT)
+    return tag is not None and tagged(con, KEPT, tag)
 
 
 def span_events(con: duckdb.DuckDBPyConnection, table: str, taps_from: int | None,

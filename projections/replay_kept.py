@@ -32,6 +32,7 @@ import pyarrow as pa
 from events.errors import ProjectionError
 from projections.dispute_sql import ROUNDS as ROUNDS_QUERY
 from projections.dispute_sql import SETTLEMENTS as SETTLEMENTS_QUERY
+from projections.kept_at import tagged
 from projections.replay import (
     EVENTS,
     HANDS,
@@ -49,7 +50,6 @@ from projections.replay import (
     replay_tag,
     shoe_span,
     span_events,
-    tables_tagged,
 )
 from projections.transaction import roll_back
 
@@ -169,7 +169,7 @@ def ensure_tables(con: duckdb.DuckDBPyConnection) -> None:
     if tag is None:
         raise ProjectionError("the store's views carry no one pitlog tag; a read-write open "
                               "(`pitlog project`) makes them again")
-    if tables_tagged(con, tag):
+    if tagged(con, KEPT, tag):
         return
     foreign = [name for name, kind, comment in con.execute(
         "SELECT table_name, 'table', comment FROM duckdb_tables() WHERE database_name = "
