@@ -40,7 +40,7 @@ FORMATS = {"parquet": "(FORMAT parquet)",
 class Rows(list[dict[str, Any]]):
     """A query's rows (dicts) with the Arrow type of each column, empty result included.
 
-    Rows fetched without Arrow (`of_relation`) keep the query's DuckDB types and turn them into
+    Rows fetched without Arrow (`of_cursor`) keep the query's DuckDB types and turn them into
     Arrow types only when an export asks for `types`: `pitlog replay` and the other lookups
     then never import pyarrow (0.5 s of a command's start, issue 19)."""
 
@@ -85,12 +85,16 @@ class Rows(list[dict[str, Any]]):
         return out
 
     @classmethod
-    def of_relation(cls, rel: duckdb.DuckDBPyRelation) -> Rows:
-        """A relation's rows through DuckDB's own Python values (fetchall), without Arrow."""
-        columns = unique_names(rel.columns)
-        out = cls(dict(zip(columns, row, strict=True)) for row in rel.fetchall())
+    def of_cursor(cls, cur: duckdb.DuckDBPyConnection) -> Rows:
+        """The rows of the statement `cur` just ran, through DuckDB's own Python values
+        (fetchall), without Arrow. A cursor, not a relation: `con.sql(...)` binds a query to
+        make the relation and its fetch plans it again, a second binding that cost a dispute's
+        card query about a quarter of its time (benchmarks/results.md, session 26)."""
+        described = cur.description or []
+        columns = unique_names([d[0] for d in described])
+        out = cls(dict(zip(columns, row, strict=True)) for row in cur.fetchall())
         out._types = None
-        out._duckdb_types = [(c, str(t)) for c, t in zip(columns, rel.types, strict=True)]
+        out._duckdb_types = [(c, str(d[1])) for c, d in zip(columns, described, strict=True)]
         return out
 
 

@@ -26,7 +26,7 @@ def rows(con: duckdb.DuckDBPyConnection, sql: str,
     """Run one read-only query with bound parameters; a dict per row (DuckDB's own values,
     not through Arrow: a lookup command must not import pyarrow, issue 19)."""
     try:
-        return Rows.of_relation(con.sql(sql, params=params))
+        return Rows.of_cursor(con.execute(sql, params))
     except duckdb.CatalogException as exc:
         raise ProjectionError(
             f"the database has no pitlog views ({exc}); run `pitlog project` first") from exc

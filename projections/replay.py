@@ -40,7 +40,6 @@ import duckdb
 
 from events.errors import NotFoundError, ProjectionError
 from projections.dispute_sql import KEPT_QUERIES
-from projections.kept_at import tagged
 from projections.lookup import taps_from
 from projections.queries import SHOE_COLUMNS, Row, rows
 from projections.views import VIEW_NAMES
@@ -155,13 +154,25 @@ def _queries_digest() -> str:
 
 
 # The comment every view of the store carries (views.ensure_views: `pitlog views <views_
-# fingerprint>`, their SQL and DuckDB's version, of the pitlog that made them), one row per
-# distinct comment among the views the replay's queries stand on.
-_VIEWS_TAG = f"""
-SELECT DISTINCT coalesce(comment, '') FROM duckdb_views()
-WHERE database_name = current_database() AND schema_name = 'main'
-  AND list_contains({list(VIEW_NAMES)!r}, view_name)
+# fingerprint>`, their SQL and DuckDB's version, of the pitlog that made them), one per distinct
+# comment among the views the replay's queries stand on; and the kept tables' comments. One
+# catalog statement: a dispute asks it on every call.
+_TAGS = f"""
+SELECT (SELECT list(DISTINCT coalesce(comment, '')) FROM duckdb_views()
+        WHERE database_name = current_database() AND schema_name = 'main'
+          AND list_contains({list(VIEW_NAMES)!r}, view_name)) AS views,
+       (SELECT list(coalesce(comment, '')) FROM duckdb_tables()
+        WHERE database_name = current_database() AND schema_name = 'main'
+          AND list_contains({list(KEPT)!r}, table_name)) AS kept
 """
+
+
+def _tag_of(views: list[str] | None) -> str | None:
+    """replay_tag from the views' distinct comments (_TAGS)."""
+    if views is None or len(views) != 1 or not views[0].startswith("pitlog views "):
+        return None
+    digest = hashlib.sha256(f"{views[0]}\0{_queries_digest()}".encode()).hexdigest()
+    return f"pitlog replay {digest}"
 
 
 def replay_tag(con: duckdb.DuckDBPyConnection) -> str | None:
@@ -170,11 +181,8 @@ def replay_tag(con: duckdb.DuckDBPyConnection) -> str | None:
     made them) and the kept queries (this file's and dispute_sql.KEPT_QUERIES). None when the
     views carry no one tag (no views, or one replaced by hand): then no kept replay is read or
     made. The kept tables' comment holds it."""
-    found = [c for (c,) in con.execute(_VIEWS_TAG).fetchall()]
-    if len(found) != 1 or not found[0].startswith("pitlog views "):
-        return None
-    digest = hashlib.sha256(f"{found[0]}\0{_queries_digest()}".encode()).hexdigest()
-    return f"pitlog replay {digest}"
+    ((views, _kept),) = con.execute(_TAGS).fetchall()
+    return _tag_of(views)
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,9 +234,13 @@ def computed(con: duckdb.DuckDBPyConnection, span: Span) -> ShoeReplay:
 
 
 def kept_tables_current(con: duckdb.DuckDBPyConnection) -> bool:
-    """The three kept tables exist, made by this definition of this store (replay_tag)."""
-    tag = replay_tag(con)
-    return tag is not None and tagged(con, KEPT, tag)
+    """The kept tables exist, made by this definition of this store (replay_tag): each of
+    KEPT carries the tag. Through the catalog, not a statement that can fail: inside a
+    `pitlog serve` request's transaction a failed statement would abort every later one."""
+    ((views, kept),) = con.execute(_TAGS).fetchall()
+    tag = _tag_of(views)
+    return tag is not None and kept is not None and len(kept) == len(KEPT) and \
+        all(comment == tag for comment in kept)
 
 
 def span_events(con: duckdb.DuckDBPyConnection, table: str, taps_from: int | None,
@@ -248,6 +260,11 @@ def openings(con: duckdb.DuckDBPyConnection, table: str, last: int) -> int:
     return int(n)
 
 
+# Both counts a kept shoe row is checked against (span_events, openings), in one statement.
+_NOW = (f"SELECT ({SPAN_EVENTS}) AS span_events, "
+        f"({OPENINGS}) AS openings")
+
+
 def kept_shoe_row(con: duckdb.DuckDBPyConnection, span: Span) -> Row | None:
     """The kept shoes row of the shoe when its kept rows hold (module docstring): the tag, the
     span, the number of events they read and of the table's openings; None otherwise."""
@@ -262,9 +279,9 @@ def kept_shoe_row(con: duckdb.DuckDBPyConnection, span: Span) -> Row | None:
         return None
     shoe = dict(found[0])
     lo, expected, opened = shoe.pop("taps_from"), shoe.pop("span_events"), shoe.pop("openings")
-    if span_events(con, span.table, lo, span.last) != expected:
-        return None
-    return shoe if openings(con, span.table, span.last) == opened else None
+    ((n, now_opened),) = con.execute(_NOW, {"table": span.table, "lo": 0 if lo is None else lo,
+                                            "last": span.last}).fetchall()
+    return shoe if (n, now_opened) == (expected, opened) else None
 
 
 def stored(con: duckdb.DuckDBPyConnection, span: Span) -> ShoeReplay | None:
