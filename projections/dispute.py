@@ -70,8 +70,9 @@ def dispute(con: duckdb.DuckDBPyConnection, table: str, *, at: datetime | None =
         raise NotFoundError(f"no round {round_no} of shoe {shoe} at table {table}; "
                             f"`pitlog replay {shoe}` lists its rounds")
     context, kept = _context(con, table, shoe, first, last)
+    kept_shoe = shoe if kept else None  # only a shoe's rounds are kept
     key = {"table": table, "shoe": shoe, "round": round_no}
-    r = (kept_round(con, table, shoe, round_no) if kept else
+    r = (kept_round(con, table, kept_shoe, round_no) if kept_shoe is not None else
          next(iter(rows(con, _ONE_ROUND, {**context, "round": round_no})), None))
     if r is None:
         raise NotFoundError(f"no round {round_no} of shoe {shoe} at table {table}; "
@@ -87,7 +88,8 @@ def dispute(con: duckdb.DuckDBPyConnection, table: str, *, at: datetime | None =
                                     "kind": r["kind"]}),
         announcements=rows(con, sql.ANNOUNCEMENTS, in_round),
         wagers=wagers,
-        settlements=(kept_settlements(con, table, shoe, round_no, seat) if kept else
+        settlements=(kept_settlements(con, table, kept_shoe, round_no, seat)
+                     if kept_shoe is not None else
                      rows(con, _ONE_ROUNDS_SETTLEMENTS, {**context, "round": round_no,
                                                          "seat": seat})),
         anomalies=anomalies_touching(con, table, shoe, round_no, r["first_seq"], r["last_seq"]),

@@ -17,7 +17,7 @@ from typing import Any
 import duckdb
 
 from events.errors import NotFoundError
-from projections.localtime import clock, iso, stamp
+from projections.localtime import clock, iso, local, stamp
 from projections.queries import rows
 
 # Every round of the table with its span, from the three columns the span needs. The round in
@@ -64,7 +64,7 @@ _TABLE_IDS = "SELECT DISTINCT table_id FROM events WHERE table_id IS NOT NULL OR
 class RoundSpan:
     """A round named by its shoe and number, with the times of its first and last events."""
 
-    shoe_id: str
+    shoe_id: str | None  # None: a round dealt with no shoe
     round_no: int
     started_at: datetime
     ended_at: datetime
@@ -72,8 +72,12 @@ class RoundSpan:
     last_seq: int
 
     def describe(self, tz: tzinfo) -> str:
-        return (f"shoe {self.shoe_id} round {self.round_no}, {clock(self.started_at, tz)} to "
-                f"{clock(self.ended_at, tz)} (--round {self.shoe_id}:{self.round_no})")
+        span = f"{clock(self.started_at, tz)} to {clock(self.ended_at, tz)}"
+        if self.shoe_id is None:  # --round names a shoe: this round is found by its start
+            return (f"round {self.round_no} dealt with no shoe, {span} "
+                    f"(--at {local(self.started_at, tz).isoformat()})")
+        return f"shoe {self.shoe_id} round {self.round_no}, {span} " \
+               f"(--round {self.shoe_id}:{self.round_no})"
 
     def as_dict(self) -> dict[str, Any]:
         return {"shoe_id": self.shoe_id, "round_no": self.round_no,
@@ -126,10 +130,13 @@ class OutsideRound(NotFoundError):
                     f"seat {self.seat} in that round (seats that played: {played})")
         lead = f"{at} at table {self.table} is outside any round: {self.where}"
         if self.where == BETWEEN_ROUNDS and b and a:
-            return f"{lead} {b.round_no} and {a.round_no} of shoe {b.shoe_id}"
+            of = f"of shoe {b.shoe_id}" if b.shoe_id is not None else "dealt with no shoe"
+            return f"{lead} {b.round_no} and {a.round_no} {of}"
         if self.where == BETWEEN_SHOES and b and a:
-            closed = f", shoe {b.shoe_id} closed at {clock(self.since, tz)}" if self.since else ""
-            return f"{lead} {b.shoe_id} and {a.shoe_id}{closed}"
+            closed = (f", shoe {b.shoe_id} closed at {clock(self.since, tz)}"
+                      if self.since and b.shoe_id is not None else "")
+            return f"{lead} {b.shoe_id or '(rounds with no shoe)'} and " \
+                   f"{a.shoe_id or '(rounds with no shoe)'}{closed}"
         if self.since is not None:
             verb = {BEFORE_OPEN: "opens at", BEFORE_FIRST: "opened at", TABLE_CLOSED: "at",
                     AFTER_LAST: "last event at"}.get(self.where, "at")

@@ -6,7 +6,7 @@ number n happened at 23:00:00 + n seconds; a test can name a moment by the event
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, timedelta
 from pathlib import Path
 
 import duckdb
@@ -16,6 +16,8 @@ from surveillance_pit import EVENING, LEFT, MIDDLE, ORIGINAL, RIGHT, VOID, WON, 
 from events.errors import NotFoundError
 from events.reddog.model import Choice, Meaning
 from projections.dispute import Dispute, dispute
+from projections.localtime import parse_local
+from projections.moment import OutsideRound
 
 
 def _at(seq: int) -> object:
@@ -177,3 +179,33 @@ def test_a_round_dealt_with_no_shoe_shows_its_wagers_and_announcements(tmp_path:
         (1, "wager placed", 1000), (2, "wager placed", 500)]
     assert [a["meaning"] for a in d.announcements] == ["spread", "raises_closed", "third_card"]
     assert [(w["seat"], w["amount_cents"]) for w in seat.wagers] == [(2, 500)]
+
+
+def test_a_round_dealt_with_no_shoe_is_named_by_a_moment_the_dispute_takes(tmp_path: Path) -> None:
+    """A moment between two rounds dealt with no shoe names them by a start time `--at` takes,
+    not `--round None:1` (which --round reads as a shoe called "None"), and that time finds
+    the round."""
+    pit = Pit(tmp_path)
+    pit.open_table()
+    pit.tap_in("D1")
+    one = pit.play(1, "4S QD 9H", {1: 1000})
+    pit.tap_in("D2")
+    pit.play(2, "2C 9D 5H", {1: 1000})
+    db = pit.project()
+    with duckdb.connect(str(db), read_only=True) as con:
+        ((ended, started),) = con.execute(
+            "SELECT max(occurred_at) FILTER (round_no = 1), min(occurred_at) FILTER "
+            "(round_no = 2) FROM events").fetchall()
+        between = ended + (started - ended) / 2
+        with pytest.raises(OutsideRound) as caught:
+            dispute(con, "T01", at=between)
+        said = caught.value.describe(UTC)
+        before = caught.value.before
+        assert before is not None and before.shoe_id is None
+        given = parse_local(said.split("(--at ")[1].split(")")[0], UTC, "--at")
+        found = dispute(con, "T01", at=given)
+    assert "None" not in said
+    assert "round 1 dealt with no shoe" in said and "round 2 dealt with no shoe" in said
+    assert (found.round["shoe_id"], found.round["round_no"]) == (None, 1)
+    assert (found.round["left_card"], found.round["right_card"]) == ("4S", "QD")
+    assert found.round["first_seq"] <= one["left"]
