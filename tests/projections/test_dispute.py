@@ -6,8 +6,10 @@ number n happened at 23:00:00 + n seconds; a test can name a moment by the event
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, timedelta
 from pathlib import Path
+from urllib.parse import unquote
 
 import duckdb
 import pytest
@@ -18,6 +20,7 @@ from events.reddog.model import Choice, Meaning
 from projections.dispute import Dispute, dispute
 from projections.localtime import parse_local
 from projections.moment import OutsideRound
+from projections.serve.templates.dispute import outside_body
 
 
 def _at(seq: int) -> object:
@@ -204,6 +207,12 @@ def test_a_round_dealt_with_no_shoe_is_named_by_a_moment_the_dispute_takes(tmp_p
         assert before is not None and before.shoe_id is None
         given = parse_local(said.split("(--at ")[1].split(")")[0], UTC, "--at")
         found = dispute(con, "T01", at=given)
+        # The console's page offers the same rounds as links by that start (no shoe=None).
+        page = outside_body(caught.value, UTC)
+        linked = [parse_local(unquote(m), UTC, "at") for m in re.findall(r"at=([^&\"]+)", page)]
+        after = dispute(con, "T01", at=linked[1])
+    assert "None" not in page and "round 1 (no shoe)" in page
+    assert linked[0] == given and after.round["round_no"] == 2
     assert "None" not in said
     assert "round 1 dealt with no shoe" in said and "round 2 dealt with no shoe" in said
     assert (found.round["shoe_id"], found.round["round_no"]) == (None, 1)

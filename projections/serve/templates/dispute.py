@@ -182,9 +182,14 @@ def picker(tables: list[str], tz: tzinfo, table: str | None, at: datetime | None
 def _neighbour(title: str, span: RoundSpan | None, table: str, tz: tzinfo) -> str:
     if span is None:
         return f'<div class="neighbour none"><h3>{title}</h3><p>none</p></div>'
-    return (f'<a class="neighbour" data-round="{e(span.shoe_id)}:{span.round_no}" '
-            f'href="{href("/dispute", table=table, shoe=span.shoe_id, round=span.round_no)}">'
-            f'<h3>{title}</h3><b>{e(span.shoe_id)} round {span.round_no}</b>'
+    if span.shoe_id is None:  # a round dealt with no shoe: asked for by its start, as --at
+        link = href("/dispute", table=table, at=local(span.started_at, tz).isoformat())
+        name = f"round {span.round_no} (no shoe)"
+    else:
+        link = href("/dispute", table=table, shoe=span.shoe_id, round=span.round_no)
+        name = f"{e(span.shoe_id)} round {span.round_no}"
+    return (f'<a class="neighbour" data-round="{e(span.shoe_id or "")}:{span.round_no}" '
+            f'href="{link}"><h3>{title}</h3><b>{name}</b>'
             f'<span>{time_cell(span.started_at, tz, full=True)} to '
             f'{time_cell(span.ended_at, tz)}</span></a>')
 
