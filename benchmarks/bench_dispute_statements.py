@@ -6,7 +6,8 @@ run: in process, and through `pitlog serve` (issue 19 item 4).
 
 KEPT.duckdb: a store whose sampled rounds' shoes are kept (bench_dispute_kept.py's
 `kept.duckdb`, or a served store); the picks are bench_dispute_kept's (`--rounds` rounds of
-closed shoes, seed 3, the middle of each round). OLD: a checkout of the older pitlog.
+closed shoes, seed 3, the middle of each round); `--open`: rounds of shoes not closed (seed 5),
+whose disputes run their queries (no shoe is kept while open). OLD: a checkout of the older pitlog.
 
 - In process (always): one child per way and repeat (bench_dispute_kept._child: every lookup
   on one read-only connection, wall and CPU per call), old and new taking turns, the order
@@ -25,6 +26,7 @@ import argparse
 import hashlib
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -33,10 +35,25 @@ import urllib.request
 from pathlib import Path
 from urllib.parse import quote
 
+import duckdb
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_dispute_kept import _child, _picks, _stats  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def _open_picks(db: Path, n: int) -> list[tuple[str, str, str, str]]:
+    """`n` rounds of shoes not closed (the tables' current shoes, never kept): (table, the
+    middle of the round, shoe, round), seed 5."""
+    with duckdb.connect(str(db), read_only=True) as con:
+        found = con.execute(
+            "SELECT table_id, shoe_id, round_no, min(occurred_at), max(occurred_at) FROM events "
+            "WHERE round_no IS NOT NULL AND shoe_id IS NOT NULL AND (table_id, shoe_id) NOT IN "
+            "(SELECT (table_id, shoe_id) FROM events WHERE event_type = 'ShoeClosed') "
+            "GROUP BY ALL ORDER BY ALL").fetchall()
+    return [(t, str(a + (b - a) / 2), s, str(r))
+            for t, s, r, a, b in random.Random(5).sample(found, n)]
 
 
 def _cpu_s(pid: int) -> float:
@@ -92,9 +109,10 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=4)
     ap.add_argument("--served", action="store_true")
     ap.add_argument("--log")
+    ap.add_argument("--open", action="store_true", help="rounds of open shoes instead")
     a = ap.parse_args()
     db, old = Path(a.store), Path(a.old_repo)
-    picks = _picks(db, a.rounds)
+    picks = _open_picks(db, a.rounds) if a.open else _picks(db, a.rounds)
     ways = {"old": old, "new": REPO}
     got: dict[str, list[list[object]]] = {w: [] for w in ways}
     load = [os.getloadavg()[0]]

@@ -96,10 +96,10 @@ def dispute(con: duckdb.DuckDBPyConnection, table: str, *, at: datetime | None =
     )
 
 
-# One round's rows of the context's (dispute_sql.py): the round and its settlements.
-_ONE_ROUND = (f"SELECT * FROM ({sql.ROUNDS}) WHERE round_no = $round AND "
+# One round's rows in the context (dispute_sql.py): the round and its settlements.
+_ONE_ROUND = (f"SELECT * FROM ({sql.ROUND}) WHERE round_no = $round AND "
               "shoe_id IS NOT DISTINCT FROM $shoe")
-_ONE_ROUNDS_SETTLEMENTS = (f"SELECT * EXCLUDE (round_no) FROM ({sql.SETTLEMENTS}) WHERE "
+_ONE_ROUNDS_SETTLEMENTS = (f"SELECT * EXCLUDE (round_no) FROM ({sql.ROUND_SETTLEMENTS}) WHERE "
                            "round_no = $round AND ($seat IS NULL OR seat = $seat) "
                            "ORDER BY seat, area, wager_kind")
 

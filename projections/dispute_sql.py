@@ -161,3 +161,21 @@ ORDER BY round_no, seat, area, wager_kind
 
 # What the writer keeps of a closed shoe for its rounds' disputes (replay_kept.py), by name.
 KEPT_QUERIES = (ROUNDS, SETTLEMENTS)
+
+
+def _one_round(query: str, macro: str) -> str:
+    """`query` computing the round $round alone: the macro's in_round given (sql/rounds.sql
+    rounds_of, sql/ledger.sql ledger_of: a round's rows from its own events, each card event once
+    over the context $first..$last, the intruding cards, paytable and decks read as wide as
+    before), instead of every round of the shoe filtered afterwards."""
+    every, one = f"{macro}($table, $shoe, NULL,", f"{macro}($table, $shoe, $round,"
+    if query.count(every) != 1:
+        raise AssertionError(f"{macro} is not called once for every round")
+    return query.replace(every, one)
+
+
+# A dispute's round of a shoe not kept (or of no shoe), and its settlements: the same rows as
+# ROUNDS and SETTLEMENTS give for that round (tests/projections/test_replay_kept.py compares
+# them), from its own events. ROUNDS and SETTLEMENTS themselves stay as the writer keeps them.
+ROUND = _one_round(ROUNDS, "rounds_of")
+ROUND_SETTLEMENTS = _one_round(SETTLEMENTS, "ledger_of")
