@@ -388,6 +388,11 @@ class Detector:
             affected = set(touched.get(t, set())) | ({old[4]} if old[4] in mine else set())
             k0 = min([mine[sid][2] for sid in affected] + ([null_shoe[t]] if t in null_shoe
                                                              else []))
+            # The batch finishes the round of the table's last event: with a shoe, old[4] is
+            # among `affected`; with no shoe, that event joins the stretch, and the round rule
+            # of _stretch_start its round's other events with no shoe (else what the finished
+            # round lacks or settled before its first two cards was never stored).
+            k0 = min([k0] + [seq for seq, _ in round_events.get(t, []) if seq == old[3]])
             k, back = _stretch_start(k0, list(mine.values()), loose.get(t, []),
                                      round_events.get(t, []))
             reached += back

@@ -66,6 +66,10 @@ WITH per_round AS (
                              FILTER (is_card_event(event_type))), [])
             AS cards,
         coalesce(bool_or(event_type = 'RoundVoided'), false) AS voided,
+        -- 13:69F-34.16(n) by analogy: a dealing-shoe fault in the round (any fault but
+        -- SHUFFLER_JAM; sql/rounds.sql, void_allowed)
+        coalesce(bool_or(event_type = 'DeviceFaulted' AND fault <> 'SHUFFLER_JAM'), false)
+            AS shoe_faulted,
         -- 13:47-20.31(d)3, (d)6: the first card out of the shoe in game order (as the ledger
         -- counts it, sql/ledger.sql first_cards): a wager typed at the terminal before the shoe's
         -- first card is on time even when its line reaches the recorder after the card's.
@@ -130,7 +134,7 @@ SELECT
     coalesce(p.exposed, []) AS exposed,
     p.kind,
     CASE WHEN abs(p.l.rank - p.r.rank) >= 2 THEN abs(p.l.rank - p.r.rank) - 1 END AS spread,
-    p.voided, p.first_card_order.seq AS first_card_seq, p.first_card_order,
+    p.voided, p.shoe_faulted, p.first_card_order.seq AS first_card_seq, p.first_card_order,
     card_label(p.first.rank, p.first.suit) AS first_card,
     p.raises_closed.seq AS raises_closed_seq, p.raises_closed, p.cut_seq, p.first_settlement.seq AS first_settlement_seq,
     p.first_settlement, game_order(p.r.at, p.r.seq) AS second_card_order,

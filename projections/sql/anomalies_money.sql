@@ -10,14 +10,19 @@ WITH
 --     table is WRONG_PAYOUT instead: one payout raises at most one of the two;
 --   WRONG_SETTLEMENT: the wrong outcome (a winner collected, a loser paid, a void kept), a
 --     short collection or return, a wager never settled in a finished round, one settled
---     twice, or a settlement with no wager (13:47-20.31(d)7, 10, 14);
+--     twice, a settlement with no wager, or one made in a finished round before its first two
+--     cards were out, when no hand existed to decide it (13:47-20.31(d)7, 10, 14);
 --   RAISE_OVER_LIMIT: raises on an area above its original wager (13:47-20.31(d)12);
 --   RAISE_NOT_ALLOWED: a raise on a consecutive or pair round, or with no original wager.
--- Settlements made before any decision (a pair with no third card, a round abandoned at the
--- cutting card) are left to PAIR_WITHOUT_THIRD_CARD and ROUND_ABANDONED_AT_CUT_CARD.
+-- Other settlements made before any decision are left to the code that owns the round: a pair
+-- or spread with no third card (PAIR_WITHOUT_THIRD_CARD, SPREAD_WITHOUT_THIRD_CARD), a round
+-- abandoned at the cutting card (ROUND_ABANDONED_AT_CUT_CARD), a RoundVoided (one the rules
+-- allow owes the wagers back; ROUND_VOIDED_WITHOUT_CAUSE), a dealing-shoe fault not voided
+-- (DEVICE_FAULT_NOT_VOIDED).
 -- The ledger is read once. `suspect` marks the rows that can raise a code at all: every raise,
--- and the wagers whose status is not a clean one (the CASEs in `money` below need one of
--- these); only those are joined to the originals and the round facts.
+-- the wagers whose status is not a clean one, and those settled before the first two cards
+-- (the CASEs in `money` below need one of these); only those are joined to the originals and
+-- the round facts.
 ledger_rows AS MATERIALIZED (
     SELECT table_id, shoe_id, round_no, seat, area, wager_kind, amount_cents, status, hand,
            spread, profile, paytable_valid, paytable_seq, expected_outcome, expected_odds,
@@ -27,7 +32,8 @@ ledger_rows AS MATERIALIZED (
            coalesce(wager_kind <> 'ORIGINAL'
                     OR status IN ('WRONG_AMOUNT', 'WRONG_ODDS', 'WRONG_OUTCOME', 'DOUBLE_SETTLED',
                                   'NOT_OWED', 'UNSETTLED')
-                    OR (status = 'OK' AND expected_outcome = 'WON' AND NOT paytable_valid), true)
+                    OR (status = 'OK' AND expected_outcome = 'WON' AND NOT paytable_valid)
+                    OR (status = 'SETTLED_BEFORE_DECISION' AND hand IS NULL), true)
                AS suspect
     FROM ledger
 ),
@@ -50,7 +56,7 @@ originals AS (
 
 money AS (
     SELECT b.*, o.original_cents, o.original_seqs, f.finished, f.left_card, f.right_card,
-           f.card_seqs,
+           f.card_seqs, f.voided, f.cut_seq, f.shoe_faulted,
         CASE
             WHEN b.status IN ('WRONG_AMOUNT', 'WRONG_ODDS') AND b.expected_outcome = 'WON'
                 THEN 'WRONG_PAYOUT'
@@ -64,6 +70,16 @@ money AS (
                 THEN 'BELOW_MINIMUM_ODDS'
             WHEN b.status IN ('WRONG_OUTCOME', 'WRONG_AMOUNT', 'DOUBLE_SETTLED', 'NOT_OWED')
                  OR (b.status = 'UNSETTLED' AND f.finished)
+                THEN 'WRONG_SETTLEMENT'
+            -- 13:47-20.31(d)7, (d)10, (d)14: the cards alone decide a wager, so one settled in
+            -- a finished round whose first two cards never both came out was settled on no
+            -- hand. Not where another code owns the round, one mishap one code: a RoundVoided
+            -- (ROUND_VOIDED_WITHOUT_CAUSE; an allowed one owes the wagers back, never this
+            -- status), the cutting card out (ROUND_ABANDONED_AT_CUT_CARD), a dealing-shoe fault
+            -- not voided (DEVICE_FAULT_NOT_VOIDED, which judges a round of a shoe only).
+            WHEN b.status = 'SETTLED_BEFORE_DECISION' AND b.hand IS NULL AND f.finished
+                 AND NOT f.voided AND f.cut_seq IS NULL
+                 AND NOT (f.shoe_faulted AND b.shoe_id IS NOT NULL)
                 THEN 'WRONG_SETTLEMENT'
         END AS money_code,
         CASE
@@ -112,11 +128,17 @@ SELECT * FROM (
                                                             m.settlement_count, m.actual_outcome)
                           WHEN 'NOT_OWED' THEN printf('was settled as %s, but no wager was on area %d',
                                                       m.actual_outcome, m.area)
+                          WHEN 'SETTLED_BEFORE_DECISION' THEN printf(
+                              'was settled %s (paid %s, collected %s, returned %s) before the round''s first two cards were dealt (%s): only the cards decide a wager',
+                              m.actual_outcome, dollars(m.actual_paid_cents),
+                              dollars(m.actual_collected_cents), dollars(m.actual_returned_cents),
+                              CASE WHEN len(m.card_seqs) = 0 THEN 'no card was out'
+                                   ELSE 'only ' || m.left_card || ' was out' END)
                           ELSE printf('was settled %s (paid %s, collected %s, returned %s); it should have ',
                                       m.actual_outcome, dollars(m.actual_paid_cents),
                                       dollars(m.actual_collected_cents), dollars(m.actual_returned_cents))
                       END
-                   || CASE WHEN m.status = 'NOT_OWED' THEN ''
+                   || CASE WHEN m.status IN ('NOT_OWED', 'SETTLED_BEFORE_DECISION') THEN ''
                            WHEN m.expected_outcome = 'WON'
                            THEN printf('won %s at %d to 1', dollars(m.expected_paid_cents), m.expected_odds)
                            WHEN m.expected_outcome = 'LOST'

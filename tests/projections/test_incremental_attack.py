@@ -1125,7 +1125,9 @@ def test_rounds_with_no_shoe_are_judged_on_their_own_events_in_any_batches(
 # a round (round 0 is one the views list) the two are one ledger row, and the batch's stretch
 # reaches back to the wager (without round 0 among the rounds that do, the stored rows kept a
 # WRONG_SETTLEMENT "no wager" the full evaluation does not make); with no round they pair with
-# nothing, and the payment is flagged, as before rounds with no shoe were joined.
+# nothing, and the payment is flagged, as before rounds with no shoe were joined. In a round,
+# the payment with no card dealt is WRONG_SETTLEMENT once the round is finished (13:47-20.31(d)7,
+# (d)10, (d)14: no hand decided it), in the third batch, whose dealer change finishes it.
 @pytest.mark.parametrize("round_no", [0, None, 1])
 def test_a_wager_with_no_shoe_meets_its_settlement_batches_later_only_in_a_round(
         tmp_path: Path, round_no: int | None) -> None:
@@ -1146,9 +1148,58 @@ def test_a_wager_with_no_shoe_meets_its_settlement_batches_later_only_in_a_round
                            "WHERE shoe_id IS NULL ORDER BY status").fetchall()
         flagged = con.execute("SELECT seqs FROM anomalies WHERE shoe_id IS NULL "
                               "AND code = 'WRONG_SETTLEMENT'").fetchall()
+        assert _rows_apart(con) == ([], [])
+        t.shoe_id, t.round_no = "S1", None
+        t.tap_in("D2")  # the table goes on: a round that ended with the payment is finished
+        second_batch()
+        finished = con.execute(f"SELECT seqs FROM {STORED} WHERE shoe_id IS NULL "
+                               "AND code = 'WRONG_SETTLEMENT'").fetchall()
     if round_no is None:
         assert rows == [("IN_PLAY", [wager], []), ("NOT_OWED", None, [paid])]
-        assert flagged == [([paid],)]
-    else:  # settled though no card of the round decided it (as in a round of a shoe)
+        assert flagged == finished == [([paid],)]
+    else:  # settled though no card of the round was dealt: flagged once the round is finished
         assert rows == [("SETTLED_BEFORE_DECISION", [wager], [paid])]
         assert flagged == []
+        assert finished == [([wager, paid],)]
+
+
+# A wager settled before its round's first two cards were out (13:47-20.31(d)7, (d)10, (d)14:
+# WRONG_SETTLEMENT once the round is finished), in a round of shoe S1 and in one with no shoe,
+# projected in two batches split at each of its events: no batch stores the row before the
+# round is finished (the next round's wager), the batch that finishes it does, and the stored
+# rows equal a full evaluation after every batch.
+@pytest.mark.parametrize("shoe", ["S1", None])
+@pytest.mark.parametrize("split", [1, 2, 3, 4, 5])
+def test_a_settlement_before_the_first_two_cards_is_flagged_once_finished_in_any_batches(
+        tmp_path: Path, shoe: str | None, split: int) -> None:
+    log, t = _table(tmp_path)
+    t.new_shoe("S1")
+    t.round_no = 1
+    t.deal_round("5S 9H 7C", {1: 1000})
+    t.shoe_id = shoe
+    emit, emitted = t.emit, [0]
+
+    def flagged(con: duckdb.DuckDBPyConnection) -> list:
+        return con.execute(f"SELECT round_no, seqs FROM {STORED} "
+                           "WHERE code = 'WRONG_SETTLEMENT'").fetchall()
+
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
+        def emit_then_maybe_project(event: model.DomainEvent, *, actor: str | None = None) -> int:
+            seq = emit(event, actor=actor)
+            emitted[0] += 1
+            if emitted[0] == split:
+                second_batch()
+                assert _rows_apart(con) == ([], [])
+                assert len(flagged(con)) == (0 if split < 5 else 1)
+            return seq
+        t.emit = emit_then_maybe_project  # type: ignore[method-assign]
+        t.round_no = 2
+        wager = t.wager(1, 1000)
+        t.draw("4S", Box.LEFT)  # no second card: no hand
+        paid = t.settle(1, model.WagerKind.ORIGINAL, model.SettledAs.VOID, 1000)
+        t.rack("4S")
+        t.round_no = 3
+        t.wager(1, 500)  # the next round: round 2 is finished
+        assert emitted[0] == 5
+        second_batch()
+        assert flagged(con) == [(2, [wager, paid])]
