@@ -63,17 +63,21 @@ def _with_no_shoe(tmp: Path) -> tuple[Pit, Seqs]:
     return pit, s
 
 
-def _void_after_a_shoe_jam(cards: str) -> Callable[[Path], tuple[Pit, Seqs]]:
-    """13:69F-34.16(n) by analogy: the dealing shoe jams after `cards` came out, the round is
-    voided and the wager returned: the void stands, nothing is flagged."""
+def _voided(cards: str, *, jam: bool) -> Callable[[Path], tuple[Pit, Seqs]]:
+    """Round 1 voided after `cards` came out and the wager returned. After a dealing-shoe jam
+    (`jam`; 13:69F-34.16(n) by analogy) the void stands and nothing is flagged; on the dealer's
+    own word, ROUND_VOIDED_WITHOUT_CAUSE owns the returns, so no WRONG_SETTLEMENT too."""
     def build(tmp: Path) -> tuple[Pit, Seqs]:
         pit, s = opened(tmp), {}
         pit.begin(1)
         pit.wager(1, 1000)
         for label in cards.split():
             pit.draw(label, LEFT)
-        pit.emit(JAM, actor="SHOE-1")
-        pit.emit(model.RoundVoided(reason="dealing shoe jammed"))
+        if jam:
+            pit.emit(JAM, actor="SHOE-1")
+            pit.emit(model.RoundVoided(reason="dealing shoe jammed"))
+        else:
+            s["void"] = pit.emit(model.RoundVoided(reason="dealer's call"))
         pit.settle(1, ORIGINAL, VOID, 1000)
         if cards:
             pit.rack(cards)
@@ -96,24 +100,6 @@ def _void_on_consecutive_cards(tmp: Path) -> tuple[Pit, Seqs]:
     pit.rack("5S 6H")
     pit.close_shoe()
     return pit, s
-
-
-def _void_without_cause(cards: str) -> Callable[[Path], tuple[Pit, Seqs]]:
-    """The dealer voids round 1 on his own word after `cards` came out and returns the wager:
-    ROUND_VOIDED_WITHOUT_CAUSE owns the returns, so no WRONG_SETTLEMENT too."""
-    def build(tmp: Path) -> tuple[Pit, Seqs]:
-        pit, s = opened(tmp), {}
-        pit.begin(1)
-        pit.wager(1, 1000)
-        for label in cards.split():
-            pit.draw(label, LEFT)
-        s["void"] = pit.emit(model.RoundVoided(reason="dealer's call"))
-        pit.settle(1, ORIGINAL, VOID, 1000)
-        if cards:
-            pit.rack(cards)
-        pit.close_shoe()
-        return pit, s
-    return build
 
 
 def _abandoned_at_the_cutting_card(tmp: Path) -> tuple[Pit, Seqs]:
@@ -166,16 +152,16 @@ CASES: dict[str, tuple[Callable[[Path], tuple[Pit, Seqs]],
         _with_no_shoe, [("WRONG_SETTLEMENT", None, ["w1", "p1"])],
         {(1, "ORIGINAL"): BEFORE_DECISION}),
     "void_after_a_shoe_jam_with_one_card": (
-        _void_after_a_shoe_jam("4S"), [], {(1, "ORIGINAL"): RETURNED}),
+        _voided("4S", jam=True), [], {(1, "ORIGINAL"): RETURNED}),
     "void_after_a_shoe_jam_with_no_card": (
-        _void_after_a_shoe_jam(""), [], {(1, "ORIGINAL"): RETURNED}),
+        _voided("", jam=True), [], {(1, "ORIGINAL"): RETURNED}),
     "void_on_consecutive_cards": (
         _void_on_consecutive_cards, [], {(1, "ORIGINAL"): RETURNED}),
     "void_without_cause_with_no_card": (
-        _void_without_cause(""), [("ROUND_VOIDED_WITHOUT_CAUSE", "S1", ["void"])],
+        _voided("", jam=False), [("ROUND_VOIDED_WITHOUT_CAUSE", "S1", ["void"])],
         {(1, "ORIGINAL"): BEFORE_DECISION}),
     "void_without_cause_with_one_card": (
-        _void_without_cause("4S"), [("ROUND_VOIDED_WITHOUT_CAUSE", "S1", ["void"])],
+        _voided("4S", jam=False), [("ROUND_VOIDED_WITHOUT_CAUSE", "S1", ["void"])],
         {(1, "ORIGINAL"): BEFORE_DECISION}),
     "abandoned_at_the_cutting_card": (
         _abandoned_at_the_cutting_card, [("ROUND_ABANDONED_AT_CUT_CARD", "S1", ["cut"])],
