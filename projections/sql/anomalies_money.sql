@@ -10,8 +10,9 @@ WITH
 --     table is WRONG_PAYOUT instead: one payout raises at most one of the two;
 --   WRONG_SETTLEMENT: the wrong outcome (a winner collected, a loser paid, a void kept), a
 --     short collection or return, a wager never settled in a finished round, one settled
---     twice, a settlement with no wager, or one made in a finished round before its first two
---     cards were out, when no hand existed to decide it (13:47-20.31(d)7, 10, 14);
+--     twice, a settlement with no wager, or one that paid or collected in a finished round
+--     whose first two cards were never recorded, so no hand decided it, or handed the wager
+--     back after a card with nothing to own it (below; 13:47-20.31(d)7, 10, 14);
 --   RAISE_OVER_LIMIT: raises on an area above its original wager (13:47-20.31(d)12);
 --   RAISE_NOT_ALLOWED: a raise on a consecutive or pair round, or with no original wager.
 -- Other settlements made before any decision are left to the code that owns the round: a pair
@@ -20,7 +21,7 @@ WITH
 -- allow owes the wagers back; ROUND_VOIDED_WITHOUT_CAUSE), a dealing-shoe fault not voided
 -- (DEVICE_FAULT_NOT_VOIDED).
 -- The ledger is read once. `suspect` marks the rows that can raise a code at all: every raise,
--- the wagers whose status is not a clean one, and those settled before the first two cards
+-- the wagers whose status is not a clean one, and those settled in a round with no hand
 -- (the CASEs in `money` below need one of these); only those are joined to the originals and
 -- the round facts.
 ledger_rows AS MATERIALIZED (
@@ -71,15 +72,22 @@ money AS (
             WHEN b.status IN ('WRONG_OUTCOME', 'WRONG_AMOUNT', 'DOUBLE_SETTLED', 'NOT_OWED')
                  OR (b.status = 'UNSETTLED' AND f.finished)
                 THEN 'WRONG_SETTLEMENT'
-            -- 13:47-20.31(d)7, (d)10, (d)14: the cards alone decide a wager, so one settled in
-            -- a finished round whose first two cards never both came out was settled on no
-            -- hand. Not where another code owns the round, one mishap one code: a RoundVoided
-            -- (ROUND_VOIDED_WITHOUT_CAUSE; an allowed one owes the wagers back, never this
-            -- status), the cutting card out (ROUND_ABANDONED_AT_CUT_CARD), a dealing-shoe fault
-            -- not voided (DEVICE_FAULT_NOT_VOIDED, which judges a round of a shoe only).
+            -- 13:47-20.31(d)7, (d)10, (d)14: the cards alone decide a wager, so one paid or
+            -- collected in a finished round whose first two cards were never both recorded was
+            -- settled on no hand. A wager handed back whole (once, nothing paid or collected)
+            -- is not flagged where the rules allow it or another code owns the round (one
+            -- mishap, one code): before any card of the round, a removal by another name
+            -- ((d)3, (d)6; money-neutral); after a RoundVoided (an allowed one owes it back,
+            -- never this status; one without cause is ROUND_VOIDED_WITHOUT_CAUSE), the cutting
+            -- card (ROUND_ABANDONED_AT_CUT_CARD) or a dealing-shoe fault (DEVICE_FAULT_NOT_
+            -- VOIDED, which judges a round of a shoe only). Handed back after a card came out
+            -- with none of those, it is flagged: (d)6 fixes the wager once the first card is out.
             WHEN b.status = 'SETTLED_BEFORE_DECISION' AND b.hand IS NULL AND f.finished
-                 AND NOT f.voided AND f.cut_seq IS NULL
-                 AND NOT (f.shoe_faulted AND b.shoe_id IS NOT NULL)
+                 AND NOT (b.actual_paid_cents = 0 AND b.actual_collected_cents = 0
+                          AND b.actual_returned_cents = b.amount_cents
+                          AND b.settlement_count = 1
+                          AND (len(f.card_seqs) = 0 OR f.voided OR f.cut_seq IS NOT NULL
+                               OR (f.shoe_faulted AND b.shoe_id IS NOT NULL)))
                 THEN 'WRONG_SETTLEMENT'
         END AS money_code,
         CASE
@@ -129,11 +137,11 @@ SELECT * FROM (
                           WHEN 'NOT_OWED' THEN printf('was settled as %s, but no wager was on area %d',
                                                       m.actual_outcome, m.area)
                           WHEN 'SETTLED_BEFORE_DECISION' THEN printf(
-                              'was settled %s (paid %s, collected %s, returned %s) before the round''s first two cards were dealt (%s): only the cards decide a wager',
+                              'was settled %s (paid %s, collected %s, returned %s) in a round whose first two cards were never recorded (%s): only the cards decide a wager',
                               m.actual_outcome, dollars(m.actual_paid_cents),
                               dollars(m.actual_collected_cents), dollars(m.actual_returned_cents),
-                              CASE WHEN len(m.card_seqs) = 0 THEN 'no card was out'
-                                   ELSE 'only ' || m.left_card || ' was out' END)
+                              CASE WHEN len(m.card_seqs) = 0 THEN 'no card of the round'
+                                   ELSE 'only ' || m.left_card END)
                           ELSE printf('was settled %s (paid %s, collected %s, returned %s); it should have ',
                                       m.actual_outcome, dollars(m.actual_paid_cents),
                                       dollars(m.actual_collected_cents), dollars(m.actual_returned_cents))
