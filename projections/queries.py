@@ -24,7 +24,11 @@ SHOE_COLUMNS = ("table_id", "shoe_id", "decks", "opened_at", "closed_at", "round
 def rows(con: duckdb.DuckDBPyConnection, sql: str,
          params: Sequence[object] | dict[str, object] | None = None) -> Rows:
     """Run one read-only query with bound parameters; a dict per row (DuckDB's own values,
-    not through Arrow: a lookup command must not import pyarrow, issue 19)."""
+    not through Arrow: a lookup command must not import pyarrow, issue 19). Through a cursor,
+    planned once (export.Rows.of_cursor); a statement that fails, even in binding, ends the
+    transaction it runs in, so inside a `pitlog serve` request (one READ ONLY transaction)
+    nothing may be read after a failure is caught: check the catalog first instead
+    (kept_at.tagged), as the readers of kept tables do."""
     try:
         return Rows.of_cursor(con.execute(sql, params))
     except duckdb.CatalogException as exc:
