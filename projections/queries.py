@@ -27,8 +27,8 @@ def rows(con: duckdb.DuckDBPyConnection, sql: str,
     not through Arrow: a lookup command must not import pyarrow, issue 19). Through a cursor,
     planned once (export.Rows.of_cursor); a statement that fails, even in binding, ends the
     transaction it runs in, so inside a `pitlog serve` request (one READ ONLY transaction)
-    nothing may be read after a failure is caught: check the catalog first instead
-    (kept_at.tagged), as the readers of kept tables do."""
+    nothing may be read after a failure is caught: check the catalog first instead, as the
+    readers of kept tables do (kept_at.tagged, replay.kept_tables_current)."""
     try:
         return Rows.of_cursor(con.execute(sql, params))
     except duckdb.CatalogException as exc:

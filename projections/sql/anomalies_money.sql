@@ -76,12 +76,13 @@ money AS (
             -- collected in a finished round whose first two cards were never both recorded was
             -- settled on no hand. A wager handed back whole (once, nothing paid or collected)
             -- is not flagged where the rules allow it or another code owns the round (one
-            -- mishap, one code): before any card of the round, a removal by another name
-            -- ((d)3, (d)6; money-neutral); after a RoundVoided (an allowed one owes it back,
-            -- never this status; one without cause is ROUND_VOIDED_WITHOUT_CAUSE), the cutting
-            -- card (ROUND_ABANDONED_AT_CUT_CARD) or a dealing-shoe fault (DEVICE_FAULT_NOT_
-            -- VOIDED, which judges a round of a shoe only). Handed back after a card came out
-            -- with none of those, it is flagged: (d)6 fixes the wager once the first card is out.
+            -- mishap, one code): in a round with no card recorded, a removal by another name
+            -- ((d)3, (d)6; money-neutral); in a round with a RoundVoided (an allowed one owes
+            -- it back, never this status; one without cause is ROUND_VOIDED_WITHOUT_CAUSE), a
+            -- cutting card (ROUND_ABANDONED_AT_CUT_CARD) or a dealing-shoe fault (DEVICE_FAULT_
+            -- NOT_VOIDED, which judges a round of a shoe only), before or after the return.
+            -- Handed back in a round with a card recorded and none of those, it is flagged:
+            -- (d)6 fixes the wager once the first card is out.
             WHEN b.status = 'SETTLED_BEFORE_DECISION' AND b.hand IS NULL AND f.finished
                  AND NOT (b.actual_paid_cents = 0 AND b.actual_collected_cents = 0
                           AND b.actual_returned_cents = b.amount_cents

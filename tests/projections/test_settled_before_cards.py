@@ -35,12 +35,12 @@ CUT, CONSECUTIVE, VOID_NO_CAUSE, VOIDED = "cut", "consecutive", "void", "voided"
 
 def _round(cards: str, how: str, *, before: str | None = None, jam: bool = False,
            shoe: bool = True, finished: bool = True) -> Callable[[Path], tuple[Pit, Seqs]]:
-    """Round 1: seat 1 wagers $10 (`w1`); `cards` come out to the left box; then, as asked,
-    the cutting card (CUT), a dealing-shoe jam (`jam`; VOIDED after it or not), a void without
-    cause (VOID_NO_CAUSE), or 5S 6H and the tie hand's void (CONSECUTIVE); then the wager is
-    settled (`p1`): paid $10 at 1 to 1, or handed back whole. Then the cards are racked and the
-    shoe closed (a round with no shoe: the table goes on, a dealer taps in), unless not
-    `finished`."""
+    """Round 1: seat 1 wagers $10 (`w1`); `cards` come out to the left box (`c1`...); then,
+    as asked, the cutting card (CUT), a dealing-shoe jam (`jam`; VOIDED after it or not), a
+    void without cause (VOID_NO_CAUSE), or 5S 6H and the tie hand's void (CONSECUTIVE); then
+    the wager is settled (`p1`): paid $10 at 1 to 1, or handed back whole. Then the cards are
+    racked and the shoe closed (a round with no shoe: the table goes on, a dealer taps in),
+    unless not `finished`."""
     def build(tmp: Path) -> tuple[Pit, Seqs]:
         pit, s = opened(tmp), {}
         if not shoe:
@@ -48,8 +48,8 @@ def _round(cards: str, how: str, *, before: str | None = None, jam: bool = False
             pit.shoe_id = None
         pit.begin(1)
         s["w1"] = pit.wager(1, 1000)
-        for label in cards.split():
-            pit.draw(label, LEFT)
+        for n, label in enumerate(cards.split(), start=1):
+            s[f"c{n}"] = pit.draw(label, LEFT)
         if before == CUT:
             s["cut"] = pit.emit(model.CuttingCardReached())
         if jam:
@@ -121,6 +121,10 @@ CASES: dict[str, tuple[Callable[[Path], tuple[Pit, Seqs]],
         {(1, "ORIGINAL"): BEFORE_DECISION}),
     "shoe_jam_not_voided_returned": (
         _round("4S", RETURNED_WHOLE, jam=True), [("DEVICE_FAULT_NOT_VOIDED", "S1", ["jam"])],
+        {(1, "ORIGINAL"): BEFORE_DECISION}),
+    "shoe_jam_not_voided_returned_with_no_shoe": (  # DEVICE_FAULT_NOT_VOIDED judges a shoe's
+        _round("4S", RETURNED_WHOLE, jam=True, shoe=False),
+        [("CARD_OUTSIDE_ROUND", None, ["c1"]), ("WRONG_SETTLEMENT", None, ["w1", "p1"])],
         {(1, "ORIGINAL"): BEFORE_DECISION}),
     "shoe_jam_not_voided_paid": (
         _round("4S", PAID, jam=True), [("DEVICE_FAULT_NOT_VOIDED", "S1", ["jam"]), WRONG],
