@@ -75,6 +75,9 @@ NUMBER_BOUNDS: dict[str, tuple[int, int | None, str]] = {
     "position": (0, rules.MAX_SHOE_CARDS, f"a cut is made among a shoe's cards, {_SHOE}"),
     "cards_behind": (0, rules.MAX_SHOE_CARDS, f"a count of a shoe's cards, {_SHOE}"),
     "cards_remaining": (0, rules.MAX_SHOE_CARDS, f"a count of a shoe's cards, {_SHOE}"),
+    # EventCorrected names the event it corrects by its table's seq, and a table's seqs are
+    # numbered from 1 (docs/integrity.md): a correction of seq 0 or below corrects nothing.
+    "corrects_seq": (1, None, "a table's events are numbered from seq 1"),
 }
 # The envelope's round_no: from rules.MIN_ROUND_NO (round 0 is recorded and judged, a card
 # outside any round), null is a shoe- or table-level event.

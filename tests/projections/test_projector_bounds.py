@@ -95,6 +95,8 @@ BAD = [
     ("X22", {"event": model.DealerTappedIn(dealer_id="")}, "field 'dealer_id' is empty"),
     ("X23", {"event": model.ShuffleStarted(method=model.ShuffleMethod.HAND, device_id=" ")},
      "field 'device_id' is empty"),
+    ("X24", {"event": model.EventCorrected(corrects_seq=0, reason="typo")},
+     "field 'corrects_seq' is 0, below 1 (a table's events are numbered from seq 1)"),
 ]
 INGEST_ONLY_BEFORE = BAD[8:]  # the bounds only `pitlog ingest` held until session 16
 # At the bounds: accepted, as the Recorder accepts them (a seat and area 1, round 0, the first
@@ -113,13 +115,15 @@ EDGE = [("Y01", {"event": model.CardsLoaded(decks=limits.MAX_DECKS)}),
         # A blank event id: the writers refuse a new one (session 17), but one an older pitlog
         # recorded is projected as it is; quarantined, its table's next event would raise a
         # SEQUENCE_GAP no dealer made.
-        ("Y11", {"event": GOOD, "event_id": "  "})]
+        ("Y11", {"event": GOOD, "event_id": "  "}),
+        ("Y12", {"event": model.EventCorrected(corrects_seq=1, reason="typo")})]
 # Each edge record's (column, value) as projected: the value at the bound, as written.
 EDGE_VALUES = {"Y01": ("decks", limits.MAX_DECKS), "Y02": ("round_no", 0),
                "Y03": ("requested_by_seat", 1), "Y04": ("shoe_position", 1),
                "Y05": ("position", 0), "Y06": ("position", 416), "Y07": ("cards_behind", 0),
                "Y08": ("cards_behind", 416), "Y09": ("cards_remaining", 0),
-               "Y10": ("cards_remaining", 416), "Y11": ("event_id", "  ")}
+               "Y10": ("cards_remaining", 416), "Y11": ("event_id", "  "),
+               "Y12": ("corrects_seq", 1)}
 
 
 def _raw(table: str, fields: dict[str, object]) -> bytes:
