@@ -97,9 +97,9 @@ def dispute(con: duckdb.DuckDBPyConnection, table: str, *, at: datetime | None =
 
 
 # One round's rows in the context (dispute_sql.py): the round and its settlements.
-_ONE_ROUND = (f"SELECT * FROM ({sql.ROUND}) WHERE round_no = $round AND "
+_ONE_ROUND = (f"SELECT * FROM ({sql.ROUNDS}) WHERE round_no = $round AND "
               "shoe_id IS NOT DISTINCT FROM $shoe")
-_ONE_ROUNDS_SETTLEMENTS = (f"SELECT * EXCLUDE (round_no) FROM ({sql.ROUND_SETTLEMENTS}) WHERE "
+_ONE_ROUNDS_SETTLEMENTS = (f"SELECT * EXCLUDE (round_no) FROM ({sql.SETTLEMENTS}) WHERE "
                            "round_no = $round AND ($seat IS NULL OR seat = $seat) "
                            "ORDER BY seat, area, wager_kind")
 

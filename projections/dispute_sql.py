@@ -8,8 +8,11 @@ between its own first and last seq. The context decides which copy of a card eve
 twice is the card (sql/macros.sql card_events_of keeps each event id's first copy within the
 events it reads), so the round's row, its cards and its settlements are all read in the one
 context, and a round of a shoe is the row the shoe's replay shows. ROUNDS and SETTLEMENTS give
-every round of the context, so the writer can keep a shoe's at once; a dispute keeps its round's
-rows (`WHERE round_no = ...`).
+the round $round of the context, or every round of it when $round is NULL, so the writer keeps
+a shoe's at once and a dispute about a round not kept computes that round alone (rounds_of and
+ledger_of read its own events, with each card event once over the context, the intruding cards,
+paytable and decks as wide as for the whole shoe: the same rows, tests/projections/
+test_replay_kept.py).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ SELECT table_id, shoe_id, round_no, dealer, started_at, ended_at, left_card, rig
        lower(third_card_box) AS third_card_box,
        redrawn_cards, middle_cards_drawn, kind, spread,
        outcome AS players_result, voided, announcements, first_seq, last_seq
-FROM rounds_of($table, $shoe, NULL, $first, $last, taps_from := $taps_from)
+FROM rounds_of($table, $shoe, $round, $first, $last, taps_from := $taps_from)
 ORDER BY round_no, shoe_id
 """
 
@@ -154,7 +157,7 @@ SELECT round_no, seat, area, wager_kind, player_id, amount_cents AS wager_cents,
        (SELECT max(e.occurred_at) FROM events AS e
         WHERE e.table_id = l.table_id AND e.seq BETWEEN $first AND $last
           AND list_contains(l.settlement_seqs, e.seq)) AS settled_at
-FROM ledger_of($table, $shoe, NULL, $first, $last, taps_from := $taps_from) AS l
+FROM ledger_of($table, $shoe, $round, $first, $last, taps_from := $taps_from) AS l
 WHERE l.shoe_id IS NOT DISTINCT FROM $shoe
 ORDER BY round_no, seat, area, wager_kind
 """
@@ -162,20 +165,3 @@ ORDER BY round_no, seat, area, wager_kind
 # What the writer keeps of a closed shoe for its rounds' disputes (replay_kept.py), by name.
 KEPT_QUERIES = (ROUNDS, SETTLEMENTS)
 
-
-def _one_round(query: str, macro: str) -> str:
-    """`query` computing the round $round alone: the macro's in_round given (sql/rounds.sql
-    rounds_of, sql/ledger.sql ledger_of: a round's rows from its own events, each card event once
-    over the context $first..$last, the intruding cards, paytable and decks read as wide as
-    before), instead of every round of the shoe filtered afterwards."""
-    every, one = f"{macro}($table, $shoe, NULL,", f"{macro}($table, $shoe, $round,"
-    if query.count(every) != 1:
-        raise AssertionError(f"{macro} is not called once for every round")
-    return query.replace(every, one)
-
-
-# A dispute's round of a shoe not kept (or of no shoe), and its settlements: the same rows as
-# ROUNDS and SETTLEMENTS give for that round (tests/projections/test_replay_kept.py compares
-# them), from its own events. ROUNDS and SETTLEMENTS themselves stay as the writer keeps them.
-ROUND = _one_round(ROUNDS, "rounds_of")
-ROUND_SETTLEMENTS = _one_round(SETTLEMENTS, "ledger_of")

@@ -30,6 +30,7 @@ import duckdb
 import pyarrow as pa
 
 from events.errors import ProjectionError
+from projections.dispute_sql import KEPT_QUERIES
 from projections.dispute_sql import ROUNDS as ROUNDS_QUERY
 from projections.dispute_sql import SETTLEMENTS as SETTLEMENTS_QUERY
 from projections.kept_at import tagged
@@ -182,6 +183,7 @@ def ensure_tables(con: duckdb.DuckDBPyConnection) -> None:
                               f"store is not pitlog's; rename it to let pitlog keep them")
     probe = {"table": "", "shoe": "", "first": 0, "last": 0, "taps_from": None}
     shoe_cols = _columns(con, SHOE_ROW, probe)
+    every = {**probe, "round": None}  # the dispute queries' rows of every round
     con.execute("BEGIN TRANSACTION")
     try:
         for name in KEPT:
@@ -192,10 +194,10 @@ def ensure_tables(con: duckdb.DuckDBPyConnection) -> None:
                     f"openings BIGINT NOT NULL)")
         for name, sql in _ROWS:
             con.execute(f"CREATE TABLE {name} ({_KEY_COLUMNS}, ord INTEGER NOT NULL, "
-                        f"{_columns(con, sql, probe)})")
+                        f"{_columns(con, sql, every if sql in KEPT_QUERIES else probe)})")
         # ROUNDS_QUERY's rows carry their table and shoe themselves.
         con.execute(f"CREATE TABLE {ROUNDS} (ord INTEGER NOT NULL, "
-                    f"{_columns(con, ROUNDS_QUERY, probe)})")
+                    f"{_columns(con, ROUNDS_QUERY, every)})")
         for name in KEPT:  # the tag is hex digits after a fixed text
             con.execute(f"COMMENT ON TABLE {name} IS '{tag}'")
         con.execute("COMMIT")
@@ -242,7 +244,9 @@ def _replace(con: duckdb.DuckDBPyConnection, span: Span) -> None:
                 f"FROM ({SHOE_ROW})",
                 {**params, "n": n, "opened": openings(con, span.table, span.last)})
     for name, sql in (*_ROWS, (ROUNDS, ROUNDS_QUERY)):
-        found = con.sql(sql, params=params).to_arrow_table()
+        # the dispute queries (KEPT_QUERIES) for every round of the shoe: $round NULL
+        found = con.sql(sql, params={**params, "round": None} if sql in KEPT_QUERIES
+                        else params).to_arrow_table()
         found = found.append_column("ord", pa.array(range(found.num_rows), pa.int32()))
         con.register("_replay_rows", found)
         try:

@@ -226,5 +226,5 @@ def assert_kept_replays_hold(con: duckdb.DuckDBPyConnection) -> int:
                                   "table_id, shoe_id, ")):
             held = rows(con, f"SELECT * EXCLUDE ({extra}ord) FROM {name} WHERE "
                              "table_id = $table AND shoe_id = $shoe ORDER BY ord", key)
-            assert held == rows(con, sql, params), (name, table, shoe)
+            assert held == rows(con, sql, {**params, "round": None}), (name, table, shoe)
     return len(kept)

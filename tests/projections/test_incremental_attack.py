@@ -1081,6 +1081,23 @@ def _deal_with_no_shoe(t: TableBuilder) -> None:
     t.deal_round("7C 7D 7H", {1: 500}, settle=underpaid)
 
 
+def _project_after(t: TableBuilder, split: int, second_batch: Callable[[], None],
+                   check: Callable[[], None]) -> list[int]:
+    """From now on, `t` projects the batch so far (`second_batch`) right after its `split`-th
+    event and then runs `check`; returns the count of events emitted since (one item)."""
+    emit, emitted = t.emit, [0]
+
+    def emit_then_maybe_project(event: model.DomainEvent, *, actor: str | None = None) -> int:
+        seq = emit(event, actor=actor)
+        emitted[0] += 1
+        if emitted[0] == split:
+            second_batch()
+            check()
+        return seq
+    t.emit = emit_then_maybe_project  # type: ignore[method-assign]
+    return emitted
+
+
 # After: the first wager; the left card; "spread 7"; the third card; the first settlement;
 # round 2's first card; its "pair"; its "three of a kind" (before its settlement).
 @pytest.mark.parametrize("split", [1, 3, 5, 8, 10, 15, 17, 19])
@@ -1091,18 +1108,12 @@ def test_rounds_with_no_shoe_are_judged_on_their_own_events_in_any_batches(
     t.round_no = 1
     t.deal_round("5S 9H 7C", {1: 1000})
     t.shoe_id = None
-    emit, emitted = t.emit, [0]
 
     with _two_batches(tmp_path, log, t) as (con, second_batch):
-        def emit_then_maybe_project(event: model.DomainEvent, *, actor: str | None = None) -> int:
-            seq = emit(event, actor=actor)
-            emitted[0] += 1
-            if emitted[0] == split:
-                second_batch()
-                assert _rows_apart(con) == ([], [])
-                assert money_differences(con)[:2] == (0, 0)
-            return seq
-        t.emit = emit_then_maybe_project  # type: ignore[method-assign]
+        def check() -> None:
+            assert _rows_apart(con) == ([], [])
+            assert money_differences(con)[:2] == (0, 0)
+        emitted = _project_after(t, split, second_batch, check)
         _deal_with_no_shoe(t)
         assert emitted[0] == _NO_SHOE_EVENTS
         second_batch()
@@ -1177,22 +1188,16 @@ def test_a_settlement_before_the_first_two_cards_is_flagged_once_finished_in_any
     t.round_no = 1
     t.deal_round("5S 9H 7C", {1: 1000})
     t.shoe_id = shoe
-    emit, emitted = t.emit, [0]
 
     def flagged(con: duckdb.DuckDBPyConnection) -> list:
         return con.execute(f"SELECT round_no, seqs FROM {STORED} "
                            "WHERE code = 'WRONG_SETTLEMENT'").fetchall()
 
     with _two_batches(tmp_path, log, t) as (con, second_batch):
-        def emit_then_maybe_project(event: model.DomainEvent, *, actor: str | None = None) -> int:
-            seq = emit(event, actor=actor)
-            emitted[0] += 1
-            if emitted[0] == split:
-                second_batch()
-                assert _rows_apart(con) == ([], [])
-                assert len(flagged(con)) == (0 if split < 5 else 1)
-            return seq
-        t.emit = emit_then_maybe_project  # type: ignore[method-assign]
+        def check() -> None:
+            assert _rows_apart(con) == ([], [])
+            assert len(flagged(con)) == (0 if split < 5 else 1)
+        emitted = _project_after(t, split, second_batch, check)
         t.round_no = 2
         wager = t.wager(1, 1000)
         t.draw("4S", Box.LEFT)  # no second card: no hand

@@ -58,7 +58,7 @@ def _round(cards: str, how: str, *, before: str | None = None, jam: bool = False
             pit.draw("5S", LEFT)
             pit.draw("6H", RIGHT)
             pit.say(Meaning.CONSECUTIVE)
-        if before in (CONSECUTIVE, VOID_NO_CAUSE) or (jam and before == VOIDED):
+        if before in (CONSECUTIVE, VOID_NO_CAUSE, VOIDED):
             s["void"] = pit.emit(model.RoundVoided(reason="the dealer's call"))
         s["p1"] = (pit.settle(1, ORIGINAL, WON, 1000, 1) if how == PAID
                    else pit.settle(1, ORIGINAL, VOID, 1000))
