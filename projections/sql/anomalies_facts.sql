@@ -113,12 +113,8 @@ drawn AS (
            CASE WHEN third_pos IS NULL THEN [] ELSE placed[third_pos + 1:] END AS redraws,
            -- 13:47-20.31(d)7-8, (d)13: every card beyond the first two
            placed[3:] AS beyond,
-           -- 13:47-20.31(g)3: a spread's cards out before "Raises closed", beyond the first
-           -- two; with none said, the third card out (it decides: deciding_index)
-           CASE WHEN kind <> 'spread' THEN []
-                WHEN raises_closed IS NULL THEN placed[3:3]
-                ELSE list_filter(placed[3:], lambda x: game_order(x.at, x.seq) < raises_closed) END
-               AS exposed
+           -- 13:47-20.31(g)3: a spread's cards out before "Raises closed" (sql/cards.sql)
+           exposed_cards(placed, kind, raises_closed) AS exposed
     FROM decided
 )
 SELECT

@@ -51,9 +51,9 @@ exposure_areas AS (
     JOIN events AS e
       ON e.table_id = x.table_id AND e.shoe_id IS NOT DISTINCT FROM x.shoe_id
      AND e.round_no = x.round_no,
-    LATERAL (SELECT game_order(e.occurred_at, e.seq) > x.exposed_order
-                    AND (x.new_third_order IS NULL OR game_order(e.occurred_at, e.seq) < x.new_third_order)
-                 AS after_exposure)
+    -- the protocol's window (sql/cards.sql, in_exposure_window: one definition with the ledger)
+    LATERAL (SELECT in_exposure_window(game_order(e.occurred_at, e.seq), x.exposed_order,
+                                       x.new_third_order) AS after_exposure)
     WHERE e.event_type IN ('WagerPlaced', 'WagerChanged', 'WagerRemoved', 'RaisePlaced',
                            'VoidOrPlayChosen', 'WagerSettled')
     GROUP BY ALL

@@ -60,6 +60,29 @@ CREATE OR REPLACE MACRO deciding_index(cards, kind, raises_closed) AS
          ELSE list_position(list_transform(cards, lambda c, i: i >= 3
                   AND game_order(c.at, c.seq) > raises_closed), true) END;
 
+-- The cards of a spread exposed before "Raises closed" (13:47-20.31(g)3: "If a third card is
+-- drawn and exposed to the players prior to the dealer announcing "Raises closed," the card
+-- shall be discarded"; 13:69F-6.7): every card out beyond the first two before the first
+-- "Raises closed" in game order, wherever it went; with none said, the third card out (it then
+-- decides: deciding_index). `cards` are a round's cards in game order (round_cards), each with
+-- `at` and `seq`. No other round exposes a card early: a pair draws its third card at once.
+CREATE OR REPLACE MACRO exposed_cards(cards, kind, raises_closed) AS
+    CASE WHEN kind <> 'spread' THEN []
+         WHEN raises_closed IS NULL THEN cards[3:3]
+         ELSE list_filter(cards[3:], lambda x: game_order(x.at, x.seq) < raises_closed) END;
+
+-- Whether an event at `event_order` (a game_order struct) falls in the early-exposure protocol's
+-- window (13:47-20.31(g)3; 13:69F-6.7): after the round's first card exposed early
+-- (`exposed_order`) and before the new third card drawn after "Raises closed"
+-- (`new_third_order`; NULL when none was drawn or "Raises closed" was never said). Only a
+-- void-or-play choice made there counts (a player chooses without seeing the new third card,
+-- and with no card exposed there is nothing to choose), and only a refund made there is the
+-- one the protocol requires. One definition for the ledger's voids by choice
+-- (sql/ledger.sql) and EARLY_EXPOSURE_MISHANDLED (sql/anomalies_rounds_wagers.sql).
+CREATE OR REPLACE MACRO in_exposure_window(event_order, exposed_order, new_third_order) AS
+    coalesce(event_order > exposed_order
+             AND (new_third_order IS NULL OR event_order < new_third_order), false);
+
 -- Where a card went, as read aloud: "the middle box", "the discard rack".
 CREATE OR REPLACE MACRO card_place(dest) AS
     CASE dest WHEN 'DISCARD_RACK' THEN 'the discard rack' ELSE 'the ' || lower(dest) || ' box' END;

@@ -211,10 +211,10 @@ wagered AS (
 ),
 choices AS (
     -- 13:47-20.31(g)3; 13:69F-6.7: after a third card exposed before "Raises closed", a player
-    -- who voids the round gets the wager and any raise back. The player's last word (in game
-    -- order, sql/macros.sql game_order) counts.
+    -- who voids the round gets the wager and any raise back. Every choice of the area, in game
+    -- order (sql/macros.sql game_order); with_paytable keeps those the protocol counts.
     SELECT table_id, shoe_id, round_no, seat, area,
-           arg_max(choice, game_order(occurred_at, seq)) = 'VOID' AS voided_by_choice
+           list({'o': game_order(occurred_at, seq), 'choice': choice}) AS choices
     FROM round_events
     WHERE event_type = 'VoidOrPlayChosen'
     GROUP BY table_id, shoe_id, round_no, seat, area
@@ -273,7 +273,8 @@ round_context AS (
     -- the paytable in force: the table's latest TableOpened before the round began.
     SELECT
         r.table_id, r.shoe_id, r.round_no, r.dealer, r.started_at, r.first_seq,
-        r.left_rank, r.right_rank, r.middle_rank, r.kind, r.spread, r.voided, sh.decks,
+        r.left_rank, r.right_rank, r.middle_rank, r.kind, r.spread, r.voided, r.exposed_order, r.new_third_order,
+        sh.decks,
         p.seq AS paytable_seq, p.profile, p.pays_spread_1, p.pays_spread_2, p.pays_spread_3,
         p.pays_spread_4_to_11, p.pays_three_of_a_kind, p.valid, p.violation
     FROM rounds_of(in_table, in_shoe, in_round, from_seq, to_seq, taps_from := taps_from) AS r
@@ -287,7 +288,12 @@ with_paytable AS (
         k.*, r.dealer, coalesce(r.started_at, k.placed_at, k.settled_at) AS started_at,
         r.first_seq AS round_first_seq, r.left_rank, r.right_rank, r.middle_rank,
         r.kind AS hand, r.spread, coalesce(r.voided, false) AS round_voided,
-        coalesce(c.voided_by_choice, false) AS voided_by_choice, r.decks,
+        -- (g)3: the player's last choice between the exposure and the new third card
+        -- (sql/cards.sql, in_exposure_window); a choice with no card exposed, or made after
+        -- the new third card was seen, voids nothing: the cards decide.
+        coalesce(list_sort(list_filter(c.choices, lambda x: in_exposure_window(
+                     x.o, r.exposed_order, r.new_third_order)))[-1].choice = 'VOID', false)
+            AS voided_by_choice, r.decks,
         r.paytable_seq, r.profile,
         -- No TableOpened yet: the standard table of 13:47-20.31(e), (d)9 is assumed, and the
         -- row says so in paytable_violation.

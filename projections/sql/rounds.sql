@@ -34,7 +34,9 @@ CREATE OR REPLACE MACRO void_allowed(kind, left_rank, third_rank, void_order, sh
 -- `redrawn_cards` lists every card out after it, to any box; `card_seqs` the seqs of the
 -- round's cards in order; `middle_cards_drawn` counts every card to the middle box. `voided` is a
 -- RoundVoided the rules allow (void_allowed above); a void without cause voids nothing, and
--- `outcome` follows the cards (ROUND_VOIDED_WITHOUT_CAUSE).
+-- `outcome` follows the cards (ROUND_VOIDED_WITHOUT_CAUSE). `exposed_order` and
+-- `new_third_order` bound the window in which a player's void-or-play choice counts
+-- ((g)3; sql/cards.sql, in_exposure_window): the ledger's voids by choice.
 --
 -- rounds_of(in_table, in_shoe, in_round, from_seq, to_seq) is the rounds view's rows of one
 -- table, shoe and round (a NULL argument: all of them), so that a dispute or a replay does not
@@ -94,7 +96,9 @@ decided AS (
     FROM classified
 ),
 placed AS (
-    SELECT *, cards[third_pos] AS third FROM decided
+    SELECT *, cards[third_pos] AS third,
+           exposed_cards(cards, kind, raises_closed)[1] AS exposed  -- sql/cards.sql
+    FROM decided
 ),
 void_judged AS (
     -- `voided`: a RoundVoided the rules allow (void_allowed); one they do not voids nothing.
@@ -130,6 +134,12 @@ SELECT
          WHEN third.rank > least(l.rank, rt.rank)
               AND third.rank < greatest(l.rank, rt.rank) THEN 'won'
          ELSE 'lost' END AS outcome,
+    -- 13:47-20.31(g)3: the early-exposure protocol's window (sql/cards.sql,
+    -- in_exposure_window), game_order structs: the first card exposed before "Raises closed",
+    -- and the new third card drawn after it (NULL with no "Raises closed").
+    game_order(exposed.at, exposed.seq) AS exposed_order,
+    CASE WHEN raises_closed IS NOT NULL THEN game_order(third.at, third.seq) END
+        AS new_third_order,
     first_seq, last_seq, events
 FROM void_judged;
 

@@ -194,6 +194,36 @@ def _early_card_to_the_rack(tmp: Path) -> tuple[Pit, Seqs]:
     return pit, s
 
 
+def _void_chosen(exposed: bool) -> Callable[[Path], tuple[Pit, Seqs]]:
+    """(g)3: 4S 9H (spread 4), seat 1's $10 (`w1`); with `exposed`, 3D comes out to the middle
+    box before "Raises closed" and the player says nothing before KC, the new third card, is
+    seen; without, no card is exposed. Then seat 1 says VOID (`choice`: after KC when exposed,
+    before it otherwise) and gets the $10 back (`p1`). KC is outside 4-9: the wager lost, and
+    a void-or-play choice counts only after an exposure and before the new third card, so
+    the refund is a wrong settlement."""
+    def build(tmp: Path) -> tuple[Pit, Seqs]:
+        pit, s = opened(tmp), {}
+        pit.begin(1)
+        s["w1"] = pit.wager(1, 1000)
+        pit.draw("4S", LEFT)
+        pit.draw("9H", RIGHT)
+        pit.say(SPREAD, 4)
+        if exposed:
+            s["exposed"] = pit.draw("3D", MIDDLE)
+        s["closed"] = pit.say(RAISES_CLOSED)
+        if not exposed:
+            s["choice"] = pit.choose(1, model.Choice.VOID)
+        s["third"] = pit.draw("KC", MIDDLE)
+        pit.say(THIRD_CARD, 13)
+        if exposed:
+            s["choice"] = pit.choose(1, model.Choice.VOID)
+        s["p1"] = pit.settle(1, ORIGINAL, VOID, 1000)
+        pit.rack("4S 9H 3D KC" if exposed else "4S 9H KC")
+        pit.close_shoe()
+        return pit, s
+    return build
+
+
 def _pair_dealt_right_box_first(tmp: Path) -> tuple[Pit, Seqs]:
     """7S to the right box, then 7H to the left (WRONG_BOX); the third card is the first after
     both, 7D: three of a kind, paid 11 to 1."""
@@ -404,6 +434,14 @@ CASES: dict[str, Case] = {
     "early_card_to_the_discard_rack_handled_by_the_protocol": Case(
         _early_card_to_the_rack, [("EARLY_THIRD_CARD", 1, ["exposed", "closed"])],
         {(1, "ORIGINAL"): OK_WON_1000}),
+    "void_chosen_with_no_card_exposed_voids_nothing": Case(
+        _void_chosen(exposed=False), [("WRONG_SETTLEMENT", 1, ["w1", "p1"])],
+        {(1, "ORIGINAL"): ("WRONG_OUTCOME", "LOST", 0, 1000, 0)}),
+    "void_chosen_after_the_new_third_card_voids_nothing": Case(
+        _void_chosen(exposed=True),
+        [("EARLY_EXPOSURE_MISHANDLED", 1, ["exposed", "third"]),
+         ("EARLY_THIRD_CARD", 1, ["exposed", "closed"]), ("WRONG_SETTLEMENT", 1, ["w1", "p1"])],
+        {(1, "ORIGINAL"): ("WRONG_OUTCOME", "LOST", 0, 1000, 0)}),
     "pair_dealt_to_the_right_box_first_is_decided_after_both_cards": Case(
         _pair_dealt_right_box_first, [("WRONG_BOX", 1, ["first", "second"])],
         {(1, "ORIGINAL"): ("OK", "WON", 11000, 0, 0)}),
