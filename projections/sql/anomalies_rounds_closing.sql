@@ -35,8 +35,12 @@ rack_check AS (
                     []::BIGINT[]) AS missing_seqs,
            coalesce(list(card_label(c.rank, c.suit) ORDER BY c.rank, c.suit)
                     FILTER (c.racked_n > c.dealt_n), []) AS not_dealt,
-           array_to_string(list_transform(d.dealt, lambda x: card_label(x.rank, x.suit)), ' ') AS dealt,
-           array_to_string(list_transform(d.racked, lambda x: card_label(x.rank, x.suit)), ' ') AS racked
+           -- 'nothing' for no card: a round racked whose cards were all stamped with another
+           -- round or shoe id still has an explanation (a NULL would make it NULL)
+           coalesce(nullif(array_to_string(list_transform(d.dealt, lambda x: card_label(x.rank, x.suit)), ' '), ''),
+                    'nothing') AS dealt,
+           coalesce(nullif(array_to_string(list_transform(d.racked, lambda x: card_label(x.rank, x.suit)), ' '), ''),
+                    'nothing') AS racked
     FROM rack_differs AS d
     LEFT JOIN rack_copies AS c USING (table_id, shoe_id, round_no)
     GROUP BY ALL

@@ -910,3 +910,28 @@ def test_the_console_labels_the_deciding_card_and_the_diverted_and_redrawn_ones(
     with duckdb.connect(str(pit2.project()), read_only=True) as con:
         clean = dispute(con, "T01", shoe="S1", round_no=1)
     assert 'data-role="deciding"' in cards_panel(clean, UTC, set())
+
+
+def test_a_rack_under_another_rounds_number_is_explained(tmp_path: Path) -> None:
+    """4S 9H 7C are drawn in round 1, but the terminal stamps their CardsRacked with round 2
+    (`rack`), a round that drew nothing: round 1 was never racked, and round 2 racked cards
+    it never drew. Both say so in words, the second with "dealt nothing" (it was NULL)."""
+    pit = opened(tmp_path)
+    pit.begin(1)
+    pit.wager(1, 1000)
+    pit.draw("4S", LEFT)
+    pit.draw("9H", RIGHT)
+    pit.say(SPREAD, 4)
+    pit.say(RAISES_CLOSED)
+    pit.draw("7C", MIDDLE)
+    pit.say(THIRD_CARD, 7)
+    pit.settle(1, ORIGINAL, WON, 1000, 1)
+    pit.begin(2)
+    rack = pit.rack("4S 9H 7C")
+    pit.close_shoe()
+    found = {(a["round_no"], a["code"]): a for a in pit.anomalies()}
+    assert sorted(found) == [(1, "DISCARD_RACK_ORDER"), (2, "DISCARD_RACK_ORDER")]
+    assert found[1, "DISCARD_RACK_ORDER"]["explanation"] == "The cards 4S 9H 7C were never racked"
+    assert found[2, "DISCARD_RACK_ORDER"]["seqs"] == [rack]
+    assert found[2, "DISCARD_RACK_ORDER"]["explanation"] == (
+        "Racked 4S 7C 9H, which were not drawn in this round (dealt nothing, racked 4S 9H 7C)")
