@@ -53,9 +53,7 @@ def dispute(con: duckdb.DuckDBPyConnection, table: str, *, at: datetime | None =
     OutsideRound (moment.py), naming the rounds just before and after: never another hand.
     The round's row and settlements are the writer's kept rows when its shoe is closed and
     kept (projections/replay_kept.py), else their queries (projections/dispute_sql.py): the
-    same rows either way, wherever the queries' own answer is determined (not yet where two
-    wager lines of a round share a seq and a time: the ledger's arg_min ties;
-    docs/operating.md, "Kept replays").
+    same rows either way (docs/operating.md, "Kept replays").
     """
     if at is not None:
         span = locate(con, table, at)

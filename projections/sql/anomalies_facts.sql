@@ -75,7 +75,7 @@ WITH per_round AS (
         -- first card is on time even when its line reaches the recorder after the card's.
         min(game_order(occurred_at, seq)) FILTER (event_type IN ('CardDrawn', 'CardDrawnInError'))
             AS first_card_order,
-        arg_min({'rank': rank, 'suit': suit}, game_order(occurred_at, seq))
+        arg_min({'rank': rank, 'suit': suit}, (game_order(occurred_at, seq), log_offset))
             FILTER (event_type IN ('CardDrawn', 'CardDrawnInError')) AS first,
         min(game_order(occurred_at, seq)) FILTER (event_type = 'Announced' AND meaning = 'RAISES_CLOSED')
             AS raises_closed,

@@ -94,7 +94,7 @@ loose_unracked AS (
 voids AS (
     SELECT table_id, shoe_id, round_no,
            min(game_order(occurred_at, seq)) FILTER (event_type = 'RoundVoided') AS void_order,
-           arg_min(reason, game_order(occurred_at, seq)) FILTER (event_type = 'RoundVoided') AS void_reason,
+           arg_min(reason, (game_order(occurred_at, seq), log_offset)) FILTER (event_type = 'RoundVoided') AS void_reason,
            min(game_order(occurred_at, seq)) FILTER (event_type = 'DeviceFaulted' AND fault <> 'SHUFFLER_JAM')
                AS shoe_fault_order
     FROM events

@@ -32,16 +32,19 @@ exposures AS MATERIALIZED (
 -- card, the player's last choice and the wager and raise returned (game order).
 exposure_areas AS (
     SELECT x.table_id, x.shoe_id, x.round_no, e.seat, e.area,
+           -- ties of game order (two writers) by log order, as the ledger takes them
            arg_max(CASE WHEN e.event_type = 'WagerRemoved' THEN 0 ELSE e.amount_cents END,
-                   game_order(e.occurred_at, e.seq))
+                   (game_order(e.occurred_at, e.seq), e.log_offset))
                FILTER (e.event_type IN ('WagerPlaced', 'WagerChanged', 'WagerRemoved')
                        AND game_order(e.occurred_at, e.seq) < x.exposed_order) AS wager_cents,
            coalesce(sum(e.amount_cents) FILTER (e.event_type = 'RaisePlaced'
                         AND game_order(e.occurred_at, e.seq) < x.exposed_order), 0)
                AS raise_cents,
-           arg_max(e.choice, game_order(e.occurred_at, e.seq)) FILTER (e.event_type = 'VoidOrPlayChosen' AND after_exposure)
+           arg_max(e.choice, (game_order(e.occurred_at, e.seq), e.log_offset))
+               FILTER (e.event_type = 'VoidOrPlayChosen' AND after_exposure)
                AS choice,
-           arg_max(e.seq, game_order(e.occurred_at, e.seq)) FILTER (e.event_type = 'VoidOrPlayChosen' AND after_exposure)
+           arg_max(e.seq, (game_order(e.occurred_at, e.seq), e.log_offset))
+               FILTER (e.event_type = 'VoidOrPlayChosen' AND after_exposure)
                AS choice_seq,
            coalesce(sum(e.amount_cents) FILTER (e.event_type = 'WagerSettled' AND e.outcome = 'VOID'
                AND e.wager_kind = 'ORIGINAL' AND after_exposure), 0) AS wager_back,

@@ -143,7 +143,9 @@ original_events AS (
            -- first card are legal and count; later ones are not allowed and do not.
            f.first_card_order IS NULL OR game_order(e.occurred_at, e.seq) < f.first_card_order
                AS before_first_card,
-           game_order(e.occurred_at, e.seq) AS at_order,
+           -- game order, then log order: two lines at one seq and time (two writers of a
+           -- table) are taken in the order the log holds them, so every run picks the same
+           {'at': e.occurred_at, 'seq': e.seq, 'log_offset': e.log_offset} AS at_order,
            -- The wager's state after this event: its amount, or -1 once removed.
            CASE WHEN e.event_type = 'WagerRemoved' THEN -1 ELSE e.amount_cents END AS state
     FROM round_events AS e
@@ -214,7 +216,8 @@ choices AS (
     -- who voids the round gets the wager and any raise back. Every choice of the area, in game
     -- order (sql/macros.sql game_order); with_paytable keeps those the protocol counts.
     SELECT table_id, shoe_id, round_no, seat, area,
-           list({'o': game_order(occurred_at, seq), 'choice': choice}) AS choices
+           list({'o': game_order(occurred_at, seq), 'log_offset': log_offset, 'choice': choice})
+               AS choices
     FROM round_events
     WHERE event_type = 'VoidOrPlayChosen'
     GROUP BY table_id, shoe_id, round_no, seat, area

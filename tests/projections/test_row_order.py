@@ -58,9 +58,10 @@ class _SecondWriter:
     def __init__(self, log: _Unchecked, first: TableBuilder) -> None:
         self.log, self.first = log, first
 
-    def same_seq(self, emit: Callable[[TableBuilder], int]) -> None:
+    def same_seq(self, emit: Callable[[TableBuilder], int], *, same_time: bool = False) -> None:
         """The first writer's `emit`, then the second writer's at the same seq, half a second
-        later at the table (so game order does not tie: only seq does)."""
+        later at the table (so game order does not tie: only seq does), or with `same_time`
+        at the same moment (game order ties too: only the log's order is left)."""
         head = copy.copy(self.first.recorder.heads["T01"])
         clock = self.first.clock
         seq = emit(self.first)
@@ -68,7 +69,7 @@ class _SecondWriter:
         second = TableBuilder(Recorder(self.log, heads={"T01": head},  # type: ignore[arg-type]
                                        new_id=lambda: str(uuid.UUID(int=next(_SECOND_IDS))),
                                        now=lambda: EVENING), "T01",
-                              clock=clock + timedelta(milliseconds=500))
+                              clock=clock + timedelta(milliseconds=0 if same_time else 500))
         second.shoe_id, second.round_no = self.first.shoe_id, self.first.round_no
         assert emit(second) == seq
         second.flush()
@@ -95,6 +96,9 @@ def _record(folder: Path) -> EmbeddedLog:
     t.round_no = 1
     race.same_seq(lambda b: b.wager(1, 1000, player="P1" if b is t else "P9"))
     t.wager(2, 500)
+    # Seat 3's wager at one seq and one moment at both writers (another player and amount).
+    race.same_seq(lambda b: b.wager(3, 1000 if b is t else 2000, player="P3" if b is t else "P8"),
+                  same_time=True)
     t.draw("3C", Box.LEFT)
     t.draw("QD", Box.RIGHT)
     # Two burns inside the round (BURN_DURING_ROUND each), one at each writer.
@@ -106,6 +110,7 @@ def _record(folder: Path) -> EmbeddedLog:
     race.same_seq(lambda b: b.settle(1, WagerKind.ORIGINAL, SettledAs.WON, 1000,
                                      odds=1 if b is t else 5))
     t.settle_by_the_rules(2, WagerKind.ORIGINAL, 500, "3C QD 7H")
+    t.settle_by_the_rules(3, WagerKind.ORIGINAL, 1000, "3C QD 7H")
     race.same_seq(lambda b: b.rack("3C QD 7H" if b is t else "7H 3C QD"))
     # The second writer's dealer taps in last in the log: D2 deals from round 2 on.
     race.same_seq(lambda b: b.tap_in("D1" if b is t else "D2"))
@@ -159,10 +164,11 @@ def test_the_log_holds_events_of_both_writers_at_the_same_seqs(store: Path) -> N
             "SELECT event_type, list(DISTINCT event_id) FROM events "
             "GROUP BY seq, event_type HAVING count(*) > 1 ORDER BY seq").fetchall()
     assert [t for t, _ in doubled] == [
-        "ShuffleCompleted", "CardsLoaded", "WagerPlaced", "CardBurned", "WagerSettled",
+        "ShuffleCompleted", "CardsLoaded", "WagerPlaced", "WagerPlaced", "CardBurned",
+        "WagerSettled",
         "CardsRacked", "DealerTappedIn", "CuttingCardReached"]
     # two events each, of two ids but the cutting card's (one line sent to both writers)
-    assert [len(ids) for _, ids in doubled] == [2, 2, 2, 2, 2, 2, 2, 1]
+    assert [len(ids) for _, ids in doubled] == [2, 2, 2, 2, 2, 2, 2, 2, 1]
 
 
 @pytest.mark.parametrize("order", ORDERS[1:])
@@ -192,6 +198,12 @@ def test_ties_go_by_the_order_the_log_holds_the_events_in(store: Path) -> None:
         assert con.execute(
             "SELECT player_id, actual_odds FROM ledger WHERE round_no = 1 AND seat = 1 "
             "AND wager_kind = 'ORIGINAL'").fetchall() == [("P1", 5)]
+        # Seat 3's two placements at one seq and moment: the first in the log placed the
+        # wager (its player and amount), and what is owed is the log's last line before the
+        # first card (the second writer's $20), so the $10 settled is WRONG_AMOUNT.
+        assert con.execute(
+            "SELECT player_id, placed_cents, amount_cents, status FROM ledger "
+            "WHERE round_no = 1 AND seat = 3").fetchall() == [("P3", 1000, 2000, "WRONG_AMOUNT")]
         # The last shuffle is the second writer's continuous shuffler: the load owes no burn.
         assert con.execute("SELECT count(*) FROM anomalies WHERE code = 'MISSING_BURN'"
                            ).fetchall() == [(0,)]
