@@ -128,6 +128,7 @@ SELECT
     coalesce(list_transform(p.redraws, lambda x: x.card), []::VARCHAR[]) AS redrawn_cards,
     coalesce(p.redraws, []) AS redraws, coalesce(p.beyond, []) AS beyond_two,
     coalesce(p.exposed, []) AS exposed,
+    exposure_window_end(p.placed, p.raises_closed, p.third_pos) AS exposure_window_end,
     p.kind,
     CASE WHEN abs(p.l.rank - p.r.rank) >= 2 THEN abs(p.l.rank - p.r.rank) - 1 END AS spread,
     p.voided, p.shoe_faulted, p.first_card_order.seq AS first_card_seq, p.first_card_order,

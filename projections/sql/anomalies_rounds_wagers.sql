@@ -22,6 +22,7 @@ exposures AS MATERIALIZED (
            game_order(f.exposed[1].at, f.exposed[1].seq) AS exposed_order,
            CASE WHEN f.raises_closed IS NOT NULL THEN f.third_card_seq END AS new_third_seq,
            CASE WHEN f.raises_closed IS NOT NULL THEN f.third_card_order END AS new_third_order,
+           f.exposure_window_end AS window_end,
            CASE WHEN f.raises_closed IS NOT NULL THEN f.middle_card END AS new_third_card
     FROM facts AS f
     WHERE f.kind = 'spread' AND len(f.exposed) > 0
@@ -56,7 +57,7 @@ exposure_areas AS (
      AND e.round_no = x.round_no,
     -- the protocol's window (sql/cards.sql, in_exposure_window: one definition with the ledger)
     LATERAL (SELECT in_exposure_window(game_order(e.occurred_at, e.seq), x.exposed_order,
-                                       x.new_third_order) AS after_exposure)
+                                       x.window_end) AS after_exposure)
     WHERE e.event_type IN ('WagerPlaced', 'WagerChanged', 'WagerRemoved', 'RaisePlaced',
                            'VoidOrPlayChosen', 'WagerSettled')
     GROUP BY ALL

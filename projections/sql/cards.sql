@@ -71,17 +71,25 @@ CREATE OR REPLACE MACRO exposed_cards(cards, kind, raises_closed) AS
          WHEN raises_closed IS NULL THEN cards[3:3]
          ELSE list_filter(cards[3:], lambda x: game_order(x.at, x.seq) < raises_closed) END;
 
+-- Where the early-exposure protocol's window closes (13:47-20.31(g)3: the choice is the
+-- players' "prior to dealing another third card"): at the new third card, the first card out
+-- after "Raises closed" (deciding_index's `third_pos`); with "Raises closed" never said, at the
+-- next card out after the exposed one, which then decides (NULL: no such card, the window
+-- stays open). `cards` as for exposed_cards.
+CREATE OR REPLACE MACRO exposure_window_end(cards, raises_closed, third_pos) AS
+    CASE WHEN raises_closed IS NOT NULL THEN game_order(cards[third_pos].at, cards[third_pos].seq)
+         ELSE game_order(cards[4].at, cards[4].seq) END;
+
 -- Whether an event at `event_order` (a game_order struct) falls in the early-exposure protocol's
 -- window (13:47-20.31(g)3; 13:69F-6.7): after the round's first card exposed early
--- (`exposed_order`) and before the new third card drawn after "Raises closed"
--- (`new_third_order`; NULL when none was drawn or "Raises closed" was never said). Only a
--- void-or-play choice made there counts (a player chooses without seeing the new third card,
--- and with no card exposed there is nothing to choose), and only a refund made there is the
--- one the protocol requires. One definition for the ledger's voids by choice
--- (sql/ledger.sql) and EARLY_EXPOSURE_MISHANDLED (sql/anomalies_rounds_wagers.sql).
-CREATE OR REPLACE MACRO in_exposure_window(event_order, exposed_order, new_third_order) AS
+-- (`exposed_order`) and before the window closes (`window_end`, exposure_window_end). Only a
+-- void-or-play choice made there counts (a player chooses without seeing the next card, and
+-- with no card exposed there is nothing to choose), and only a refund made there is the one
+-- the protocol requires. One definition for the ledger's voids by choice (sql/ledger.sql) and
+-- EARLY_EXPOSURE_MISHANDLED (sql/anomalies_rounds_wagers.sql).
+CREATE OR REPLACE MACRO in_exposure_window(event_order, exposed_order, window_end) AS
     coalesce(event_order > exposed_order
-             AND (new_third_order IS NULL OR event_order < new_third_order), false);
+             AND (window_end IS NULL OR event_order < window_end), false);
 
 -- Where a card went, as read aloud: "the middle box", "the discard rack".
 CREATE OR REPLACE MACRO card_place(dest) AS

@@ -276,7 +276,7 @@ round_context AS (
     -- the paytable in force: the table's latest TableOpened before the round began.
     SELECT
         r.table_id, r.shoe_id, r.round_no, r.dealer, r.started_at, r.first_seq,
-        r.left_rank, r.right_rank, r.middle_rank, r.kind, r.spread, r.voided, r.exposed_order, r.new_third_order,
+        r.left_rank, r.right_rank, r.middle_rank, r.kind, r.spread, r.voided, r.exposed_order, r.exposure_window_end,
         sh.decks,
         p.seq AS paytable_seq, p.profile, p.pays_spread_1, p.pays_spread_2, p.pays_spread_3,
         p.pays_spread_4_to_11, p.pays_three_of_a_kind, p.valid, p.violation
@@ -291,11 +291,11 @@ with_paytable AS (
         k.*, r.dealer, coalesce(r.started_at, k.placed_at, k.settled_at) AS started_at,
         r.first_seq AS round_first_seq, r.left_rank, r.right_rank, r.middle_rank,
         r.kind AS hand, r.spread, coalesce(r.voided, false) AS round_voided,
-        -- (g)3: the player's last choice between the exposure and the new third card
+        -- (g)3: the player's last choice between the exposure and the next third card
         -- (sql/cards.sql, in_exposure_window); a choice with no card exposed, or made after
-        -- the new third card was seen, voids nothing: the cards decide.
+        -- that card was seen, voids nothing: the cards decide.
         coalesce(list_sort(list_filter(c.choices, lambda x: in_exposure_window(
-                     x.o, r.exposed_order, r.new_third_order)))[-1].choice = 'VOID', false)
+                     x.o, r.exposed_order, r.exposure_window_end)))[-1].choice = 'VOID', false)
             AS voided_by_choice, r.decks,
         r.paytable_seq, r.profile,
         -- No TableOpened yet: the standard table of 13:47-20.31(e), (d)9 is assumed, and the

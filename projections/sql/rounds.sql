@@ -35,7 +35,7 @@ CREATE OR REPLACE MACRO void_allowed(kind, left_rank, third_rank, void_order, sh
 -- round's cards in order; `middle_cards_drawn` counts every card to the middle box. `voided` is a
 -- RoundVoided the rules allow (void_allowed above); a void without cause voids nothing, and
 -- `outcome` follows the cards (ROUND_VOIDED_WITHOUT_CAUSE). `exposed_order` and
--- `new_third_order` bound the window in which a player's void-or-play choice counts
+-- `exposure_window_end` bound the window in which a player's void-or-play choice counts
 -- ((g)3; sql/cards.sql, in_exposure_window): the ledger's voids by choice.
 --
 -- rounds_of(in_table, in_shoe, in_round, from_seq, to_seq) is the rounds view's rows of one
@@ -136,10 +136,9 @@ SELECT
          ELSE 'lost' END AS outcome,
     -- 13:47-20.31(g)3: the early-exposure protocol's window (sql/cards.sql,
     -- in_exposure_window), game_order structs: the first card exposed before "Raises closed",
-    -- and the new third card drawn after it (NULL with no "Raises closed").
+    -- and where the window closes (exposure_window_end).
     game_order(exposed.at, exposed.seq) AS exposed_order,
-    CASE WHEN raises_closed IS NOT NULL THEN game_order(third.at, third.seq) END
-        AS new_third_order,
+    exposure_window_end(cards, raises_closed, third_pos) AS exposure_window_end,
     first_seq, last_seq, events
 FROM void_judged;
 

@@ -224,6 +224,26 @@ def _void_chosen(exposed: bool) -> Callable[[Path], tuple[Pit, Seqs]]:
     return build
 
 
+def _void_chosen_after_the_next_card(tmp: Path) -> tuple[Pit, Seqs]:
+    """(g)3 with "Raises closed" never said: 4S 9H (spread 4), seat 1's $10 (`w1`), 3D out to
+    the middle box (`exposed`: it decides, outside 4-9, the wager lost), then KC (`next`, a
+    redraw); seat 1 says VOID only after KC was seen (`choice`) and gets the $10 back (`p1`).
+    The choice comes after the next card out: it voids nothing."""
+    pit, s = opened(tmp), {}
+    pit.begin(1)
+    s["w1"] = pit.wager(1, 1000)
+    pit.draw("4S", LEFT)
+    pit.draw("9H", RIGHT)
+    pit.say(SPREAD, 4)
+    s["exposed"] = pit.draw("3D", MIDDLE)
+    s["next"] = pit.draw("KC", MIDDLE)
+    s["choice"] = pit.choose(1, model.Choice.VOID)
+    s["p1"] = pit.settle(1, ORIGINAL, VOID, 1000)
+    pit.rack("4S 9H 3D KC")
+    pit.close_shoe()
+    return pit, s
+
+
 def _pair_dealt_right_box_first(tmp: Path) -> tuple[Pit, Seqs]:
     """7S to the right box, then 7H to the left (WRONG_BOX); the third card is the first after
     both, 7D: three of a kind, paid 11 to 1."""
@@ -441,6 +461,12 @@ CASES: dict[str, Case] = {
         _void_chosen(exposed=True),
         [("EARLY_EXPOSURE_MISHANDLED", 1, ["exposed", "third"]),
          ("EARLY_THIRD_CARD", 1, ["exposed", "closed"]), ("WRONG_SETTLEMENT", 1, ["w1", "p1"])],
+        {(1, "ORIGINAL"): ("WRONG_OUTCOME", "LOST", 0, 1000, 0)}),
+    "void_chosen_after_the_next_card_with_no_raises_closed_voids_nothing": Case(
+        _void_chosen_after_the_next_card,
+        [("EARLY_EXPOSURE_MISHANDLED", 1, ["exposed"]), ("EARLY_THIRD_CARD", 1, ["exposed"]),
+         ("THIRD_CARD_REDRAWN", 1, ["exposed", "next"]), ("WRONG_ANNOUNCEMENT", 1, ["exposed"]),
+         ("WRONG_SETTLEMENT", 1, ["w1", "p1"])],
         {(1, "ORIGINAL"): ("WRONG_OUTCOME", "LOST", 0, 1000, 0)}),
     "pair_dealt_to_the_right_box_first_is_decided_after_both_cards": Case(
         _pair_dealt_right_box_first, [("WRONG_BOX", 1, ["first", "second"])],
