@@ -15,8 +15,10 @@ import typer
 
 from cli.output import Format, Summary
 from events.log.base import DEFAULT_DATA_DIR, EventLog
+from events.log.embedded.layout import is_log_folder
 from events.log.registry import default_log_uri, open_log
 from projections.localtime import casino_zone, parse_local
+from projections.store_files import store_owning
 
 LogOpt = Annotated[str | None, typer.Option(
     "--log", envvar="PITLOG_LOG", show_default=False,
@@ -45,7 +47,23 @@ def new_file(path: Path | None) -> Path | None:
         what = "is not a folder" if folder.exists() else "does not exist"
         raise typer.BadParameter(f"the folder {folder} {what}: create it first "
                                  f"(mkdir -p {folder}) or write somewhere else")
+    _refuse_pitlog_data(path)
     return path
+
+
+def _refuse_pitlog_data(path: Path) -> None:
+    """A file to write must not be pitlog's own data: a file in an embedded event log's folder
+    (its segments, index, meta.json, alerts), a DuckDB database (a store, its snapshot) or a
+    store's write-ahead log or index of ids. Written over, the log loses events and the store
+    its rows, with no error at the time."""
+    if is_log_folder(path.parent):
+        raise typer.BadParameter(f"{path} is in the event log folder {path.parent}, whose "
+                                 f"files only pitlog writes: write to a file outside it")
+    store = store_owning(path)
+    if store is not None:
+        what = "is the database" if store == path else "belongs to the database"
+        raise typer.BadParameter(f"{path} {what} {store}: it would be overwritten; write to "
+                                 f"another file")
 
 
 OutOpt = Annotated[Path | None, typer.Option(

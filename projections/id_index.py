@@ -39,9 +39,10 @@ import pyarrow as pa
 
 from events.errors import ProjectionError
 from projections.snapshot import database_path
+from projections.store_files import IDS_SUFFIX
 
 KEY = "detect_ids_key"  # in the store: the key its index must carry
-SUFFIX = ".detect-ids.sqlite"  # beside the store's file
+SUFFIX = IDS_SUFFIX  # beside the store's file (projections/snapshot.py)
 # The tables an earlier pitlog kept the ids in, inside the store (sessions 12-13): dropped.
 OLD_TABLES = ("detect_ids", "detect_ids_at")
 # SQLite's INTEGER is signed 64-bit: the hash loses its lowest bit. A collision only makes the

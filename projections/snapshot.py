@@ -20,8 +20,7 @@ import duckdb
 from events.errors import NotFoundError, ProjectionError, first_line
 from events.files import remove_quietly
 from projections.memory import reader_config
-
-_MAGIC = b"DUCK"  # at byte 8 of every DuckDB database file
+from projections.store_files import MAGIC
 
 
 def check_database_file(path: Path, *, may_be_missing: bool = False) -> None:
@@ -44,7 +43,7 @@ def check_database_file(path: Path, *, may_be_missing: bool = False) -> None:
         raise ProjectionError(f"--db {path} is an empty file (a creation that failed, e.g. on "
                               f"a full disk, may leave one): delete it and run "
                               f"`pitlog project` again")
-    if head[8:12] != _MAGIC:
+    if head[8:12] != MAGIC:
         raise ProjectionError(f"--db {path} is not a DuckDB database (it holds something "
                               f"else): give the file `pitlog project` writes, or a new path "
                               f"for `pitlog project` to create")

@@ -10,7 +10,14 @@ from typing import IO, Annotated
 
 import typer
 
-from cli.options import CreateTopicOpt, LogOpt, SummaryOpt, log_uri, open_for_writing
+from cli.options import (
+    CreateTopicOpt,
+    LogOpt,
+    SummaryOpt,
+    log_uri,
+    new_file,
+    open_for_writing,
+)
 from cli.output import Summary, render
 from events.errors import NotFoundError
 from events.recording.defaults import BATCH_LINES
@@ -24,6 +31,7 @@ def ingest_cmd(
     log: LogOpt = None,
     create_topic: CreateTopicOpt = False,
     quarantine: Annotated[Path | None, typer.Option(
+        callback=new_file,
         help="Where refused lines go (appended, JSON lines). Default: next to the log, "
              "e.g. pitlog-data/log-quarantine.jsonl.")] = None,
     batch: Annotated[int, typer.Option(

@@ -279,3 +279,36 @@ def test_anomalies_day_is_the_gaming_day_reconcile_uses(db: Path) -> None:
          "--since", f"{days[1]}T{start}", "--no-statistics", "--db", str(db), "-f", "json"],
         capture_output=True, text=True, timeout=300)
     assert late.returncode == 0 and json.loads(late.stdout) == []
+
+
+# --- a file to write is never pitlog's own data ------------------------------------------------
+
+@pytest.mark.parametrize("target", [
+    "log/p0000.seg", "log/meta.json", "log/new.csv", "pitlog.duckdb", "pitlog.duckdb.wal",
+    "pitlog.duckdb.detect-ids.sqlite"])
+@pytest.mark.parametrize("command", [
+    ["ledger", "--format", "csv", "--out"], ["anomalies", "--format", "json", "--out"],
+    ["simulate", "--tables", "1", "--rounds", "1", "--truth"],
+    ["ingest", "-", "--quarantine"]])
+def test_no_file_option_writes_over_the_log_or_the_database(
+        tmp_path: Path, db: Path, command: list[str], target: str) -> None:
+    """--out, --truth and --quarantine name a file to write; aimed at a file of the event log's
+    folder (even a new one), the store or a file beside it, the command is refused before it
+    reads or writes anything, and the files are byte for byte as they were."""
+    folder = db.parent
+    path = folder / target
+    wal = folder / "pitlog.duckdb.wal"  # a WAL beside the store, as a crash leaves one
+    wal.touch()
+    try:
+        before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+        where = (["--log", str(tmp_path / "other-log")] if command[0] == "simulate" else
+                 ["--log", str(folder / "log")] if command[0] == "ingest" else ["--db", str(db)])
+        result = runner.invoke(app, [*command, str(path), *where], input="{}\n")
+        after = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    finally:
+        wal.unlink()  # the module's other tests open the store
+    assert result.exit_code != 0
+    assert f"'{command[-1]}'" in result.output and str(path) in result.output
+    assert ("event log folder" if target.startswith("log/") else "database") in result.output
+    assert after == before
+    assert not (tmp_path / "other-log").exists()
