@@ -256,7 +256,9 @@ def _cell(value: Any, zone: tzinfo) -> str:
     if value is None:
         return ""
     if isinstance(value, datetime):
-        return stamp(value, zone)
+        # a TIMESTAMP without a zone (`AT TIME ZONE` in `pitlog sql`) is a wall clock already:
+        # shown as it is, never moved to the casino's zone again
+        return stamp(value, zone) if value.tzinfo is not None else f"{value:%Y-%m-%d %H:%M:%S}"
     value = plain(value)
     if isinstance(value, list):
         return visible(" ".join(str(v) for v in value))

@@ -13,7 +13,10 @@ IDS_SUFFIX = ".detect-ids.sqlite"
 
 
 def is_duckdb_file(path: Path) -> bool:
-    """Whether `path` is a file that starts as a DuckDB database does."""
+    """Whether `path` is a regular file that starts as a DuckDB database does (a FIFO or a
+    device is never opened: reading one would wait for a writer)."""
+    if not path.is_file():
+        return False
     try:
         with path.open("rb") as f:
             return f.read(12)[8:12] == MAGIC

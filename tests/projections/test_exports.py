@@ -586,3 +586,26 @@ def test_a_csv_column_named_with_a_control_character_is_written(
     out = tmp_path / "t.csv"
     _ok("sql", "--db", str(sim_db), "-f", "csv", "--out", str(out), query)
     assert out.read_text().splitlines() == ["a\\x09b,a\\x09b_1", "1,2"]
+
+
+def test_a_time_without_a_zone_is_shown_as_written_and_json_has_no_nan(db: Path) -> None:
+    """`pitlog sql` of a TIMESTAMP without a zone (a wall clock, as `AT TIME ZONE` makes one)
+    shows it as it is on every format: never moved to --tz again, never given a Z (it was
+    shown five hours early on New York's clock, and "...Z" in JSON and CSV). JSON has no NaN
+    or infinity: such a value is null there (DuckDB wrote them bare: no JSON reader took it)."""
+    query = ("SELECT TIMESTAMP '2026-11-28 18:01:29.5' AS wall, "
+             "TIMESTAMPTZ '2026-11-28 23:01:29+00' AS instant, 'NaN'::DOUBLE AS nan, "
+             "'-inf'::DOUBLE AS low, 1.5::DOUBLE AS x")
+    where = ["--db", str(db), "--tz", "America/New_York"]
+    table = _ok("sql", query, *where)
+    assert "2026-11-28 18:01:29 " in table and "2026-11-28 18:01:29 EST" in table
+    assert "13:01:29" not in table
+    assert json.loads(_ok("sql", query, *where, "--format", "json")) == [
+        {"wall": "2026-11-28T18:01:29.500000", "instant": "2026-11-28T23:01:29.000000Z",
+         "nan": None, "low": None, "x": 1.5}]
+    assert json.loads(_ok("sql", query, *where, "--format", "jsonl")) == {
+        "wall": "2026-11-28T18:01:29.500000", "instant": "2026-11-28T23:01:29.000000Z",
+        "nan": None, "low": None, "x": 1.5}
+    header, row = _ok("sql", query, *where, "--format", "csv").splitlines()
+    assert header == "wall,instant,nan,low,x"
+    assert row == "2026-11-28T18:01:29.500000,2026-11-28T23:01:29.000000Z,nan,-inf,1.5"
