@@ -11,7 +11,7 @@ asked for. An unknown table id is the same error, with the ids the store knows.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, tzinfo
+from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 
 import duckdb
@@ -21,8 +21,9 @@ from projections.localtime import clock, iso, local, stamp
 from projections.queries import rows
 
 # Every round of the table with its span, from the three columns the span needs. The round in
-# play is the one whose first and last events bracket the moment; the neighbours are the last
-# round begun by then and the first begun after.
+# play is the one whose first and last events bracket the moment, or begun within it when the
+# moment is a whole second ($until, `neighbours`), the one in play at its start first; the
+# neighbours are the last round begun by then and the first begun after.
 _ROUNDS = """
 WITH r AS (
     SELECT shoe_id, round_no, min(occurred_at) AS started_at, max(occurred_at) AS ended_at,
@@ -35,8 +36,8 @@ WITH r AS (
           AND w.event_type = 'WagerPlaced'))
     GROUP BY shoe_id, round_no
 )
-SELECT * FROM (SELECT 'in' AS place, * FROM r WHERE started_at <= $at AND ended_at >= $at
-               ORDER BY started_at DESC, first_seq DESC LIMIT 1)
+SELECT * FROM (SELECT 'in' AS place, * FROM r WHERE started_at < $until AND ended_at >= $at
+               ORDER BY started_at <= $at DESC, started_at DESC, first_seq DESC LIMIT 1)
 UNION ALL
 SELECT * FROM (SELECT 'before' AS place, * FROM r
                WHERE started_at <= $at AND ended_at < $at
@@ -84,6 +85,8 @@ class RoundSpan:
                 "started_at": iso(self.started_at), "ended_at": iso(self.ended_at),
                 "first_seq": self.first_seq, "last_seq": self.last_seq}
 
+
+ONE_SECOND, ONE_MICROSECOND = timedelta(seconds=1), timedelta(microseconds=1)
 
 # Where a moment fell, when not inside a round (OutsideRound.where).
 UNKNOWN_TABLE = "unknown table"
@@ -177,8 +180,15 @@ def known_tables(con: duckdb.DuckDBPyConnection) -> tuple[str, ...]:
 def neighbours(con: duckdb.DuckDBPyConnection, table: str, at: datetime,
                seat: int | None = None) -> dict[str, RoundSpan | None]:
     """The round in play at `at` ('in') and the last begun by then and first begun after
-    ('before', 'after'), each None when there is none; with a seat, only rounds it played."""
-    found = {r["place"]: r for r in rows(con, _ROUNDS, {"table": table, "at": at, "seat": seat})}
+    ('before', 'after'), each None when there is none; with a seat, only rounds it played.
+
+    A moment to the second (no fraction: the video's clock, or a time copied from a table,
+    which shows seconds) is that whole second: a round begun within it is in play then, as
+    the screen that showed its start to the second says (a round in play at the second's start
+    comes first). A moment with a fraction is that instant."""
+    until = at + (ONE_SECOND if at.microsecond == 0 else ONE_MICROSECOND)
+    found = {r["place"]: r for r in rows(con, _ROUNDS, {"table": table, "at": at, "until": until,
+                                                        "seat": seat})}
     return {place: _span(found.get(place)) for place in ("in", "before", "after")}
 
 

@@ -100,7 +100,9 @@ def dispute_cmd(
     table: Annotated[str, typer.Option("--table", help="The table, e.g. T07.")],
     at: Annotated[str | None, typer.Option(
         "--at", help="The moment in question (ISO 8601; without a zone, on the --tz clock): "
-                     "the round in play then is shown.")] = None,
+                     "the round in play then is shown. A time to the second (the video's, or "
+                     "one copied from a table) is that whole second: a round begun within it "
+                     "counts.")] = None,
     round_: Annotated[str | None, typer.Option(
         "--round", help="Or the round itself, as SHOE:ROUND (e.g. T07-S0012:31).")] = None,
     seat: Annotated[int | None, typer.Option(

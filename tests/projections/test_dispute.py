@@ -218,3 +218,36 @@ def test_a_round_dealt_with_no_shoe_is_named_by_a_moment_the_dispute_takes(tmp_p
     assert (found.round["shoe_id"], found.round["round_no"]) == (None, 1)
     assert (found.round["left_card"], found.round["right_card"]) == ("4S", "QD")
     assert found.round["first_seq"] <= one["left"]
+
+
+def test_a_moment_to_the_second_takes_the_round_begun_within_it(tmp_path: Path) -> None:
+    """The screens and the video show seconds. Round 2 begins half a second into the second
+    after round 1's last event: asked for that whole second (a time copied from the screen),
+    the dispute rebuilds round 2, not "outside any round"; asked for an instant in it before
+    round 2 began, it says the moment is between the rounds; asked for the second in which
+    round 2 ends and round 3 begins, round 2, the one in play at the second's start."""
+    pit = opened(tmp_path)
+    pit.play(1, "5S 6H", {1: 1000})
+    pit.clock += timedelta(milliseconds=500)
+    pit.play(2, "3S QH 7C", {1: 1000})
+    pit.clock -= timedelta(milliseconds=750)  # round 3 begins in the second round 2 ends in
+    pit.play(3, "4S 9H 7C", {1: 1000})
+    pit.close_shoe()
+    db = pit.project()
+    with duckdb.connect(str(db), read_only=True) as con:
+        ((r1_last, r2_first, r2_last, r3_first),) = con.execute(
+            "SELECT max(occurred_at) FILTER (round_no = 1), "
+            "min(occurred_at) FILTER (round_no = 2), max(occurred_at) FILTER (round_no = 2), "
+            "min(occurred_at) FILTER (round_no = 3) "
+            "FROM events").fetchall()
+        second = r2_first.replace(microsecond=0)
+        assert r1_last < second < r2_first and r2_first.microsecond == 500_000
+        assert dispute(con, "T01", at=second).round["round_no"] == 2
+        with pytest.raises(OutsideRound) as outside:
+            dispute(con, "T01", at=second + timedelta(milliseconds=200))
+        assert outside.value.where == "between rounds"
+        assert dispute(con, "T01", at=r1_last).round["round_no"] == 1
+        # a second in which round 2 ends and round 3 begins: round 2, in play at its start
+        third = r2_last.replace(microsecond=0)
+        assert third <= r2_last < r3_first < third + timedelta(seconds=1)
+        assert dispute(con, "T01", at=third).round["round_no"] == 2
