@@ -25,6 +25,7 @@ from typer.core import TyperCommand, TyperGroup
 from typer.models import CommandInfo
 
 from cli.lean import LeanCommand, help_drawer, lighten
+from cli.verdict import closed_pipe_code
 from events.errors import PitlogError, Terminated, first_line
 from events.text import visible
 from projections.defaults import STORAGE_VERSION
@@ -270,7 +271,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(143 if isinstance(exc, Terminated) else 130)
     except BrokenPipeError:
         _quiet_stdout()
-        sys.exit(0)
+        sys.exit(closed_pipe_code())
     except OSError as exc:  # the machine's answer, not a fault of pitlog: e.g. a full disk
         if os.environ.get("PITLOG_DEBUG"):
             raise
@@ -283,11 +284,12 @@ def main(argv: list[str] | None = None) -> None:
     except SystemExit as exc:
         # Click and Rich turn a closed pipe (`pitlog replay SHOE | head`) into exit code 1
         # (Click swaps stdout for its PacifyFlushWrapper, Rich raises from the BrokenPipeError);
-        # the reader had all it wanted: exit 0.
+        # the reader had all it wanted: exit 0, or the verdict the command had already reached
+        # (cli/verdict.py: verify's broken log, conservation's imbalance).
         if exc.code == 1 and (type(sys.stdout).__name__ == "PacifyFlushWrapper"
                               or isinstance(exc.__context__, BrokenPipeError)):
             _quiet_stdout()
-            sys.exit(0)
+            sys.exit(closed_pipe_code())
         raise
     except Exception as exc:  # noqa: BLE001 - a user must never see a traceback
         if os.environ.get("PITLOG_DEBUG"):

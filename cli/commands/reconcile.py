@@ -15,6 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
+from cli import verdict
 from cli.client import ServerOpt, ask
 from cli.listing import LimitOpt, limited
 from cli.options import DbOpt, FormatOpt, Grouping, OutOpt, TableOpt, db_path, grouped
@@ -138,6 +139,8 @@ def conservation_cmd(
     """
     groups, rows = _grouped_rows(grouping, ["table", "day"], "/api/conservation", conservation,
                                  db, server)
+    if any(not r["balanced"] for r in rows):
+        verdict.found()  # exit 1 even if the reader closes the pipe before the rows end
     _emit(rows, format, out, "conservation", CONSERVATION_SUMMARY, group_columns(groups), limit)
     if any(not r["balanced"] for r in rows):
         raise typer.Exit(code=1)

@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from cli import verdict
 from cli.options import FormatOpt, LogOpt, OutOpt, log_uri
 from cli.output import Format, render
 from cli.progress import progress_bar
@@ -43,6 +44,8 @@ def verify(
     with open_log(uri, create=False) as event_log, progress_bar("verifying", None) as update:
         # --limit 0 shows all, as in every listing command (README, cli/listing.py).
         report = verify_log(event_log, limit=limit or sys.maxsize, progress=update)
+    if not report.ok:
+        verdict.found()  # exit 1 even if the reader closes the pipe before the rows end
     anomalies = [{c: getattr(a, c) for c in ANOMALY_COLUMNS} for a in report.anomalies]
     tables = [t.as_row() for t in report.tables]
     if format is Format.table and out is None:

@@ -103,6 +103,24 @@ def test_replay_into_head_exits_0(db: Path, fmt: str) -> None:
     assert len(proc.stdout.splitlines()) == 1
 
 
+def test_a_closed_pipe_keeps_the_verdict_of_verify_and_conservation(db: Path) -> None:
+    """`| head` closing the pipe ends a listing with exit 0 (above), but where the exit code is
+    the finding it stays: verify of a log with integrity anomalies (the simulated evening's
+    injected gaps and broken chains) exits 1 whether its reader reads everything or closes the
+    pipe at once (`| true`: it exited 0 before cli/verdict.py)."""
+    log = db.parent / "log"
+    whole = subprocess.run([PITLOG, "verify", "--log", str(log), "--format", "json"],
+                           capture_output=True, text=True, timeout=300)
+    assert whole.returncode == 1
+    assert any(r["kind_of_row"] == "anomaly" for r in json.loads(whole.stdout))
+    for reader in ("true", "head -n 1"):
+        proc = subprocess.run(f"'{PITLOG}' verify --log '{log}' | {reader} > /dev/null; "
+                              f"exit ${{PIPESTATUS[0]}}", shell=True, executable="/bin/bash",
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 1, (reader, proc.stderr)
+        assert "Traceback" not in proc.stderr
+
+
 def test_sql_reads_the_query_from_stdin(db: Path) -> None:
     proc = subprocess.run([PITLOG, "sql", "-", "--db", str(db), "--format", "json"],
                           input="SELECT count(*) AS n FROM rounds\n", capture_output=True,
