@@ -24,6 +24,7 @@ from events.reddog.catalogue import SEVERITIES, STATISTICAL, Severity
 from projections.kept_at import current as kept_current
 from projections.kept_at import mark_sql, tagged
 from projections.memory import MORE_MEMORY
+from projections.queries import require_known
 from projections.queries import rows as query_rows
 from projections.reconcile import Calendar
 from projections.statistics import statistical_anomalies
@@ -285,6 +286,8 @@ def list_anomalies(con: duckdb.DuckDBPyConnection, f: AnomalyFilter | None = Non
             found.append(r)
     if progress is not None:
         progress(2, 2)
+    if not found:
+        require_known(con, table=f.table, shoe=f.shoe)  # a typo is an error, not "no rows"
     return found
 
 

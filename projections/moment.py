@@ -18,7 +18,7 @@ import duckdb
 
 from events.errors import NotFoundError
 from projections.localtime import clock, iso, local, stamp
-from projections.queries import rows
+from projections.queries import known_tables, rows, unknown_table_text
 
 # Every round of the table with its span, from the three columns the span needs. The round in
 # play is the one whose first and last events bracket the moment, or begun within it when the
@@ -58,7 +58,6 @@ SELECT count(*) AS events, min(occurred_at) AS first_at, max(occurred_at) AS las
 FROM events WHERE table_id = $table
 """
 
-_TABLE_IDS = "SELECT DISTINCT table_id FROM events WHERE table_id IS NOT NULL ORDER BY 1"
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,11 +121,7 @@ class OutsideRound(NotFoundError):
         at = stamp(self.at, tz)
         b, a = self.before, self.after
         if self.where == UNKNOWN_TABLE:
-            near = [t for t in self.known_tables if t.lower() == self.table.lower()]
-            hint = f" (table ids are case-sensitive: did you mean {near[0]}?)" if near else ""
-            known = ", ".join(self.known_tables[:20]) or "none"
-            more = f" and {len(self.known_tables) - 20} more" if len(self.known_tables) > 20 else ""
-            return f"no table {self.table!r} in the store{hint}; known tables: {known}{more}"
+            return unknown_table_text(self.table, self.known_tables)
         if self.where == SEAT_ABSENT:
             played = ", ".join(map(str, self.seats)) or "none"
             return (f"seat {self.seat} did not play at table {self.table} at {at}: no wager of "
@@ -171,10 +166,6 @@ def _span(row: dict[str, Any] | None) -> RoundSpan | None:
         return None
     return RoundSpan(row["shoe_id"], int(row["round_no"]), row["started_at"], row["ended_at"],
                      int(row["first_seq"]), int(row["last_seq"]))
-
-
-def known_tables(con: duckdb.DuckDBPyConnection) -> tuple[str, ...]:
-    return tuple(r["table_id"] for r in rows(con, _TABLE_IDS))
 
 
 def neighbours(con: duckdb.DuckDBPyConnection, table: str, at: datetime,

@@ -12,7 +12,7 @@ from typing import Any
 
 import duckdb
 
-from events.errors import ProjectionError
+from events.errors import NotFoundError, ProjectionError
 from projections.export import Rows
 
 Row = dict[str, Any]
@@ -37,7 +37,42 @@ def rows(con: duckdb.DuckDBPyConnection, sql: str,
 
 
 def list_shoes(con: duckdb.DuckDBPyConnection, table: str | None = None) -> list[Row]:
-    """Every shoe (or one table's), in table order then opening order."""
+    """Every shoe (or one table's), in table order then opening order; an unknown table is
+    NotFoundError (require_known)."""
     cols = ", ".join(SHOE_COLUMNS)
-    return rows(con, f"SELECT {cols} FROM shoes WHERE $table IS NULL OR table_id = $table "
-                     "ORDER BY table_id, opened_at, shoe_id", {"table": table})
+    found = rows(con, f"SELECT {cols} FROM shoes WHERE $table IS NULL OR table_id = $table "
+                      "ORDER BY table_id, opened_at, shoe_id", {"table": table})
+    if not found:
+        require_known(con, table=table)
+    return found
+
+
+_TABLE_IDS = "SELECT DISTINCT table_id FROM events WHERE table_id IS NOT NULL ORDER BY 1"
+# Whether the store holds an event of the table or shoe: the first row found ends the scan.
+_HAS_TABLE = "SELECT 1 FROM events WHERE table_id = $id LIMIT 1"
+_HAS_SHOE = "SELECT 1 FROM events WHERE shoe_id = $id LIMIT 1"
+
+
+def known_tables(con: duckdb.DuckDBPyConnection) -> tuple[str, ...]:
+    return tuple(r["table_id"] for r in rows(con, _TABLE_IDS))
+
+
+def unknown_table_text(table: str, known: tuple[str, ...]) -> str:
+    """What to say of a table id the store does not hold: the ids it does, and the one meant
+    when only the case differs."""
+    near = [t for t in known if t.lower() == table.lower()]
+    hint = f" (table ids are case-sensitive: did you mean {near[0]}?)" if near else ""
+    listed = ", ".join(known[:20]) or "none"
+    more = f" and {len(known) - 20} more" if len(known) > 20 else ""
+    return f"no table {table!r} in the store{hint}; known tables: {listed}{more}"
+
+
+def require_known(con: duckdb.DuckDBPyConnection, *, table: str | None = None,
+                  shoe: str | None = None) -> None:
+    """NotFoundError when the store holds no event of `table` or of `shoe`: asked by a
+    listing whose answer came back empty, so that `--table t01` (a typo, a wrong case) is an
+    error naming the tables, never a clean "no rows"."""
+    if table is not None and not rows(con, _HAS_TABLE, {"id": table}):
+        raise NotFoundError(unknown_table_text(table, known_tables(con)))
+    if shoe is not None and not rows(con, _HAS_SHOE, {"id": shoe}):
+        raise NotFoundError(f"no shoe {shoe!r} in the store; `pitlog shoes` lists the shoes")

@@ -39,6 +39,7 @@ from projections.memory import (
     memory_limit_at_most,
     threads_at_most,
 )
+from projections.queries import require_known
 from projections.views import sql_path, views_fingerprint
 
 RECONCILE_SQL = sql_path("reconcile.sql")
@@ -489,6 +490,8 @@ def reconcile(con: duckdb.DuckDBPyConnection, by: Sequence[str] = ("table",),
         if part["theo_den"]:
             g["_theo"] += Fraction(int(part["theo_num"]), int(part["theo_den"]))
         g["_sq"] += float(part["sum_sq_deviation"] or 0.0)
+    if not groups:
+        require_known(con, table=table)  # a typo is an error, not "no rows"
     return Rows((_finish(g, sigma) for g in groups.values()),
                 {**{k: v for k, v in parts.types.items() if k in keys}, **RECONCILE_TYPES})
 
@@ -539,6 +542,8 @@ def conservation(con: duckdb.DuckDBPyConnection, by: Sequence[str] = ("table", "
     for r in rows:
         r["balanced"] = r["difference_cents"] == 0
     rows.types["balanced"] = pa.bool_()
+    if not rows:
+        require_known(con, table=table)  # a typo is an error, not a balance of nothing
     return rows
 
 
@@ -555,9 +560,12 @@ def ledger_rows(con: duckdb.DuckDBPyConnection, *, table: str | None = None,
     if status is not None and status.upper() not in LEDGER_STATUSES:
         raise ReconcileError(f"unknown ledger status {status!r}: choose from "
                              f"{', '.join(LEDGER_STATUSES)}")
-    return run_rows(con, query_sql("ledger"), {"table": table, "shoe": shoe,
-                                      "status": status.upper() if status else None,
-                                      "exceptions_only": exceptions_only})
+    found = run_rows(con, query_sql("ledger"), {"table": table, "shoe": shoe,
+                                       "status": status.upper() if status else None,
+                                       "exceptions_only": exceptions_only})
+    if not found:
+        require_known(con, table=table, shoe=shoe)  # a typo is an error, not "no rows"
+    return found
 
 
 def parse_day(text: str | None) -> date | None:

@@ -36,8 +36,8 @@ from projections.console_data import (
     replay_steps,
 )
 from projections.dispute import dispute as rebuild
-from projections.moment import OutsideRound, known_tables
-from projections.queries import list_shoes, rows
+from projections.moment import OutsideRound
+from projections.queries import known_tables, list_shoes, rows
 from projections.serve import api
 from projections.serve.state import ServeState
 from projections.serve.templates.alerts import alerts_page, rows_html

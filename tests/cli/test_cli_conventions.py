@@ -330,3 +330,25 @@ def test_no_file_option_writes_over_the_log_or_the_database(
     assert ("event log folder" if target.startswith("log/") else "database") in result.output
     assert after == before
     assert not (tmp_path / "other-log").exists()
+
+
+@pytest.mark.parametrize("command", [
+    ["anomalies", "--table", "t01"], ["ledger", "--table", "t01"],
+    ["reconcile", "--table", "t01"], ["conservation", "--table", "t01"],
+    ["shoes", "--table", "t01"], ["ledger", "--shoe", "T01-S9999"],
+    ["anomalies", "--shoe", "T01-S9999"]])
+def test_an_unknown_table_or_shoe_is_an_error_not_no_rows(db: Path, command: list[str]) -> None:
+    """`--table t01` (the case wrong) or a shoe the store never saw printed "no rows" with exit
+    0, as if the table had been clean; it is an error naming what the store holds, as dispute's
+    is. A known table with nothing to show is still "no rows"."""
+    result = subprocess.run([PITLOG, *command, "--db", str(db)], capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.startswith("Error: no ") and len(result.stderr.splitlines()) == 1
+    if "--table" in command:
+        assert "did you mean T01?" in result.stderr and "known tables: T01, T02" in result.stderr
+    else:
+        assert "no shoe 'T01-S9999'" in result.stderr
+    quiet = runner.invoke(app, ["anomalies", "--table", "T01", "--since", "2030-01-01",
+                                "--db", str(db)])
+    assert quiet.exit_code == 0 and "no rows" in quiet.output

@@ -180,7 +180,8 @@ def test_list_shoes_lists_every_shoe_or_one_tables(con: duckdb.DuckDBPyConnectio
     assert [(r["table_id"], r["shoe_id"], r["decks"], r["dealers"]) for r in list_shoes(con)] \
         == [("T01", "T01-S1", 6, ["D1", "D2"]), ("T02", "T02-S1", 1, ["D9"])]
     assert [r["shoe_id"] for r in list_shoes(con, table="T02")] == ["T02-S1"]
-    assert list_shoes(con, table="T99") == []
+    with pytest.raises(NotFoundError, match="no table 'T99' in the store; known tables: T01, T02"):
+        list_shoes(con, table="T99")  # a typo is an error, never a clean "no shoes"
 
 
 def test_replay_describes_every_event_in_order_with_its_time(
