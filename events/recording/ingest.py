@@ -173,10 +173,15 @@ def ingest(stream: IO[bytes], log: EventLog, *, source: str, quarantine: Path,
         except BaseException:
             ids.close()
             raise
-    last_seq: dict[tuple[str, str], int] = {}
-    # Lines that passed parsing and the order check, with whether their device seq jumped;
-    # their event ids are looked up in the index a batch at a time (one query, not one a line).
-    candidates: list[tuple[int, bytes, DeviceLine, bool]] = []
+    # Each device's last seq accepted (recorded, or found recorded before) per table: the
+    # order check runs against it, and a line refused when it is recorded (an amount beyond
+    # its bound, a game rule) uses no seq, so the device can send it again corrected under the
+    # same seq (docs/ingest.md).
+    accepted: dict[tuple[str, str], int] = {}
+    # The batch's lines in file order: parsed, or refused by parsing (reason, hint). Each is
+    # judged in commit(), in that order, so refusals are reported in file order and the order
+    # check sees what was recorded; event ids are looked up a batch at a time (one query).
+    candidates: list[tuple[int, bytes, DeviceLine | None, str, str]] = []
     bad_lines = _Quarantine(quarantine, source)
 
     def reject(n: int, raw: bytes, reason: str, hint: str) -> None:
@@ -187,14 +192,25 @@ def ingest(stream: IO[bytes], log: EventLog, *, source: str, quarantine: Path,
             on_reject(bad)
 
     def commit() -> None:
-        """Record the candidates whose event id the log does not hold yet, and flush."""
+        """Judge the batch's lines in file order: record those the log does not hold yet,
+        refuse the rest with their reasons; then flush."""
         known = ids.recorded_many([(line.table, line.event_id or "")
-                                   for _, _, line, _ in candidates])
+                                   for _, _, line, _, _ in candidates if line is not None])
         batch: list[DeviceLine] = []
-        for n, raw, line, gap in candidates:
+        for n, raw, line, reason, hint in candidates:
+            if line is None:
+                reject(n, raw, reason, hint)
+                continue
+            device = (line.actor, line.table)
+            try:
+                last = _check_order(line, accepted)
+            except LineRejected as exc:
+                reject(n, raw, exc.reason, exc.hint)
+                continue
             key = (line.table, line.event_id or "")
             if key in known:
                 report.already_recorded += 1  # a re-sent line: recorded once, not again
+                accepted[device] = line.seq
                 continue
             try:
                 _record(recorder, line)
@@ -205,7 +221,8 @@ def ingest(stream: IO[bytes], log: EventLog, *, source: str, quarantine: Path,
                 reject(n, raw, f"not encodable ({exc})", "check the values against the schema")
                 continue
             known.add(key)  # the same line twice in one batch: once
-            report.device_seq_gaps += gap
+            report.device_seq_gaps += bool(last and line.seq > last + 1)
+            accepted[device] = line.seq
             batch.append(line)
         candidates.clear()
         _flush(recorder, batch)
@@ -218,22 +235,19 @@ def ingest(stream: IO[bytes], log: EventLog, *, source: str, quarantine: Path,
         for n, raw, too_long in _lines(stream):
             report.lines += 1
             if too_long:
-                reject(n, raw, f"line longer than {MAX_LINE_BYTES} bytes (first ones kept)",
-                       "a device line is one small JSON object: check the sender")
-                continue
-            if not raw.strip():
-                reject(n, raw, "empty line", "remove it or send an event")
-                continue
-            try:
-                # The line's own `id`, else one derived from its device, table and device seq:
-                # a line re-sent in a later run then has the same id, and is found recorded.
-                line = parse_line(raw, derived_event_id)
-                last = _check_order(line, last_seq)
-            except LineRejected as exc:
-                reject(n, raw, exc.reason, exc.hint)
-                continue
-            last_seq[(line.actor, line.table)] = line.seq
-            candidates.append((n, raw, line, bool(last and line.seq > last + 1)))
+                candidates.append((n, raw, None, f"line longer than {MAX_LINE_BYTES} bytes "
+                                   "(first ones kept)",
+                                   "a device line is one small JSON object: check the sender"))
+            elif not raw.strip():
+                candidates.append((n, raw, None, "empty line", "remove it or send an event"))
+            else:
+                try:
+                    # The line's own `id`, else one derived from its device, table and device
+                    # seq: a line re-sent in a later run then has the same id, and is found
+                    # recorded.
+                    candidates.append((n, raw, parse_line(raw, derived_event_id), "", ""))
+                except LineRejected as exc:
+                    candidates.append((n, raw, None, exc.reason, exc.hint))
             if len(candidates) >= batch_lines:
                 commit()
         commit()

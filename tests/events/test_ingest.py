@@ -446,3 +446,24 @@ def test_a_200k_line_input_streams_in_bounded_memory(tmp_path: Path) -> None:
     small, large = peak_kib(10_000), peak_kib(200_000)
     # Twenty times the lines; the peak may not grow with them (a few MiB of noise allowed).
     assert large < small + 8 * 1024, (small, large)
+
+
+@pytest.mark.parametrize("batch_lines", [1, 100])
+def test_a_line_refused_when_recorded_leaves_its_seq_free_for_the_corrected_line(
+        tmp_path: Path, batch_lines: int) -> None:
+    """A wager of -$5 (seq 2) passes parsing and the order check and is refused when recorded
+    (an amount below its bound); the device sends it again corrected under the same seq 2.
+    Refused, the line used no seq: the corrected one is recorded (it was refused as "sequence
+    out of order ... after seq 2"), and the next line, seq 3, follows it."""
+    def wager(seq: int, cents: int) -> dict[str, Any]:
+        return {"type": "WagerPlaced", "table": "T09", "shoe": "T09-S0001", "round": 1,
+                "seq": seq, "at": "2026-11-28T22:00:01.250Z", "actor": "TERM-9", "seat": seq,
+                "area": seq, "player_id": f"P{seq}", "amount_cents": cents,
+                "instrument": "CHIPS"}
+    lines = [wager(1, 500), wager(2, -500), wager(2, 500), wager(3, 500)]
+    report, bad, log = run(tmp_path, "".join(json.dumps(x) + "\n" for x in lines),
+                           batch_lines=batch_lines)
+    assert [b.line for b in bad] == [2] and "amount_cents" in bad[0].reason
+    assert (report.recorded, report.rejected) == (3, 1)
+    assert [(e.seq, e.event.seat, e.event.amount_cents) for e in events_of(log)] == [  # type: ignore[union-attr]
+        (1, 1, 500), (2, 2, 500), (3, 3, 500)]
