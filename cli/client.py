@@ -21,7 +21,7 @@ from typing import Annotated, Any
 import typer
 
 from events.errors import PitlogError
-from projections.serve.discovery import read
+from projections.serve.discovery import STALE_HEADER, read
 
 ServerOpt = Annotated[str | None, typer.Option(
     "--server", envvar="PITLOG_SERVER", show_default=False,
@@ -61,6 +61,9 @@ class Client:
             with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
                 decimals = frozenset(filter(None, response.headers.get(
                     "X-Pitlog-Decimals", "").split(",")))
+                stale = response.headers.get(STALE_HEADER)
+                if stale:  # on stderr: stdout stays the rows
+                    typer.echo(f"Warning: {stale} (server {self.url})", err=True)
                 return revive(json.load(response), decimals)
         except urllib.error.HTTPError as exc:
             try:

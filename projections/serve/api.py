@@ -32,6 +32,7 @@ from projections.reconcile import conservation as conservation_report
 from projections.reconcile import reconcile as reconcile_report
 from projections.replay import replay_shoe
 from projections.serve import sse
+from projections.serve.discovery import STALE_HEADER
 from projections.serve.encoding import to_json
 from projections.serve.sql import bounded_query
 from projections.serve.state import ServeState
@@ -74,8 +75,16 @@ def decimal_keys(body: Any, found: set[str] | None = None) -> set[str]:
 def reply(request: Request, body: Any, status: int = 200) -> Response:
     state: ServeState = request.app.state.pitlog
     keys = decimal_keys(body)
+    headers = {"X-Pitlog-Decimals": ",".join(sorted(keys))} if keys else {}
+    if state.status.failed:
+        health = state.health()
+        # latin-1 only in a header: an error text with other characters is escaped
+        headers[STALE_HEADER] = (f"the server stopped following the log ({health['error']}); "
+                                 f"answers are as of its last commit at {health['last_commit']}, "
+                                 f"{health['lag_total']:,} records behind: restart `pitlog "
+                                 f"serve`").encode("ascii", "backslashreplace").decode("ascii")
     return Response(to_json(state, body), status_code=status, media_type="application/json",
-                    headers={"X-Pitlog-Decimals": ",".join(sorted(keys))} if keys else None)
+                    headers=headers or None)
 
 
 # --- parameters -----------------------------------------------------------------------------

@@ -16,6 +16,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+# Sent with every answer of a server whose follower has stopped on an error (serve/api.py
+# reply): the answers are those of its last commit, and the CLI says so on stderr
+# (cli/client.py), never passing them off as current. Its value says why and since when.
+STALE_HEADER = "X-Pitlog-Stale"
+
 
 def discovery_path(db_path: str | Path) -> Path:
     p = Path(db_path)

@@ -292,7 +292,9 @@ def test_a_taken_port_is_one_error_line(server: Server, tmp_path: Path) -> None:
 def test_a_follower_that_stops_turns_health_red_and_reads_go_on(
         small: tuple[Path, Path], projected: Path, tmp_path: Path) -> None:
     """The database was built from another log: the follower refuses to mix them and stops;
-    /health says so with a 503, and the API still answers from what is committed."""
+    /health says so with a 503, and the API still answers from what is committed, saying with
+    every answer that it is stale (X-Pitlog-Stale), which the CLI prints as a warning on stderr
+    (it printed the rows alone, as if current)."""
     _, log = small
     db = copy_store(projected, tmp_path / "other.duckdb")
     other = tmp_path / "another-log"
@@ -310,5 +312,21 @@ def test_a_follower_that_stops_turns_health_red_and_reads_go_on(
         assert health["status"] == "failed"
         assert "the follower stopped" in health["error"] and str(log) in health["error"]
         assert s.json("/api/shoes")  # what was committed is still served
+        stale = request(s.url, "/api/shoes").headers["x-pitlog-stale"]
+        assert stale.startswith("the server stopped following the log (the follower stopped")
+        assert "answers are as of its last commit at" in stale and "restart `pitlog serve`" in stale
+        cli = run_cli("shoes", "--server", s.url, "--format", "json")
+        assert cli.returncode == 0 and json.loads(cli.stdout)
+        assert cli.stderr.startswith("Warning: the server stopped following the log")
+        assert cli.stderr.rstrip().endswith(f"(server {s.url})")
     finally:
         assert s.stop() == 0, s.err.read_text()
+
+
+def test_a_following_server_sends_no_stale_warning(server: Server) -> None:
+    """X-Pitlog-Stale is the stopped follower's alone: a server following its log answers
+    without it, and the CLI asking it prints no warning."""
+    r = request(server.url, "/api/shoes")
+    assert r.status == 200 and "x-pitlog-stale" not in r.headers
+    cli = run_cli("shoes", "--server", server.url, "--format", "json")
+    assert cli.returncode == 0 and json.loads(cli.stdout) and cli.stderr == ""
