@@ -23,6 +23,7 @@ from events.integrity import envelope_batch
 from events.integrity.reading import partition_frames, partition_records
 from events.log.base import EventLog, FrameBatch, FramedRead, IndexedLog, LogRecord
 from events.reddog import model
+from events.reddog.catalogue import BY_CODE
 from events.wire import codec
 from events.wire.chain import HASH_LEN
 from events.wire.envelope import Envelope, EnvelopeReader
@@ -47,8 +48,14 @@ class Anomaly:
     shoe: str | None
     round: int | None
     explanation: str
-    severity: str = "critical"
     rule: str = RULE
+
+    @property
+    def severity(self) -> str:
+        """The code's severity in the catalogue (events/reddog/catalogue.py), as `pitlog
+        anomalies` gives it: one definition (verify said "critical", a severity no other
+        command knows)."""
+        return BY_CODE[self.code].severity.value
 
 
 @dataclass(slots=True)

@@ -352,3 +352,16 @@ def test_an_unknown_table_or_shoe_is_an_error_not_no_rows(db: Path, command: lis
     quiet = runner.invoke(app, ["anomalies", "--table", "T01", "--since", "2030-01-01",
                                 "--db", str(db)])
     assert quiet.exit_code == 0 and "no rows" in quiet.output
+
+
+def test_verify_gives_each_finding_the_severity_pitlog_anomalies_gives_its_code(db: Path) -> None:
+    """verify said "critical", a severity `pitlog anomalies --severity` refuses; each finding
+    now carries its code's severity from the one catalogue, as the anomaly rows do."""
+    proc = subprocess.run([PITLOG, "verify", "--log", str(db.parent / "log"), "--format",
+                           "json"], capture_output=True, text=True, timeout=300)
+    found = [r for r in json.loads(proc.stdout) if r["kind_of_row"] == "anomaly"]
+    assert found
+    with duckdb.connect(str(db), read_only=True) as con:
+        severity = dict(con.execute("SELECT code, severity FROM anomaly_codes").fetchall())
+    assert all(r["severity"] == severity[r["code"]] for r in found)
+    assert {r["severity"] for r in found} == {"high"}
