@@ -65,8 +65,7 @@ def dispute(con: duckdb.DuckDBPyConnection, table: str, *, at: datetime | None =
         found = rows(con, sql.SPAN, {"table": table, "shoe": shoe, "round": round_no})[0]
         first, last = found["first_seq"], found["last_seq"]
     if first is None:  # the round has no event
-        raise NotFoundError(f"no round {round_no} of shoe {shoe} at table {table}; "
-                            f"`pitlog replay {shoe}` lists its rounds")
+        raise NotFoundError(_no_round(con, table, shoe, round_no))
     context, kept = _context(con, table, shoe, first, last)
     kept_shoe = shoe if kept else None  # only a shoe's rounds are kept
     key = {"table": table, "shoe": shoe, "round": round_no}
@@ -100,6 +99,20 @@ _ONE_ROUND = (f"SELECT * FROM ({sql.ROUNDS}) WHERE round_no = $round AND "
 _ONE_ROUNDS_SETTLEMENTS = (f"SELECT * EXCLUDE (round_no) FROM ({sql.SETTLEMENTS}) WHERE "
                            "round_no = $round AND ($seat IS NULL OR seat = $seat) "
                            "ORDER BY seat, area, wager_kind")
+
+
+def _no_round(con: duckdb.DuckDBPyConnection, table: str, shoe: str | None,
+               round_no: int | None) -> str:
+    """What to say of a round named by shoe and number that has no event at the table: the
+    shoe is unknown, was used at another table, or has no such round."""
+    tables = [r["table_id"] for r in rows(con, sql.SHOE_TABLES, {"shoe": shoe})]
+    if not tables:
+        return f"no shoe {shoe!r} in the store; `pitlog shoes` lists the shoes"
+    if table not in tables:
+        return (f"shoe {shoe} was used at table {', '.join(tables)}, not at {table}: name that "
+                f"table with --table")
+    return (f"no round {round_no} of shoe {shoe} at table {table}; "
+            f"`pitlog replay {shoe}` lists its rounds")
 
 
 def _context(con: duckdb.DuckDBPyConnection, table: str, shoe: str | None, first: int,

@@ -38,6 +38,12 @@ SELECT min(seq) AS first_seq, max(seq) AS last_seq FROM events
 WHERE table_id = $table AND shoe_id IS NOT DISTINCT FROM $shoe AND round_no = $round
 """
 
+# The tables that used a shoe (for the error of a round named by a shoe and number that the
+# table never dealt).
+SHOE_TABLES = """
+SELECT DISTINCT table_id FROM events WHERE shoe_id = $shoe ORDER BY table_id
+"""
+
 # The queries below read the round's events between its first and last seq ($round_first,
 # $round_last: every one of them lies there, by the rounds view's definition): events are stored
 # in log order, so DuckDB skips the row groups outside that range instead of scanning the whole

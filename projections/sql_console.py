@@ -121,8 +121,9 @@ def check_read_only(query: str) -> None:
         # EXPLAIN ANALYZE runs its statement: that statement must be read-only too.
         check_read_only(_EXPLAIN.sub("", _COMMENTS.sub(" ", query), count=1))
     elif kind != duckdb.StatementType.SELECT:
-        raise ReadOnlyQueryError(
-            f"pitlog sql runs read-only queries only; this is a {kind.name} statement")
+        article = "an" if kind.name[0] in "AEIOU" else "a"
+        raise ReadOnlyQueryError(f"pitlog sql runs read-only queries only; this is {article} "
+                                 f"{kind.name} statement: write a SELECT")
 
 
 def guard_config(limits: QueryLimits) -> dict[str, Any]:

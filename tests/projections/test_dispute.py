@@ -149,6 +149,14 @@ def test_an_unknown_round_is_not_found(tmp_path: Path) -> None:
     pit.close_shoe()
     with pytest.raises(NotFoundError, match="no round 7 of shoe S1 at table T01"):
         _rebuild(pit, shoe="S1", round_no=7)
+    db = pit.folder / "pitlog.duckdb"
+    with duckdb.connect(str(db), read_only=True) as con:
+        # a shoe never seen: no `pitlog replay` of it to advise
+        with pytest.raises(NotFoundError, match=r"^no shoe 'S9' in the store; `pitlog shoes`"):
+            dispute(con, "T01", shoe="S9", round_no=1)
+        # the shoe of another table: that table named
+        with pytest.raises(NotFoundError, match="^shoe S1 was used at table T01, not at T02: "):
+            dispute(con, "T02", shoe="S1", round_no=1)
 
 
 def test_a_round_dealt_with_no_shoe_shows_its_wagers_and_announcements(tmp_path: Path) -> None:
