@@ -30,7 +30,7 @@ from rich.text import Text
 from events.errors import PitlogError
 from events.text import visible
 from projections.export import columns_of, write
-from projections.localtime import casino_zone, stamp
+from projections.localtime import as_written, casino_zone, stamp
 
 
 class Format(StrEnum):
@@ -258,7 +258,7 @@ def _cell(value: Any, zone: tzinfo) -> str:
     if isinstance(value, datetime):
         # a TIMESTAMP without a zone (`AT TIME ZONE` in `pitlog sql`) is a wall clock already:
         # shown as it is, never moved to the casino's zone again
-        return stamp(value, zone) if value.tzinfo is not None else f"{value:%Y-%m-%d %H:%M:%S}"
+        return stamp(value, zone) if value.tzinfo is not None else as_written(value)
     value = plain(value)
     if isinstance(value, list):
         return visible(" ".join(str(v) for v in value))

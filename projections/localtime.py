@@ -84,6 +84,12 @@ def wall_clock(at: datetime | None, tz: tzinfo) -> str:
     return "" if at is None else f"{local(at, tz):%Y-%m-%d %H:%M:%S}"
 
 
+def as_written(at: datetime) -> str:
+    """`2026-11-28 21:14:07`: a time without a zone that a query made a wall clock (`AT TIME
+    ZONE` in `pitlog sql`), to the second as written: no zone to move it to, none to name."""
+    return f"{at:%Y-%m-%d %H:%M:%S}"
+
+
 def stamp(at: datetime | None, tz: tzinfo) -> str:
     """`2026-11-28 21:14:07 EST`: date, time to the second, zone."""
     if at is None:

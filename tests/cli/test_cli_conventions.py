@@ -321,13 +321,15 @@ def test_no_file_option_writes_over_the_log_or_the_database(
         before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
         where = (["--log", str(tmp_path / "other-log")] if command[0] == "simulate" else
                  ["--log", str(folder / "log")] if command[0] == "ingest" else ["--db", str(db)])
-        result = runner.invoke(app, [*command, str(path), *where], input="{}\n")
+        result = subprocess.run([PITLOG, *command, str(path), *where], input="{}\n",
+                                capture_output=True, text=True, timeout=300)
         after = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
     finally:
         wal.unlink()  # the module's other tests open the store
-    assert result.exit_code != 0
-    assert f"'{command[-1]}'" in result.output and str(path) in result.output
-    assert ("event log folder" if target.startswith("log/") else "database") in result.output
+    assert result.returncode != 0 and result.stdout == ""
+    (line,) = result.stderr.splitlines()  # one Error line, whatever the terminal's width
+    assert line.startswith(f"Error: Invalid value for '{command[-1]}'") and str(path) in line
+    assert ("event log folder" if target.startswith("log/") else "database") in line
     assert after == before
     assert not (tmp_path / "other-log").exists()
 
