@@ -61,11 +61,10 @@ class Client:
             with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
                 decimals = frozenset(filter(None, response.headers.get(
                     "X-Pitlog-Decimals", "").split(",")))
-                stale = response.headers.get(STALE_HEADER)
-                if stale:  # on stderr: stdout stays the rows
-                    typer.echo(f"Warning: {stale} (server {self.url})", err=True)
+                _warn(self.url, response.headers)
                 return revive(json.load(response), decimals)
         except urllib.error.HTTPError as exc:
+            _warn(self.url, exc.headers)
             try:
                 message = json.load(exc)["error"]
             except (ValueError, KeyError, TypeError):
@@ -74,6 +73,12 @@ class Client:
         except (urllib.error.URLError, OSError) as exc:
             raise Unreachable(f"cannot reach the server {self.url}: "
                               f"{getattr(exc, 'reason', exc)}") from None
+
+
+def _warn(url: str, headers: Any) -> None:
+    stale = headers.get(STALE_HEADER) if headers is not None else None
+    if stale:  # on stderr: stdout stays the rows
+        typer.echo(f"Warning: {stale} (server {url})", err=True)
 
 
 def find(db: Path, server: str | None) -> Client | None:

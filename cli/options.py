@@ -55,11 +55,13 @@ def _refuse_pitlog_data(path: Path) -> None:
     """A file to write must not be pitlog's own data: a file in an embedded event log's folder
     (its segments, index, meta.json, alerts), a DuckDB database (a store, its snapshot) or a
     store's write-ahead log or index of ids. Written over, the log loses events and the store
-    its rows, with no error at the time."""
-    if is_log_folder(path.parent):
-        raise typer.BadParameter(f"{path} is in the event log folder {path.parent}, whose "
-                                 f"files only pitlog writes: write to a file outside it")
-    store = store_owning(path)
+    its rows, with no error at the time. A symbolic link is judged by where it leads."""
+    real = path.resolve()
+    for folder in (path.parent, real.parent):
+        if is_log_folder(folder):
+            raise typer.BadParameter(f"{path} is in the event log folder {folder}, whose "
+                                     f"files only pitlog writes: write to a file outside it")
+    store = store_owning(path) or store_owning(real)
     if store is not None:
         what = "is the database" if store == path else "belongs to the database"
         raise typer.BadParameter(f"{path} {what} {store}: it would be overwritten; write to "

@@ -56,7 +56,10 @@ def dispute(con: duckdb.DuckDBPyConnection, table: str, *, at: datetime | None =
     same rows either way (docs/operating.md, "Kept replays").
     """
     if at is not None:
-        span = locate(con, table, at)
+        # With a seat, the seat's round in play then first: in a whole second in which one
+        # round ends and the next begins (moment.neighbours), the one the seat played.
+        mine = neighbours(con, table, at, seat)["in"] if seat is not None else None
+        span = mine or locate(con, table, at)
         shoe, round_no = span.shoe_id, span.round_no
         first, last = span.first_seq, span.last_seq
     elif shoe is None or round_no is None:

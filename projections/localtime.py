@@ -87,7 +87,7 @@ def wall_clock(at: datetime | None, tz: tzinfo) -> str:
 def as_written(at: datetime) -> str:
     """`2026-11-28 21:14:07`: a time without a zone that a query made a wall clock (`AT TIME
     ZONE` in `pitlog sql`), to the second as written: no zone to move it to, none to name."""
-    return f"{at:%Y-%m-%d %H:%M:%S}"
+    return at.replace(tzinfo=None).isoformat(sep=" ", timespec="seconds")
 
 
 def stamp(at: datetime | None, tz: tzinfo) -> str:

@@ -10,6 +10,7 @@ MAGIC = b"DUCK"  # at byte 8 of every DuckDB database file
 # (projections/id_index.py).
 WAL_SUFFIX = ".wal"
 IDS_SUFFIX = ".detect-ids.sqlite"
+IDS_JOURNALS = ("", "-wal", "-shm", "-journal")  # SQLite's files beside the index, while open
 
 
 def is_duckdb_file(path: Path) -> bool:
@@ -29,7 +30,7 @@ def store_owning(path: Path) -> Path | None:
     when it is neither (a file to write may then be written)."""
     if is_duckdb_file(path):
         return path
-    for suffix in (WAL_SUFFIX, IDS_SUFFIX):
+    for suffix in (WAL_SUFFIX, *(IDS_SUFFIX + s for s in IDS_JOURNALS)):
         if path.name.endswith(suffix):
             store = path.with_name(path.name.removesuffix(suffix))
             if is_duckdb_file(store):

@@ -10,6 +10,7 @@ from typing import IO, Annotated
 
 import typer
 
+from cli import verdict
 from cli.options import (
     CreateTopicOpt,
     LogOpt,
@@ -61,10 +62,13 @@ def ingest_cmd(
         with path.open("rb") as stream:
             report = _ingest(stream, str(path), uri, target, report_bad, batch,
                              create_topic)
-    render([report.as_row()], format, title="ingest")
     if report.exit_code:
+        # said and kept before the summary is written, which a closed pipe would cut short
+        verdict.found(report.exit_code)
         typer.echo(f"Error: {report.rejected} of {report.lines} lines rejected; they are in "
                    f"{target} with their reasons: fix and resend them", err=True)
+    render([report.as_row()], format, title="ingest")
+    if report.exit_code:
         raise typer.Exit(code=report.exit_code)
 
 

@@ -76,15 +76,23 @@ def reply(request: Request, body: Any, status: int = 200) -> Response:
     state: ServeState = request.app.state.pitlog
     keys = decimal_keys(body)
     headers = {"X-Pitlog-Decimals": ",".join(sorted(keys))} if keys else {}
-    if state.status.failed:
-        health = state.health()
-        # latin-1 only in a header: an error text with other characters is escaped
-        headers[STALE_HEADER] = (f"the server stopped following the log ({health['error']}); "
-                                 f"answers are as of its last commit at {health['last_commit']}, "
-                                 f"{health['lag_total']:,} records behind: restart `pitlog "
-                                 f"serve`").encode("ascii", "backslashreplace").decode("ascii")
     return Response(to_json(state, body), status_code=status, media_type="application/json",
-                    headers=headers or None)
+                    headers={**headers, **stale_headers(state)} or None)
+
+
+def stale_headers(state: ServeState) -> dict[str, str]:
+    """STALE_HEADER, when the follower has stopped: with every answer, an error's too (a
+    table added to the log since is "no table" to a stale server)."""
+    if not state.status.failed:
+        return {}
+    health = state.health()
+    since = (f"as of its last commit at {health['last_commit']}" if health["last_commit"]
+             else "the store's as it was when the server started")
+    # latin-1 only in a header: an error text with other characters is escaped
+    return {STALE_HEADER: (f"the server stopped following the log ({health['error']}); "
+                           f"answers are {since}, {health['lag_total']:,} records behind: "
+                           f"restart `pitlog serve`").encode("ascii", "backslashreplace")
+            .decode("ascii")}
 
 
 # --- parameters -----------------------------------------------------------------------------

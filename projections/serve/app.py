@@ -104,7 +104,9 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 async def _pitlog_error(request: Request, exc: Exception) -> Response:
     # NotFoundError: an unknown shoe, table or round; any other PitlogError: bad parameters.
-    return error(404 if isinstance(exc, NotFoundError) else 400, str(exc))
+    answer = error(404 if isinstance(exc, NotFoundError) else 400, str(exc))
+    answer.headers.update(api.stale_headers(request.app.state.pitlog))
+    return answer
 
 
 async def _server_error(request: Request, exc: Exception) -> Response:

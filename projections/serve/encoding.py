@@ -4,6 +4,7 @@ strings (exact), fractions as "n/d", bytes as hex."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from datetime import date, datetime
 from decimal import Decimal
@@ -32,4 +33,20 @@ def encoder(tz: Any) -> Callable[[Any], Any]:
 
 
 def to_json(state: ServeState, body: Any) -> str:
-    return json.dumps(body, default=encoder(state.tz), allow_nan=False)
+    """JSON has no NaN or infinity (a `pitlog sql` query can make them): such a float is null,
+    as in the CLI's JSON (projections/export.py); only a body that holds one is walked."""
+    try:
+        return json.dumps(body, default=encoder(state.tz), allow_nan=False)
+    except ValueError:
+        return json.dumps(_finite(body), default=encoder(state.tz), allow_nan=False)
+
+
+def _finite(value: Any) -> Any:
+    """`value` with every NaN or infinite float, however deep, made None."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value

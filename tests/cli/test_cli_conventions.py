@@ -367,3 +367,39 @@ def test_verify_gives_each_finding_the_severity_pitlog_anomalies_gives_its_code(
         severity = dict(con.execute("SELECT code, severity FROM anomaly_codes").fetchall())
     assert all(r["severity"] == severity[r["code"]] for r in found)
     assert {r["severity"] for r in found} == {"high"}
+
+
+def test_a_link_to_pitlogs_data_is_refused_and_a_stray_meta_json_is_not_a_log(
+        tmp_path: Path, db: Path) -> None:
+    """A symbolic link is judged by where it leads: --out through a link to a log segment was
+    written over the segment (exit 0). A folder that merely holds a file named meta.json is no
+    event log: writing a report beside it works."""
+    segment = db.parent / "log" / "p0000.seg"
+    before = segment.read_bytes()
+    link = tmp_path / "rows.csv"
+    link.symlink_to(segment)
+    refused = subprocess.run([PITLOG, "ledger", "--db", str(db), "-f", "csv", "--out",
+                              str(link)], capture_output=True, text=True, timeout=300)
+    assert refused.returncode == 1 and "is in the event log folder" in refused.stderr
+    assert segment.read_bytes() == before
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    (reports / "meta.json").write_text('{"author": "audit"}')
+    written = subprocess.run([PITLOG, "ledger", "--db", str(db), "-f", "csv", "--out",
+                              str(reports / "ledger.csv")], capture_output=True, text=True,
+                             timeout=300)
+    assert written.returncode == 0, written.stderr
+    assert (reports / "ledger.csv").read_text().startswith("table_id,")
+
+
+def test_ingest_keeps_exit_1_for_refused_lines_when_the_pipe_closes(tmp_path: Path) -> None:
+    """`ingest bad.jsonl | true` exited 0 with lines refused (the closed pipe's 0): it is the
+    verdict's 1 (cli/verdict.py), as without the pipe."""
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"type": "Nope"}\n')
+    log = tmp_path / "log"
+    proc = subprocess.run(f"'{PITLOG}' ingest '{bad}' --log '{log}' | true; "
+                          f"exit ${{PIPESTATUS[0]}}", shell=True, executable="/bin/bash",
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stderr
+    assert "1 of 1 lines rejected" in proc.stderr

@@ -314,11 +314,19 @@ def test_a_follower_that_stops_turns_health_red_and_reads_go_on(
         assert s.json("/api/shoes")  # what was committed is still served
         stale = request(s.url, "/api/shoes").headers["x-pitlog-stale"]
         assert stale.startswith("the server stopped following the log (the follower stopped")
-        assert "answers are as of its last commit at" in stale and "restart `pitlog serve`" in stale
+        # it stopped before its first commit: the store as it was when the server started
+        assert "answers are the store's as it was when the server started" in stale
+        assert stale.endswith("records behind: restart `pitlog serve`")
         cli = run_cli("shoes", "--server", s.url, "--format", "json")
         assert cli.returncode == 0 and json.loads(cli.stdout)
         assert cli.stderr.startswith("Warning: the server stopped following the log")
         assert cli.stderr.rstrip().endswith(f"(server {s.url})")
+        # an error answer warns too: to a stale server a table added since is "no table"
+        missing = run_cli("anomalies", "--table", "T404", "--server", s.url)
+        assert missing.returncode == 1
+        warning, error = missing.stderr.splitlines()
+        assert warning.startswith("Warning: the server stopped following the log")
+        assert error.startswith("Error: no table 'T404' in the store")
     finally:
         assert s.stop() == 0, s.err.read_text()
 
@@ -330,3 +338,15 @@ def test_a_following_server_sends_no_stale_warning(server: Server) -> None:
     assert r.status == 200 and "x-pitlog-stale" not in r.headers
     cli = run_cli("shoes", "--server", server.url, "--format", "json")
     assert cli.returncode == 0 and json.loads(cli.stdout) and cli.stderr == ""
+
+
+def test_the_sql_endpoint_answers_nan_and_infinity_as_null(server: Server) -> None:
+    """JSON has no NaN: `SELECT 'NaN'::DOUBLE` through the server was an internal error (500),
+    and the CLI asks a running server by itself. Now null, however deep, as the CLI's own JSON
+    gives it."""
+    r = request(server.url, query("/api/sql", q="SELECT 'NaN'::DOUBLE AS n, "
+                                                "[1.5, 'inf'::DOUBLE] AS l, 2.5::DOUBLE AS x"))
+    assert r.status == 200
+    body = json.loads(r.body)
+    assert body["columns"] == ["n", "l", "x"]
+    assert body["rows"] == [{"n": None, "l": [1.5, None], "x": 2.5}]

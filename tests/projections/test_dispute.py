@@ -239,7 +239,7 @@ def test_a_moment_to_the_second_takes_the_round_begun_within_it(tmp_path: Path) 
     pit.clock += timedelta(milliseconds=500)
     pit.play(2, "3S QH 7C", {1: 1000})
     pit.clock -= timedelta(milliseconds=750)  # round 3 begins in the second round 2 ends in
-    pit.play(3, "4S 9H 7C", {1: 1000})
+    pit.play(3, "4S 9H 7C", {2: 1000})
     pit.close_shoe()
     db = pit.project()
     with duckdb.connect(str(db), read_only=True) as con:
@@ -259,3 +259,5 @@ def test_a_moment_to_the_second_takes_the_round_begun_within_it(tmp_path: Path) 
         third = r2_last.replace(microsecond=0)
         assert third <= r2_last < r3_first < third + timedelta(seconds=1)
         assert dispute(con, "T01", at=third).round["round_no"] == 2
+        # ... but asked for seat 2, which played round 3 alone: round 3
+        assert dispute(con, "T01", at=third, seat=2).round["round_no"] == 3

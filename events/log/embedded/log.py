@@ -51,7 +51,7 @@ from events.log.base import (
 )
 from events.log.embedded import tails
 from events.log.embedded.alerts import EmbeddedAlertLog
-from events.log.embedded.layout import META, is_log_folder
+from events.log.embedded.layout import META, has_meta
 from events.log.embedded.segment import (
     FRAME,
     JOURNAL,
@@ -87,7 +87,7 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
         if folder.exists() and not folder.is_dir():
             raise LogError(f"--log {folder} is a file, not an event log folder: give the folder "
                            f"of an embedded log (e.g. pitlog-data/log) or kafka://HOST:PORT/TOPIC")
-        if not create and not is_log_folder(folder):
+        if not create and not has_meta(folder):
             raise LogError(f"no event log at {folder} (no such folder, or no meta.json in it): "
                            f"check --log / PITLOG_LOG; `pitlog simulate` or `pitlog ingest` "
                            f"creates a log")
