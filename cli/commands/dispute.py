@@ -133,6 +133,11 @@ def dispute_cmd(
             f"{' or '.join(INCIDENT_SUFFIXES)} file, or the rows with --format "
             f"{'|'.join(FILE_FORMATS)}: name the file {out.stem}{INCIDENT_SUFFIXES[0]}, or add "
             f"--format")
+    if out is not None and format is not Format.table and \
+            out.suffix.lower() in INCIDENT_SUFFIXES:  # the report has no --format: said first
+        raise PitlogError(
+            f"--out {out.name} writes the incident report (HTML), which --format {format.value} "
+            f"does not change: drop --format, or name the file {out.stem}.{format.value}")
     if (at is None) == (round_ is None):
         raise PitlogError("give either --at TIME or --round SHOE:ROUND")
     moment = parse_time(at, tz, "--at") if at is not None else None

@@ -57,6 +57,8 @@ def ingest_cmd(
                          create_topic)
     else:
         path = Path(file)
+        if path.is_dir():
+            raise NotFoundError(f"{file} is a folder: pass a JSON lines file, or - for stdin")
         if not path.is_file():
             raise NotFoundError(f"no file {file}: pass a JSON lines file, or - for stdin")
         with path.open("rb") as stream:

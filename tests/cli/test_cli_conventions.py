@@ -404,3 +404,12 @@ def test_ingest_keeps_exit_1_for_refused_lines_when_the_pipe_closes(tmp_path: Pa
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1, proc.stderr
     assert "1 of 1 lines rejected" in proc.stderr
+
+
+def test_ingest_of_a_folder_says_it_is_a_folder(tmp_path: Path) -> None:
+    """`ingest FOLDER` said "no file FOLDER", which exists: it says what it is."""
+    proc = subprocess.run([PITLOG, "ingest", str(tmp_path), "--log", str(tmp_path / "log")],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1 and proc.stderr == (
+        f"Error: {tmp_path} is a folder: pass a JSON lines file, or - for stdin\n")
+    assert not (tmp_path / "log").exists()

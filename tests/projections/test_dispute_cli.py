@@ -126,3 +126,12 @@ def test_out_with_another_extension_lists_exactly_the_accepted_ones(short_pay: P
                     "--out", str(tmp_path / name), *extra)
         assert proc.returncode == 0, proc.stderr
         assert (tmp_path / name).read_text().lower().startswith(starts.lower()), name
+    # A .html with --format csv wrote the report and ignored the format: refused, nothing written
+    html = tmp_path / "d.html"
+    proc = _run("dispute", "--db", str(short_pay), "--table", "T01", "--round", "S1:1",
+                "--out", str(html), "--format", "csv")
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert proc.stderr == ("Error: --out d.html writes the incident report (HTML), which "
+                           "--format csv does not change: drop --format, or name the file "
+                           "d.csv\n")
+    assert not html.exists()
