@@ -157,7 +157,7 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
     (["dispute", "--table", "T01"], "Error: give either --at TIME or --round SHOE:ROUND"),
     (["dispute", "--table", "T01", "--round", "T01-S0001"], "Error: --round 'T01-S0001'"),
     (["dispute", "--table", "T09", "--round", "T09-S0001:1"],
-     "Error: no round 1 of shoe T09-S0001"),
+     "Error: no shoe 'T09-S0001' in the store; `pitlog shoes` lists the shoes"),
     # Times whose UTC leaves Python's calendar were an internal error (OverflowError).
     (["dispute", "--table", "T01", "--at", "0001-01-01T00:00:00+01:00"],
      "Error: --at '0001-01-01T00:00:00+01:00' is out of range: in UTC it falls outside"),
