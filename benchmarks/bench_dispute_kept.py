@@ -70,16 +70,24 @@ def _stats(values: list[float]) -> dict[str, float]:
             "max": round(ordered[-1], 2)}
 
 
-def _picks(db: Path, n: int) -> list[tuple[str, str, str, str]]:
-    """`n` rounds of closed shoes: (table, moment in the middle of the round, shoe, round)."""
+# The rounds to pick from: of closed shoes (the kept ones'), or of any shoe.
+_CLOSED_SHOES_ROUNDS = (
+    "SELECT r.table_id, r.shoe_id, r.round_no, r.first_seq, r.last_seq "
+    "FROM round_money AS r SEMI JOIN (SELECT DISTINCT table_id, shoe_id FROM events "
+    "WHERE event_type = 'ShoeClosed') USING (table_id, shoe_id) "
+    "ORDER BY r.table_id, r.shoe_id, r.round_no")
+_ANY_SHOES_ROUNDS = ("SELECT table_id, shoe_id, round_no, first_seq, last_seq FROM round_money "
+                     "WHERE shoe_id IS NOT NULL ORDER BY ALL")
+
+
+def _picks(db: Path, n: int, *, closed: bool = True, seed: int = 3
+           ) -> list[tuple[str, str, str, str]]:
+    """`n` rounds of closed shoes (or, not `closed`, of any shoe): (table, moment in the middle
+    of the round, shoe, round)."""
     with duckdb.connect(str(db), read_only=True) as con:
-        found = con.execute(
-            "SELECT r.table_id, r.shoe_id, r.round_no, r.first_seq, r.last_seq "
-            "FROM round_money AS r SEMI JOIN (SELECT DISTINCT table_id, shoe_id FROM events "
-            "WHERE event_type = 'ShoeClosed') USING (table_id, shoe_id) "
-            "ORDER BY r.table_id, r.shoe_id, r.round_no").fetchall()
+        found = con.execute(_CLOSED_SHOES_ROUNDS if closed else _ANY_SHOES_ROUNDS).fetchall()
         picks = []
-        for t, s, r, first, last in random.Random(3).sample(found, n):
+        for t, s, r, first, last in random.Random(seed).sample(found, n):
             ((a, b),) = con.execute(
                 "SELECT min(occurred_at), max(occurred_at) FROM events WHERE table_id = $t "
                 "AND round_no = $r AND seq BETWEEN $f AND $l",

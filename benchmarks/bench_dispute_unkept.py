@@ -21,32 +21,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import sys
 from pathlib import Path
 
-import duckdb
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_dispute_kept import _child, _stats  # noqa: E402
+from bench_dispute_kept import _child, _picks, _stats  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def _picks(db: Path, n: int) -> list[tuple[str, str, str, str]]:
-    """`n` rounds of any shoe: (table, the middle of the round, shoe, round), seed 5."""
-    with duckdb.connect(str(db), read_only=True) as con:
-        found = con.execute(
-            "SELECT table_id, shoe_id, round_no, first_seq, last_seq FROM round_money "
-            "WHERE shoe_id IS NOT NULL ORDER BY ALL").fetchall()
-        picks = []
-        for t, s, r, first, last in random.Random(5).sample(found, n):
-            ((a, b),) = con.execute(
-                "SELECT min(occurred_at), max(occurred_at) FROM events WHERE table_id = $t "
-                "AND round_no = $r AND seq BETWEEN $f AND $l",
-                {"t": t, "r": r, "f": first, "l": last}).fetchall()
-            picks.append((t, str(a + (b - a) / 2), s, str(r)))
-    return picks
 
 
 def main() -> None:
@@ -57,7 +38,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=40)
     ap.add_argument("--repeats", type=int, default=3)
     a = ap.parse_args()
-    picks = _picks(a.new_db, a.rounds)
+    picks = _picks(a.new_db, a.rounds, closed=False, seed=5)
     ways = {"old": (a.old_repo, a.old_db), "new": (REPO, a.new_db)}
     calls: dict[str, list[list[object]]] = {"old": [], "new": []}
     digests: dict[str, list[str]] = {}

@@ -502,9 +502,7 @@ def _register(con: duckdb.DuckDBPyConnection, table: pa.Table, columns: Sequence
     strings and column names are shown as `_visible_strings` makes them (a name with a tab in
     it was selected by its raw name and not found)."""
     if fmt != "parquet":
-        table = _naive_times_as_written(table)
-    if fmt in ("json", "jsonl"):
-        table = _finite_numbers(table)
+        table = _as_text_formats_take_them(table, json=fmt in ("json", "jsonl"))
     if fmt == "csv":
         table, columns = _visible_strings(table), [visible(c) for c in columns]
     con.register("export_rows", table)
@@ -534,11 +532,13 @@ def _copied(con: duckdb.DuckDBPyConnection, select: str, fmt: str, *,
     return b"".join(chunks)
 
 
-def _naive_times_as_written(table: pa.Table) -> pa.Table:
-    """A TIMESTAMP without a zone (`pitlog sql "SELECT started_at AT TIME ZONE '...'"`, a
-    wall clock already) as its own ISO text, without the Z that TIMESTAMP_FORMAT gives every
-    time: it is no UTC instant, and a Z would move it by the zone's offset again. Parquet keeps
-    the type, which says it has no zone."""
+def _as_text_formats_take_them(table: pa.Table, *, json: bool) -> pa.Table:
+    """The columns JSON, JSON lines and CSV need changed, in one walk of them. A TIMESTAMP
+    without a zone (`pitlog sql "SELECT started_at AT TIME ZONE '...'"`, a wall clock already)
+    as its own ISO text, without the Z that TIMESTAMP_FORMAT gives every time: it is no UTC
+    instant, and a Z would move it by the zone's offset again (Parquet keeps the type, which
+    says it has no zone). With `json`: a NaN or infinite float is null, as JSON has neither
+    (DuckDB's COPY writes them bare, which no JSON reader accepts); CSV keeps them."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -546,19 +546,7 @@ def _naive_times_as_written(table: pa.Table) -> pa.Table:
     for col in table.columns:
         if pa.types.is_timestamp(col.type) and col.type.tz is None:
             col = pc.strftime(col.cast(pa.timestamp("us")), format="%Y-%m-%dT%H:%M:%S")
-        columns.append(col)
-    return pa.Table.from_arrays(columns, names=table.column_names)
-
-
-def _finite_numbers(table: pa.Table) -> pa.Table:
-    """JSON has no NaN or infinity (DuckDB's COPY writes them bare, which no JSON reader
-    accepts): such a float is null in JSON and JSON lines; CSV and Parquet keep it."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    columns = []
-    for col in table.columns:
-        if pa.types.is_floating(col.type):
+        elif json and pa.types.is_floating(col.type):
             col = pc.if_else(pc.is_finite(col), col, pa.scalar(None, col.type))
         columns.append(col)
     return pa.Table.from_arrays(columns, names=table.column_names)

@@ -21,7 +21,6 @@ exposures AS MATERIALIZED (
            f.exposed[1].at AS exposed_at,
            game_order(f.exposed[1].at, f.exposed[1].seq) AS exposed_order,
            CASE WHEN f.raises_closed IS NOT NULL THEN f.third_card_seq END AS new_third_seq,
-           CASE WHEN f.raises_closed IS NOT NULL THEN f.third_card_order END AS new_third_order,
            f.exposure_window_end AS window_end,
            CASE WHEN f.raises_closed IS NOT NULL THEN f.middle_card END AS new_third_card
     FROM facts AS f
