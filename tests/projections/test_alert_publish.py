@@ -21,13 +21,13 @@ from alert_support import (
     sinks,
 )
 from cli_support import run
-from kafka import KafkaProducer
 from kafka.errors import KafkaError
 from kafka_support import read_alerts
 
 from events.errors import LogError
 from events.log.embedded.log import EmbeddedLog
 from events.log.kafka.alerts import KafkaAlertTopic, encode
+from events.log.kafka.fencing import discard_producer
 from events.simulation.simulator import SimConfig, simulate
 from projections.alerts import create_tables, publish_pending
 
@@ -56,34 +56,34 @@ def test_a_publish_whose_reply_is_lost_is_not_published_again(
 @pytest.mark.kafka
 def test_a_killed_publishers_open_transaction_is_aborted_and_its_late_request_refused(
         kafka_uri: str) -> None:
+    """The publisher stopped mid-publish is pitlog's own (its producer as `_opened` makes it):
+    paused, not dead, it still has a request on its way when the next publisher starts. Its
+    late request is refused and it stays fenced: kafka-python alone would take a new epoch of
+    the same transactional.id and fence the live publisher in turn (CI failed so, once in
+    several runs: events/log/kafka/fencing.py, stays_fenced)."""
     bootstrap, topic = kafka_uri.removeprefix("kafka://").split("/", 1)
     topic = f"{topic}.alerts"
     first = KafkaAlertTopic(bootstrap, topic)
     first.append([alert(s) for s in (1, 2, 3)])
     first.close()
-    # A publisher killed mid-publish: its transaction holds alert 4, flushed, never committed;
-    # and it still has a request on its way when the next publisher starts.
-    killed = KafkaProducer(bootstrap_servers=bootstrap, transactional_id=f"pitlog.{topic}",
-                           enable_idempotence=True, acks="all")
-    killed.init_transactions()
-    killed.begin_transaction()
-    killed.send(topic, key=b"T1", value=encode(alert(4)), partition=0)
-    killed.flush()
+    paused = KafkaAlertTopic(bootstrap, topic)
+    stopped = paused._opened()  # noqa: SLF001 - the publisher's own producer, mid-publish
+    stopped.begin_transaction()
+    stopped.send(topic, key=b"T1", value=encode(alert(4)), partition=0)
+    stopped.flush()
     restarted = KafkaAlertTopic(bootstrap, topic)
     try:
         assert restarted.last()[0] == 3  # the open transaction was aborted when it fenced
-        late = killed.send(topic, key=b"T2", value=encode(alert(5)), partition=0)
+        late = stopped.send(topic, key=b"T2", value=encode(alert(5)), partition=0)
         with pytest.raises(KafkaError):
             late.get(timeout=30)
-            killed.commit_transaction()
+        with pytest.raises(KafkaError):
+            stopped.commit_transaction()
         restarted.append([alert(s) for s in (4, 5, 6)])
         assert [a['alert_seq'] for _, a in read_alerts(bootstrap, topic)] == [1, 2, 3, 4, 5, 6]
     finally:
         restarted.close()
-        try:
-            killed.close(timeout=0)
-        except KafkaError:
-            pass
+        discard_producer(stopped)
 
 
 def test_a_store_that_numbers_the_sinks_alerts_otherwise_publishes_only_the_ids_it_lacks(

@@ -31,7 +31,12 @@ from kafka.errors import KafkaError, TopicAlreadyExistsError
 
 from events.errors import LogError
 from events.log.alerts import ALERT_SCHEMA, Alert
-from events.log.kafka.fencing import TRANSACTION_TIMEOUT_MS, discard_producer, end_transaction
+from events.log.kafka.fencing import (
+    TRANSACTION_TIMEOUT_MS,
+    discard_producer,
+    end_transaction,
+    stays_fenced,
+)
 from events.log.kafka.settings import producer_settings, security_settings, topic_config
 
 
@@ -83,13 +88,12 @@ class KafkaAlertTopic:
     def _opened(self) -> KafkaProducer:
         """The transactional producer, opened (and the previous publisher fenced) on first use."""
         if self._producer is None:
-            producer = KafkaProducer(bootstrap_servers=self.bootstrap.split(","),
-                                     client_id="pitlog-alerts",
-                                     transactional_id=f"pitlog.{self.topic}",
-                                     transaction_timeout_ms=TRANSACTION_TIMEOUT_MS,
-                                     **{**producer_settings(self.timeout_s),
-                                        "max_block_ms": int(self.timeout_s * 1000)},
-                                     **self._settings)
+            producer = stays_fenced(KafkaProducer(
+                bootstrap_servers=self.bootstrap.split(","), client_id="pitlog-alerts",
+                transactional_id=f"pitlog.{self.topic}",
+                transaction_timeout_ms=TRANSACTION_TIMEOUT_MS,
+                **{**producer_settings(self.timeout_s), "max_block_ms": int(self.timeout_s * 1000)},
+                **self._settings))
             try:
                 producer.init_transactions()
             except KafkaError as exc:

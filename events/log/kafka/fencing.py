@@ -19,7 +19,13 @@ from enum import Enum
 from typing import Any
 
 from kafka import KafkaProducer
-from kafka.errors import KafkaError, KafkaTimeoutError
+from kafka.errors import (
+    InvalidProducerEpochError,
+    KafkaError,
+    KafkaTimeoutError,
+    ProducerFencedError,
+)
+from kafka.producer.transaction_manager import TransactionState
 
 from events.errors import ConcurrencyError, LogError
 from events.log.kafka.tails import RangeReader, Seen, TailReader, is_event, partition_of
@@ -71,6 +77,34 @@ def _looks_fenced(producer: KafkaProducer, exc: BaseException) -> bool:
     state = getattr(getattr(manager, "_current_state", None), "name", "")
     text = f"{type(exc).__name__} {exc} {type(last).__name__} {last} {state}"
     return any(s in text for s in ("Fenced", "InvalidProducerEpoch", "BUMPING_PRODUCER_EPOCH"))
+
+
+def stays_fenced(producer: KafkaProducer) -> KafkaProducer:
+    """Once fenced, the producer stays fenced, as the Java client's does. kafka-python 3.0.12
+    takes a produce answered INVALID_PRODUCER_EPOCH for a recoverable error (KIP-360): it bumps
+    its epoch, and when the broker refuses the stale one, it asks for a new epoch under the same
+    transactional.id, which fences the writer that had fenced it. A paused writer that wakes
+    with a request on its way would so take the id back from the live one (and that one, its
+    next try, back again): CI's test_a_killed_publishers_open_transaction_is_aborted_and_its_late_
+    request_refused failed so. Here the error is fatal and the refused bump ends in
+    ProducerFencedError: the caller discards the producer, and a writer that opens again fences
+    the others and reads the log's tail first (docs/integrity.md)."""
+    manager = producer._transaction_manager  # noqa: SLF001 - no public way to change this
+    if manager is None:
+        return producer
+    manager._FATAL_ERRORS = manager._FATAL_ERRORS | {InvalidProducerEpochError}  # noqa: SLF001
+    manager._NEEDS_EPOCH_BUMP_ERRORS = (  # noqa: SLF001
+        manager._NEEDS_EPOCH_BUMP_ERRORS - {InvalidProducerEpochError})  # noqa: SLF001
+
+    def refuse_fresh_epoch(_timeout_ms: int, result: Any) -> None:
+        # Called under the manager's lock (an RLock) when the broker refused the bump: the
+        # epoch is stale because another writer holds the id.
+        manager._transition_to(TransactionState.FATAL_ERROR,  # noqa: SLF001
+                               error=ProducerFencedError())
+        result.done(error=ProducerFencedError())
+
+    manager._restart_epoch_bump_without_producer_id = refuse_fresh_epoch  # noqa: SLF001
+    return producer
 
 
 def discard_producer(producer: KafkaProducer) -> None:
@@ -340,13 +374,13 @@ class TableFencing:
         seen: dict[bytes, Seen] = {key: [] for key in keys}  # over every try: a read counts
 
         def init(key: bytes) -> None:
-            producers[key] = KafkaProducer(
+            producers[key] = stays_fenced(KafkaProducer(
                 bootstrap_servers=self.bootstrap.split(","),
                 client_id=f"{self.client_id}-writer",
                 transactional_id=transactional_id(self.topic, key),
                 transaction_timeout_ms=TRANSACTION_TIMEOUT_MS,
                 **{**self._producer_config, "retry_backoff_ms": RETRY_BACKOFF_MS,
-                   "max_block_ms": max(1000, int((deadline - time.monotonic()) * 1000))})
+                   "max_block_ms": max(1000, int((deadline - time.monotonic()) * 1000))}))
             producers[key].init_transactions()
 
         while True:
