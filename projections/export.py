@@ -533,23 +533,59 @@ def _copied(con: duckdb.DuckDBPyConnection, select: str, fmt: str, *,
 
 
 def _as_text_formats_take_them(table: pa.Table, *, json: bool) -> pa.Table:
-    """The columns JSON, JSON lines and CSV need changed, in one walk of them. A TIMESTAMP
-    without a zone (`pitlog sql "SELECT started_at AT TIME ZONE '...'"`, a wall clock already)
-    as its own ISO text, without the Z that TIMESTAMP_FORMAT gives every time: it is no UTC
-    instant, and a Z would move it by the zone's offset again (Parquet keeps the type, which
-    says it has no zone). With `json`: a NaN or infinite float is null, as JSON has neither
-    (DuckDB's COPY writes them bare, which no JSON reader accepts); CSV keeps them."""
+    """The columns JSON, JSON lines and CSV need changed, in one walk of them, and of the values
+    inside their lists, structs and maps. A TIMESTAMP without a zone (`pitlog sql "SELECT
+    started_at AT TIME ZONE '...'"`, a wall clock already) as its own ISO text, without the Z
+    that TIMESTAMP_FORMAT gives every time: it is no UTC instant, and a Z would move it by the
+    zone's offset again (Parquet keeps the type, which says it has no zone). With `json`: a NaN
+    or infinite float is null, as JSON has neither (DuckDB's COPY writes them bare, which no
+    JSON reader accepts); CSV keeps them."""
+    import pyarrow as pa
+
+    columns = [col if not _needs_change(col.type, json)
+               else pa.chunked_array([_changed(c, json) for c in col.chunks])
+               for col in table.columns]
+    return pa.Table.from_arrays(columns, names=table.column_names)
+
+
+def _needs_change(kind: pa.DataType, json: bool) -> bool:
+    import pyarrow as pa
+
+    if pa.types.is_timestamp(kind):
+        return kind.tz is None
+    if pa.types.is_floating(kind):
+        return json
+    return any(_needs_change(kind.field(i).type, json) for i in range(kind.num_fields))
+
+
+def _changed(arr: pa.Array, json: bool) -> pa.Array:
+    """`arr` as _as_text_formats_take_them changes it, nested values included (a list of
+    floats with a NaN, a struct holding a wall-clock time)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    columns = []
-    for col in table.columns:
-        if pa.types.is_timestamp(col.type) and col.type.tz is None:
-            col = pc.strftime(col.cast(pa.timestamp("us")), format="%Y-%m-%dT%H:%M:%S")
-        elif json and pa.types.is_floating(col.type):
-            col = pc.if_else(pc.is_finite(col), col, pa.scalar(None, col.type))
-        columns.append(col)
-    return pa.Table.from_arrays(columns, names=table.column_names)
+    kind = arr.type
+    if not _needs_change(kind, json):
+        return arr
+    if pa.types.is_timestamp(kind):
+        return pc.strftime(arr.cast(pa.timestamp("us")), format="%Y-%m-%dT%H:%M:%S")
+    if pa.types.is_floating(kind):
+        return pc.if_else(pc.is_finite(arr), arr, pa.scalar(None, kind))
+    mask = arr.is_null() if arr.null_count else None
+    if pa.types.is_map(kind):
+        return pa.MapArray.from_arrays(arr.offsets, _changed(arr.keys, json),
+                                       _changed(arr.items, json), mask=mask)
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        array_type = pa.ListArray if pa.types.is_list(kind) else pa.LargeListArray
+        return array_type.from_arrays(arr.offsets, _changed(arr.values, json), mask=mask)
+    if pa.types.is_fixed_size_list(kind):
+        return pa.FixedSizeListArray.from_arrays(_changed(arr.flatten(), json),
+                                                 kind.list_size, mask=mask)
+    if pa.types.is_struct(kind):
+        return pa.StructArray.from_arrays([_changed(f, json) for f in arr.flatten()],
+                                          names=[kind.field(i).name
+                                                 for i in range(kind.num_fields)], mask=mask)
+    return arr
 
 
 def _visible_strings(table: pa.Table) -> pa.Table:

@@ -610,3 +610,32 @@ def test_a_time_without_a_zone_is_shown_as_written_and_json_has_no_nan(db: Path)
     header, row = _ok("sql", query, *where, "--format", "csv").splitlines()
     assert header == "wall,instant,nan,low,x"
     assert row == "2026-11-28T18:01:29.500000,2026-11-28T23:01:29.000000Z,nan,-inf,1.5"
+
+
+def _strict_json(text: str) -> object:
+    """json.loads as a strict JSON reader: Python's accepts NaN and Infinity, JSON has neither."""
+    def refuse(constant: str) -> object:
+        raise AssertionError(f"{constant} is not JSON")
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_values_inside_lists_structs_and_maps_are_json_and_keep_their_wall_clock(
+        db: Path) -> None:
+    """The rule above inside nested values: a NaN in a list, a struct or a map was written bare
+    (no JSON reader took the output) and a wall-clock time inside a struct got a Z."""
+    query = ("SELECT [1.5, 'NaN'::DOUBLE, 'inf'::DOUBLE] AS floats, "
+             "{'ratio': 'NaN'::DOUBLE, 'wall': TIMESTAMP '2026-11-28 18:01:29.5'} AS facts, "
+             "[[1.0, '-inf'::DOUBLE], NULL] AS nested, MAP {'k': 'NaN'::DOUBLE} AS by_key, "
+             "[TIMESTAMPTZ '2026-11-28 23:01:29+00'] AS instants, "
+             "[1.0, 'NaN'::DOUBLE]::DOUBLE[2] AS pair")
+    expected = {"floats": [1.5, None, None],
+                "facts": {"ratio": None, "wall": "2026-11-28T18:01:29.500000"},
+                "nested": [[1.0, None], None], "by_key": {"k": None},
+                "instants": ["2026-11-28T23:01:29.000000Z"], "pair": [1.0, None]}
+    where = ["--db", str(db)]
+    assert _strict_json(_ok("sql", query, *where, "--format", "json")) == [expected]
+    assert _strict_json(_ok("sql", query, *where, "--format", "jsonl")) == expected
+    header, row = _ok("sql", query, *where, "--format", "csv").splitlines()
+    assert header == "floats,facts,nested,by_key,instants,pair"
+    assert row.startswith('"[1.5, nan, inf]","{\'ratio\': nan, \'wall\': '
+                          '\'2026-11-28T18:01:29.500000\'}"')
