@@ -24,7 +24,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from events.errors import PitlogError, ProjectionError, first_line
+from events.errors import NotFoundError, PitlogError, ProjectionError, first_line
 from events.reddog import theory
 from events.reddog.rules import STANDARD_PAYTABLE, Paytable, PaytableError
 from projections.defaults import DEFAULT_SIGMA
@@ -492,6 +492,7 @@ def reconcile(con: duckdb.DuckDBPyConnection, by: Sequence[str] = ("table",),
         g["_sq"] += float(part["sum_sq_deviation"] or 0.0)
     if not groups:
         require_known(con, table=table)  # a typo is an error, not "no rows"
+        require_rounds_on(con, calendar, day, table)
     return Rows((_finish(g, sigma) for g in groups.values()),
                 {**{k: v for k, v in parts.types.items() if k in keys}, **RECONCILE_TYPES})
 
@@ -544,7 +545,32 @@ def conservation(con: duckdb.DuckDBPyConnection, by: Sequence[str] = ("table", "
     rows.types["balanced"] = pa.bool_()
     if not rows:
         require_known(con, table=table)  # a typo is an error, not a balance of nothing
+        require_rounds_on(con, calendar, day, table)
     return rows
+
+
+def require_rounds_on(con: duckdb.DuckDBPyConnection, calendar: Calendar, day: date | None,
+                      table: str | None = None) -> None:
+    """NotFoundError when `day` (None: no day asked) has no round (of `table`): asked by an
+    audit whose answer came back empty, so a day mistyped, or not projected yet, is an error
+    naming the days that have rounds, never an empty reconciliation or a balance of nothing
+    that `conservation` would pass."""
+    if day is None:
+        return
+    span = run_rows(con, query_sql("days_with_rounds"),
+                    {"tz": calendar.tz, "day_start_minutes": calendar.day_start, "day": day,
+                     "table": table})[0]
+    if span["on_day"]:  # rounds with nothing to sum (no wager): the empty answer is the answer
+        return
+    at = f" at table {table}" if table is not None else ""
+    if not span["days"]:
+        raise NotFoundError(f"no rounds{at} on gaming day {day}: the database has none{at} "
+                            f"at all; run `pitlog project`")
+    played = (f"on {span['first_day']}" if span["days"] == 1 else
+              f"on {span['days']:,} gaming days from {span['first_day']} to {span['last_day']}")
+    raise NotFoundError(f"no rounds{at} on gaming day {day} (gaming days start at "
+                        f"{hhmm(calendar.day_start)} in {calendar.tz}); rounds{at} were played "
+                        f"{played}")
 
 
 LEDGER_STATUSES = ("OK", "REMOVED", "IN_PLAY", "UNSETTLED", "DOUBLE_SETTLED", "WRONG_OUTCOME",

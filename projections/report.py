@@ -329,6 +329,7 @@ def build_report(con: duckdb.DuckDBPyConnection, calendar: rc.Calendar | None = 
     params["day"] = day
     span_row = _one(con, "day_span", params)[0]
     if not span_row["rounds"]:
+        rc.require_rounds_on(con, cal, day)  # names the days that have rounds
         raise NotFoundError(f"no rounds on gaming day {day} (gaming days start at "
                             f"{rc.hhmm(cal.day_start)} in {cal.tz})")
     span = (span_row["first_local"], span_row["last_local"] + timedelta(seconds=1))

@@ -173,7 +173,21 @@ def test_report_writes_a_self_contained_html_file(db: Path, tmp_path: Path) -> N
 
 @pytest.mark.parametrize(("args", "message"), [
     (["report", "--out", "day.txt"], "Error: --out day.txt: the report is HTML"),
-    (["report", "--out", "day.html", "--day", "2026-11-27"], "Error: no rounds on gaming day"),
+    (["report", "--out", "day.html", "--day", "2026-11-27"],
+     "Error: no rounds on gaming day 2026-11-27 (gaming days start at 06:00 in UTC); rounds "
+     "were played on 2026-11-28\n"),
+    # A day with no round is an error naming the days played, never an empty answer, nor a
+    # balance of nothing that conservation passed with exit 0.
+    (["reconcile", "--day", "2026-11-29"],
+     "Error: no rounds on gaming day 2026-11-29 (gaming days start at 06:00 in UTC); rounds "
+     "were played on 2026-11-28\n"),
+    # Play from 23:00 to 23:03 UTC: a day starting at 23:01 puts T01's rounds on the 27th.
+    (["conservation", "--day", "2026-11-26", "--gaming-day-start", "23:01"],
+     "Error: no rounds on gaming day 2026-11-26 (gaming days start at 23:01 in UTC); rounds "
+     "were played on 2 gaming days from 2026-11-27 to 2026-11-28\n"),
+    (["conservation", "--day", "2026-11-27", "--table", "T02", *NY, "--gaming-day-start", "04:00"],
+     "Error: no rounds at table T02 on gaming day 2026-11-27 (gaming days start at 04:00 in "
+     "America/New_York); rounds at table T02 were played on 2026-11-28\n"),
     (["report", "--out", "day.html", "--day", "28/11/2026"], "Error: gaming day '28/11/2026'"),
     (["reconcile", "--tz", "Mars/Olympus"], "Error: unknown time zone 'Mars/Olympus'"),
     (["reconcile", "--by", "pit"], "Error: cannot group by 'pit'"),
