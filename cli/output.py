@@ -80,10 +80,13 @@ MIN_CELL = 3  # fewer characters than this for every column: a row per table (re
 
 def render(rows: Sequence[dict[str, Any]], fmt: Format | Summary, *, out: Path | None = None,
            title: str | None = None, columns: Sequence[str] | None = None,
-           tz: tzinfo | None = None, keep: Sequence[str] = (), compact: bool = False) -> None:
+           tz: tzinfo | None = None, keep: Sequence[str] = (), compact: bool = False,
+           line_breaks: bool = False) -> None:
     """Write `rows` as `fmt`. In the table format, times are shown in `tz` (default: the
-    casino's zone), the columns named in `keep` (amounts, statuses) are never wrapped, and
-    `compact` drops the vertical rules to leave their room to the cells."""
+    casino's zone), the columns named in `keep` (amounts, statuses) are never wrapped,
+    `compact` drops the vertical rules to leave their room to the cells, and with
+    `line_breaks` a newline in a text starts a new line of its cell (`pitlog sql`: EXPLAIN's
+    plan, a query's own text) instead of showing as `\\x0a`."""
 
     fmt = Format(str(fmt))
     cols = list(columns or columns_of(rows))
@@ -110,12 +113,12 @@ def render(rows: Sequence[dict[str, Any]], fmt: Format | Summary, *, out: Path |
         for n, r in enumerate(rows, 1):
             render([{"column": c, "value": r.get(c)} for c in cols], Format.table, tz=zone,
                    title=f"{title + ': ' if title else ''}row {n:,} of {len(rows):,}",
-                   keep=("column",))
+                   keep=("column",), line_breaks=line_breaks)
         return
-    cells = [[_cell(r.get(c), zone) for c in cols] for r in rows]
+    cells = [[_cell(r.get(c), zone, line_breaks) for c in cols] for r in rows]
     heads = [visible(c) for c in cols]
     titled = visible(title) if title else None
-    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
+    widths = [max(len(c), *(_widest_line(row[i]) for row in cells)) for i, c in enumerate(cols)]
     short = [w <= SHORT_CELL for w in widths]
     # Each column costs 3 more characters of borders and padding.
     needed = sum(w + 3 if s else LONG_CELL_MIN + 3 for w, s in zip(widths, short, strict=True))
@@ -173,7 +176,7 @@ def _plain_table(console: Console, table: Callable[[], Table], title: str | None
     if console.color_system is not None or console.legacy_windows \
             or console.options.ascii_only or not all(h.isascii() for h in heads) \
             or (title is not None and not title.isascii()) \
-            or not all(c.isascii() for row in cells for c in row):
+            or not all(c.isascii() and "\n" not in c for row in cells for c in row):
         return False
     proxy = table()
     proxy.add_row(*(Text(_measured_as([h, *(row[i] for row in cells)]))
@@ -252,7 +255,7 @@ def _row(bar: str, cells: list[list[str]], widths: list[int], *, bottom: bool) -
     return [bar + bar.join(c[n] for c in shaped) + bar for n in range(height)]
 
 
-def _cell(value: Any, zone: tzinfo) -> str:
+def _cell(value: Any, zone: tzinfo, line_breaks: bool = False) -> str:
     if value is None:
         return ""
     if isinstance(value, datetime):
@@ -260,7 +263,12 @@ def _cell(value: Any, zone: tzinfo) -> str:
         # shown as it is, never moved to the casino's zone again
         return stamp(value, zone) if value.tzinfo is not None else as_written(value)
     value = plain(value)
-    if isinstance(value, list):
-        return visible(" ".join(str(v) for v in value))
-    return visible(str(value))
+    text = " ".join(str(v) for v in value) if isinstance(value, list) else str(value)
+    if line_breaks:  # each line's control characters still escaped, a line's end kept
+        return "\n".join(visible(line) for line in text.split("\n"))
+    return visible(text)
+
+
+def _widest_line(text: str) -> int:
+    return max(len(line) for line in text.split("\n"))
 

@@ -62,4 +62,4 @@ def sql_cmd(
             typer.echo(f"Warning: the server returns at most {answer['max_rows']} rows "
                        "(pitlog serve --sql-max-rows); narrow the query", err=True)
     rows = limited(rows, limit, format, format is Format.table and out is None)
-    render(rows, format, out=out, columns=columns, tz=casino_zone(tz))
+    render(rows, format, out=out, columns=columns, tz=casino_zone(tz), line_breaks=True)

@@ -156,6 +156,20 @@ def test_sql_refuses_anything_that_could_write(db: Path, query: str, tmp_path: P
         assert con.execute("SELECT count(*) FROM ledger").fetchall()[0][0] == 16
 
 
+def test_sql_explain_shows_the_plan_a_line_a_line(db: Path) -> None:
+    """EXPLAIN's plan is one text of many lines: it showed as one line joined by `\\x0a`."""
+    proc = _pitlog("sql", "--db", str(db), "EXPLAIN SELECT table_id, count(*) FROM events "
+                   "GROUP BY 1")
+    assert proc.returncode == 0, proc.stderr
+    assert "\\x0a" not in proc.stdout
+    # The plan's lines, each in the second column of the table (between its outer bars).
+    plan = [line[line.index("│", 1) + 1:-1].strip() for line in proc.stdout.splitlines()
+            if line.startswith("│")]
+    assert plan[0].startswith("╭─ Projection")
+    assert "│ Aggregates: count_star()" in [p[:26] for p in plan]
+    assert plan[-2].startswith("╰─") and plan[-1] == ""
+
+
 def test_sql_error_in_a_query_is_an_error_line(db: Path) -> None:
     proc = _pitlog("sql", "--db", str(db), "SELECT nope FROM ledger")
     assert proc.returncode == 1 and proc.stderr.startswith("Error: the query failed")

@@ -128,3 +128,22 @@ def test_more_columns_than_a_terminal_can_draw_show_every_value(
         assert f"ledger: row {n + 1} of 2" in out
         for i in range(30):
             assert re.search(rf"│ column_{i:02d} +│ value-{n}-{i} +│", out), (n, i)
+
+
+def test_a_newline_starts_a_line_of_its_cell_only_where_asked(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`pitlog sql` (line_breaks): EXPLAIN's plan and a multi-line text show their lines; every
+    other control character stays an escape, and every other command shows `\\x0a` (a device's
+    string, shown as it was sent)."""
+    rows = [{"key": "plan", "value": "line one\nline \x1b[31mtwo"}]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("COLUMNS", "60")
+        capsys.readouterr()
+        render(rows, Format.table, line_breaks=True)
+        broken = capsys.readouterr().out.splitlines()
+        render(rows, Format.table)
+        escaped = capsys.readouterr().out.splitlines()
+    assert broken[3:6] == ["│ plan │ line one         │",
+                           "│      │ line \\x1b[31mtwo │",
+                           "└──────┴──────────────────┘"]
+    assert escaped[3] == "│ plan │ line one\\x0aline \\x1b[31mtwo │"
