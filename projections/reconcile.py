@@ -580,17 +580,23 @@ LEDGER_STATUSES = ("OK", "REMOVED", "IN_PLAY", "UNSETTLED", "DOUBLE_SETTLED", "W
 
 def ledger_rows(con: duckdb.DuckDBPyConnection, *, table: str | None = None,
                 shoe: str | None = None, status: str | None = None,
-                exceptions_only: bool = False) -> list[Row]:
-    """Rows of the ledger view, optionally only one table, shoe or status, or only the
-    exceptions (every status but OK, REMOVED and IN_PLAY)."""
+                exceptions_only: bool = False, day: date | None = None,
+                calendar: Calendar | None = None) -> list[Row]:
+    """Rows of the ledger view, optionally only one table, shoe, status or gaming day (of
+    `calendar`: the day its round started in, as reconcile counts it), or only the exceptions
+    (every status but OK, REMOVED and IN_PLAY)."""
     if status is not None and status.upper() not in LEDGER_STATUSES:
         raise ReconcileError(f"unknown ledger status {status!r}: choose from "
                              f"{', '.join(LEDGER_STATUSES)}")
-    found = run_rows(con, query_sql("ledger"), {"table": table, "shoe": shoe,
-                                       "status": status.upper() if status else None,
-                                       "exceptions_only": exceptions_only})
+    calendar = calendar or Calendar()
+    check_calendar(con, calendar)
+    found = run_rows(con, query_sql("ledger"), {
+        "table": table, "shoe": shoe, "status": status.upper() if status else None,
+        "exceptions_only": exceptions_only, "day": day, "tz": calendar.tz,
+        "day_start_minutes": calendar.day_start})
     if not found:
         require_known(con, table=table, shoe=shoe)  # a typo is an error, not "no rows"
+        require_rounds_on(con, calendar, day, table)
     return found
 
 

@@ -18,7 +18,18 @@ import typer
 from cli import verdict
 from cli.client import ServerOpt, ask
 from cli.listing import LimitOpt, limited
-from cli.options import DbOpt, FormatOpt, Grouping, OutOpt, TableOpt, db_path, grouped
+from cli.options import (
+    DayOpt,
+    DayStartOpt,
+    DbOpt,
+    FormatOpt,
+    Grouping,
+    OutOpt,
+    TableOpt,
+    TzOpt,
+    db_path,
+    grouped,
+)
 from cli.output import Format, render
 from cli.people import for_people
 from cli.reading import reading
@@ -104,6 +115,7 @@ def ledger_cmd(
     exceptions: Annotated[bool, typer.Option(
         "--exceptions", help="Only the rows an auditor must look at (not OK, REMOVED or "
                              "IN_PLAY).")] = False,
+    day: DayOpt = None, gaming_day_start: DayStartOpt = "06:00", tz: TzOpt = None,
     limit: LimitOpt = None,
     db: DbOpt = None, format: FormatOpt = Format.table, out: OutOpt = None,
     server: ServerOpt = None,
@@ -113,14 +125,18 @@ def ledger_cmd(
     wagers included. The table format shows the main columns; json, csv and parquet all of
     them.
 
-    Example: pitlog ledger --exceptions --format csv --out exceptions.csv
+    Example: pitlog ledger --exceptions --day 2026-11-28 --format csv --out exceptions.csv
     """
+    zone = tz or "UTC"
+    calendar = Calendar.parse(zone, gaming_day_start)
     rows = ask(db_path(db), server, "/api/ledger", table=table, shoe=shoe, status=status,
-               exceptions=str(exceptions).lower())
+               exceptions=str(exceptions).lower(), day=day, tz=zone,
+               gaming_day_start=gaming_day_start)
     if rows is None:
         with reading(db) as con:
             rows = ledger_rows(con, table=table, shoe=shoe, status=status,
-                               exceptions_only=exceptions)
+                               exceptions_only=exceptions, day=parse_day(day),
+                               calendar=calendar)
     _emit(rows, format, out, "ledger", LEDGER_SUMMARY, limit=limit)
 
 

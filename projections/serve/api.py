@@ -231,11 +231,13 @@ def conservation(request: Request) -> Response:
 
 
 def ledger(request: Request) -> Response:
-    p = params(request, "table", "shoe", "status", "exceptions")
+    p = params(request, "table", "shoe", "status", "exceptions", "day", "tz",
+               "gaming_day_start")
     with reading(request) as con:
         return reply(request, ledger_rows(con, table=p.get("table"), shoe=p.get("shoe"),
                                           status=p.get("status"),
-                                          exceptions_only=as_bool(p, "exceptions", False)))
+                                          exceptions_only=as_bool(p, "exceptions", False),
+                                          day=parse_day(p.get("day")), calendar=calendar(p)))
 
 
 def sql(request: Request) -> Response:

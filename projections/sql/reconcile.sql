@@ -199,6 +199,7 @@ WHERE ($table IS NULL OR table_id = $table)
   AND ($shoe IS NULL OR shoe_id = $shoe)
   AND ($status IS NULL OR status = $status)
   AND (NOT $exceptions_only OR status NOT IN ('OK', 'REMOVED', 'IN_PLAY'))
+  AND ($day IS NULL OR gaming_day(started_at, $tz, $day_start_minutes) = $day)
 ORDER BY table_id, shoe_id, round_no, seat, area, wager_kind;
 
 -- name: latest_day

@@ -88,6 +88,23 @@ def test_ledger_lists_every_wager_and_filters_exceptions(db: Path) -> None:
         [(1, "ORIGINAL", 2000), (1, "RAISE", 2000)]
 
 
+def test_ledger_day_is_the_gaming_day_its_round_started_in(db: Path) -> None:
+    """Play runs 23:00-23:03 UTC: with gaming days starting at 23:01, T01's rounds (23:00)
+    belong to the 27th and the others to the 28th, as reconcile counts them."""
+    rows = _json(["ledger", "--db", str(db)])
+    day = ["--db", str(db), "--gaming-day-start", "23:01"]
+    on_27 = _json(["ledger", *day, "--day", "2026-11-27"])
+    on_28 = _json(["ledger", *day, "--day", "2026-11-28"])
+    assert on_27 == [r for r in rows if r["table_id"] == "T01"] and on_27
+    assert on_28 == [r for r in rows if r["table_id"] != "T01"] and on_28
+    hold = _json(["reconcile", *day, "--day", "2026-11-27", "--by", "table"])
+    assert [h["wagers"] for h in hold] == [len(on_27)]  # each a wager or a raise, as the ledger
+    proc = _pitlog("ledger", *day, "--day", "2026-11-26")
+    assert proc.returncode == 1 and proc.stderr == (
+        "Error: no rounds on gaming day 2026-11-26 (gaming days start at 23:01 in UTC); rounds "
+        "were played on 2 gaming days from 2026-11-27 to 2026-11-28\n")
+
+
 def test_ledger_csv_export_has_every_column(db: Path, tmp_path: Path) -> None:
     out = tmp_path / "ledger.csv"
     result = runner.invoke(app, ["ledger", "--db", str(db), "--format", "csv", "--out", str(out)])

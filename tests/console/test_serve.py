@@ -44,6 +44,9 @@ COMMANDS: dict[str, list[str]] = {
     "reconcile-table": ["reconcile"],
     "ledger": ["ledger", "--exceptions", "-f", "json"],
     "conservation": ["conservation", "-f", "json"],
+    "ledger-day": ["ledger", "--day", "2026-11-28", "--tz", "America/New_York",
+                   "--gaming-day-start", "18:10", "-f", "json"],
+    "conservation-no-day": ["conservation", "--day", "2001-01-01"],
     "sql": ["sql", "SELECT table_id, count(*) AS n, max(occurred_at) AS last FROM events "
                    "GROUP BY table_id ORDER BY table_id", "-f", "json"],
     "unknown-shoe": ["replay", "NO-SUCH-SHOE"],
@@ -143,6 +146,8 @@ def test_cli_query_commands_print_the_same_rows_through_a_live_server(evening: E
             assert r.stderr.startswith(err.strip()) and evening.server.url in r.stderr, name
     assert evening.direct["unknown-shoe"][0] == 1
     assert evening.direct["dispute-outside"][0] == 1
+    assert evening.direct["conservation-no-day"][0] == 1
+    assert json.loads(evening.direct["ledger-day"][1])  # the day's rows, not an empty list
 
 
 def test_project_refuses_a_database_a_server_holds(evening: Evening) -> None:
