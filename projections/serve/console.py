@@ -39,9 +39,10 @@ from projections.dispute import dispute as rebuild
 from projections.moment import OutsideRound
 from projections.queries import known_tables, list_shoes, rows
 from projections.serve import api
+from projections.serve.discovery import STALE_HEADER
 from projections.serve.state import ServeState
 from projections.serve.templates.alerts import alerts_page, rows_html
-from projections.serve.templates.base import STATIC
+from projections.serve.templates.base import STATIC, with_stale_banner
 from projections.serve.templates.dispute import dispute_page
 from projections.serve.templates.incident import incident_page
 from projections.serve.templates.replay import replay_page, shoes_page
@@ -63,6 +64,15 @@ def routes() -> list[BaseRoute]:
 
 def _state(request: Request) -> ServeState:
     return request.app.state.pitlog  # type: ignore[no-any-return]
+
+
+def _html(request: Request, html: str, status_code: int = 200) -> HTMLResponse:
+    """A page, with the stale banner and header when the follower stopped (api.stale_headers):
+    a page read from a server that no longer follows the log says so at its top."""
+    stale = api.stale_headers(_state(request))
+    if stale:
+        html = with_stale_banner(html, stale[STALE_HEADER])
+    return HTMLResponse(html, status_code=status_code, headers=stale or None)
 
 
 def _wants_json(p: dict[str, str]) -> bool:
@@ -89,7 +99,7 @@ def tables(request: Request) -> Response:
         if _wants_json(p):
             return api.reply(request, found)
         last = last_alert_seq(con)
-    return HTMLResponse(tables_page(found, _state(request).tz, last_alert=last, now=_now()))
+    return _html(request, tables_page(found, _state(request).tz, last_alert=last, now=_now()))
 
 
 def tiles(request: Request) -> Response:
@@ -97,7 +107,7 @@ def tiles(request: Request) -> Response:
     api.params(request)
     with api.reading(request) as con:
         found = _table_rows(con)
-    return HTMLResponse(tiles_html(found, _state(request).tz))
+    return _html(request, tiles_html(found, _state(request).tz))
 
 
 # --- alerts ---------------------------------------------------------------------------------
@@ -119,7 +129,7 @@ def alerts(request: Request) -> Response:
         table_ids, codes = alert_choices(con)
     if json_wanted:
         return api.reply(request, found)
-    return HTMLResponse(alerts_page(found, _state(request).tz, f, table_ids, codes, now=_now()))
+    return _html(request, alerts_page(found, _state(request).tz, f, table_ids, codes, now=_now()))
 
 
 def alert_rows(request: Request) -> Response:
@@ -130,7 +140,7 @@ def alert_rows(request: Request) -> Response:
     with api.reading(request) as con:
         found = [a for a in recent_alerts(con, _alert_filter(p), 1000)
                  if int(a["alert_seq"]) > after]
-    return HTMLResponse(rows_html(found, _state(request).tz))
+    return _html(request, rows_html(found, _state(request).tz))
 
 
 # --- dispute and incident -------------------------------------------------------------------
@@ -191,7 +201,7 @@ def _dispute_html(request: Request, found: dict[str, Any]) -> Response:
                         table=found["table"], at=found["at"], seat=found["seat"],
                         outside=found["outside"], alert=found["alert"],
                         json_href=twin.replace("&", "&amp;"), now=_now())
-    return HTMLResponse(html, status_code=404 if found["outside"] else 200)
+    return _html(request, html, status_code=404 if found["outside"] else 200)
 
 
 def dispute(request: Request) -> Response:
@@ -210,7 +220,7 @@ def incident(request: Request) -> Response:
         return _dispute_json(request, found)
     if found["dispute"] is None:
         return _dispute_html(request, found)
-    return HTMLResponse(incident_page(found["dispute"], _state(request).tz, at=found["at"],
+    return _html(request, incident_page(found["dispute"], _state(request).tz, at=found["at"],
                                       seat=found["seat"], alert=found["alert"], now=_now()))
 
 
@@ -223,7 +233,7 @@ def shoes(request: Request) -> Response:
         found = list_shoes(con, table=p.get("table"))
     if json_wanted:
         return api.reply(request, found)
-    return HTMLResponse(shoes_page(found, _state(request).tz, now=_now()))
+    return _html(request, shoes_page(found, _state(request).tz, now=_now()))
 
 
 def replay(request: Request) -> Response:
@@ -233,5 +243,5 @@ def replay(request: Request) -> Response:
         r = replay_steps(con, request.path_params["shoe"], p.get("table"))
     if json_wanted:
         return api.reply(request, {"shoe": r.shoe, "steps": r.steps, "hands": r.hands})
-    return HTMLResponse(replay_page(r, _state(request).tz, start_seq=api.as_int(p, "seq", 0),
+    return _html(request, replay_page(r, _state(request).tz, start_seq=api.as_int(p, "seq", 0),
                                     now=_now()))

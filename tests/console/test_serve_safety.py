@@ -5,6 +5,7 @@ discovery file is ignored."""
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import subprocess
@@ -327,6 +328,17 @@ def test_a_follower_that_stops_turns_health_red_and_reads_go_on(
         warning, error = missing.stderr.splitlines()
         assert warning.startswith("Warning: the server stopped following the log")
         assert error.startswith("Error: no table 'T404' in the store")
+        # The console's pages say it at their top, the printable incident report too.
+        shoe = s.json("/api/shoes")[0]
+        for path in ("/tables", "/alerts-page", "/replay",
+                     query("/incident", table=shoe["table_id"], shoe=shoe["shoe_id"], round=1)):
+            page = request(s.url, path)
+            assert page.status == 200 and page.headers["x-pitlog-stale"] == stale, path
+            body = page.body.decode()
+            banner = body[body.index('<div class="stale" role="alert"'):]
+            assert banner[banner.index(">") + 1:banner.index("</div>")] == \
+                f"Not current: {html.escape(stale, quote=True)}", path
+            assert body.index("<body") < body.index('class="stale"') < body.index("<h1"), path
     finally:
         assert s.stop() == 0, s.err.read_text()
 
@@ -336,6 +348,9 @@ def test_a_following_server_sends_no_stale_warning(server: Server) -> None:
     without it, and the CLI asking it prints no warning."""
     r = request(server.url, "/api/shoes")
     assert r.status == 200 and "x-pitlog-stale" not in r.headers
+    page = request(server.url, "/tables")
+    assert page.status == 200 and "x-pitlog-stale" not in page.headers
+    assert b'class="stale"' not in page.body and b"Not current" not in page.body
     cli = run_cli("shoes", "--server", server.url, "--format", "json")
     assert cli.returncode == 0 and json.loads(cli.stdout) and cli.stderr == ""
 

@@ -52,6 +52,20 @@ def seqs_text(values: Any) -> str:
     return " ".join(str(v) for v in values or [])
 
 
+def with_stale_banner(html: str, warning: str) -> str:
+    """`html` with `warning` (api.stale_headers: the server stopped following the log) at the
+    top of its body, styled inline: the printed incident report has its own styles, and a page
+    or a printout from a stale server must say it is one, as every API answer does."""
+    at = html.find("<body")
+    if at < 0:  # a fragment (the tiles, the alert rows): its page carries the banner
+        return html
+    end = html.index(">", at) + 1
+    banner = ('<div class="stale" role="alert" style="background:#fde8e8;color:#7a0000;'
+              'border:2px solid #b00000;padding:8px 12px;margin:0 0 8px;font-weight:600">'
+              f"Not current: {e(warning)}</div>")
+    return html[:end] + banner + html[end:]
+
+
 def page(title: str, body: str, tz: tzinfo, *, active: str = "", json_href: str = "",
          scripts: tuple[str, ...] = (), now: datetime | None = None) -> str:
     """A whole console page: the bar with the navigation, the casino zone and the JSON twin."""
