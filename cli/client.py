@@ -21,7 +21,7 @@ from typing import Annotated, Any
 import typer
 
 from events.errors import PitlogError
-from projections.serve.discovery import STALE_HEADER, read
+from projections.serve.discovery import DECIMALS_HEADER, STALE_HEADER, WALL_CLOCKS_HEADER, read
 
 ServerOpt = Annotated[str | None, typer.Option(
     "--server", envvar="PITLOG_SERVER", show_default=False,
@@ -31,6 +31,7 @@ ServerOpt = Annotated[str | None, typer.Option(
 TIMEOUT_S = 120.0
 # An ISO 8601 time with an offset, as the server writes them: nothing else looks like this.
 _TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?[+-]\d\d:\d\d")
+_WALL_CLOCK = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?")
 
 
 class Unreachable(PitlogError):
@@ -59,10 +60,10 @@ class Client:
             request.add_header("Authorization", f"Bearer {self.token}")
         try:
             with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
-                decimals = frozenset(filter(None, response.headers.get(
-                    "X-Pitlog-Decimals", "").split(",")))
+                decimals, clocks = (frozenset(filter(None, response.headers.get(
+                    name, "").split(","))) for name in (DECIMALS_HEADER, WALL_CLOCKS_HEADER))
                 _warn(self.url, response.headers)
-                return revive(json.load(response), decimals)
+                return revive(json.load(response), decimals, clocks=clocks)
         except urllib.error.HTTPError as exc:
             _warn(self.url, exc.headers)
             try:
@@ -105,20 +106,24 @@ def ask(db: Path, server: str | None, path: str, **params: Any) -> Any:
         return None
 
 
-def revive(value: Any, decimals: frozenset[str] = frozenset(), key: str | None = None) -> Any:
+def revive(value: Any, decimals: frozenset[str] = frozenset(), key: str | None = None, *,
+           clocks: frozenset[str] = frozenset()) -> Any:
     """JSON back to the library's values: times with an offset become datetimes in this
     machine's zone (as DuckDB returns them); strings under a key the server listed in
-    X-Pitlog-Decimals become exact Decimals."""
+    X-Pitlog-Decimals become exact Decimals, and those under one it listed in
+    X-Pitlog-Wall-Clocks datetimes without a zone (a wall clock, shown as written)."""
     if isinstance(value, str):
         if key in decimals:
             return Decimal(value)
         if _TIME.fullmatch(value):
             return datetime.fromisoformat(value).astimezone()
+        if key in clocks and _WALL_CLOCK.fullmatch(value):
+            return datetime.fromisoformat(value)
         return value
     if isinstance(value, list):
-        return [revive(v, decimals, key) for v in value]
+        return [revive(v, decimals, key, clocks=clocks) for v in value]
     if isinstance(value, dict):
-        return {k: revive(v, decimals, k) for k, v in value.items()}
+        return {k: revive(v, decimals, k, clocks=clocks) for k, v in value.items()}
     return value
 
 

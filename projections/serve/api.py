@@ -8,7 +8,7 @@ money stays in integer cents; decimals are strings (exact); fractions are "n/d".
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from decimal import Decimal
@@ -32,7 +32,7 @@ from projections.reconcile import conservation as conservation_report
 from projections.reconcile import reconcile as reconcile_report
 from projections.replay import replay_shoe
 from projections.serve import sse
-from projections.serve.discovery import STALE_HEADER
+from projections.serve.discovery import DECIMALS_HEADER, STALE_HEADER, WALL_CLOCKS_HEADER
 from projections.serve.encoding import to_json
 from projections.serve.sql import bounded_query
 from projections.serve.state import ServeState
@@ -56,26 +56,39 @@ def routes() -> list[BaseRoute]:
 
 # --- encoding -------------------------------------------------------------------------------
 
-def decimal_keys(body: Any, found: set[str] | None = None) -> set[str]:
-    """The object keys whose values are Decimals somewhere in `body`: sent in the
-    X-Pitlog-Decimals header, so a client can read those strings back as exact Decimals."""
+def keys_holding(body: Any, kind: Callable[[Any], bool],
+                 found: set[str] | None = None) -> set[str]:
+    """The object keys whose values are of `kind` somewhere in `body`."""
     found = set() if found is None else found
     if isinstance(body, dict):
         for k, v in body.items():
-            if isinstance(v, Decimal):
+            if kind(v):
                 found.add(k)
             elif isinstance(v, dict | list):
-                decimal_keys(v, found)
+                keys_holding(v, kind, found)
     elif isinstance(body, list):
         for v in body:
-            decimal_keys(v, found)
+            keys_holding(v, kind, found)
     return found
 
 
+def _is_decimal(value: Any) -> bool:
+    return isinstance(value, Decimal)
+
+
+def _is_wall_clock(value: Any) -> bool:
+    return isinstance(value, datetime) and value.tzinfo is None
+
+
 def reply(request: Request, body: Any, status: int = 200) -> Response:
+    """JSON, with the keys a client reads back as other than strings named in headers:
+    X-Pitlog-Decimals (exact Decimals) and X-Pitlog-Wall-Clocks (a TIMESTAMP without a zone,
+    `AT TIME ZONE` in `pitlog sql`: a wall-clock time, never moved to a zone), so the CLI
+    prints the rows a server gives as it prints the file's."""
     state: ServeState = request.app.state.pitlog
-    keys = decimal_keys(body)
-    headers = {"X-Pitlog-Decimals": ",".join(sorted(keys))} if keys else {}
+    headers = {name: ",".join(sorted(keys)) for name, keys in (
+        (DECIMALS_HEADER, keys_holding(body, _is_decimal)),
+        (WALL_CLOCKS_HEADER, keys_holding(body, _is_wall_clock))) if keys}
     return Response(to_json(state, body), status_code=status, media_type="application/json",
                     headers={**headers, **stale_headers(state)} or None)
 

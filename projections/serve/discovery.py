@@ -20,6 +20,10 @@ from urllib.parse import urlsplit
 # reply): the answers are those of its last commit, and the CLI says so on stderr
 # (cli/client.py), never passing them off as current. Its value says why and since when.
 STALE_HEADER = "X-Pitlog-Stale"
+# The keys of an answer whose strings are exact decimals, and those that are wall-clock times
+# (a TIMESTAMP without a zone): serve/api.py reply names them, cli/client.py revive reads them.
+DECIMALS_HEADER = "X-Pitlog-Decimals"
+WALL_CLOCKS_HEADER = "X-Pitlog-Wall-Clocks"
 
 
 def discovery_path(db_path: str | Path) -> Path:

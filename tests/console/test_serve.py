@@ -50,6 +50,14 @@ COMMANDS: dict[str, list[str]] = {
     "sql": ["sql", "SELECT table_id, count(*) AS n, max(occurred_at) AS last FROM events "
                    "GROUP BY table_id ORDER BY table_id", "-f", "json"],
     "unknown-shoe": ["replay", "NO-SUCH-SHOE"],
+    # A wall-clock time (no zone) is shown as written either way (the server named it in
+    # X-Pitlog-Wall-Clocks; it printed "2026-11-28T18:01:29.500000"); a text that looks like
+    # one stays text.
+    "sql-wall-clock": ["sql", "SELECT TIMESTAMP '2026-11-28 18:01:29.5' AS wall, "
+                              "[TIMESTAMP '2026-11-28 18:01:29'] AS walls, "
+                              "'2026-11-28T18:01:29.500000' AS text", "--tz", "America/New_York"],
+    "sql-wall-clock-json": ["sql", "SELECT TIMESTAMP '2026-11-28 18:01:29.5' AS wall", "-f",
+                            "json"],
 }
 
 
@@ -148,6 +156,8 @@ def test_cli_query_commands_print_the_same_rows_through_a_live_server(evening: E
     assert evening.direct["dispute-outside"][0] == 1
     assert evening.direct["conservation-no-day"][0] == 1
     assert json.loads(evening.direct["ledger-day"][1])  # the day's rows, not an empty list
+    assert "│ 2026-11-28 18:01:29 │ 2026-11-28T18:01:29 │ 2026-11-28T18:01:29.500000 │" in \
+        evening.direct["sql-wall-clock"][1]
 
 
 def test_project_refuses_a_database_a_server_holds(evening: Evening) -> None:
