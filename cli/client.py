@@ -14,7 +14,7 @@ import json
 import os
 import re
 from datetime import datetime
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -60,8 +60,8 @@ class Client:
             request.add_header("Authorization", f"Bearer {self.token}")
         try:
             with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
-                decimals, clocks = (frozenset(filter(None, response.headers.get(
-                    name, "").split(","))) for name in (DECIMALS_HEADER, WALL_CLOCKS_HEADER))
+                decimals, clocks = (_named_keys(response.headers.get(name))
+                                    for name in (DECIMALS_HEADER, WALL_CLOCKS_HEADER))
                 _warn(self.url, response.headers)
                 return revive(json.load(response), decimals, clocks=clocks)
         except urllib.error.HTTPError as exc:
@@ -74,6 +74,19 @@ class Client:
         except (urllib.error.URLError, OSError) as exc:
             raise Unreachable(f"cannot reach the server {self.url}: "
                               f"{getattr(exc, 'reason', exc)}") from None
+
+
+def _named_keys(header: str | None) -> frozenset[str]:
+    """The keys a server names in X-Pitlog-Decimals or X-Pitlog-Wall-Clocks: a JSON list (a
+    server before it: the keys joined by commas)."""
+    if not header:
+        return frozenset()
+    try:
+        keys = json.loads(header)
+    except ValueError:
+        return frozenset(filter(None, header.split(",")))
+    return frozenset(k for k in keys if isinstance(k, str)) if isinstance(keys, list) \
+        else frozenset()
 
 
 def _warn(url: str, headers: Any) -> None:
@@ -114,7 +127,10 @@ def revive(value: Any, decimals: frozenset[str] = frozenset(), key: str | None =
     X-Pitlog-Wall-Clocks datetimes without a zone (a wall clock, shown as written)."""
     if isinstance(value, str):
         if key in decimals:
-            return Decimal(value)
+            try:
+                return Decimal(value)
+            except InvalidOperation:  # another field of that name (a column called `columns`)
+                return value
         if _TIME.fullmatch(value):
             return datetime.fromisoformat(value).astimezone()
         if key in clocks and _WALL_CLOCK.fullmatch(value):

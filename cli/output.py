@@ -120,13 +120,16 @@ def render(rows: Sequence[dict[str, Any]], fmt: Format | Summary, *, out: Path |
     titled = visible(title) if title else None
     widths = [max(len(c), *(_widest_line(row[i]) for row in cells)) for i, c in enumerate(cols)]
     short = [w <= SHORT_CELL for w in widths]
+    # A cell of several lines: a rule between rows, so its next line is never read as a row
+    # of its own (a device's string with a newline could otherwise forge one).
+    ruled = line_breaks and any("\n" in c for row in cells for c in row)
     # Each column costs 3 more characters of borders and padding.
     needed = sum(w + 3 if s else LONG_CELL_MIN + 3 for w, s in zip(widths, short, strict=True))
     fits = needed < console.width
 
     def table() -> Table:
         """The table with its columns, no rows yet."""
-        drawn = Table(title=Text(titled) if titled else None, show_lines=False,
+        drawn = Table(title=Text(titled) if titled else None, show_lines=ruled,
                       header_style="bold", box=box.SIMPLE_HEAD if compact else box.HEAVY_HEAD,
                       pad_edge=not compact, collapse_padding=compact)
         for c, head, w, s in zip(cols, heads, widths, short, strict=True):

@@ -572,15 +572,17 @@ def _changed(arr: pa.Array, json: bool) -> pa.Array:
     if pa.types.is_floating(kind):
         return pc.if_else(pc.is_finite(arr), arr, pa.scalar(None, kind))
     mask = arr.is_null() if arr.null_count else None
-    if pa.types.is_map(kind):
-        return pa.MapArray.from_arrays(arr.offsets, _changed(arr.keys, json),
-                                       _changed(arr.items, json), mask=mask)
+    if pa.types.is_map(kind):  # the keys as they are: a map's key is never null
+        return pa.MapArray.from_arrays(arr.offsets, arr.keys, _changed(arr.items, json),
+                                       mask=mask)
     if pa.types.is_list(kind) or pa.types.is_large_list(kind):
         array_type = pa.ListArray if pa.types.is_list(kind) else pa.LargeListArray
         return array_type.from_arrays(arr.offsets, _changed(arr.values, json), mask=mask)
-    if pa.types.is_fixed_size_list(kind):
-        return pa.FixedSizeListArray.from_arrays(_changed(arr.flatten(), json),
-                                                 kind.list_size, mask=mask)
+    if pa.types.is_fixed_size_list(kind):  # every slot's values, a null row's too (flatten
+        # skips those, and the rows after it would shift)
+        size = kind.list_size
+        values = arr.values.slice(arr.offset * size, len(arr) * size)
+        return pa.FixedSizeListArray.from_arrays(_changed(values, json), size, mask=mask)
     if pa.types.is_struct(kind):
         return pa.StructArray.from_arrays([_changed(f, json) for f in arr.flatten()],
                                           names=[kind.field(i).name

@@ -8,6 +8,7 @@ money stays in integer cents; decimals are strings (exact); fractions are "n/d".
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -58,18 +59,23 @@ def routes() -> list[BaseRoute]:
 
 def keys_holding(body: Any, kind: Callable[[Any], bool],
                  found: set[str] | None = None) -> set[str]:
-    """The object keys whose values are of `kind` somewhere in `body`."""
+    """The object keys whose values are of `kind` somewhere in `body`, or lists of them (the
+    client reads a key's list item by item)."""
     found = set() if found is None else found
     if isinstance(body, dict):
         for k, v in body.items():
-            if kind(v):
+            if kind(v) or (isinstance(v, list) and _list_of(v, kind)):
                 found.add(k)
-            elif isinstance(v, dict | list):
+            if isinstance(v, dict | list):
                 keys_holding(v, kind, found)
     elif isinstance(body, list):
         for v in body:
             keys_holding(v, kind, found)
     return found
+
+
+def _list_of(values: list[Any], kind: Callable[[Any], bool]) -> bool:
+    return any(kind(v) or (isinstance(v, list) and _list_of(v, kind)) for v in values)
 
 
 def _is_decimal(value: Any) -> bool:
@@ -86,7 +92,9 @@ def reply(request: Request, body: Any, status: int = 200) -> Response:
     `AT TIME ZONE` in `pitlog sql`: a wall-clock time, never moved to a zone), so the CLI
     prints the rows a server gives as it prints the file's."""
     state: ServeState = request.app.state.pitlog
-    headers = {name: ",".join(sorted(keys)) for name, keys in (
+    # A JSON list of the keys, ASCII (a header is Latin-1: a column named in Cyrillic, or
+    # with a comma or a newline in its name, is written escaped and read back whole).
+    headers = {name: json.dumps(sorted(keys)) for name, keys in (
         (DECIMALS_HEADER, keys_holding(body, _is_decimal)),
         (WALL_CLOCKS_HEADER, keys_holding(body, _is_wall_clock))) if keys}
     return Response(to_json(state, body), status_code=status, media_type="application/json",

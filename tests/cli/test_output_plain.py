@@ -147,3 +147,12 @@ def test_a_newline_starts_a_line_of_its_cell_only_where_asked(
                            "│      │ line \\x1b[31mtwo │",
                            "└──────┴──────────────────┘"]
     assert escaped[3] == "│ plan │ line one\\x0aline \\x1b[31mtwo │"
+    # A second row: a rule between rows, so a cell's next line is never read as a row (a
+    # device's "T01\nT99" looked like two tables).
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("COLUMNS", "60")
+        render([{"table_id": "T01\nT99", "n": 5}, {"table_id": "T02", "n": 6}], Format.table,
+               line_breaks=True)
+        assert capsys.readouterr().out.splitlines()[3:8] == [
+            "│ T01      │ 5 │", "│ T99      │   │", "├──────────┼───┤", "│ T02      │ 6 │",
+            "└──────────┴───┘"]

@@ -194,6 +194,29 @@ def test_the_wall_counts_a_new_alert_without_a_reload(served: Served, page: Any)
     assert page.evaluate("window.__same_page") is True
 
 
+def test_a_page_drawn_before_the_follower_stopped_says_it_is_not_current(
+        served: Served, page: Any) -> None:
+    """The wall of tables stays open all night: when the server stops following the log, the
+    page shows why at its top without a reload (stale.js asks /health), and drops it again."""
+    page.goto(f"{served.url}/tables")
+    page.wait_for_selector("#live.on")
+    assert page.locator("div.stale").count() == 0
+    page.evaluate("window.__same_page = true")
+    status = served.state.status  # type: ignore[attr-defined]
+    status.failed, status.error = True, "the follower stopped: the log <b>went</b> away"
+    try:
+        banner = page.wait_for_selector("div.stale", timeout=60_000)
+        text = banner.inner_text()
+        assert text.startswith("Not current: the server stopped following the log (the "
+                               "follower stopped: the log <b>went</b> away); answers are ")
+        assert text.endswith("restart `pitlog serve`")
+        assert page.evaluate("window.__same_page") is True
+        assert page.locator("div.stale b").count() == 0  # text, never markup
+    finally:
+        status.failed, status.error = False, None
+    page.wait_for_selector("div.stale", state="detached", timeout=60_000)
+
+
 def test_a_replay_steps_card_by_card_with_buttons_and_keys(served: Served, page: Any) -> None:
     (shoe,) = q(served, "SELECT table_id, shoe_id FROM shoes ORDER BY table_id, opened_at "
                         "LIMIT 1")

@@ -639,3 +639,24 @@ def test_values_inside_lists_structs_and_maps_are_json_and_keep_their_wall_clock
     assert header == "floats,facts,nested,by_key,instants,pair"
     assert row.startswith('"[1.5, nan, inf]","{\'ratio\': nan, \'wall\': '
                           '\'2026-11-28T18:01:29.500000\'}"')
+
+
+def test_a_null_row_of_a_fixed_size_array_and_a_maps_float_keys_are_kept(db: Path) -> None:
+    """A fixed-size array column with a NULL row lost that row and shifted the rest (CSV), or
+    failed (JSON); a map keyed by an infinite float failed (a key is never null)."""
+    query = ("SELECT i, CASE WHEN i = 1 THEN NULL ELSE "
+             "[i * 10.0, 'NaN'::DOUBLE]::DOUBLE[2] END AS pair, "
+             "CASE WHEN i = 2 THEN NULL ELSE "
+             "[TIMESTAMP '2026-01-01 00:00:00' + INTERVAL (i) HOUR]::TIMESTAMP[1] END AS wall, "
+             "MAP {'-inf'::DOUBLE: i, 2.0: 'NaN'::DOUBLE} AS by_float "
+             "FROM range(4) AS t(i) ORDER BY i")
+    where = ["--db", str(db)]
+    rows = _strict_json(_ok("sql", query, *where, "--format", "json"))
+    assert [(r["i"], r["pair"], r["wall"]) for r in rows] == [  # type: ignore[union-attr]
+        (0, [0.0, None], ["2026-01-01T00:00:00.000000"]), (1, None, ["2026-01-01T01:00:00.000000"]),
+        (2, [20.0, None], None), (3, [30.0, None], ["2026-01-01T03:00:00.000000"])]
+    assert [r["by_float"] for r in rows] == [  # type: ignore[union-attr]
+        {"-inf": i, "2.0": None} for i in range(4)]
+    lines = _ok("sql", query, *where, "--format", "csv").splitlines()
+    assert len(lines) == 5 and lines[2].startswith("1,,") and lines[3].startswith(
+        '2,"[20.0, nan]",,')

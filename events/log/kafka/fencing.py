@@ -80,10 +80,11 @@ def _looks_fenced(producer: KafkaProducer, exc: BaseException) -> bool:
 
 
 def stays_fenced(producer: KafkaProducer) -> KafkaProducer:
-    """Once fenced, the producer stays fenced, as the Java client's does. kafka-python 3.0.12
-    takes a produce answered INVALID_PRODUCER_EPOCH for a recoverable error (KIP-360): it bumps
-    its epoch, and when the broker refuses the stale one, it asks for a new epoch under the same
-    transactional.id, which fences the writer that had fenced it. A paused writer that wakes
+    """Once fenced, the producer stays fenced, as a Java client's ends up (its refused bump is
+    ProducerFenced). kafka-python 3.0.12 takes a produce answered INVALID_PRODUCER_EPOCH for a
+    recoverable error (KIP-360): it bumps its epoch, and when the broker refuses the stale one,
+    it asks for a new epoch under the same transactional.id, which fences the writer that had
+    fenced it. A paused writer that wakes
     with a request on its way would so take the id back from the live one (and that one, its
     next try, back again): CI's test_a_killed_publishers_open_transaction_is_aborted_and_its_late_
     request_refused failed so. Here the error is fatal and the refused bump ends in

@@ -54,15 +54,13 @@ def seqs_text(values: Any) -> str:
 
 def with_stale_banner(html: str, warning: str) -> str:
     """`html` with `warning` (api.stale_headers: the server stopped following the log) at the
-    top of its body, styled inline: the printed incident report has its own styles, and a page
-    or a printout from a stale server must say it is one, as every API answer does."""
+    top of its body (styled by console.css, and incident.css on the printed report): a page or
+    a printout from a stale server must say it is one, as every API answer does."""
     at = html.find("<body")
     if at < 0:  # a fragment (the tiles, the alert rows): its page carries the banner
         return html
     end = html.index(">", at) + 1
-    banner = ('<div class="stale" role="alert" style="background:#fde8e8;color:#7a0000;'
-              'border:2px solid #b00000;padding:8px 12px;margin:0 0 8px;font-weight:600">'
-              f"Not current: {e(warning)}</div>")
+    banner = f'<div class="stale" role="alert">Not current: {e(warning)}</div>'  # stale.js too
     return html[:end] + banner + html[end:]
 
 
@@ -73,7 +71,7 @@ def page(title: str, body: str, tz: tzinfo, *, active: str = "", json_href: str 
                   for key, url, label in NAV)
     twin = f'<a class="twin" href="{json_href}">JSON</a>' if json_href else ""
     zone = e(zone_name(now, tz)) if now else e(str(tz))
-    js = "".join(f'<script src="/static/{s}" defer></script>' for s in scripts)
+    js = "".join(f'<script src="/static/{s}" defer></script>' for s in ("stale.js", *scripts))
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
