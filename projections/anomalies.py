@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from functools import cache
 from typing import Any, Protocol
 
@@ -26,7 +26,7 @@ from projections.kept_at import mark_sql, tagged
 from projections.memory import MORE_MEMORY
 from projections.queries import require_known
 from projections.queries import rows as query_rows
-from projections.reconcile import Calendar
+from projections.reconcile import Calendar, require_rounds_on
 from projections.statistics import statistical_anomalies
 from projections.views import create_views, views_fingerprint
 
@@ -225,7 +225,9 @@ def catalogue(con: duckdb.DuckDBPyConnection) -> list[Row]:
 
 @dataclass(frozen=True, slots=True)
 class AnomalyFilter:
-    """What `pitlog anomalies` asks for. `severity` is a minimum; `until` is exclusive."""
+    """What `pitlog anomalies` asks for. `severity` is a minimum; `until` is exclusive. `day`,
+    the gaming day asked for (its window is in `since` and `until`), only makes an empty answer
+    on a day with no round an error (reconcile.require_rounds_on)."""
 
     codes: tuple[str, ...] = ()
     table: str | None = None
@@ -234,6 +236,7 @@ class AnomalyFilter:
     until: datetime | None = None
     severity: str | None = None
     statistics: bool = True
+    day: date | None = None
 
 
 _SELECT = """
@@ -288,6 +291,7 @@ def list_anomalies(con: duckdb.DuckDBPyConnection, f: AnomalyFilter | None = Non
         progress(2, 2)
     if not found:
         require_known(con, table=f.table, shoe=f.shoe)  # a typo is an error, not "no rows"
+        require_rounds_on(con, calendar or Calendar(), f.day, f.table)  # nor a day not played
     return found
 
 

@@ -87,10 +87,11 @@ def anomalies_cmd(
         first, last = max(first or begins, begins), min(last or ends, ends)
     f = AnomalyFilter(
         codes=tuple(code or ()), table=table, shoe=shoe, since=first, until=last,
-        severity=severity.value if severity else None, statistics=statistics)
+        severity=severity.value if severity else None, statistics=statistics,
+        day=parse_day(day))
     found = ask(db_path(db), server, "/api/anomalies", code=list(f.codes), table=table,
                 shoe=shoe, since=f.since, until=f.until, severity=f.severity,
-                statistics=str(statistics).lower(), **_calendar_params(calendar))
+                statistics=str(statistics).lower(), day=day, **_calendar_params(calendar))
     if found is None:
         with reading(db) as con, progress_bar("finding anomalies", 2) as update:
             found = list_anomalies(con, f, calendar=calendar, progress=update)

@@ -25,7 +25,7 @@ from events.reddog.rules import FIRST_SEAT, MIN_ROUND_NO
 from projections.alerts import alerts_after
 from projections.anomalies import AnomalyFilter, list_anomalies
 from projections.dispute import dispute as rebuild
-from projections.localtime import parse_local, parse_zone
+from projections.localtime import gaming_day_bounds, parse_local, parse_zone
 from projections.moment import OutsideRound
 from projections.queries import list_shoes, rows
 from projections.reconcile import DEFAULT_SIGMA, Calendar, ledger_rows, parse_day
@@ -197,12 +197,17 @@ def replay(request: Request) -> Response:
 def anomalies(request: Request) -> Response:
     state: ServeState = request.app.state.pitlog
     p = params(request, "code", "table", "shoe", "since", "until", "severity", "statistics",
-               "tz", "gaming_day_start", "shifts")
-    f = AnomalyFilter(codes=tuple(many(request, "code")), table=p.get("table"),
-                      shoe=p.get("shoe"), since=as_time(p, "since", state.tz),
-                      until=as_time(p, "until", state.tz), severity=p.get("severity"),
-                      statistics=as_bool(p, "statistics", True))
+               "tz", "gaming_day_start", "shifts", "day")
     groups = calendar(p)  # HOLD_VARIANCE's gaming days and shifts, as /api/reconcile's
+    since, until, day = as_time(p, "since", state.tz), as_time(p, "until", state.tz), None
+    if "day" in p:  # as `pitlog anomalies --day`: the window of that gaming day, narrowed
+        day = parse_day(p["day"])
+        begins, ends = gaming_day_bounds(day, groups.day_start,  # type: ignore[arg-type]
+                                         parse_zone(p.get("tz", "UTC")))
+        since, until = max(since or begins, begins), min(until or ends, ends)
+    f = AnomalyFilter(codes=tuple(many(request, "code")), table=p.get("table"),
+                      shoe=p.get("shoe"), since=since, until=until, severity=p.get("severity"),
+                      statistics=as_bool(p, "statistics", True), day=day)
     with reading(request) as con:
         return reply(request, list_anomalies(con, f, calendar=groups))
 

@@ -209,6 +209,9 @@ def test_report_writes_a_self_contained_html_file(db: Path, tmp_path: Path) -> N
      "were played on 2026-11-28\n"),
     # A day with no round is an error naming the days played, never an empty answer, nor a
     # balance of nothing that conservation passed with exit 0.
+    (["anomalies", "--day", "2026-11-29", "--table", "T01"],
+     "Error: no rounds at table T01 on gaming day 2026-11-29 (gaming days start at 06:00 in "
+     "UTC); rounds at table T01 were played on 2026-11-28\n"),
     (["reconcile", "--day", "2026-11-29"],
      "Error: no rounds on gaming day 2026-11-29 (gaming days start at 06:00 in UTC); rounds "
      "were played on 2026-11-28\n"),

@@ -47,6 +47,9 @@ COMMANDS: dict[str, list[str]] = {
     "ledger-day": ["ledger", "--day", "2026-11-28", "--tz", "America/New_York",
                    "--gaming-day-start", "18:10", "-f", "json"],
     "conservation-no-day": ["conservation", "--day", "2001-01-01"],
+    "anomalies-no-day": ["anomalies", "--day", "2001-01-01", "--tz", "America/New_York"],
+    "anomalies-day": ["anomalies", "--day", "2026-11-28", "--tz", "America/New_York", "-f",
+                      "json"],
     "sql": ["sql", "SELECT table_id, count(*) AS n, max(occurred_at) AS last FROM events "
                    "GROUP BY table_id ORDER BY table_id", "-f", "json"],
     "unknown-shoe": ["replay", "NO-SUCH-SHOE"],
@@ -160,6 +163,8 @@ def test_cli_query_commands_print_the_same_rows_through_a_live_server(evening: E
     assert evening.direct["unknown-shoe"][0] == 1
     assert evening.direct["dispute-outside"][0] == 1
     assert evening.direct["conservation-no-day"][0] == 1
+    assert evening.direct["anomalies-no-day"][0] == 1
+    assert json.loads(evening.direct["anomalies-day"][1])  # the day's anomalies
     assert json.loads(evening.direct["ledger-day"][1])  # the day's rows, not an empty list
     assert "│ 2026-11-28 18:01:29 │ 2026-11-28T18:01:29 │ 2026-11-28T18:01:29.500000 │" in \
         evening.direct["sql-wall-clock"][1]
