@@ -84,12 +84,11 @@ def stays_fenced(producer: KafkaProducer) -> KafkaProducer:
     ProducerFenced). kafka-python 3.0.12 takes a produce answered INVALID_PRODUCER_EPOCH for a
     recoverable error (KIP-360): it bumps its epoch, and when the broker refuses the stale one,
     it asks for a new epoch under the same transactional.id, which fences the writer that had
-    fenced it. A paused writer that wakes
-    with a request on its way would so take the id back from the live one (and that one, its
-    next try, back again): CI's test_a_killed_publishers_open_transaction_is_aborted_and_its_late_
-    request_refused failed so. Here the error is fatal and the refused bump ends in
-    ProducerFencedError: the caller discards the producer, and a writer that opens again fences
-    the others and reads the log's tail first (docs/integrity.md)."""
+    fenced it. A paused writer that wakes with a request on its way would so take the id back
+    from the live one (and that one, at its next try, back again); CI failed so once, in
+    tests/projections/test_alert_publish.py. Here the error is fatal and the refused bump ends
+    in ProducerFencedError: the caller discards the producer, and a writer that opens again
+    fences the others and reads the log's tail first (docs/integrity.md)."""
     manager = producer._transaction_manager  # noqa: SLF001 - no public way to change this
     if manager is None:
         return producer
