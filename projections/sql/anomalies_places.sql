@@ -24,8 +24,14 @@ shoe_stream AS (
     WINDOW before_this AS (PARTITION BY table_id, shoe_id ORDER BY seq, log_offset
                            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
 ),
+-- Each round's first rack in game order (docs/anomalies.md "Order": the rack is read at the
+-- rack, the cards at the shoe, and their lines reach the recorder by separate links, so a card
+-- keyed before the rack can arrive after it), with its seq, which proves it.
 racks AS (
-    SELECT table_id, shoe_id, round_no, min(seq) AS racked_seq FROM events
+    SELECT table_id, shoe_id, round_no,
+           min(game_order(occurred_at, seq)) AS racked_order,
+           arg_min(seq, (occurred_at, seq, log_offset)) AS racked_seq
+    FROM events
     WHERE event_type = 'CardsRacked' AND round_no IS NOT NULL AND shoe_id IS NOT NULL
     GROUP BY ALL
 ),
@@ -41,7 +47,7 @@ loose AS (
                 WHEN c.shoe_id IS NULL THEN 'with no shoe'
                 WHEN c.shoe_state IS NULL THEN printf('from shoe %s, which was never loaded', c.shoe_id)
                 WHEN c.shoe_state.type = 'ShoeClosed' THEN printf('from shoe %s after it was closed', c.shoe_id)
-                WHEN r.racked_seq < c.seq
+                WHEN r.racked_order < game_order(c.occurred_at, c.seq)
                 THEN printf('for round %d after its cards were racked (the round was concluded)', c.round_no)
                 WHEN c.latest.round_no > c.round_no
                 THEN printf('for round %d after round %d had begun', c.round_no, c.latest.round_no)
@@ -50,7 +56,7 @@ loose AS (
                      OR c.round_no <= 0 OR c.shoe_id IS NULL THEN NULL
                 WHEN c.shoe_state IS NULL THEN NULL
                 WHEN c.shoe_state.type = 'ShoeClosed' THEN c.shoe_state.seq
-                WHEN r.racked_seq < c.seq THEN r.racked_seq
+                WHEN r.racked_order < game_order(c.occurred_at, c.seq) THEN r.racked_seq
                 WHEN c.latest.round_no > c.round_no THEN -c.latest.neg_seq
            END AS shown_by
     FROM (SELECT * FROM shoe_stream

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 import duckdb
@@ -408,6 +409,57 @@ def _reshuffling_shoe(profile: str) -> Callable[[Path], tuple[Pit, Seqs]]:
     return build
 
 
+def _third_card_line_arrives_after_the_rack(tmp: Path) -> tuple[Pit, Seqs]:
+    """3C QD (spread 8), "Raises closed", 7H out of the shoe, "Third card 7", seat 1 paid, the
+    rack read: in that order at the table, but the shoe's link is slow and its 7H line reaches
+    the recorder after the terminal's and the rack's (a higher seq, an earlier time). The card
+    was dealt in the round, before its rack (game order, docs/anomalies.md "Order"): it was a
+    high-severity CARD_OUTSIDE_ROUND "after its cards were racked" when judged by seq."""
+    pit, s = opened(tmp), {}
+    pit.begin(1)
+    s["w1"] = pit.wager(1, 1000)
+    pit.draw("3C", LEFT)
+    pit.draw("QD", RIGHT)
+    pit.say(SPREAD, 8)
+    pit.say(RAISES_CLOSED)
+    closed_at = pit.clock
+    pit.clock = closed_at + timedelta(seconds=1)  # the terminal's lines, on time
+    pit.say(THIRD_CARD, 7)
+    s["p1"] = pit.settle(1, ORIGINAL, WON, 1000, 1)
+    s["rack"] = pit.rack("3C QD 7H")
+    after = pit.clock
+    pit.clock = closed_at  # the shoe's line, late: stamped a second after "Raises closed"
+    s["third"] = pit.draw("7H", MIDDLE)
+    pit.clock = after
+    pit.close_shoe()
+    assert s["third"] > s["rack"]
+    return pit, s
+
+
+def _won_with_odds_recorded(odds: int | None) -> Callable[[Path], tuple[Pit, Seqs]]:
+    """3C QD 7H (spread 8, pays 1 to 1): seat 1's $10 paid $10, the terminal recording `odds`.
+    With none (odds are optional on WagerSettled) the amount is right: it was WRONG_ODDS and a
+    high-severity WRONG_PAYOUT "paid $10.00 at ? to 1, the table pays $10.00 at 1 to 1". With
+    other odds recorded, the payout is recorded as another bet's: WRONG_ODDS still."""
+    return lambda tmp: _won_with(tmp, odds)
+
+
+def _won_with(tmp: Path, odds: int | None) -> tuple[Pit, Seqs]:
+    pit, s = opened(tmp), {}
+    pit.begin(1)
+    s["w1"] = pit.wager(1, 1000)
+    pit.draw("3C", LEFT)
+    pit.draw("QD", RIGHT)
+    pit.say(SPREAD, 8)
+    pit.say(RAISES_CLOSED)
+    pit.draw("7H", MIDDLE)
+    pit.say(THIRD_CARD, 7)
+    s["p1"] = pit.settle(1, ORIGINAL, WON, 1000, odds)
+    pit.rack("3C QD 7H")
+    pit.close_shoe()
+    return pit, s
+
+
 OK_WON_1000 = ("OK", "WON", 1000, 0, 0)
 CASES: dict[str, Case] = {
     "spread_redraw_cheat": Case(
@@ -448,6 +500,13 @@ CASES: dict[str, Case] = {
     "consecutive_round_with_a_card_to_the_discard_rack": Case(
         _consecutive_card_to_the_rack, [("THIRD_CARD_ON_CONSECUTIVE", 1, ["extra"])],
         {(1, "ORIGINAL"): ("OK", "VOID", 0, 0, 1000)}),
+    "won_with_no_odds_recorded": Case(
+        _won_with_odds_recorded(None), [], {(1, "ORIGINAL"): ("OK", "WON", 1000, 0, 0)}),
+    "won_with_other_odds_recorded": Case(
+        _won_with_odds_recorded(2), [("WRONG_PAYOUT", 1, ["w1", "p1"])],
+        {(1, "ORIGINAL"): ("WRONG_ODDS", "WON", 1000, 0, 0)}),
+    "third_card_line_arrives_after_the_rack": Case(
+        _third_card_line_arrives_after_the_rack, [], {(1, "ORIGINAL"): ("OK", "WON", 1000, 0, 0)}),
     "card_redrawn_to_the_discard_rack": Case(
         _redrawn_to_the_rack, [("THIRD_CARD_REDRAWN", 1, ["third", "redraw"])],
         {(1, "ORIGINAL"): OK_WON_1000}),
