@@ -97,6 +97,17 @@ def stamp(at: datetime | None, tz: tzinfo) -> str:
     return f"{wall_clock(at, tz)} {local(at, tz).tzname()}"
 
 
+def stamp_asked(at: datetime, tz: tzinfo) -> str:
+    """A moment someone asked about, as `stamp` shows it but with its fraction when it has one
+    (`2026-11-28 23:02:58.900 UTC`): a moment outside a round that ended within its second
+    (23:02:58.5) must not read as that round's end."""
+    if not at.microsecond:
+        return stamp(at, tz)
+    t = local(at, tz)
+    return f"{t:%Y-%m-%d %H:%M:%S}.{t.microsecond // 1000:03d} {t.tzname()}" \
+        if not t.microsecond % 1000 else f"{t:%Y-%m-%d %H:%M:%S.%f} {t.tzname()}"
+
+
 def iso(at: datetime | date | None) -> str | None:
     """ISO 8601 with its offset, for JSON (a naive DuckDB TIMESTAMP is UTC)."""
     if at is None:

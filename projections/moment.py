@@ -17,7 +17,7 @@ from typing import Any
 import duckdb
 
 from events.errors import NotFoundError
-from projections.localtime import clock, iso, local, stamp
+from projections.localtime import clock, iso, local, stamp, stamp_asked
 from projections.queries import known_tables, rows, unknown_table_text
 
 # Every round of the table with its span, from the three columns the span needs. The round in
@@ -118,7 +118,7 @@ class OutsideRound(NotFoundError):
 
     def headline(self, tz: tzinfo) -> str:
         """One sentence: where the moment fell."""
-        at = stamp(self.at, tz)
+        at = stamp_asked(self.at, tz)
         b, a = self.before, self.after
         if self.where == UNKNOWN_TABLE:
             return unknown_table_text(self.table, self.known_tables)

@@ -87,6 +87,11 @@ def test_a_fraction_of_a_second_after_a_round_is_outside_it(
     db, m = evening
     e = _outside(db, "T01", _at(m["r1_rack"], 0.25))
     assert e.where == moment.BETWEEN_ROUNDS and _span(e.before) == ("S1", 1)
+    # The moment with its fraction: cut to the second it read as the round's own end.
+    rack = EVENING + timedelta(seconds=m["r1_rack"])
+    assert e.headline(parse_zone("UTC")).startswith(
+        f"{rack:%Y-%m-%d %H:%M:%S}.250 UTC at table T01 is outside any round")
+    assert f"to {rack:%H:%M:%S} UTC" in e.describe(parse_zone("UTC"))
 
 
 def test_between_shoes_says_so_with_the_shoe_closing(
