@@ -48,7 +48,9 @@ SELECT
         WHEN 'WagerSettled' THEN printf('seat %d %s %s', seat,
             CASE wager_kind WHEN 'RAISE' THEN 'raise' ELSE 'wager' END,
             CASE outcome
-                WHEN 'WON' THEN printf('won: paid %s at %d to 1', dollars(amount_cents), odds)
+                -- odds are optional ("X to 1" when WON): without them, the amount alone
+                WHEN 'WON' THEN printf('won: paid %s', dollars(amount_cents))
+                                || coalesce(printf(' at %d to 1', odds), '')
                 WHEN 'LOST' THEN printf('lost: %s collected', dollars(amount_cents))
                 ELSE printf('void: %s returned', dollars(amount_cents)) END)
         WHEN 'EventCorrected' THEN printf('corrects seq %d: %s', corrects_seq, reason)

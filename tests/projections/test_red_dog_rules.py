@@ -22,6 +22,7 @@ from events.reddog import model
 from events.reddog.model import Box, BurnReason, Instrument, Meaning, ShuffleMethod, Suit
 from events.reddog.rules import Paytable
 from projections.dispute import dispute
+from projections.replay import replay_shoe
 
 SPREAD, RAISES_CLOSED, THIRD_CARD = Meaning.SPREAD, Meaning.RAISES_CLOSED, Meaning.THIRD_CARD
 RACK = Box.DISCARD_RACK
@@ -606,6 +607,17 @@ def test_each_misreading_raises_its_code_with_its_proof_and_ledger_status(
                       key=lambda f: (f[0], f[1], f[2] or "", f[3] or 0, f[4]))
     assert found == expected
     assert _ledger(pit.folder / "pitlog.duckdb") == case.ledger
+
+
+@pytest.mark.parametrize(("odds", "said"), [(None, "seat 1 wager won: paid $10.00"),
+                                             (1, "seat 1 wager won: paid $10.00 at 1 to 1")])
+def test_a_win_reads_in_the_replay_with_or_without_its_odds(
+        tmp_path: Path, odds: int | None, said: str) -> None:
+    """With no odds recorded the replay's line was empty (printf of a NULL is NULL)."""
+    pit, seqs = _won_with(tmp_path, odds)
+    with duckdb.connect(str(pit.project()), read_only=True) as con:
+        events = replay_shoe(con, "S1").events
+    assert [e["description"] for e in events if e["seq"] == seqs["p1"]] == [said]
 
 
 def test_the_redraw_cheat_is_explained_with_the_deciding_card(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@
     try {
       const response = await fetch("/health", { credentials: "same-origin", cache: "no-store" });
       stale = response.headers.get("X-Pitlog-Stale");
+      if (!stale && response.status !== 200) return;  // starting, or an error: no news
     } catch (error) {
       return;  // no answer at all: the page's live marker says so
     }
