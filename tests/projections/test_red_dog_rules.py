@@ -416,13 +416,8 @@ def _third_card_line_arrives_after_the_rack(tmp: Path) -> tuple[Pit, Seqs]:
     the recorder after the terminal's and the rack's (a higher seq, an earlier time). The card
     was dealt in the round, before its rack (game order, docs/anomalies.md "Order"): it was a
     high-severity CARD_OUTSIDE_ROUND "after its cards were racked" when judged by seq."""
-    pit, s = opened(tmp), {}
-    pit.begin(1)
-    s["w1"] = pit.wager(1, 1000)
-    pit.draw("3C", LEFT)
-    pit.draw("QD", RIGHT)
-    pit.say(SPREAD, 8)
-    pit.say(RAISES_CLOSED)
+    pit = opened(tmp)
+    s = {"w1": pit.open_spread()["w1"]}  # 3C QD, spread 8, "Raises closed"
     closed_at = pit.clock
     pit.clock = closed_at + timedelta(seconds=1)  # the terminal's lines, on time
     pit.say(THIRD_CARD, 7)
@@ -446,13 +441,8 @@ def _won_with_odds_recorded(odds: int | None) -> Callable[[Path], tuple[Pit, Seq
 
 
 def _won_with(tmp: Path, odds: int | None) -> tuple[Pit, Seqs]:
-    pit, s = opened(tmp), {}
-    pit.begin(1)
-    s["w1"] = pit.wager(1, 1000)
-    pit.draw("3C", LEFT)
-    pit.draw("QD", RIGHT)
-    pit.say(SPREAD, 8)
-    pit.say(RAISES_CLOSED)
+    pit = opened(tmp)
+    s = {"w1": pit.open_spread()["w1"]}  # 3C QD, spread 8, "Raises closed"
     pit.draw("7H", MIDDLE)
     pit.say(THIRD_CARD, 7)
     s["p1"] = pit.settle(1, ORIGINAL, WON, 1000, odds)
