@@ -23,8 +23,9 @@ import numpy as np
 import pyarrow as pa
 
 from events.errors import LogCorruptError
+from events.integrity.envelope_batch import key_ids
 from events.log.base import FrameBatch, FramedRead, LogRecord
-from events.wire.chain import verify_each
+from events.wire.chain import HASH_LEN, verify_each, verify_split
 from events.wire.native_decode import NativeDecoder
 
 Array = np.ndarray[Any, Any]
@@ -117,17 +118,25 @@ def load_frames(log: FramedRead, start: dict[int, int], ends: dict[int, int],
 
 
 def key_order(frames: Frames) -> Array:
-    """The records grouped by key in key order, each key's in batch order (projector._by_key)."""
-    buf = frames.buf
-    keys = [buf[a:z] for a, z in zip(frames.key_at.tolist(), frames.value_at.tolist(),
-                                     strict=True)]
-    ids: dict[bytes, int] = {}
-    index = np.fromiter((ids.setdefault(k, len(ids)) for k in keys), np.int64, len(keys))
-    if len(ids) == 1:
-        return np.arange(len(keys))
-    rank = np.empty(len(ids), np.int64)
-    rank[[ids[k] for k in sorted(ids)]] = np.arange(len(ids))
-    return np.argsort(rank[index], kind="stable")
+    """The records grouped by key in key order, each key's in batch order (projector._by_key).
+    The keys as small ints with numpy (envelope_batch.key_ids), not a bytes object each."""
+    by_key = key_ids(frames)
+    if by_key is None:  # a key too long to read as one integer: slice each
+        buf = frames.buf
+        seen: dict[bytes, int] = {}
+        ids = np.fromiter((seen.setdefault(buf[a:z], len(seen)) for a, z in zip(
+            frames.key_at.tolist(), frames.value_at.tolist(), strict=True)), np.int64,
+            len(frames))
+        keys = list(seen)
+    else:
+        ids, keys = by_key
+    if len(keys) <= 1:
+        return np.arange(len(frames))
+    rank = np.empty(len(keys), np.int64)
+    rank[sorted(range(len(keys)), key=keys.__getitem__)] = np.arange(len(keys))
+    ranked = rank[ids]
+    # A stable sort of small ints is a radix sort in numpy: linear, not n log n.
+    return np.argsort(ranked.astype(np.int16) if len(keys) < 2**15 else ranked, kind="stable")
 
 
 def decode_frames(decoder: NativeDecoder, frames: Frames
@@ -141,14 +150,34 @@ def decode_frames(decoder: NativeDecoder, frames: Frames
     table = result.table.append_column(
         "log_partition", pa.array(frames.partition[picked])).append_column(
         "log_offset", pa.array(frames.offset[picked])).append_column(
-        "hash_ok", pa.array(hash_ok(frames.buf, start[result.rows], end[result.rows],
-                                    result.table.column("prev_hash")), pa.bool_()))
+        "hash_ok", pa.array(hash_ok(frames, picked, result.table.column("prev_hash")),
+                            pa.bool_()))
     return table, [(frames[int(order[i])], reason) for i, reason in result.bad]
 
 
-def hash_ok(buf: bytes, start: Array, end: Array, prev: Any) -> list[bool]:
-    """log_checks.hash_ok over a buffer: chain.verify_each of each message sliced out as bytes
-    (a copy of ~200 bytes is cheaper than a memoryview and its two slices:
-    benchmarks/bench_verify_each.py)."""
-    return verify_each(prev.to_pylist(),
-                       map(buf.__getitem__, map(slice, start.tolist(), end.tolist())))
+def hash_ok(frames: Frames, picked: Array, prev: Any) -> Array:
+    """log_checks.hash_ok for the decoded rows of a batch of frames: row k is record
+    picked[k], its prev_hash prev[k]. Each message's body (the bytes before its hash) and its
+    hash come out of the buffer in one Arrow call: the records in buffer order are seen as one
+    binary array [body, hash, gap to the next message, body, ...] over the buffer (zero-copy),
+    and its to_pylist makes the bytes objects, about 3x cheaper than slicing each message
+    (benchmarks/results.md, "Session 29"); chain.verify_split then checks them."""
+    ok = np.zeros(len(picked), bool)
+    if not len(picked):
+        return ok
+    by_pos = np.argsort(picked, kind="stable")
+    at = picked[by_pos]
+    value_at, end = frames.value_at[at], frames.end[at]
+    bounds = np.empty(3 * len(at), np.int64)
+    bounds[0::3], bounds[1::3], bounds[2::3] = value_at, end - HASH_LEN, end
+    prevs = prev.to_numpy(zero_copy_only=False)[by_pos].tolist()
+    if (np.diff(bounds) < 0).any() or bounds[0] < 0 or bounds[-1] > len(frames.buf):
+        # Not one message after another (Arrow would read past its elements): slice each.
+        ok[by_pos] = verify_each(prevs, map(frames.buf.__getitem__, map(
+            slice, value_at.tolist(), end.tolist())))
+        return ok
+    parts = pa.Array.from_buffers(pa.large_binary(), len(bounds) - 1,
+                                  [None, pa.py_buffer(bounds), pa.py_buffer(frames.buf)])
+    items = parts.to_pylist()
+    ok[by_pos] = verify_split(prevs, items[0::3], items[1::3])
+    return ok

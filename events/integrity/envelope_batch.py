@@ -20,13 +20,26 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from events.log.base import FrameBatch
 from events.wire import codec
 from events.wire.chain import HASH_LEN
+
+
+class KeyedFrames(Protocol):
+    """Records in one buffer: record k's key is buf[key_at[k]:value_at[k]] (a FrameBatch,
+    or the projector's batch of several, projections/frames.py)."""
+
+    @property
+    def buf(self) -> bytes: ...
+    @property
+    def key_at(self) -> Any: ...
+    @property
+    def value_at(self) -> Any: ...
+
 
 _MAX_VARINT = 9  # bytes; 63 bits fit an int64 (a 10-byte varint is left to the slow path)
 _MAX_TEXT = 64  # bytes of a table or shoe id checked here; a longer one takes the slow path
@@ -118,9 +131,10 @@ def read_batch(fb: FrameBatch, fast_fps: Any) -> EnvelopeBatch:
     return EnvelopeBatch(ok, seq, p)
 
 
-def key_ids(fb: FrameBatch) -> tuple[Any, list[bytes]] | None:
+def key_ids(fb: KeyedFrames) -> tuple[Any, list[bytes]] | None:
     """Each record's key as a small int, and the keys (index = id), without a bytes object
-    per record; None if a key is longer than _MAX_TEXT (the caller then slices them)."""
+    per record; None if a key is longer than _MAX_TEXT (the caller then slices them). Ids
+    follow no order of the keys (a key's bytes are compared as one integer)."""
     n_key = fb.value_at - fb.key_at
     width = int(n_key.max(initial=0))
     if width > _MAX_TEXT or int(n_key.min(initial=0)) < 0:

@@ -265,7 +265,7 @@ class _Verifier:
             kid, keys = by_key
         good = eb.regular.copy()
         at = np.flatnonzero(good)
-        # chain.verify_each's check, written out over the buffer: prev_hash is read from the
+        # chain.verify_split's check, written out over the buffer: prev_hash is read from the
         # message itself here, and slicing the three parts straight from the buffer made the
         # whole of check_frames ~15% cheaper than building verify_each's two lists (measured
         # old beside new in one run, session 10; benchmarks/results.md, verify).

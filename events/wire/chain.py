@@ -35,12 +35,22 @@ def verifies(prev_hash: bytes, message: bytes) -> bool:
 
 def verify_each(prev_hashes: Iterable[bytes], messages: Iterable[Any]) -> list[bool]:
     """Per message (bytes or a memoryview of one): do its last HASH_LEN bytes equal
-    SHA-256(its prev_hash || the bytes before them)? The one definition of an event matching
-    its own hash: `verifies` asks it of one message, the projector of every decoded row
-    (projections/log_checks.py, projections/frames.py). Callers pass messages longer than
-    HASH_LEN (a decoded event always is); `verifies` checks that itself. One hashlib call per
-    message in one comprehension, no Python call per message: SHA-256 does not vectorise
-    (benchmarks/bench_verify_each.py measures it beside the two copies it replaced)."""
-    sha256, n = hashlib.sha256, HASH_LEN
-    return [sha256(p + m[:-n]).digest() == m[-n:]
-            for p, m in zip(prev_hashes, messages, strict=True)]
+    SHA-256(its prev_hash || the bytes before them)? verify_split of each message cut at its
+    hash: `verifies` asks it of one message, the projector's record path of every decoded row
+    (projections/log_checks.py). Callers pass messages longer than HASH_LEN (a decoded event
+    always is); `verifies` checks that itself."""
+    n = HASH_LEN
+    cut = messages if isinstance(messages, list | tuple) else list(messages)
+    return verify_split(prev_hashes, [m[:-n] for m in cut], [m[-n:] for m in cut])
+
+
+def verify_split(prev_hashes: Iterable[bytes], bodies: Iterable[Any],
+                 hashes: Iterable[Any]) -> list[bool]:
+    """The one definition of an event matching its own hash, for messages already cut in two:
+    SHA-256(prev_hash || body) == hash, body being the message's bytes before its stored
+    hash. One hashlib call per message in one comprehension, no Python call per message:
+    SHA-256 does not vectorise (benchmarks/bench_verify_each.py). projections/frames.py gets
+    both parts of a whole batch from its buffer in one Arrow call instead of slicing each."""
+    sha256 = hashlib.sha256
+    return [sha256(p + b).digest() == h
+            for p, b, h in zip(prev_hashes, bodies, hashes, strict=True)]
