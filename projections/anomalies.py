@@ -291,7 +291,8 @@ def list_anomalies(con: duckdb.DuckDBPyConnection, f: AnomalyFilter | None = Non
         progress(2, 2)
     if not found:
         require_known(con, table=f.table, shoe=f.shoe)  # a typo is an error, not "no rows"
-        require_rounds_on(con, calendar or Calendar(), f.day, f.table)  # nor a day not played
+        require_rounds_on(con, calendar or Calendar(), f.day, f.table,
+                          f.shoe)  # nor a day not played
     return found
 
 

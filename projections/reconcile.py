@@ -550,19 +550,20 @@ def conservation(con: duckdb.DuckDBPyConnection, by: Sequence[str] = ("table", "
 
 
 def require_rounds_on(con: duckdb.DuckDBPyConnection, calendar: Calendar, day: date | None,
-                      table: str | None = None) -> None:
-    """NotFoundError when `day` (None: no day asked) has no round (of `table`): asked by an
-    audit whose answer came back empty, so a day mistyped, or not projected yet, is an error
-    naming the days that have rounds, never an empty reconciliation or a balance of nothing
-    that `conservation` would pass."""
+                      table: str | None = None, shoe: str | None = None) -> None:
+    """NotFoundError when `day` (None: no day asked) has no round (of `table`, of `shoe`):
+    asked by an audit whose answer came back empty, so a day mistyped, or not projected yet,
+    is an error naming the days that have rounds, never an empty reconciliation or a balance
+    of nothing that `conservation` would pass."""
     if day is None:
         return
     span = run_rows(con, query_sql("days_with_rounds"),
                     {"tz": calendar.tz, "day_start_minutes": calendar.day_start, "day": day,
-                     "table": table})[0]
+                     "table": table, "shoe": shoe})[0]
     if span["on_day"]:  # rounds with nothing to sum (no wager): the empty answer is the answer
         return
     at = f" at table {table}" if table is not None else ""
+    at += f" of shoe {shoe}" if shoe is not None else ""
     if not span["days"]:
         raise NotFoundError(f"no rounds{at} on gaming day {day}: the database has none{at} "
                             f"at all; run `pitlog project`")
@@ -596,7 +597,7 @@ def ledger_rows(con: duckdb.DuckDBPyConnection, *, table: str | None = None,
         "day_start_minutes": calendar.day_start})
     if not found:
         require_known(con, table=table, shoe=shoe)  # a typo is an error, not "no rows"
-        require_rounds_on(con, calendar, day, table)
+        require_rounds_on(con, calendar, day, table, shoe)
     return found
 
 

@@ -73,12 +73,13 @@ def _grouped_rows(grouping: Grouping, default_by: list[str], path: str,
     tz = grouping.tz or "UTC"
     calendar = Calendar.parse(tz, grouping.gaming_day_start, grouping.shifts)
     groups = grouping.by or default_by
+    day = parse_day(grouping.day)  # refused before a server is asked, as the file refuses it
     rows = ask(db_path(db), server, path, by=groups, tz=tz, day=grouping.day,
                table=grouping.table, gaming_day_start=grouping.gaming_day_start,
                shifts=grouping.shifts, **extra)
     if rows is None:
         with reading(db) as con:
-            rows = audit(con, groups, calendar, day=parse_day(grouping.day),
+            rows = audit(con, groups, calendar, day=day,
                          table=grouping.table, **extra)
     return groups, rows
 
@@ -129,13 +130,14 @@ def ledger_cmd(
     """
     zone = tz or "UTC"
     calendar = Calendar.parse(zone, gaming_day_start)
+    asked_day = parse_day(day)  # refused before a server is asked, as the file refuses it
     rows = ask(db_path(db), server, "/api/ledger", table=table, shoe=shoe, status=status,
                exceptions=str(exceptions).lower(), day=day, tz=zone,
                gaming_day_start=gaming_day_start)
     if rows is None:
         with reading(db) as con:
             rows = ledger_rows(con, table=table, shoe=shoe, status=status,
-                               exceptions_only=exceptions, day=parse_day(day),
+                               exceptions_only=exceptions, day=asked_day,
                                calendar=calendar)
     _emit(rows, format, out, "ledger", LEDGER_SUMMARY, limit=limit)
 

@@ -207,12 +207,12 @@ ORDER BY table_id, shoe_id, round_no, seat, area, wager_kind;
 SELECT max(gaming_day(started_at, $tz, $day_start_minutes)) AS day FROM rounds;
 
 -- name: days_with_rounds
--- The rounds on gaming day $day (of one table, or all), and the first and last gaming days with
--- a round and how many: what an error about a day with none names.
+-- The rounds on gaming day $day (of one table and one shoe, or all), and the first and last
+-- gaming days with a round and how many: what an error about a day with none names.
 SELECT count(*) FILTER (d = $day) AS on_day, min(d) AS first_day, max(d) AS last_day,
        count(DISTINCT d) AS days
 FROM (SELECT gaming_day(started_at, $tz, $day_start_minutes) AS d FROM rounds
-      WHERE $table IS NULL OR table_id = $table);
+      WHERE ($table IS NULL OR table_id = $table) AND ($shoe IS NULL OR shoe_id = $shoe));
 
 -- name: day_span
 -- The local wall-clock span of a gaming day's play, and its rounds.

@@ -222,6 +222,14 @@ def test_report_writes_a_self_contained_html_file(db: Path, tmp_path: Path) -> N
     (["conservation", "--day", "2026-11-27", "--table", "T02", *NY, "--gaming-day-start", "04:00"],
      "Error: no rounds at table T02 on gaming day 2026-11-27 (gaming days start at 04:00 in "
      "America/New_York); rounds at table T02 were played on 2026-11-28\n"),
+    # The shoe asked for too: T01-S1 was played on the 27th, other shoes on the 28th.
+    (["ledger", "--shoe", "T01-S1", "--day", "2026-11-28", "--gaming-day-start", "23:01"],
+     "Error: no rounds of shoe T01-S1 on gaming day 2026-11-28 (gaming days start at 23:01 in "
+     "UTC); rounds of shoe T01-S1 were played on 2026-11-27\n"),
+    (["anomalies", "--table", "T01", "--shoe", "T01-S1", "--day", "2026-11-28",
+      "--gaming-day-start", "23:01"],
+     "Error: no rounds at table T01 of shoe T01-S1 on gaming day 2026-11-28 (gaming days start "
+     "at 23:01 in UTC); rounds at table T01 of shoe T01-S1 were played on 2026-11-27\n"),
     (["report", "--out", "day.html", "--day", "28/11/2026"], "Error: gaming day '28/11/2026'"),
     (["reconcile", "--tz", "Mars/Olympus"], "Error: unknown time zone 'Mars/Olympus'"),
     (["reconcile", "--by", "pit"], "Error: cannot group by 'pit'"),

@@ -170,6 +170,16 @@ def test_cli_query_commands_print_the_same_rows_through_a_live_server(evening: E
         evening.direct["sql-wall-clock"][1]
 
 
+@pytest.mark.parametrize("command", ["reconcile", "conservation", "ledger", "anomalies"])
+def test_an_empty_day_is_refused_whether_a_server_runs_or_not(evening: Evening,
+                                                               command: str) -> None:
+    """The server reads an empty day= as no day (every row); the command refuses it first,
+    with the error the file gives, instead of sending it."""
+    r = run_cli(command, "--day", "", "--db", str(evening.db))
+    assert (r.returncode, r.stdout) == (1, "")
+    assert r.stderr == "Error: gaming day '' is not a date: write YYYY-MM-DD\n"
+
+
 def test_project_refuses_a_database_a_server_holds(evening: Evening) -> None:
     r = run_cli("project", "--log", str(evening.log), "--db", str(evening.db))
     assert r.returncode == 1
