@@ -103,9 +103,19 @@ def stamp_asked(at: datetime, tz: tzinfo) -> str:
     (23:02:58.5) must not read as that round's end."""
     if not at.microsecond:
         return stamp(at, tz)
+    return f"{local(at, tz):%Y-%m-%d} {clock_exact(at, tz)}"
+
+
+def clock_exact(at: datetime, tz: tzinfo) -> str:
+    """`clock` with the fraction of the second when there is one (`23:06:50.996 UTC`, to the
+    millisecond, or to the microsecond when that is not exact): the rounds beside a moment
+    asked with a fraction, so a round begun within that second does not read as begun before
+    it."""
     t = local(at, tz)
-    return f"{t:%Y-%m-%d %H:%M:%S}.{t.microsecond // 1000:03d} {t.tzname()}" \
-        if not t.microsecond % 1000 else f"{t:%Y-%m-%d %H:%M:%S.%f} {t.tzname()}"
+    if not t.microsecond:
+        return clock(at, tz)
+    return f"{t:%H:%M:%S}.{t.microsecond // 1000:03d} {t.tzname()}" \
+        if not t.microsecond % 1000 else f"{t:%H:%M:%S.%f} {t.tzname()}"
 
 
 def iso(at: datetime | date | None) -> str | None:

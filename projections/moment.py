@@ -17,7 +17,7 @@ from typing import Any
 import duckdb
 
 from events.errors import NotFoundError
-from projections.localtime import clock, iso, local, stamp, stamp_asked
+from projections.localtime import clock, clock_exact, iso, local, stamp, stamp_asked
 from projections.queries import known_tables, rows, unknown_table_text
 
 # Every round of the table with its span, from the three columns the span needs. The round in
@@ -71,8 +71,11 @@ class RoundSpan:
     first_seq: int
     last_seq: int
 
-    def describe(self, tz: tzinfo) -> str:
-        span = f"{clock(self.started_at, tz)} to {clock(self.ended_at, tz)}"
+    def describe(self, tz: tzinfo, exact: bool = False) -> str:
+        """Where the round lies, to the second (the video's clock); `exact`: with the
+        fractions of its start and end (beside a moment asked with a fraction)."""
+        show = clock_exact if exact else clock
+        span = f"{show(self.started_at, tz)} to {show(self.ended_at, tz)}"
         if self.shoe_id is None:  # --round names a shoe: this round is found by its start
             return (f"round {self.round_no} dealt with no shoe, {span} "
                     f"(--at {local(self.started_at, tz).isoformat()})")
@@ -145,10 +148,11 @@ class OutsideRound(NotFoundError):
         """The headline and the rounds just before and after, on the casino's clock."""
         what = "round of seat " + str(self.seat) if self.seat is not None else "round"
         parts = [self.headline(tz)]
+        exact = bool(self.at.microsecond)  # asked with a fraction: the rounds' times with theirs
         if self.where != UNKNOWN_TABLE:
-            parts.append(f"{what} before: {self.before.describe(tz)}" if self.before
+            parts.append(f"{what} before: {self.before.describe(tz, exact)}" if self.before
                          else f"no {what} before")
-            parts.append(f"{what} after: {self.after.describe(tz)}" if self.after
+            parts.append(f"{what} after: {self.after.describe(tz, exact)}" if self.after
                          else f"no {what} after")
         return "; ".join(parts)
 

@@ -7,7 +7,7 @@ event with sequence number n happened at 23:00:00 + n seconds.
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import duckdb
@@ -181,3 +181,24 @@ def test_while_the_table_was_closed_between_two_sessions(tmp_path: Path) -> None
     assert e.where == moment.TABLE_CLOSED and e.since == _at(closed)
     assert (_span(e.before), _span(e.after)) == (("S1", 1), ("S2", 1))
     assert e.after is not None and e.after.started_at == _at(r["wager2"]) + timedelta(hours=2)
+
+
+def test_asked_with_a_fraction_the_rounds_beside_it_show_theirs() -> None:
+    """23:06:50.500 is between a round that ended at 23:06:50.100 and one begun at
+    23:06:50.996: cut to the second both read 23:06:50, as if the moment were inside the
+    second round. With the moment's fraction, theirs are shown; asked to the second, the
+    rounds keep the video's clock."""
+    at = datetime(2026, 11, 28, 23, 6, 50, 500_000, tzinfo=UTC)
+    before = moment.RoundSpan("S1", 1, at - timedelta(seconds=40), at - timedelta(
+        milliseconds=400), 10, 20)
+    after = moment.RoundSpan("S1", 2, at + timedelta(milliseconds=496), at + timedelta(
+        seconds=30, microseconds=1), 21, 30)
+    e = moment.OutsideRound("T01", at, moment.BETWEEN_ROUNDS, before=before, after=after)
+    assert e.describe(parse_zone("UTC")) == (
+        "2026-11-28 23:06:50.500 UTC at table T01 is outside any round: between rounds 1 and 2 "
+        "of shoe S1; round before: shoe S1 round 1, 23:06:10.500 UTC to 23:06:50.100 UTC "
+        "(--round S1:1); round after: shoe S1 round 2, 23:06:50.996 UTC to "
+        "23:07:20.500001 UTC (--round S1:2)")
+    whole = moment.OutsideRound("T01", at.replace(microsecond=0), moment.BETWEEN_ROUNDS,
+                                before=before, after=after)
+    assert "shoe S1 round 2, 23:06:50 UTC to 23:07:20 UTC" in whole.describe(parse_zone("UTC"))
