@@ -8,6 +8,7 @@ after `state.sql_timeout` seconds, and at most `state.sql_max_rows` rows are fet
 
 from __future__ import annotations
 
+import json
 import threading
 from typing import Any
 
@@ -34,6 +35,7 @@ def bounded_query(state: ServeState, query: str) -> tuple[list[str], list[dict[s
             relation = cur.sql(query)
             if relation is None:  # a statement, not a query: the guard lets none through
                 raise PitlogError("the statement returned no rows; give a query")
+            relation, as_json = _as_the_file_writes(relation)
             reader = relation.to_arrow_reader(batch_size=min(state.sql_max_rows, 10_000))
             got: list[dict[str, Any]] = []
             truncated = False
@@ -48,6 +50,10 @@ def bounded_query(state: ServeState, query: str) -> tuple[list[str], list[dict[s
             finally:
                 reader.close()  # a result cut at the cap stops running now
             columns = unique_names(reader.schema.names)
+            for name in (columns[i] for i in as_json):
+                for row in got:
+                    if row[name] is not None:
+                        row[name] = json.loads(row[name])
         except duckdb.InterruptException:
             raise QueryTimeout(f"the query ran past {state.sql_timeout:g} s and was stopped; "
                                "narrow it (WHERE, LIMIT)") from None
@@ -56,3 +62,32 @@ def bounded_query(state: ServeState, query: str) -> tuple[list[str], list[dict[s
         finally:
             timer.cancel()
         return columns, got[:state.sql_max_rows], truncated
+
+
+# Types a JSON answer would otherwise carry in another form than `pitlog sql -f json` writes
+# them from the file (DuckDB's JSON writer, projections/export.py): a TIME (Python's time has
+# no JSON form: the request failed), an INTERVAL (Arrow's [months, days, nanoseconds]). Their
+# text is DuckDB's own, as its JSON writer gives it ('12:34:56.5', '3 days').
+_AS_TEXT = ("TIME", "TIME WITH TIME ZONE", "TIME_NS", "INTERVAL")
+
+
+def _as_the_file_writes(relation: duckdb.DuckDBPyRelation
+                        ) -> tuple[duckdb.DuckDBPyRelation, list[int]]:
+    """The query's columns as the file's JSON has them: the _AS_TEXT types as DuckDB's text,
+    a MAP as its JSON object (Arrow's list of key/value pairs could not be written out by the
+    client: the answer failed). Returns the relation and the positions of the columns sent as
+    JSON text, which the caller parses. Columns are named by position: names may repeat."""
+    picks, as_json, changed = [], [], False
+    for i, (name, kind) in enumerate(zip(relation.columns, relation.types, strict=True)):
+        alias = '"' + name.replace('"', '""') + '"'
+        text = str(kind)
+        if text in _AS_TEXT:
+            picks.append(f"CAST(#{i + 1} AS VARCHAR) AS {alias}")
+        elif text.startswith("MAP("):
+            picks.append(f"CAST(to_json(#{i + 1}) AS VARCHAR) AS {alias}")
+            as_json.append(i)
+        else:
+            picks.append(f"#{i + 1} AS {alias}")
+            continue
+        changed = True
+    return (relation.project(", ".join(picks)) if changed else relation), as_json

@@ -66,6 +66,11 @@ COMMANDS: dict[str, list[str]] = {
                                    "[TIMESTAMP '2026-11-28 18:01:29'] AS walls, "
                                    "TIMESTAMP '2026-11-28 18:01:29' AS \"время, a\", "
                                    "1.5::DECIMAL(4, 2) AS \"columns\"", "-f", "json"],
+    # A TIME (the server's answer was an internal error), an INTERVAL (it came back as
+    # [0, 3, 0]) and a MAP (its pairs could not be written out) as the file's JSON has them;
+    # two columns of one name, one of them a TIME.
+    "sql-time-interval-map-json": ["sql", "SELECT TIME '12:34:56.5' AS t, INTERVAL 3 DAY AS i, "
+                                          "MAP {'a': 1, 'b': 2} AS m, 7 AS t", "-f", "json"],
 }
 
 
@@ -166,6 +171,8 @@ def test_cli_query_commands_print_the_same_rows_through_a_live_server(evening: E
     assert evening.direct["anomalies-no-day"][0] == 1
     assert json.loads(evening.direct["anomalies-day"][1])  # the day's anomalies
     assert json.loads(evening.direct["ledger-day"][1])  # the day's rows, not an empty list
+    assert json.loads(evening.direct["sql-time-interval-map-json"][1]) == [
+        {"t": "12:34:56.5", "i": "3 days", "m": {"a": 1, "b": 2}, "t_1": 7}]
     assert "│ 2026-11-28 18:01:29 │ 2026-11-28T18:01:29 │ 2026-11-28T18:01:29.500000 │" in \
         evening.direct["sql-wall-clock"][1]
 
