@@ -65,15 +65,9 @@ burn_exempt_loads AS (
     WHERE l.event_type = 'CardsLoaded'
 ),
 
--- Burns owed and paid (13:47-20.31(d)1; 13:69F-6.4), per stretch up to the next card dealt,
--- in game order (sql/macros.sql game_order): the new dealer's tap is the terminal's line, the
--- loads, burns and cards the shoe's, so `seq` (the order they reached the recorder) cannot say
--- whether the burn came after the dealer arrived and before the first card they dealt. A tap
--- line that arrives after the new dealer's burn is not a missing burn; a burn made before the
--- dealer came, whose line arrives after the tap, does not pay that dealer's debt.
+-- Burns owed and paid (13:47-20.31(d)1; 13:69F-6.4), per stretch up to the next card dealt.
 burn_stream AS (
     SELECT table_id, shoe_id, seq, log_offset, event_type, dealer_id, x.no_burn_owed,
-           game_order(occurred_at, seq) AS played,
            last_value(CASE WHEN event_type IN ('CardsLoaded', 'ShoeClosed') THEN event_type END
                       IGNORE NULLS) OVER before_this AS shoe_state,
            -- the shoe in play was loaded with no burn owed (13:69F-6.9, burn_exempt_loads)
@@ -82,17 +76,15 @@ burn_stream AS (
                       IGNORE NULLS) OVER before_this AS shoe_exempt,
            first_value(CASE WHEN event_type = 'CardDrawn' THEN seq END IGNORE NULLS)
                OVER from_this AS next_draw_seq,
-           first_value(CASE WHEN event_type = 'CardDrawn' THEN game_order(occurred_at, seq) END
-                       IGNORE NULLS) OVER from_this AS next_draw_at,
-           first_value(CASE WHEN event_type = 'ShoeClosed' THEN game_order(occurred_at, seq) END
-                       IGNORE NULLS) OVER from_this AS next_close_at
+           first_value(CASE WHEN event_type = 'ShoeClosed' THEN seq END IGNORE NULLS)
+               OVER from_this AS next_close_seq
     FROM events_once_of(NULL, NULL, NULL, NULL) AS e  -- each card event once (sql/macros.sql)
     -- by offset too: two writers can both append a load at one seq (docs/integrity.md)
     LEFT JOIN burn_exempt_loads AS x USING (table_id, seq, log_offset)
     WHERE event_type IN ('CardsLoaded', 'ShoeClosed', 'DealerTappedIn', 'CardBurned', 'CardDrawn')
-    WINDOW before_this AS (PARTITION BY table_id ORDER BY game_order(occurred_at, seq), log_offset
+    WINDOW before_this AS (PARTITION BY table_id ORDER BY seq, log_offset
                            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
-           from_this AS (PARTITION BY table_id ORDER BY game_order(occurred_at, seq), log_offset
+           from_this AS (PARTITION BY table_id ORDER BY seq, log_offset
                          ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING)
 ),
 
@@ -107,11 +99,11 @@ burn_balance AS (
                  ((event_type = 'CardsLoaded' AND NOT no_burn_owed)
                   OR (event_type = 'DealerTappedIn' AND shoe_state = 'CardsLoaded'
                       AND NOT coalesce(shoe_exempt, false)))
-                     AND (next_close_at IS NULL OR next_close_at > next_draw_at) AS owes,
+                     AND (next_close_seq IS NULL OR next_close_seq > next_draw_seq) AS owes,
                  event_type = 'CardBurned' AS pays
           FROM burn_stream
           WHERE event_type <> 'CardDrawn' AND next_draw_seq IS NOT NULL)
-    WINDOW later AS (PARTITION BY table_id, next_draw_seq ORDER BY played DESC, log_offset DESC
+    WINDOW later AS (PARTITION BY table_id, next_draw_seq ORDER BY seq DESC, log_offset DESC
                      ROWS UNBOUNDED PRECEDING)
 ),
 

@@ -130,13 +130,6 @@ def _exposed_round(*extra: Line) -> list[Line]:
     return _with(_spread_round(), exposed, rack, *extra)
 
 
-def _new_dealer(tap: float, burn: float) -> list[Line]:
-    """Dealer D2 taps in while shoe S1 is in play, and a card is burned (reason NEW_DEALER)."""
-    return [Line("tap2", "DealerTappedIn", tap, TERM, {"dealer_id": "D2"}, None),
-            Line("burn2", "CardBurned", burn, SHOE,
-                 {"rank": 4, "suit": "S", "reason": "NEW_DEALER"}, None)]
-
-
 @dataclass
 class Case:
     lines: list[Line]
@@ -267,18 +260,6 @@ CASES: dict[str, Case] = {
                                    {"rank": 2, "suit": "C", "requested_by_seat": 1}, None)),
                 disclosed=3.5),
         [("BURN_MISDISCLOSED", ["disclosed"])], {"ORIGINAL": WON_1000}, ("disclosed", "burn")),
-    # MISSING_BURN (13:47-20.31(d)1: "Each new dealer who comes to the table shall also
-    # 'burn' one card before dealing any card"): dealer D2 taps in at 5 and burns 4S at 5.5,
-    # before the first card (6); the terminal's tap line reaches the recorder after the burn.
-    # In game order the burn follows the tap: the new dealer's debt is paid.
-    "new_dealer_burns_after_tap_arriving_late": Case(
-        _arrive(_spread_round(*_new_dealer(tap=5, burn=5.5)), tap2=5.7),
-        [], {"ORIGINAL": WON_1000}, ("tap2", "burn2")),
-    # 4S burned at 5, before D2 tapped in at 5.5, the shoe's burn line arriving after the tap:
-    # D2 dealt the first card (6) with no burn of their own.
-    "burn_before_new_dealer_arriving_after_tap": Case(
-        _arrive(_spread_round(*_new_dealer(tap=5.5, burn=5)), burn2=5.7),
-        [("MISSING_BURN", ["tap2", "left"])], {"ORIGINAL": WON_1000}, ("burn2", "tap2")),
     # The ledger's last void-or-play choice ((g)3; 13:69F-6.7): 9S exposed before "Raises
     # closed"; seat 1 says VOID at 10 then PLAY at 11, the PLAY line arriving first. The last
     # word is PLAY: the wager plays on, and the new third card 8H wins it.
@@ -436,24 +417,3 @@ def test_incremental_detection_stays_exact_when_lines_arrive_out_of_time_order(
         assert differences(con) == (0, 0)
         stored = {c for (c,) in con.execute(f"SELECT DISTINCT code FROM {STORED}").fetchall()}
     assert {code for case in CASES.values() for code, _ in case.found} <= stored
-
-
-@pytest.mark.parametrize("name", ["new_dealer_burns_after_tap_arriving_late",
-                                  "burn_before_new_dealer_arriving_after_tap"])
-def test_a_new_dealers_burn_is_judged_in_game_order_one_record_at_a_time(
-        judged: dict[str, object], tmp_path: Path, name: str) -> None:
-    """MISSING_BURN's tap, burn and next card from two devices, one table's records projected
-    one batch each (the late line alone in its batch): the stored rows equal a full
-    evaluation after every batch, and end as the case says."""
-    batch_size = 1
-    records = judged["records"]
-    assert isinstance(records, list)
-    mine = [r for r in records if r[0] == TABLES[name].encode()]
-    log = EmbeddedLog(tmp_path / "log")
-    with duckdb.connect(str(tmp_path / "p.duckdb")) as con:
-        for start in range(0, len(mine), batch_size):
-            log.append(mine[start:start + batch_size])
-            project(log, con, batch_size=batch_size, publish_alerts=False)
-            assert differences(con) == (0, 0)
-        codes = [c for (c,) in con.execute(f"SELECT code FROM {STORED}").fetchall()]
-    assert codes == [code for code, _ in CASES[name].found]
