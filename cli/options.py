@@ -90,7 +90,19 @@ def db_path(value: Path | None) -> Path:
     return value or Path(os.environ.get("PITLOG_DB") or DEFAULT_DATA_DIR / "pitlog.duckdb")
 
 
-TableOpt = Annotated[str | None, typer.Option("--table", help="Only this table, e.g. T01.")]
+def given(value: str | None) -> str | None:
+    """An option's value, refused when empty (`--table ""`): on the file it names no table,
+    while a running server reads an empty parameter as none given (every table): the same
+    command must not answer both ways."""
+    if value is not None and not value.strip():
+        raise typer.BadParameter("is empty: give a value or leave the option out")
+    return value
+
+
+TableOpt = Annotated[str | None, typer.Option("--table", help="Only this table, e.g. T01.",
+                                              callback=given)]
+ShoeOpt = Annotated[str | None, typer.Option("--shoe", help="Only this shoe, e.g. T01-S0001.",
+                                             callback=given)]
 DayOpt = Annotated[str | None, typer.Option(
     "--day", help="Only this gaming day, YYYY-MM-DD (from --gaming-day-start on the --tz clock "
                   "to the next day's start).")]

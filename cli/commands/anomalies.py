@@ -16,6 +16,7 @@ from cli.options import (
     FormatOpt,
     OutOpt,
     ShiftsOpt,
+    ShoeOpt,
     TableOpt,
     TzOpt,
     db_path,
@@ -47,8 +48,7 @@ def anomalies_cmd(
     code: Annotated[list[str] | None, typer.Option(
         "--code", help="Only this anomaly code (repeatable), e.g. LATE_RAISE.")] = None,
     table: TableOpt = None,
-    shoe: Annotated[str | None, typer.Option(
-        "--shoe", help="Only this shoe, e.g. T01-S0003.")] = None,
+    shoe: ShoeOpt = None,
     since: Annotated[str | None, typer.Option(
         "--since", help="Only anomalies at or after this time (ISO 8601).")] = None,
     until: Annotated[str | None, typer.Option(

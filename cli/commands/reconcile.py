@@ -25,6 +25,7 @@ from cli.options import (
     FormatOpt,
     Grouping,
     OutOpt,
+    ShoeOpt,
     TableOpt,
     TzOpt,
     db_path,
@@ -107,7 +108,7 @@ def reconcile_cmd(
 
 def ledger_cmd(
     table: TableOpt = None,
-    shoe: Annotated[str | None, typer.Option(help="Only this shoe, e.g. T01-S0001.")] = None,
+    shoe: ShoeOpt = None,
     status: Annotated[str | None, typer.Option(
         help="Only this status: OK, REMOVED, IN_PLAY, UNSETTLED, DOUBLE_SETTLED, "
              "WRONG_OUTCOME, WRONG_AMOUNT, WRONG_ODDS, NOT_OWED, SETTLED_BEFORE_DECISION, "

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from datetime import date, datetime
+from datetime import date, datetime, time
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
@@ -19,6 +19,8 @@ def encoder(tz: Any) -> Callable[[Any], Any]:
         if isinstance(value, datetime):
             return value.astimezone(tz).isoformat() if value.tzinfo else value.isoformat()
         if isinstance(value, date):
+            return value.isoformat()
+        if isinstance(value, time):  # a TIME inside a list or struct (/api/sql casts a column)
             return value.isoformat()
         if isinstance(value, Decimal):
             return str(value)

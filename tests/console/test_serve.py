@@ -187,6 +187,20 @@ def test_an_empty_day_is_refused_whether_a_server_runs_or_not(evening: Evening,
     assert r.stderr == "Error: gaming day '' is not a date: write YYYY-MM-DD\n"
 
 
+@pytest.mark.parametrize(("command", "option"), [
+    ("reconcile", "--table"), ("conservation", "--table"), ("ledger", "--table"),
+    ("ledger", "--shoe"), ("anomalies", "--table"), ("anomalies", "--shoe"),
+    ("shoes", "--table")])
+def test_an_empty_table_or_shoe_is_refused_whether_a_server_runs_or_not(
+        evening: Evening, command: str, option: str) -> None:
+    """An empty table= or shoe= reaches the server as none given (every table's rows); on
+    the file it named no table. The option refuses it, so both answer the same."""
+    r = run_cli(command, option, " ", "--db", str(evening.db))
+    assert (r.returncode, r.stdout) == (1, "")
+    assert r.stderr == (f"Error: Invalid value for '{option}': is empty: give a value or "
+                        "leave the option out\n")
+
+
 def test_project_refuses_a_database_a_server_holds(evening: Evening) -> None:
     r = run_cli("project", "--log", str(evening.log), "--db", str(evening.db))
     assert r.returncode == 1
