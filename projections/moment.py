@@ -133,15 +133,17 @@ class OutsideRound(NotFoundError):
         if self.where == BETWEEN_ROUNDS and b and a:
             of = f"of shoe {b.shoe_id}" if b.shoe_id is not None else "dealt with no shoe"
             return f"{lead} {b.round_no} and {a.round_no} {of}"
+        exact = bool(self.at.microsecond)  # asked with a fraction: the table's times with theirs
         if self.where == BETWEEN_SHOES and b and a:
-            closed = (f", shoe {b.shoe_id} closed at {clock(self.since, tz)}"
+            closed = (f", shoe {b.shoe_id} closed at "
+                      f"{(clock_exact if exact else clock)(self.since, tz)}"
                       if self.since and b.shoe_id is not None else "")
             return f"{lead} {b.shoe_id or '(rounds with no shoe)'} and " \
                    f"{a.shoe_id or '(rounds with no shoe)'}{closed}"
         if self.since is not None:
             verb = {BEFORE_OPEN: "opens at", BEFORE_FIRST: "opened at", TABLE_CLOSED: "at",
                     AFTER_LAST: "last event at"}.get(self.where, "at")
-            return f"{lead} ({verb} {stamp(self.since, tz)})"
+            return f"{lead} ({verb} {(stamp_asked if exact else stamp)(self.since, tz)})"
         return lead
 
     def describe(self, tz: tzinfo) -> str:

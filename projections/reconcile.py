@@ -564,6 +564,9 @@ def require_rounds_on(con: duckdb.DuckDBPyConnection, calendar: Calendar, day: d
         return
     at = f" at table {table}" if table is not None else ""
     at += f" of shoe {shoe}" if shoe is not None else ""
+    if not span["days"] and shoe is not None:  # a shoe of another table, or with no round
+        raise NotFoundError(f"no rounds{at} on gaming day {day}: there are none{at} on any "
+                            f"day; `pitlog shoes` lists each table's shoes and rounds")
     if not span["days"]:
         raise NotFoundError(f"no rounds{at} on gaming day {day}: the database has none{at} "
                             f"at all; run `pitlog project`")

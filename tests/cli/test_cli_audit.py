@@ -226,6 +226,10 @@ def test_report_writes_a_self_contained_html_file(db: Path, tmp_path: Path) -> N
     (["ledger", "--shoe", "T01-S1", "--day", "2026-11-28", "--gaming-day-start", "23:01"],
      "Error: no rounds of shoe T01-S1 on gaming day 2026-11-28 (gaming days start at 23:01 in "
      "UTC); rounds of shoe T01-S1 were played on 2026-11-27\n"),
+    # A shoe of another table: no round on any day, and projecting again would not help.
+    (["ledger", "--table", "T02", "--shoe", "T01-S1", "--day", "2026-11-28"],
+     "Error: no rounds at table T02 of shoe T01-S1 on gaming day 2026-11-28: there are none at "
+     "table T02 of shoe T01-S1 on any day; `pitlog shoes` lists each table's shoes and rounds\n"),
     (["anomalies", "--table", "T01", "--shoe", "T01-S1", "--day", "2026-11-28",
       "--gaming-day-start", "23:01"],
      "Error: no rounds at table T01 of shoe T01-S1 on gaming day 2026-11-28 (gaming days start "

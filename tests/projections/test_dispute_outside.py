@@ -202,3 +202,17 @@ def test_asked_with_a_fraction_the_rounds_beside_it_show_theirs() -> None:
     whole = moment.OutsideRound("T01", at.replace(microsecond=0), moment.BETWEEN_ROUNDS,
                                 before=before, after=after)
     assert "shoe S1 round 2, 23:06:50 UTC to 23:07:20 UTC" in whole.describe(parse_zone("UTC"))
+
+
+def test_asked_with_a_fraction_the_tables_own_times_show_theirs() -> None:
+    """Before a table that opened at 23:00:01.809, the moment 23:00:01.5 reads "opens at
+    23:00:01.809", not "opens at 23:00:01" (as if it had opened before the moment asked)."""
+    opened_at = datetime(2026, 11, 28, 23, 0, 1, 809_000, tzinfo=UTC)
+    e = moment.OutsideRound("T01", opened_at - timedelta(microseconds=309_000),
+                            moment.BEFORE_OPEN, since=opened_at)
+    assert e.headline(parse_zone("UTC")) == (
+        "2026-11-28 23:00:01.500 UTC at table T01 is outside any round: before the table "
+        "opened (opens at 2026-11-28 23:00:01.809 UTC)")
+    whole = moment.OutsideRound("T01", opened_at.replace(microsecond=0), moment.BEFORE_OPEN,
+                                since=opened_at)
+    assert whole.headline(parse_zone("UTC")).endswith("(opens at 2026-11-28 23:00:01 UTC)")
