@@ -13,7 +13,11 @@ and its tables created before the clock starts):
           to the events table's types, one Arrow INSERT and one commit per batch. No
           checkpoints, quarantine, hash check or grouping by table: what any loader pays.
 
+  before  with --before-root ROOT: `new` run by an earlier checkout of pitlog at ROOT (its own
+          benchmarks/bench_load.py and code), old code beside new in the same run.
+
 Usage: benchmarks/bench_load.py --log LOG --work DIR [--repeats 3] [--out results.json]
+       [--variants before,new,native --before-root /tmp/pitlog-19e4757]
 """
 
 from __future__ import annotations
@@ -152,6 +156,8 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE)
     ap.add_argument("--variants", default="old,new,native")
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--before-root", type=Path,
+                    help="an earlier checkout of pitlog, for the `before` variant")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     a = ap.parse_args()
     a.work.mkdir(parents=True, exist_ok=True)
@@ -159,13 +165,20 @@ def main() -> None:
         print(json.dumps(one(a.one, a.log, a.work / f"{a.one}.duckdb", a.batch_size)))
         return
     variants = a.variants.split(",")
+    if "before" in variants and a.before_root is None:
+        ap.error("the before variant needs --before-root")
+    for v in variants:
+        (a.work / v).mkdir(parents=True, exist_ok=True)
     runs: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
     load = [os.getloadavg()[0]]
     for r in range(a.repeats):
         for v in variants if r % 2 == 0 else variants[::-1]:
-            out = subprocess.run([sys.executable, __file__, "--one", v, "--log", str(a.log),
-                                  "--work", str(a.work), "--batch-size", str(a.batch_size)],
-                                 check=True, capture_output=True, text=True).stdout
+            root = a.before_root if v == "before" else ROOT
+            out = subprocess.run([sys.executable, str(root / "benchmarks" / "bench_load.py"),
+                                  "--one", "new" if v == "before" else v, "--log", str(a.log),
+                                  "--work", str(a.work / v), "--batch-size", str(a.batch_size)],
+                                 check=True, capture_output=True, text=True, cwd=root,
+                                 env={**os.environ, "PYTHONPATH": str(root)}).stdout
             runs[v].append(json.loads(out.splitlines()[-1]))
             load.append(os.getloadavg()[0])
             print(v, runs[v][-1], f"load {load[-1]:.2f}", file=sys.stderr)
@@ -178,6 +191,8 @@ def main() -> None:
     if "native" in med:
         result["ratio_to_native"] = {v: {k: med[v][k] / med["native"][k] for k in med[v]}
                                      for v in med}
+    if "before" in med and "new" in med:
+        result["new_over_before"] = {k: med["new"][k] / med["before"][k] for k in med["new"]}
     text = json.dumps(result, indent=1)
     if a.out:
         a.out.write_text(text)
