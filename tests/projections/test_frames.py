@@ -94,20 +94,22 @@ def test_a_batch_of_frames_that_repeats_a_partition_is_refused_whole(
         assert n == 0
 
 
+@pytest.mark.parametrize("long_key", [False, True])
 @pytest.mark.parametrize("batch_size", [5, 100_000])
 def test_keys_of_any_length_group_in_byte_order_and_an_altered_event_fails_its_hash(
         log: EmbeddedLog, table: Callable[..., object], tmp_path: Path,
-        monkeypatch: pytest.MonkeyPatch, batch_size: int) -> None:
-    """Keys are read as integers by numpy (envelope_batch.key_ids) and, past its width, sliced
-    one by one; either way the rows come out in the keys' byte order, as the record path
-    sorts them ('T10' before 'T2', though 'T2' is the smaller little-endian integer). An event
-    whose stored hash was altered still decodes and is loaded with hash_ok false; each hash
-    is checked against its own row's prev_hash, not a neighbour's."""
+        monkeypatch: pytest.MonkeyPatch, batch_size: int, long_key: bool) -> None:
+    """Keys are read as integers by numpy (envelope_batch.key_ids); a batch with a key past
+    its width (64 bytes) has every key sliced instead. Either way the rows come out in the
+    keys' byte order, as the record path sorts them ('T10' before 'T2', though 'T2' is the
+    smaller little-endian integer). An event whose stored hash was altered still decodes and
+    is loaded with hash_ok false; each hash is checked against its own row's prev_hash, not a
+    neighbour's."""
     record_evening(table, tables=2, rounds=2)
     values = [r.value for b in log.read() for r in b][:6]
     altered = bytearray(values[3])
     altered[-1] ^= 0x01
-    keys = [b"T2", b"T10", b"T1", b"T" * 80, b"T10", b"T2"]
+    keys = [b"T2", b"T10", b"T1", b"T" * 80 if long_key else b"T3", b"T10", b"T2"]
     log.append(list(zip(keys, [*values[:3], bytes(altered), *values[4:]], strict=True)))
     project(log, tmp_path / "frames.duckdb", batch_size=batch_size, store_anomalies=False)
     monkeypatch.setenv(frames.ENV, "0")
@@ -123,6 +125,6 @@ def test_keys_of_any_length_group_in_byte_order_and_an_altered_event_fails_its_h
             "SELECT hash FROM events ORDER BY rowid DESC LIMIT 6").fetchall()][::-1]
     if batch_size > len(rows[0]):
         # One batch: the copies after the evening's tables ('T01', 'T02'), in their keys'
-        # byte order: T1, T10, T10, T2, T2, then the long key (b'T' sorts after b'2').
+        # byte order: T1, T10, T10, T2, T2, then T3 or the long key (b'T' sorts after b'2').
         copies = [values[2], values[1], values[4], values[0], values[5], bytes(altered)]
         assert last == [v[-32:] for v in copies]
