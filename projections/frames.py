@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from events.errors import LogCorruptError
-from events.integrity.envelope_batch import key_ids
+from events.integrity.envelope_batch import grouped, key_ids
 from events.log.base import FrameBatch, FramedRead, LogRecord
 from events.wire.chain import HASH_LEN, verify_each, verify_split
 from events.wire.native_decode import NativeDecoder
@@ -120,23 +120,12 @@ def load_frames(log: FramedRead, start: dict[int, int], ends: dict[int, int],
 def key_order(frames: Frames) -> Array:
     """The records grouped by key in key order, each key's in batch order (projector._by_key).
     The keys as small ints with numpy (envelope_batch.key_ids), not a bytes object each."""
-    by_key = key_ids(frames)
-    if by_key is None:  # a key too long to read as one integer: slice each
-        buf = frames.buf
-        seen: dict[bytes, int] = {}
-        ids = np.fromiter((seen.setdefault(buf[a:z], len(seen)) for a, z in zip(
-            frames.key_at.tolist(), frames.value_at.tolist(), strict=True)), np.int64,
-            len(frames))
-        keys = list(seen)
-    else:
-        ids, keys = by_key
+    ids, keys = key_ids(frames)
     if len(keys) <= 1:
         return np.arange(len(frames))
     rank = np.empty(len(keys), np.int64)
     rank[sorted(range(len(keys)), key=keys.__getitem__)] = np.arange(len(keys))
-    ranked = rank[ids]
-    # A stable sort of small ints is a radix sort in numpy: linear, not n log n.
-    return np.argsort(ranked.astype(np.int16) if len(keys) < 2**15 else ranked, kind="stable")
+    return grouped(rank[ids], len(keys))
 
 
 def decode_frames(decoder: NativeDecoder, frames: Frames

@@ -119,6 +119,11 @@ class OutsideRound(NotFoundError):
         self.seat, self.seats, self.known_tables = seat, seats, known_tables
         super().__init__(self.describe(UTC))
 
+    @property
+    def exact(self) -> bool:
+        """Asked with a fraction of a second: the times beside the moment are shown with theirs."""
+        return bool(self.at.microsecond)
+
     def headline(self, tz: tzinfo) -> str:
         """One sentence: where the moment fell."""
         at = stamp_asked(self.at, tz)
@@ -133,28 +138,26 @@ class OutsideRound(NotFoundError):
         if self.where == BETWEEN_ROUNDS and b and a:
             of = f"of shoe {b.shoe_id}" if b.shoe_id is not None else "dealt with no shoe"
             return f"{lead} {b.round_no} and {a.round_no} {of}"
-        exact = bool(self.at.microsecond)  # asked with a fraction: the table's times with theirs
         if self.where == BETWEEN_SHOES and b and a:
             closed = (f", shoe {b.shoe_id} closed at "
-                      f"{(clock_exact if exact else clock)(self.since, tz)}"
+                      f"{(clock_exact if self.exact else clock)(self.since, tz)}"
                       if self.since and b.shoe_id is not None else "")
             return f"{lead} {b.shoe_id or '(rounds with no shoe)'} and " \
                    f"{a.shoe_id or '(rounds with no shoe)'}{closed}"
         if self.since is not None:
             verb = {BEFORE_OPEN: "opens at", BEFORE_FIRST: "opened at", TABLE_CLOSED: "at",
                     AFTER_LAST: "last event at"}.get(self.where, "at")
-            return f"{lead} ({verb} {(stamp_asked if exact else stamp)(self.since, tz)})"
+            return f"{lead} ({verb} {(stamp_asked if self.exact else stamp)(self.since, tz)})"
         return lead
 
     def describe(self, tz: tzinfo) -> str:
         """The headline and the rounds just before and after, on the casino's clock."""
         what = "round of seat " + str(self.seat) if self.seat is not None else "round"
         parts = [self.headline(tz)]
-        exact = bool(self.at.microsecond)  # asked with a fraction: the rounds' times with theirs
         if self.where != UNKNOWN_TABLE:
-            parts.append(f"{what} before: {self.before.describe(tz, exact)}" if self.before
+            parts.append(f"{what} before: {self.before.describe(tz, self.exact)}" if self.before
                          else f"no {what} before")
-            parts.append(f"{what} after: {self.after.describe(tz, exact)}" if self.after
+            parts.append(f"{what} after: {self.after.describe(tz, self.exact)}" if self.after
                          else f"no {what} after")
         return "; ".join(parts)
 

@@ -564,10 +564,10 @@ def require_rounds_on(con: duckdb.DuckDBPyConnection, calendar: Calendar, day: d
         return
     at = f" at table {table}" if table is not None else ""
     at += f" of shoe {shoe}" if shoe is not None else ""
-    if not span["days"] and shoe is not None:  # a shoe of another table, or with no round
-        raise NotFoundError(f"no rounds{at} on gaming day {day}: there are none{at} on any "
-                            f"day; `pitlog shoes` lists each table's shoes and rounds")
     if not span["days"]:
+        if shoe is not None:  # a shoe of another table, or with no round: projecting won't help
+            raise NotFoundError(f"no rounds{at} on gaming day {day}: there are none{at} on any "
+                                f"day; `pitlog shoes` lists each table's shoes and rounds")
         raise NotFoundError(f"no rounds{at} on gaming day {day}: the database has none{at} "
                             f"at all; run `pitlog project`")
     played = (f"on {span['first_day']}" if span["days"] == 1 else

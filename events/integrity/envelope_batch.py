@@ -131,14 +131,18 @@ def read_batch(fb: FrameBatch, fast_fps: Any) -> EnvelopeBatch:
     return EnvelopeBatch(ok, seq, p)
 
 
-def key_ids(fb: KeyedFrames) -> tuple[Any, list[bytes]] | None:
+def key_ids(fb: KeyedFrames) -> tuple[Any, list[bytes]]:
     """Each record's key as a small int, and the keys (index = id), without a bytes object
-    per record; None if a key is longer than _MAX_TEXT (the caller then slices them). Ids
+    per record; a batch with a key longer than _MAX_TEXT has each key sliced instead. Ids
     follow no order of the keys (a key's bytes are compared as one integer)."""
     n_key = fb.value_at - fb.key_at
     width = int(n_key.max(initial=0))
     if width > _MAX_TEXT or int(n_key.min(initial=0)) < 0:
-        return None
+        buf = fb.buf
+        seen: dict[bytes, int] = {}
+        ids = np.fromiter((seen.setdefault(buf[a:z], len(seen)) for a, z in zip(
+            fb.key_at.tolist(), fb.value_at.tolist(), strict=True)), np.int64, len(n_key))
+        return ids, list(seen)
     b = np.frombuffer(fb.buf, dtype=np.uint8)
     span = np.arange(width)
     grid = b.take(fb.key_at[:, None] + span, mode="clip")
@@ -151,3 +155,9 @@ def key_ids(fb: KeyedFrames) -> tuple[Any, list[bytes]] | None:
     _, first, ids = np.unique(rows, return_index=True, return_inverse=True)
     keys = [fb.buf[int(fb.key_at[i]):int(fb.value_at[i])] for i in first.tolist()]
     return ids.ravel(), keys
+
+
+def grouped(ids: Any, n_keys: int) -> Any:
+    """The records' order grouped by id, each id's records in batch order."""
+    # A stable sort of small ints is a radix sort in numpy: linear, not n log n.
+    return np.argsort(ids.astype(np.int16) if n_keys < 2**15 else ids, kind="stable")

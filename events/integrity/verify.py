@@ -254,15 +254,7 @@ class _Verifier:
             return
         eb = envelope_batch.read_batch(fb, fast_fps)
         buf = fb.buf
-        by_key = envelope_batch.key_ids(fb)
-        if by_key is None:
-            per_record = [buf[a:b] for a, b in zip(fb.key_at.tolist(), fb.value_at.tolist(),
-                                                   strict=True)]
-            known: dict[bytes, int] = {}
-            kid = np.fromiter((known.setdefault(k, len(known)) for k in per_record), np.int64, n)
-            keys = list(known)
-        else:
-            kid, keys = by_key
+        kid, keys = envelope_batch.key_ids(fb)
         good = eb.regular.copy()
         at = np.flatnonzero(good)
         # chain.verify_split's check, written out over the buffer: prev_hash is read from the
@@ -277,8 +269,7 @@ class _Verifier:
         span = np.arange(HASH_LEN)
         stored = b[np.clip(fb.end - HASH_LEN, 0, len(b) - HASH_LEN)[:, None] + span]
         prev = b[np.clip(eb.prev_at, 0, len(b) - HASH_LEN)[:, None] + span]
-        # A stable sort of small ints is a radix sort in numpy: linear, not n log n.
-        order = np.argsort(kid.astype(np.int16) if len(keys) < 2**15 else kid, kind="stable")
+        order = envelope_batch.grouped(kid, len(keys))
         later = np.flatnonzero(kid[order][1:] == kid[order][:-1]) + 1  # not a table's first
         cur, before = order[later], order[later - 1]
         good[cur] &= ((prev[cur] == stored[before]).all(axis=1)

@@ -77,17 +77,14 @@ def _as_the_file_writes(relation: duckdb.DuckDBPyRelation
     a MAP as its JSON object (Arrow's list of key/value pairs could not be written out by the
     client: the answer failed). Returns the relation and the positions of the columns sent as
     JSON text, which the caller parses. Columns are named by position: names may repeat."""
-    picks, as_json, changed = [], [], False
-    for i, (name, kind) in enumerate(zip(relation.columns, relation.types, strict=True)):
+    kinds = [str(kind) for kind in relation.types]
+    as_json = [i for i, kind in enumerate(kinds) if kind.startswith("MAP(")]
+    if not as_json and not any(kind in _AS_TEXT for kind in kinds):
+        return relation, []
+    picks = []
+    for i, (name, kind) in enumerate(zip(relation.columns, kinds, strict=True)):
+        value = (f"CAST(#{i + 1} AS VARCHAR)" if kind in _AS_TEXT else
+                 f"CAST(to_json(#{i + 1}) AS VARCHAR)" if i in as_json else f"#{i + 1}")
         alias = '"' + name.replace('"', '""') + '"'
-        text = str(kind)
-        if text in _AS_TEXT:
-            picks.append(f"CAST(#{i + 1} AS VARCHAR) AS {alias}")
-        elif text.startswith("MAP("):
-            picks.append(f"CAST(to_json(#{i + 1}) AS VARCHAR) AS {alias}")
-            as_json.append(i)
-        else:
-            picks.append(f"#{i + 1} AS {alias}")
-            continue
-        changed = True
-    return (relation.project(", ".join(picks)) if changed else relation), as_json
+        picks.append(f"{value} AS {alias}")
+    return relation.project(", ".join(picks)), as_json
