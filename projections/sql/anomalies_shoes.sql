@@ -91,28 +91,42 @@ burn_stream AS (
 burn_balance AS (
     -- A burn is owed when a shoe is loaded, and when a dealer taps in while a shoe is in play;
     -- each debt needs a burn after it and before the next card dealt (one burn pays one debt;
-    -- a debt dies with its shoe). From each event on: burns still to come against debts.
-    SELECT *,
-           sum(owes::INTEGER) OVER later AS owed_from_here,
-           sum(pays::INTEGER) OVER later AS paid_from_here
+    -- a debt dies with its shoe). From each event on: debts less burns still to come.
+    SELECT *, owed_from_here - paid_from_here AS short_from_here
     FROM (SELECT *,
-                 ((event_type = 'CardsLoaded' AND NOT no_burn_owed)
-                  OR (event_type = 'DealerTappedIn' AND shoe_state = 'CardsLoaded'
-                      AND NOT coalesce(shoe_exempt, false)))
-                     AND (next_close_seq IS NULL OR next_close_seq > next_draw_seq) AS owes,
-                 event_type = 'CardBurned' AS pays
-          FROM burn_stream
-          WHERE event_type <> 'CardDrawn' AND next_draw_seq IS NOT NULL)
-    WINDOW later AS (PARTITION BY table_id, next_draw_seq ORDER BY seq DESC, log_offset DESC
-                     ROWS UNBOUNDED PRECEDING)
+                 sum(owes::INTEGER) OVER later AS owed_from_here,
+                 sum(pays::INTEGER) OVER later AS paid_from_here
+          FROM (SELECT *,
+                       ((event_type = 'CardsLoaded' AND NOT no_burn_owed)
+                        OR (event_type = 'DealerTappedIn' AND shoe_state = 'CardsLoaded'
+                            AND NOT coalesce(shoe_exempt, false)))
+                           AND (next_close_seq IS NULL OR next_close_seq > next_draw_seq) AS owes,
+                       event_type = 'CardBurned' AS pays
+                FROM burn_stream
+                WHERE event_type <> 'CardDrawn' AND next_draw_seq IS NOT NULL)
+          WINDOW later AS (PARTITION BY table_id, next_draw_seq ORDER BY seq DESC, log_offset DESC
+                           ROWS UNBOUNDED PRECEDING))
+),
+
+burn_shortfall AS (
+    -- The burns fall short by the most debts from the latest debt at which the shortfall peaks:
+    -- the debts and burns from there on are the proof (a burn before it paid an earlier debt).
+    SELECT *,
+           max(short_from_here) OVER after_this AS short_after,
+           max(short_from_here) OVER (PARTITION BY table_id, next_draw_seq) AS short_most
+    FROM burn_balance
+    WINDOW after_this AS (PARTITION BY table_id, next_draw_seq ORDER BY seq DESC, log_offset DESC
+                          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
 ),
 
 unburned AS (
-    SELECT table_id, next_draw_seq, list(seq ORDER BY seq, log_offset) AS debt_seqs,
+    SELECT table_id, next_draw_seq, list(seq ORDER BY seq, log_offset) AS proof_seqs,
            list(CASE event_type WHEN 'CardsLoaded' THEN 'shoe ' || shoe_id || ' was loaded'
-                ELSE 'dealer ' || dealer_id || ' tapped in' END ORDER BY seq, log_offset) AS debts
-    FROM burn_balance
-    WHERE owes AND paid_from_here < owed_from_here
+                ELSE 'dealer ' || dealer_id || ' tapped in' END ORDER BY seq, log_offset)
+               FILTER (WHERE owes) AS debts,
+           count(*) FILTER (WHERE pays) AS burned
+    FROM burn_shortfall
+    WHERE short_most > 0 AND (owes OR pays) AND coalesce(short_after < short_most, true)
     GROUP BY ALL
 )
 SELECT * FROM (
@@ -184,9 +198,15 @@ SELECT * FROM (
     UNION ALL
     -- MISSING_BURN (13:47-20.31(d)1; 13:69F-6.4; 6.9: see burn_exempt_loads): see burn_balance
     -- above. The row is at the card dealt while a burn was still owed.
-    SELECT 'MISSING_BURN', d.table_id, d.shoe_id, d.round_no, u.debt_seqs || [d.seq],
-           printf('No card burned after %s, before %s was dealt to the %s box',
-                  array_to_string(u.debts, ' and '), card_label(d.rank, d.suit), lower(d.destination)),
+    SELECT 'MISSING_BURN', d.table_id, d.shoe_id, d.round_no, u.proof_seqs || [d.seq],
+           CASE WHEN u.burned = 0
+                THEN printf('No card burned after %s, before %s was dealt to the %s box',
+                            array_to_string(u.debts, ' and '), card_label(d.rank, d.suit),
+                            lower(d.destination))
+                ELSE printf('%d burns owed (after %s) but %d card%s burned, before %s was dealt to the %s box',
+                            len(u.debts), array_to_string(u.debts, ' and '), u.burned,
+                            CASE WHEN u.burned = 1 THEN '' ELSE 's' END,
+                            card_label(d.rank, d.suit), lower(d.destination)) END,
            d.occurred_at
     FROM unburned AS u
     JOIN events AS d ON d.table_id = u.table_id AND d.seq = u.next_draw_seq AND d.event_type = 'CardDrawn'

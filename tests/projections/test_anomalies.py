@@ -331,6 +331,58 @@ def test_new_dealer_dealing_without_a_burn_is_a_missing_burn(tmp_path: Path) -> 
     assert pit.judge() == [("MISSING_BURN", "T01", "S1", 2, [tapped, left])]
 
 
+def _burns_after_a_new_shoe(tmp_path: Path, steps: str) -> tuple[Pit, dict[str, int]]:
+    """A shoe loaded, then `steps` in order ("tap D2", "burn"), then a round dealt."""
+    pit = Pit(tmp_path)
+    pit.open_table()
+    pit.tap_in("D1")
+    seqs = {"load": pit.load("S1")}
+    for n, step in enumerate(steps.split(", ")):
+        seqs[f"{n}:{step}"] = (pit.burn(f"{n + 2}C") if step == "burn"
+                               else pit.tap_in(step.split()[1]))
+    seqs["left"] = pit.play(1, "4S 9H 8C", {1: 1000})["left"]
+    pit.close_shoe()
+    return pit, seqs
+
+
+def _burn_finding(pit: Pit) -> tuple[list[int], str]:
+    (row,) = [r for r in pit.anomalies() if r["code"] == "MISSING_BURN"]
+    return row["seqs"], row["explanation"]
+
+
+def test_a_burn_pays_the_debt_before_it_and_only_the_debt_left_unpaid_is_named(
+        tmp_path: Path) -> None:
+    # (d)1: the new shoe's burn was made; the new dealer after it burned nothing
+    pit, seqs = _burns_after_a_new_shoe(tmp_path, "burn, tap D2")
+    assert _burn_finding(pit) == (
+        [seqs["1:tap D2"], seqs["left"]],
+        "No card burned after dealer D2 tapped in, before 4S was dealt to the left box")
+
+
+def test_one_burn_for_two_debts_says_so_and_shows_the_burn(tmp_path: Path) -> None:
+    # a burn came after both debts: neither is "not burned after", one burn is short
+    pit, seqs = _burns_after_a_new_shoe(tmp_path, "tap D2, burn")
+    assert _burn_finding(pit) == (
+        [seqs["load"], seqs["0:tap D2"], seqs["1:burn"], seqs["left"]],
+        "2 burns owed (after shoe S1 was loaded and dealer D2 tapped in) but 1 card burned, "
+        "before 4S was dealt to the left box")
+
+
+def test_the_proof_starts_where_the_burns_fall_shortest(tmp_path: Path) -> None:
+    # load, burn (paid), tap D2, tap D3, burn: one of the two dealers' burns is missing; the
+    # load and its burn are no part of it
+    pit, seqs = _burns_after_a_new_shoe(tmp_path, "burn, tap D2, tap D3, burn")
+    assert _burn_finding(pit) == (
+        [seqs["1:tap D2"], seqs["2:tap D3"], seqs["3:burn"], seqs["left"]],
+        "2 burns owed (after dealer D2 tapped in and dealer D3 tapped in) but 1 card burned, "
+        "before 4S was dealt to the left box")
+
+
+def test_every_debt_paid_in_any_order_is_no_missing_burn(tmp_path: Path) -> None:
+    pit, _ = _burns_after_a_new_shoe(tmp_path, "tap D2, burn, burn")
+    assert [r for r in pit.anomalies() if r["code"] == "MISSING_BURN"] == []
+
+
 def test_round_stopped_at_the_cutting_card_is_abandoned(tmp_path: Path) -> None:
     pit = opened(tmp_path)
     pit.begin(1)
