@@ -3,7 +3,8 @@
 json is an array of objects, jsonl one object a line, csv has a header row: DuckDB writes them
 all from the rows' own types (projections/export.py). table is for people: every time on the
 casino's clock, to the second, with the zone named (projections/localtime.py: --tz, else
-PITLOG_TZ, else UTC), and a long cell folded onto more lines rather than cut. Strings come from
+PITLOG_TZ, else UTC), and a long cell folded onto more lines rather than cut. Columns too wide
+together for the terminal are shown a block at a time, each value whole. Strings come from
 devices: table and csv show control characters as escapes (events/text.py), json escapes them,
 and table cells are rich Text, never markup.
 """
@@ -126,6 +127,16 @@ def render(rows: Sequence[dict[str, Any]], fmt: Format | Summary, *, out: Path |
     # Each column costs 3 more characters of borders and padding.
     needed = sum(w + 3 if s else LONG_CELL_MIN + 3 for w, s in zip(widths, short, strict=True))
     fits = needed < console.width
+    blocks = None if fits else _column_blocks(_key_width(cells), widths, short, console.width)
+    if blocks is not None:
+        # Too wide for the terminal: folding would break amounts, dates and ids mid-value
+        # ("$43,3" over "75.00"). Instead the columns in turn, each value whole, a table per
+        # block that fits, each repeating the columns that name a row so its rows match.
+        for n, block in enumerate(blocks, 1):
+            render(rows, fmt, title=f"{title + ' ' if title else ''}(part {n} of {len(blocks)})",
+                   columns=[cols[i] for i in block], tz=zone, keep=keep, compact=compact,
+                   line_breaks=line_breaks)
+        return
 
     def table() -> Table:
         """The table with its columns, no rows yet."""
@@ -149,6 +160,37 @@ def render(rows: Sequence[dict[str, Any]], fmt: Format | Summary, *, out: Path |
     for row in cells:
         drawn.add_row(*(Text(cell) for cell in row))
     console.print(drawn)
+
+
+def _key_width(cells: list[list[str]]) -> int:
+    """How many leading columns name a row: the fewest (up to 4) whose values no two rows
+    share (a shoe's table and shoe id; a table's id alone when grouped by table), else as
+    many as that allows."""
+    most = min(4, len(cells[0]) - 1)
+    for n in range(1, most):
+        if len({tuple(row[:n]) for row in cells}) == len(cells):
+            return n
+    return max(most, 1)
+
+
+def _column_blocks(key: int, widths: list[int], short: list[bool],
+                   width: int) -> list[list[int]] | None:
+    """The columns (by index) packed in order into tables that each fit `width` whole, the
+    first `key` columns in each; None when one table fits, or when the key columns and some
+    other could not share a table (then the cells are folded instead)."""
+    cost = [w + 3 if s else LONG_CELL_MIN + 3 for w, s in zip(widths, short, strict=True)]
+    keys = sum(cost[:key])
+    blocks, block, used = [], list(range(key)), keys
+    for i in range(key, len(widths)):
+        if keys + cost[i] >= width:
+            return None
+        if used + cost[i] >= width:
+            blocks.append(block)
+            block, used = list(range(key)), keys
+        block.append(i)
+        used += cost[i]
+    blocks.append(block)
+    return blocks if len(blocks) > 1 else None
 
 
 def _measured_as(texts: list[str]) -> str:

@@ -156,3 +156,42 @@ def test_a_newline_starts_a_line_of_its_cell_only_where_asked(
         assert capsys.readouterr().out.splitlines()[3:8] == [
             "│ T01      │ 5 │", "│ T99      │   │", "├──────────┼───┤", "│ T02      │ 6 │",
             "└──────────┴───┘"]
+
+
+def test_columns_too_wide_together_are_shown_in_blocks_with_every_value_whole(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`pitlog shoes` or `reconcile` at 80 columns folded "$43,375.00" into "$43,3" over
+    "75.00" and a date into "2026-11" over "-28": now a block of columns at a time, each value
+    on one line, each block repeating the leading columns that name a row."""
+    rows = [{"table_id": "T01", "shoe_id": f"T01-S000{n}", "handle": f"${n}43,375.00",
+             "net_win": f"-${n},440.00", "opened_at": f"2026-11-2{n} 23:00:53 UTC",
+             "closed_at": f"2026-11-2{n} 23:38:13 UTC", "rounds": str(80 + n),
+             "dealers": f"D-T01-{n} D-T01-{n + 1}"} for n in range(1, 4)]
+    for plain in (True, False):
+        out, _ = _drawn(rows, "shoes", 80, plain, capsys)
+        lines = out.splitlines()
+        assert max(len(line) for line in lines) <= 80
+        parts = [line.strip() for line in lines if "shoes (part" in line]
+        assert parts == ["shoes (part 1 of 2)", "shoes (part 2 of 2)"]
+        heads = [[h.strip() for h in line.strip("┃").split("┃")] for line in lines
+                 if line.startswith("┃")]
+        # T01 alone names no row: the table and the shoe lead each block
+        assert [h[:2] for h in heads] == [["table_id", "shoe_id"]] * 2
+        assert sorted(h for block in heads for h in block[2:]) == sorted(list(rows[0])[2:])
+        cells = [[c.strip() for c in line.strip("│").split("│")] for line in lines
+                 if line.startswith("│")]
+        assert len(cells) == 6  # three rows a block, none folded onto a second line
+        for block, head in zip((cells[:3], cells[3:]), heads, strict=True):
+            assert [dict(zip(head, row, strict=True)) for row in block] == \
+                [{h: r[h] for h in head} for r in rows]
+
+
+def test_a_table_id_that_names_each_row_leads_each_block_alone(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    rows = [{"table_id": f"T0{n}", "rounds": "289", **{f"money_{i}": f"${n}4,715.00"
+                                                       for i in range(8)}} for n in range(3)]
+    out, _ = _drawn(rows, "reconciliation", 80, True, capsys)
+    heads = [[h.strip() for h in line.strip("┃").split("┃")] for line in out.splitlines()
+             if line.startswith("┃")]
+    assert len(heads) == 2 and all(h[0] == "table_id" and h[1] != "table_id" for h in heads)
+    assert sum(len(h) - 1 for h in heads) == len(rows[0]) - 1
