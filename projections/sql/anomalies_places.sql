@@ -11,7 +11,8 @@ intruders AS MATERIALIZED (
 -- ShoeClosed) and the latest round of the shoe whose cards had come out before it (the highest
 -- round_no, at its first card's seq).
 shoe_stream AS (
-    SELECT table_id, shoe_id, round_no, seq, event_type, rank, suit, destination, occurred_at,
+    SELECT table_id, shoe_id, round_no, seq, log_offset, event_type, rank, suit, destination,
+           occurred_at,
            last_value(CASE WHEN event_type IN ('CardsLoaded', 'ShoeClosed')
                            THEN {'type': event_type, 'seq': seq} END IGNORE NULLS)
                OVER before_this AS shoe_state,
@@ -38,11 +39,13 @@ racks AS (
 -- Why a card dealt, or found face up, is outside any round in play (the first reason that
 -- holds), and the event that shows it. A card found face up comes out of the shoe like any
 -- other (13:47-20.31(g)1; 13:69F-6.7(a): it "shall be placed in the discard rack"), so the same
--- checks hold for it, but for one: it may be found between rounds, so no round is no fault.
+-- checks hold for it, but for one: it may be found between rounds, so no round is no fault;
+-- nor is it for its CardDrawn to the discard rack right after it, the dealer placing that card
+-- there (macros.sql, face_up_placements_of).
 loose AS (
     SELECT c.table_id, c.shoe_id, c.round_no, c.seq, c.event_type, c.rank, c.suit,
            c.destination, c.occurred_at,
-           CASE WHEN c.round_no IS NULL AND c.event_type <> 'CardFoundFaceUp' THEN 'with no round'
+           CASE WHEN c.round_no IS NULL AND NOT c.face_up THEN 'with no round'
                 WHEN c.round_no <= 0 THEN printf('for round %d, which is no round', c.round_no)
                 WHEN c.shoe_id IS NULL THEN 'with no shoe'
                 WHEN c.shoe_state IS NULL THEN printf('from shoe %s, which was never loaded', c.shoe_id)
@@ -52,17 +55,20 @@ loose AS (
                 WHEN c.latest.round_no > c.round_no
                 THEN printf('for round %d after round %d had begun', c.round_no, c.latest.round_no)
            END AS why,
-           CASE WHEN (c.round_no IS NULL AND c.event_type <> 'CardFoundFaceUp')
+           CASE WHEN (c.round_no IS NULL AND NOT c.face_up)
                      OR c.round_no <= 0 OR c.shoe_id IS NULL THEN NULL
                 WHEN c.shoe_state IS NULL THEN NULL
                 WHEN c.shoe_state.type = 'ShoeClosed' THEN c.shoe_state.seq
                 WHEN r.racked_order < game_order(c.occurred_at, c.seq) THEN r.racked_seq
                 WHEN c.latest.round_no > c.round_no THEN -c.latest.neg_seq
            END AS shown_by
-    FROM (SELECT * FROM shoe_stream
+    FROM (SELECT s.*, event_type = 'CardFoundFaceUp' OR p.placed_face_up IS NOT NULL AS face_up
+          FROM shoe_stream AS s
+          LEFT JOIN face_up_placements_of(NULL) AS p USING (table_id, seq, log_offset)
           WHERE event_type IN ('CardDrawn', 'CardDrawnInError', 'CardFoundFaceUp')
           UNION ALL BY NAME
-          SELECT table_id, shoe_id, round_no, seq, event_type, rank, suit, destination, occurred_at
+          SELECT table_id, shoe_id, round_no, seq, event_type, rank, suit, destination, occurred_at,
+                 event_type = 'CardFoundFaceUp' AS face_up
           FROM card_events_of(NULL, NULL, NULL, NULL)
           WHERE shoe_id IS NULL
             AND event_type IN ('CardDrawn', 'CardDrawnInError', 'CardFoundFaceUp')) AS c

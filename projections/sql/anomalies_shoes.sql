@@ -74,13 +74,15 @@ burn_stream AS (
            last_value(CASE WHEN event_type = 'CardsLoaded' THEN x.no_burn_owed
                            WHEN event_type = 'ShoeClosed' THEN false END
                       IGNORE NULLS) OVER before_this AS shoe_exempt,
-           first_value(CASE WHEN event_type = 'CardDrawn' THEN seq END IGNORE NULLS)
-               OVER from_this AS next_draw_seq,
+           -- a card found face up and placed in the rack is no card dealt (macros.sql)
+           first_value(CASE WHEN event_type = 'CardDrawn' AND p.placed_face_up IS NULL THEN seq END
+                       IGNORE NULLS) OVER from_this AS next_draw_seq,
            first_value(CASE WHEN event_type = 'ShoeClosed' THEN seq END IGNORE NULLS)
                OVER from_this AS next_close_seq
     FROM events_once_of(NULL, NULL, NULL, NULL) AS e  -- each card event once (sql/macros.sql)
     -- by offset too: two writers can both append a load at one seq (docs/integrity.md)
     LEFT JOIN burn_exempt_loads AS x USING (table_id, seq, log_offset)
+    LEFT JOIN face_up_placements_of(NULL) AS p USING (table_id, seq, log_offset)
     WHERE event_type IN ('CardsLoaded', 'ShoeClosed', 'DealerTappedIn', 'CardBurned', 'CardDrawn')
     WINDOW before_this AS (PARTITION BY table_id ORDER BY seq, log_offset
                            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),

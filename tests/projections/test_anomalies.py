@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from repo_paths import DOCS
-from surveillance_pit import LEFT, MIDDLE, ORIGINAL, RAISE, RIGHT, VOID, WON, Pit, opened
+from surveillance_pit import LEFT, MIDDLE, ORIGINAL, RAISE, RIGHT, VOID, WON, Pit, card, opened
 
 from events.reddog import model
 from events.reddog.model import BurnReason, Choice, Fault, Instrument, Meaning, ShuffleMethod
@@ -376,6 +376,53 @@ def test_the_proof_starts_where_the_burns_fall_shortest(tmp_path: Path) -> None:
         [seqs["1:tap D2"], seqs["2:tap D3"], seqs["3:burn"], seqs["left"]],
         "2 burns owed (after dealer D2 tapped in and dealer D3 tapped in) but 1 card burned, "
         "before 4S was dealt to the left box")
+
+
+def _found_and_placed(pit: Pit, label: str) -> tuple[int, int]:
+    """(g)1: a card found face up in the shoe between rounds, then placed in the discard rack
+    (its CardDrawn to the rack, with no round)."""
+    c = card(label)
+    found = pit.emit(model.CardFoundFaceUp(rank=c.rank, suit=c.suit))
+    placed = pit.emit(model.CardDrawn(rank=c.rank, suit=c.suit, face_up=True,
+                                      destination=model.Box.DISCARD_RACK))
+    return found, placed
+
+
+@pytest.mark.parametrize("burned", [True, False])
+def test_a_card_found_face_up_and_placed_in_the_rack_is_no_card_dealt(
+        tmp_path: Path, burned: bool) -> None:
+    # After a new shoe's load the first card out is found face up and placed in the rack, as
+    # (g)1 says: no card dealt with no round (CARD_OUTSIDE_ROUND), and not the first card dealt,
+    # so the burn after it pays the load's debt; without one, the first card dealt is flagged.
+    pit = Pit(tmp_path)
+    pit.open_table()
+    pit.tap_in("D1")
+    loaded = pit.load("S1")
+    _found_and_placed(pit, "KH")
+    if burned:
+        pit.burn("2C")
+    left = pit.play(1, "4S 9H 8C", {1: 1000})["left"]
+    _found_and_placed(pit, "QD")  # between rounds, mid-shoe: no fault either
+    pit.play(2, "5D 10C 7H", {1: 1000})
+    pit.close_shoe()
+    assert pit.judge() == ([] if burned else [("MISSING_BURN", "T01", "S1", 1, [loaded, left])])
+
+
+def test_a_card_drawn_to_the_rack_between_rounds_unfound_is_still_outside_any_round(
+        tmp_path: Path) -> None:
+    pit = opened(tmp_path)
+    pit.play(1, "4S 9H 8C", {1: 1000})
+    c = card("KH")
+    found = pit.emit(model.CardFoundFaceUp(rank=c.rank, suit=c.suit))
+    racked = pit.emit(model.CardDrawn(rank=12, suit=c.suit, face_up=True,  # another card
+                                      destination=model.Box.DISCARD_RACK))
+    pit.play(2, "5D 10C 7H", {1: 1000})
+    closed = pit.close_shoe()
+    # the queen is a card drawn with no round that no rack took (CARD_UNACCOUNTED too); the
+    # king found before it is no card dealt
+    assert found < racked
+    assert pit.judge() == [("CARD_OUTSIDE_ROUND", "T01", "S1", None, [racked]),
+                           ("CARD_UNACCOUNTED", "T01", "S1", None, [racked, closed])]
 
 
 def test_every_debt_paid_in_any_order_is_no_missing_burn(tmp_path: Path) -> None:
