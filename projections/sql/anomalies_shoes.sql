@@ -77,8 +77,9 @@ burn_stream AS (
            -- a card found face up and placed in the rack is no card dealt (macros.sql)
            first_value(CASE WHEN event_type = 'CardDrawn' AND p.placed_face_up IS NULL THEN seq END
                        IGNORE NULLS) OVER from_this AS next_draw_seq,
-           first_value(CASE WHEN event_type = 'ShoeClosed' THEN seq END IGNORE NULLS)
-               OVER from_this AS next_close_seq
+           -- a debt dies with its shoe: at its ShoeClosed, or at the next shoe's CardsLoaded
+           first_value(CASE WHEN event_type IN ('ShoeClosed', 'CardsLoaded') THEN seq END
+                       IGNORE NULLS) OVER after_this AS shoe_end_seq
     FROM events_once_of(NULL, NULL, NULL, NULL) AS e  -- each card event once (sql/macros.sql)
     -- by offset too: two writers can both append a load at one seq (docs/integrity.md)
     LEFT JOIN burn_exempt_loads AS x USING (table_id, seq, log_offset)
@@ -87,13 +88,16 @@ burn_stream AS (
     WINDOW before_this AS (PARTITION BY table_id ORDER BY seq, log_offset
                            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
            from_this AS (PARTITION BY table_id ORDER BY seq, log_offset
-                         ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING)
+                         ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING),
+           after_this AS (PARTITION BY table_id ORDER BY seq, log_offset
+                          ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING)
 ),
 
 burn_balance AS (
     -- A burn is owed when a shoe is loaded, and when a dealer taps in while a shoe is in play;
     -- each debt needs a burn after it and before the next card dealt (one burn pays one debt;
-    -- a debt dies with its shoe). From each event on: debts less burns still to come.
+    -- a debt dies with its shoe, closed or replaced by another shoe loaded: that one owes its
+    -- own burn). From each event on: debts less burns still to come.
     SELECT *, owed_from_here - paid_from_here AS short_from_here
     FROM (SELECT *,
                  sum(owes::INTEGER) OVER later AS owed_from_here,
@@ -102,7 +106,7 @@ burn_balance AS (
                        ((event_type = 'CardsLoaded' AND NOT no_burn_owed)
                         OR (event_type = 'DealerTappedIn' AND shoe_state = 'CardsLoaded'
                             AND NOT coalesce(shoe_exempt, false)))
-                           AND (next_close_seq IS NULL OR next_close_seq > next_draw_seq) AS owes,
+                           AND (shoe_end_seq IS NULL OR shoe_end_seq > next_draw_seq) AS owes,
                        event_type = 'CardBurned' AS pays
                 FROM burn_stream
                 WHERE event_type <> 'CardDrawn' AND next_draw_seq IS NOT NULL)

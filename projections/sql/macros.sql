@@ -126,7 +126,10 @@ FROM (SELECT table_id, seq, log_offset, event_type,
       FROM (SELECT *, {'type': event_type, 'rank': rank, 'suit': suit,
                        'dest': destination} AS card
             FROM card_events_of(in_table, NULL, NULL, NULL)
-            WHERE shoe_id IS NOT NULL))
+            -- only a shoe with a card found face up has any (most have none)
+            WHERE shoe_id IS NOT NULL AND (table_id, shoe_id) IN (SELECT (table_id, shoe_id)
+                                          FROM events_in(in_table, NULL, NULL, NULL)
+                                          WHERE event_type = 'CardFoundFaceUp')))
 WHERE event_type = 'CardDrawn' AND NOT dealt;
 
 -- A shoe's deck count: its first CardsLoaded's (13:69F-6.1(a): one or more decks). "First" is

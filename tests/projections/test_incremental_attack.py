@@ -1019,6 +1019,38 @@ def test_a_state_without_the_shoes_game_order_is_built_again_not_evaluated_whole
 # The same burn line, but of S1 itself, arriving after S2's: S1 received an event, so K is S1's
 # first event by seq already (a touched shoe; S1 then has events on both sides of S2), without
 # game order
+# Shoes loaded one after another with no ShoeClosed, the table's first card in a later batch:
+# the window starts near the last load, so a debt of a replaced shoe, its burns and its
+# shuffle lay before it. A debt dies with its shoe, replaced too (13:47-20.31(d)1: the burn is
+# the new shoe's first card), so only the last shoe's load and what follows it decide; before,
+# the batches stored "No card burned after shoe S1" (burned at once) or lost a row.
+@pytest.mark.parametrize("before", ["load S1, burn, load S2, load S3",
+                                    "load S1, tap D2, burn, load S2, burn",
+                                    "reshuffling S1, reshuffling S2"])
+def test_a_shoe_replaced_before_any_card_takes_its_burn_debts_with_it(
+        tmp_path: Path, before: str) -> None:
+    log, t = _table(tmp_path)
+    seqs: dict[str, int] = {}
+    for n, step in enumerate(before.split(", ")):
+        kind, _, arg = step.partition(" ")
+        if kind == "reshuffling":  # 13:69F-6.9: a continuous shuffler's shoe owes no burn
+            t.shoe_id = arg
+            t.emit(model.ShuffleCompleted(method=model.ShuffleMethod.CONTINUOUS_SHUFFLER))
+        seqs[step] = (t.load(arg) if kind in ("load", "reshuffling") else
+                      t.tap_in(arg) if kind == "tap" else t.burn(f"{n + 2}C"))
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
+        t.round_no = 1
+        left = t.deal_round("4S 9H 8C", {1: 1000})["left"]
+        second_batch()
+        stored = con.execute(f"SELECT seqs, explanation FROM {STORED} "
+                             "WHERE code = 'MISSING_BURN'").fetchall()
+    # S3's load alone is owed; S2's burn paid S2's load (S1's load and D2's tap died with S1);
+    # S2's reshuffling shoe owes nothing
+    assert stored == ([([seqs["load S3"], left], "No card burned after shoe S3 was loaded, "
+                                                 "before 4S was dealt to the left box")]
+                      if before.endswith("load S3") else [])
+
+
 def test_a_late_burn_of_the_earlier_shoe_itself_needs_no_reach_by_game_order(
         tmp_path: Path) -> None:
     log, t = _table(tmp_path)
