@@ -67,24 +67,33 @@ burn_exempt_loads AS (
 
 -- Burns owed and paid (13:47-20.31(d)1; 13:69F-6.4), per stretch up to the next card dealt.
 burn_stream AS (
-    SELECT table_id, shoe_id, seq, log_offset, event_type, dealer_id, x.no_burn_owed,
+    SELECT table_id, shoe_id, seq, log_offset, event_type, dealer_id, no_burn_owed,
            last_value(CASE WHEN event_type IN ('CardsLoaded', 'ShoeClosed') THEN event_type END
                       IGNORE NULLS) OVER before_this AS shoe_state,
            -- the shoe in play was loaded with no burn owed (13:69F-6.9, burn_exempt_loads)
-           last_value(CASE WHEN event_type = 'CardsLoaded' THEN x.no_burn_owed
+           last_value(CASE WHEN event_type = 'CardsLoaded' THEN no_burn_owed
                            WHEN event_type = 'ShoeClosed' THEN false END
                       IGNORE NULLS) OVER before_this AS shoe_exempt,
            -- a card found face up and placed in the rack is no card dealt (macros.sql)
-           first_value(CASE WHEN event_type = 'CardDrawn' AND p.placed_face_up IS NULL THEN seq END
+           first_value(CASE WHEN event_type = 'CardDrawn' AND placed_face_up IS NULL THEN seq END
                        IGNORE NULLS) OVER from_this AS next_draw_seq,
-           -- a debt dies with its shoe: at its ShoeClosed, or at the next shoe's CardsLoaded
-           first_value(CASE WHEN event_type IN ('ShoeClosed', 'CardsLoaded') THEN seq END
+           -- a debt dies with its shoe: at its ShoeClosed, or when another shoe is loaded
+           first_value(CASE WHEN event_type = 'ShoeClosed' OR replaces_shoe THEN seq END
                        IGNORE NULLS) OVER after_this AS shoe_end_seq
-    FROM events_once_of(NULL, NULL, NULL, NULL) AS e  -- each card event once (sql/macros.sql)
-    -- by offset too: two writers can both append a load at one seq (docs/integrity.md)
-    LEFT JOIN burn_exempt_loads AS x USING (table_id, seq, log_offset)
-    LEFT JOIN face_up_placements_of(NULL) AS p USING (table_id, seq, log_offset)
-    WHERE event_type IN ('CardsLoaded', 'ShoeClosed', 'DealerTappedIn', 'CardBurned', 'CardDrawn')
+    FROM (SELECT e.table_id, e.shoe_id, e.seq, e.log_offset, e.event_type, e.dealer_id,
+                 x.no_burn_owed, p.placed_face_up,
+                 -- a load of a shoe other than the last loaded (a load doubled by two writers
+                 -- at one seq is one shoe loaded twice, each owing its burn)
+                 e.event_type = 'CardsLoaded' AND e.shoe_id IS DISTINCT FROM last_value(
+                     CASE WHEN e.event_type = 'CardsLoaded' THEN e.shoe_id END IGNORE NULLS)
+                     OVER (PARTITION BY e.table_id ORDER BY e.seq, e.log_offset
+                           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS replaces_shoe
+          FROM events_once_of(NULL, NULL, NULL, NULL) AS e  -- each card event once (macros.sql)
+          -- by offset too: two writers can both append a load at one seq (docs/integrity.md)
+          LEFT JOIN burn_exempt_loads AS x USING (table_id, seq, log_offset)
+          LEFT JOIN face_up_placements_of(NULL) AS p USING (table_id, seq, log_offset)
+          WHERE e.event_type IN ('CardsLoaded', 'ShoeClosed', 'DealerTappedIn', 'CardBurned',
+                                 'CardDrawn'))
     WINDOW before_this AS (PARTITION BY table_id ORDER BY seq, log_offset
                            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
            from_this AS (PARTITION BY table_id ORDER BY seq, log_offset
