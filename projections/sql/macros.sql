@@ -115,22 +115,24 @@ SELECT * FROM card_events_of(in_table, in_shoe, from_seq, to_seq);
 
 -- The CardDrawn events that are no card dealt (is_dealt_card): a card found face up placed in
 -- the discard rack ((g)1: it "shall be placed in the discard rack"), told by the card out of
--- its shoe just before it in game order. Between rounds that is no card dealt with no round
+-- its shoe just before it in game order, in the same round (or both in none). Between rounds that is no card dealt with no round
 -- (CARD_OUTSIDE_ROUND) and no first card of a deal (MISSING_BURN's "next card dealt").
 CREATE OR REPLACE MACRO face_up_placements_of(in_table) AS TABLE
 SELECT table_id, seq, log_offset, true AS placed_face_up
 FROM (SELECT table_id, seq, log_offset, event_type,
-             is_dealt_card(lag(card) OVER (PARTITION BY table_id, shoe_id
-                                           ORDER BY occurred_at, seq, log_offset),
-                           card, NULL) AS dealt
+             is_dealt_card(lag(card) OVER in_shoe, card, NULL) AS dealt,
+             -- in the found card's round, as round_cards reads a round's cards: a card found
+             -- in one round (or none) and drawn to the rack in another is a card of that one
+             lag(round_no) OVER in_shoe IS NOT DISTINCT FROM round_no AS same_round
       FROM (SELECT *, {'type': event_type, 'rank': rank, 'suit': suit,
                        'dest': destination} AS card
             FROM card_events_of(in_table, NULL, NULL, NULL)
             -- only a shoe with a card found face up has any (most have none)
             WHERE shoe_id IS NOT NULL AND (table_id, shoe_id) IN (SELECT (table_id, shoe_id)
                                           FROM events_in(in_table, NULL, NULL, NULL)
-                                          WHERE event_type = 'CardFoundFaceUp')))
-WHERE event_type = 'CardDrawn' AND NOT dealt;
+                                          WHERE event_type = 'CardFoundFaceUp'))
+      WINDOW in_shoe AS (PARTITION BY table_id, shoe_id ORDER BY occurred_at, seq, log_offset))
+WHERE event_type = 'CardDrawn' AND NOT dealt AND same_round;
 
 -- A shoe's deck count: its first CardsLoaded's (13:69F-6.1(a): one or more decks). "First" is
 -- by seq, then log offset: two writers of a table (a Kafka log without fencing) can both
