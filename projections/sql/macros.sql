@@ -115,8 +115,9 @@ SELECT * FROM card_events_of(in_table, in_shoe, from_seq, to_seq);
 
 -- The CardDrawn events that are no card dealt (is_dealt_card): a card found face up placed in
 -- the discard rack ((g)1: it "shall be placed in the discard rack"), told by the card out of
--- its shoe just before it in game order, in the same round (or both in none). Between rounds that is no card dealt with no round
--- (CARD_OUTSIDE_ROUND) and no first card of a deal (MISSING_BURN's "next card dealt").
+-- its shoe just before it in game order, in the same round (or both in none). Between rounds
+-- that is no card dealt with no round (CARD_OUTSIDE_ROUND) and no first card of a deal
+-- (MISSING_BURN's "next card dealt").
 CREATE OR REPLACE MACRO face_up_placements_of(in_table) AS TABLE
 SELECT table_id, seq, log_offset, true AS placed_face_up
 FROM (SELECT table_id, seq, log_offset, event_type,
