@@ -520,11 +520,16 @@ class Detector:
             # A card event's earlier copy is the card (macros.sql card_events_of keeps an id's
             # first copy): the card families must see it to drop the later copy as the full
             # evaluation does, so it joins both windows (and the streams family through the
-            # rounds window); any other copy reaches the streams family alone.
-            for target, cards in ((f"{CARDS}.main.events", True), (f"{SCRATCH}.main.events", True),
-                                  (f"{STREAMS}.main.copies", False)):
-                s.execute(f"INSERT INTO {target} SELECT * FROM pitlog_copies "
-                          f"WHERE is_card_event(event_type) = {cards}")
+            # rounds window). So does a load's or a tap's for the shoes family (MISSING_BURN
+            # reads each once: anomalies_shoes.sql burn_stream); before W, its own debt is
+            # settled by the window's first card dealt or shoe end, both before K. Every
+            # other copy reaches the streams family alone.
+            card = "is_card_event(event_type)"
+            for target, kept in ((f"{CARDS}.main.events",
+                                  f"{card} OR is_burn_debt_event(event_type)"),
+                                 (f"{SCRATCH}.main.events", card),
+                                 (f"{STREAMS}.main.copies", f"NOT {card}")):
+                s.execute(f"INSERT INTO {target} SELECT * FROM pitlog_copies WHERE {kept}")
             ((n,),) = s.execute("SELECT count(*) FROM pitlog_copies").fetchall()
         for name in ("pitlog_ids", "pitlog_copies"):
             s.execute(f"DROP TABLE IF EXISTS temp.{name}")

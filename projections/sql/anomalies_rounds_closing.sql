@@ -51,21 +51,31 @@ rack_check AS (
 -- by the time its shoe is closed it must be racked, beyond the cards of the round whose
 -- CardsRacked holds it (rack_copies: a round's racked copies over its dealt ones) or in a
 -- CardsRacked with no round. The cards dealt are sql/macros.sql's is_dealt_card, each card's
--- neighbours the cards out before and after it with no round in its shoe, burns included (as
--- round_cards and the shoes' cards_out read them), in game order: a card drawn in error and then
--- drawn (the same card, (g)2) is one card, and a card found face up then drawn to the rack is
--- racked as found ((g)1); with a burn out between them they are two cards.
+-- neighbours the cards out just before and after it in its shoe, burns included (as round_cards,
+-- the shoes' cards_out and face_up_placements_of read them), in game order, when they too have
+-- no round: a card drawn in error and then drawn (the same card, (g)2) is one card, and a card
+-- found face up then drawn to the rack is racked as found ((g)1); with a burn, or a round's
+-- card, out between them they are two cards (as CARD_OUTSIDE_ROUND counts them).
 loose_cards AS (
-    SELECT table_id, shoe_id, rank, suit, seq,
+    SELECT table_id, shoe_id, rank, suit, seq, destination,
            row_number() OVER (PARTITION BY table_id, shoe_id, rank, suit ORDER BY seq, log_offset)
                AS copy_no
-    FROM (SELECT *, lag(this_card) OVER w AS card_before, lead(this_card) OVER w AS card_after
+    FROM (SELECT *,
+                 CASE WHEN lag(round_no) OVER w IS NULL THEN lag(this_card) OVER w END
+                     AS card_before,
+                 CASE WHEN lead(round_no) OVER w IS NULL THEN lead(this_card) OVER w END
+                     AS card_after
           FROM (SELECT *, {'type': event_type, 'rank': rank, 'suit': suit, 'dest': destination}
                               AS this_card
                 FROM card_events_of(NULL, NULL, NULL, NULL)  -- each card once (sql/macros.sql)
-                WHERE round_no IS NULL AND shoe_id IS NOT NULL)
+                -- only a shoe with a card drawn with no round has any (most have none: the
+                -- burns have no round, but no burn is a card dealt)
+                WHERE shoe_id IS NOT NULL AND (table_id, shoe_id) IN (
+                    SELECT (table_id, shoe_id) FROM events
+                    WHERE round_no IS NULL AND shoe_id IS NOT NULL
+                      AND event_type IN ('CardDrawn', 'CardDrawnInError')))
           WINDOW w AS (PARTITION BY table_id, shoe_id ORDER BY occurred_at, seq, log_offset))
-    WHERE is_dealt_card(card_before, this_card, card_after)
+    WHERE round_no IS NULL AND is_dealt_card(card_before, this_card, card_after)
 ),
 
 racked_beyond_rounds AS (
@@ -80,7 +90,8 @@ racked_beyond_rounds AS (
 ),
 
 loose_unracked AS (
-    SELECT l.table_id, l.shoe_id, l.rank, l.suit, l.seq, c.seq AS closed_seq, c.occurred_at
+    SELECT l.table_id, l.shoe_id, l.rank, l.suit, l.seq, l.destination, c.seq AS closed_seq,
+           c.occurred_at
     FROM loose_cards AS l
     LEFT JOIN racked_beyond_rounds AS r USING (table_id, shoe_id, rank, suit)
     ASOF JOIN (SELECT table_id, shoe_id, seq, occurred_at FROM events
@@ -186,8 +197,11 @@ SELECT * FROM (
     -- CARD_UNACCOUNTED (13:47-20.31(d)15; (g)1-2): a card dealt with no round never reached the
     -- rack before its shoe was closed (loose_unracked). Proof: the card and the shoe's closing.
     SELECT 'CARD_UNACCOUNTED', table_id, shoe_id, NULL, [seq, closed_seq],
-           printf('%s left shoe %s with no round and never reached the rack before the shoe was closed',
-                  card_label(rank, suit), shoe_id),
+           CASE WHEN destination = 'DISCARD_RACK'  -- drawn there, but in no rack's count
+                THEN printf('%s left shoe %s with no round, drawn to the discard rack, but no rack count held it before the shoe was closed',
+                            card_label(rank, suit), shoe_id)
+                ELSE printf('%s left shoe %s with no round and never reached the rack before the shoe was closed',
+                            card_label(rank, suit), shoe_id) END,
            occurred_at
     FROM loose_unracked
 

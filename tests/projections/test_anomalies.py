@@ -9,6 +9,8 @@ test_anomaly_rounds.py.
 
 from __future__ import annotations
 
+import uuid
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -427,6 +429,21 @@ def test_a_card_found_with_no_round_and_drawn_to_the_rack_in_a_round_is_its_firs
     assert ("MISSING_BURN", "T01", "S1", 1, [loaded, first]) in pit.judge()
 
 
+def test_a_load_re_sent_with_its_event_id_owes_one_burn(tmp_path: Path) -> None:
+    pit = Pit(tmp_path)
+    pit.open_table()
+    pit.tap_in("D1")
+    loaded = pit.load("S1")  # the table's third event: id 3 (recorder_for)
+    pit.clock += timedelta(seconds=1)
+    copy = pit.recorder.record(pit.table_id, model.CardsLoaded(decks=6), shoe_id="S1",
+                               round_no=None, actor="D1", occurred_at=pit.clock,
+                               recorded_at=pit.clock, event_id=str(uuid.UUID(int=3)))
+    pit.burn("2C")
+    pit.play(1, "4S 9H 8C", {1: 1000})
+    pit.close_shoe()
+    assert [(f[0], f[4]) for f in pit.judge()] == [("DUPLICATE_EVENT", [loaded, copy])]
+
+
 def test_a_card_drawn_to_the_rack_between_rounds_unfound_is_still_outside_any_round(
         tmp_path: Path) -> None:
     pit = opened(tmp_path)
@@ -442,6 +459,27 @@ def test_a_card_drawn_to_the_rack_between_rounds_unfound_is_still_outside_any_ro
     assert found < racked
     assert pit.judge() == [("CARD_OUTSIDE_ROUND", "T01", "S1", None, [racked]),
                            ("CARD_UNACCOUNTED", "T01", "S1", None, [racked, closed])]
+
+
+def test_a_card_found_between_rounds_and_drawn_to_the_rack_after_a_round_is_unaccounted(
+        tmp_path: Path) -> None:
+    # A round's cards came out between the find and the draw: the draw is no placement of the
+    # found card (face_up_placements_of: the next card out, in the same round), so it is a card
+    # dealt with no round (CARD_OUTSIDE_ROUND) that no rack took, as the shoe's closing shows
+    # (CARD_UNACCOUNTED: loose_cards reads its neighbours in the shoe the same way)
+    pit = opened(tmp_path)
+    c = card("KH")
+    pit.emit(model.CardFoundFaceUp(rank=c.rank, suit=c.suit))
+    pit.play(1, "4S 9H 8C", {1: 1000})
+    racked = pit.emit(model.CardDrawn(rank=c.rank, suit=c.suit, face_up=True,
+                                      destination=model.Box.DISCARD_RACK))
+    closed = pit.close_shoe()
+    assert pit.judge() == [("CARD_OUTSIDE_ROUND", "T01", "S1", None, [racked]),
+                           ("CARD_UNACCOUNTED", "T01", "S1", None, [racked, closed])]
+    [row] = [r for r in pit.anomalies() if r["code"] == "CARD_UNACCOUNTED"]
+    assert row["explanation"] == (
+        "KH left shoe S1 with no round, drawn to the discard rack, but no rack "
+        "count held it before the shoe was closed")
 
 
 def test_every_debt_paid_in_any_order_is_no_missing_burn(tmp_path: Path) -> None:

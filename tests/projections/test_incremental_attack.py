@@ -403,6 +403,25 @@ def test_a_copy_of_the_opening_shoes_later_is_counted_once(tmp_path: Path) -> No
         assert _stored_duplicates(con) == [("T01", [1, copy])]
 
 
+# The tap-in (event 2) re-sent by the terminal two shoes later, after the new shoe's burn: one
+# tap-in, owing one burn (anomalies_shoes.sql burn_stream reads each load and tap-in once), so
+# no MISSING_BURN. Its first copy lies before W: unless the look-up of earlier copies brings it
+# into the cards window, the batch takes the copy for a new dealer and stores a MISSING_BURN
+# at the round's first card that the full evaluation has not
+def test_a_tap_in_re_sent_shoes_later_owes_no_second_burn(tmp_path: Path) -> None:
+    log, t = _table(tmp_path)
+    _shoes(t, ("S1", "S2"))
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
+        t.new_shoe("S3")
+        copy = _resend(t, str(uuid.UUID(int=2)), "S3", None)
+        t.round_no = 1
+        t.deal_round("5C QS 9D", {1: 500})
+        second_batch()
+        assert _stored_duplicates(con) == [("T01", [2, copy])]
+        assert con.execute(f"SELECT count(*) FROM {STORED} "
+                           "WHERE code = 'MISSING_BURN'").fetchall() == [(0,)]
+
+
 # A copy of a copy: the tap-in (event 2) copied in shoe S3, then again in S6, three shoes on.
 # The stored row [2, copy] lies wholly before the third batch's stretch (its greatest seq is in
 # S3) and must be replaced by [2, copy, third], not kept beside it
