@@ -125,9 +125,9 @@ def render(rows: Sequence[dict[str, Any]], fmt: Format | Summary, *, out: Path |
     # of its own (a device's string with a newline could otherwise forge one).
     ruled = line_breaks and any("\n" in c for row in cells for c in row)
     # Each column costs 3 more characters of borders and padding.
-    needed = sum(w + 3 if s else LONG_CELL_MIN + 3 for w, s in zip(widths, short, strict=True))
-    fits = needed < console.width
-    blocks = None if fits else _column_blocks(_key_width(cells), widths, short, console.width)
+    cost = [w + 3 if s else LONG_CELL_MIN + 3 for w, s in zip(widths, short, strict=True)]
+    fits = sum(cost) < console.width
+    blocks = None if fits else _column_blocks(_key_width(cells), cost, console.width)
     if blocks is not None:
         # Too wide for the terminal: folding would break amounts, dates and ids mid-value
         # ("$43,3" over "75.00"). Instead the columns in turn, each value whole, a table per
@@ -173,15 +173,14 @@ def _key_width(cells: list[list[str]]) -> int:
     return max(most, 1)
 
 
-def _column_blocks(key: int, widths: list[int], short: list[bool],
-                   width: int) -> list[list[int]] | None:
-    """The columns (by index) packed in order into tables that each fit `width` whole, the
-    first `key` columns in each; None when one table fits, or when the key columns and some
-    other could not share a table (then the cells are folded instead)."""
-    cost = [w + 3 if s else LONG_CELL_MIN + 3 for w, s in zip(widths, short, strict=True)]
+def _column_blocks(key: int, cost: list[int], width: int) -> list[list[int]] | None:
+    """The columns (by index, each taking `cost` characters) packed in order into tables
+    that each fit `width` whole, the first `key` columns in each; None when one table fits,
+    or when the key columns and some other could not share a table (then the cells are
+    folded instead)."""
     keys = sum(cost[:key])
     blocks, block, used = [], list(range(key)), keys
-    for i in range(key, len(widths)):
+    for i in range(key, len(cost)):
         if keys + cost[i] >= width:
             return None
         if used + cost[i] >= width:
