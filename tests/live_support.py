@@ -91,14 +91,20 @@ def rule_codes(con: duckdb.DuckDBPyConnection) -> set[str]:
         - set(STATISTICAL)
 
 
+def both_ways(kept: str, fresh: str, cols: str = "*") -> str:
+    """One query: (rows of `kept` not in `fresh`, rows of `fresh` not in `kept`), EXCEPT ALL
+    on `cols`, with `fresh` (a full evaluation: the costly side) evaluated once, not once a
+    direction."""
+    return (f"WITH f AS MATERIALIZED ({fresh}), k AS MATERIALIZED ({kept}) "
+            f"SELECT (SELECT count(*) FROM (SELECT {cols} FROM k EXCEPT ALL "
+            f"SELECT {cols} FROM f)), (SELECT count(*) FROM (SELECT {cols} FROM f "
+            f"EXCEPT ALL SELECT {cols} FROM k)), (SELECT count(*) FROM f)")
+
+
 def differences(con: duckdb.DuckDBPyConnection) -> tuple[int, int]:
     """(stored rows not in a full evaluation, full-evaluation rows not stored), EXCEPT ALL."""
-    ((extra,),) = con.execute(
-        f"SELECT count(*) FROM (SELECT * FROM {STORED} EXCEPT ALL SELECT * FROM anomalies)"
-    ).fetchall()
-    ((missing,),) = con.execute(
-        f"SELECT count(*) FROM (SELECT * FROM anomalies EXCEPT ALL SELECT * FROM {STORED})"
-    ).fetchall()
+    ((extra, missing, _),) = con.execute(
+        both_ways(f"SELECT * FROM {STORED}", "SELECT * FROM anomalies")).fetchall()
     return int(extra), int(missing)
 
 
@@ -106,12 +112,9 @@ def money_differences(con: duckdb.DuckDBPyConnection) -> tuple[int, int, int]:
     """(stored round_money rows not in the round_money query over the views, the query's rows
     not stored, the query's row count), EXCEPT ALL."""
     load_edges(con)
-    query = f"SELECT * FROM ({round_money_sql()})"
-    ((extra,),) = con.execute(
-        f"SELECT count(*) FROM (SELECT * FROM {ROUND_MONEY} EXCEPT ALL {query})").fetchall()
-    ((missing,),) = con.execute(
-        f"SELECT count(*) FROM ({query} EXCEPT ALL SELECT * FROM {ROUND_MONEY})").fetchall()
-    ((rounds,),) = con.execute(f"SELECT count(*) FROM ({query})").fetchall()
+    ((extra, missing, rounds),) = con.execute(
+        both_ways(f"SELECT * FROM {ROUND_MONEY}", f"SELECT * FROM ({round_money_sql()})")
+    ).fetchall()
     return int(extra), int(missing), int(rounds)
 
 
@@ -139,12 +142,9 @@ def shift_money_differences(con: duckdb.DuckDBPyConnection) -> tuple[int, int, i
 def outcome_counts_differences(con: duckdb.DuckDBPyConnection) -> tuple[int, int, int]:
     """(stored outcome counts not in the same counts made afresh from the stored round_money
     rows, those not stored, the groups), EXCEPT ALL on every column."""
-    fresh = outcome_counts_sql(ROUND_MONEY)
-    stored = f"SELECT * FROM {OUTCOME_COUNTS}"
-    ((extra,),) = con.execute(f"SELECT count(*) FROM ({stored} EXCEPT ALL {fresh})").fetchall()
-    ((missing,),) = con.execute(f"SELECT count(*) FROM ({fresh} EXCEPT ALL {stored})"
-                                ).fetchall()
-    ((groups,),) = con.execute(f"SELECT count(*) FROM ({fresh})").fetchall()
+    ((extra, missing, groups),) = con.execute(
+        both_ways(f"SELECT * FROM {OUTCOME_COUNTS}", outcome_counts_sql(ROUND_MONEY))
+    ).fetchall()
     return int(extra), int(missing), int(groups)
 
 
