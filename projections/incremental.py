@@ -402,13 +402,16 @@ class Detector:
             if not before:  # the table's first shoe: from its start
                 out.append(Scope(t, partition, k, None, old[2], None))
                 continue
-            prev = max(before, key=lambda v: v[4])  # ends just before k: (last_seq, offset)
             draws = [v for v in before if v[6] is not None]
+            if not draws:  # no card dealt before k: a burn owed since the table's first event
+                # may still be owed at k's first card (MISSING_BURN), so from its start too
+                out.append(Scope(t, partition, k, None, old[2], None))
+                continue
+            prev = max(before, key=lambda v: v[4])  # ends just before k: (last_seq, offset)
             w, offset = prev[4], prev[5]
-            if draws:
-                d = max(draws, key=lambda v: v[6])
-                if d[6] < w:
-                    w, offset = d[6], d[7]
+            d = max(draws, key=lambda v: v[6])
+            if d[6] < w:
+                w, offset = d[6], d[7]
             out.append(Scope(t, partition, k, w, offset, None))
         # The round-level stretch: rows from K_r on, read from a window whose part before
         # K_r holds the shoe's context alone (projections/detect_rounds.py). Off: see
@@ -520,16 +523,11 @@ class Detector:
             # A card event's earlier copy is the card (macros.sql card_events_of keeps an id's
             # first copy): the card families must see it to drop the later copy as the full
             # evaluation does, so it joins both windows (and the streams family through the
-            # rounds window). So does a load's or a tap's for the shoes family (MISSING_BURN
-            # reads each once: anomalies_shoes.sql burn_stream); before W, its own debt is
-            # settled by the window's first card dealt or shoe end, both before K. Every
-            # other copy reaches the streams family alone.
-            card = "is_card_event(event_type)"
-            for target, kept in ((f"{CARDS}.main.events",
-                                  f"{card} OR is_burn_debt_event(event_type)"),
-                                 (f"{SCRATCH}.main.events", card),
-                                 (f"{STREAMS}.main.copies", f"NOT {card}")):
-                s.execute(f"INSERT INTO {target} SELECT * FROM pitlog_copies WHERE {kept}")
+            # rounds window); any other copy reaches the streams family alone.
+            for target, cards in ((f"{CARDS}.main.events", True), (f"{SCRATCH}.main.events", True),
+                                  (f"{STREAMS}.main.copies", False)):
+                s.execute(f"INSERT INTO {target} SELECT * FROM pitlog_copies "
+                          f"WHERE is_card_event(event_type) = {cards}")
             ((n,),) = s.execute("SELECT count(*) FROM pitlog_copies").fetchall()
         for name in ("pitlog_ids", "pitlog_copies"):
             s.execute(f"DROP TABLE IF EXISTS temp.{name}")

@@ -88,20 +88,12 @@ burn_stream AS (
                      CASE WHEN e.event_type = 'CardsLoaded' THEN e.shoe_id END IGNORE NULLS)
                      OVER (PARTITION BY e.table_id ORDER BY e.seq, e.log_offset
                            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS replaces_shoe
-          FROM (SELECT * FROM events_once_of(NULL, NULL, NULL, NULL)  -- each card once
-                WHERE event_type IN ('ShoeClosed', 'CardBurned', 'CardDrawn')
-                UNION ALL
-                -- a load or a tap re-sent (the same event id: DUPLICATE_EVENT's finding) is
-                -- one load or tap, owing one burn; two writers' loads at one seq are two.
-                -- (The live window holds its earlier copy: incremental.earlier_copies.)
-                (SELECT * FROM events_in(NULL, NULL, NULL, NULL)
-                 WHERE is_burn_debt_event(event_type)
-                 QUALIFY event_id IS NULL OR row_number() OVER (
-                     PARTITION BY table_id, event_id ORDER BY seq, log_offset) = 1)) AS e
+          FROM events_once_of(NULL, NULL, NULL, NULL) AS e  -- each card event once (macros.sql)
           -- by offset too: two writers can both append a load at one seq (docs/integrity.md)
           LEFT JOIN burn_exempt_loads AS x USING (table_id, seq, log_offset)
           LEFT JOIN face_up_placements_of(NULL) AS p USING (table_id, seq, log_offset)
-         )
+          WHERE e.event_type IN ('CardsLoaded', 'ShoeClosed', 'DealerTappedIn', 'CardBurned',
+                                 'CardDrawn'))
     WINDOW before_this AS (PARTITION BY table_id ORDER BY seq, log_offset
                            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
            from_this AS (PARTITION BY table_id ORDER BY seq, log_offset

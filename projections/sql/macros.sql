@@ -84,10 +84,6 @@ CREATE OR REPLACE MACRO round_kind(first_rank, second_rank) AS
 CREATE OR REPLACE MACRO is_card_event(kind) AS
     kind IN ('CardDrawn', 'CardDrawnInError', 'CardFoundFaceUp', 'CardBurned');
 
--- The events that owe a burn (13:47-20.31(d)1; 13:69F-6.4): a shoe loaded, a dealer tapped in.
--- Like a card event, one re-sent with its event id is one event (MISSING_BURN reads each once).
-CREATE OR REPLACE MACRO is_burn_debt_event(kind) AS kind IN ('CardsLoaded', 'DealerTappedIn');
-
 -- The events of the tables and shoes asked for (a NULL argument: all of them). from_seq and
 -- to_seq, given with in_table, only narrow the scan (events are stored in log order, so DuckDB
 -- skips the row groups outside them). The one place these predicates are written: every

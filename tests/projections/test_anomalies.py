@@ -9,8 +9,6 @@ test_anomaly_rounds.py.
 
 from __future__ import annotations
 
-import uuid
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -427,21 +425,6 @@ def test_a_card_found_with_no_round_and_drawn_to_the_rack_in_a_round_is_its_firs
     pit.play(1, "4S 9H 8C", {1: 1000})
     pit.close_shoe()
     assert ("MISSING_BURN", "T01", "S1", 1, [loaded, first]) in pit.judge()
-
-
-def test_a_load_re_sent_with_its_event_id_owes_one_burn(tmp_path: Path) -> None:
-    pit = Pit(tmp_path)
-    pit.open_table()
-    pit.tap_in("D1")
-    loaded = pit.load("S1")  # the table's third event: id 3 (recorder_for)
-    pit.clock += timedelta(seconds=1)
-    copy = pit.recorder.record(pit.table_id, model.CardsLoaded(decks=6), shoe_id="S1",
-                               round_no=None, actor="D1", occurred_at=pit.clock,
-                               recorded_at=pit.clock, event_id=str(uuid.UUID(int=3)))
-    pit.burn("2C")
-    pit.play(1, "4S 9H 8C", {1: 1000})
-    pit.close_shoe()
-    assert [(f[0], f[4]) for f in pit.judge()] == [("DUPLICATE_EVENT", [loaded, copy])]
 
 
 def test_a_card_drawn_to_the_rack_between_rounds_unfound_is_still_outside_any_round(

@@ -406,23 +406,34 @@ def test_a_copy_of_the_opening_shoes_later_is_counted_once(tmp_path: Path) -> No
         assert _stored_duplicates(con) == [("T01", [1, copy])]
 
 
-# The tap-in (event 2) re-sent by the terminal two shoes later, after the new shoe's burn: one
-# tap-in, owing one burn (anomalies_shoes.sql burn_stream reads each load and tap-in once), so
-# no MISSING_BURN. Its first copy lies before W: unless the look-up of earlier copies brings it
-# into the cards window, the batch takes the copy for a new dealer and stores a MISSING_BURN
-# at the round's first card that the full evaluation has not
-def test_a_tap_in_re_sent_shoes_later_owes_no_second_burn(tmp_path: Path) -> None:
+# A shoe that dealt no card (loaded, a new dealer, one burn), then the cards of a shoe whose
+# load was never recorded: the load's and the tap-in's burns are both still owed at S2's first
+# card (two debts, one burn: MISSING_BURN). No card was dealt before K (S2's first event), so
+# the window must reach back to the table's start: from the end of S1 (its burn) it held the
+# load as context but not the tap-in, and S2's next batch deleted the row and did not find it
+# again (an outside attack)
+def test_burns_owed_before_any_card_was_dealt_stay_owed_in_later_batches(
+        tmp_path: Path) -> None:
     log, t = _table(tmp_path)
-    _shoes(t, ("S1", "S2"))
-    with _two_batches(tmp_path, log, t) as (con, second_batch):
-        t.new_shoe("S3")
-        copy = _resend(t, str(uuid.UUID(int=2)), "S3", None)
-        t.round_no = 1
-        t.deal_round("5C QS 9D", {1: 500})
-        second_batch()
-        assert _stored_duplicates(con) == [("T01", [2, copy])]
-        assert con.execute(f"SELECT count(*) FROM {STORED} "
-                           "WHERE code = 'MISSING_BURN'").fetchall() == [(0,)]
+    loaded, tapped, burned = t.load("S1"), t.tap_in("D2"), t.burn("2C")
+    t.shoe_id, t.round_no = "S2", 1  # S2's CardsLoaded never recorded
+    t.wager(1, 500)
+    first = t.draw("4C", Box.LEFT)
+    proof = [("MISSING_BURN", [loaded, tapped, burned, first])]
+    with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
+        # (not _two_batches: a shoe with no load has no deck count, so no outcome to count)
+        for _ in range(2):
+            t.flush()
+            project(log, con, publish_alerts=False)
+            assert _stored_codes(con, "MISSING_BURN") == proof
+            assert _rows_apart(con) == ([], [])
+            assert money_differences(con)[:2] == (0, 0)
+            t.draw("JS", Box.RIGHT)  # the second batch: S2's next card
+
+
+def _stored_codes(con: duckdb.DuckDBPyConnection, code: str) -> list:
+    return sorted(con.execute(f"SELECT code, seqs FROM {STORED} WHERE code = $c",
+                              {"c": code}).fetchall())
 
 
 # A copy of a copy: the tap-in (event 2) copied in shoe S3, then again in S6, three shoes on.
