@@ -248,6 +248,12 @@ class Detector:
         self.stretches: dict[str, float] = {}
         self.index: id_index.Index | None = None  # _ids, at the first batch
 
+    def open_index(self) -> None:
+        """Open the index of event ids now (built or caught up with `events`), not at the
+        first batch: after a backlog loaded without detection, so the next batch does not pay
+        for reading it all (projector._project_and_publish)."""
+        self._ids()
+
     def _ids(self) -> id_index.Index:
         """The store's index of event ids (id_index.Index.open: built or caught up with
         `events` when it is not current), opened at the first batch that needs it."""
@@ -728,18 +734,25 @@ def close_detector(con: duckdb.DuckDBPyConnection) -> None:
         detector.close()
 
 
+def whole_evaluation_owed(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the store's stored rows or detection state are not current (a new store, one
+    fed without detection, one whose rules or state another pitlog made), so that the next
+    detector evaluates the store whole first (detector_for). Makes the tables it asks of."""
+    create_tables(con)
+    upgrade_state(con)
+    state_tables(con)
+    drop_stale_round_state(con)
+    return anomaly_source(con) != STORED or not state_ready(con)
+
+
 def detector_for(con: duckdb.DuckDBPyConnection,
                  progress: Callable[[int, int], None] | None = None) -> tuple[Detector, int]:
     """The connection's detector, and the alerts raised getting it ready: a store whose
     stored rows or detection state are not current is evaluated whole first (the rebuild
     path: anomalies.refresh_stored_anomalies, a table group at a time), with the state built
     and the rows' alerts raised in the same transaction."""
-    create_tables(con)
-    upgrade_state(con)
-    state_tables(con)
-    drop_stale_round_state(con)
     raised = 0
-    if anomaly_source(con) != STORED or not state_ready(con):
+    if whole_evaluation_owed(con):
         counted: list[int] = []
 
         def within(c: duckdb.DuckDBPyConnection) -> None:

@@ -40,7 +40,7 @@ from projections import round_money
 from projections import store as _store
 from projections.alerts import Publisher
 from projections.anomalies import memory_error
-from projections.incremental import Detector, close_detector, detector_for
+from projections.incremental import Detector, close_detector, detector_for, whole_evaluation_owed
 from projections.log_checks import check_log_holds, hash_ok
 from projections.memory import LOAD_MEMORY_LIMIT, MORE_MEMORY, memory_limit_at_most
 from projections.snapshot import publish_snapshot
@@ -52,6 +52,14 @@ from projections.transaction import roll_back
 # batches of 250,000 in 12.9 s (benchmarks/README.md, Loading); the batch's decoded rows are the
 # price (peak RSS 368 MB -> 577 MB, the same at 1M events and at 10M).
 DEFAULT_BATCH_SIZE = 2 * 122_880
+
+# A backlog of more records than this, in a store whose anomaly rows are owed a whole
+# evaluation anyway (a rebuild from zero, a store fed without detection, new rules), is loaded
+# first and evaluated whole once, not batch by batch: each batch's detection reads its tables'
+# current shoes again from their start, so a rebuild batch by batch cost 11.8x at 10M what it
+# did at 1M (benchmarks/results.md, "Session 28" and "Session 31"). A smaller backlog (a live
+# feed) is detected batch by batch: its cost follows the new events.
+LOAD_FIRST_RECORDS = DEFAULT_BATCH_SIZE
 
 # A batch to load: records one by one (any log), or frames of bytes (projections/frames.py).
 Batch = list[LogRecord] | _frames.Frames
@@ -146,20 +154,41 @@ def _project_and_publish(con: duckdb.DuckDBPyConnection, log: EventLog,
                          anomaly_progress: Callable[[int, int], None] | None,
                          publish_alerts: bool,
                          money_progress: Callable[[int, int], None] | None) -> ProjectionReport:
-    detector, raised, money = None, 0, None
+    started = time.perf_counter()
+    detector, raised, money, loaded = None, 0, None, None
+    if store_anomalies and _load_first(con, log):
+        # Every batch committed without detection, as with store_anomalies=False: a run
+        # killed here leaves the rows still owed a whole evaluation, and the next run loads
+        # first again. The evaluation below then reads the store once.
+        loaded = _project(con, log, progress, batch_size)
     if store_anomalies:
         try:
             detector, raised = detector_for(con, progress=anomaly_progress)
         except duckdb.OutOfMemoryException as exc:  # setting the detector up, not a batch
             raise memory_error(con) from exc
         money = round_money.keeper_for(con, money_progress)  # kept with the anomaly rows
+        if loaded is not None and loaded.events:
+            detector.open_index()  # caught up now, not by the next live batch
     publisher = Publisher(con, log if detector is not None and publish_alerts else None)
     publisher()
     report = _project(con, log, progress, batch_size, detector, publisher, money)
-    report = replace(report, alerts=report.alerts + raised)
+    if loaded is not None:  # the records loaded first, then what arrived since
+        report = replace(report, events=loaded.events + report.events,
+                         quarantined=loaded.quarantined + report.quarantined,
+                         batches=loaded.batches + report.batches,
+                         alerts=loaded.alerts + report.alerts)
+    # The whole evaluation and the round money's build counted in the run's time
+    report = replace(report, alerts=report.alerts + raised,
+                     seconds=time.perf_counter() - started)
     if snapshot:
         publish_snapshot(con)
     return report
+
+
+def _load_first(con: duckdb.DuckDBPyConnection, log: EventLog) -> bool:
+    """Whether to load the log's backlog before detecting (LOAD_FIRST_RECORDS)."""
+    backlog = sum(log.end_offsets().values()) - sum(checkpoints(con, log.uri).values())
+    return backlog > LOAD_FIRST_RECORDS and whole_evaluation_owed(con)
 
 
 def checkpoints(con: duckdb.DuckDBPyConnection, source: str) -> dict[int, int]:

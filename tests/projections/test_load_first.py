@@ -1,0 +1,140 @@
+"""A backlog loaded first and evaluated whole once (projections/projector.py,
+LOAD_FIRST_RECORDS): a store whose rows are owed a whole evaluation anyway (a rebuild from
+zero) and a backlog of more than that many records load every batch without detection, then
+evaluate the store once. The rows, the round money and the alerts must be those of the same
+log detected batch by batch; a run stopped part way resumes to the same; a store whose rows are
+current is still detected batch by batch, whatever its backlog (a live feed's cost follows what
+is new). The threshold is lowered here: the simulated evening is far below the default."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pytest
+from live_support import assert_exact, differences, feed, source_log
+
+from events.log.embedded.log import EmbeddedLog
+from projections import projector
+from projections.anomalies import STORED, anomaly_source
+from projections.id_index import index_path
+from projections.projector import project
+
+pytestmark = pytest.mark.slow
+
+WINDOWS = "pitlog_detect"  # the catalog a batch's detection makes (incremental.SCRATCH)
+
+
+@pytest.fixture(scope="module")
+def records(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[bytes, bytes]]:
+    return source_log(tmp_path_factory.mktemp("source") / "log")
+
+
+def _attached(con: duckdb.DuckDBPyConnection) -> set[str]:
+    return {n for (n,) in con.execute("SELECT database_name FROM duckdb_databases()").fetchall()}
+
+
+def _alert_ids(con: duckdb.DuckDBPyConnection) -> list[str]:
+    return sorted(i for (i,) in con.execute("SELECT alert_id FROM alerts").fetchall())
+
+
+def _apart(con: duckdb.DuckDBPyConnection, other: Path, table: str) -> tuple[int, int]:
+    """(rows of `table` here not in the store at `other`, and the other way), EXCEPT ALL."""
+    con.execute(f"ATTACH '{other}' AS other (READ_ONLY)")
+    try:
+        ((a, b),) = con.execute(
+            f"SELECT (SELECT count(*) FROM (SELECT * FROM {table} EXCEPT ALL "
+            f"SELECT * FROM other.{table})), (SELECT count(*) FROM (SELECT * FROM other.{table} "
+            f"EXCEPT ALL SELECT * FROM {table}))").fetchall()
+    finally:
+        con.execute("DETACH other")
+    return int(a), int(b)
+
+
+@pytest.fixture
+def batch_by_batch(tmp_path: Path, records: list[tuple[bytes, bytes]]) -> Path:
+    """The evening projected from zero with detection in every batch (the default threshold:
+    the evening is below it), into a store of its own."""
+    log = EmbeddedLog(tmp_path / "reference-log")
+    feed(log, records, 0, len(records))
+    db = tmp_path / "reference.duckdb"
+    with duckdb.connect(str(db)) as con:
+        report = project(log, con, batch_size=700, publish_alerts=False)
+        assert report.batches > 1 and WINDOWS in _attached(con)  # each batch detected
+    return db
+
+
+def test_a_rebuild_loaded_first_equals_one_detected_batch_by_batch(
+        tmp_path: Path, records: list[tuple[bytes, bytes]], batch_by_batch: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(projector, "LOAD_FIRST_RECORDS", 1_000)
+    log = EmbeddedLog(tmp_path / "log")
+    last = len(records) - len(records) // 50  # the rest comes later, as a live feed
+    feed(log, records, 0, last)
+    with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
+        report = project(log, con, batch_size=700, publish_alerts=False)
+        assert (report.events, report.quarantined) == (last, 0) and report.batches > 1
+        assert WINDOWS not in _attached(con)  # no batch's window: evaluated whole, once
+        assert anomaly_source(con) == STORED
+        assert differences(con) == (0, 0)
+        assert report.alerts == len(_alert_ids(con)) > 0
+        # The index of event ids is caught up already, not left to the next batch
+        path = index_path(con)
+        assert path is not None and path.exists()
+        # The rest, detected batch by batch (the rows are current now)
+        feed(log, records, last, len(records))
+        report = project(log, con, batch_size=700, publish_alerts=False)
+        assert report.events == len(records) - last and WINDOWS in _attached(con)
+        assert_exact(con)  # the full evaluation's rows, the round money, every rule code
+        for table in (STORED, "round_money", "outcome_counts"):
+            assert _apart(con, batch_by_batch, table) == (0, 0), table
+        with duckdb.connect(str(batch_by_batch), read_only=True) as ref:
+            assert _alert_ids(con) == _alert_ids(ref)  # each row raised once, the same ids
+
+
+def test_a_load_stopped_part_way_resumes_to_the_same_rows(
+        tmp_path: Path, records: list[tuple[bytes, bytes]], batch_by_batch: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(projector, "LOAD_FIRST_RECORDS", 1_000)
+    log = EmbeddedLog(tmp_path / "log")
+    feed(log, records, 0, len(records))
+    db = tmp_path / "v.duckdb"
+    calls: list[int] = []
+
+    def stop_after_three(done: int) -> None:
+        calls.append(done)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        project(log, db, batch_size=700, progress=stop_after_three, publish_alerts=False)
+    with duckdb.connect(str(db)) as con:
+        ((done,),) = con.execute("SELECT sum(next_offset) FROM checkpoints").fetchall()
+        assert done == calls[-1] and 0 < done < len(records)  # three batches committed
+        assert anomaly_source(con) != STORED  # the rows still owed: readers use the views
+        project(log, con, batch_size=700, publish_alerts=False)
+        assert WINDOWS not in _attached(con)  # the rest loaded first too, then evaluated once
+        assert_exact(con)
+        assert _apart(con, batch_by_batch, STORED) == (0, 0)
+
+
+def test_a_store_with_current_rows_is_detected_batch_by_batch_whatever_its_backlog(
+        tmp_path: Path, records: list[tuple[bytes, bytes]],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    log = EmbeddedLog(tmp_path / "log")
+    tenth = len(records) // 10
+    feed(log, records, 0, tenth)
+    with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
+        project(log, con, publish_alerts=False)
+        assert anomaly_source(con) == STORED
+        ((oid,),) = con.execute("SELECT table_oid FROM duckdb_tables() WHERE table_name = $t",
+                                {"t": STORED}).fetchall()
+        monkeypatch.setattr(projector, "LOAD_FIRST_RECORDS", 1_000)
+        feed(log, records, tenth, len(records))  # nine times the history, all at once
+        report = project(log, con, batch_size=2_000, publish_alerts=False)
+        assert report.events == len(records) - tenth
+        assert WINDOWS in _attached(con)  # each batch's window evaluated
+        ((after,),) = con.execute("SELECT table_oid FROM duckdb_tables() WHERE table_name = $t",
+                                  {"t": STORED}).fetchall()
+        assert after == oid  # never replaced by a whole evaluation
+        assert_exact(con)
