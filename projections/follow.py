@@ -278,7 +278,9 @@ class Follower:
                         log, con, progress=on_batch,
                         anomaly_progress=on_steps("evaluating every rule over the store"),
                         money_progress=on_steps("computing every round's money over the store"),
-                        publish_alerts=self.publish_alerts).positions
+                        publish_alerts=self.publish_alerts,
+                        # each batch detected, so readers never fall back to the views
+                        load_first=False).positions
                     if replays is not None and projected != since:
                         _keep_replays(replays, LIVE_BUDGET_S, since=since)
                 failures = 0

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -112,7 +113,8 @@ def project(log: EventLog, store: str | Path | duckdb.DuckDBPyConnection, *,
             memory_limit: str | None = None,
             anomaly_progress: Callable[[int, int], None] | None = None,
             publish_alerts: bool = True,
-            money_progress: Callable[[int, int], None] | None = None) -> ProjectionReport:
+            money_progress: Callable[[int, int], None] | None = None,
+            load_first: bool = True) -> ProjectionReport:
     """Bring the DuckDB tables up to date with `log`, from the stored checkpoint to the end of
     the log as it is now. `store` is a file path (opened, and closed afterwards) or an open
     read-write connection. `progress` is called after each committed batch with the number of
@@ -129,21 +131,24 @@ def project(log: EventLog, store: str | Path | duckdb.DuckDBPyConnection, *,
     (anomalies.refresh_stored_anomalies); `money_progress(done, total)` those of the whole build
     of the stored per-round money, when one is needed (round_money.build_whole). Either may
     raise to stop the run between two steps: nothing of the unfinished evaluation or build is
-    marked current.
+    marked current. With `load_first`, a large backlog in a store whose rows are owed a
+    whole evaluation is loaded before it (LOAD_FIRST_RECORDS); a follower, whose readers would
+    meanwhile evaluate the `anomalies` view themselves, detects batch by batch instead.
 
     Raises ProjectionError if the log's positions were already projected without a matching
     checkpoint (a lost checkpoint): rows are never inserted twice.
     """
     if isinstance(store, duckdb.DuckDBPyConnection):
-        _store.prepare(store)
-        return _project_and_publish(store, log, progress, batch_size, snapshot,
-                                    store_anomalies, anomaly_progress, publish_alerts,
-                                    money_progress)
-    with _store.open_store(store, memory_limit=memory_limit) as con:
+        with _no_progress_bar(store):
+            _store.prepare(store)
+            return _project_and_publish(store, log, progress, batch_size, snapshot,
+                                        store_anomalies, anomaly_progress, publish_alerts,
+                                        money_progress, load_first)
+    with _store.open_store(store, memory_limit=memory_limit) as con, _no_progress_bar(con):
         try:
             return _project_and_publish(con, log, progress, batch_size, snapshot,
                                         store_anomalies, anomaly_progress, publish_alerts,
-                                        money_progress)
+                                        money_progress, load_first)
         finally:
             close_detector(con)
 
@@ -153,10 +158,11 @@ def _project_and_publish(con: duckdb.DuckDBPyConnection, log: EventLog,
                          snapshot: bool, store_anomalies: bool,
                          anomaly_progress: Callable[[int, int], None] | None,
                          publish_alerts: bool,
-                         money_progress: Callable[[int, int], None] | None) -> ProjectionReport:
+                         money_progress: Callable[[int, int], None] | None,
+                         load_first: bool) -> ProjectionReport:
     started = time.perf_counter()
     detector, raised, money, loaded = None, 0, None, None
-    if store_anomalies and _load_first(con, log):
+    if store_anomalies and load_first and _load_first(con, log):
         # Every batch committed without detection, as with store_anomalies=False: a run
         # killed here leaves the rows still owed a whole evaluation, and the next run loads
         # first again. The evaluation below then reads the store once.
@@ -226,21 +232,27 @@ def _project(con: duckdb.DuckDBPyConnection, log: EventLog,
     columns = _store.event_columns()
     loader = _BatchLoader(con, source, _store.arrow_schema(columns), codec.registry(),
                           log.log_id, detector, money)
-    # A batch's commit can pass DuckDB's 2-second mark (it may checkpoint), and its progress
-    # bar would then be printed on stdout, into the CLI's table or JSON: off while projecting.
+    # Detection evaluates a window of up to a batch's shoes: it gets the full limit back
+    # while it runs (_BatchLoader.load); loading itself needs only the row group written.
+    ((loader.full_limit,),) = con.execute("SELECT current_setting('memory_limit')").fetchall()
+    with memory_limit_at_most(con, LOAD_MEMORY_LIMIT):
+        report = _project_batches(con, log, loader, positions, progress, batch_size,
+                                  started, publisher)
+    if loader.failure is not None:
+        raise loader.failure
+    return report
+
+
+@contextmanager
+def _no_progress_bar(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """DuckDB's own progress bar off on `con` (the connection's setting; its cursors start
+    with it off): a batch's commit (it may checkpoint), a whole evaluation or the round money's
+    build can pass DuckDB's 2-second mark, and the bar would then be printed on stdout, into
+    the CLI's table or JSON (it was, in a 10M rebuild's JSON, session 31)."""
     ((bar,),) = con.execute("SELECT current_setting('enable_progress_bar')").fetchall()
     con.execute("SET enable_progress_bar = false").fetchall()
     try:
-        # Detection evaluates a window of up to a batch's shoes: it gets the full limit back
-        # while it runs (_BatchLoader.load); loading itself needs only the row group written.
-        ((loader.full_limit,),) = con.execute(
-            "SELECT current_setting('memory_limit')").fetchall()
-        with memory_limit_at_most(con, LOAD_MEMORY_LIMIT):
-            report = _project_batches(con, log, loader, positions, progress, batch_size,
-                                      started, publisher)
-        if loader.failure is not None:
-            raise loader.failure
-        return report
+        yield
     finally:
         if bar:
             con.execute("SET enable_progress_bar = true").fetchall()

@@ -8,6 +8,8 @@ is new). The threshold is lowered here: the simulated evening is far below the d
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
@@ -15,13 +17,16 @@ import pytest
 from live_support import assert_exact, differences, feed, source_log
 
 from events.log.embedded.log import EmbeddedLog
-from projections import projector
+from projections import incremental, projector, round_money
 from projections.anomalies import STORED, anomaly_source
+from projections.follow import Follower
 from projections.id_index import index_path
 from projections.projector import project
+from projections.store import open_store
 
 pytestmark = pytest.mark.slow
 
+HANG_S = 120.0  # waiting longer than this means stuck, not slow
 WINDOWS = "pitlog_detect"  # the catalog a batch's detection makes (incremental.SCRATCH)
 
 
@@ -138,3 +143,56 @@ def test_a_store_with_current_rows_is_detected_batch_by_batch_whatever_its_backl
                                   {"t": STORED}).fetchall()
         assert after == oid  # never replaced by a whole evaluation
         assert_exact(con)
+
+
+def test_a_follower_detects_each_batch_so_its_readers_never_meet_stale_rows(
+        tmp_path: Path, records: list[tuple[bytes, bytes]],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # `pitlog serve` and `project --follow` catching up from zero: a load first would leave the
+    # stored rows stale for the whole load, and every reader would evaluate the view itself
+    monkeypatch.setattr(projector, "LOAD_FIRST_RECORDS", 1_000)
+    log = EmbeddedLog(tmp_path / "log")
+    feed(log, records, 0, len(records))
+    seen: list[str] = []
+    with open_store(tmp_path / "v.duckdb") as con:  # the follower's store is made ready
+        stop = threading.Event()
+        follower = Follower(con, log, stop_event=stop, poll_interval=0.05,
+                            on_commit=lambda _: seen.append(anomaly_source(con)),
+                            publish_alerts=False)
+        thread = threading.Thread(target=follower.run)
+        thread.start()
+        assert follower.ready.wait(HANG_S)
+        stop.set()
+        thread.join(HANG_S)
+        assert seen and set(seen) == {STORED}  # current after every commit
+        assert WINDOWS in _attached(con)
+        assert_exact(con)
+
+
+def test_duckdb_progress_bar_is_off_while_a_rebuild_evaluates_and_builds(
+        tmp_path: Path, records: list[tuple[bytes, bytes]],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # DuckDB prints its bar on stdout for a statement past 2 seconds: a 10M rebuild's whole
+    # evaluation and round money build put it into `pitlog project -f json`'s output (it is
+    # off for the caller's connection while they run, and given back after)
+    monkeypatch.setattr(projector, "LOAD_FIRST_RECORDS", 1_000)
+    seen: dict[str, object] = {}
+
+    def watched(name: str, real: Callable[..., object]) -> Callable[..., object]:
+        def call(con: duckdb.DuckDBPyConnection, *args: object, **kw: object) -> object:
+            ((seen[name],),) = con.execute(
+                "SELECT current_setting('enable_progress_bar')").fetchall()
+            return real(con, *args, **kw)
+        return call
+
+    monkeypatch.setattr(incremental, "refresh_stored_anomalies",
+                        watched("whole", incremental.refresh_stored_anomalies))
+    monkeypatch.setattr(round_money, "build_whole", watched("money", round_money.build_whole))
+    log = EmbeddedLog(tmp_path / "log")
+    feed(log, records, 0, len(records))
+    with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
+        con.execute("SET enable_progress_bar = true")
+        project(log, con, batch_size=5_000, publish_alerts=False)
+        assert seen == {"whole": False, "money": False}
+        assert con.execute("SELECT current_setting('enable_progress_bar')").fetchall() == [
+            (True,)]
