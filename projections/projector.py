@@ -161,12 +161,20 @@ def _project_and_publish(con: duckdb.DuckDBPyConnection, log: EventLog,
                          money_progress: Callable[[int, int], None] | None,
                          load_first: bool) -> ProjectionReport:
     started = time.perf_counter()
-    detector, raised, money, loaded = None, 0, None, None
+    detector, raised, money, loaded, damaged = None, 0, None, None, None
     if store_anomalies and load_first and _load_first(con, log):
         # Every batch committed without detection, as with store_anomalies=False: a run
         # killed here leaves the rows still owed a whole evaluation, and the next run loads
         # first again. The evaluation below then reads the store once.
-        loaded = _project(con, log, progress, batch_size)
+        before = sum(checkpoints(con, log.uri).values())
+        try:
+            loaded = _project(con, log, progress, batch_size)
+        except ProjectionError as exc:
+            if sum(checkpoints(con, log.uri).values()) == before:
+                raise
+            # A partition that cannot be read (_project_batches): the others are loaded, and
+            # are evaluated before that is said, as batch by batch they would have been
+            damaged = exc
     if store_anomalies:
         try:
             detector, raised = detector_for(con, progress=anomaly_progress)
@@ -177,6 +185,8 @@ def _project_and_publish(con: duckdb.DuckDBPyConnection, log: EventLog,
             detector.open_index()  # caught up now, not by the next live batch
     publisher = Publisher(con, log if detector is not None and publish_alerts else None)
     publisher()
+    if damaged is not None:
+        raise damaged
     report = _project(con, log, progress, batch_size, detector, publisher, money)
     if loaded is not None:  # the records loaded first, then what arrived since
         report = replace(report, events=loaded.events + report.events,

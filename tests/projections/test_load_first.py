@@ -16,6 +16,7 @@ import duckdb
 import pytest
 from live_support import assert_exact, differences, feed, source_log
 
+from events.errors import ProjectionError
 from events.log.embedded.log import EmbeddedLog
 from projections import incremental, projector, round_money
 from projections.anomalies import STORED, anomaly_source
@@ -196,3 +197,27 @@ def test_duckdb_progress_bar_is_off_while_a_rebuild_evaluates_and_builds(
         assert seen == {"whole": False, "money": False}
         assert con.execute("SELECT current_setting('enable_progress_bar')").fetchall() == [
             (True,)]
+
+
+def test_a_partition_that_cannot_be_read_leaves_the_others_loaded_and_evaluated(
+        tmp_path: Path, records: list[tuple[bytes, bytes]],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # One damaged partition stops only itself (docs/operating.md): the others are loaded, and
+    # their rows must be stored before the error is said, as batch by batch they were
+    monkeypatch.setattr(projector, "LOAD_FIRST_RECORDS", 1_000)
+    folder = tmp_path / "log"
+    log = EmbeddedLog(folder)
+    feed(log, records, 0, len(records))
+    ends = log.end_offsets()
+    partition = max(ends, key=lambda p: ends[p])
+    seg, cut = log.segment_position(partition, ends[partition] // 2)
+    log.close()
+    with seg.open("r+b") as f:
+        f.truncate(cut + 5)  # the rest of that partition is gone; its index still lists it
+    with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
+        with pytest.raises(ProjectionError, match=f"partition {partition} cannot be read"):
+            project(EmbeddedLog(folder), con, batch_size=700, publish_alerts=False)
+        ((done,),) = con.execute("SELECT sum(next_offset) FROM checkpoints").fetchall()
+        assert sum(ends.values()) - ends[partition] < done < sum(ends.values())
+        assert anomaly_source(con) == STORED  # evaluated: readers never evaluate the view
+        assert differences(con) == (0, 0)
