@@ -70,9 +70,6 @@ INTRUDER_CARDS = "('CardDrawn', 'CardDrawnInError', 'CardBurned')"
 _CONTEXT_ROWS = ("event_type IN ('" + "', '".join(CONTEXT_TYPES) + "') "
                  f"OR (shoe_id IS NULL AND (event_type IN {INTRUDER_CARDS} "
                  "OR round_no IS NOT NULL))")
-# The state's definition, detect_context's comment: a state another pitlog built (other rows
-# in the context) is not ready (state_ready), so the store is evaluated whole and it is rebuilt.
-_STATE_TAG = "pitlog detect_context " + hashlib.sha256(_CONTEXT_ROWS.encode()).hexdigest()
 BIG = 2**62
 
 # card_us, last_us: the occurred_at of the shoe's earliest card (INTRUDER_CARDS) and of its
@@ -92,13 +89,23 @@ _SHOE_AGG = """
 SELECT table_id, shoe_id, min(seq) AS first_seq,
        arg_min(log_offset, (seq, log_offset)) AS first_offset,
        max(seq) AS last_seq, arg_max(log_offset, (seq, log_offset)) AS last_offset,
-       max(seq) FILTER (event_type = 'CardDrawn') AS last_draw_seq,
-       arg_max(log_offset, (seq, log_offset)) FILTER (event_type = 'CardDrawn')
+       -- the last card dealt (W, Detector._plan): a CardDrawn to a box. One to the discard
+       -- rack may be a card found face up placed there, no card dealt (macros.sql
+       -- face_up_placements_of): left out, W lies earlier, never after a burn still owed
+       max(seq) FILTER (event_type = 'CardDrawn' AND destination IS DISTINCT FROM 'DISCARD_RACK')
+           AS last_draw_seq,
+       arg_max(log_offset, (seq, log_offset)) FILTER (
+           event_type = 'CardDrawn' AND destination IS DISTINCT FROM 'DISCARD_RACK')
            AS last_draw_offset,
        epoch_us(min(occurred_at) FILTER (event_type IN INTRUDER_CARDS)) AS card_us,
        epoch_us(max(occurred_at)) AS last_us
 FROM {src} WHERE shoe_id IS NOT NULL GROUP BY ALL
 """.replace("INTRUDER_CARDS", INTRUDER_CARDS)
+# The state's definition, detect_context's comment: a state another pitlog built (other rows
+# in the context, other shoe extents) is not ready (state_ready), so the store is evaluated
+# whole and it is rebuilt.
+_STATE_TAG = "pitlog detect_context " + hashlib.sha256(
+    (_CONTEXT_ROWS + _SHOE_AGG).encode()).hexdigest()
 _TABLE_AGG = """
 SELECT table_id, min(log_partition) AS log_partition, min(log_offset) AS first_offset,
        max(seq) AS last_seq, arg_max(shoe_id, (seq, log_offset)) AS last_shoe_id,

@@ -281,6 +281,9 @@ def open_store(path: str | Path, read_only: bool = False,
     if not read_only:
         try:
             con.execute(f"SET memory_limit = '{limit}'").fetchall()
+            # DuckDB's own progress bar off: it prints on stdout, into the CLI's table or
+            # JSON, for any statement past 2 seconds (the migration below, a whole evaluation)
+            con.execute("SET enable_progress_bar = false").fetchall()
             _LIMITS[con] = limit
             prepare(con)
         except BaseException as exc:

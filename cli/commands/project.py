@@ -76,7 +76,8 @@ def project_cmd(
     if report.quarantined:
         _tell_quarantined(path, event_log.uri, since, report.quarantined)
     row = report.as_row()
-    # The whole run, the anomaly rows' phase included (`seconds` is the events' phase alone).
+    # The whole command, its start included (`seconds` is project()'s own: the events, the
+    # anomaly rows and the round money).
     whole = time.perf_counter() - started
     row.update(total_seconds=round(whole, 3),
                events_per_second_overall=round(report.events / whole) if whole > 0 else None)

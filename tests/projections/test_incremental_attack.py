@@ -412,10 +412,19 @@ def test_a_copy_of_the_opening_shoes_later_is_counted_once(tmp_path: Path) -> No
 # the window must reach back to the table's start: from the end of S1 (its burn) it held the
 # load as context but not the tap-in, and S2's next batch deleted the row and did not find it
 # again (an outside attack)
+# (with `placed`, the same when S1's only CardDrawn is a card found face up and placed in the
+# rack, no card dealt: the window started at that draw, after the tap-in; a second attack)
+@pytest.mark.parametrize("placed", [False, True])
 def test_burns_owed_before_any_card_was_dealt_stay_owed_in_later_batches(
-        tmp_path: Path) -> None:
+        tmp_path: Path, placed: bool) -> None:
     log, t = _table(tmp_path)
-    loaded, tapped, burned = t.load("S1"), t.tap_in("D2"), t.burn("2C")
+    loaded, tapped = t.load("S1"), t.tap_in("D2")
+    if placed:
+        found = card("KH")
+        t.emit(model.CardFoundFaceUp(rank=found.rank, suit=found.suit))
+        t.emit(model.CardDrawn(rank=found.rank, suit=found.suit, face_up=True,
+                               destination=Box.DISCARD_RACK))
+    burned = t.burn("2C")
     t.shoe_id, t.round_no = "S2", 1  # S2's CardsLoaded never recorded
     t.wager(1, 500)
     first = t.draw("4C", Box.LEFT)
