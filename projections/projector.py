@@ -58,8 +58,8 @@ DEFAULT_BATCH_SIZE = 2 * 122_880
 # evaluation anyway (a rebuild from zero, a store fed without detection, new rules), is loaded
 # first and evaluated whole once, not batch by batch: each batch's detection reads its tables'
 # current shoes again from their start, so a rebuild batch by batch cost 11.8x at 10M what it
-# did at 1M (benchmarks/results.md, "Session 28" and "Session 31"). A smaller backlog (a live
-# feed) is detected batch by batch: its cost follows the new events.
+# did at 1M (benchmarks/results.md, sessions 27, 28 and 31). A smaller backlog (a live feed) is
+# detected batch by batch: its cost follows the new events.
 LOAD_FIRST_RECORDS = DEFAULT_BATCH_SIZE
 
 # A batch to load: records one by one (any log), or frames of bytes (projections/frames.py).
