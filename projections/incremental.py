@@ -92,15 +92,13 @@ SELECT table_id, shoe_id, min(seq) AS first_seq,
        -- the last card dealt (W, Detector._plan): a CardDrawn to a box. One to the discard
        -- rack may be a card found face up placed there, no card dealt (macros.sql
        -- face_up_placements_of): left out, W lies earlier, never after a burn still owed
-       max(seq) FILTER (event_type = 'CardDrawn' AND destination IS DISTINCT FROM 'DISCARD_RACK')
-           AS last_draw_seq,
-       arg_max(log_offset, (seq, log_offset)) FILTER (
-           event_type = 'CardDrawn' AND destination IS DISTINCT FROM 'DISCARD_RACK')
-           AS last_draw_offset,
+       max(seq) FILTER (DEALT) AS last_draw_seq,
+       arg_max(log_offset, (seq, log_offset)) FILTER (DEALT) AS last_draw_offset,
        epoch_us(min(occurred_at) FILTER (event_type IN INTRUDER_CARDS)) AS card_us,
        epoch_us(max(occurred_at)) AS last_us
 FROM {src} WHERE shoe_id IS NOT NULL GROUP BY ALL
-""".replace("INTRUDER_CARDS", INTRUDER_CARDS)
+""".replace("INTRUDER_CARDS", INTRUDER_CARDS).replace(
+    "DEALT", "event_type = 'CardDrawn' AND destination IS DISTINCT FROM 'DISCARD_RACK'")
 # The state's definition, detect_context's comment: a state another pitlog built (other rows
 # in the context, other shoe extents) is not ready (state_ready), so the store is evaluated
 # whole and it is rebuilt.

@@ -144,7 +144,7 @@ def project(log: EventLog, store: str | Path | duckdb.DuckDBPyConnection, *,
             return _project_and_publish(store, log, progress, batch_size, snapshot,
                                         store_anomalies, anomaly_progress, publish_alerts,
                                         money_progress, load_first)
-    with _store.open_store(store, memory_limit=memory_limit) as con, _no_progress_bar(con):
+    with _store.open_store(store, memory_limit=memory_limit) as con:  # the bar off already
         try:
             return _project_and_publish(con, log, progress, batch_size, snapshot,
                                         store_anomalies, anomaly_progress, publish_alerts,
@@ -164,8 +164,9 @@ def _project_and_publish(con: duckdb.DuckDBPyConnection, log: EventLog,
     detector, raised, money, loaded, damaged = None, 0, None, None, None
     if store_anomalies and load_first and _load_first(con, log):
         # Every batch committed without detection, as with store_anomalies=False: a run
-        # killed here leaves the rows still owed a whole evaluation, and the next run loads
-        # first again. The evaluation below then reads the store once.
+        # killed here leaves the rows still owed a whole evaluation, which the next run makes
+        # (after loading first again while the backlog left is over the threshold). The
+        # evaluation below then reads the store once.
         before = sum(checkpoints(con, log.uri).values())
         try:
             loaded = _project(con, log, progress, batch_size)
@@ -255,10 +256,11 @@ def _project(con: duckdb.DuckDBPyConnection, log: EventLog,
 
 @contextmanager
 def _no_progress_bar(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    """DuckDB's own progress bar off on `con` (the connection's setting; its cursors start
-    with it off): a batch's commit (it may checkpoint), a whole evaluation or the round money's
-    build can pass DuckDB's 2-second mark, and the bar would then be printed on stdout, into
-    the CLI's table or JSON (it was, in a 10M rebuild's JSON, session 31)."""
+    """DuckDB's own progress bar off on `con`, a caller's connection (store.open_store's have
+    it off; its cursors start with it off): a batch's commit (it may checkpoint), a whole
+    evaluation or the round money's build can pass DuckDB's 2-second mark, and the bar would
+    then be printed on stdout, into the CLI's table or JSON (it was, in a 10M rebuild's JSON,
+    session 31)."""
     ((bar,),) = con.execute("SELECT current_setting('enable_progress_bar')").fetchall()
     con.execute("SET enable_progress_bar = false").fetchall()
     try:

@@ -9,6 +9,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from events.log.registry import open_log
 from events.simulation.simulator import SimConfig, simulate
 from projections import dispute_sql, replay
 from projections.anomalies import STATISTICAL, STORED
+from projections.follow import Follower
 from projections.queries import rows
 from projections.reconcile import (
     OUTCOME_COUNTS,
@@ -228,3 +230,20 @@ def assert_kept_replays_hold(con: duckdb.DuckDBPyConnection) -> int:
                              "table_id = $table AND shoe_id = $shoe ORDER BY ord", key)
             assert held == rows(con, sql, {**params, "round": None}), (name, table, shoe)
     return len(kept)
+
+
+FOLLOW_HANG_S = 120.0  # a follower not caught up after this is stuck, not slow
+
+
+def follow_until_caught_up(con: duckdb.DuckDBPyConnection, log: EventLog,
+                           **options: object) -> None:
+    """A Follower on `con` (options: Follower's) run in a thread until it has caught up with
+    `log` (its `ready`), then stopped."""
+    stop = threading.Event()
+    follower = Follower(con, log, stop_event=stop, poll_interval=0.05,
+                        **options)  # type: ignore[arg-type]
+    thread = threading.Thread(target=follower.run)
+    thread.start()
+    assert follower.ready.wait(FOLLOW_HANG_S)
+    stop.set()
+    thread.join(FOLLOW_HANG_S)

@@ -206,6 +206,8 @@ def test_a_stop_during_the_whole_evaluation_ends_it_within_a_step_and_stores_not
     """A store projected without its anomaly rows is evaluated whole before the first batch
     (minutes at 10M, in groups x families steps): a stop then ends the follower after the step
     in hand, not after the whole; the next run evaluates it and stores the view's rows."""
+    from live_support import follow_until_caught_up
+
     from projections.anomalies import STORED, anomaly_source
     from projections.projector import project
 
@@ -221,13 +223,7 @@ def test_a_stop_during_the_whole_evaluation_ends_it_within_a_step_and_stores_not
         (report,) = results
         assert report.batches == 0 and report.events == 0
         assert anomaly_source(con) == "anomalies"  # nothing stored: readers use the view
-        stop_again = threading.Event()
-        again = Follower(con, log, stop_event=stop_again, poll_interval=0.05)
-        thread = threading.Thread(target=again.run)
-        thread.start()
-        assert again.ready.wait(HANG_S)
-        stop_again.set()
-        thread.join(HANG_S)
+        follow_until_caught_up(con, log)
         assert anomaly_source(con) == STORED
         stored = con.execute(f"SELECT * FROM {STORED} EXCEPT ALL SELECT * FROM anomalies "
                              "UNION ALL (SELECT * FROM anomalies EXCEPT ALL "
@@ -245,7 +241,7 @@ def test_a_stop_during_the_whole_round_money_build_ends_it_within_a_step_and_mar
     step that stores them): a stop ends the follower after the step in hand, the old rows stay
     as they were and not current (readers use the views), and the next run builds rows equal
     to the query over the views, EXCEPT ALL both ways."""
-    from live_support import assert_money_exact
+    from live_support import assert_money_exact, follow_until_caught_up
 
     from projections import round_money
     from projections.projector import project
@@ -273,14 +269,7 @@ def test_a_stop_during_the_whole_round_money_build_ends_it_within_a_step_and_mar
         assert con.execute("SELECT table_oid, comment FROM duckdb_tables() WHERE table_name "
                            f"IN ('{ROUND_MONEY}', '{round_money.ROUND_MONEY_BUILD}')"
                            ).fetchall() == [(old[0][0], other)]
-        stop_again = threading.Event()
-        again = Follower(con, log, stop_event=stop_again, poll_interval=0.05,
-                         publish_alerts=False)
-        thread = threading.Thread(target=again.run)
-        thread.start()
-        assert again.ready.wait(HANG_S)
-        stop_again.set()
-        thread.join(HANG_S)
+        follow_until_caught_up(con, log, publish_alerts=False)
         assert_money_exact(con)  # current, and the query's rows EXCEPT ALL both ways
     finally:
         con.close()

@@ -8,26 +8,23 @@ is new). The threshold is lowered here: the simulated evening is far below the d
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
 import pytest
-from live_support import assert_exact, differences, feed, source_log
+from live_support import assert_exact, differences, feed, follow_until_caught_up, source_log
 
 from events.errors import ProjectionError
 from events.log.embedded.log import EmbeddedLog
 from projections import incremental, projector, round_money
 from projections.anomalies import STORED, anomaly_source
-from projections.follow import Follower
 from projections.id_index import index_path
 from projections.projector import project
 from projections.store import open_store
 
 pytestmark = pytest.mark.slow
 
-HANG_S = 120.0  # waiting longer than this means stuck, not slow
 WINDOWS = "pitlog_detect"  # the catalog a batch's detection makes (incremental.SCRATCH)
 
 
@@ -156,15 +153,8 @@ def test_a_follower_detects_each_batch_so_its_readers_never_meet_stale_rows(
     feed(log, records, 0, len(records))
     seen: list[str] = []
     with open_store(tmp_path / "v.duckdb") as con:  # the follower's store is made ready
-        stop = threading.Event()
-        follower = Follower(con, log, stop_event=stop, poll_interval=0.05,
-                            on_commit=lambda _: seen.append(anomaly_source(con)),
-                            publish_alerts=False)
-        thread = threading.Thread(target=follower.run)
-        thread.start()
-        assert follower.ready.wait(HANG_S)
-        stop.set()
-        thread.join(HANG_S)
+        follow_until_caught_up(con, log, publish_alerts=False,
+                               on_commit=lambda _: seen.append(anomaly_source(con)))
         assert seen and set(seen) == {STORED}  # current after every commit
         assert WINDOWS in _attached(con)
         assert_exact(con)
