@@ -257,6 +257,10 @@ def _stdlib_loads(text: str | bytes) -> Any:
         raise LineRejected(f"malformed JSON ({exc.msg} at column {exc.colno})",
                            "each line must be one JSON object: fix the device's output "
                            "and resend the line") from exc
+    except ValueError as exc:  # Python's cap on an integer's digits: no field holds such a number
+        raise LineRejected(f"a JSON number too long to read ({exc.args[0].split(';')[0]})",
+                           "no field takes a number of that many digits: fix the device's "
+                           "output and resend the line") from exc
     return obj
 
 
@@ -411,4 +415,9 @@ def _time(value: Any) -> datetime:
         raise LineRejected(f"field 'at' is not a time: {json.dumps(value)}", hint) from exc
     if at.tzinfo is None:
         raise LineRejected(f"field 'at' has no time zone: {json.dumps(value)}", hint)
-    return at.astimezone(UTC)
+    try:
+        return at.astimezone(UTC)
+    except OverflowError as exc:  # year 1 or 9999 shifted past datetime's range
+        raise LineRejected(f"field 'at' is {json.dumps(value)}, outside "
+                           f"{limits.MIN_TIME:%Y-%m-%d} to {limits.MAX_TIME:%Y-%m-%d} (UTC)",
+                           hint) from exc

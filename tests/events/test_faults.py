@@ -265,6 +265,36 @@ def test_a_journal_left_by_a_dead_writer_is_rolled_back_before_a_live_writer_app
     assert [r.value for bt in EmbeddedLog(folder).read() for r in bt] == [b"a1", b"a2"]
 
 
+@pytest.mark.parametrize(("journal", "why"), [
+    ("garbage", "JSONDecodeError"), ('{"1": "x"}', "ValueError"), ("[]", "AttributeError"),
+    ('{"1": [-1, 0]}', "a negative number"), ('{"9": [0, 0]}', "names partition 9")])
+def test_a_damaged_journal_is_an_error_naming_it_for_verify_writers_and_readers(
+        tmp_path: Path, journal: str, why: str) -> None:
+    """An append.pending that write_journal never writes (the folder damaged by hand): each
+    command says which file and to restore the log, with an Error line, never an internal
+    error, and nothing is appended. Were: verify's internal errors for all three shapes, a
+    writer's for a list, and `project` reading on as if no append were pending."""
+    folder = tmp_path / "log"
+    with EmbeddedLog(folder, partitions=4) as log:
+        log.append([(b"T00", b"a1")])
+    (folder / JOURNAL).write_text(journal)
+    before = (folder / "p0000.seg").read_bytes()
+    runs = {"verify": pitlog("verify", "--log", str(folder)),
+            "ingest": pitlog("ingest", str(ROOT / "examples" / "devices.jsonl"), "--log",
+                             str(folder))}
+    if "partition 9" not in why:  # a stray partition: readers read what the index says
+        runs["project"] = pitlog("project", "--log", str(folder), "--db",
+                                 str(tmp_path / "p.duckdb"))
+    for name, run in runs.items():
+        assert run.returncode == 1, name
+        (line,) = [x for x in run.stderr.splitlines() if x.startswith("Error:")]
+        assert str(folder / JOURNAL) in line and why in line, (name, line)
+        assert line.endswith("restore the log from a backup"), (name, line)
+        assert "internal error" not in run.stderr and "Traceback" not in run.stderr
+    assert (folder / "p0000.seg").read_bytes() == before
+    assert (folder / JOURNAL).read_text() == journal
+
+
 def test_a_key_too_long_appends_nothing(tmp_path: Path) -> None:
     log = EmbeddedLog(tmp_path / "log", partitions=2)
     with pytest.raises(LogError, match="nothing was appended"):

@@ -16,7 +16,7 @@ import pytest
 from table_builder import record_events
 from test_faults import ROOT, pitlog
 
-from events.errors import ProjectionError
+from events.errors import LogCorruptError, ProjectionError
 from events.integrity.verify import verify_log
 from events.log.embedded.log import EmbeddedLog
 from events.log.embedded.segment import write_journal
@@ -123,6 +123,31 @@ def test_a_segment_truncated_under_its_index_stops_only_its_partition(tmp_path: 
     assert "partition 1 cannot be read past offset 6" in run.stderr
 
 
+def test_a_deleted_segment_stops_only_its_partition_for_verify_and_project(
+        tmp_path: Path) -> None:
+    """A segment file deleted (its .idx still listing records): verify and project both ended
+    in `Error: No such file or directory`, the other partition neither verified nor projected.
+    Now it is that partition's damage, as a segment cut to 0 bytes is."""
+    folder, db = tmp_path / "log", tmp_path / "db.duckdb"
+    _two_table_log(folder)
+    (folder / "p0001.seg").unlink()
+    report = verify_log(EmbeddedLog(folder))
+    assert {t.table: t.status for t in report.tables} == {"T04": "ok"}
+    assert sorted((a.partition, a.offset, a.kind) for a in report.anomalies) == \
+        [(1, k, "unreadable") for k in range(10)]
+    assert all("p0001.seg is missing" in a.explanation for a in report.anomalies)
+    with pytest.raises(ProjectionError, match=r"partition 1 cannot be read past offset 0 ") as e:
+        project(EmbeddedLog(folder), db)
+    assert f"{folder / 'p0001.seg'} is missing, though {folder / 'p0001.idx'} lists 10 " \
+        "records in it" in str(e.value)
+    with duckdb.connect(str(db), read_only=True) as con:
+        loaded = dict(con.execute("SELECT table_id, count(*) FROM events GROUP BY 1").fetchall())
+    assert loaded == {"T04": 10}
+    run = pitlog("verify", "--log", str(folder), "--format", "json")
+    assert run.returncode == 1 and "internal error" not in run.stderr
+    assert [r["table"] for r in json.loads(run.stdout) if r["kind_of_row"] == "table"] == ["T04"]
+
+
 def test_a_damaged_frame_header_stops_only_its_partition_with_an_error_naming_it(
         tmp_path: Path) -> None:
     """A record's frame header garbled on disk (its body length now reaching into the next
@@ -132,18 +157,52 @@ def test_a_damaged_frame_header_stops_only_its_partition_with_an_error_naming_it
     log = _two_table_log(folder)
     seg, at = log.segment_position(0, 3)
     data = bytearray(seg.read_bytes())
+    original = data[at:at + 4]
     data[at:at + 4] = (1 << 20).to_bytes(4, "little")  # body length 1 MiB: past record 4
     seg.write_bytes(bytes(data))
-    with pytest.raises(ProjectionError, match=r"partition 0 cannot be read past offset") as e:
+    with pytest.raises(ProjectionError, match=r"partition 0 cannot be read past offset 3 ") as e:
         project(EmbeddedLog(folder), db)
     assert f"{seg}: record 3 at byte {at} has a damaged frame header" in str(e.value)
     with duckdb.connect(str(db), read_only=True) as con:
         loaded = dict(con.execute("SELECT table_id, count(*) FROM events GROUP BY 1").fetchall())
-    assert loaded["T01"] == 10  # the other partition whole
+        quarantined = con.execute("SELECT count(*) FROM quarantine").fetchall()
+    # The other partition whole; this one up to the damage, and not the damaged record's bytes
+    # as read one record at a time past the damage (they were quarantined as a record, the
+    # checkpoint moved to the partition's end, and a restored segment's record 3 was never
+    # projected: a gap, and false anomalies, for good).
+    assert loaded == {"T01": 10, "T04": 3} and quarantined == [(0,)]
     run = pitlog("project", "--log", str(folder), "--db", str(tmp_path / "cli.duckdb"),
                  "--no-alerts")  # the store above published this log's alerts
     assert run.returncode == 1 and run.stderr.startswith("Error: ")
     assert "damaged frame header" in run.stderr and "internal error" not in run.stderr
+    data[at:at + 4] = original  # the segment restored from a backup, as the error says
+    seg.write_bytes(bytes(data))
+    project(EmbeddedLog(folder), db)
+    with duckdb.connect(str(db), read_only=True) as con:
+        loaded = dict(con.execute("SELECT table_id, count(*) FROM events GROUP BY 1").fetchall())
+        gaps = con.execute("SELECT count(*) FROM anomalies WHERE code = 'SEQUENCE_GAP'").fetchall()
+    assert loaded == {"T01": 10, "T04": 10} and gaps == [(0,)]
+
+
+def test_a_damaged_frame_header_is_found_by_a_read_of_one_record_and_at_a_batchs_end(
+        tmp_path: Path) -> None:
+    """The body of a batch's last record reaching into the next record is refused as inside a
+    batch: a read of one record at a time (the projector's look past damage, record_at) and the
+    bulk read's batch that ends at the damaged record both stop there."""
+    log = _two_table_log(tmp_path / "log")
+    seg, at = log.segment_position(0, 3)
+    data = bytearray(seg.read_bytes())
+    data[at:at + 4] = (1 << 20).to_bytes(4, "little")
+    seg.write_bytes(bytes(data))
+    damaged = EmbeddedLog(tmp_path / "log")
+    with pytest.raises(LogCorruptError, match="record 3 at byte"):
+        for _ in damaged.read({0: 0, 1: 10}, max_batch=1):
+            pass
+    with pytest.raises(LogCorruptError, match="record 3 at byte"):
+        damaged.record_at(0, 3)
+    with pytest.raises(LogCorruptError, match="record 3 at byte"):
+        list(damaged.read_frames(0, 0, 10, max_batch=4))  # records 0-3, then 4-7
+    assert damaged.record_at(0, 2) is not None  # the record before it reads
 
 
 @pytest.mark.parametrize("entry", [1 << 40, (1 << 63) + 5])

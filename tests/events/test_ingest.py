@@ -120,6 +120,15 @@ def test_the_bad_example_refuses_each_bad_line_and_records_the_rest(tmp_path: Pa
     (json.dumps(card_line(1, at="yesterday")), 'field \'at\' is not a time: "yesterday"'),
     (json.dumps(card_line(1, at="2026-11-28T22:00:01")),
      'field \'at\' has no time zone: "2026-11-28T22:00:01"'),
+    # A zone's shift past datetime's range (year 9999 or 1) aborted the whole ingest with an
+    # internal OverflowError; so did a number of over 4,300 digits (Python's cap, a ValueError).
+    (json.dumps(card_line(1, at="9999-12-31T23:59:59-01:00")),
+     'field \'at\' is "9999-12-31T23:59:59-01:00", outside 2000-01-01 to 2100-01-01 (UTC)'),
+    (json.dumps(card_line(1, at="0001-01-01T00:00:00+01:00")),
+     'field \'at\' is "0001-01-01T00:00:00+01:00", outside 2000-01-01 to 2100-01-01 (UTC)'),
+    (json.dumps(card_line(1))[:-1] + ', "junk": ' + "9" * 4301 + "}",
+     "a JSON number too long to read (Exceeds the limit (4300 digits) for integer string "
+     "conversion: value has 4301 digits)"),
     (json.dumps(card_line(1, table="")), 'table id "" must be 1 to 64 characters'),
     (json.dumps({**card_line(1), "actor": 7}), "field 'actor' must be a string, not 7"),
     (json.dumps(card_line(1, actor="  ")), "field 'actor' is empty"),  # blank as for dealer_id

@@ -11,6 +11,7 @@ import duckdb
 import pytest
 from kafka_support import read_alerts
 from live_support import feed, fill, kill_repeatedly, random_cuts, source_log
+from store_template import store_at
 
 from events.log.embedded.alerts import EmbeddedAlertLog
 from events.log.embedded.log import EmbeddedLog
@@ -44,7 +45,7 @@ def test_every_stored_row_is_raised_once_and_the_alert_log_holds_them_in_order(
     log = EmbeddedLog(tmp_path / "log")
     raised = 0
     start = 0
-    with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
+    with duckdb.connect(str(store_at(tmp_path / "v.duckdb"))) as con:
         for stop in random_cuts(len(records), 6, 8):
             feed(log, records, start, stop)
             start = stop
@@ -66,8 +67,8 @@ def test_the_alert_id_is_the_same_in_an_independent_rebuild(
         tmp_path: Path, records: list[tuple[bytes, bytes]]) -> None:
     log = EmbeddedLog(tmp_path / "log")
     feed(log, records, 0, len(records))
-    with duckdb.connect(str(tmp_path / "a.duckdb")) as a, \
-            duckdb.connect(str(tmp_path / "b.duckdb")) as b:
+    with duckdb.connect(str(store_at(tmp_path / "a.duckdb"))) as a, \
+            duckdb.connect(str(store_at(tmp_path / "b.duckdb"))) as b:
         project(log, a, publish_alerts=False)
         # In batches (several per table: each re-evaluates its stretch), against one batch.
         assert project(log, b, batch_size=1000, publish_alerts=False).batches >= 6

@@ -18,6 +18,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from live_support import differences
+from store_template import store_at
 from surveillance_pit import EVENING
 from table_builder import project_device_lines
 
@@ -410,7 +411,7 @@ def test_incremental_detection_stays_exact_when_lines_arrive_out_of_time_order(
     records = judged["records"]
     assert isinstance(records, list)
     log = EmbeddedLog(tmp_path / "log")
-    with duckdb.connect(str(tmp_path / "p.duckdb")) as con:
+    with duckdb.connect(str(store_at(tmp_path / "p.duckdb"))) as con:
         for start in range(0, len(records), 52):
             log.append(records[start:start + 52])
             project(log, con, batch_size=13, publish_alerts=False)

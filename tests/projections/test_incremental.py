@@ -20,6 +20,7 @@ from live_support import (
     random_cuts,
     source_log,
 )
+from store_template import store_at
 from table_builder import TableBuilder, recorder_for
 
 from events.log.base import EventLog
@@ -61,7 +62,7 @@ def test_an_incremental_run_differs_from_the_full_evaluation_without_its_stretch
     # The comparison can fail: drop the stored rows of one stretch and it sees the hole.
     log = EmbeddedLog(tmp_path / "log")
     feed(log, records, 0, len(records))
-    with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
+    with duckdb.connect(str(store_at(tmp_path / "v.duckdb"))) as con:
         project(log, con, publish_alerts=False)
         assert differences(con) == (0, 0)
         con.execute(f"DELETE FROM {STORED} WHERE code = 'MISSING_BURN'")
@@ -116,7 +117,7 @@ def _projected(tmp_path: Path, records: list[tuple[bytes, bytes]],
     """A log of the first `stop` records, projected whole (the rebuild path)."""
     log = EmbeddedLog(tmp_path / "log")
     feed(log, records, 0, stop)
-    with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
+    with duckdb.connect(str(store_at(tmp_path / "v.duckdb"))) as con:
         project(log, con, publish_alerts=False)
         yield log, con
 
@@ -244,7 +245,7 @@ def test_a_card_after_a_higher_round_wholly_before_the_stretch_is_still_flagged(
         t.round_no = r
         firsts[r] = t.deal_round(cards, {1: 500})["left"]
     t.flush()
-    with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
+    with duckdb.connect(str(store_at(tmp_path / "v.duckdb"))) as con:
         project(log, con, publish_alerts=False)
         t.round_no = 3
         late = t.draw("8H", Box.LEFT)

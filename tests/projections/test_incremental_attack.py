@@ -24,6 +24,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from live_support import assert_money_exact, money_differences
+from store_template import store_at
 from table_builder import EVENING, TableBuilder, card, recorder_for
 
 from events.errors import ProjectionError
@@ -73,7 +74,7 @@ def _two_batches(tmp_path: Path, log: EmbeddedLog,
         project(log, con, publish_alerts=False)
 
     t.flush()
-    with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
+    with duckdb.connect(str(store_at(tmp_path / "v.duckdb"))) as con:
         project(log, con, publish_alerts=False)
         yield con, second_batch
         assert _rows_apart(con) == ([], [])
@@ -429,7 +430,7 @@ def test_burns_owed_before_any_card_was_dealt_stay_owed_in_later_batches(
     t.wager(1, 500)
     first = t.draw("4C", Box.LEFT)
     proof = [("MISSING_BURN", [loaded, tapped, burned, first])]
-    with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
+    with duckdb.connect(str(store_at(tmp_path / "v.duckdb"))) as con:
         # (not _two_batches: a shoe with no load has no deck count, so no outcome to count)
         for _ in range(2):
             t.flush()

@@ -14,6 +14,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from live_support import assert_exact, differences, feed, follow_until_caught_up, source_log
+from store_template import store_at
 
 from events.errors import ProjectionError
 from events.log.embedded.log import EmbeddedLog
@@ -74,7 +75,7 @@ def test_a_rebuild_loaded_first_equals_one_detected_batch_by_batch(
     log = EmbeddedLog(tmp_path / "log")
     last = len(records) - len(records) // 50  # the rest comes later, as a live feed
     feed(log, records, 0, last)
-    with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
+    with duckdb.connect(str(store_at(tmp_path / "v.duckdb"))) as con:
         report = project(log, con, batch_size=700, publish_alerts=False)
         assert (report.events, report.quarantined) == (last, 0) and report.batches > 1
         assert WINDOWS not in _attached(con)  # no batch's window: evaluated whole, once
@@ -127,7 +128,7 @@ def test_a_store_with_current_rows_is_detected_batch_by_batch_whatever_its_backl
     log = EmbeddedLog(tmp_path / "log")
     tenth = len(records) // 10
     feed(log, records, 0, tenth)
-    with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
+    with duckdb.connect(str(store_at(tmp_path / "v.duckdb"))) as con:
         project(log, con, publish_alerts=False)
         assert anomaly_source(con) == STORED
         ((oid,),) = con.execute("SELECT table_oid FROM duckdb_tables() WHERE table_name = $t",
@@ -181,7 +182,7 @@ def test_duckdb_progress_bar_is_off_while_a_rebuild_evaluates_and_builds(
     monkeypatch.setattr(round_money, "build_whole", watched("money", round_money.build_whole))
     log = EmbeddedLog(tmp_path / "log")
     feed(log, records, 0, len(records))
-    with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
+    with duckdb.connect(str(store_at(tmp_path / "v.duckdb"))) as con:
         con.execute("SET enable_progress_bar = true")
         project(log, con, batch_size=5_000, publish_alerts=False)
         assert seen == {"whole": False, "money": False}
@@ -204,7 +205,7 @@ def test_a_partition_that_cannot_be_read_leaves_the_others_loaded_and_evaluated(
     log.close()
     with seg.open("r+b") as f:
         f.truncate(cut + 5)  # the rest of that partition is gone; its index still lists it
-    with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
+    with duckdb.connect(str(store_at(tmp_path / "v.duckdb"))) as con:
         with pytest.raises(ProjectionError, match=f"partition {partition} cannot be read"):
             project(EmbeddedLog(folder), con, batch_size=700, publish_alerts=False)
         ((done,),) = con.execute("SELECT sum(next_offset) FROM checkpoints").fetchall()

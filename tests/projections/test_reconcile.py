@@ -174,6 +174,28 @@ def test_conservation_finds_every_stake_not_accounted_for_once(tmp_path: Path) -
     assert row["difference_cents"] == -800 and row["balanced"] is False
 
 
+def test_a_win_paid_on_no_wager_balances_and_is_the_ledgers_not_owed(tmp_path: Path) -> None:
+    """docs/auditing.md: a winning settlement with no wager leaves difference_cents at 0 (its
+    payout is in money out and in net win, and no stake went back with it); the ledger is where
+    it shows, NOT_OWED. A void with no wager, beside it, is the -700 it always was."""
+    floor = Floor(tmp_path)
+    t = floor.table("T06")
+    t.open_table("nj-casino")
+    t.new_shoe("T06-S1")
+    t.play("3C 9H 5D", {1: 1000})  # by the rules: spread 5, 5D inside, won 1 to 1
+    t.begin()
+    t.settle(4, ORIGINAL, SettledAs.WON, 50000, 1)  # a win paid where no wager was placed
+    t.end([])
+    with duckdb.connect(str(floor.build()), read_only=True) as con:
+        (row,) = conservation(con, ["table"])
+        statuses = con.execute("SELECT seat, status, actual_paid_cents FROM ledger "
+                               "ORDER BY seat").fetchall()
+    assert statuses == [(1, "OK", 1000), (4, "NOT_OWED", 50000)]
+    assert (row["money_in_cents"], row["money_out_cents"], row["net_win_cents"]) == \
+        (1000, 1000 + 1000 + 50000, -1000 - 50000)
+    assert row["difference_cents"] == 0 and row["balanced"] is True
+
+
 def test_reconcile_runs_on_a_read_only_connection(db: Path) -> None:
     con = open_for_reading(db)
     try:

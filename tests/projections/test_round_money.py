@@ -13,6 +13,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from live_support import assert_money_exact, feed, money_differences, random_cuts, source_log
+from store_template import store_at
 from table_builder import TableBuilder, recorder_for
 
 from events.log.embedded.log import EmbeddedLog
@@ -208,7 +209,7 @@ def test_running_sums_an_older_pitlog_left_behind_are_not_read_and_are_built_aga
     log = EmbeddedLog(tmp_path / "log")
     half = len(records) // 2
     feed(log, records, 0, half)
-    with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
+    with duckdb.connect(str(store_at(tmp_path / "v.duckdb"))) as con:
         project(log, con, publish_alerts=False)
         assert_money_exact(con)
         con.execute(f"CREATE TABLE old_sums AS SELECT * FROM {SHIFT_MONEY}")
@@ -243,7 +244,7 @@ def test_a_store_with_the_shift_sums_alone_gets_the_outcome_counts(
     log = EmbeddedLog(tmp_path / "log")
     half = len(records) // 2
     feed(log, records, 0, half)
-    with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
+    with duckdb.connect(str(store_at(tmp_path / "v.duckdb"))) as con:
         project(log, con, publish_alerts=False)
         counts = outcome_frequency(con, alpha=0.9, min_rounds=1)
         con.execute(f"DROP TABLE {OUTCOME_COUNTS}")
@@ -331,7 +332,7 @@ def test_a_round_stored_in_play_is_replaced_when_it_is_settled(
     in_play = """SELECT table_id, shoe_id, round_no FROM round_money
                  WHERE handle_cents > 0 AND paid_cents + collected_cents + returned_cents = 0
                  ORDER BY ALL LIMIT 1"""
-    with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
+    with duckdb.connect(str(store_at(tmp_path / "v.duckdb"))) as con:
         stop, found = len(records) // 2, []
         feed(log, records, 0, stop)
         project(log, con, publish_alerts=False)
@@ -417,7 +418,7 @@ def test_a_large_round_moved_to_another_shift_leaves_the_other_groups_sums_exact
     t.round_no = 2
     t.deal_round("5C 6D", wagers={1: 100})  # consecutive: a tie, a small deviation
     t.flush()
-    with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
+    with duckdb.connect(str(store_at(tmp_path / "v.duckdb"))) as con:
         project(log, con, publish_alerts=False)
         assert_money_exact(con)
         t.round_no, t.clock = 1, datetime(2026, 11, 28, 13, 59, 30, tzinfo=UTC)

@@ -20,6 +20,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from live_support import differences
+from store_template import store_at
 from table_builder import EVENING, TableBuilder, recorder_for
 
 from events.log.embedded.log import EmbeddedLog
@@ -248,7 +249,7 @@ def test_incremental_detection_of_a_doubled_seq_equals_a_full_evaluation(
         tmp_path: Path, batch_size: int) -> None:
     """Projected in small batches, so a doubled seq falls inside a batch and across two: the
     stored anomaly rows equal the full evaluation's, EXCEPT ALL both ways."""
-    with duckdb.connect(str(tmp_path / "store.duckdb")) as con:
+    with duckdb.connect(str(store_at(tmp_path / "store.duckdb"))) as con:
         project(_record(tmp_path), con, batch_size=batch_size, publish_alerts=False)
         assert differences(con) == (0, 0)
         assert con.execute(f"SELECT count(*) FROM {STORED}").fetchone() == \

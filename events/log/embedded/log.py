@@ -37,6 +37,7 @@ import zlib
 from array import array
 from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 from events.errors import ConcurrencyError, LogCorruptError, LogError
 from events.files import remove_quietly
@@ -165,12 +166,7 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
     def _roll_back_pending(self) -> None:
         """Undo an append that crashed or failed part way (its journal is still there): its
         records are truncated in every partition it touched, before anyone appends after them."""
-        try:
-            journal = read_journal(self.folder)
-        except (ValueError, KeyError, IndexError, TypeError) as exc:
-            raise LogError(f"{self.folder / JOURNAL} is unreadable ({exc}): it is written whole "
-                           f"and renamed into place, so the folder was damaged by hand; "
-                           f"restore the log from a backup") from exc
+        journal = self._journal()
         if journal is None:
             return
         for number, (seg_size, count) in journal.items():
@@ -181,6 +177,16 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
                 del self._tails[key]
                 self._tails_at.pop(key, None)
         remove_journal(self.folder)
+
+    def _journal(self) -> dict[int, tuple[int, int]] | None:
+        """The pending append's journal (segment.read_journal), every partition it names one of
+        this log's; LogError, saying to restore the log, when it is damaged."""
+        journal = read_journal(self.folder)
+        if stray := sorted(n for n in journal or {} if n >= self.n_partitions):
+            raise LogError(f"{self.folder / JOURNAL} names partition {stray[0]}, but the log has "
+                           f"{self.n_partitions}: the folder was damaged by hand; restore the log "
+                           f"from a backup")
+        return journal
 
     def _writer_lock(self) -> _Flock:
         return _Flock(self._lock_path)
@@ -332,7 +338,7 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
             if upto and (not mine or mine[-1][0] != upto - 1):  # the last record is a tail
                 return
             try:
-                with part.seg_path.open("rb") as seg:
+                with _open_segment(part) as seg:
                     # Each key's own record, byte for byte: another log's history (a copy that
                     # went another way) differs there (tails.py says what it cannot see).
                     for offset, key in mine:
@@ -353,7 +359,7 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
             part = self._parts[number]
             upto, end = self._tails_upto.get(number, 0), part.count()
             if upto < end:
-                with part.seg_path.open("rb") as seg:
+                with _open_segment(part) as seg:
                     for start in range(upto, end, 5000):
                         for rec in self._read_range(part, seg, start, min(end, start + 5000)):
                             self._tails[rec.key] = rec.value
@@ -368,9 +374,9 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
         seen whole or not at all)."""
         counts = {p.number: p.count() for p in self._parts}
         try:
-            journal = read_journal(self.folder)
-        except (OSError, ValueError):
-            journal = None  # a half-written journal is never renamed into place; be lenient
+            journal = read_journal(self.folder)  # LogError when damaged: what is committed?
+        except OSError:
+            journal = None
         for number, (_, count) in (journal or {}).items():
             if number in counts:
                 counts[number] = min(counts[number], count)
@@ -385,7 +391,7 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
             offset, end = start.get(part.number, 0), ends[part.number]
             if offset >= end:
                 continue
-            with part.seg_path.open("rb") as seg:
+            with _open_segment(part) as seg:
                 while offset < end:
                     stop = min(end, offset + max_batch)
                     yield self._read_range(part, seg, offset, stop)
@@ -395,7 +401,7 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
         """For `verify`: check each partition's .idx against its segment (Partition.check_index),
         read through the segment's own framing from now on where they disagree, and say where:
         (partition, first offset concerned, what). Writes nothing (verify runs on copies)."""
-        journal = read_journal(self.folder) or {}
+        journal = self._journal() or {}
         findings: list[tuple[int, int, str]] = []
         for part in self._parts:
             seg_limit, count_limit = journal.get(part.number, (None, None))
@@ -408,7 +414,7 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
         if not 0 <= offset < self.end_offsets().get(partition, 0):
             return None
         part = self._parts[partition]
-        with part.seg_path.open("rb") as seg:
+        with _open_segment(part) as seg:
             return self._read_range(part, seg, offset, offset + 1)[0]
 
     def read_frames(self, partition: int, start: int, stop: int, *,
@@ -416,7 +422,7 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
         import numpy as np  # only bulk readers pay for it (pitlog's start-up, issue 19)
 
         part = self._parts[partition]
-        with part.seg_path.open("rb") as seg:
+        with _open_segment(part) as seg:
             for first in range(start, stop, max_batch):
                 positions, buf = self._read_bytes(part, seg, first, min(stop, first + max_batch))
                 u = np.frombuffer(positions, dtype=np.uint64)
@@ -436,6 +442,10 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
                 # overlap". A key longer than its body leaves an empty value, as _read_range's
                 # slices do (the decoder refuses it, verify locates it by its key).
                 bad = np.flatnonzero(key_at[:-1] + length[:-1] > rel[1:])
+                after = _position_after(part, first + len(rel))  # the batch's last, the same
+                if (not len(bad) and after is not None and after > positions[-1]
+                        and int(key_at[-1]) + int(length[-1]) > after - positions[0]):
+                    bad = np.array([len(rel) - 1])
                 if len(bad):
                     k = int(bad[0])
                     raise _bad_frame(part, first + k, positions[k], int(length[k]),
@@ -477,6 +487,7 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
     def _read_range(self, part: Partition, seg: object, start: int, stop: int) -> list[LogRecord]:
         positions, buf = self._read_bytes(part, seg, start, stop)
         first = positions[0]
+        after = _position_after(part, start + len(positions))
         out: list[LogRecord] = []
         unpack = FRAME.unpack_from
         for k, pos in enumerate(positions):
@@ -488,10 +499,13 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
                 raise _beyond_end(part, start + k, pos)
             length, _crc, key_len = unpack(buf, rel)
             body_start = rel + FRAME.size
-            # A body reaching into the next record, as read_frames refuses it. A key longer
+            # A body reaching into the next record, as read_frames refuses it: the next one in
+            # the batch, or after the batch's last (a read of one record at a time, as the
+            # projector's look past damage makes, has no next one in its batch). A key longer
             # than its body is left to the decoder here (an empty value: quarantined, and
             # verify locates it at this record by its key).
-            if k + 1 < len(positions) and body_start + length > positions[k + 1] - first:
+            nxt = positions[k + 1] if k + 1 < len(positions) else after
+            if nxt is not None and nxt > pos and body_start + length > nxt - first:
                 raise _bad_frame(part, start + k, pos, length, key_len)
             if body_start + length > len(buf) and part.cut_short(start + k):  # as read_frames
                 raise _beyond_end(part, start + k, pos)
@@ -509,6 +523,15 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
         """Where a record's frame starts on disk (for error messages and tamper tests)."""
         part = self._parts[partition]
         return part.seg_path, part.positions(offset, offset + 1)[0]
+
+
+def _position_after(part: Partition, offset: int) -> int | None:
+    """Where record `offset` starts (the one after a batch read up to it), if the index has
+    it: a batch's last record may not reach into it either."""
+    if offset >= part.count():
+        return None
+    found = part.positions(offset, offset + 1)
+    return int(found[0]) if len(found) else None
 
 
 def _write_records(part: Partition, seg_size: int, records: list[tuple[bytes, bytes]]) -> None:
@@ -530,6 +553,17 @@ def _write_records(part: Partition, seg_size: int, records: list[tuple[bytes, by
         idx.write(positions.tobytes())
         idx.flush()
         os.fsync(idx.fileno())
+
+
+def _open_segment(part: Partition) -> BinaryIO:
+    """The partition's segment for reading; a segment its .idx lists records of but that is
+    gone is that partition's damage (LogCorruptError), as a truncated one is, not the log's."""
+    try:
+        return part.seg_path.open("rb")
+    except FileNotFoundError:
+        raise LogCorruptError(f"{part.seg_path} is missing, though {part.idx_path} lists "
+                              f"{part.count()} records in it: restore the segment and its .idx "
+                              f"from a backup", part.number) from None
 
 
 def _beyond_end(part: Partition, offset: int, pos: int) -> LogCorruptError:

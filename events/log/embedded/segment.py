@@ -17,7 +17,7 @@ from array import array
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from events.errors import LogCorruptError
+from events.errors import LogCorruptError, LogError
 
 FRAME = struct.Struct("<IIH")
 JOURNAL = "append.pending"
@@ -201,6 +201,8 @@ class Partition:
                               f"reader of the log sees; the next writer (pitlog simulate or "
                               f"ingest) rebuilds it")]
         n = self.count() if count_limit is None else min(self.count(), count_limit)
+        if not self.seg_path.exists():  # gone: the reading reports it, as a segment cut to 0
+            return None, []
         with self.seg_path.open("rb") as seg:
             fast_end = self._back_to_back(seg, n, size)
             stored = self.positions(0, n) if fast_end is None else array("Q")
@@ -343,12 +345,25 @@ def write_journal(folder: Path, sizes: dict[int, tuple[int, int]]) -> None:
 
 
 def read_journal(folder: Path) -> dict[int, tuple[int, int]] | None:
-    """Partition -> (segment bytes, index entries) before the pending append; None if none."""
+    """Partition -> (segment bytes, index entries) before the pending append; None if none.
+    Raises LogError when the file is there but not what write_journal writes."""
+    path = folder / JOURNAL
     try:
-        raw = (folder / JOURNAL).read_text()
+        raw = path.read_text()
     except FileNotFoundError:
         return None
-    return {int(n): (int(s[0]), int(s[1])) for n, s in json.loads(raw).items()}
+    try:
+        found = json.loads(raw)
+        journal = {int(n): (int(s[0]), int(s[1])) for n, s in found.items()}
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
+        journal, why = {}, f"{type(exc).__name__}: {exc}"
+    else:
+        why = "" if all(min(n, *s) >= 0 for n, s in journal.items()) else "a negative number"
+    if why:
+        # Written whole to a temporary file and renamed into place: never seen half-written.
+        raise LogError(f"{path} is unreadable ({why}): it is written whole and renamed into "
+                       f"place, so the folder was damaged by hand; restore the log from a backup")
+    return journal
 
 
 def remove_journal(folder: Path) -> None:
