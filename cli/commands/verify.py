@@ -41,7 +41,8 @@ def verify(
         folder = Path(uri.removeprefix("file://"))
         if not (folder / "meta.json").exists():
             raise NotFoundError(f"no event log at {folder}: pass --log or set PITLOG_LOG")
-    with open_log(uri, create=False) as event_log, progress_bar("verifying", None) as update:
+    with open_log(uri, create=False) as event_log, \
+            progress_bar("verifying", sum(event_log.end_offsets().values())) as update:
         # --limit 0 shows all, as in every listing command (README, cli/listing.py).
         report = verify_log(event_log, limit=limit or sys.maxsize, progress=update)
     if not report.ok:

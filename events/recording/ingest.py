@@ -30,7 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-from events.errors import ConcurrencyError, EncodeError
+from events.errors import ConcurrencyError, EncodeError, IngestError
 from events.log.base import DEFAULT_DATA_DIR, ConditionalAppend, EventLog
 from events.recording.defaults import BATCH_LINES
 from events.recording.device_line import DeviceLine, LineRejected, parse_line
@@ -127,6 +127,20 @@ class _Quarantine:
         self.file: IO[str] | None = None
 
     def add(self, bad: BadLine) -> None:
+        try:
+            self._write(bad)
+        except OSError as exc:
+            raise self.failed(exc) from exc
+
+    def failed(self, exc: OSError) -> IngestError:
+        """A quarantine that cannot be written: said before the batch's lines are recorded
+        (ingest's commit), so that nothing refused is lost and nothing good is half sent."""
+        return IngestError(f"cannot write the quarantine file {self.path} "
+                           f"({exc.strerror or exc}): this batch's lines were not recorded; "
+                           f"free some space or pass --quarantine elsewhere, then send the file "
+                           f"again (the lines recorded before are found recorded)")
+
+    def _write(self, bad: BadLine) -> None:
         if self.file is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.file = self.path.open("a", encoding="utf-8")
@@ -225,9 +239,12 @@ def ingest(stream: IO[bytes], log: EventLog, *, source: str, quarantine: Path,
             accepted[device] = line.seq
             batch.append(line)
         candidates.clear()
+        try:
+            bad_lines.sync()  # the refused lines on disk before the good ones are recorded
+        except OSError as exc:
+            raise bad_lines.failed(exc) from exc
         _flush(recorder, batch)
         ids.catch_up([(line.table, line.event_id or "") for line in batch])
-        bad_lines.sync()
         report.recorded += len(batch)
         report.tables.update(x.table for x in batch)
 
@@ -252,7 +269,10 @@ def ingest(stream: IO[bytes], log: EventLog, *, source: str, quarantine: Path,
                 commit()
         commit()
     finally:
-        bad_lines.close()
+        try:
+            bad_lines.close()
+        except OSError:
+            pass  # raised already by add or commit, naming the file
         ids.close()
     report.seconds = time.perf_counter() - started
     return report

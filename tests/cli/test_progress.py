@@ -47,6 +47,11 @@ def test_simulate_and_project_show_totals_and_eta_for_every_phase(tmp_path: Path
     assert "storing anomaly rows" not in shown, shown[-500:]
     code, shown = _on_a_terminal("anomalies", "--db", "db.duckdb", cwd=tmp_path)
     assert code == 0 and re.search(r"finding anomalies .*2/2", shown), shown[-500:]
+    # verify's bar counted records with no total ("120/?", no ETA): the log's end is its total
+    code, shown = _on_a_terminal("verify", "--log", "log", cwd=tmp_path)
+    checked = re.findall(r"verifying [━╺╸ ]*(\d+)/(\d+) +[\d:]+ eta [\d:]+", shown)
+    assert code == 0 and checked and checked[-1][0] == checked[-1][1] == frames[-1][1], \
+        shown[-500:]
 
 
 def test_no_bar_when_stderr_is_not_a_terminal(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from repo_paths import EXAMPLES
 
-from events.errors import ConcurrencyError
+from events.errors import ConcurrencyError, IngestError
 from events.integrity.verify import verify_log
 from events.log.embedded.log import EmbeddedLog
 from events.recording.ingest import (
@@ -52,6 +52,25 @@ def run(tmp_path: Path, text: str | bytes, **kw: Any) -> tuple[Any, list[BadLine
 def events_of(log: EmbeddedLog) -> list[model.Envelope]:
     return sorted((codec.decode(r.value) for b in log.read() for r in b),
                   key=lambda e: (e.table_id, e.seq))
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (Linux)")
+def test_a_quarantine_that_cannot_be_written_is_an_error_naming_it_before_any_line_is_recorded(
+        tmp_path: Path) -> None:
+    """A full disk under the quarantine (/dev/full: every write fails with ENOSPC): the good
+    lines were recorded first and the refused ones lost, with `Error: No space left on
+    device` naming no file. Now the batch stops before its good lines are recorded, with the
+    quarantine file named, so the file can be sent again whole."""
+    text = (EXAMPLES / "bad-devices.jsonl").read_text()
+    log = EmbeddedLog(tmp_path / "log", partitions=2)
+    with pytest.raises(IngestError, match=r"cannot write the quarantine file /dev/full "
+                                          r"\(No space left on device\): this batch's lines "
+                                          r"were not recorded"):
+        ingest(io.BytesIO(text.encode()), log, source="bad", quarantine=Path("/dev/full"))
+    assert sum(log.end_offsets().values()) == 0
+    report, bad, log = run(tmp_path / "again", text)  # sent again with room: all of it
+    assert report.recorded > 0 and len(bad) == report.rejected > 0
+    assert len((tmp_path / "again" / "q.jsonl").read_text().splitlines()) == report.rejected
 
 
 def test_the_example_file_is_recorded_line_for_line(tmp_path: Path) -> None:
