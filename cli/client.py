@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from datetime import datetime
+from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Annotated, Any
@@ -21,7 +21,14 @@ from typing import Annotated, Any
 import typer
 
 from events.errors import PitlogError
-from projections.serve.discovery import DECIMALS_HEADER, STALE_HEADER, WALL_CLOCKS_HEADER, read
+from projections.export import Rows
+from projections.serve.discovery import (
+    DECIMALS_HEADER,
+    STALE_HEADER,
+    TYPES_HEADER,
+    WALL_CLOCKS_HEADER,
+    read,
+)
 
 ServerOpt = Annotated[str | None, typer.Option(
     "--server", envvar="PITLOG_SERVER", show_default=False,
@@ -63,7 +70,8 @@ class Client:
                 decimals, clocks = (_named_keys(response.headers.get(name))
                                     for name in (DECIMALS_HEADER, WALL_CLOCKS_HEADER))
                 _warn(self.url, response.headers)
-                return revive(json.load(response), decimals, clocks=clocks)
+                body = revive(json.load(response), decimals, clocks=clocks)
+                return _typed(body, response.headers.get(TYPES_HEADER))
         except urllib.error.HTTPError as exc:
             _warn(self.url, exc.headers)
             try:
@@ -74,6 +82,28 @@ class Client:
         except (urllib.error.URLError, OSError) as exc:
             raise Unreachable(f"cannot reach the server {self.url}: "
                               f"{getattr(exc, 'reason', exc)}") from None
+
+
+def _typed(body: Any, header: str | None) -> Any:
+    """A served answer that is a query's rows, with the DuckDB type of each column the server
+    named (TYPES_HEADER): its DATE strings back to dates, and the rows carrying their types,
+    so that an export of them has the file's types (a date, not a string; a DECIMAL's width;
+    an INTEGER, not a BIGINT). Anything else unchanged."""
+    if not header or not isinstance(body, list):
+        return body
+    try:
+        types = [(str(c), str(t)) for c, t in json.loads(header)]
+    except (ValueError, TypeError):
+        return body
+    dates = [c for c, t in types if t == "DATE"]
+    for row in body:
+        for c in dates:
+            if isinstance(row, dict) and isinstance(row.get(c), str):
+                try:
+                    row[c] = date.fromisoformat(row[c])
+                except ValueError:
+                    pass
+    return Rows.of_types(body, types)
 
 
 def _named_keys(header: str | None) -> frozenset[str]:

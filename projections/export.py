@@ -84,6 +84,30 @@ class Rows(list[dict[str, Any]]):
         out._duckdb_types = self._duckdb_types
         return out
 
+    def duckdb_types(self) -> list[tuple[str, str]]:
+        """(column, DuckDB type) of each typed column: the query's, or its Arrow type's
+        DuckDB name (for a server to send, cli/client.py to give its rows back)."""
+        if self._duckdb_types:
+            return list(self._duckdb_types)
+        if not self._types:
+            return []
+        import duckdb
+        import pyarrow as pa
+
+        schema = pa.schema(list(self._types.items()))
+        with duckdb.connect() as con:
+            rel = con.from_arrow(schema.empty_table())
+            return [(c, str(t)) for c, t in zip(rel.columns, rel.types, strict=True)]
+
+    @classmethod
+    def of_types(cls, rows: Iterable[dict[str, Any]], types: list[tuple[str, str]]) -> Rows:
+        """Rows whose columns' DuckDB types are known (a server's answer, TYPES_HEADER), turned
+        into Arrow types only when an export asks for them."""
+        out = cls(rows)
+        out._types = None
+        out._duckdb_types = list(types)
+        return out
+
     @classmethod
     def of_cursor(cls, cur: duckdb.DuckDBPyConnection) -> Rows:
         """The rows of the statement `cur` just ran, through DuckDB's own Python values

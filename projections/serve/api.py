@@ -25,6 +25,7 @@ from events.reddog.rules import FIRST_SEAT, MIN_ROUND_NO
 from projections.alerts import alerts_after
 from projections.anomalies import AnomalyFilter, list_anomalies
 from projections.dispute import dispute as rebuild
+from projections.export import Rows
 from projections.localtime import gaming_day_bounds, parse_local, parse_zone
 from projections.moment import OutsideRound
 from projections.queries import list_shoes, rows
@@ -33,7 +34,12 @@ from projections.reconcile import conservation as conservation_report
 from projections.reconcile import reconcile as reconcile_report
 from projections.replay import replay_shoe
 from projections.serve import sse
-from projections.serve.discovery import DECIMALS_HEADER, STALE_HEADER, WALL_CLOCKS_HEADER
+from projections.serve.discovery import (
+    DECIMALS_HEADER,
+    STALE_HEADER,
+    TYPES_HEADER,
+    WALL_CLOCKS_HEADER,
+)
 from projections.serve.encoding import to_json
 from projections.serve.sql import bounded_query
 from projections.serve.state import ServeState
@@ -97,6 +103,8 @@ def reply(request: Request, body: Any, status: int = 200) -> Response:
     headers = {name: json.dumps(sorted(keys)) for name, keys in (
         (DECIMALS_HEADER, keys_holding(body, _is_decimal)),
         (WALL_CLOCKS_HEADER, keys_holding(body, _is_wall_clock))) if keys}
+    if isinstance(body, Rows) and (types := body.duckdb_types()):
+        headers[TYPES_HEADER] = json.dumps(types)  # ASCII: escaped as the keys above
     return Response(to_json(state, body), status_code=status, media_type="application/json",
                     headers={**headers, **stale_headers(state)} or None)
 

@@ -24,6 +24,9 @@ STALE_HEADER = "X-Pitlog-Stale"
 # (a TIMESTAMP without a zone): serve/api.py reply names them, cli/client.py revive reads them.
 DECIMALS_HEADER = "X-Pitlog-Decimals"
 WALL_CLOCKS_HEADER = "X-Pitlog-Wall-Clocks"
+# The DuckDB type of each column of an answer that is a query's rows (export.Rows), as a JSON
+# list of [column, type]: the CLI's exports of a served answer then have the file's types.
+TYPES_HEADER = "X-Pitlog-Types"
 
 
 def discovery_path(db_path: str | Path) -> Path:

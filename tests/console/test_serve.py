@@ -30,6 +30,13 @@ CONFIG = SimConfig(seed=5, tables=3, rounds=30, seats=4, irregularities=0.03,
 
 # Every query command, in the formats whose output differs most (json: exact values; table:
 # what people read, dollars and decimals included).
+# Exports whose column types come from the query: a served answer's must be the file's.
+EXPORTS: dict[str, list[str]] = {
+    "reconcile": ["reconcile", "--by", "table", "--by", "day", "-f", "parquet"],
+    "conservation": ["conservation", "--by", "table", "--by", "day", "-f", "parquet"],
+    "ledger": ["ledger", "-f", "parquet"],
+}
+
 COMMANDS: dict[str, list[str]] = {
     "shoes": ["shoes", "-f", "json"],
     "shoes-table": ["shoes", "--table", "T02"],
@@ -138,6 +145,9 @@ def evening(tmp_path_factory: pytest.TempPathFactory) -> Any:
     for name, args in COMMANDS.items():
         r = run_cli(*args, "--db", str(db))
         direct[name] = (r.returncode, r.stdout, r.stderr)
+    for name, args in EXPORTS.items():
+        r = run_cli(*args, "--out", str(tmp / f"direct-{name}.parquet"), "--db", str(db))
+        assert r.returncode == 0, r.stderr
     expected = _expected(db)
     server = start_server(log, db, tmp)
     try:
@@ -175,6 +185,23 @@ def test_cli_query_commands_print_the_same_rows_through_a_live_server(evening: E
         {"t": "12:34:56.5", "i": "3 days", "m": {"a": 1, "b": 2}, "t_1": 7}]
     assert "│ 2026-11-28 18:01:29 │ 2026-11-28T18:01:29 │ 2026-11-28T18:01:29.500000 │" in \
         evening.direct["sql-wall-clock"][1]
+
+
+@pytest.mark.parametrize("name", EXPORTS)
+def test_an_export_through_a_live_server_has_the_files_column_types(evening: Evening,
+                                                                    name: str) -> None:
+    """Through the server the rows came back as JSON and their Parquet types were guessed from
+    the values: gaming_day a string, not a date; DECIMAL(38,2) as DECIMAL(5,2); the ledger's
+    INTEGER columns as BIGINT. The server now names each column's type (X-Pitlog-Types)."""
+    import pyarrow.parquet as pq
+
+    served = evening.tmp / f"served-{name}.parquet"
+    r = run_cli(*EXPORTS[name], "--out", str(served), "--db", str(evening.db))
+    assert r.returncode == 0, r.stderr
+    direct = pq.read_table(evening.tmp / f"direct-{name}.parquet")
+    got = pq.read_table(served)
+    assert got.schema == direct.schema
+    assert got.num_rows == direct.num_rows > 0 and got.equals(direct)
 
 
 @pytest.mark.parametrize("command", ["reconcile", "conservation", "ledger", "anomalies"])
