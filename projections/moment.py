@@ -23,7 +23,10 @@ from projections.queries import known_tables, rows, unknown_table_text
 # Every round of the table with its span, from the three columns the span needs. The round in
 # play is the one whose first and last events bracket the moment, or begun within it when the
 # moment is a whole second ($until, `neighbours`), the one in play at its start first; the
-# neighbours are the last round begun by then and the first begun after.
+# neighbours are the last round begun by then and the first begun after. Round 0 is never the
+# round in play: its cards are cards outside any round (rules.MIN_ROUND_NO; 13:47-20.31(d)5,
+# (d)15), no hand, and their first and last may lie minutes apart, around real rounds. It is
+# still a neighbour, and `--round SHOE:0` still asks for it.
 _ROUNDS = """
 WITH r AS (
     SELECT shoe_id, round_no, min(occurred_at) AS started_at, max(occurred_at) AS ended_at,
@@ -36,7 +39,8 @@ WITH r AS (
           AND w.event_type = 'WagerPlaced'))
     GROUP BY shoe_id, round_no
 )
-SELECT * FROM (SELECT 'in' AS place, * FROM r WHERE started_at < $until AND ended_at >= $at
+SELECT * FROM (SELECT 'in' AS place, * FROM r
+               WHERE started_at < $until AND ended_at >= $at AND round_no <> 0
                ORDER BY started_at <= $at DESC, started_at DESC, first_seq DESC LIMIT 1)
 UNION ALL
 SELECT * FROM (SELECT 'before' AS place, * FROM r

@@ -228,6 +228,37 @@ def test_a_round_dealt_with_no_shoe_is_named_by_a_moment_the_dispute_takes(tmp_p
     assert found.round["first_seq"] <= one["left"]
 
 
+def test_cards_dealt_for_round_0_are_never_the_round_in_play_at_a_moment(tmp_path: Path) -> None:
+    """Two cards dealt for round 0 (cards outside any round, rules.MIN_ROUND_NO) before round 2
+    and after round 3: round 0's first and last events bracketed every moment between, so a
+    moment between rounds 2 and 3 rebuilt "round 0", its two stray cards shown as a hand. Now
+    that moment is between rounds 2 and 3, and round 0 is still asked for by --round."""
+    pit = opened(tmp_path)
+    pit.play(1, "5S 6H", {1: 1000})
+    pit.begin(0)
+    early = pit.draw("9C", LEFT)
+    pit.end()
+    pit.play(2, "3S QH 7C", {1: 1000})
+    pit.play(3, "4S 9H 7C", {1: 1000})
+    pit.begin(0)
+    late = pit.draw("9H", LEFT)
+    pit.end()
+    pit.close_shoe()
+    db = pit.project()
+    with duckdb.connect(str(db), read_only=True) as con:
+        ((r2_last, r3_first),) = con.execute(
+            "SELECT max(occurred_at) FILTER (round_no = 2), min(occurred_at) FILTER "
+            "(round_no = 3) FROM events").fetchall()
+        with pytest.raises(OutsideRound) as caught:
+            dispute(con, "T01", at=r2_last + (r3_first - r2_last) / 2)
+        zero = dispute(con, "T01", shoe="S1", round_no=0)
+        with pytest.raises(OutsideRound):  # the moment of a round-0 card is no hand either
+            dispute(con, "T01", at=_at(early))
+    assert caught.value.where == "between rounds"
+    assert (caught.value.before.round_no, caught.value.after.round_no) == (2, 3)  # type: ignore[union-attr]
+    assert [c["card"] for c in zero.cards] == ["9C", "9H"] and late > early
+
+
 def test_a_moment_to_the_second_takes_the_round_begun_within_it(tmp_path: Path) -> None:
     """The screens and the video show seconds. Round 2 begins half a second into the second
     after round 1's last event: asked for that whole second (a time copied from the screen),
