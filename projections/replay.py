@@ -205,7 +205,8 @@ def shoe_span(con: duckdb.DuckDBPyConnection, shoe_id: str, table: str | None = 
         raise NotFoundError(f"no shoe {shoe_id!r}{where}; `pitlog shoes` lists the shoes")
     if len(found) > 1:
         tables = ", ".join(r["table_id"] for r in found)
-        raise ProjectionError(f"shoe {shoe_id!r} was used at tables {tables}; name the table")
+        raise ProjectionError(f"shoe {shoe_id!r} was used at tables {tables}; name the table "
+                              f"(`pitlog replay {shoe_id} --table {found[0]['table_id']}`)")
     (f,) = found
     return Span(f["table_id"], shoe_id, f["first_seq"], f["last_seq"], bool(f["closed"]))
 

@@ -11,7 +11,7 @@ import typer
 
 from cli.client import ServerOpt, ask
 from cli.listing import LimitOpt, limited
-from cli.options import DbOpt, FormatOpt, OutOpt, TableOpt, TzOpt, db_path
+from cli.options import DbOpt, FormatOpt, OutOpt, TableOpt, TzOpt, db_path, given
 from cli.output import Format, render
 from cli.reading import reading
 from events.errors import PitlogError
@@ -51,6 +51,12 @@ def replay(
                                  help="The shoe, as an option (as `anomalies --shoe` and "
                                       "`ledger --shoe` name it); the same as SHOE.")
     ] = None,
+    table: Annotated[
+        str | None, typer.Option("--table", show_default=False,
+                                 callback=given,
+                                 help="The table, when the shoe id was used at more than one "
+                                      "(the error then names them).")
+    ] = None,
     db: DbOpt = None,
     format: FormatOpt = Format.table,
     out: OutOpt = None,
@@ -60,7 +66,7 @@ def replay(
     """Replay one shoe event by event (times, cards, announcements, wagers, settlements),
     then its hands in discard-rack order.
 
-    Example: pitlog replay T01-S0001  (or: pitlog replay --shoe T01-S0001)
+    Example: pitlog replay T01-S0001  (or: pitlog replay --shoe T01-S0001 --table T01)
     """
     if shoe is not None and shoe_opt is not None and shoe != shoe_opt:
         raise PitlogError(f"two shoes given ({shoe} and --shoe {shoe_opt}): give one")
@@ -68,12 +74,12 @@ def replay(
     if not shoe:
         raise PitlogError("which shoe? give it as `pitlog replay T01-S0001` or "
                           "`pitlog replay --shoe T01-S0001` (`pitlog shoes` lists them)")
-    found = ask(db_path(db), server, f"/api/replay/{quote(shoe, safe='')}")
+    found = ask(db_path(db), server, f"/api/replay/{quote(shoe, safe='')}", table=table)
     if found is not None:
         result = ShoeReplay(**found)
     else:
         with reading(db) as con:
-            result = replay_shoe(con, shoe)
+            result = replay_shoe(con, shoe, table)
     if format is Format.table and out is None:
         zone = casino_zone(tz)
         render(result.events, format, title=f"shoe {shoe}: events", tz=zone)

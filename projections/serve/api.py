@@ -51,7 +51,7 @@ class BadRequest(PitlogError):
 
 def routes() -> list[BaseRoute]:
     return [
-        Route("/api/shoes", shoes), Route("/api/replay/{shoe}", replay),
+        Route("/api/shoes", shoes), Route("/api/replay/{shoe:path}", replay),
         Route("/api/anomalies", anomalies), Route("/api/dispute", dispute),
         Route("/api/reconcile", reconcile), Route("/api/ledger", ledger),
         Route("/api/conservation", conservation), Route("/api/sql", sql),

@@ -57,7 +57,7 @@ def routes() -> list[BaseRoute]:
         Route("/tables", tables), Route("/tables/tiles", tiles),
         Route("/alerts-page", alerts), Route("/alerts-page/rows", alert_rows),
         Route("/dispute", dispute), Route("/incident", incident),
-        Route("/replay", shoes), Route("/replay/{shoe}", replay),
+        Route("/replay", shoes), Route("/replay/{shoe:path}", replay),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
 

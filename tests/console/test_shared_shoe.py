@@ -1,0 +1,79 @@
+"""A shoe id used at two tables, and one with a "/" in it: `pitlog replay` answers both, on the
+file and through a running `pitlog serve`, and the console's replay page opens them.
+
+Were: `pitlog replay SHARED` said "name the table" but had no --table to name it with (the
+README calls --table "the same option everywhere"; GET /api/replay took table= already), and a
+shoe id with a "/" (ingest records any id of up to 128 characters) was "no such resource"
+through the server: the routes' {shoe} stopped at the decoded "/".
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from cli_support import run
+from serve_support import Server, run_cli, start_server
+
+
+def _line(table: str, shoe: str | None, seq: int, at: str, type_: str, **fields: object) -> str:
+    return json.dumps({"type": type_, "table": table, "shoe": shoe, "round": None, "seq": seq,
+                       "at": f"2026-11-28T21:00:{at}Z", "actor": f"TERM-{table}", **fields})
+
+
+def _feed() -> str:
+    lines = []
+    for table, decks in (("T07", 6), ("T08", 8)):  # one shoe id at two tables
+        lines += [_line(table, None, 1, "00.000", "TableOpened", profile="nj-casino"),
+                  _line(table, "SHARED", 2, "01.000", "CardsLoaded", decks=decks)]
+    lines.append(_line("T09", "T09/S1", 1, "02.000", "CardsLoaded", decks=4))
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    tmp = tmp_path_factory.mktemp("shared")
+    (tmp / "in.jsonl").write_text(_feed())
+    log, db = tmp / "log", tmp / "p.duckdb"
+    assert run("ingest", str(tmp / "in.jsonl"), "--log", str(log)).returncode == 0
+    assert run("project", "--log", str(log), "--db", str(db)).returncode == 0
+    shutil.copy(db, tmp / "alone.duckdb")  # no server on it: the CLI reads the file itself
+    return tmp, log, db
+
+
+@pytest.fixture(scope="module")
+def server(store: tuple[Path, Path, Path]) -> Iterator[Server]:
+    tmp, log, db = store
+    s = start_server(log, db, tmp)
+    try:
+        yield s
+    finally:
+        assert s.stop() == 0, s.err.read_text()
+
+
+def _loaded(stdout: str) -> list[str]:
+    return [r["description"] for r in json.loads(stdout)
+            if r["section"] == "event" and r["event_type"] == "CardsLoaded"]
+
+
+def test_replay_names_the_table_of_a_shared_shoe_and_takes_a_slash_in_its_id(
+        store: tuple[Path, Path, Path], server: Server) -> None:
+    tmp, _, db = store
+    for where in (tmp / "alone.duckdb", db):  # db: the server holds it, the CLI asks its API
+        both = run_cli("replay", "SHARED", "--db", str(where))
+        assert both.returncode == 1
+        assert both.stderr.startswith("Error: shoe 'SHARED' was used at tables T07, T08; name "
+                                      "the table (`pitlog replay SHARED --table T07`)")
+        for table, decks in (("T07", 6), ("T08", 8)):
+            one = run_cli("replay", "SHARED", "--table", table, "-f", "json", "--db", str(where))
+            assert one.returncode == 0, one.stderr
+            assert _loaded(one.stdout) == [f"{decks} decks loaded into shoe SHARED"]
+        slash = run_cli("replay", "T09/S1", "-f", "json", "--db", str(where))
+        assert slash.returncode == 0, slash.stderr
+        assert _loaded(slash.stdout) == ["4 decks loaded into shoe T09/S1"]
+    page = server.get(f"/replay/{quote('T09/S1', safe='')}?table=T09")
+    assert page.status == 200 and "4 decks loaded into shoe T09/S1" in page.body.decode()
