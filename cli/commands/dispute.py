@@ -144,7 +144,9 @@ def dispute_cmd(
     shoe, number = _round_id(round_) if round_ is not None else (None, None)
     found = ask(db_path(db), server, "/api/dispute", table=table, at=moment, shoe=shoe,
                 round=number, seat=seat,
-                tz=tz or os.environ.get("PITLOG_TZ"))
+                # this command's zone, UTC included: the server's own would word an error
+                # on another clock than the file's answer does
+                tz=tz or os.environ.get("PITLOG_TZ") or "UTC")
     if found is not None:
         d = Dispute(**found)
     else:

@@ -187,6 +187,23 @@ def test_cli_query_commands_print_the_same_rows_through_a_live_server(evening: E
         evening.direct["sql-wall-clock"][1]
 
 
+def test_a_dispute_error_through_a_server_in_another_zone_is_worded_on_the_commands_clock(
+        evening: Evening) -> None:
+    """A server started with PITLOG_TZ=America/New_York, a CLI with no zone of its own (UTC):
+    the file's answer said "... UTC", the served one "... EST", since the CLI sent no tz= and
+    the server fell back to its own. The CLI now always sends its zone."""
+    db = evening.tmp / "new-york.duckdb"  # the same log's store (evening.db is held)
+    assert run_cli("project", "--log", str(evening.log), "--db", str(db)).returncode == 0
+    server = start_server(evening.log, db, evening.tmp, env={"PITLOG_TZ": "America/New_York"})
+    try:
+        served = run_cli(*COMMANDS["dispute-outside"], "--db", str(db))
+    finally:
+        assert server.stop() == 0, server.err.read_text()
+    code, _, err = evening.direct["dispute-outside"]
+    assert served.returncode == code == 1 and server.url in served.stderr
+    assert served.stderr.startswith(err.strip()) and " UTC" in err
+
+
 @pytest.mark.parametrize("name", EXPORTS)
 def test_an_export_through_a_live_server_has_the_files_column_types(evening: Evening,
                                                                     name: str) -> None:
