@@ -17,7 +17,7 @@ from typing import Any
 import duckdb
 
 from events.errors import NotFoundError
-from projections.localtime import clock, clock_exact, iso, local, stamp, stamp_asked
+from projections.localtime import clock, clock_exact, local, stamp, stamp_asked
 from projections.queries import known_tables, rows, unknown_table_text
 
 # Every round of the table with its span, from the three columns the span needs. The round in
@@ -87,8 +87,10 @@ class RoundSpan:
                f"(--round {self.shoe_id}:{self.round_no})"
 
     def as_dict(self) -> dict[str, Any]:
+        """For JSON: times left as datetimes, so the server's encoder writes them with the
+        casino's offset (projections/serve/encoding.py), as every other answer's."""
         return {"shoe_id": self.shoe_id, "round_no": self.round_no,
-                "started_at": iso(self.started_at), "ended_at": iso(self.ended_at),
+                "started_at": self.started_at, "ended_at": self.ended_at,
                 "first_seq": self.first_seq, "last_seq": self.last_seq}
 
 
@@ -165,13 +167,15 @@ class OutsideRound(NotFoundError):
                          else f"no {what} after")
         return "; ".join(parts)
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"outside": self.where, "table_id": self.table, "at": iso(self.at),
-                "seat": self.seat, "since": iso(self.since),
+    def as_dict(self, tz: tzinfo) -> dict[str, Any]:
+        """For JSON: times as datetimes (RoundSpan.as_dict), the message on `tz`'s clock, as
+        the page beside it says it (were: UTC, in the casino's zone's JSON twin)."""
+        return {"outside": self.where, "table_id": self.table, "at": self.at,
+                "seat": self.seat, "since": self.since,
                 "before": self.before.as_dict() if self.before else None,
                 "after": self.after.as_dict() if self.after else None,
                 "seats_that_played": list(self.seats), "known_tables": list(self.known_tables),
-                "message": str(self)}
+                "message": self.describe(tz)}
 
 
 def _span(row: dict[str, Any] | None) -> RoundSpan | None:

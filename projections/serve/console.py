@@ -182,7 +182,7 @@ def _rebuild(request: Request, p: dict[str, str]) -> dict[str, Any]:
 
 def _dispute_json(request: Request, found: dict[str, Any]) -> Response:
     if found["outside"] is not None:
-        return api.reply(request, found["outside"].as_dict(), 404)
+        return api.reply(request, found["outside"].as_dict(_state(request).tz), 404)
     d = found["dispute"]
     if d is None:
         raise api.BadRequest("give table= and at=TIME, or shoe= and round=, or alert=N")

@@ -381,3 +381,6 @@ def test_each_page_has_a_json_twin_with_iso_times(served: Served) -> None:
         body = json.loads(exc.read())
         assert body["outside"] == "before the table opened" and body["before"] is None
         assert body["after"]["round_no"] == 1
+        # on the casino's clock, as the page beside it (were: +00:00 and "... UTC")
+        assert body["at"].endswith("-05:00") and body["after"]["started_at"].endswith("-05:00")
+        assert "EST" in body["message"] and "UTC" not in body["message"]

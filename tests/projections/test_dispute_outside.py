@@ -159,10 +159,12 @@ def test_a_seat_that_played_gets_its_rows(evening: tuple[Path, dict[str, int]]) 
 
 def test_the_json_form_carries_the_neighbours(evening: tuple[Path, dict[str, int]]) -> None:
     db, m = evening
-    got = _outside(db, "T01", _at(m["dealer_change"])).as_dict()
+    caught = _outside(db, "T01", _at(m["dealer_change"]))
+    got = caught.as_dict(UTC)
     assert got["outside"] == "between rounds"
     assert got["before"]["round_no"] == 1 and got["after"]["round_no"] == 2
-    assert got["before"]["ended_at"] == _at(m["r1_rack"]).isoformat()  # type: ignore[attr-defined]
+    assert got["before"]["ended_at"] == _at(m["r1_rack"])  # a time, for the encoder's zone
+    assert got["message"] == caught.describe(UTC)
 
 
 
