@@ -84,6 +84,19 @@ def wall_clock(at: datetime | None, tz: tzinfo) -> str:
     return "" if at is None else f"{local(at, tz):%Y-%m-%d %H:%M:%S}"
 
 
+def form_time(at: datetime | None, tz: tzinfo) -> str:
+    """What a form's time field shows and reads back (parse_local): the wall clock
+    (wall_clock), with the offset when that wall clock happens twice (the fall-back hour), so
+    that sending the form again asks for the same instant, not the first of the two."""
+    if at is None:
+        return ""
+    shown = local(at, tz)
+    naive = shown.replace(tzinfo=None)
+    twice = (naive.replace(tzinfo=tz, fold=0).utcoffset()
+             != naive.replace(tzinfo=tz, fold=1).utcoffset())
+    return wall_clock(at, tz) + (shown.isoformat()[-6:] if twice else "")
+
+
 def as_written(at: datetime) -> str:
     """`2026-11-28 21:14:07`: a time without a zone that a query made a wall clock (`AT TIME
     ZONE` in `pitlog sql`), to the second as written: no zone to move it to, none to name."""

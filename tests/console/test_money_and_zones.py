@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 from decimal import Decimal
+from urllib.parse import unquote
 
 import duckdb
 import pytest
@@ -14,11 +15,12 @@ from repo_paths import REPO
 
 from cli.people import shown_value
 from events.errors import PitlogError
-from projections.localtime import local, parse_zone, sql_zone, stamp, wall_clock
+from projections.localtime import local, parse_local, parse_zone, sql_zone, stamp, wall_clock
+from projections.moment import OutsideRound
 from projections.money import dollars
 from projections.reconcile import ReconcileError, zone_name
 from projections.serve.templates.base import money
-from projections.serve.templates.dispute import picker
+from projections.serve.templates.dispute import outside_body, picker
 
 
 @pytest.mark.parametrize(("cents", "shown"), [
@@ -98,3 +100,21 @@ def test_the_dispute_form_shows_the_time_on_the_casino_clock_it_names() -> None:
     assert wall_clock(at, new_york) == "2026-11-28 21:14:07"
     assert 'value="2026-11-28 21:14:07"' in form and "Local time (America/New_York)" in form
     assert stamp(at, new_york) == "2026-11-28 21:14:07 EST"  # the same clock, zone named
+
+
+@pytest.mark.parametrize(("at", "shown"), [
+    (datetime(2026, 11, 1, 5, 30, tzinfo=UTC), "2026-11-01 01:30:00-04:00"),  # the first 01:30
+    (datetime(2026, 11, 1, 6, 30, tzinfo=UTC), "2026-11-01 01:30:00-05:00"),  # the second
+    (datetime(2026, 3, 8, 7, 30, tzinfo=UTC), "2026-03-08 03:30:00")])  # after spring forward
+def test_the_dispute_form_keeps_the_instant_in_the_fall_back_hour(at: datetime,
+                                                                 shown: str) -> None:
+    """A moment in the hour that happens twice was shown as a bare 01:30:00, which the form
+    then sent back as the first 01:30 (parse_local's fold=0): asked about the EST 01:30, a
+    second look (adding a seat) rebuilt the EDT round. So was the known tables' link."""
+    new_york = parse_zone("America/New_York")
+    assert f'value="{shown}"' in picker(["T01"], new_york, "T01", at, None)
+    assert parse_local(shown, new_york, "at") == at
+    page = outside_body(OutsideRound("T9", at, "unknown table", known_tables=("T01",)),
+                        new_york)
+    (link,) = re.findall(r'href="/dispute\?table=T01&amp;at=([^"]+)"', page)
+    assert parse_local(unquote(link), new_york, "at") == at

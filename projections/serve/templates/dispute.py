@@ -14,7 +14,7 @@ from typing import Any
 
 from events.reddog.rules import FIRST_SEAT
 from projections.dispute import Dispute
-from projections.localtime import local, wall_clock
+from projections.localtime import form_time, local
 from projections.moment import OutsideRound, RoundSpan
 from projections.serve.templates.base import (
     e,
@@ -168,7 +168,7 @@ def picker(tables: list[str], tz: tzinfo, table: str | None, at: datetime | None
     opts = "".join(f'<option{" selected" if t == table else ""}>{e(t)}</option>' for t in tables)
     if table and table not in tables:
         opts = f'<option selected>{e(table)}</option>' + opts
-    value = wall_clock(at, tz)
+    value = form_time(at, tz)
     return (f'<form class="picker" method="get" action="/dispute">'
             f'<label>Table <select name="table">{opts}</select></label>'
             f'<label>Local time ({e(str(tz))}), 24-hour <input type="text" name="at" size="19" '
@@ -204,7 +204,7 @@ def outside_body(x: OutsideRound, tz: tzinfo) -> str:
                 + _neighbour("After", x.after, x.table, tz) + "</div>")
     known = ""
     if x.known_tables:
-        moment = local(x.at, tz).replace(tzinfo=None).isoformat()
+        moment = local(x.at, tz).isoformat()  # with its offset: exact in the fall-back hour
         known = "<p>Known tables: " + " ".join(
             f'<a href="{href("/dispute", table=t, at=moment)}">{e(t)}</a>'
             for t in x.known_tables) + "</p>"
