@@ -7,7 +7,7 @@ number n happened at 23:00:00 + n seconds; a test can name a moment by the event
 from __future__ import annotations
 
 import re
-from datetime import UTC, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -18,9 +18,10 @@ from surveillance_pit import EVENING, LEFT, MIDDLE, ORIGINAL, RIGHT, VOID, WON, 
 from events.errors import NotFoundError
 from events.reddog.model import Choice, Meaning
 from projections.dispute import Dispute, dispute
-from projections.localtime import parse_local
+from projections.localtime import parse_local, parse_zone
 from projections.moment import OutsideRound
 from projections.serve.templates.dispute import outside_body
+from projections.serve.templates.incident import incident_page
 
 
 def _at(seq: int) -> object:
@@ -257,6 +258,21 @@ def test_cards_dealt_for_round_0_are_never_the_round_in_play_at_a_moment(tmp_pat
     assert caught.value.where == "between rounds"
     assert (caught.value.before.round_no, caught.value.after.round_no) == (2, 3)  # type: ignore[union-attr]
     assert [c["card"] for c in zero.cards] == ["9C", "9H"] and late > early
+
+
+def test_the_incident_reports_legend_names_the_zone_of_the_round_not_of_the_day_printed(
+        tmp_path: Path) -> None:
+    """Every time in the report is on the round's own offset (EDT in July); the legend named
+    the zone on the day the report was prepared (EST in December)."""
+    pit = opened(tmp_path)
+    pit.clock = datetime(2026, 7, 4, 1, 0, tzinfo=UTC)  # 21:00 EDT on July 3
+    pit.play(1, "3S QH 7C", {1: 1000})
+    new_york = parse_zone("America/New_York")
+    with duckdb.connect(str(pit.project()), read_only=True) as con:
+        d = dispute(con, "T01", shoe="S1", round_no=1)
+    page = incident_page(d, new_york, now=datetime(2026, 12, 1, 15, 0, tzinfo=UTC))
+    assert "Times are on the casino's clock (EDT)" in page
+    assert "prepared 2026-12-01 10:00:00 EST" in page  # the preparation's own stamp, its zone
 
 
 def test_a_moment_to_the_second_takes_the_round_begun_within_it(tmp_path: Path) -> None:

@@ -85,7 +85,7 @@ def incident_page(d: Dispute, tz: tzinfo, *, at: datetime | None = None, seat: i
 {cards_panel(d, tz, proof, size="sm")}
 {settlements_panel(d, tz, proof)}
 <div class="two">{wagers_panel(d, tz, proof)}{announcements_panel(d, tz, proof)}</div>
-<p class="legend">Times are on the casino's clock ({e(zone_name(prepared, tz))}), to
+<p class="legend">Times are on the casino's clock ({e(_zones(d, tz, prepared))}), to
 the second, for the video. Highlighted: the events that prove the findings. Required
 settlement from the paytable in force (docs/anomalies.md); made: as recorded.</p>
 </section>
@@ -94,3 +94,11 @@ settlement from the paytable in force (docs/anomalies.md); made: as recorded.</p
 <div class="signs">{sign}</div></section>
 </article></body></html>
 """
+
+
+def _zones(d: Dispute, tz: tzinfo, prepared: datetime) -> str:
+    """The zone's name when the round was played (EDT or EST by its own date, not the day the
+    report was prepared); both, in order, for a round across a change of offset."""
+    began = d.round.get("started_at") or prepared
+    ended = d.round.get("ended_at") or began
+    return ", then ".join(dict.fromkeys(zone_name(at, tz) for at in (began, ended)))
