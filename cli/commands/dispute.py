@@ -17,7 +17,7 @@ from typing import Annotated, Any
 import typer
 
 from cli.client import ServerOpt, ask
-from cli.options import DbOpt, FormatOpt, TzOpt, db_path, new_file, parse_time
+from cli.options import DbOpt, FormatOpt, TzOpt, db_path, given, new_file, parse_time
 from cli.output import FILE_FORMATS, Format, render
 from cli.reading import reading
 from events.errors import PitlogError
@@ -60,7 +60,8 @@ def round_fields(d: Dispute, tz: tzinfo) -> list[Row]:
 
 def render_dispute(d: Dispute, tz: tzinfo) -> None:
     r = d.round
-    where = f"{r['table_id']} {r['shoe_id']} round {r['round_no']}"
+    shoe = r["shoe_id"] if r["shoe_id"] is not None else "(no shoe)"  # a round dealt with none
+    where = f"{r['table_id']} {shoe} round {r['round_no']}"
     render(round_fields(d, tz), Format.table, title=f"dispute: {where}", tz=tz, compact=True)
     render([{"rack": c["rack_position"], "card": c["card"], "box": c["box"],
              "drawn": clock(c["drawn_at"], tz), "seq": c["drawn_seq"],
@@ -97,7 +98,8 @@ def _round_id(text: str) -> tuple[str, int]:
 
 
 def dispute_cmd(
-    table: Annotated[str, typer.Option("--table", help="The table, e.g. T07.")],
+    table: Annotated[str, typer.Option("--table", help="The table, e.g. T07.",
+                                       callback=given)],
     at: Annotated[str | None, typer.Option(
         "--at", help="The moment in question (ISO 8601; without a zone, on the --tz clock): "
                      "the round in play then is shown. A time to the second (the video's, or "

@@ -135,3 +135,24 @@ def test_out_with_another_extension_lists_exactly_the_accepted_ones(short_pay: P
                            "--format csv does not change: drop --format, or name the file "
                            "d.csv\n")
     assert not html.exists()
+
+
+def test_a_round_dealt_with_no_shoe_is_titled_so_and_an_empty_table_is_refused(
+        tmp_path: Path) -> None:
+    """The tables' titles read "dispute: T01 None round 1" for a round dealt with no shoe; and
+    `--table ""` was "no table ''" on the file but another error through a server (which
+    reads an empty table= as none given): now refused first, as every other --table is."""
+    from surveillance_pit import Pit
+
+    pit = Pit(tmp_path)
+    pit.open_table()
+    pit.tap_in("D1")
+    one = pit.play(1, "4S QD 9H", {1: 1000})
+    db = pit.project()
+    at = (EVENING + timedelta(seconds=one["left"])).isoformat()
+    shown = _run("dispute", "--db", str(db), "--table", "T01", "--at", at)
+    assert shown.returncode == 0, shown.stderr
+    assert "dispute: T01 (no shoe) round 1" in shown.stdout and "None" not in shown.stdout
+    empty = _run("dispute", "--db", str(db), "--table", "", "--at", at)
+    assert (empty.returncode, empty.stdout) == (1, "")  # pitlog: usage errors exit 1 too
+    assert "Invalid value for '--table': is empty" in empty.stderr
