@@ -334,6 +334,8 @@ def _checked(obj: Any, event_id: Callable[[str, str, int], str] | None) -> Devic
         shoe = _str("shoe", shoe)
     if shoe is not None and not shoe.strip():  # limits.blank: its cards would join no shoe
         raise LineRejected("field 'shoe' is empty", "send the shoe's id, e.g. T07-S0003")
+    if shoe is not None:
+        _utf8("shoe", shoe)
     if round_no is not None and (type(round_no) is not int
                                  or not _INT[0] <= round_no <= _INT[1]):
         round_no = _int("round", round_no, "int")
@@ -382,6 +384,9 @@ def _check_numbers_and_ids(payload: dict[str, Any]) -> None:
         value = payload.get(name)
         if value is not None and not value.strip():  # limits.blank, inline
             raise LineRejected(f"field '{name}' is empty", f"send the {what}'s id")
+    for name, value in payload.items():  # named here, not by the encoder's "not encodable"
+        if type(value) is str and not value.isascii():
+            _utf8(name, value)
 
 
 _ABSENT = object()

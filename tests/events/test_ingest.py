@@ -145,6 +145,13 @@ def test_the_bad_example_refuses_each_bad_line_and_records_the_rest(tmp_path: Pa
      'field \'at\' is "9999-12-31T23:59:59-01:00", outside 2000-01-01 to 2100-01-01 (UTC)'),
     (json.dumps(card_line(1, at="0001-01-01T00:00:00+01:00")),
      'field \'at\' is "0001-01-01T00:00:00+01:00", outside 2000-01-01 to 2100-01-01 (UTC)'),
+    # A lone surrogate in a field other than the key ones was "not encodable (... seq 7: 'utf-8'
+    # codec can't encode ...)", naming no field and the table's seq, not the line's.
+    (json.dumps({**card_line(1), "shoe": "S\ud800"}),
+     "field 'shoe' is not Unicode text (a lone surrogate, \\ud800)"),
+    (json.dumps({"type": "DealerTappedIn", "table": "T1", "seq": 1,
+                 "at": "2026-11-28T22:00:01Z", "actor": "D-1", "dealer_id": "D\ud800"}),
+     "field 'dealer_id' is not Unicode text (a lone surrogate, \\ud800)"),
     (json.dumps(card_line(1))[:-1] + ', "junk": ' + "9" * 4301 + "}",
      "a JSON number too long to read (Exceeds the limit (4300 digits) for integer string "
      "conversion: value has 4301 digits)"),
