@@ -31,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 
 from events.errors import LogCorruptError, ProjectionError, first_line
-from events.log.base import EventLog, LogRecord, record_digest
+from events.log.base import EventLog, FramedRead, LogRecord, record_digest
 from events.wire import codec
 from events.wire.batch_decode import BatchDecoder
 from events.wire.native_decode import NativeDecoder
@@ -351,11 +351,22 @@ def _project_batches(con: duckdb.DuckDBPyConnection, log: EventLog, loader: _Bat
 
 def _readable_prefix(log: EventLog, start: dict[int, int], partition: int) -> list[LogRecord]:
     """The records of `partition` from `start` that the log can return, up to the first it
-    cannot, read one at a time."""
+    cannot, read one at a time. A log of frames checks each against where the next one starts
+    (FramedRead.read_frames, to_next): read alone, a record whose length reaches into the next
+    one came back as clipped bytes, was quarantined as a record, and the checkpoint moved past
+    it, so a restored segment's true record was never projected."""
     good: list[LogRecord] = []
+    end = log.end_offsets().get(partition, 0)
     try:
         for batch in log.read(start, max_batch=1):
-            good.extend(rec for rec in batch if rec.partition == partition)
+            for rec in batch:
+                if rec.partition != partition:
+                    continue
+                if isinstance(log, FramedRead) and rec.offset < end:
+                    for _ in log.read_frames(partition, rec.offset, rec.offset + 1,
+                                             max_batch=1, to_next=True):
+                        pass  # LogCorruptError here: this record is the damaged one
+                good.append(rec)
     except LogCorruptError:
         pass
     return good

@@ -158,9 +158,14 @@ class FramedRead(EventLog):
 
     @abstractmethod
     def read_frames(self, partition: int, start: int, stop: int, *,
-                    max_batch: int = 5000) -> Iterator[FrameBatch]:
+                    max_batch: int = 5000, to_next: bool | None = None
+                    ) -> Iterator[FrameBatch]:
         """Records [start, stop) of one partition, in batches of at most `max_batch`. Raises
-        LogCorruptError where `read` would (a record past the end of its file)."""
+        LogCorruptError where `read` would (a record past the end of its file, or reaching
+        into the next record of its batch) and, with `to_next` (None: for a batch of more
+        than one record, as `read`), where a batch's last record reaches into the record
+        after it. A record read alone is read as its bytes, which `verify` decodes to say what
+        in it is damaged."""
 
 
 class IndexedLog(EventLog):

@@ -47,8 +47,10 @@ _LINE_NAMESPACE = uuid.UUID("6f1c1a52-7a43-5d3e-9a51-3f0c2b1d1e14")
 _NAMESPACE_BYTES = _LINE_NAMESPACE.bytes
 
 _DDL = (
+    # Where the event recorded under the id is in the log (log_partition, log_offset), so a
+    # line sent again under a recorded id can be compared with what was recorded (ingest).
     "CREATE TABLE IF NOT EXISTS ids (table_id BLOB NOT NULL, event_id TEXT NOT NULL, "
-    "PRIMARY KEY (table_id, event_id)) WITHOUT ROWID",
+    "log_partition INTEGER, log_offset INTEGER, PRIMARY KEY (table_id, event_id)) WITHOUT ROWID",
     "CREATE TABLE IF NOT EXISTS upto (log_partition INTEGER PRIMARY KEY, next_offset INTEGER "
     "NOT NULL, last_offset INTEGER, last_digest BLOB, log_id TEXT)",
     # Each table's last record read (its seq and chain hash; NULL: not a pitlog event, or not
@@ -67,6 +69,24 @@ def derived_event_id(table: str, actor: str, device_seq: int) -> str:
     h[8] = (h[8] & 0x3F) | 0x80  # RFC 4122 variant
     x = h.hex()
     return f"{x[:8]}-{x[8:12]}-{x[12:16]}-{x[16:20]}-{x[20:]}"
+
+
+def event_content(shoe: str | None, round_no: int | None, occurred_us: int, actor: str,
+                  event: object) -> tuple[object, ...]:
+    """What an event says, apart from where and when it was recorded (its table's seq, chain
+    link and recorded_at): the same line sent twice has equal contents, a line with other
+    content under the same event id does not (`event`: a model dataclass, compared by field)."""
+    return (shoe, round_no, occurred_us, actor, event)
+
+
+def record_content(value: bytes) -> tuple[object, ...] | None:
+    """event_content of an encoded event; None for bytes that do not decode as one."""
+    try:
+        env = codec.decode(value)
+    except Exception:  # noqa: BLE001 - a foreign record: no content to compare
+        return None
+    return event_content(env.shoe_id, env.round_no, codec.micros(env.occurred_at), env.actor,
+                         env.event)
 
 
 def event_id_of(value: bytes) -> str | None:
@@ -135,8 +155,14 @@ class EventIdIndex:
             "SELECT count(*) FROM sqlite_master WHERE name = 'heads'").fetchone()[0]
         for ddl in _DDL:
             self.db.execute(ddl)
-        # An index made before `heads` has read records whose heads it never kept: read again.
-        if not had_heads or not self._still_the_same_log():
+        columns = {row[1] for row in self.db.execute("PRAGMA table_info(ids)")}
+        had_positions = "log_offset" in columns
+        if not had_positions:
+            self.db.execute("ALTER TABLE ids ADD COLUMN log_partition INTEGER")
+            self.db.execute("ALTER TABLE ids ADD COLUMN log_offset INTEGER")
+        # An index made before `heads` has read records whose heads it never kept, one made
+        # before the positions where its ids are: read again (once; ids and keys only).
+        if not had_heads or not had_positions or not self._still_the_same_log():
             with self.db:
                 self.db.execute("BEGIN IMMEDIATE")
                 self.db.execute("DELETE FROM ids")
@@ -161,11 +187,13 @@ class EventIdIndex:
                 return False
         return True
 
-    def catch_up(self, appended: list[tuple[str, str]] | None = None) -> int:
+    def catch_up(self, appended: list[tuple[str, str]] | None = None,
+                 positions: list[tuple[int, int]] | None = None) -> int:
         """Index the records appended since the last call (by anyone); return how many.
 
         `appended`: the (table, event id) of each event the caller appended since the last
-        call, in one append. When the log grew by exactly that many records, and in each
+        call, in one append (`positions`: where the append put them, in the same order). When
+        the log grew by exactly that many records, and in each
         partition that grew the first and the last new record are the caller's, the new records
         are exactly the caller's: one append writes each partition's records in one run (the
         embedded log, under its writer lock: `appends_in_one_run`), so a run holding the
@@ -182,8 +210,12 @@ class EventIdIndex:
             return 0
         grown = sum(ends[p] - start[p] for p in ends)
         if appended is not None and grown == len(appended) and self.log.appends_in_one_run:
-            rows = [(t.encode(), e) for t, e in appended]
-            ours = set(rows)
+            ours = {(t.encode(), e) for t, e in appended}
+            where = positions if positions is not None and len(positions) == len(appended) \
+                else [None] * len(appended)
+            rows: list[tuple[bytes, str, int | None, int | None]] = [
+                (t.encode(), e, *(at if at is not None else (None, None)))
+                for (t, e), at in zip(appended, where, strict=True)]
             grew = [p for p in ends if ends[p] > start[p]]
             last = [self.log.record_at(p, ends[p] - 1) for p in grew]
             ends_ours = all(
@@ -192,7 +224,7 @@ class EventIdIndex:
             if ends_ours:
                 try:
                     self._write(rows, [rec for rec in last if rec is not None],
-                                unknown={t for t, _ in rows})
+                                unknown={t for t, _ in ours})
                 except sqlite3.Error as exc:
                     raise LogError(f"cannot update the event id index {self.path} ({exc}); "
                                    f"the lines are recorded: check the disk, then go on (the "
@@ -211,7 +243,8 @@ class EventIdIndex:
         return n
 
     def _add(self, batch: list[LogRecord]) -> None:
-        rows = [(rec.key, eid) for rec in batch if (eid := event_id_of(rec.value)) is not None]
+        rows = [(rec.key, eid, rec.partition, rec.offset) for rec in batch
+                if (eid := event_id_of(rec.value)) is not None]
         last: dict[int, LogRecord] = {}
         newest: dict[bytes, LogRecord] = {}
         for rec in batch:
@@ -219,7 +252,8 @@ class EventIdIndex:
             newest[rec.key] = rec
         self._write(rows, list(last.values()), newest=list(newest.values()))
 
-    def _write(self, rows: list[tuple[bytes, str]], last: list[LogRecord], *,
+    def _write(self, rows: Sequence[tuple[bytes, str, int | None, int | None]],
+               last: list[LogRecord], *,
                newest: Sequence[LogRecord] = (), unknown: Collection[bytes] = ()) -> None:
         """Add the ids, and move each partition's mark past its last record indexed; keep the
         heads of the tables whose `newest` records were read, and forget those of `unknown`.
@@ -229,7 +263,7 @@ class EventIdIndex:
                  for rec in newest for head in [head_of(rec.value)]]
         with self.db:
             self.db.execute("BEGIN IMMEDIATE")
-            self.db.executemany("INSERT OR IGNORE INTO ids VALUES (?, ?)", rows)
+            self.db.executemany("INSERT OR IGNORE INTO ids VALUES (?, ?, ?, ?)", rows)
             self.db.executemany(
                 "INSERT INTO heads VALUES (?, ?, ?, ?, ?) ON CONFLICT (table_id) DO UPDATE SET "
                 "log_partition = excluded.log_partition, log_offset = excluded.log_offset, "
@@ -246,9 +280,12 @@ class EventIdIndex:
                     "excluded.log_id WHERE excluded.next_offset > upto.next_offset",
                     (p, rec.offset + 1, rec.offset, record_digest(rec), self.log.log_id))
 
-    def recorded_many(self, keys: list[tuple[str, str]]) -> set[tuple[str, str]]:
-        """Those of the (table, event id) pairs the log holds: one query per 400 pairs."""
-        found: set[tuple[str, str]] = set()
+    def recorded_many(self, keys: list[tuple[str, str]]
+                      ) -> dict[tuple[str, str], tuple[int, int] | None]:
+        """Those of the (table, event id) pairs the log holds, each with where the event
+        recorded under it is (partition, offset; None if not known): one query per 400
+        pairs."""
+        found: dict[tuple[str, str], tuple[int, int] | None] = {}
         unique = list(dict.fromkeys(keys))
         for i in range(0, len(unique), 400):
             chunk = unique[i:i + 400]
@@ -256,11 +293,12 @@ class EventIdIndex:
             # that order): `(table_id, event_id) IN (VALUES ...)` scanned the whole index for
             # every chunk, so ingesting into a large log grew with the log (issue 19).
             rows = self.db.execute(
-                "SELECT i.table_id, i.event_id FROM (VALUES "
+                "SELECT i.table_id, i.event_id, i.log_partition, i.log_offset FROM (VALUES "
                 + ", ".join(["(?, ?)"] * len(chunk)) + ") AS v CROSS JOIN ids AS i "
                 "ON i.table_id = v.column1 AND i.event_id = v.column2",
                 [v for t, e in chunk for v in (t.encode(), e)]).fetchall()
-            found.update((t.decode(), e) for t, e in rows)
+            found.update(((t.decode(), e), None if o is None else (int(p), int(o)))
+                         for t, e, p, o in rows)
         return found
 
     def heads(self) -> dict[str, TableHead] | None:
@@ -272,6 +310,12 @@ class EventIdIndex:
                 return None
             found[table.decode()] = TableHead(seq, digest)
         return found
+
+    def content_at(self, position: tuple[int, int]) -> tuple[object, ...] | None:
+        """event_content of the event at a position recorded_many gave; None when the log has
+        no pitlog event there."""
+        rec = self.log.record_at(*position)
+        return None if rec is None else record_content(rec.value)
 
     def recorded(self, table: str, event_id: str) -> bool:
         return self.db.execute("SELECT 1 FROM ids WHERE table_id = ? AND event_id = ?",

@@ -24,6 +24,7 @@ import json
 import os
 import random
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -34,7 +35,7 @@ from events.errors import ConcurrencyError, EncodeError, IngestError
 from events.log.base import DEFAULT_DATA_DIR, ConditionalAppend, EventLog
 from events.recording.defaults import BATCH_LINES
 from events.recording.device_line import DeviceLine, LineRejected, parse_line
-from events.recording.event_ids import EventIdIndex, derived_event_id
+from events.recording.event_ids import EventIdIndex, derived_event_id, event_content
 from events.recording.limits import ValueLimitError
 from events.recording.recorder import Recorder
 from events.wire.codec import micros
@@ -208,9 +209,12 @@ def ingest(stream: IO[bytes], log: EventLog, *, source: str, quarantine: Path,
     def commit() -> None:
         """Judge the batch's lines in file order: record those the log does not hold yet,
         refuse the rest with their reasons; then flush."""
-        known = ids.recorded_many([(line.table, line.event_id or "")
-                                   for _, _, line, _, _ in candidates if line is not None])
+        keys = [(line.table, line.event_id or "") for _, _, line, _, _ in candidates
+                if line is not None]
+        known = ids.recorded_many(keys)
+        twice = {k for k, n in Counter(keys).items() if n > 1}
         batch: list[DeviceLine] = []
+        in_batch: dict[tuple[str, str], tuple[object, ...]] = {}  # recorded lines' contents
         for n, raw, line, reason, hint in candidates:
             if line is None:
                 reject(n, raw, reason, hint)
@@ -222,7 +226,17 @@ def ingest(stream: IO[bytes], log: EventLog, *, source: str, quarantine: Path,
                 reject(n, raw, exc.reason, exc.hint)
                 continue
             key = (line.table, line.event_id or "")
-            if key in known:
+            if key in known or key in in_batch:
+                at = known.get(key)
+                was = in_batch[key] if key in in_batch else (
+                    ids.content_at(at) if at is not None else None)
+                if was is not None and was != _content(line):
+                    # The same id, other content: not the line sent again, and not to be
+                    # dropped as if it were (docs/ingest.md, "Lines sent again").
+                    reject(n, raw, f"event id {line.event_id} of table {line.table} was "
+                                   f"recorded with other content", "a line sent again must be "
+                                   "the same line: give a new event its own id (or device seq)")
+                    continue
                 report.already_recorded += 1  # a re-sent line: recorded once, not again
                 accepted[device] = line.seq
                 continue
@@ -234,7 +248,8 @@ def ingest(stream: IO[bytes], log: EventLog, *, source: str, quarantine: Path,
             except EncodeError as exc:
                 reject(n, raw, f"not encodable ({exc})", "check the values against the schema")
                 continue
-            known.add(key)  # the same line twice in one batch: once
+            if key in twice:  # the same id again later in this batch: recorded once, as above
+                in_batch[key] = _content(line)
             report.device_seq_gaps += bool(last and line.seq > last + 1)
             accepted[device] = line.seq
             batch.append(line)
@@ -243,8 +258,8 @@ def ingest(stream: IO[bytes], log: EventLog, *, source: str, quarantine: Path,
             bad_lines.sync()  # the refused lines on disk before the good ones are recorded
         except OSError as exc:
             raise bad_lines.failed(exc) from exc
-        _flush(recorder, batch)
-        ids.catch_up([(line.table, line.event_id or "") for line in batch])
+        positions = _flush(recorder, batch)
+        ids.catch_up([(line.table, line.event_id or "") for line in batch], positions)
         report.recorded += len(batch)
         report.tables.update(x.table for x in batch)
 
@@ -289,20 +304,26 @@ def _check_order(line: DeviceLine, last_seq: dict[tuple[str, str], int]) -> int:
     return last
 
 
+def _content(line: DeviceLine) -> tuple[object, ...]:
+    """event_ids.event_content of what the line records (read only for a line whose id is
+    recorded already: the hot path never pays for it)."""
+    return event_content(line.shoe, line.round_no, micros(line.at), line.actor, line.event)
+
+
 def _record(recorder: Recorder, line: DeviceLine) -> None:
     # line.at is in UTC (parse_line converts it): integer micros, what the writer encodes.
     recorder.record_us(line.table, line.event, shoe_id=line.shoe, round_no=line.round_no,
                        actor=line.actor, occurred_us=micros(line.at), event_id=line.event_id)
 
 
-def _flush(recorder: Recorder, batch: list[DeviceLine]) -> None:
+def _flush(recorder: Recorder, batch: list[DeviceLine]) -> list[tuple[int, int]]:
     """Another writer of one of these tables may append first: the recorder then drops the
     batch and reloads its heads, and the batch is recorded again on top (issue 6). Between
-    attempts, a random and growing pause, so two writers in step stop colliding."""
+    attempts, a random and growing pause, so two writers in step stop colliding. Returns where
+    the last attempt's append put the lines it recorded, in order."""
     for attempt in range(MAX_RETRIES + 1):
         try:
-            recorder.flush()
-            return
+            return recorder.flush()
         except ConcurrencyError as exc:
             if attempt == MAX_RETRIES:
                 raise
@@ -313,3 +334,4 @@ def _flush(recorder: Recorder, batch: list[DeviceLine]) -> None:
             time.sleep(random.uniform(0, 0.002 * 2 ** min(attempt, 8)))
             for line in batch:
                 _record(recorder, line)
+    raise AssertionError("unreachable: the last attempt returns or raises")

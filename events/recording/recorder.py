@@ -147,20 +147,21 @@ class Recorder:
             self.flush()
         return seq
 
-    def flush(self) -> None:
-        """Append the buffered events. Another writer may have appended to one of their tables
+    def flush(self) -> list[tuple[int, int]]:
+        """Append the buffered events; where the log put each, in order ([] when none were
+        buffered). Another writer may have appended to one of their tables
         since this recorder read its head: then nothing is appended, the buffered events are
         dropped, the heads of their tables are reloaded, and ConcurrencyError says so; record
         them again to retry. (Call flush after each record to learn it at once.) On Kafka a
         conflict can come after some tables of the batch were appended (one transaction per
         table): those stay recorded, and ConcurrencyError.recorded names them."""
         if not self._pending:
-            return
+            return []
         try:
             if isinstance(self.log, ConditionalAppend):
-                self.log.append_expecting(self._pending, self._continues)
+                positions = self.log.append_expecting(self._pending, self._continues)
             else:  # no optimistic check on this backend (docs/integrity.md)
-                self.log.append(self._pending)
+                positions = self.log.append(self._pending)
         except ConcurrencyError as exc:
             # Kafka appends each table in its own transaction: a conflict can come after some
             # tables of the batch were appended. Those stay recorded (their heads are right).
@@ -177,6 +178,7 @@ class Recorder:
                 f"reloaded ({heads}): record them again", tuple(kept)) from exc
         self.recorded += len(self._pending)
         self._pending, self._continues = [], {}
+        return positions
 
     def reload_heads(self, table_ids: list[str]) -> None:
         """Re-read these tables' heads from the log (after a ConcurrencyError)."""

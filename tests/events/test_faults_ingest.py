@@ -78,6 +78,56 @@ def test_a_line_with_its_own_id_is_recorded_once_whatever_its_seq(tmp_path: Path
     assert _ingest(tmp_path / "log", json.dumps(other_table) + "\n", tmp_path).recorded == 1
 
 
+def test_a_line_with_a_recorded_id_and_other_content_is_refused_not_dropped(
+        tmp_path: Path) -> None:
+    """The same id with other content (a $900 wager at seat 2 under the id of a $5 wager at
+    seat 1) was counted already_recorded and never recorded: lost, with exit 0. It is refused
+    and quarantined, in the same batch, in a later run, and after the id index was deleted
+    (rebuilt from the log); the same line sent again is still recorded once."""
+    line = json.loads(_device_lines(1))
+    line["id"] = "11111111-1111-4111-8111-111111111111"
+    other = {**line, "seq": 2, "rank": 9}  # the same id, another card
+    first = _ingest(tmp_path / "log", json.dumps(line) + "\n" + json.dumps(other) + "\n",
+                    tmp_path)
+    assert (first.recorded, first.rejected, first.already_recorded) == (1, 1, 0)
+    for deleted_index in (False, True):
+        if deleted_index:
+            for f in (tmp_path / "log").glob("event-ids.sqlite*"):
+                f.unlink()
+        again = _ingest(tmp_path / "log", json.dumps(line) + "\n" + json.dumps(other) + "\n",
+                        tmp_path)
+        assert (again.recorded, again.rejected, again.already_recorded) == (0, 1, 1)
+    refused = [json.loads(x) for x in (tmp_path / "q.jsonl").read_text().splitlines()]
+    assert [(x["line"], json.loads(x["raw"])["rank"]) for x in refused] == [(2, 9)] * 3
+    assert {x["reason"] for x in refused} == {
+        f"event id {line['id']} of table T00 was recorded with other content"}
+    ((value,),) = [[r.value for r in b] for b in EmbeddedLog(tmp_path / "log").read()]
+    assert codec.decode(value).event.rank == 2  # the first line's card, once
+
+
+def test_an_id_index_from_before_positions_is_read_again_and_compares(tmp_path: Path) -> None:
+    """An index an older pitlog made (ids without where they are) is read again from the log
+    when opened, so the ids it held are compared too."""
+    import sqlite3
+
+    line = json.loads(_device_lines(1))
+    _ingest(tmp_path / "log", json.dumps(line) + "\n", tmp_path)
+    path = tmp_path / "log" / "event-ids.sqlite"
+    with closing(sqlite3.connect(path)) as db, db:
+        db.execute("CREATE TABLE old_ids AS SELECT table_id, event_id FROM ids")
+        db.execute("DROP TABLE ids")
+        db.execute("CREATE TABLE ids (table_id BLOB NOT NULL, event_id TEXT NOT NULL, "
+                   "PRIMARY KEY (table_id, event_id)) WITHOUT ROWID")
+        db.execute("INSERT INTO ids SELECT * FROM old_ids")
+        db.execute("DROP TABLE old_ids")
+    changed = _ingest(tmp_path / "log", json.dumps({**line, "rank": 9}) + "\n", tmp_path)
+    assert (changed.recorded, changed.rejected, changed.already_recorded) == (0, 1, 0)
+    (rec,) = [r for b in EmbeddedLog(tmp_path / "log").read() for r in b]
+    with closing(EventIdIndex(EmbeddedLog(tmp_path / "log"))) as index:
+        (where,) = index.recorded_many([("T00", event_id_of(rec.value) or "")]).values()
+    assert where == (rec.partition, rec.offset)
+
+
 def test_lines_sent_with_a_blank_id_are_refused_not_taken_for_one_line(tmp_path: Path) -> None:
     """Two different lines with the id "  " were recorded as one (the second counted
     `already_recorded`, never in the log); "" was an id too. A blank id names no event: each

@@ -184,11 +184,12 @@ def test_a_damaged_frame_header_stops_only_its_partition_with_an_error_naming_it
     assert loaded == {"T01": 10, "T04": 10} and gaps == [(0,)]
 
 
-def test_a_damaged_frame_header_is_found_by_a_read_of_one_record_and_at_a_batchs_end(
+def test_a_damaged_frame_header_at_a_bulk_batchs_end_stops_the_projectors_read_there(
         tmp_path: Path) -> None:
-    """The body of a batch's last record reaching into the next record is refused as inside a
-    batch: a read of one record at a time (the projector's look past damage, record_at) and the
-    bulk read's batch that ends at the damaged record both stop there."""
+    """The body of a batch's last record reaching into the next record: the bulk read
+    (read_frames) and `read` refuse it as they refuse one inside a batch, at a batch that ends
+    at it (records 0-3 of 4); read alone (verify's look at each record of a batch it could not
+    read) it is its bytes, to say what in it is damaged."""
     log = _two_table_log(tmp_path / "log")
     seg, at = log.segment_position(0, 3)
     data = bytearray(seg.read_bytes())
@@ -196,13 +197,12 @@ def test_a_damaged_frame_header_is_found_by_a_read_of_one_record_and_at_a_batchs
     seg.write_bytes(bytes(data))
     damaged = EmbeddedLog(tmp_path / "log")
     with pytest.raises(LogCorruptError, match="record 3 at byte"):
-        for _ in damaged.read({0: 0, 1: 10}, max_batch=1):
-            pass
-    with pytest.raises(LogCorruptError, match="record 3 at byte"):
-        damaged.record_at(0, 3)
-    with pytest.raises(LogCorruptError, match="record 3 at byte"):
         list(damaged.read_frames(0, 0, 10, max_batch=4))  # records 0-3, then 4-7
-    assert damaged.record_at(0, 2) is not None  # the record before it reads
+    with pytest.raises(LogCorruptError, match="record 3 at byte"):
+        list(damaged.read({1: 10}, max_batch=4))
+    assert len(next(damaged.read_frames(0, 3, 10, max_batch=1))) == 1  # alone: its bytes
+    with pytest.raises(ProjectionError, match=r"partition 0 cannot be read past offset 3 "):
+        project(damaged, tmp_path / "db.duckdb", batch_size=4)
 
 
 @pytest.mark.parametrize("entry", [1 << 40, (1 << 63) + 5])

@@ -418,7 +418,8 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
             return self._read_range(part, seg, offset, offset + 1)[0]
 
     def read_frames(self, partition: int, start: int, stop: int, *,
-                    max_batch: int = 5000) -> Iterator[FrameBatch]:
+                    max_batch: int = 5000, to_next: bool | None = None
+                    ) -> Iterator[FrameBatch]:
         import numpy as np  # only bulk readers pay for it (pitlog's start-up, issue 19)
 
         part = self._parts[partition]
@@ -442,7 +443,9 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
                 # overlap". A key longer than its body leaves an empty value, as _read_range's
                 # slices do (the decoder refuses it, verify locates it by its key).
                 bad = np.flatnonzero(key_at[:-1] + length[:-1] > rel[1:])
-                after = _position_after(part, first + len(rel))  # the batch's last, the same
+                # the batch's last record, the same (FramedRead.read_frames: `to_next`)
+                check = len(rel) > 1 if to_next is None else to_next
+                after = _position_after(part, first + len(rel)) if check else None
                 if (not len(bad) and after is not None and after > positions[-1]
                         and int(key_at[-1]) + int(length[-1]) > after - positions[0]):
                     bad = np.array([len(rel) - 1])
@@ -487,7 +490,9 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
     def _read_range(self, part: Partition, seg: object, start: int, stop: int) -> list[LogRecord]:
         positions, buf = self._read_bytes(part, seg, start, stop)
         first = positions[0]
-        after = _position_after(part, start + len(positions))
+        # The batch's last record may not reach into the record after it either (read_frames'
+        # `to_next` None): a record read alone is read as its bytes, for verify's diagnosis.
+        after = _position_after(part, start + len(positions)) if len(positions) > 1 else None
         out: list[LogRecord] = []
         unpack = FRAME.unpack_from
         for k, pos in enumerate(positions):
@@ -499,9 +504,7 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
                 raise _beyond_end(part, start + k, pos)
             length, _crc, key_len = unpack(buf, rel)
             body_start = rel + FRAME.size
-            # A body reaching into the next record, as read_frames refuses it: the next one in
-            # the batch, or after the batch's last (a read of one record at a time, as the
-            # projector's look past damage makes, has no next one in its batch). A key longer
+            # A body reaching into the next record, as read_frames refuses it. A key longer
             # than its body is left to the decoder here (an empty value: quarantined, and
             # verify locates it at this record by its key).
             nxt = positions[k + 1] if k + 1 < len(positions) else after
