@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -153,3 +153,28 @@ def sse_events(server: Server, path: str = "/alerts", *, count: int,
     finally:
         conn.close()
     return events
+
+
+def ingested_store(tmp: Path, lines: str) -> tuple[Path, Path, Path]:
+    """(tmp, log, db): device lines ingested into tmp/log and projected into tmp/p.duckdb,
+    with a copy tmp/alone.duckdb that no server holds (the CLI reads that file itself)."""
+    import shutil
+
+    (tmp / "in.jsonl").write_text(lines)
+    log, db = tmp / "log", tmp / "p.duckdb"
+    ingested = run_cli("ingest", str(tmp / "in.jsonl"), "--log", str(log))
+    assert ingested.returncode == 0, ingested.stderr
+    projected = run_cli("project", "--log", str(log), "--db", str(db))
+    assert projected.returncode == 0, projected.stderr
+    shutil.copy(db, tmp / "alone.duckdb")
+    return tmp, log, db
+
+
+def serving(store: tuple[Path, Path, Path]) -> Iterator[Server]:
+    """A server on ingested_store's db for a module's tests, stopped after them."""
+    tmp, log, db = store
+    s = start_server(log, db, tmp)
+    try:
+        yield s
+    finally:
+        assert s.stop() == 0, s.err.read_text()

@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cli_support import run
 from console_support import CHROMIUM, needs_chromium
 from repo_paths import REPO
-from serve_support import Server, run_cli, start_server
+from serve_support import Server, ingested_store, run_cli, serving
 
 # After examples/devices.jsonl's round 1 (racked at 21:03:15): a card dealt for round 0.
 ROUND_0_CARD = {"type": "CardDrawn", "table": "T07", "shoe": "T07-S0003", "round": 0,
@@ -29,26 +27,14 @@ ROUND_0_CARD = {"type": "CardDrawn", "table": "T07", "shoe": "T07-S0003", "round
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
-    tmp = tmp_path_factory.mktemp("round0")
-    feed = tmp / "in.jsonl"
-    feed.write_text((REPO / "examples" / "devices.jsonl").read_text()
-                    + json.dumps(ROUND_0_CARD) + "\n")
-    log, db = tmp / "log", tmp / "p.duckdb"
-    ingested = run("ingest", str(feed), "--log", str(log))
-    assert ingested.returncode == 0, ingested.stderr
-    assert run("project", "--log", str(log), "--db", str(db)).returncode == 0
-    shutil.copy(db, tmp / "alone.duckdb")  # no server on it: the CLI reads the file itself
-    return tmp, log, db
+    return ingested_store(tmp_path_factory.mktemp("round0"),
+                          (REPO / "examples" / "devices.jsonl").read_text()
+                          + json.dumps(ROUND_0_CARD) + "\n")
 
 
 @pytest.fixture(scope="module")
 def server(store: tuple[Path, Path, Path]) -> Iterator[Server]:
-    tmp, log, db = store
-    s = start_server(log, db, tmp)
-    try:
-        yield s
-    finally:
-        assert s.stop() == 0, s.err.read_text()
+    yield from serving(store)
 
 
 def _round_0(rows: list[dict[str, object]]) -> tuple[object, list[object]]:

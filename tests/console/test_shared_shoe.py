@@ -10,14 +10,12 @@ through the server: the routes' {shoe} stopped at the decoded "/".
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from cli_support import run
-from serve_support import Server, run_cli, start_server
+from serve_support import Server, ingested_store, run_cli, serving
 
 
 def _line(table: str, shoe: str | None, seq: int, at: str, type_: str, **fields: object) -> str:
@@ -36,23 +34,12 @@ def _feed() -> str:
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
-    tmp = tmp_path_factory.mktemp("shared")
-    (tmp / "in.jsonl").write_text(_feed())
-    log, db = tmp / "log", tmp / "p.duckdb"
-    assert run("ingest", str(tmp / "in.jsonl"), "--log", str(log)).returncode == 0
-    assert run("project", "--log", str(log), "--db", str(db)).returncode == 0
-    shutil.copy(db, tmp / "alone.duckdb")  # no server on it: the CLI reads the file itself
-    return tmp, log, db
+    return ingested_store(tmp_path_factory.mktemp("shared"), _feed())
 
 
 @pytest.fixture(scope="module")
 def server(store: tuple[Path, Path, Path]) -> Iterator[Server]:
-    tmp, log, db = store
-    s = start_server(log, db, tmp)
-    try:
-        yield s
-    finally:
-        assert s.stop() == 0, s.err.read_text()
+    yield from serving(store)
 
 
 def _loaded(stdout: str) -> list[str]:
