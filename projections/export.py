@@ -37,6 +37,12 @@ FORMATS = {"parquet": "(FORMAT parquet)",
            "csv": f"(FORMAT csv, HEADER true, TIMESTAMPFORMAT '{TIMESTAMP_FORMAT}')"}
 
 
+# A DuckDB type as DuckDB names one: INTEGER, DECIMAL(38,2), TIMESTAMP WITH TIME ZONE,
+# VARCHAR[], INTEGER[3]. Nothing else read from outside is pasted into SQL (Rows.of_types).
+TYPE_NAME = re.compile(r"[A-Z][A-Z0-9_]*(?: [A-Z][A-Z0-9_]*)*(?:\(\d+(?:, ?\d+)?\))?"
+                       r"(?:\[\d*\])*")
+
+
 class Rows(list[dict[str, Any]]):
     """A query's rows (dicts) with the Arrow type of each column, empty result included.
 
@@ -102,10 +108,12 @@ class Rows(list[dict[str, Any]]):
     @classmethod
     def of_types(cls, rows: Iterable[dict[str, Any]], types: list[tuple[str, str]]) -> Rows:
         """Rows whose columns' DuckDB types are known (a server's answer, TYPES_HEADER), turned
-        into Arrow types only when an export asks for them."""
+        into Arrow types only when an export asks for them. Types come from the network here
+        and `_arrow_types` writes them into SQL: only a plain type name is kept (TYPE_NAME);
+        any other column is typed by its values, as an untyped one always was."""
         out = cls(rows)
         out._types = None
-        out._duckdb_types = list(types)
+        out._duckdb_types = [(c, t) for c, t in types if TYPE_NAME.fullmatch(t)]
         return out
 
     @classmethod

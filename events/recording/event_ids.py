@@ -32,7 +32,7 @@ import random
 import sqlite3
 import time
 import uuid
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from contextlib import closing
 from pathlib import Path
 
@@ -47,10 +47,14 @@ _LINE_NAMESPACE = uuid.UUID("6f1c1a52-7a43-5d3e-9a51-3f0c2b1d1e14")
 _NAMESPACE_BYTES = _LINE_NAMESPACE.bytes
 
 _DDL = (
-    # Where the event recorded under the id is in the log (log_partition, log_offset), so a
-    # line sent again under a recorded id can be compared with what was recorded (ingest).
     "CREATE TABLE IF NOT EXISTS ids (table_id BLOB NOT NULL, event_id TEXT NOT NULL, "
-    "log_partition INTEGER, log_offset INTEGER, PRIMARY KEY (table_id, event_id)) WITHOUT ROWID",
+    "PRIMARY KEY (table_id, event_id)) WITHOUT ROWID",
+    # Where the event recorded under an id is in the log, so a line sent again under a
+    # recorded id is compared with what was recorded (ingest). A table of its own: an older
+    # pitlog, which knows only `ids`, still writes the index (its ids then have no position).
+    "CREATE TABLE IF NOT EXISTS id_positions (table_id BLOB NOT NULL, event_id TEXT NOT NULL, "
+    "log_partition INTEGER NOT NULL, log_offset INTEGER NOT NULL, "
+    "PRIMARY KEY (table_id, event_id)) WITHOUT ROWID",
     "CREATE TABLE IF NOT EXISTS upto (log_partition INTEGER PRIMARY KEY, next_offset INTEGER "
     "NOT NULL, last_offset INTEGER, last_digest BLOB, log_id TEXT)",
     # Each table's last record read (its seq and chain hash; NULL: not a pitlog event, or not
@@ -151,23 +155,19 @@ class EventIdIndex:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(self.path, timeout=OPEN_PATIENCE_S, isolation_level=None)
         self.db.execute("PRAGMA journal_mode = WAL")
-        had_heads = self.db.execute(
-            "SELECT count(*) FROM sqlite_master WHERE name = 'heads'").fetchone()[0]
-        for ddl in _DDL:
-            self.db.execute(ddl)
-        columns = {row[1] for row in self.db.execute("PRAGMA table_info(ids)")}
-        had_positions = "log_offset" in columns
-        if not had_positions:
-            self.db.execute("ALTER TABLE ids ADD COLUMN log_partition INTEGER")
-            self.db.execute("ALTER TABLE ids ADD COLUMN log_offset INTEGER")
-        # An index made before `heads` has read records whose heads it never kept, one made
-        # before the positions where its ids are: read again (once; ids and keys only).
-        if not had_heads or not had_positions or not self._still_the_same_log():
-            with self.db:
-                self.db.execute("BEGIN IMMEDIATE")
-                self.db.execute("DELETE FROM ids")
-                self.db.execute("DELETE FROM upto")
-                self.db.execute("DELETE FROM heads")
+        # The tables made and, for an index made before `heads` (it read records whose heads
+        # it never kept) or before `id_positions` (whose ids have no position), emptied to be
+        # read again, in one transaction: a kill or a lock in between cannot leave the new
+        # table made and the old ids kept.
+        with self.db:
+            self.db.execute("BEGIN IMMEDIATE")
+            had = {name for (name,) in self.db.execute(
+                "SELECT name FROM sqlite_master WHERE name IN ('heads', 'id_positions')")}
+            for ddl in _DDL:
+                self.db.execute(ddl)
+            if had != {"heads", "id_positions"} or not self._still_the_same_log():
+                for table in ("ids", "id_positions", "upto", "heads"):
+                    self.db.execute(f"DELETE FROM {table}")
         self.catch_up()
 
     def _unusable(self, exc: BaseException) -> LogError:
@@ -263,7 +263,10 @@ class EventIdIndex:
                  for rec in newest for head in [head_of(rec.value)]]
         with self.db:
             self.db.execute("BEGIN IMMEDIATE")
-            self.db.executemany("INSERT OR IGNORE INTO ids VALUES (?, ?, ?, ?)", rows)
+            self.db.executemany("INSERT OR IGNORE INTO ids VALUES (?, ?)",
+                                [(t, e) for t, e, _, _ in rows])
+            self.db.executemany("INSERT OR IGNORE INTO id_positions VALUES (?, ?, ?, ?)",
+                                [r for r in rows if r[3] is not None])
             self.db.executemany(
                 "INSERT INTO heads VALUES (?, ?, ?, ?, ?) ON CONFLICT (table_id) DO UPDATE SET "
                 "log_partition = excluded.log_partition, log_offset = excluded.log_offset, "
@@ -293,9 +296,10 @@ class EventIdIndex:
             # that order): `(table_id, event_id) IN (VALUES ...)` scanned the whole index for
             # every chunk, so ingesting into a large log grew with the log (issue 19).
             rows = self.db.execute(
-                "SELECT i.table_id, i.event_id, i.log_partition, i.log_offset FROM (VALUES "
+                "SELECT i.table_id, i.event_id, p.log_partition, p.log_offset FROM (VALUES "
                 + ", ".join(["(?, ?)"] * len(chunk)) + ") AS v CROSS JOIN ids AS i "
-                "ON i.table_id = v.column1 AND i.event_id = v.column2",
+                "ON i.table_id = v.column1 AND i.event_id = v.column2 "
+                "LEFT JOIN id_positions AS p USING (table_id, event_id)",
                 [v for t, e in chunk for v in (t.encode(), e)]).fetchall()
             found.update(((t.decode(), e), None if o is None else (int(p), int(o)))
                          for t, e, p, o in rows)
@@ -311,11 +315,30 @@ class EventIdIndex:
             found[table.decode()] = TableHead(seq, digest)
         return found
 
-    def content_at(self, position: tuple[int, int]) -> tuple[object, ...] | None:
-        """event_content of the event at a position recorded_many gave; None when the log has
-        no pitlog event there."""
-        rec = self.log.record_at(*position)
-        return None if rec is None else record_content(rec.value)
+    def contents_at(self, positions: Iterable[tuple[int, int]]
+                    ) -> dict[tuple[int, int], tuple[object, ...] | None]:
+        """event_content of the events at positions recorded_many gave (None: no pitlog event
+        there), read in runs of consecutive offsets, one read per run: a whole file sent again
+        is a few runs a partition, not a look-up a line."""
+        ends = self.log.end_offsets()
+        found: dict[tuple[int, int], tuple[object, ...] | None] = {}
+        wanted = sorted({(p, o) for p, o in positions if 0 <= o < ends.get(p, 0)})
+        runs: list[tuple[int, int, int]] = []  # (partition, first, last)
+        for p, o in wanted:
+            if runs and runs[-1][0] == p and runs[-1][2] == o - 1:
+                runs[-1] = (p, runs[-1][1], o)
+            else:
+                runs.append((p, o, o))
+        for p, first, last in runs:
+            with closing(self.log.read({**ends, p: first},
+                                       max_batch=min(5000, last - first + 1))) as batches:
+                for batch in batches:
+                    mine = [rec for rec in batch if rec.partition == p and rec.offset <= last]
+                    for rec in mine:
+                        found[(p, rec.offset)] = record_content(rec.value)
+                    if not mine or mine[-1].offset >= last:
+                        break
+        return found
 
     def recorded(self, table: str, event_id: str) -> bool:
         return self.db.execute("SELECT 1 FROM ids WHERE table_id = ? AND event_id = ?",

@@ -212,6 +212,7 @@ def ingest(stream: IO[bytes], log: EventLog, *, source: str, quarantine: Path,
         keys = [(line.table, line.event_id or "") for _, _, line, _, _ in candidates
                 if line is not None]
         known = ids.recorded_many(keys)
+        recorded = ids.contents_at(at for at in known.values() if at is not None)
         twice = {k for k, n in Counter(keys).items() if n > 1}
         batch: list[DeviceLine] = []
         in_batch: dict[tuple[str, str], tuple[object, ...]] = {}  # recorded lines' contents
@@ -229,7 +230,7 @@ def ingest(stream: IO[bytes], log: EventLog, *, source: str, quarantine: Path,
             if key in known or key in in_batch:
                 at = known.get(key)
                 was = in_batch[key] if key in in_batch else (
-                    ids.content_at(at) if at is not None else None)
+                    recorded.get(at) if at is not None else None)
                 if was is not None and was != _content(line):
                     # The same id, other content: not the line sent again, and not to be
                     # dropped as if it were (docs/ingest.md, "Lines sent again").

@@ -221,6 +221,25 @@ def test_an_export_through_a_live_server_has_the_files_column_types(evening: Eve
     assert got.num_rows == direct.num_rows > 0 and got.equals(direct)
 
 
+def test_a_types_header_that_is_not_a_type_name_is_never_run(tmp_path: Path) -> None:
+    """X-Pitlog-Types comes from whoever answers at --server: its types are written into SQL
+    when the rows are exported (export._arrow_types), so a header carrying statements would
+    have run them (a COPY writing a file, here). Only a plain type name is kept; the column
+    is typed by its values."""
+    import pyarrow as pa
+
+    from cli.client import _typed
+    from projections.export import arrow_table
+
+    target = tmp_path / "owned.csv"
+    header = json.dumps([["a", f"INTEGER) AS a; COPY (SELECT 'owned' AS x) TO '{target}'; "
+                               "SELECT CAST(NULL AS INTEGER"], ["d", "DATE"], ["n", "SMALLINT"]])
+    rows = _typed([{"a": 1, "d": "2026-11-28", "n": 2}], header)
+    table = arrow_table(rows, ["a", "d", "n"])
+    assert not target.exists()
+    assert table.schema.types == [pa.int64(), pa.date32(), pa.int16()]
+
+
 @pytest.mark.parametrize("command", ["reconcile", "conservation", "ledger", "anomalies"])
 def test_an_empty_day_is_refused_whether_a_server_runs_or_not(evening: Evening,
                                                                command: str) -> None:

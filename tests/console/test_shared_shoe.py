@@ -9,10 +9,12 @@ through the server: the routes' {shoe} stopped at the decoded "/".
 
 from __future__ import annotations
 
+import html
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import pytest
 from serve_support import Server, ingested_store, run_cli, serving
@@ -29,6 +31,7 @@ def _feed() -> str:
         lines += [_line(table, None, 1, "00.000", "TableOpened", profile="nj-casino"),
                   _line(table, "SHARED", 2, "01.000", "CardsLoaded", decks=decks)]
     lines.append(_line("T09", "T09/S1", 1, "02.000", "CardsLoaded", decks=4))
+    lines.append(_line("T10", "A?B#1/../C", 1, "03.000", "CardsLoaded", decks=2))
     return "\n".join(lines) + "\n"
 
 
@@ -64,3 +67,17 @@ def test_replay_names_the_table_of_a_shared_shoe_and_takes_a_slash_in_its_id(
         assert _loaded(slash.stdout) == ["4 decks loaded into shoe T09/S1"]
     page = server.get(f"/replay/{quote('T09/S1', safe='')}?table=T09")
     assert page.status == 200 and "4 decks loaded into shoe T09/S1" in page.body.decode()
+
+
+def test_the_consoles_own_replay_links_open_every_shoe(server: Server) -> None:
+    """The console's links to a shoe's replay pasted the id into the path: with "/" routed
+    since the route takes a path, but "?" and "#" still cut the id short and "/../" was
+    collapsed by the browser. Each link from the shoes page opens its own shoe."""
+    listing = server.get("/replay").body.decode()
+    links = dict((unquote(shoe), html.unescape(link)) for link, shoe in re.findall(
+        r'href="(/replay/([^"?]+)\?table=[^"]*)"', listing))
+    assert set(links) >= {"SHARED", "T09/S1", "A?B#1/../C"}
+    for shoe, decks in (("T09/S1", 4), ("A?B#1/../C", 2)):
+        page = server.get(links[shoe])
+        assert page.status == 200
+        assert f"{decks} decks loaded into shoe {html.escape(shoe)}" in page.body.decode()

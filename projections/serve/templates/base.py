@@ -10,7 +10,7 @@ from datetime import datetime, tzinfo
 from html import escape
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from projections.localtime import clock, iso, stamp, zone_name
 from projections.money import dollars
@@ -30,6 +30,12 @@ def href(path: str, **query: Any) -> str:
     """A link with its query string, skipping empty values (escaped for an attribute)."""
     q = {k: v for k, v in query.items() if v is not None and v != ""}
     return e(path + ("?" + urlencode(q) if q else ""))
+
+
+def replay_href(shoe: object, **query: Any) -> str:
+    """The console's replay page of a shoe: the id percent-encoded whole (an id may hold "/",
+    "?", "#" or ".."; the route's {shoe:path} takes it back)."""
+    return href("/replay/" + quote(str(shoe), safe=""), **query)
 
 
 def time_cell(at: datetime | None, tz: tzinfo, *, full: bool = False) -> str:

@@ -21,6 +21,7 @@ from projections.serve.templates.base import (
     href,
     money,
     page,
+    replay_href,
     seqs_text,
     severity,
     time_cell,
@@ -229,7 +230,7 @@ def dispute_page(d: Dispute | None, tz: tzinfo, *, tables: list[str], table: str
         r = d.round
         report = href("/incident", table=r["table_id"], shoe=r["shoe_id"], round=r["round_no"],
                       seat=seat, alert=alert["alert_seq"] if alert else None)
-        replay = href("/replay/" + str(r["shoe_id"]), table=r["table_id"], seq=r["first_seq"])
+        replay = replay_href(r["shoe_id"], table=r["table_id"], seq=r["first_seq"])
         links = (f'<div class="actions"><a class="button" id="incident" href="{report}">'
                  f'Incident report</a><a class="button" id="replay" href="{replay}">'
                  f'Replay the shoe from this round</a></div>')

@@ -11,7 +11,7 @@ from typing import Any
 
 from projections.console_data import ReplaySteps
 from projections.localtime import clock
-from projections.serve.templates.base import e, href, page, time_cell
+from projections.serve.templates.base import e, page, replay_href, time_cell
 from projections.serve.templates.cards import card_svg
 
 Row = dict[str, Any]
@@ -71,7 +71,7 @@ def replay_page(r: ReplaySteps, tz: tzinfo, *, start_seq: int | None = None,
 </div></div>
 <div hidden id="faces">{faces}</div>
 <script type="application/json" id="steps">{steps_json(r, tz)}</script>"""
-    twin = href(f"/replay/{s['shoe_id']}", table=s["table_id"], format="json")
+    twin = replay_href(s["shoe_id"], table=s["table_id"], format="json")
     return page(f"Replay {s['shoe_id']}", body, tz, active="replay", json_href=twin,
                 scripts=("replay.js",), now=now)
 
@@ -79,7 +79,7 @@ def replay_page(r: ReplaySteps, tz: tzinfo, *, start_seq: int | None = None,
 def shoes_page(shoes: list[Row], tz: tzinfo, *, now: datetime | None = None) -> str:
     body = "".join(
         f'<tr><td><b>{e(s["table_id"])}</b></td><td><a href="'
-        f'{href("/replay/" + str(s["shoe_id"]), table=s["table_id"])}">{e(s["shoe_id"])}</a></td>'
+        f'{replay_href(s["shoe_id"], table=s["table_id"])}">{e(s["shoe_id"])}</a></td>'
         f'<td>{time_cell(s["opened_at"], tz, full=True)}</td>'
         f'<td>{time_cell(s["closed_at"], tz)}</td>'
         f'<td class="num">{e(s["rounds"])}</td><td class="num">{e(s["cards_dealt"])}</td>'

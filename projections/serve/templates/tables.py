@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, tzinfo
 from typing import Any
 
-from projections.serve.templates.base import e, href, page, time_cell
+from projections.serve.templates.base import e, href, page, replay_href, time_cell
 
 Row = dict[str, Any]
 
@@ -15,7 +15,7 @@ def tile(t: Row, tz: tzinfo) -> str:
     alerts = href("/alerts-page", table=t["table_id"])
     badge = (f'<a class="badge{" hot" if n else ""}" href="{alerts}">'
              f'<b>{n}</b> alert{"s" if n != 1 else ""}</a>')
-    replay = (f'<a href="{href("/replay/" + str(t["shoe_id"]), table=t["table_id"])}">replay</a>'
+    replay = (f'<a href="{replay_href(t["shoe_id"], table=t["table_id"])}">replay</a>'
               if t["shoe_id"] else "")
     last = t["last_event_at"]
     current = href("/dispute", table=t["table_id"], shoe=t["shoe_id"], round=t["round_no"])
