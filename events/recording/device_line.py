@@ -231,8 +231,8 @@ def parse_line(text: str | bytes,
         obj = orjson.loads(raw) if _LONG_DIGITS.search(raw) is None else None
     except orjson.JSONDecodeError:
         obj = None
-    if obj is None:
-        obj = _stdlib_loads(text)
+    if obj is None:  # only json's reading can hold a lone surrogate (orjson refuses one)
+        return _checked(_stdlib_loads(text), event_id, surrogates=True)
     return _checked(obj, event_id)
 
 
@@ -264,8 +264,10 @@ def _stdlib_loads(text: str | bytes) -> Any:
     return obj
 
 
-def _checked(obj: Any, event_id: Callable[[str, str, int], str] | None) -> DeviceLine:
-    """A decoded line checked field by field (parse_line)."""
+def _checked(obj: Any, event_id: Callable[[str, str, int], str] | None, *,
+             surrogates: bool = False) -> DeviceLine:
+    """A decoded line checked field by field (parse_line); `surrogates`: json read it, so a
+    text field may hold a lone surrogate."""
     assert _FIELDS is not None
     if not isinstance(obj, dict):
         raise LineRejected(f"a line must be a JSON object, not {type(obj).__name__}",
@@ -334,8 +336,6 @@ def _checked(obj: Any, event_id: Callable[[str, str, int], str] | None) -> Devic
         shoe = _str("shoe", shoe)
     if shoe is not None and not shoe.strip():  # limits.blank: its cards would join no shoe
         raise LineRejected("field 'shoe' is empty", "send the shoe's id, e.g. T07-S0003")
-    if shoe is not None:
-        _utf8("shoe", shoe)
     if round_no is not None and (type(round_no) is not int
                                  or not _INT[0] <= round_no <= _INT[1]):
         round_no = _int("round", round_no, "int")
@@ -343,6 +343,10 @@ def _checked(obj: Any, event_id: Callable[[str, str, int], str] | None) -> Devic
         raise LineRejected(why, "send the round's number within its shoe, or null for a shoe- "
                                 "or table-level event")
     _check_numbers_and_ids(payload)
+    if surrogates:  # named here, not by the encoder's "not encodable (... seq N ...)"
+        for name, value in (("shoe", shoe), *payload.items()):
+            if type(value) is str and not value.isascii():
+                _utf8(name, value)
     event = model.EVENT_TYPES[event_type](**payload)
     at = _time(obj["at"])
     if given is not None:
@@ -384,9 +388,6 @@ def _check_numbers_and_ids(payload: dict[str, Any]) -> None:
         value = payload.get(name)
         if value is not None and not value.strip():  # limits.blank, inline
             raise LineRejected(f"field '{name}' is empty", f"send the {what}'s id")
-    for name, value in payload.items():  # named here, not by the encoder's "not encodable"
-        if type(value) is str and not value.isascii():
-            _utf8(name, value)
 
 
 _ABSENT = object()

@@ -47,14 +47,13 @@ _LINE_NAMESPACE = uuid.UUID("6f1c1a52-7a43-5d3e-9a51-3f0c2b1d1e14")
 _NAMESPACE_BYTES = _LINE_NAMESPACE.bytes
 
 _DDL = (
+    # With where the event recorded under each id is in the log (log_partition, log_offset;
+    # NULL: not known), so a line sent again under a recorded id is compared with what was
+    # recorded (ingest). In the ids' own rows: a table of its own cost ingest about a tenth
+    # more CPU (session 32). An older pitlog cannot write this table (two values a row):
+    # delete the file after going back to one, and it is rebuilt from the log.
     "CREATE TABLE IF NOT EXISTS ids (table_id BLOB NOT NULL, event_id TEXT NOT NULL, "
-    "PRIMARY KEY (table_id, event_id)) WITHOUT ROWID",
-    # Where the event recorded under an id is in the log, so a line sent again under a
-    # recorded id is compared with what was recorded (ingest). A table of its own: an older
-    # pitlog, which knows only `ids`, still writes the index (its ids then have no position).
-    "CREATE TABLE IF NOT EXISTS id_positions (table_id BLOB NOT NULL, event_id TEXT NOT NULL, "
-    "log_partition INTEGER NOT NULL, log_offset INTEGER NOT NULL, "
-    "PRIMARY KEY (table_id, event_id)) WITHOUT ROWID",
+    "log_partition INTEGER, log_offset INTEGER, PRIMARY KEY (table_id, event_id)) WITHOUT ROWID",
     "CREATE TABLE IF NOT EXISTS upto (log_partition INTEGER PRIMARY KEY, next_offset INTEGER "
     "NOT NULL, last_offset INTEGER, last_digest BLOB, log_id TEXT)",
     # Each table's last record read (its seq and chain hash; NULL: not a pitlog event, or not
@@ -156,17 +155,22 @@ class EventIdIndex:
         self.db = sqlite3.connect(self.path, timeout=OPEN_PATIENCE_S, isolation_level=None)
         self.db.execute("PRAGMA journal_mode = WAL")
         # The tables made and, for an index made before `heads` (it read records whose heads
-        # it never kept) or before `id_positions` (whose ids have no position), emptied to be
-        # read again, in one transaction: a kill or a lock in between cannot leave the new
-        # table made and the old ids kept.
+        # it never kept) or before the ids' positions, emptied to be read again, in one
+        # transaction (SQLite's DDL is transactional): a kill or a lock in between cannot leave
+        # the new columns made and the old ids kept without positions.
         with self.db:
             self.db.execute("BEGIN IMMEDIATE")
-            had = {name for (name,) in self.db.execute(
-                "SELECT name FROM sqlite_master WHERE name IN ('heads', 'id_positions')")}
+            had_heads = self.db.execute(
+                "SELECT count(*) FROM sqlite_master WHERE name = 'heads'").fetchone()[0]
             for ddl in _DDL:
                 self.db.execute(ddl)
-            if had != {"heads", "id_positions"} or not self._still_the_same_log():
-                for table in ("ids", "id_positions", "upto", "heads"):
+            columns = {row[1] for row in self.db.execute("PRAGMA table_info(ids)")}
+            had_positions = "log_offset" in columns
+            if not had_positions:
+                self.db.execute("ALTER TABLE ids ADD COLUMN log_partition INTEGER")
+                self.db.execute("ALTER TABLE ids ADD COLUMN log_offset INTEGER")
+            if not had_heads or not had_positions or not self._still_the_same_log():
+                for table in ("ids", "upto", "heads"):
                     self.db.execute(f"DELETE FROM {table}")
         self.catch_up()
 
@@ -263,10 +267,7 @@ class EventIdIndex:
                  for rec in newest for head in [head_of(rec.value)]]
         with self.db:
             self.db.execute("BEGIN IMMEDIATE")
-            self.db.executemany("INSERT OR IGNORE INTO ids VALUES (?, ?)",
-                                [(t, e) for t, e, _, _ in rows])
-            self.db.executemany("INSERT OR IGNORE INTO id_positions VALUES (?, ?, ?, ?)",
-                                [r for r in rows if r[3] is not None])
+            self.db.executemany("INSERT OR IGNORE INTO ids VALUES (?, ?, ?, ?)", rows)
             self.db.executemany(
                 "INSERT INTO heads VALUES (?, ?, ?, ?, ?) ON CONFLICT (table_id) DO UPDATE SET "
                 "log_partition = excluded.log_partition, log_offset = excluded.log_offset, "
@@ -296,10 +297,9 @@ class EventIdIndex:
             # that order): `(table_id, event_id) IN (VALUES ...)` scanned the whole index for
             # every chunk, so ingesting into a large log grew with the log (issue 19).
             rows = self.db.execute(
-                "SELECT i.table_id, i.event_id, p.log_partition, p.log_offset FROM (VALUES "
+                "SELECT i.table_id, i.event_id, i.log_partition, i.log_offset FROM (VALUES "
                 + ", ".join(["(?, ?)"] * len(chunk)) + ") AS v CROSS JOIN ids AS i "
-                "ON i.table_id = v.column1 AND i.event_id = v.column2 "
-                "LEFT JOIN id_positions AS p USING (table_id, event_id)",
+                "ON i.table_id = v.column1 AND i.event_id = v.column2",
                 [v for t, e in chunk for v in (t.encode(), e)]).fetchall()
             found.update(((t.decode(), e), None if o is None else (int(p), int(o)))
                          for t, e, p, o in rows)

@@ -106,17 +106,20 @@ def test_a_line_with_a_recorded_id_and_other_content_is_refused_not_dropped(
 
 
 def test_an_id_index_from_before_positions_is_read_again_and_compares(tmp_path: Path) -> None:
-    """An index an older pitlog made (ids without where they are: no id_positions table) is
-    read again from the log when opened, so the ids it held are compared too; and an older
-    pitlog's write (ids only) still works on a new index."""
+    """An index an older pitlog made (ids without where they are) is read again from the log
+    when opened, so the ids it held are compared too."""
     import sqlite3
 
     line = json.loads(_device_lines(1))
     _ingest(tmp_path / "log", json.dumps(line) + "\n", tmp_path)
     path = tmp_path / "log" / "event-ids.sqlite"
-    with closing(sqlite3.connect(path)) as db, db:
-        db.execute("DROP TABLE id_positions")
-        db.execute("INSERT INTO ids VALUES (?, ?)", (b"T99", "an older pitlog's write"))
+    with closing(sqlite3.connect(path)) as db, db:  # the ids table as an older pitlog made it
+        db.execute("CREATE TABLE old_ids AS SELECT table_id, event_id FROM ids")
+        db.execute("DROP TABLE ids")
+        db.execute("CREATE TABLE ids (table_id BLOB NOT NULL, event_id TEXT NOT NULL, "
+                   "PRIMARY KEY (table_id, event_id)) WITHOUT ROWID")
+        db.execute("INSERT INTO ids SELECT * FROM old_ids")
+        db.execute("DROP TABLE old_ids")
     changed = _ingest(tmp_path / "log", json.dumps({**line, "rank": 9}) + "\n", tmp_path)
     assert (changed.recorded, changed.rejected, changed.already_recorded) == (0, 1, 0)
     (rec,) = [r for b in EmbeddedLog(tmp_path / "log").read() for r in b]
