@@ -49,9 +49,10 @@ _NAMESPACE_BYTES = _LINE_NAMESPACE.bytes
 _DDL = (
     # With where the event recorded under each id is in the log (log_partition, log_offset;
     # NULL: not known), so a line sent again under a recorded id is compared with what was
-    # recorded (ingest). In the ids' own rows: a table of its own cost ingest about a tenth
-    # more CPU (session 32). An older pitlog cannot write this table (two values a row):
-    # delete the file after going back to one, and it is rebuilt from the log.
+    # recorded (ingest). In the ids' own rows: with a table of its own (and a wider text
+    # check since narrowed) ingest ran at 0.84x of a9a7998's events per CPU second, with
+    # neither at 0.97x (benchmarks/results.md, session 32). An older pitlog cannot write this
+    # table (two values a row): delete the file after going back to one; it is rebuilt.
     "CREATE TABLE IF NOT EXISTS ids (table_id BLOB NOT NULL, event_id TEXT NOT NULL, "
     "log_partition INTEGER, log_offset INTEGER, PRIMARY KEY (table_id, event_id)) WITHOUT ROWID",
     "CREATE TABLE IF NOT EXISTS upto (log_partition INTEGER PRIMARY KEY, next_offset INTEGER "
