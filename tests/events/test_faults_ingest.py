@@ -105,6 +105,30 @@ def test_a_line_with_a_recorded_id_and_other_content_is_refused_not_dropped(
     assert codec.decode(value).event.rank == 2  # the first line's card, once
 
 
+def test_lines_sent_again_over_a_record_damaged_since_are_compared_around_it(
+        tmp_path: Path) -> None:
+    """A file sent again while one of its recorded events was damaged on disk (a frame
+    header's length garbled): reading the run of recorded events back stopped the whole
+    ingest on the damage. The damaged one has no content to compare (it counts as sent
+    again, as before positions were kept); the others are compared: a changed one is
+    still refused."""
+    lines = [json.loads(x) for x in _device_lines(6, tables=1).splitlines()]
+    text = "".join(json.dumps(x) + "\n" for x in lines)
+    _ingest(tmp_path / "log", text, tmp_path)
+    log = EmbeddedLog(tmp_path / "log")
+    (part,) = [p for p, end in log.end_offsets().items() if end]  # one table: one partition
+    seg, at = log.segment_position(part, 1)
+    data = bytearray(seg.read_bytes())
+    data[at:at + 4] = (1 << 20).to_bytes(4, "little")
+    seg.write_bytes(bytes(data))
+    again = _ingest(tmp_path / "log", text, tmp_path)
+    assert (again.recorded, again.rejected, again.already_recorded) == (0, 0, 6)
+    lines[4]["rank"] = 14  # another card under the fifth line's id
+    changed = _ingest(tmp_path / "log", "".join(json.dumps(x) + "\n" for x in lines),
+                      tmp_path)
+    assert (changed.recorded, changed.rejected, changed.already_recorded) == (0, 1, 5)
+
+
 def test_an_id_index_from_before_positions_is_read_again_and_compares(tmp_path: Path) -> None:
     """An index an older pitlog made (ids without where they are) is read again from the log
     when opened, so the ids it held are compared too."""
