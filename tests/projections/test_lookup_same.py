@@ -13,7 +13,7 @@ installed under other names), compared with EXCEPT ALL both ways.
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -129,7 +129,7 @@ def _outcome(call: Any) -> Any:
     try:
         return call()
     except OutsideRound as exc:
-        return exc.as_dict()
+        return exc.as_dict(UTC)
 
 
 def _moments(con: duckdb.DuckDBPyConnection) -> list[tuple[str, Any, int | None]]:
