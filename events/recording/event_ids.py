@@ -321,9 +321,12 @@ class EventIdIndex:
         """event_content of the events at positions recorded_many gave (None: no pitlog event
         there), read in runs of consecutive offsets, one read per run: a whole file sent again
         is a few runs a partition, not a look-up a line."""
+        asked = set(positions)
+        if not asked:  # a batch of new lines (the usual one): no read of the log's ends
+            return {}
         ends = self.log.end_offsets()
         found: dict[tuple[int, int], tuple[object, ...] | None] = {}
-        wanted = sorted({(p, o) for p, o in positions if 0 <= o < ends.get(p, 0)})
+        wanted = sorted((p, o) for p, o in asked if 0 <= o < ends.get(p, 0))
         runs: list[tuple[int, int, int]] = []  # (partition, first, last)
         for p, o in wanted:
             if runs and runs[-1][0] == p and runs[-1][2] == o - 1:
