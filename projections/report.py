@@ -299,8 +299,9 @@ def _summary(total: Row | None, conserved: list[Row]) -> str:
 # --- the report --------------------------------------------------------------------------------
 
 
-def _one(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any]) -> list[Row]:
-    return rc.run_rows(con, rc.query_sql(name), params)
+def _one(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any],
+         round_rows: str = "") -> list[Row]:
+    return rc.run_rows(con, rc.query_sql(name, round_rows=round_rows), params)
 
 
 REPORT_STEPS = 8  # the queries build_report runs, for a progress bar's total
@@ -322,13 +323,14 @@ def build_report(con: duckdb.DuckDBPyConnection, calendar: rc.Calendar | None = 
     cal = calendar or rc.Calendar()
     rc.check_calendar(con, cal)
     params = {"tz": cal.tz, "day_start_minutes": cal.day_start}
+    rounds = rc.round_money_rows(con)
     if day is None:
-        day = _one(con, "latest_day", params)[0]["day"]
+        day = _one(con, "latest_day", params, rounds)[0]["day"]
         if day is None:
             raise NotFoundError("the database has no rounds to report on: run `pitlog project`")
     params["day"] = day
-    span_row = _one(con, "day_span", params)[0]
-    if not span_row["rounds"]:
+    span_row = _one(con, "day_span", params, rounds)[0]
+    if not span_row["money_rows"]:
         rc.require_rounds_on(con, cal, day)  # names the days that have rounds
         raise NotFoundError(f"no rounds on gaming day {day} (gaming days start at "
                             f"{rc.hhmm(cal.day_start)} in {cal.tz})")
@@ -342,7 +344,6 @@ def build_report(con: duckdb.DuckDBPyConnection, calendar: rc.Calendar | None = 
     step()
     conserved = rc.conservation(con, ["table"], cal, day=day)
     step()
-    rounds = rc.round_money_rows(con)
     outcomes = outcome_rows(rc.run_rows(con, rc.query_sql("outcomes", round_rows=rounds), params))
     step()
     anomalies_html, note = _anomalies(con, cal, day, span)

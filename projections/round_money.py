@@ -169,14 +169,45 @@ LEFT JOIN {WINDOW}.main.redo AS r
 WHERE sc.k IS NULL OR (m.first_seq >= sc.k AND r.redo)
 """
 
+# Money recorded outside any round (round_no NULL: the round_money query's rows of their own,
+# one per ledger row) on a table evaluated from K. Such a row is decided by its own events
+# alone (the ledger's wagers and settlements with no round: no card, paytable, dealer or
+# choice joins them), which may lie anywhere in the table's history, before K too. So when the
+# batch brings one to a table and shoe, that table and shoe's outside rows are computed again
+# from all their outside events, stored and new: the few events of an irregularity, read from
+# the store by a filter, never the window's rounds.
+_LEDGER_TYPES = "('WagerPlaced', 'WagerChanged', 'WagerRemoved', 'RaisePlaced', 'WagerSettled')"
+OUTSIDE = f"""
+CREATE OR REPLACE TABLE {WINDOW}.main.outside AS
+SELECT DISTINCT b.table_id, b.shoe_id
+FROM {_BATCH} AS b JOIN {SCRATCH}.main.scope AS sc USING (table_id)
+WHERE sc.k IS NOT NULL AND b.round_no IS NULL AND b.event_type IN {_LEDGER_TYPES}
+"""
+OUTSIDE_EVENTS = f"""
+INSERT INTO {WINDOW}.main.events BY NAME
+SELECT e.* FROM {{db}}.main.events AS e SEMI JOIN {WINDOW}.main.outside AS o
+    ON o.table_id = e.table_id AND o.shoe_id IS NOT DISTINCT FROM e.shoe_id
+WHERE e.round_no IS NULL AND e.event_type IN {_LEDGER_TYPES}
+UNION ALL BY NAME
+SELECT b.* FROM {_BATCH} AS b SEMI JOIN {WINDOW}.main.outside AS o
+    ON o.table_id = b.table_id AND o.shoe_id IS NOT DISTINCT FROM b.shoe_id
+WHERE b.round_no IS NULL AND b.event_type IN {_LEDGER_TYPES}
+"""
+# Over those events alone the query has no round, so its rows are the outside rows asked for.
+OUTSIDE_FOUND = (f"INSERT INTO {WINDOW}.main.found "
+                 f"SELECT * FROM ({{round_money}}) WHERE round_no IS NULL")
+
 
 # The stored rows a batch replaces (Keeper.apply), as (USING, WHERE) of the row `r`: every row of
-# a table evaluated whole, and the rows of REDO's rounds from K on.
+# a table evaluated whole, the rows of REDO's rounds from K on, and the outside rows of a table
+# and shoe in OUTSIDE.
 _REPLACED = (
     (f"{SCRATCH}.main.scope AS sc", "r.table_id = sc.table_id AND sc.k IS NULL"),
     (f"{SCRATCH}.main.scope AS sc, {WINDOW}.main.redo AS x",
      "r.table_id = sc.table_id AND r.last_seq >= sc.k AND x.redo AND x.table_id = r.table_id "
      "AND x.round_no = r.round_no AND x.shoe_id IS NOT DISTINCT FROM r.shoe_id"),
+    (f"{WINDOW}.main.outside AS o",
+     "r.round_no IS NULL AND r.table_id = o.table_id AND r.shoe_id IS NOT DISTINCT FROM o.shoe_id"),
 )
 
 
@@ -332,6 +363,7 @@ class Keeper:
         cur.execute(f"CREATE TABLE events AS SELECT * FROM {self.db}.main.events LIMIT 0")
         cur.execute("CREATE TABLE redo (table_id VARCHAR, shoe_id VARCHAR, round_no BIGINT, "
                     "first_seq BIGINT, redo BOOLEAN)")
+        cur.execute("CREATE TABLE outside (table_id VARCHAR, shoe_id VARCHAR)")
         _create_views(cur, "window")
         self.cur = cur
         return cur
@@ -345,12 +377,18 @@ class Keeper:
         cur.register(_BATCH, batch)
         try:
             cur.execute(REDO)
+            cur.execute(OUTSIDE)
+            cur.execute("DELETE FROM events")
+            cur.execute(NEED.format(db=self.db))
+            load_edges(cur)  # the edges of the window's decks and paytables, on this cursor
+            cur.execute(FOUND.format(round_money=round_money_sql()))
+            ((outside,),) = cur.execute(f"SELECT count(*) FROM {WINDOW}.main.outside").fetchall()
+            if outside:
+                cur.execute("DELETE FROM events")
+                cur.execute(OUTSIDE_EVENTS.format(db=self.db))
+                cur.execute(OUTSIDE_FOUND.format(round_money=round_money_sql()))
         finally:
             cur.unregister(_BATCH)
-        cur.execute("DELETE FROM events")
-        cur.execute(NEED.format(db=self.db))
-        load_edges(cur)  # the edges of the window's decks and paytables, on this cursor
-        cur.execute(FOUND.format(round_money=round_money_sql()))
         self.found = True
 
     def skip(self) -> None:

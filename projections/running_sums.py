@@ -67,6 +67,7 @@ class Sums:
     # `again`, and its parameters): see the instances.
     near: Callable[[duckdb.DuckDBPyConnection, str], tuple[str, dict[str, Any]]]
     square: str | None = None  # a DOUBLE sum of squares (RECOUNT_RATIO)
+    rows: str = "rounds"  # what counts a group's rows: at 0 the group is gone
 
     @property
     def delta(self) -> str:  # a temporary table: the signed sums of a batch's rows
@@ -99,8 +100,10 @@ def _near_tables(con: duckdb.DuckDBPyConnection, lost: str) -> tuple[str, dict[s
 
 
 KEPT = (
-    Sums(SHIFT_MONEY, (*SHIFT_KEYS, "theo_den"), (*SUMMED, "theo_num", "sum_sq_deviation"),
-         shift_money_sql, shift_money_params, _near_days, square="sum_sq_deviation"),
+    # money_rows: a group of money recorded outside any round alone has no round
+    Sums(SHIFT_MONEY, (*SHIFT_KEYS, "theo_den"),
+         (*SUMMED, "money_rows", "theo_num", "sum_sq_deviation"), shift_money_sql,
+         shift_money_params, _near_days, square="sum_sq_deviation", rows="money_rows"),
     Sums(OUTCOME_COUNTS, OUTCOME_KEYS, ("rounds",), outcome_counts_sql, dict, _near_tables),
 )
 
@@ -159,10 +162,10 @@ RECOUNT_RATIO = 1e4
 
 def apply(con: duckdb.DuckDBPyConnection) -> None:
     """Each table's delta into its stored sums, then emptied: per group, the stored sums plus
-    the added less the removed; a group left with no round is dropped. A group is summed again
-    from round_money (which holds the batch's rows by now) where a removed row held its last
-    start and no added row starts as late (a last start cannot be taken off), or where the
-    squares removed dwarf what it keeps (RECOUNT_RATIO)."""
+    the added less the removed; a group left with no row (Sums.rows) is dropped. A group is
+    summed again from round_money (which holds the batch's rows by now) where a removed row
+    held its last start and no added row starts as late (a last start cannot be taken off), or
+    where the squares removed dwarf what it keeps (RECOUNT_RATIO)."""
     for s in KEPT:
         _apply(con, s)
 
@@ -193,7 +196,7 @@ def _apply(con: duckdb.DuckDBPyConnection, s: Sums) -> None:
     if again:  # rare: see above
         _sum_again(con, s)
     con.execute(f"INSERT INTO {s.table} BY NAME SELECT * EXCLUDE (again) "
-                f"FROM {s.merged} WHERE rounds <> 0")
+                f"FROM {s.merged} WHERE {s.rows} <> 0")
     con.execute(f"DELETE FROM {s.delta}")
     con.execute(f"DROP TABLE {s.merged}")
 

@@ -38,7 +38,11 @@ ORDER BY ALL;
 -- name: round_money
 -- One row per round of the `rounds` view (rounds without wagers count as dealt), with its
 -- money from the ledger and its theoretical win as an exact fraction theo_num / theo_den of
--- cents. theo_edges is the temporary table reconcile.py loads: per (decks, paytable, spread)
+-- cents; and one row per ledger row recorded outside any round (round_no NULL: a wager or a
+-- settlement with no round number), so that every cent the conservation check counts is in
+-- the reconciliation too. Such a row is named by its first seq (first_seq), dated by its
+-- first event (the ledger's started_at, as conservation dates it), has no dealer, decks or
+-- outcome, and is never counted as a round (reconcile: count(round_no)). theo_edges is the temporary table reconcile.py loads: per (decks, paytable, spread)
 -- the exact edge times theo_den (spread 0 = an original wager). It reads the `rounds` and
 -- `ledger` views, or (projections/round_money.py, keeping the stored `round_money` table
 -- current) the same views over a batch's window: one definition of a round's money, whether
@@ -46,6 +50,16 @@ ORDER BY ALL;
 WITH money AS (
     SELECT
         l.table_id, l.shoe_id, l.round_no,
+        -- Outside any round, each ledger row is a row of its own: money recorded with no
+        -- round depends on nothing but its own events (no cards, paytable or dealer decide
+        -- it), and may be days apart from the next.
+        CASE WHEN l.round_no IS NULL THEN list_min(list_concat(coalesce(l.wager_seqs, []),
+                                                              l.settlement_seqs)) END
+            AS outside_seq,
+        min(CASE WHEN l.round_no IS NULL THEN l.started_at END) AS started_at,
+        max(CASE WHEN l.round_no IS NULL THEN list_max(list_concat(coalesce(l.wager_seqs, []),
+                                                                   l.settlement_seqs)) END)
+            AS last_seq,
         count(*) FILTER (NOT l.removed AND l.status <> 'NOT_OWED') AS wagers,
         -- Handle: every original wager and raise in force when its decision came, void ones
         -- included (theory's edges count a tie hand as a wager that won 0).
@@ -70,8 +84,7 @@ WITH money AS (
        -- An original wager has the edge of the whole round; a raise that of its spread
        -- (13:47-20.31(d)12: raises only on a spread; any other raise has no edge here).
        AND e.spread = CASE WHEN l.wager_kind = 'ORIGINAL' THEN 0 ELSE l.spread END
-    WHERE l.round_no IS NOT NULL
-    GROUP BY l.table_id, l.shoe_id, l.round_no
+    GROUP BY l.table_id, l.shoe_id, l.round_no, outside_seq
 ),
 decks AS (
     -- The shoe's deck count as the shoes view has it (sql/shoes.sql): its first CardsLoaded's
@@ -84,7 +97,11 @@ decks AS (
     GROUP BY table_id, shoe_id
 )
 SELECT
-    r.table_id, r.shoe_id, r.round_no, r.dealer, r.started_at, r.first_seq, r.last_seq,
+    -- A row of money with no round (m.round_no NULL) matches no round: its own key and times.
+    coalesce(r.table_id, m.table_id) AS table_id, coalesce(r.shoe_id, m.shoe_id) AS shoe_id,
+    coalesce(r.round_no, m.round_no) AS round_no, r.dealer,
+    coalesce(r.started_at, m.started_at) AS started_at,
+    coalesce(r.first_seq, m.outside_seq) AS first_seq, coalesce(r.last_seq, m.last_seq) AS last_seq,
     coalesce(m.wagers, 0) AS wagers, coalesce(m.handle_cents, 0) AS handle_cents,
     coalesce(m.raises_cents, 0) AS raises_cents,
     coalesce(m.paid_cents, 0) AS paid_cents, coalesce(m.collected_cents, 0) AS collected_cents,
@@ -106,8 +123,10 @@ SELECT
          WHEN r.kind = 'pair' AND r.middle_rank IS NOT NULL THEN 'pair_no_trips'
     END AS outcome
 FROM rounds AS r
--- A round dealt with no shoe has money too (its wagers, with no shoe, are its own).
-LEFT JOIN money AS m
+-- A round dealt with no shoe has money too (its wagers, with no shoe, are its own). Every
+-- round number of the ledger is a round of the view, so only the money with no round joins
+-- no round (one join: a second read of `money` would compute the ledger twice).
+FULL OUTER JOIN money AS m
        ON m.table_id = r.table_id AND m.shoe_id IS NOT DISTINCT FROM r.shoe_id
       AND m.round_no = r.round_no
 LEFT JOIN decks AS d ON d.table_id = r.table_id AND d.shoe_id = r.shoe_id
@@ -132,7 +151,9 @@ WHERE $day IS NULL OR (started_at >= CAST($day AS TIMESTAMPTZ) - INTERVAL 3 DAY
 WITH by_round AS ({by_round})
 SELECT
     {keys}, theo_den,
-    count(*) AS rounds, sum(wagers)::BIGINT AS wagers,
+    -- A row of money recorded outside any round (round_no NULL) is no round; money_rows
+    -- counts both (the running sums drop a group when it has none).
+    count(round_no) AS rounds, count(*) AS money_rows, sum(wagers)::BIGINT AS wagers,
     sum(handle_cents)::BIGINT AS handle_cents, sum(raises_cents)::BIGINT AS raises_cents,
     sum(paid_cents)::BIGINT AS paid_cents, sum(collected_cents)::BIGINT AS collected_cents,
     sum(returned_cents)::BIGINT AS returned_cents, sum(net_win_cents)::BIGINT AS net_win_cents,
@@ -203,8 +224,9 @@ WHERE ($table IS NULL OR table_id = $table)
 ORDER BY table_id, shoe_id, round_no, seat, area, wager_kind;
 
 -- name: latest_day
--- The latest gaming day with a round: the report's default.
-SELECT max(gaming_day(started_at, $tz, $day_start_minutes)) AS day FROM rounds;
+-- The latest gaming day with a round or money recorded outside any round (the round_money
+-- query's rows, stored or over the views): the report's default.
+SELECT max(gaming_day(started_at, $tz, $day_start_minutes)) AS day FROM {round_rows};
 
 -- name: days_with_rounds
 -- The rounds on gaming day $day (of one table and one shoe, or all), and the first and last
@@ -215,10 +237,12 @@ FROM (SELECT gaming_day(started_at, $tz, $day_start_minutes) AS d FROM rounds
       WHERE ($table IS NULL OR table_id = $table) AND ($shoe IS NULL OR shoe_id = $shoe));
 
 -- name: day_span
--- The local wall-clock span of a gaming day's play, and its rounds.
+-- The local wall-clock span of a gaming day's play, its rounds, and its rows of the round_money
+-- query (its rounds and the money recorded outside any round: a day with only such money is
+-- still a day to report, its money to account for).
 SELECT min(timezone($tz, started_at)) AS first_local, max(timezone($tz, started_at)) AS last_local,
-       count(*) AS rounds
-FROM rounds
+       count(round_no) AS rounds, count(*) AS money_rows
+FROM {round_rows}
 WHERE gaming_day(started_at, $tz, $day_start_minutes) = $day;
 
 -- name: outcomes

@@ -1,0 +1,136 @@
+"""Money recorded outside any round (a wager or settlement with no round number): the
+reconciliation and the report count it as the conservation check does (docs/auditing.md), one
+row of the round_money query per ledger row, dated by its first event and never a round; the
+writer's stored rows keep it exact batch after batch (projections/round_money.py, OUTSIDE)."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+import duckdb
+import pytest
+from audit_scenarios import ORIGINAL, Floor, Pit
+from live_support import assert_money_exact
+
+from events.log.embedded.log import EmbeddedLog
+from events.reddog.model import SettledAs
+from projections.projector import project
+from projections.reconcile import ROUND_MONEY, conservation, reconcile, stored_money_current
+from projections.report import build_report
+
+DAY_1, DAY_2 = date(2026, 11, 28), date(2026, 11, 29)  # Calendar(): UTC, days from 06:00
+
+
+def _evening(floor: Floor) -> tuple[Pit, list[int]]:
+    """T07: two rounds by the rules, then money with no round on the 28th (two wins paid at
+    seat 3, one ledger row settled twice), a third round, and on the 29th a win paid at seat 4
+    and nothing else. Returns the table and the seqs of the money with no round."""
+    t = floor.table("T07")
+    t.open_table("nj-casino")
+    t.new_shoe("T07-S1")
+    t.play("3C 9H 5D", {1: 1000})  # spread 5, 5D inside: won 1 to 1, paid 1000
+    t.play("5C 9D KH", {1: 1000})  # spread 3, KH outside: lost, 1000 collected
+    outside = [t.settle(3, ORIGINAL, SettledAs.WON, 50000, 1),
+               t.settle(3, ORIGINAL, SettledAs.WON, 5000, 1)]
+    t.play("2C 8D 4H", {2: 3000})  # spread 5, 4H inside: won, paid 3000
+    t.clock = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+    outside.append(t.settle(4, ORIGINAL, SettledAs.WON, 70000, 1))
+    return t, outside
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    floor = Floor(tmp_path_factory.mktemp("outside"))
+    _evening(floor)
+    return floor.build()
+
+
+def _money(rows: list[dict], *keys: str) -> dict[tuple, tuple]:
+    return {tuple(r[k] for k in keys): (r["rounds"], r["handle_cents"], r["paid_cents"],
+                                         r["collected_cents"], r["net_win_cents"],
+                                         r["exceptions"]) for r in rows}
+
+
+def test_money_with_no_round_is_reconciled_on_its_own_day_as_conservation_counts_it(
+        db: Path) -> None:
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert stored_money_current(con)  # read from the writer's stored rows
+        by_day = _money(reconcile(con, ["table", "day"]), "table_id", "gaming_day")
+        kept = con.execute(f"SELECT first_seq, gaming_day(started_at, 'UTC', 360), paid_cents, "
+                           f"dealer, decks, outcome FROM {ROUND_MONEY} WHERE round_no IS NULL "
+                           f"ORDER BY first_seq").fetchall()
+        balance = {(r["table_id"], r["gaming_day"]): (r["net_win_cents"], r["difference_cents"])
+                   for r in conservation(con, ["table", "day"])}
+    # rounds, handle, paid, collected, net win, exceptions (the NOT_OWED rows)
+    assert by_day == {
+        ("T07", DAY_1): (3, 5000, 1000 + 3000 + 55000, 1000, 1000 - 59000, 1),
+        ("T07", DAY_2): (0, 0, 70000, 0, -70000, 1),
+    }
+    # The same net wins as the conservation check's, which balances (a win paid on no wager
+    # takes no stake back: docs/auditing.md).
+    assert balance == {("T07", DAY_1): (-58000, 0), ("T07", DAY_2): (-70000, 0)}
+    # One row per ledger row with no round: seat 3's two settlements are one row, dated by the
+    # first; no dealer, decks or outcome (OUTCOME_FREQUENCY counts rounds only).
+    assert [(day, paid, dealer, decks, outcome) for _, day, paid, dealer, decks, outcome
+            in kept] == [(DAY_1, 55000, None, None, None), (DAY_2, 70000, None, None, None)]
+
+
+def test_the_views_give_the_same_reconciliation_as_the_stored_rows(db: Path) -> None:
+    with duckdb.connect(str(db), read_only=True) as con:
+        stored = reconcile(con, ["table", "day"])
+        assert_money_exact(con)  # the stored rows are the query's over the views
+    # The views' answer, from a copy whose stored rows are marked behind (readers then use the
+    # round_money query over the views).
+    copy = db.parent / "behind.duckdb"
+    copy.write_bytes(db.read_bytes())
+    with duckdb.connect(str(copy)) as con:
+        con.execute("DELETE FROM round_money_at")
+        assert not stored_money_current(con)
+        fresh = reconcile(con, ["table", "day"])
+    assert list(fresh) == list(stored)
+
+
+def test_a_day_whose_only_money_has_no_round_is_reported(db: Path) -> None:
+    with duckdb.connect(str(db), read_only=True) as con:
+        report = build_report(con, day=DAY_2)
+        latest = build_report(con)
+    assert report.day == DAY_2 and report.rounds == 0
+    assert [(r["table_id"], r["paid_cents"], r["net_win_cents"]) for r in report.tables] == \
+        [("T07", 70000, -70000)]
+    assert latest.day == DAY_2  # the latest day with money, not only the latest with a round
+
+
+def test_the_stored_rows_stay_exact_batch_by_batch_around_money_with_no_round(
+        tmp_path: Path) -> None:
+    source = Floor(tmp_path / "source")
+    t, outside = _evening(source)
+    t.flush()
+    records = [(r.key, r.value) for batch in source.log.read() for r in batch]
+    # T07's seqs, one a record in log order (checked against the store at the end)
+    seqs = list(range(outside[-1] - len(records) + 1, outside[-1] + 1))
+    # A batch ends right before and right after each event with no round (the table evaluated
+    # whole in the first batch, from K after), and once inside the third round.
+    cuts = sorted({seqs.index(s) for s in outside} | {seqs.index(s) + 1 for s in outside}
+                  | {seqs.index(outside[1]) + 7})
+    log = EmbeddedLog(tmp_path / "log")
+    outside_rows = []
+    with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
+        start = 0
+        for stop in cuts:
+            log.append(records[start:stop])
+            start = stop
+            project(log, con, publish_alerts=False)
+            assert_money_exact(con)
+            ((n,),) = con.execute(f"SELECT count(*) FROM {ROUND_MONEY} "
+                                  f"WHERE round_no IS NULL").fetchall()
+            outside_rows.append(n)
+        ((paid,),) = con.execute(f"SELECT sum(paid_cents) FROM {ROUND_MONEY} "
+                                 f"WHERE round_no IS NULL").fetchall()
+        stored = [s for (s,) in con.execute("SELECT seq FROM events ORDER BY log_offset")
+                  .fetchall()]
+    assert stored == seqs and stop == len(records)
+    # none, then seat 3's row (its second settlement replaces it, not a second row), then
+    # seat 4's beside it
+    assert outside_rows[0] == 0 and outside_rows[-1] == 2 and sorted(outside_rows) == outside_rows
+    assert paid == 55000 + 70000
