@@ -20,6 +20,7 @@ from cli.options import (
     open_for_writing,
 )
 from cli.output import Summary, render
+from cli.progress import progress_bar
 from events.errors import NotFoundError
 from events.recording.defaults import BATCH_LINES
 from events.recording.ingest import BadLine, IngestReport, default_quarantine, ingest
@@ -50,20 +51,25 @@ def ingest_cmd(
     target = quarantine or default_quarantine(uri)
 
     def report_bad(bad: BadLine) -> None:
-        typer.echo(f"Error: {visible(bad.message)}", err=True)
+        # sys.stderr, not typer.echo: on a terminal the bar below replaces sys.stderr with a
+        # writer that prints above it, which click's echo would go around (garbling the bar).
+        print(f"Error: {visible(bad.message)}", file=sys.stderr, flush=True)
 
-    if file == "-":
-        report = _ingest(sys.stdin.buffer, "<stdin>", uri, target, report_bad, batch,
-                         create_topic)
+    if file == "-":  # a feed's length is not known: lines read so far, no ETA
+        with progress_bar("ingesting lines", None) as update:
+            report = _ingest(sys.stdin.buffer, "<stdin>", uri, target, report_bad, batch,
+                             create_topic, update)
     else:
         path = Path(file)
         if path.is_dir():
             raise NotFoundError(f"{file} is a folder: pass a JSON lines file, or - for stdin")
         if not path.is_file():
             raise NotFoundError(f"no file {file}: pass a JSON lines file, or - for stdin")
-        with path.open("rb") as stream:
+        # A file's total is its size: the bar counts the bytes read, lines being of any length.
+        with path.open("rb") as stream, \
+                progress_bar("ingesting (bytes read)", path.stat().st_size) as update:
             report = _ingest(stream, str(path), uri, target, report_bad, batch,
-                             create_topic)
+                             create_topic, lambda _lines: update(stream.tell()))
     if report.exit_code:
         # said and kept before the summary is written, which a closed pipe would cut short
         verdict.found(report.exit_code)
@@ -76,7 +82,7 @@ def ingest_cmd(
 
 def _ingest(stream: IO[bytes], source: str, uri: str, target: Path,
             on_reject: Callable[[BadLine], None], batch: int,
-            create_topic: bool) -> IngestReport:
+            create_topic: bool, progress: Callable[[int], None]) -> IngestReport:
     with open_for_writing(uri, create_topic) as event_log:
         return ingest(stream, event_log, source=source, quarantine=target, on_reject=on_reject,
-                      batch_lines=batch)
+                      batch_lines=batch, progress=progress)

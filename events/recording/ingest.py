@@ -169,8 +169,10 @@ class _Quarantine:
 def ingest(stream: IO[bytes], log: EventLog, *, source: str, quarantine: Path,
            on_reject: Callable[[BadLine], None] | None = None,
            now: Callable[[], datetime] | None = None,
-           batch_lines: int = BATCH_LINES) -> IngestReport:
-    """Record every good line of `stream` through the Recorder; quarantine every bad one."""
+           batch_lines: int = BATCH_LINES,
+           progress: Callable[[int], None] | None = None) -> IngestReport:
+    """Record every good line of `stream` through the Recorder; quarantine every bad one.
+    `progress(lines)` is called after each batch is recorded, with the lines read so far."""
     started = time.perf_counter()
     report = IngestReport(source, log.uri, str(quarantine))
     # Flushed here, to retry conflicts. `now` None: the recorder's own clock (integer micros).
@@ -263,6 +265,8 @@ def ingest(stream: IO[bytes], log: EventLog, *, source: str, quarantine: Path,
         ids.catch_up([(line.table, line.event_id or "") for line in batch], positions)
         report.recorded += len(batch)
         report.tables.update(x.table for x in batch)
+        if progress is not None:
+            progress(report.lines)
 
     try:
         for n, raw, too_long in _lines(stream):

@@ -58,3 +58,19 @@ def test_no_bar_when_stderr_is_not_a_terminal(tmp_path: Path) -> None:
     proc = subprocess.run([PITLOG, "simulate", "--tables", "1", "--rounds", "5", "--log", "log"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and proc.stderr == ""
+
+
+def test_ingest_shows_the_bytes_read_of_the_files_size_with_an_eta(tmp_path: Path) -> None:
+    lines = [f'{{"type": "DealerTappedIn", "table": "T07", "shoe": null, "round": null, '
+             f'"seq": {i}, "at": "2026-11-28T21:00:05.250Z", "actor": "TERM-7", '
+             f'"dealer_id": "D-{i}"}}\n' for i in range(1, 5001)]
+    feed = tmp_path / "devices.jsonl"
+    feed.write_text("not json\n" + "".join(lines))
+    code, shown = _on_a_terminal("ingest", "devices.jsonl", "--log", "log", cwd=tmp_path)
+    assert code == 1, shown  # the one bad line
+    frames = re.findall(r"ingesting \(bytes read\) [━╺╸ ]*(\d+)/(\d+) +[\d:]+ eta", shown)
+    size = str(feed.stat().st_size)
+    assert frames and frames[-1] == (size, size), shown[-500:]  # the whole file, of its size
+    # The bad line's error is printed above the bar, on a line of its own, not after a frame.
+    assert "Error: devices.jsonl line 1: malformed JSON" in shown, shown[-500:]
+    assert re.search(r"eta [\d:-]+Error", shown) is None, shown[-500:]
