@@ -271,7 +271,8 @@ def check_ids(table_id: str, shoe_id: str | None, actor: str, event_id: str | No
         if text and _CONTROL.search(text):
             # An id names a table, shoe or device in keys, file names and reports: a control
             # character there is a sender's fault, never a name (events/text.py for free text).
-            raise ValueLimitError(name, f"the {name} id {visible(text)!r} holds a control "
+            # visible() escapes it once; quoted by hand, as repr() would escape it again
+            raise ValueLimitError(name, f"the {name} id '{visible(text)}' holds a control "
                                         f"character; send ids as printable text")
 
 
