@@ -112,7 +112,10 @@ def test_the_dispute_form_keeps_the_instant_in_the_fall_back_hour(at: datetime,
     then sent back as the first 01:30 (parse_local's fold=0): asked about the EST 01:30, a
     second look (adding a seat) rebuilt the EDT round. So was the known tables' link."""
     new_york = parse_zone("America/New_York")
-    assert f'value="{shown}"' in picker(["T01"], new_york, "T01", at, None)
+    form = picker(["T01"], new_york, "T01", at, None)
+    assert f'value="{shown}"' in form
+    # the field as wide as the time it shows, so the offset is on screen, not cut off
+    assert f'size="{len(shown)}"' in form
     assert parse_local(shown, new_york, "at") == at
     page = outside_body(OutsideRound("T9", at, "unknown table", known_tables=("T01",)),
                         new_york)

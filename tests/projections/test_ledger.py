@@ -20,6 +20,7 @@ from events.reddog.model import Box, Choice, Meaning, SettledAs
 from events.reddog.rules import STANDARD_PAYTABLE, Paytable, PaytableError
 from projections.reconcile import ledger_rows
 from projections.reddog_macros import macros_sql
+from projections.replay import replay_shoe
 
 WON, LOST, VOID = SettledAs.WON, SettledAs.LOST, SettledAs.VOID
 LEDGER_SQL = REPO / "projections" / "sql" / "ledger.sql"
@@ -319,3 +320,30 @@ def test_standard_paytable_is_valid_under_every_profile(tmp_path: Path) -> None:
         got = con.execute("SELECT table_id, valid, violation FROM paytables ORDER BY table_id"
                           ).fetchall()
     assert got == [("T1", True, None), ("T2", True, None), ("T3", True, None)]
+
+
+def test_a_correction_is_a_note_beside_the_event_and_changes_no_ledger_row(
+        tmp_path: Path) -> None:
+    """docs/auditing.md, "Corrections": an EventCorrected names a seq and a reason; the replay
+    shows it, the ledger judges the settlement as recorded, and a second settlement made to put
+    the money right is DOUBLE_SETTLED."""
+    floor = Floor(tmp_path)
+    t = floor.table("T01")
+    t.open_table("nj-casino")
+    t.new_shoe("T01-S1")
+    t.play("3C 9H 5D", {1: 1000}, override={(1, ORIGINAL): [(WON, 500, 1)]})  # underpaid
+    ((settled, _),) = [(r["settlement_seqs"][0], r) for r in
+                       _ledger(_build(floor)).values()]  # before the correction
+    t.emit(model.EventCorrected(corrects_seq=settled, reason="paid 5.00 of 10.00"))
+    t.round_no = 1
+    t.settle(1, ORIGINAL, WON, 500, 1)  # the difference, as a settlement of its own
+    t.round_no = None
+    db = floor.build(store_anomalies=False)
+    rows = _ledger(db)
+    with duckdb.connect(str(db), read_only=True) as con:
+        shown = [e for e in replay_shoe(con, "T01-S1").events
+                 if e["event_type"] == "EventCorrected"]
+    assert [e["description"] for e in shown] == [f"corrects seq {settled}: paid 5.00 of 10.00"]
+    row = rows[1, 1, "ORIGINAL"]
+    assert (row["status"], row["settlement_count"], row["actual_paid_cents"]) == \
+        ("DOUBLE_SETTLED", 2, 1000)

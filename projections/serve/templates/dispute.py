@@ -172,7 +172,9 @@ def picker(tables: list[str], tz: tzinfo, table: str | None, at: datetime | None
     value = form_time(at, tz)
     return (f'<form class="picker" method="get" action="/dispute">'
             f'<label>Table <select name="table">{opts}</select></label>'
-            f'<label>Local time ({e(str(tz))}), 24-hour <input type="text" name="at" size="19" '
+            # as wide as what it shows: the offset of the fall-back hour (25 characters) too
+            f'<label>Local time ({e(str(tz))}), 24-hour <input type="text" name="at" '
+            f'size="{max(19, len(value))}" '
             f'placeholder="2026-11-28 21:14:07" value="{e(value)}" required '
             f'pattern="\\d{{4}}-\\d{{2}}-\\d{{2}}[ T]\\d{{2}}:\\d{{2}}(:\\d{{2}})?.*"></label>'
             f'<label>Seat <input type="number" min="{FIRST_SEAT}" name="seat" '
