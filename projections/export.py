@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from decimal import Decimal
 from fractions import Fraction
+from functools import lru_cache
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TypeVar
 
@@ -41,6 +42,18 @@ FORMATS = {"parquet": "(FORMAT parquet)",
 # VARCHAR[], INTEGER[3]. Nothing else read from outside is pasted into SQL (Rows.of_types).
 TYPE_NAME = re.compile(r"[A-Z][A-Z0-9_]*(?: [A-Z][A-Z0-9_]*)*(?:\(\d+(?:, ?\d+)?\))?"
                        r"(?:\[\d*\])*")
+
+
+@lru_cache(maxsize=256)
+def _duckdb_names(types: tuple[tuple[str, pa.DataType], ...]) -> tuple[tuple[str, str], ...]:
+    """(column, DuckDB type name) of Arrow-typed columns, asked of DuckDB once per column set:
+    a served answer's header (Rows.duckdb_types) otherwise paid a connection, 17 ms, each time."""
+    import duckdb
+    import pyarrow as pa
+
+    with duckdb.connect() as con:
+        rel = con.from_arrow(pa.schema(list(types)).empty_table())
+        return tuple((c, str(t)) for c, t in zip(rel.columns, rel.types, strict=True))
 
 
 class Rows(list[dict[str, Any]]):
@@ -97,13 +110,7 @@ class Rows(list[dict[str, Any]]):
             return list(self._duckdb_types)
         if not self._types:
             return []
-        import duckdb
-        import pyarrow as pa
-
-        schema = pa.schema(list(self._types.items()))
-        with duckdb.connect() as con:
-            rel = con.from_arrow(schema.empty_table())
-            return [(c, str(t)) for c, t in zip(rel.columns, rel.types, strict=True)]
+        return list(_duckdb_names(tuple(self._types.items())))
 
     @classmethod
     def of_types(cls, rows: Iterable[dict[str, Any]], types: list[tuple[str, str]]) -> Rows:
