@@ -169,6 +169,7 @@ SELECT table_id, gaming_day(started_at, $tz, $day_start_minutes) AS gaming_day,
        shift_name(started_at, $tz, $shift_starts, $shift_names) AS shift,
        max(started_at) AS last_at
 FROM {rounds}
+WHERE round_no IS NOT NULL  -- round_money's rows of money with no round are no round
 GROUP BY ALL
 """
 GROUPINGS = {"table": ("table_id",), "day": ("gaming_day",), "shift": ("gaming_day", "shift")}
@@ -187,7 +188,8 @@ def hold_variance(con: duckdb.DuckDBPyConnection, calendar: Calendar | None = No
     sums = shift_sums_serve(con, calendar)
     if sums:  # the running sums: one row per table and shift
         times = query_rows(con, f"SELECT table_id, gaming_day, shift, max(last_at) AS last_at "
-                                f"FROM {SHIFT_MONEY} GROUP BY ALL", {})
+                                f"FROM {SHIFT_MONEY} WHERE last_at IS NOT NULL "  # a round's
+                                f"GROUP BY ALL", {})
     else:
         rounds = ROUND_MONEY if stored_money_current(con) else "rounds"
         times = query_rows(con, _GROUP_TIMES.format(rounds=rounds), calendar.params())

@@ -60,18 +60,27 @@ WITH money AS (
         max(CASE WHEN l.round_no IS NULL THEN list_max(list_concat(coalesce(l.wager_seqs, []),
                                                                    l.settlement_seqs)) END)
             AS last_seq,
-        count(*) FILTER (NOT l.removed AND l.status <> 'NOT_OWED') AS wagers,
+        -- A stake recorded with no round is owed no decision (no round's cards can decide
+        -- it: it stays IN_PLAY, and conservation sets it aside as open), so it is in none of
+        -- wagers, handle, raises and the wager flags below; its settlements' money is.
+        count(*) FILTER (NOT l.removed AND l.status <> 'NOT_OWED' AND l.round_no IS NOT NULL)
+            AS wagers,
         -- Handle: every original wager and raise in force when its decision came, void ones
         -- included (theory's edges count a tie hand as a wager that won 0).
-        sum(l.amount_cents)::BIGINT AS handle_cents,
-        sum(l.amount_cents) FILTER (l.wager_kind = 'RAISE')::BIGINT AS raises_cents,
+        coalesce(sum(l.amount_cents) FILTER (l.round_no IS NOT NULL), 0)::BIGINT AS handle_cents,
+        sum(l.amount_cents) FILTER (l.wager_kind = 'RAISE' AND l.round_no IS NOT NULL)::BIGINT
+            AS raises_cents,
         sum(l.actual_paid_cents)::BIGINT AS paid_cents,
         sum(l.actual_collected_cents)::BIGINT AS collected_cents,
         sum(l.actual_returned_cents)::BIGINT AS returned_cents,
         sum(l.expected_net_win_cents)::BIGINT AS expected_win_cents,
         count(*) FILTER (l.status NOT IN ('OK', 'REMOVED', 'IN_PLAY')) AS exceptions,
-        count(*) FILTER (NOT l.paytable_valid) AS invalid_paytable_wagers,
-        count(*) FILTER (l.decks IS NULL AND l.amount_cents > 0) AS unknown_decks_wagers,
+        -- No paytable or deck count applies outside a round (the ledger's paytable_violation
+        -- says so): not a wager at an invalid paytable or on a shoe of unknown decks.
+        count(*) FILTER (NOT l.paytable_valid AND l.round_no IS NOT NULL)
+            AS invalid_paytable_wagers,
+        count(*) FILTER (l.decks IS NULL AND l.amount_cents > 0 AND l.round_no IS NOT NULL)
+            AS unknown_decks_wagers,
         -- Exact: cents times an integer edge numerator, all over the deck count's theo_den.
         sum(CAST(l.amount_cents AS HUGEINT) * coalesce(e.edge_num, 0)) AS theo_num,
         max(e.edge_den) AS theo_den
@@ -165,7 +174,8 @@ SELECT
     sum(exceptions)::BIGINT AS exceptions,
     sum(invalid_paytable_wagers)::BIGINT AS invalid_paytable_wagers,
     sum(unknown_decks_wagers)::BIGINT AS unknown_decks_wagers,
-    max(started_at) AS last_at
+    -- the latest round's start (HOLD_VARIANCE's time), as the `rounds` view gives it too
+    max(started_at) FILTER (round_no IS NOT NULL) AS last_at
 FROM by_round
 WHERE ($day IS NULL OR gaming_day = $day) AND ($table IS NULL OR table_id = $table)
 GROUP BY {keys}, theo_den

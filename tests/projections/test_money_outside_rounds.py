@@ -18,21 +18,24 @@ from events.reddog.model import SettledAs
 from projections.projector import project
 from projections.reconcile import ROUND_MONEY, conservation, reconcile, stored_money_current
 from projections.report import build_report
+from projections.statistics import hold_variance
 
 DAY_1, DAY_2 = date(2026, 11, 28), date(2026, 11, 29)  # Calendar(): UTC, days from 06:00
 
 
 def _evening(floor: Floor) -> tuple[Pit, list[int]]:
     """T07: two rounds by the rules, then money with no round on the 28th (two wins paid at
-    seat 3, one ledger row settled twice), a third round, and on the 29th a win paid at seat 4
-    and nothing else. Returns the table and the seqs of the money with no round."""
+    seat 3, one ledger row settled twice; a wager at seat 5), a third round, and on the 29th a
+    win paid at seat 4 and nothing else. Returns the table and the seqs of the money with no
+    round."""
     t = floor.table("T07")
     t.open_table("nj-casino")
     t.new_shoe("T07-S1")
     t.play("3C 9H 5D", {1: 1000})  # spread 5, 5D inside: won 1 to 1, paid 1000
     t.play("5C 9D KH", {1: 1000})  # spread 3, KH outside: lost, 1000 collected
     outside = [t.settle(3, ORIGINAL, SettledAs.WON, 50000, 1),
-               t.settle(3, ORIGINAL, SettledAs.WON, 5000, 1)]
+               t.settle(3, ORIGINAL, SettledAs.WON, 5000, 1),
+               t.wager(5, 700)]  # a stake no round can decide: IN_PLAY for good
     t.play("2C 8D 4H", {2: 3000})  # spread 5, 4H inside: won, paid 3000
     t.clock = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
     outside.append(t.settle(4, ORIGINAL, SettledAs.WON, 70000, 1))
@@ -56,11 +59,14 @@ def test_money_with_no_round_is_reconciled_on_its_own_day_as_conservation_counts
         db: Path) -> None:
     with duckdb.connect(str(db), read_only=True) as con:
         assert stored_money_current(con)  # read from the writer's stored rows
-        by_day = _money(reconcile(con, ["table", "day"]), "table_id", "gaming_day")
+        rows = reconcile(con, ["table", "day"])
+        by_day = _money(rows, "table_id", "gaming_day")
+        flags = {r["gaming_day"]: (r["flags"], r["wagers"]) for r in rows}
         kept = con.execute(f"SELECT first_seq, gaming_day(started_at, 'UTC', 360), paid_cents, "
                            f"dealer, decks, outcome FROM {ROUND_MONEY} WHERE round_no IS NULL "
                            f"ORDER BY first_seq").fetchall()
-        balance = {(r["table_id"], r["gaming_day"]): (r["net_win_cents"], r["difference_cents"])
+        balance = {(r["table_id"], r["gaming_day"]): (r["net_win_cents"], r["open_cents"],
+                                                       r["difference_cents"])
                    for r in conservation(con, ["table", "day"])}
     # rounds, handle, paid, collected, net win, exceptions (the NOT_OWED rows)
     assert by_day == {
@@ -68,12 +74,16 @@ def test_money_with_no_round_is_reconciled_on_its_own_day_as_conservation_counts
         ("T07", DAY_2): (0, 0, 70000, 0, -70000, 1),
     }
     # The same net wins as the conservation check's, which balances (a win paid on no wager
-    # takes no stake back: docs/auditing.md).
-    assert balance == {("T07", DAY_1): (-58000, 0), ("T07", DAY_2): (-70000, 0)}
+    # takes no stake back: docs/auditing.md) with seat 5's stake set aside as open; that stake
+    # is in neither the handle nor the wagers, and raises no wager flag (no paytable or deck
+    # count applies to it): the settlements with no wager are the exceptions.
+    assert balance == {("T07", DAY_1): (-58000, 700, 0), ("T07", DAY_2): (-70000, 0, 0)}
+    assert flags == {DAY_1: ("LEDGER_EXCEPTIONS", 3), DAY_2: ("LEDGER_EXCEPTIONS", 0)}
     # One row per ledger row with no round: seat 3's two settlements are one row, dated by the
     # first; no dealer, decks or outcome (OUTCOME_FREQUENCY counts rounds only).
     assert [(day, paid, dealer, decks, outcome) for _, day, paid, dealer, decks, outcome
-            in kept] == [(DAY_1, 55000, None, None, None), (DAY_2, 70000, None, None, None)]
+            in kept] == [(DAY_1, 55000, None, None, None), (DAY_1, 0, None, None, None),
+                         (DAY_2, 70000, None, None, None)]
 
 
 def test_the_views_give_the_same_reconciliation_as_the_stored_rows(db: Path) -> None:
@@ -85,10 +95,22 @@ def test_the_views_give_the_same_reconciliation_as_the_stored_rows(db: Path) -> 
     copy = db.parent / "behind.duckdb"
     copy.write_bytes(db.read_bytes())
     with duckdb.connect(str(copy)) as con:
+        hold = _hold_times(con)
         con.execute("DELETE FROM round_money_at")
         assert not stored_money_current(con)
         fresh = reconcile(con, ["table", "day"])
+        hold_from_views = _hold_times(con)
     assert list(fresh) == list(stored)
+    # HOLD_VARIANCE's time is its group's latest round's start on either path (the money with
+    # no round of the 29th, in the stored rows, moved the table's to the 29th).
+    assert hold == hold_from_views
+    assert hold["table", ("T07",)] == datetime(2026, 11, 28, 23, 0, 25, tzinfo=UTC)  # round 3
+
+
+def _hold_times(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, tuple], datetime]:
+    keys = {"table": ("table_id",), "day": ("gaming_day",), "shift": ("gaming_day", "shift")}
+    return {(g["grouping"], tuple(g[k] for k in keys[g["grouping"]])): g["last_at"]
+            for g in hold_variance(con, min_rounds=1)}
 
 
 def test_a_day_whose_only_money_has_no_round_is_reported(db: Path) -> None:
@@ -130,7 +152,7 @@ def test_the_stored_rows_stay_exact_batch_by_batch_around_money_with_no_round(
         stored = [s for (s,) in con.execute("SELECT seq FROM events ORDER BY log_offset")
                   .fetchall()]
     assert stored == seqs and stop == len(records)
-    # none, then seat 3's row (its second settlement replaces it, not a second row), then
-    # seat 4's beside it
-    assert outside_rows[0] == 0 and outside_rows[-1] == 2 and sorted(outside_rows) == outside_rows
+    # none, then seat 3's row (its second settlement replaces it, not a second row), seat 5's
+    # wager's and seat 4's beside them
+    assert outside_rows[0] == 0 and outside_rows[-1] == 3 and sorted(outside_rows) == outside_rows
     assert paid == 55000 + 70000
