@@ -14,12 +14,20 @@ CREATE OR REPLACE VIEW anomalies_found_rounds AS
 WITH
 -- The round facts, read once. A round's dealt and racked lists are kept only where they differ
 -- (DISCARD_RACK_ORDER and CARD_UNACCOUNTED look at those rounds alone).
+-- Only the rounds of play, round 1 and up (13:47-20.31(d)5; GA (3): "To begin each round of
+-- play, the dealer shall place the first card ..."): round 0 is no round (the recorder accepts
+-- it, limits.ROUND_BOUNDS), so its cards are cards dealt outside any round, as cards with no
+-- round are: CARD_OUTSIDE_ROUND flags each (sql/anomalies_places.sql) and CARD_UNACCOUNTED one
+-- never racked before its shoe closed (sql/anomalies_rounds_closing.sql, loose_cards). No rule
+-- of this family judges them as a hand (its box, words, third card, wagers, rack or void). The
+-- money family still reads round 0's facts (sql/anomalies_money.sql: the ledger keys its wagers).
 facts AS MATERIALIZED (
     SELECT * EXCLUDE (dealt_cards, racked_cards),
            dealt_cards IS DISTINCT FROM racked_cards AS rack_differs,
            CASE WHEN dealt_cards IS DISTINCT FROM racked_cards THEN dealt_cards END AS dealt_cards,
            CASE WHEN dealt_cards IS DISTINCT FROM racked_cards THEN racked_cards END AS racked_cards
     FROM anomaly_round_facts
+    WHERE round_no > 0
 )
 SELECT * FROM round_wager_anomalies('facts')
 UNION ALL SELECT * FROM round_dealing_anomalies('facts')

@@ -47,35 +47,37 @@ rack_check AS (
 ),
 
 -- 13:47-20.31(d)15, (g)1-2: every card out of the shoe reaches the discard rack. A card dealt
--- with no round (CARD_OUTSIDE_ROUND) is no round's card, so no round's rack check above sees it:
+-- with no round, or for round 0 (no round of play, (d)5: "To begin each round of play";
+-- sql/anomalies_rounds.sql reads rounds 1 and up), is no round's card (CARD_OUTSIDE_ROUND), so
+-- no round's rack check above sees it:
 -- by the time its shoe is closed it must be racked, beyond the cards of the round whose
 -- CardsRacked holds it (rack_copies: a round's racked copies over its dealt ones) or in a
--- CardsRacked with no round. The cards dealt are sql/macros.sql's is_dealt_card, each card's
--- neighbours the cards out just before and after it in its shoe, burns included (as round_cards,
--- the shoes' cards_out and face_up_placements_of read them), in game order, when they too have
--- no round: a card drawn in error and then drawn (the same card, (g)2) is one card, and a card
+-- CardsRacked with no round (or round 0). The cards dealt are sql/macros.sql's is_dealt_card,
+-- each card's neighbours the cards out just before and after it in its shoe, burns included (as
+-- round_cards, the shoes' cards_out and face_up_placements_of read them), in game order, when
+-- they too have no round (or round 0): a card drawn in error and then drawn (the same card, (g)2) is one card, and a card
 -- found face up then drawn to the rack is racked as found ((g)1); with a burn, or a round's
 -- card, out between them they are two cards (as CARD_OUTSIDE_ROUND counts them).
 loose_cards AS (
-    SELECT table_id, shoe_id, rank, suit, seq, destination,
+    SELECT table_id, shoe_id, round_no, rank, suit, seq, destination,
            row_number() OVER (PARTITION BY table_id, shoe_id, rank, suit ORDER BY seq, log_offset)
                AS copy_no
     FROM (SELECT *,
-                 CASE WHEN lag(round_no) OVER w IS NULL THEN lag(this_card) OVER w END
+                 CASE WHEN coalesce(lag(round_no) OVER w <= 0, true) THEN lag(this_card) OVER w END
                      AS card_before,
-                 CASE WHEN lead(round_no) OVER w IS NULL THEN lead(this_card) OVER w END
+                 CASE WHEN coalesce(lead(round_no) OVER w <= 0, true) THEN lead(this_card) OVER w END
                      AS card_after
           FROM (SELECT *, {'type': event_type, 'rank': rank, 'suit': suit, 'dest': destination}
                               AS this_card
                 FROM card_events_of(NULL, NULL, NULL, NULL)  -- each card once (sql/macros.sql)
-                -- only a shoe with a card drawn with no round has any (most have none: the
-                -- burns have no round, but no burn is a card dealt)
+                -- only a shoe with a card drawn with no round (or round 0) has any (most have
+                -- none: the burns have no round, but no burn is a card dealt)
                 WHERE shoe_id IS NOT NULL AND (table_id, shoe_id) IN (
                     SELECT (table_id, shoe_id) FROM events
-                    WHERE round_no IS NULL AND shoe_id IS NOT NULL
+                    WHERE coalesce(round_no <= 0, true) AND shoe_id IS NOT NULL
                       AND event_type IN ('CardDrawn', 'CardDrawnInError')))
           WINDOW w AS (PARTITION BY table_id, shoe_id ORDER BY occurred_at, seq, log_offset))
-    WHERE round_no IS NULL AND is_dealt_card(card_before, this_card, card_after)
+    WHERE coalesce(round_no <= 0, true) AND is_dealt_card(card_before, this_card, card_after)
 ),
 
 racked_beyond_rounds AS (
@@ -85,12 +87,14 @@ racked_beyond_rounds AS (
           UNION ALL
           SELECT table_id, shoe_id, c.rank, c.suit, 1
           FROM (SELECT table_id, shoe_id, unnest(cards) AS c FROM events
-                WHERE event_type = 'CardsRacked' AND round_no IS NULL AND shoe_id IS NOT NULL))
+                WHERE event_type = 'CardsRacked' AND coalesce(round_no <= 0, true)
+                  AND shoe_id IS NOT NULL))
     GROUP BY ALL
 ),
 
 loose_unracked AS (
-    SELECT l.table_id, l.shoe_id, l.rank, l.suit, l.seq, l.destination, c.seq AS closed_seq,
+    SELECT l.table_id, l.shoe_id, l.round_no, l.rank, l.suit, l.seq, l.destination,
+           c.seq AS closed_seq,
            c.occurred_at
     FROM loose_cards AS l
     LEFT JOIN racked_beyond_rounds AS r USING (table_id, shoe_id, rank, suit)
@@ -194,16 +198,19 @@ SELECT * FROM (
     WHERE racked_seq IS NOT NULL AND len(missing) > 0
 
     UNION ALL
-    -- CARD_UNACCOUNTED (13:47-20.31(d)15; (g)1-2): a card dealt with no round never reached the
-    -- rack before its shoe was closed (loose_unracked). Proof: the card and the shoe's closing.
+    -- CARD_UNACCOUNTED (13:47-20.31(d)15; (g)1-2): a card dealt with no round (or for round 0)
+    -- never reached the rack before its shoe was closed (loose_unracked). Proof: the card and
+    -- the shoe's closing.
     SELECT 'CARD_UNACCOUNTED', table_id, shoe_id, NULL, [seq, closed_seq],
            CASE WHEN destination = 'DISCARD_RACK'  -- drawn there, but in no rack's count
-                THEN printf('%s left shoe %s with no round, drawn to the discard rack, but no rack count held it before the shoe was closed',
-                            card_label(rank, suit), shoe_id)
-                ELSE printf('%s left shoe %s with no round and never reached the rack before the shoe was closed',
-                            card_label(rank, suit), shoe_id) END,
+                THEN printf('%s left shoe %s %s, drawn to the discard rack, but no rack count held it before the shoe was closed',
+                            card_label(rank, suit), shoe_id, no_round)
+                ELSE printf('%s left shoe %s %s and never reached the rack before the shoe was closed',
+                            card_label(rank, suit), shoe_id, no_round) END,
            occurred_at
-    FROM loose_unracked
+    FROM (SELECT *, coalesce(printf('for round %d, which is no round', round_no), 'with no round')
+                        AS no_round
+          FROM loose_unracked)
 
     UNION ALL
     -- DEVICE_FAULT_NOT_VOIDED (13:69F-34.16(m)-(n) by analogy): a shuffler jam must be followed

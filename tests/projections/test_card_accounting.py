@@ -15,6 +15,7 @@ import uuid
 from pathlib import Path
 
 import duckdb
+import pytest
 from surveillance_pit import MIDDLE, ORIGINAL, WON, Pit, opened
 from test_out_of_place import _card_drawn_twice
 
@@ -97,6 +98,56 @@ def test_a_card_with_no_round_racked_with_a_round_is_accounted_for(tmp_path: Pat
     assert _found(pit, s) == [("CARD_OUTSIDE_ROUND", 1, [s["hidden"]]),
                               ("DISCARD_RACK_ORDER", 1, [s["rack"]])]
     assert _ledger(pit) == {1: ("IRREGULAR_ROUND", "WON", 1000, 0, 0)}
+
+
+# --- a card dealt for round 0 is a card dealt with no round (13:47-20.31(d)5, (d)15) -----------
+
+# Round 0's cards, each (card, box): two consecutive cards; a pair on the wrong boxes; a pair and
+# its third card. As a hand of play they would owe words, boxes and a third card.
+ROUND_0_CARDS = {
+    "two_cards": [("7C", Box.LEFT), ("8D", Box.RIGHT)],
+    "pair_on_the_wrong_boxes": [("7C", Box.RIGHT), ("7D", Box.LEFT)],
+    "pair_and_a_third_card": [("7C", Box.LEFT), ("7D", Box.RIGHT), ("KS", MIDDLE)],
+}
+
+
+@pytest.mark.parametrize("rack", ["never", "with_no_round", "for_round_0"])
+@pytest.mark.parametrize("cards", ROUND_0_CARDS)
+def test_cards_dealt_for_round_0_are_cards_with_no_round(tmp_path: Path, cards: str,
+                                                          rack: str) -> None:
+    """Round 0 is no round of play ("To begin each round of play", (d)5; the recorder accepts
+    it, limits.ROUND_BOUNDS): between rounds 1 and 2 a device records cards for round 0, with a
+    wager for round 0 placed after its first card and handed back whole. Each card is
+    CARD_OUTSIDE_ROUND (no round), and, when never racked before the shoe is closed,
+    CARD_UNACCOUNTED; racked with no round or for round 0, it is in the rack. Nothing judges
+    round 0 as a hand: no WRONG_BOX, WRONG_ANNOUNCEMENT, PAIR_WITHOUT_THIRD_CARD,
+    DISCARD_RACK_ORDER or LATE_WAGER (all raised before), and rounds 1 and 2 stay clean."""
+    pit, s = opened(tmp_path), {}
+    pit.play(1, "4S 9H 7C", {1: 1000})
+    pit.begin(0)
+    dealt = [pit.draw(label, box) for label, box in ROUND_0_CARDS[cards]]
+    pit.wager(2, 500)
+    pit.settle(2, ORIGINAL, model.SettledAs.VOID, 500)
+    pit.end()
+    labels = " ".join(label for label, _ in ROUND_0_CARDS[cards])
+    if rack == "with_no_round":
+        pit.rack(labels)
+    pit.play(2, "5S JH 8C", {1: 1000})
+    if rack == "for_round_0":
+        pit.begin(0)
+        pit.rack(labels)
+        pit.end()
+    s["close"] = pit.close_shoe()
+    expected = [("CARD_OUTSIDE_ROUND", None, [seq]) for seq in dealt]
+    if rack == "never":
+        expected += [("CARD_UNACCOUNTED", None, [seq, s["close"]]) for seq in dealt]
+    assert _found(pit, s) == expected
+    assert _ledger(pit) == {1: OK_WON, 2: OK_WON}
+    if rack == "never":
+        said = sorted(a["explanation"] for a in pit.anomalies() if a["code"] == "CARD_UNACCOUNTED")
+        assert said == sorted(f"{label} left shoe S1 for round 0, which is no round and never "
+                              "reached the rack before the shoe was closed"
+                              for label, _ in ROUND_0_CARDS[cards])
 
 
 # --- a card found face up, then put in the rack, is one card (13:47-20.31(g)1) ----------------
