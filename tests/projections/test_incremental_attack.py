@@ -1283,3 +1283,42 @@ def test_a_settlement_before_the_first_two_cards_is_flagged_once_finished_in_any
         assert emitted[0] == 5
         second_batch()
         assert flagged(con) == [(2, [wager, paid])]
+
+
+# Cards dealt for round 0 (no round of play, 13:47-20.31(d)5: cards dealt outside any round),
+# arriving over several batches: a pair and its third card between rounds 1 and 2, racked with
+# no round or never, then the shoe closed. After every batch the stored rows equal a full
+# evaluation (_two_batches); in the end each card is CARD_OUTSIDE_ROUND, and CARD_UNACCOUNTED
+# only once the shoe closes without a rack holding it; nothing judges round 0 as a hand.
+@pytest.mark.parametrize("racked", [False, True])
+def test_cards_dealt_for_round_0_over_several_batches_are_cards_with_no_round(
+        tmp_path: Path, racked: bool) -> None:
+    log, t = _table(tmp_path)
+    t.new_shoe("S1")
+    t.round_no = 1
+    t.deal_round("4S 9H 7C", {1: 1000})
+    with _two_batches(tmp_path, log, t) as (con, next_batch):
+        t.round_no = 0
+        cards = [t.draw("7C", Box.LEFT)]
+        next_batch()
+        assert _rows_apart(con) == ([], [])
+        cards += [t.draw("7D", Box.RIGHT), t.draw("KS", Box.MIDDLE)]
+        t.round_no = None
+        if racked:
+            t.rack("7C 7D KS")
+        next_batch()
+        assert _rows_apart(con) == ([], [])
+        t.round_no = 2
+        t.deal_round("5S JH 8C", {1: 1000})
+        t.round_no = None
+        next_batch()
+        before_close = con.execute(f"SELECT code, round_no, seqs FROM {STORED} "
+                                   "ORDER BY ALL").fetchall()
+        assert _rows_apart(con) == ([], [])
+        closed = t.emit(model.ShoeClosed(cards_remaining=40))
+        next_batch()
+        stored = con.execute(f"SELECT code, round_no, seqs FROM {STORED} ORDER BY ALL").fetchall()
+    outside = [("CARD_OUTSIDE_ROUND", None, [seq]) for seq in cards]
+    assert before_close == outside
+    assert stored == outside + ([] if racked else
+                                [("CARD_UNACCOUNTED", None, [seq, closed]) for seq in cards])
