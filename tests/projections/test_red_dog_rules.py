@@ -610,8 +610,26 @@ def test_a_win_reads_in_the_replay_with_or_without_its_odds(
     assert [e["description"] for e in events if e["seq"] == seqs["p1"]] == [said]
 
 
-def test_the_redraw_cheat_is_explained_with_the_deciding_card(tmp_path: Path) -> None:
-    pit, _ = _spread_redraw_cheat(tmp_path)
+# The redraw cheat and the 2S diverted to the rack, each recorded and projected once for the
+# tests that only read its store (a projection is most of such a test's cost); the cases of
+# CASES still record and project their own.
+@pytest.fixture(scope="module")
+def redraw_cheat(tmp_path_factory: pytest.TempPathFactory) -> tuple[Pit, Seqs]:
+    pit, seqs = _spread_redraw_cheat(tmp_path_factory.mktemp("redraw"))
+    pit.project()
+    return pit, seqs
+
+
+@pytest.fixture(scope="module")
+def diverted_to_rack(tmp_path_factory: pytest.TempPathFactory) -> tuple[Pit, Seqs]:
+    pit, seqs = _spread_third_card_diverted(RACK)(tmp_path_factory.mktemp("diverted"))
+    pit.project()
+    return pit, seqs
+
+
+def test_the_redraw_cheat_is_explained_with_the_deciding_card(
+        redraw_cheat: tuple[Pit, Seqs]) -> None:
+    pit, _ = redraw_cheat
     (redraw,) = [a for a in pit.anomalies() if a["code"] == "THIRD_CARD_REDRAWN"]
     assert redraw["severity"] == "high"
     assert redraw["rule"] == "13:47-20.31(d)10, (d)13-14; GA (8), (11)"
@@ -620,8 +638,9 @@ def test_the_redraw_cheat_is_explained_with_the_deciding_card(tmp_path: Path) ->
         "(3C and QD, spread 8: players lose)")
 
 
-def test_dispute_shows_the_deciding_card_and_the_redraw(tmp_path: Path) -> None:
-    pit, seqs = _spread_redraw_cheat(tmp_path)
+def test_dispute_shows_the_deciding_card_and_the_redraw(
+        redraw_cheat: tuple[Pit, Seqs]) -> None:
+    pit, seqs = redraw_cheat
     db = pit.project()
     with duckdb.connect(str(db), read_only=True) as con:
         d = dispute(con, "T01", shoe="S1", round_no=1)
@@ -637,10 +656,11 @@ def test_dispute_shows_the_deciding_card_and_the_redraw(tmp_path: Path) -> None:
         (2, "LOST: collect $25.00", "WON: paid $25.00 at 1 to 1", "WRONG_OUTCOME")]
 
 
-def test_replay_shows_the_deciding_card_and_the_redraw(tmp_path: Path) -> None:
+def test_replay_shows_the_deciding_card_and_the_redraw(
+        redraw_cheat: tuple[Pit, Seqs]) -> None:
     from projections.replay import replay_shoe
 
-    pit, _ = _spread_redraw_cheat(tmp_path)
+    pit, _ = redraw_cheat
     db = pit.project()
     with duckdb.connect(str(db), read_only=True) as con:
         hands = replay_shoe(con, "S1").hands
@@ -829,8 +849,8 @@ def test_the_redraw_cheats_reproduced_through_pitlog_ingest(tmp_path: Path) -> N
 
 
 def test_the_diverted_card_is_explained_with_where_it_went_and_what_followed(
-        tmp_path: Path) -> None:
-    pit, _ = _spread_third_card_diverted(RACK)(tmp_path)
+        diverted_to_rack: tuple[Pit, Seqs]) -> None:
+    pit, _ = diverted_to_rack
     (found,) = [a for a in pit.anomalies() if a["code"] == "THIRD_CARD_DIVERTED"]
     assert (found["severity"], found["rule"]) == ("high", "13:47-20.31(d)8, (d)13; GA (6), (11)")
     assert found["explanation"] == (
@@ -866,11 +886,12 @@ def test_dispute_and_replay_label_the_diverted_card_and_the_card_after_it(
         "2S", "left", "9H", "lost")
 
 
-def test_a_card_drawn_to_the_discard_rack_is_racked_and_counted_once(tmp_path: Path) -> None:
+def test_a_card_drawn_to_the_discard_rack_is_racked_and_counted_once(
+        diverted_to_rack: tuple[Pit, Seqs]) -> None:
     """The diverted 2S went straight to the rack and is listed once by the round's racking: the
     rack holds every card once, the hand is racked in dealing order, and a one-deck shoe's card
     count finds no extra copy and nothing unaccounted."""
-    pit, _ = _spread_third_card_diverted(RACK)(tmp_path)
+    pit, _ = diverted_to_rack
     db = pit.project()
     with duckdb.connect(str(db), read_only=True) as con:
         rack = con.execute("SELECT card FROM rack WHERE source = 'round' ORDER BY rack_position"
@@ -966,7 +987,7 @@ def test_the_diverted_card_reproduced_through_pitlog_ingest(tmp_path: Path) -> N
 
 
 def test_the_console_labels_the_deciding_card_and_the_diverted_and_redrawn_ones(
-        tmp_path: Path) -> None:
+        diverted_to_rack: tuple[Pit, Seqs], tmp_path: Path) -> None:
     """The dispute page tags each card drawn with its role (the full sentence on hover), and
     the replay page's steps carry it beside each card's event."""
     import json
@@ -977,7 +998,7 @@ def test_the_console_labels_the_deciding_card_and_the_diverted_and_redrawn_ones(
     from projections.serve.templates.dispute import cards_panel
     from projections.serve.templates.replay import steps_json
 
-    pit, seqs = _spread_third_card_diverted(RACK)(tmp_path)
+    pit, seqs = diverted_to_rack
     with duckdb.connect(str(pit.project()), read_only=True) as con:
         d = dispute(con, "T01", shoe="S1", round_no=1)
         steps = replay_steps(con, "S1")
