@@ -578,12 +578,19 @@ def test_round_still_in_play_is_not_flagged_for_what_is_still_to_come(tmp_path: 
     assert pit.judge() == []
 
 
-def test_every_catalogue_code_has_its_rule_and_severity(tmp_path: Path) -> None:
+# The catalogue of a store holding an opened table: projected once for the two tests that read
+# it (a projection is most of their cost).
+@pytest.fixture(scope="module")
+def opened_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return opened(tmp_path_factory.mktemp("opened")).project()
+
+
+def test_every_catalogue_code_has_its_rule_and_severity(opened_store: Path) -> None:
     import duckdb
 
     from projections.anomalies import catalogue
 
-    db = opened(tmp_path).project()
+    db = opened_store
     with duckdb.connect(str(db), read_only=True) as con:
         rows = {r["code"]: (r["severity"], r["rule"]) for r in catalogue(con)}
     assert len(rows) == 40
@@ -596,7 +603,7 @@ def test_every_catalogue_code_has_its_rule_and_severity(tmp_path: Path) -> None:
     assert {s for s, _ in rows.values()} == {"low", "medium", "high"}
 
 
-def test_the_catalogue_is_the_same_everywhere_it_is_written(tmp_path: Path) -> None:
+def test_the_catalogue_is_the_same_everywhere_it_is_written(opened_store: Path) -> None:
     """The codes of the anomaly_codes view are the simulator's injectable codes plus the
     two statistics; their severities are the CLI's and list_anomalies' severities; and
     docs/anomalies.md has a section per code with its rule and severity, and names every rule
@@ -609,7 +616,7 @@ def test_the_catalogue_is_the_same_everywhere_it_is_written(tmp_path: Path) -> N
     from events.reddog.catalogue import INJECTABLE
     from projections.anomalies import SEVERITIES, STATISTICAL, catalogue
 
-    db = opened(tmp_path).project()
+    db = opened_store
     with duckdb.connect(str(db), read_only=True) as con:
         rows = {r["code"]: (r["severity"], r["rule"]) for r in catalogue(con)}
     assert set(rows) == set(INJECTABLE) | set(STATISTICAL)
