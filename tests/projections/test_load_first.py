@@ -55,13 +55,16 @@ def _apart(con: duckdb.DuckDBPyConnection, other: Path, table: str) -> tuple[int
     return int(a), int(b)
 
 
-@pytest.fixture
-def batch_by_batch(tmp_path: Path, records: list[tuple[bytes, bytes]]) -> Path:
+@pytest.fixture(scope="module")
+def batch_by_batch(tmp_path_factory: pytest.TempPathFactory,
+                   records: list[tuple[bytes, bytes]]) -> Path:
     """The evening projected from zero with detection in every batch (the default threshold:
-    the evening is below it), into a store of its own."""
-    log = EmbeddedLog(tmp_path / "reference-log")
+    the evening is below it), into a store of its own. Made once for the module: the tests
+    only read it (attached or opened read-only)."""
+    folder = tmp_path_factory.mktemp("reference")
+    log = EmbeddedLog(folder / "reference-log")
     feed(log, records, 0, len(records))
-    db = tmp_path / "reference.duckdb"
+    db = folder / "reference.duckdb"
     with duckdb.connect(str(db)) as con:
         report = project(log, con, batch_size=700, publish_alerts=False)
         assert report.batches > 1 and WINDOWS in _attached(con)  # each batch detected
