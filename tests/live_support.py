@@ -57,8 +57,8 @@ CONFIG = SimConfig(seed=12, tables=3, rounds=150, seats=4, decks=1, irregulariti
 # The same evening cut to 100 rounds a table (4,435 records instead of 6,755), RAISE_NOT_ALLOWED
 # made a little likelier: every rule code still appears (checked with assert_exact), for tests
 # whose batch sizes are fixed, so that their batches, each paying detection, are a third fewer.
-# Not for the tests whose point needs the size: a backlog over a threshold, a child killed
-# part-way (kill_repeatedly), scans in proportion to the history.
+# Not for the tests whose point needs the size: a child killed part-way (kill_repeatedly),
+# scans in proportion to the history, a number of batches asserted.
 SHORT = dataclasses.replace(CONFIG, rounds=100,
                             per_code={**CONFIG.per_code, "RAISE_NOT_ALLOWED": 0.1})
 
