@@ -496,8 +496,10 @@ def test_a_restored_store_fed_before_it_caught_up_publishes_each_alert_once(
         fed_log, tmp_path: Path, records: list[tuple[bytes, bytes]]) -> None:
     """A store backed up early, restored after more alerts were published, the log fed again
     before the store caught up, the store stopped (an exception after its third batch) while
-    still behind, then run again. Behind, it publishes nothing; caught up, each alert the
-    sink lacks goes out once, in the store's order; fed again, it publishes as before."""
+    still behind, then run again. Behind, it publishes nothing the sink holds (what it may
+    publish is new: a partition read ahead reaches the events fed after the restore, as on a
+    shorter evening); caught up, each alert the sink lacks goes out once, in the store's order;
+    fed again, it publishes as before."""
     log, published = fed_log
     cuts = [len(records) * k // 8 for k in range(9)]
     db, backup = tmp_path / "store.duckdb", tmp_path / "backup.duckdb"
@@ -519,7 +521,9 @@ def test_a_restored_store_fed_before_it_caught_up_publishes_each_alert_once(
 
     with pytest.raises(_Killed):
         project(log, db, batch_size=300, progress=killed_after_three)
-    assert published() == before  # behind: every alert it raised again is in the sink
+    behind = published()  # behind: no alert the sink holds goes out again, none twice
+    assert behind[:len(before)] == before and not set(behind[len(before):]) & set(before)
+    assert len(set(behind)) == len(behind)
     project(log, db, batch_size=300)
     for k in range(6, 8):
         feed(log, records, cuts[k], cuts[k + 1])
