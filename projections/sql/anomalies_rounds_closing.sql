@@ -164,8 +164,10 @@ SELECT * FROM (
                   f.round_no, f.shoe_id, coalesce(printf(' in round %d', c.cut_round), '')),
            f.started_at
     FROM facts AS f
+    -- a cut recorded for round 0 is a cut with no round (round 0 is no round of play, (d)5:
+    -- sql/anomalies_rounds.sql)
     JOIN (SELECT table_id, shoe_id, min(seq) AS cut_seq,
-                 arg_min(round_no, (seq, log_offset)) AS cut_round
+                 nullif(arg_min(round_no, (seq, log_offset)), 0) AS cut_round
           FROM events WHERE event_type = 'CuttingCardReached' AND shoe_id IS NOT NULL
           GROUP BY ALL) AS c USING (table_id, shoe_id)
     WHERE f.first_seq > c.cut_seq AND f.round_no IS DISTINCT FROM c.cut_round

@@ -482,6 +482,22 @@ def test_round_stopped_at_the_cutting_card_is_abandoned(tmp_path: Path) -> None:
     assert pit.judge() == [("ROUND_ABANDONED_AT_CUT_CARD", "T01", "S1", 1, [cut, left])]
 
 
+def test_a_cut_recorded_for_round_0_is_a_cut_with_no_round(tmp_path: Path) -> None:
+    """Round 0 is no round of play (13:47-20.31(d)5; docs/anomalies.md): the cutting card
+    recorded with it came out in no round, so the next round dealt is judged, and named, as
+    after a cut with no round, never "in round 0"."""
+    pit = opened(tmp_path)
+    pit.play(1, "4S 9H 7C", {1: 1000})
+    pit.begin(0)
+    cut = pit.emit(model.CuttingCardReached())
+    pit.end()
+    dealt = pit.play(2, "5S JH 8C", {1: 1000})
+    (row,) = [r for r in pit.anomalies() if r["code"] == "NO_RESHUFFLE_AFTER_CUT_CARD"]
+    assert (row["round_no"], row["seqs"]) == (2, [cut, dealt["left"]])
+    assert row["explanation"] == ("Round 2 was dealt from shoe S1 after the cutting card came "
+                                  "out")
+
+
 # --- the discard rack (13:47-20.31(a)2, (d)15; GA (12)) -----------------------------------------
 
 
