@@ -169,7 +169,7 @@ SELECT table_id, gaming_day(started_at, $tz, $day_start_minutes) AS gaming_day,
        shift_name(started_at, $tz, $shift_starts, $shift_names) AS shift,
        max(started_at) AS last_at
 FROM {rounds}
-WHERE round_no IS NOT NULL  -- round_money's rows of money with no round are no round
+WHERE round_no > 0  -- money with no round, and round 0 (no round of play), are no round
 GROUP BY ALL
 """
 GROUPINGS = {"table": ("table_id",), "day": ("gaming_day",), "shift": ("gaming_day", "shift")}

@@ -42,7 +42,7 @@ ORDER BY ALL;
 -- settlement with no round number), so that every cent the conservation check counts is in
 -- the reconciliation too. Such a row is named by its first seq (first_seq), dated by its
 -- first event (the ledger's started_at, as conservation dates it), has no dealer, decks or
--- outcome, and is never counted as a round (reconcile: count(round_no)). theo_edges is the temporary table reconcile.py loads: per (decks, paytable, spread)
+-- outcome, and is never counted as a round (reconcile: rounds are round_no > 0). theo_edges is the temporary table reconcile.py loads: per (decks, paytable, spread)
 -- the exact edge times theo_den (spread 0 = an original wager). It reads the `rounds` and
 -- `ledger` views, or (projections/round_money.py, keeping the stored `round_money` table
 -- current) the same views over a batch's window: one definition of a round's money, whether
@@ -126,7 +126,10 @@ SELECT
     -- outcome when its cards decide one (a pair with no third card does not): consecutive
     -- (13:47-20.31(d)7), trips or pair_no_trips ((d)9-10), spread_1..spread_11 ((d)11).
     d.decks,
-    CASE WHEN r.kind = 'consecutive' THEN 'consecutive'
+    -- Round 0 is no round of play (13:47-20.31(d)5; docs/anomalies.md): its cards are
+    -- counted as no round's outcome.
+    CASE WHEN r.round_no = 0 THEN NULL
+         WHEN r.kind = 'consecutive' THEN 'consecutive'
          WHEN r.kind = 'spread' THEN 'spread_' || r.spread
          WHEN r.kind = 'pair' AND r.middle_rank = r.left_rank THEN 'trips'
          WHEN r.kind = 'pair' AND r.middle_rank IS NOT NULL THEN 'pair_no_trips'
@@ -160,9 +163,11 @@ WHERE $day IS NULL OR (started_at >= CAST($day AS TIMESTAMPTZ) - INTERVAL 3 DAY
 WITH by_round AS ({by_round})
 SELECT
     {keys}, theo_den,
-    -- A row of money recorded outside any round (round_no NULL) is no round; money_rows
-    -- counts both (the running sums drop a group when it has none).
-    count(round_no) AS rounds, count(*) AS money_rows, sum(wagers)::BIGINT AS wagers,
+    -- A row of money recorded outside any round (round_no NULL) is no round, nor is round 0
+    -- (no round of play: docs/anomalies.md); money_rows counts every row (the running sums
+    -- drop a group when it has none).
+    count(*) FILTER (round_no > 0) AS rounds, count(*) AS money_rows,
+    sum(wagers)::BIGINT AS wagers,
     sum(handle_cents)::BIGINT AS handle_cents, sum(raises_cents)::BIGINT AS raises_cents,
     sum(paid_cents)::BIGINT AS paid_cents, sum(collected_cents)::BIGINT AS collected_cents,
     sum(returned_cents)::BIGINT AS returned_cents, sum(net_win_cents)::BIGINT AS net_win_cents,
@@ -175,7 +180,7 @@ SELECT
     sum(invalid_paytable_wagers)::BIGINT AS invalid_paytable_wagers,
     sum(unknown_decks_wagers)::BIGINT AS unknown_decks_wagers,
     -- the latest round's start (HOLD_VARIANCE's time), as the `rounds` view gives it too
-    max(started_at) FILTER (round_no IS NOT NULL) AS last_at
+    max(started_at) FILTER (round_no > 0) AS last_at
 FROM by_round
 WHERE ($day IS NULL OR gaming_day = $day) AND ($table IS NULL OR table_id = $table)
 GROUP BY {keys}, theo_den
@@ -251,7 +256,7 @@ FROM (SELECT gaming_day(started_at, $tz, $day_start_minutes) AS d FROM rounds
 -- query (its rounds and the money recorded outside any round: a day with only such money is
 -- still a day to report, its money to account for).
 SELECT min(timezone($tz, started_at)) AS first_local, max(timezone($tz, started_at)) AS last_local,
-       count(round_no) AS rounds, count(*) AS money_rows
+       count(*) FILTER (round_no > 0) AS rounds, count(*) AS money_rows
 FROM {round_rows}
 WHERE gaming_day(started_at, $tz, $day_start_minutes) = $day;
 

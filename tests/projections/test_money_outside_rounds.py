@@ -14,9 +14,15 @@ from audit_scenarios import ORIGINAL, Floor, Pit
 from live_support import assert_money_exact
 
 from events.log.embedded.log import EmbeddedLog
-from events.reddog.model import SettledAs
+from events.reddog.model import Box, SettledAs
 from projections.projector import project
-from projections.reconcile import ROUND_MONEY, conservation, reconcile, stored_money_current
+from projections.reconcile import (
+    OUTCOME_COUNTS,
+    ROUND_MONEY,
+    conservation,
+    reconcile,
+    stored_money_current,
+)
 from projections.report import build_report
 from projections.statistics import hold_variance
 
@@ -156,3 +162,41 @@ def test_the_stored_rows_stay_exact_batch_by_batch_around_money_with_no_round(
     # wager's and seat 4's beside them
     assert outside_rows[0] == 0 and outside_rows[-1] == 3 and sorted(outside_rows) == outside_rows
     assert paid == 55000 + 70000
+
+
+def test_round_0_is_no_round_to_count_but_its_money_is_summed(tmp_path: Path) -> None:
+    """Round 0 is no round of play (docs/anomalies.md): reconcile does not count it among the
+    rounds, OUTCOME_FREQUENCY not among the outcomes, HOLD_VARIANCE's time is not its start;
+    the ledger still judges its wager (two consecutive cards: a tie, the stake returned), and
+    that money is in the sums. The stored rows and the views agree."""
+    floor = Floor(tmp_path)
+    t = floor.table("T08")
+    t.open_table("nj-casino")
+    t.new_shoe("T08-S1")
+    t.play("3C 9H 5D", {1: 1000})  # round 1: spread 5, won, paid 1000
+    t.round_no = 0
+    t.wager(2, 500)
+    t.draw("7C", Box.LEFT)
+    t.draw("8D", Box.RIGHT)  # consecutive: a tie hand, the wager returned (13:47-20.31(d)7)
+    t.settle(2, ORIGINAL, SettledAs.VOID, 500)
+    t.rack(["7C", "8D"])
+    t.round_no = None
+    db = floor.build()
+    copy = tmp_path / "behind.duckdb"
+    copy.write_bytes(db.read_bytes())
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert stored_money_current(con)
+        (row,) = reconcile(con, ["table"])
+        outcomes = con.execute(f"SELECT sum(rounds) FROM {OUTCOME_COUNTS}").fetchall()
+        stored_hold = _hold_times(con)
+        starts = dict(con.execute("SELECT round_no, started_at FROM rounds").fetchall())
+    with duckdb.connect(str(copy)) as con:
+        con.execute("DELETE FROM round_money_at")
+        (fresh,) = reconcile(con, ["table"])
+        hold_from_views = _hold_times(con)
+    assert (row["rounds"], row["handle_cents"], row["paid_cents"], row["returned_cents"]) == \
+        (1, 1500, 1000, 500)
+    assert row == fresh
+    assert outcomes == [(1,)]  # round 1's spread; round 0's consecutive cards are none
+    assert stored_hold == hold_from_views
+    assert starts[0] > starts[1] == stored_hold["table", ("T08",)]  # round 1's, not round 0's
