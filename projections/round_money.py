@@ -176,7 +176,8 @@ WHERE sc.k IS NULL OR (m.first_seq >= sc.k AND r.redo)
 # batch brings one to a table and shoe, that table and shoe's outside rows are computed again
 # from all their outside events, stored and new: the few events of an irregularity, read from
 # the store by a filter, never the window's rounds.
-_LEDGER_TYPES = "('WagerPlaced', 'WagerChanged', 'WagerRemoved', 'RaisePlaced', 'WagerSettled')"
+_LEDGER_TYPE_NAMES = ("WagerPlaced", "WagerChanged", "WagerRemoved", "RaisePlaced", "WagerSettled")
+_LEDGER_TYPES = "('" + "', '".join(_LEDGER_TYPE_NAMES) + "')"
 OUTSIDE = f"""
 CREATE OR REPLACE TABLE {WINDOW}.main.outside AS
 SELECT DISTINCT b.table_id, b.shoe_id
@@ -200,7 +201,7 @@ OUTSIDE_FOUND = (f"INSERT INTO {WINDOW}.main.found "
 
 # The stored rows a batch replaces (Keeper.apply), as (USING, WHERE) of the row `r`: every row of
 # a table evaluated whole, the rows of REDO's rounds from K on, and the outside rows of a table
-# and shoe in OUTSIDE.
+# and shoe in OUTSIDE (the last, only for a batch with such money: Keeper.outside).
 _REPLACED = (
     (f"{SCRATCH}.main.scope AS sc", "r.table_id = sc.table_id AND sc.k IS NULL"),
     (f"{SCRATCH}.main.scope AS sc, {WINDOW}.main.redo AS x",
@@ -333,6 +334,16 @@ def _columns(con: duckdb.DuckDBPyConnection, table: str) -> list[tuple[str, str]
         [table]).fetchall()]
 
 
+def _money_with_no_round(batch: pa.Table) -> bool:
+    """The batch (its decoded rows) has a wager or settlement with no round, read from its
+    Arrow columns, not by a statement."""
+    import pyarrow.compute as pc
+
+    found = pc.any(pc.and_(pc.is_null(batch["round_no"]),
+                           pc.is_in(batch["event_type"], pa.array(_LEDGER_TYPE_NAMES))))
+    return bool(found.as_py())
+
+
 class Keeper:
     """Replaces a batch's rounds' rows: evaluated before the batch's transaction (evaluate,
     after the detector's), written inside it (apply, after the detector's)."""
@@ -346,6 +357,9 @@ class Keeper:
         # checkpoints then stay behind, and readers use the views until a rebuild.
         self.live = not ROUND_LEVEL_STRETCH  # rounds may straddle a round-level K
         self.found = False
+        # The batch evaluated has a wager or settlement with no round (OUTSIDE): the usual
+        # batch has none, and then pays none of OUTSIDE's statements, here or in apply.
+        self.outside = False
         # The running sums are kept while they are current (keeper_for: after ensure_current,
         # which builds them unless that ran out of memory); else they stay behind, read by no
         # one, until the next open builds them.
@@ -363,7 +377,6 @@ class Keeper:
         cur.execute(f"CREATE TABLE events AS SELECT * FROM {self.db}.main.events LIMIT 0")
         cur.execute("CREATE TABLE redo (table_id VARCHAR, shoe_id VARCHAR, round_no BIGINT, "
                     "first_seq BIGINT, redo BOOLEAN)")
-        cur.execute("CREATE TABLE outside (table_id VARCHAR, shoe_id VARCHAR)")
         _create_views(cur, "window")
         self.cur = cur
         return cur
@@ -374,16 +387,16 @@ class Keeper:
         if not self.live:
             return
         cur = self._ready()
+        self.outside = _money_with_no_round(batch)
         cur.register(_BATCH, batch)
         try:
             cur.execute(REDO)
-            cur.execute(OUTSIDE)
             cur.execute("DELETE FROM events")
             cur.execute(NEED.format(db=self.db))
             load_edges(cur)  # the edges of the window's decks and paytables, on this cursor
             cur.execute(FOUND.format(round_money=round_money_sql()))
-            ((outside,),) = cur.execute(f"SELECT count(*) FROM {WINDOW}.main.outside").fetchall()
-            if outside:
+            if self.outside:
+                cur.execute(OUTSIDE)
                 cur.execute("DELETE FROM events")
                 cur.execute(OUTSIDE_EVENTS.format(db=self.db))
                 cur.execute(OUTSIDE_FOUND.format(round_money=round_money_sql()))
@@ -405,7 +418,7 @@ class Keeper:
         if changed:
             if not self.found:
                 raise ProjectionError("round_money: a batch applied before it was evaluated")
-            for using, where in _REPLACED:
+            for using, where in _REPLACED if self.outside else _REPLACED[:-1]:
                 if self.sums:  # the running sums of the rows about to go, to take off
                     running_sums.note(con, f"SELECT r.* FROM {ROUND_MONEY} AS r, {using} "
                                           f"WHERE {where}", -1)
