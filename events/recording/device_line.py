@@ -233,17 +233,20 @@ def parse_line(text: str | bytes,
         obj = None
     if obj is None:  # only json's reading can hold a lone surrogate (orjson refuses one)
         return _checked(_stdlib_loads(text), event_id, surrogates=True)
-    # Each key written is a `"key":` in the text, so a key given twice (json and orjson both
-    # read it as its last value) leaves fewer keys than such marks: then json reads the line
-    # again and refuses it, naming the key (also text they cannot tell apart: `" :`, a string
-    # holding `":`). Nested objects (a card of CardsRacked) hold keys of their own.
-    if isinstance(obj, dict) and (marks := raw.count(b'":')) != len(obj) \
+    # Each key written is a closing quote, optional whitespace and a colon in the text, so a
+    # key given twice (json and orjson both read it as its last value) leaves fewer keys than
+    # such marks: then json reads the line again and refuses it, naming the key. A string
+    # value can only add marks (`\" :` inside it), never hide one, so a repeated key always
+    # sends the line to json. Nested objects (a card of CardsRacked) hold keys of their own.
+    if isinstance(obj, dict) and (marks := len(_KEY_MARK.findall(raw))) != len(obj) \
             and marks != _nested_keys(obj):
         _stdlib_loads(text)
     return _checked(obj, event_id)
 
 
 _LONG_DIGITS = re.compile(rb"[0-9]{19}")
+# A key's end: its closing quote, then JSON's whitespace (RFC 8259, 2), then the colon.
+_KEY_MARK = re.compile(rb'"[ \t\n\r]*:')
 
 
 def _nested_keys(value: Any) -> int:

@@ -178,6 +178,17 @@ def test_the_bad_example_refuses_each_bad_line_and_records_the_rest(tmp_path: Pa
      "key 'rank' given twice in one object"),
     (json.dumps(card_line(1, rank=12)).replace('"rank": 12', '"rank": 12, "rank": 1' + "0" * 19),
      "key 'rank' given twice in one object"),
+    # Whitespace between a key and its colon (JSON allows it) hid the second key from the
+    # count of `":` marks, and a value holding `":` made up for one: both recorded seq 1.
+    (json.dumps(card_line(1)).replace('"seq": 1', '"seq": 18, "seq" : 1'),
+     "key 'seq' given twice in one object"),
+    (json.dumps(card_line(1)).replace('"seq": 1', '"seq": 18, "seq"\t\n:1'),
+     "key 'seq' given twice in one object"),
+    (json.dumps(card_line(1, actor='SHOE-9":x')).replace('"seq": 1', '"seq" : 18, "seq" : 1'),
+     "key 'seq' given twice in one object"),
+    ('{"type": "CardsRacked", "table": "T1", "seq": 1, "at": "2026-11-28T22:00:01Z", '
+     '"actor": "D-1\\":", "cards": [{"rank" : 2, "suit": "S", "rank" : 3}]}',
+     "key 'rank' given twice in one object"),
 ])
 def test_a_structurally_bad_line_is_refused_with_its_reason(line: str, reason: str) -> None:
     with pytest.raises(LineRejected) as exc:
