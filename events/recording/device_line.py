@@ -238,7 +238,7 @@ def parse_line(text: str | bytes,
     # such marks: then json reads the line again and refuses it, naming the key. A string
     # value can only add marks (`\" :` inside it), never hide one, so a repeated key always
     # sends the line to json. Nested objects (a card of CardsRacked) hold keys of their own.
-    if isinstance(obj, dict) and (marks := len(_KEY_MARK.findall(raw))) != len(obj) \
+    if isinstance(obj, dict) and (marks := _key_marks(raw)) != len(obj) \
             and marks != _nested_keys(obj):
         _stdlib_loads(text)
     return _checked(obj, event_id)
@@ -247,6 +247,15 @@ def parse_line(text: str | bytes,
 _LONG_DIGITS = re.compile(rb"[0-9]{19}")
 # A key's end: its closing quote, then JSON's whitespace (RFC 8259, 2), then the colon.
 _KEY_MARK = re.compile(rb'"[ \t\n\r]*:')
+
+
+def _key_marks(raw: bytes) -> int:
+    """How many key ends (_KEY_MARK) the line's text holds: by bytes.count (a quarter of
+    the regex's time, which is a tenth of the line's parse) unless a space stands before a
+    colon or the line holds another whitespace that may."""
+    if b" :" in raw or b"\t" in raw or b"\r" in raw or b"\n" in raw:
+        return len(_KEY_MARK.findall(raw))
+    return raw.count(b'":')
 
 
 def _nested_keys(value: Any) -> int:
