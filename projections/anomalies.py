@@ -21,6 +21,7 @@ import duckdb
 
 from events.errors import ProjectionError, first_line
 from events.reddog.catalogue import SEVERITIES, STATISTICAL, Severity
+from projections import view_cache
 from projections.kept_at import current as kept_current
 from projections.kept_at import mark_sql, tagged
 from projections.memory import MORE_MEMORY
@@ -28,7 +29,7 @@ from projections.queries import require_known
 from projections.queries import rows as query_rows
 from projections.reconcile import Calendar, require_rounds_on
 from projections.statistics import statistical_anomalies
-from projections.views import create_views, views_fingerprint
+from projections.views import VIEW_FILES, create_views, views_fingerprint
 
 COLUMNS = ("code", "severity", "table_id", "shoe_id", "round_no", "seqs", "explanation", "rule",
            "occurred_at")
@@ -151,18 +152,22 @@ def refresh_stored_anomalies(
     try:
         scope.execute(f"DETACH DATABASE IF EXISTS {_SCOPE}")
         scope.execute(f"ATTACH ':memory:' AS {_SCOPE}")
-        scope.execute(f"USE {_SCOPE}")
-        scope.execute(f"CREATE VIEW events AS SELECT * FROM {source} WHERE false")
-        create_views(scope)
+        scope.execute(f"CREATE VIEW {_SCOPE}.main.events AS SELECT * FROM {source} WHERE false")
+        # The views over it, bound once per definition (projections/view_cache.py); `scope`
+        # uses their catalog from here on.
+        view_cache.attach_views(scope, f"{_SCOPE}_views", f"SELECT * FROM {_SCOPE}.main.events",
+                                create_views, "every view: " + ", ".join(VIEW_FILES))
         families = anomaly_families(scope)
+        found = f"{_SCOPE}.main.found"
         scope.execute(
-            f"CREATE TABLE found AS {FAMILY_ROWS.format(family=_smallest_family(scope))} LIMIT 0")
+            f"CREATE TABLE {found} AS {FAMILY_ROWS.format(family=_smallest_family(scope))} "
+            f"LIMIT 0")
         steps = len(groups) * len(families)
         for g, group in enumerate(groups):
-            scope.execute(f"CREATE OR REPLACE VIEW events AS SELECT * FROM {source} "
+            scope.execute(f"CREATE OR REPLACE VIEW {_SCOPE}.main.events AS SELECT * FROM {source} "
                           f"WHERE {group.predicate()}")
             for f, family in enumerate(families):
-                scope.execute(f"INSERT INTO found {FAMILY_ROWS.format(family=family)}")
+                scope.execute(f"INSERT INTO {found} {FAMILY_ROWS.format(family=family)}")
                 if progress is not None:
                     progress(g * len(families) + f + 1, steps)
         _store_rows(con, f"SELECT * FROM {_SCOPE}.found", within)
@@ -172,6 +177,7 @@ def refresh_stored_anomalies(
         raise ProjectionError(f"cannot store the anomalies ({first_line(exc)})") from exc
     finally:
         scope.close()
+        con.execute(f"DETACH DATABASE IF EXISTS {_SCOPE}_views")
         con.execute(f"DETACH DATABASE IF EXISTS {_SCOPE}")
 
 

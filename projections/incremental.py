@@ -23,11 +23,12 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 
 import duckdb
 import pyarrow as pa
 
-from projections import detect_rounds, id_index
+from projections import detect_rounds, id_index, view_cache
 from projections.alerts import create_tables, raise_alerts
 from projections.anomalies import (
     FAMILY_ROWS,
@@ -214,17 +215,29 @@ def window_views(cur: duckdb.DuckDBPyConnection, wanted: Callable[[str], bool],
     family does); one that reads another view fails to bind, and every view is made."""
     try:
         cur.execute(macros_sql())
-        for name in VIEW_FILES:
-            text = (SQL_DIR / name).read_text()
-            made = _MADE.findall(text)
-            if not helpers and not any(wanted(v) for v in made):
-                continue
-            if made and all(v == "anomalies" or (v.startswith("anomalies_found_")
-                                                 and not wanted(v)) for v in made):
-                continue
-            cur.execute(text)
+        for name in window_files(wanted, helpers):
+            cur.execute((SQL_DIR / name).read_text())
     except (OSError, duckdb.Error):
         create_views(cur)
+
+
+def window_files(wanted: Callable[[str], bool], helpers: bool = True) -> list[str]:
+    """The view files window_views runs, in order (what the view cache's digest names)."""
+    files = []
+    for name in VIEW_FILES:
+        made = _MADE.findall((SQL_DIR / name).read_text())
+        if not helpers and not any(wanted(v) for v in made):
+            continue
+        if made and all(v == "anomalies" or (v.startswith("anomalies_found_")
+                                             and not wanted(v)) for v in made):
+            continue
+        files.append(name)
+    return files
+
+
+def views_of(catalog: str) -> str:
+    """The catalog of the views over a window catalog's rows (Detector._ready)."""
+    return f"{catalog}_views"
 
 
 def _home(family: str) -> str:
@@ -279,21 +292,26 @@ class Detector:
         for catalog in (CARDS, STREAMS):
             scratch.execute(f"DETACH DATABASE IF EXISTS {catalog}")
             scratch.execute(f"ATTACH ':memory:' AS {catalog}")
-        home: dict[str, str] = {}  # family -> the catalog of its window
-        for catalog in (CARDS, SCRATCH, STREAMS):  # the same views over each window
-            scratch.execute(f"USE {catalog}")
+        for catalog in (CARDS, SCRATCH, STREAMS):  # the windows' rows, filled per batch
             scratch.execute(
-                f"CREATE TABLE {'copies' if catalog == STREAMS else 'events'} AS "
-                f"SELECT * FROM {self.db}.main.events LIMIT 0")
-            if catalog == STREAMS:  # the rounds window and the earlier copies (evaluate)
-                scratch.execute(f"CREATE VIEW events AS SELECT * FROM {SCRATCH}.main.events "
-                                f"UNION ALL SELECT * FROM {STREAMS}.main.copies")
+                f"CREATE TABLE {catalog}.main.{'copies' if catalog == STREAMS else 'events'} "
+                f"AS SELECT * FROM {self.db}.main.events LIMIT 0")
+        home: dict[str, str] = {}  # family -> the catalog of its window's views
+        for catalog in (CARDS, SCRATCH, STREAMS):  # the same views over each window
 
             def wanted(family: str, _c: str = catalog) -> bool:
                 return _home(family) == _c
 
-            window_views(scratch, wanted, helpers=catalog != STREAMS)
-            home.update((f, catalog) for f in anomaly_families(scratch) if wanted(f))
+            # Bound once per definition and kept in the cache folder (projections/view_cache.py):
+            # made here, they cost about 0.37 s at every start.
+            view_cache.attach_views(
+                scratch, views_of(catalog),
+                # the streams family's: the rounds window and the earlier copies (evaluate)
+                f"SELECT * FROM {SCRATCH}.main.events UNION ALL SELECT * FROM {STREAMS}.main.copies"
+                if catalog == STREAMS else f"SELECT * FROM {catalog}.main.events",
+                partial(window_views, wanted=wanted, helpers=catalog != STREAMS),
+                "window views: " + ", ".join(window_files(wanted, catalog != STREAMS)))
+            home.update((f, views_of(catalog)) for f in anomaly_families(scratch) if wanted(f))
         scratch.execute(f"USE {SCRATCH}")
         self.families = sorted(home)
         # The stored rows' columns (detector_for stored them first): binding a family for its
@@ -331,6 +349,7 @@ class Detector:
             cur.close()
         self.scratch.close()
         for catalog in (SCRATCH, CARDS, STREAMS):
+            self.con.execute(f"DETACH DATABASE IF EXISTS {views_of(catalog)}")
             self.con.execute(f"DETACH DATABASE IF EXISTS {catalog}")
 
     # --- before the transaction: plan and evaluate -------------------------------------------
@@ -538,7 +557,7 @@ class Detector:
             for target, cards in ((f"{CARDS}.main.events", True), (f"{SCRATCH}.main.events", True),
                                   (f"{STREAMS}.main.copies", False)):
                 s.execute(f"INSERT INTO {target} SELECT * FROM pitlog_copies "
-                          f"WHERE is_card_event(event_type) = {cards}")
+                          f"WHERE {views_of(SCRATCH)}.main.is_card_event(event_type) = {cards}")
             ((n,),) = s.execute("SELECT count(*) FROM pitlog_copies").fetchall()
         for name in ("pitlog_ids", "pitlog_copies"):
             s.execute(f"DROP TABLE IF EXISTS temp.{name}")

@@ -61,7 +61,7 @@ import duckdb
 import pyarrow as pa
 
 from events.errors import ProjectionError
-from projections import running_sums
+from projections import running_sums, view_cache
 from projections.anomalies import GROUP_EVENTS, table_groups
 from projections.incremental import ROUND_LEVEL_STRETCH, SCRATCH
 from projections.kept_at import CHECKPOINTS, mark_sql
@@ -84,6 +84,7 @@ _TAPS_OF = "SELECT * FROM {src} WHERE event_type = 'DealerTappedIn'"
 # The catalog of the batch's window (Keeper._ready): `events` holds the events the rounds to
 # redo need (NEED) and the taps before K; the view files up to the ledger are created over it.
 WINDOW = "pitlog_money"
+WINDOW_VIEWS = "pitlog_money_views"
 _WINDOW_FILES = VIEW_FILES[:VIEW_FILES.index("ledger.sql") + 1]
 _BATCH = "pitlog_money_batch"
 # Events that are context for every round of a table (the module docstring): kept whole.
@@ -257,16 +258,20 @@ def build_whole(con: duckdb.DuckDBPyConnection, max_events: int | None = None,
     try:
         cur.execute(f"DETACH DATABASE IF EXISTS {_BUILD_SCOPE}")
         cur.execute(f"ATTACH ':memory:' AS {_BUILD_SCOPE}")
-        cur.execute(f"USE {_BUILD_SCOPE}")
-        cur.execute(f"CREATE VIEW events AS SELECT * FROM {source} WHERE false")
-        _create_views(cur, "build")
+        cur.execute(f"CREATE VIEW {_BUILD_SCOPE}.main.events AS SELECT * FROM {source} "
+                    f"WHERE false")
+        # The views over it, bound once per definition (projections/view_cache.py).
+        view_cache.attach_views(cur, f"{_BUILD_SCOPE}_views",
+                                f"SELECT * FROM {_BUILD_SCOPE}.main.events",
+                                lambda c: _create_views(c, "build"),
+                                "round money views: " + ", ".join(_WINDOW_FILES))
         load_edges(cur)
         cur.execute(f"CREATE OR REPLACE TABLE {build} AS SELECT * FROM ({round_money_sql()}) "
                     f"LIMIT 0")
         with threads_at_most(con, 1):
             for done, group in enumerate(groups, 1):
-                cur.execute(f"CREATE OR REPLACE VIEW events AS SELECT * FROM {source} "
-                            f"WHERE {group.predicate()}")
+                cur.execute(f"CREATE OR REPLACE VIEW {_BUILD_SCOPE}.main.events AS "
+                            f"SELECT * FROM {source} WHERE {group.predicate()}")
                 load_edges(cur)  # the group's decks and paytables
                 cur.execute(f"INSERT INTO {build} SELECT * FROM ({round_money_sql()})")
                 if progress is not None:
@@ -280,6 +285,7 @@ def build_whole(con: duckdb.DuckDBPyConnection, max_events: int | None = None,
         raise
     finally:
         cur.close()
+        con.execute(f"DETACH DATABASE IF EXISTS {_BUILD_SCOPE}_views")
         con.execute(f"DETACH DATABASE IF EXISTS {_BUILD_SCOPE}")
 
 
@@ -377,7 +383,11 @@ class Keeper:
         cur.execute(f"CREATE TABLE events AS SELECT * FROM {self.db}.main.events LIMIT 0")
         cur.execute("CREATE TABLE redo (table_id VARCHAR, shoe_id VARCHAR, round_no BIGINT, "
                     "first_seq BIGINT, redo BOOLEAN)")
-        _create_views(cur, "window")
+        # The views over it, bound once per definition (projections/view_cache.py); `cur`
+        # uses their catalog from here on, so the window's own tables are named in full.
+        view_cache.attach_views(cur, WINDOW_VIEWS, f"SELECT * FROM {WINDOW}.main.events",
+                                lambda c: _create_views(c, "window"),
+                                "round money views: " + ", ".join(_WINDOW_FILES))
         self.cur = cur
         return cur
 
@@ -391,13 +401,13 @@ class Keeper:
         cur.register(_BATCH, batch)
         try:
             cur.execute(REDO)
-            cur.execute("DELETE FROM events")
+            cur.execute(f"DELETE FROM {WINDOW}.main.events")
             cur.execute(NEED.format(db=self.db))
             load_edges(cur)  # the edges of the window's decks and paytables, on this cursor
             cur.execute(FOUND.format(round_money=round_money_sql()))
             if self.outside:
                 cur.execute(OUTSIDE)
-                cur.execute("DELETE FROM events")
+                cur.execute(f"DELETE FROM {WINDOW}.main.events")
                 cur.execute(OUTSIDE_EVENTS.format(db=self.db))
                 cur.execute(OUTSIDE_FOUND.format(round_money=round_money_sql()))
         finally:
@@ -438,6 +448,7 @@ class Keeper:
     def close(self) -> None:
         if self.cur is not None:
             self.cur.close()
+            self.con.execute(f"DETACH DATABASE IF EXISTS {WINDOW_VIEWS}")
             self.con.execute(f"DETACH DATABASE IF EXISTS {WINDOW}")
             self.cur = None
 

@@ -1,0 +1,132 @@
+"""Catalogs of views made once per definition and kept in a cache folder, attached read-only.
+
+Creating a DuckDB view binds it: DuckDB resolves every view and macro it reads to learn its
+columns. The detector's three window catalogs and the round money keeper's cost about 0.45 s
+of binding at every projector start (`pitlog project`, `pitlog serve`'s start), a third of a
+small `project` call (benchmarks/results.md, session 34). A DuckDB file keeps its views as
+their text and columns; attaching one binds nothing (about 5 ms), and a view is bound when a
+query reads it, as it is when made in memory. So each window catalog's views are made once into
+a file whose name is the digest of what they are made from, and attached read-only afterwards:
+
+- what they are made from: DuckDB's version, every view file and the generated macros
+  (views.views_fingerprint), the catalog's name, its `events` view's text and columns, and
+  which views the caller makes (`what`). Another pitlog, DuckDB or schema gives another
+  file; nothing is read stale.
+- the folder: `PITLOG_CACHE_DIR`, else `$XDG_CACHE_HOME/pitlog/views`, else
+  `~/.cache/pitlog/views`. The files hold view definitions only, never a row of a store.
+- a file is made under a name of its own and renamed into place once complete, so a reader
+  never attaches half a file, and two processes making the same one both end with a whole one.
+  A file that cannot be attached or lacks its digest (damaged, cut short) is made again.
+- when the folder cannot be written or a file cannot be attached (a read-only home, a full
+  disk), the catalog is made in memory as before: slower, never wrong.
+
+The catalog's `events` is a view of the caller's window (`events_sql`, naming tables of
+catalogs the caller attached), so the window's rows stay in memory and the views bound at query
+time read them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import duckdb
+
+from projections.views import views_fingerprint
+
+_MARK = "pitlog_view_cache"  # the file's one table: its digest, written last
+
+
+def cache_dir() -> Path:
+    """Where the view catalogs are kept (module docstring)."""
+    if os.environ.get("PITLOG_CACHE_DIR"):
+        return Path(os.environ["PITLOG_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "pitlog" / "views"
+
+
+def attach_views(cur: duckdb.DuckDBPyConnection, alias: str, events_sql: str,
+                 make: Callable[[duckdb.DuckDBPyConnection], None], what: str) -> bool:
+    """Attach as `alias` a catalog holding the view `events` (AS `events_sql`) and the views
+    `make` creates on a cursor whose default catalog it is; `cur` is left using `alias`.
+    Returns True when the catalog came from the cache folder (made there now or earlier),
+    False when it was made in memory."""
+    quoted = _quoted(alias)
+    _leave(cur, alias)
+    cur.execute(f"DETACH DATABASE IF EXISTS {quoted}")
+    columns = cur.execute(f"DESCRIBE {events_sql}").fetchall()
+    digest = hashlib.sha256("\0".join(
+        (views_fingerprint(), alias, events_sql, what,
+         repr([(c[0], c[1]) for c in columns]))).encode()).hexdigest()
+    path = cache_dir() / f"views-{digest[:32]}.duckdb"
+    try:
+        if not _attached(cur, quoted, path, digest):
+            _make_file(cur, quoted, path, digest, events_sql, make)
+            if not _attached(cur, quoted, path, digest):
+                raise OSError(f"{path}: made, but not readable")
+        cur.execute(f"USE {quoted}")
+        return True
+    except (OSError, duckdb.Error):
+        cur.execute(f"DETACH DATABASE IF EXISTS {quoted}")
+    cur.execute(f"ATTACH ':memory:' AS {quoted}")
+    cur.execute(f"USE {quoted}")
+    cur.execute(f"CREATE VIEW events AS {events_sql}")
+    make(cur)
+    return False
+
+
+def _leave(cur: duckdb.DuckDBPyConnection, alias: str) -> None:
+    """Off `alias` if `cur` uses it (a catalog in use cannot be detached): onto another."""
+    ((current,),) = cur.execute("SELECT current_database()").fetchall()
+    if current == alias:
+        ((other,),) = cur.execute(
+            "SELECT database_name FROM duckdb_databases() WHERE NOT internal "
+            "AND database_name <> $a ORDER BY database_name = 'memory' DESC LIMIT 1",
+            {"a": alias}).fetchall()
+        cur.execute(f"USE {_quoted(other)}")
+
+
+def _attached(cur: duckdb.DuckDBPyConnection, quoted: str, path: Path, digest: str) -> bool:
+    """Whether `path` is attached as `quoted`, read-only, holding `digest` (else detached)."""
+    if not path.is_file():
+        return False
+    try:
+        cur.execute(f"ATTACH {_literal(path)} AS {quoted} (READ_ONLY)")
+        if cur.execute(f"SELECT digest FROM {quoted}.main.{_MARK}").fetchall() == [(digest,)]:
+            return True
+    except duckdb.Error:
+        pass
+    cur.execute(f"DETACH DATABASE IF EXISTS {quoted}")
+    return False
+
+
+def _make_file(cur: duckdb.DuckDBPyConnection, quoted: str, path: Path, digest: str,
+               events_sql: str, make: Callable[[duckdb.DuckDBPyConnection], None]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ((before,),) = cur.execute("SELECT current_database()").fetchall()
+    part = path.with_name(f"{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.part")
+    try:
+        cur.execute(f"ATTACH {_literal(part)} AS {quoted}")
+        try:
+            cur.execute(f"USE {quoted}")
+            cur.execute(f"CREATE VIEW events AS {events_sql}")
+            make(cur)
+            cur.execute(f"CREATE TABLE {_MARK} AS SELECT $d AS digest", {"d": digest})
+        finally:
+            cur.execute(f"USE {_quoted(before)}")  # a catalog in use cannot be detached
+            cur.execute(f"DETACH DATABASE IF EXISTS {quoted}")
+        os.replace(part, path)
+    finally:
+        for leftover in (part, part.with_name(part.name + ".wal")):
+            leftover.unlink(missing_ok=True)
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _literal(path: Path) -> str:
+    return "'" + str(path).replace("'", "''") + "'"

@@ -1,0 +1,176 @@
+"""The window catalogs' views made once and attached from the cache folder
+(projections/view_cache.py): a start binds none when their file is there, a damaged or foreign
+file is made again, a folder that cannot be written leaves them made in memory, and the files
+hold no row of a store. Every case ends with the stored rows equal to a full evaluation."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+from live_support import differences
+
+from events.log.embedded.log import EmbeddedLog
+from events.simulation.simulator import SimConfig, simulate
+from projections import anomalies, incremental, round_money, view_cache
+from projections.projector import project
+
+CONFIG = SimConfig(seed=4, tables=2, rounds=24, seats=3, decks=1, irregularities=0.2)
+
+
+@pytest.fixture(scope="module")
+def records(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[bytes, bytes]]:
+    log = EmbeddedLog(tmp_path_factory.mktemp("source") / "log")
+    simulate(log, CONFIG)
+    out = [(r.key, r.value) for batch in log.read() for r in batch]
+    log.close()
+    return out
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch, cache: Path) -> dict[str, int]:
+    """With `cache` as the cache folder, counts the calls that bind views in a scratch
+    catalog: the detector's windows, the round money keeper's window and whole build, and the
+    whole evaluation's."""
+    monkeypatch.setenv("PITLOG_CACHE_DIR", str(cache))
+    calls = {"detector": 0, "money": 0, "whole": 0}
+
+    def wrap(owner: Any, name: str, key: str) -> None:
+        real: Callable[..., None] = getattr(owner, name)
+
+        def counted(*args: Any, **kwargs: Any) -> None:
+            calls[key] += 1
+            real(*args, **kwargs)
+        monkeypatch.setattr(owner, name, counted)
+
+    wrap(incremental, "window_views", "detector")
+    wrap(round_money, "_create_views", "money")
+    wrap(anomalies, "create_views", "whole")
+    return calls
+
+
+def _project_in_two(tmp_path: Path, records: list[tuple[bytes, bytes]],
+                    between: Callable[[], None] = lambda: None) -> duckdb.DuckDBPyConnection:
+    """Half the evening projected, `between()`, then the rest in batches by another start."""
+    log = EmbeddedLog(tmp_path / "log")
+    half = len(records) // 2
+    log.append(records[:half])
+    db = str(tmp_path / "s.duckdb")
+    project(log, db, publish_alerts=False)
+    project(log, db, publish_alerts=False)  # nothing new: no detector start
+    log.append(records[half:half + 40])
+    project(log, db, publish_alerts=False)  # a start with a batch: the window catalogs made
+    between()
+    log.append(records[half + 40:])
+    project(log, db, batch_size=60, publish_alerts=False)
+    log.close()
+    return duckdb.connect(db)
+
+
+def _files(folder: Path) -> dict[str, int]:
+    return {p.name: p.stat().st_ino for p in folder.glob("views-*.duckdb")}
+
+
+def test_a_start_attaches_the_views_made_once_and_binds_none(
+        tmp_path: Path, records: list[tuple[bytes, bytes]],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path / "cache"
+    calls = _counting(monkeypatch, cache)
+    made: dict[str, int] = {}
+
+    def between() -> None:
+        # Each catalog made once, by the first `project` (its batches detected one by one):
+        # the three windows, the round money build's and its window's.
+        assert calls == {"detector": 3, "money": 2, "whole": 0}
+        made.update(_files(cache))
+        calls.update(detector=0, money=0, whole=0)
+
+    with _project_in_two(tmp_path, records, between) as con:
+        assert calls == {"detector": 0, "money": 0, "whole": 0}  # the next start bound none
+        assert _files(cache) == made  # the same files, not made again
+        assert len(made) == 5
+        assert differences(con) == (0, 0)
+        ((rows,),) = con.execute("SELECT count(*) FROM anomalies_stored").fetchall()
+        assert rows > 0
+
+
+def test_a_damaged_or_foreign_cache_file_is_made_again(
+        tmp_path: Path, records: list[tuple[bytes, bytes]],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path / "cache"
+    calls = _counting(monkeypatch, cache)
+
+    def spoil() -> None:
+        names = sorted(cache.glob("views-*.duckdb"))
+        assert len(names) == 5
+        other = names[1].read_bytes()
+        names[0].write_bytes(b"not a database" * 100)  # damaged
+        for name in names[1:]:  # another catalog's file under its name
+            name.write_bytes(names[2].read_bytes() if name == names[1] else other)
+        calls.update(detector=0, money=0, whole=0)
+
+    with _project_in_two(tmp_path, records, spoil) as con:
+        # The last start's four window catalogs, each made again; the build's is not needed.
+        assert calls == {"detector": 3, "money": 1, "whole": 0}
+        assert differences(con) == (0, 0)
+    whole = 0
+    for path in cache.glob("views-*.duckdb"):
+        try:
+            with duckdb.connect(str(path), read_only=True) as f:
+                ((digest,),) = f.execute(f"SELECT digest FROM {view_cache._MARK}").fetchall()
+        except duckdb.Error:
+            continue  # the build's file, still damaged
+        whole += path.name == f"views-{digest[:32]}.duckdb"
+    assert whole == 4
+    assert not list(cache.glob("*.part*"))  # no half-made file left behind
+
+
+def test_a_folder_that_cannot_be_written_leaves_the_views_made_in_memory(
+        tmp_path: Path, records: list[tuple[bytes, bytes]],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("a file where the cache folder would go\n")
+    calls = _counting(monkeypatch, blocker / "views")
+
+    def between() -> None:
+        # Two starts with batches so far, each making the four windows in memory.
+        assert calls == {"detector": 6, "money": 3, "whole": 0}
+        calls.update(detector=0, money=0, whole=0)
+
+    with _project_in_two(tmp_path, records, between) as con:
+        # Made in memory again by the next start: the windows (the build ran once, before).
+        assert calls == {"detector": 3, "money": 1, "whole": 0}
+        assert differences(con) == (0, 0)
+    assert blocker.read_text() == "a file where the cache folder would go\n"
+
+
+def test_the_cache_holds_views_only_and_another_definition_gets_another_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("PITLOG_CACHE_DIR", str(cache))
+    con = duckdb.connect()
+    con.execute("ATTACH ':memory:' AS w")
+    con.execute("CREATE TABLE w.main.events AS SELECT 'T1' AS table_id, 7 AS seq")
+
+    def make(cur: duckdb.DuckDBPyConnection) -> None:
+        cur.execute("CREATE VIEW doubled AS SELECT table_id, seq * 2 AS seq FROM events")
+
+    cur = con.cursor()
+    assert view_cache.attach_views(cur, "w_views", "SELECT * FROM w.main.events", make, "a")
+    assert cur.execute("SELECT * FROM doubled").fetchall() == [("T1", 14)]
+    (first,) = _files(cache)
+    # The same definition: the same file, attached; another `what` or other columns: another.
+    assert view_cache.attach_views(cur, "w_views", "SELECT * FROM w.main.events", make, "a")
+    assert view_cache.attach_views(cur, "w_views", "SELECT * FROM w.main.events", make, "b")
+    con.execute("CREATE OR REPLACE TABLE w.main.events AS SELECT 'T1' AS table_id, 7 AS seq, "
+                "1 AS extra")
+    assert view_cache.attach_views(cur, "w_views", "SELECT * FROM w.main.events", make, "a")
+    assert len(_files(cache)) == 3 and first in _files(cache)
+    cur.execute("USE memory")
+    con.execute("DETACH w_views")
+    for path in cache.glob("views-*.duckdb"):
+        with duckdb.connect(str(path), read_only=True) as f:
+            tables = f.execute("SELECT table_name, estimated_size FROM duckdb_tables()").fetchall()
+            assert tables == [(view_cache._MARK, 1)]  # no row of the window, only the digest
