@@ -553,11 +553,15 @@ class Detector:
             # A card event's earlier copy is the card (macros.sql card_events_of keeps an id's
             # first copy): the card families must see it to drop the later copy as the full
             # evaluation does, so it joins both windows (and the streams family through the
-            # rounds window); any other copy reaches the streams family alone.
-            for target, cards in ((f"{CARDS}.main.events", True), (f"{SCRATCH}.main.events", True),
-                                  (f"{STREAMS}.main.copies", False)):
-                s.execute(f"INSERT INTO {target} SELECT * FROM pitlog_copies "
-                          f"WHERE {views_of(SCRATCH)}.main.is_card_event(event_type) = {cards}")
+            # rounds window). So is a load's or tap-in's for the burns the shoes family counts
+            # (anomalies_shoes.sql burn_stream: each once), in the cards window; every copy but
+            # a card's reaches the streams family through its own table.
+            card = f"{views_of(SCRATCH)}.main.is_card_event(event_type)"
+            for target, which in (
+                    (f"{CARDS}.main.events",
+                     f"{card} OR event_type IN ('CardsLoaded', 'DealerTappedIn')"),
+                    (f"{SCRATCH}.main.events", card), (f"{STREAMS}.main.copies", f"NOT {card}")):
+                s.execute(f"INSERT INTO {target} SELECT * FROM pitlog_copies WHERE {which}")
             ((n,),) = s.execute("SELECT count(*) FROM pitlog_copies").fetchall()
         for name in ("pitlog_ids", "pitlog_copies"):
             s.execute(f"DROP TABLE IF EXISTS temp.{name}")

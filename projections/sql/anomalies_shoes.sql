@@ -88,12 +88,19 @@ burn_stream AS (
                      CASE WHEN e.event_type = 'CardsLoaded' THEN e.shoe_id END IGNORE NULLS)
                      OVER (PARTITION BY e.table_id ORDER BY e.seq, e.log_offset
                            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS replaces_shoe
-          FROM events_once_of(NULL, NULL, NULL, NULL) AS e  -- each card event once (macros.sql)
+          FROM (SELECT * FROM events_once_of(NULL, NULL, NULL, NULL)  -- each card event once
+                WHERE event_type IN ('ShoeClosed', 'CardBurned', 'CardDrawn')  -- (macros.sql)
+                UNION ALL
+                -- and each load and tap-in once: one recorded again under its event id (a line
+                -- re-sent, a producer's retry; DUPLICATE_EVENT) is one load or tap-in, owing
+                -- one burn (as card_events_of, its first copy in seq order)
+                SELECT * FROM events_in(NULL, NULL, NULL, NULL)
+                WHERE event_type IN ('CardsLoaded', 'DealerTappedIn')
+                QUALIFY event_id IS NULL OR row_number() OVER (
+                    PARTITION BY table_id, event_id ORDER BY seq, log_offset) = 1) AS e
           -- by offset too: two writers can both append a load at one seq (docs/integrity.md)
           LEFT JOIN burn_exempt_loads AS x USING (table_id, seq, log_offset)
-          LEFT JOIN face_up_placements_of(NULL) AS p USING (table_id, seq, log_offset)
-          WHERE e.event_type IN ('CardsLoaded', 'ShoeClosed', 'DealerTappedIn', 'CardBurned',
-                                 'CardDrawn'))
+          LEFT JOIN face_up_placements_of(NULL) AS p USING (table_id, seq, log_offset))
     WINDOW before_this AS (PARTITION BY table_id ORDER BY seq, log_offset
                            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
            from_this AS (PARTITION BY table_id ORDER BY seq, log_offset

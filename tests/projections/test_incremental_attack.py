@@ -1322,3 +1322,59 @@ def test_cards_dealt_for_round_0_over_several_batches_are_cards_with_no_round(
     assert before_close == outside
     assert stored == outside + ([] if racked else
                                 [("CARD_UNACCOUNTED", None, [seq, closed]) for seq in cards])
+
+
+# A load or tap-in line recorded again under its event id (a device re-sending it, a producer
+# retry) is one load or one tap-in: DUPLICATE_EVENT is the finding, not a burn owed a second
+# time. The copy owed its own burn: a tap-in re-sent while shoe S2 was in play, and S1's load
+# re-sent during S2 (a load of another shoe, which also ended S2's debts), each raised
+# MISSING_BURN at the next card dealt. Live, the original lies before W (a shoe back): the
+# look-up of earlier copies brings it to the shoes family's window too, so the window drops the
+# copy as the full evaluation does (_two_batches: stored rows equal to it after each batch).
+@pytest.mark.parametrize("resent", ["tap-in", "load"])
+def test_a_load_or_tap_in_recorded_again_owes_no_second_burn(tmp_path: Path,
+                                                              resent: str) -> None:
+    log, t = _table(tmp_path)  # the tap-in is event 2, id 2
+    s1 = t.new_shoe("S1")  # the load: event 3, id 3
+    t.round_no = 1
+    t.deal_round("4C JS 7D", {1: 500})
+    t.new_shoe("S2")
+    t.round_no = 1
+    t.deal_round("3H 10S 6D", {1: 500})
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
+        t.clock += timedelta(seconds=1)
+        event: model.DomainEvent = (model.DealerTappedIn(dealer_id="D1") if resent == "tap-in"
+                                    else model.CardsLoaded(decks=6))
+        copy_of = 2 if resent == "tap-in" else s1
+        again = t.recorder.record(
+            t.table_id, event, shoe_id=None if resent == "tap-in" else "S1", round_no=None,
+            actor="D1", occurred_at=t.clock, recorded_at=t.clock,
+            event_id=str(uuid.UUID(int=copy_of)))
+        t.round_no = 2
+        t.deal_round("5C 9D 2H", {1: 500})  # no burn: none is owed
+        second_batch()
+        for source in (STORED, "anomalies"):
+            assert con.execute(f"SELECT code, seqs FROM {source} WHERE code IN "
+                               "('MISSING_BURN', 'DUPLICATE_EVENT')").fetchall() == [
+                ("DUPLICATE_EVENT", [copy_of, again])]
+
+
+# The same in one batch, the copy right after its original (a producer's retry): one load, one
+# burn owed and paid
+def test_a_load_recorded_twice_in_a_row_owes_one_burn(tmp_path: Path) -> None:
+    log, t = _table(tmp_path)
+    load = t.load("S1")
+    t.clock += timedelta(seconds=1)
+    again = t.recorder.record(t.table_id, model.CardsLoaded(decks=6), shoe_id="S1",
+                              round_no=None, actor="D1", occurred_at=t.clock,
+                              recorded_at=t.clock, event_id=str(uuid.UUID(int=load)))
+    t.burn("2C")
+    t.round_no = 1
+    t.deal_round("4C JS 7D", {1: 500})
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
+        t.round_no = 2
+        t.deal_round("3H 10S 6D", {1: 500})
+        second_batch()
+        assert con.execute(f"SELECT code, seqs FROM {STORED} WHERE code IN "
+                           "('MISSING_BURN', 'DUPLICATE_EVENT')").fetchall() == [
+            ("DUPLICATE_EVENT", [load, again])]
