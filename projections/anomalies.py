@@ -255,6 +255,8 @@ WHERE (len($codes) = 0 OR list_contains($codes, a.code))
   AND ($shoe IS NULL OR a.shoe_id = $shoe)
   AND ($since IS NULL OR a.occurred_at >= $since)
   AND ($until IS NULL OR a.occurred_at < $until)
+  -- the gaming day as reconcile groups rounds (sql/ledger.sql): one definition, DST included
+  AND ($day IS NULL OR gaming_day(a.occurred_at, $tz, $day_start_minutes) = $day)
   AND c.severity_rank >= $min_rank
 ORDER BY a.occurred_at, a.table_id, a.code, a.seqs
 """
@@ -276,28 +278,34 @@ def list_anomalies(con: duckdb.DuckDBPyConnection, f: AnomalyFilter | None = Non
     if f.severity is not None and f.severity not in SEVERITIES:
         raise AnomalyQueryError(f"no severity {f.severity!r}; use {', '.join(SEVERITIES)}")
     min_rank = Severity(f.severity).rank if f.severity else Severity.LOW.rank
+    calendar = calendar or Calendar()
     found = query_rows(con, _SELECT.format(source=anomaly_source(con)), {
         "codes": list(codes), "table": f.table, "shoe": f.shoe, "since": f.since,
-        "until": f.until, "min_rank": min_rank})
+        "until": f.until, "min_rank": min_rank, "day": f.day, "tz": calendar.tz,
+        "day_start_minutes": calendar.day_start})
     if progress is not None:
         progress(1, 2)
     wants_stats = f.statistics and (not codes or any(c in STATISTICAL for c in codes))
     if wants_stats and f.shoe is None and min_rank <= Severity.LOW.rank:  # the statistics are low
-        for r in statistical_anomalies(con, calendar):
-            if codes and r["code"] not in codes:
-                continue
-            if f.table is not None and r["table_id"] != f.table:
-                continue
-            at = r["occurred_at"]
-            if (f.since is not None and (at is None or at < f.since)) or \
-                    (f.until is not None and (at is None or at >= f.until)):
-                continue
-            found.append(r)
+        stats = [r for r in statistical_anomalies(con, calendar)
+                 if (not codes or r["code"] in codes)
+                 and (f.table is None or r["table_id"] == f.table)
+                 and (f.since is None or (r["occurred_at"] is not None
+                                          and r["occurred_at"] >= f.since))
+                 and (f.until is None or (r["occurred_at"] is not None
+                                          and r["occurred_at"] < f.until))]
+        if f.day is not None and stats:  # their gaming days by the same macro as the rows'
+            ((days,),) = con.execute(
+                "SELECT list_transform($at, lambda t: gaming_day(t, $tz, $s))",
+                {"at": [r["occurred_at"] for r in stats], "tz": calendar.tz,
+                 "s": calendar.day_start}).fetchall()
+            stats = [r for r, d in zip(stats, days, strict=True) if d == f.day]
+        found.extend(stats)
     if progress is not None:
         progress(2, 2)
     if not found:
         require_known(con, table=f.table, shoe=f.shoe)  # a typo is an error, not "no rows"
-        require_rounds_on(con, calendar or Calendar(), f.day, f.table,
+        require_rounds_on(con, calendar, f.day, f.table,
                           f.shoe)  # nor a day not played
     return found
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import re
-from datetime import UTC, date, datetime, time, timedelta, timezone, tzinfo
+from datetime import UTC, date, datetime, timedelta, timezone, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from events.errors import PitlogError
@@ -140,19 +140,13 @@ def iso(at: datetime | date | None) -> str | None:
     return at.isoformat()
 
 
-def gaming_day_bounds(day: date, day_start_minutes: int, tz: tzinfo) -> tuple[datetime, datetime]:
-    """The instants (UTC) a gaming day runs between: [day at the day's start, the next day at
-    the same wall-clock time), on the casino's clock. The inverse of sql/ledger.sql's gaming_day
-    macro (the local date of the moment less the day's start), so `anomalies --day` selects
-    the same day `reconcile --day` does; a start time that falls in a DST change is read with
-    fold=0, as parse_local reads it."""
-    try:
-        start = datetime.combine(day, time()) + timedelta(minutes=day_start_minutes)
-        end = start + timedelta(days=1)  # the wall clock's next day: 23 or 25 hours across DST
-        return start.replace(tzinfo=tz).astimezone(UTC), end.replace(tzinfo=tz).astimezone(UTC)
-    except OverflowError:  # year 1 or 9999: its bounds leave Python's calendar
+def check_gaming_day(day: date) -> date:
+    """`day` when a gaming day can be asked for: its span (from its start to the next day's,
+    on any clock) lies within the years 1 to 9999."""
+    if not date(1, 1, 2) <= day <= date(9999, 12, 30):
         raise PitlogError(f"gaming day {day} is out of range: give a day between 0001-01-02 "
-                          f"and 9999-12-30") from None
+                          f"and 9999-12-30")
+    return day
 
 
 def parse_local(text: str, tz: tzinfo, what: str) -> datetime:

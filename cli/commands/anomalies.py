@@ -27,8 +27,8 @@ from cli.progress import progress_bar
 from cli.reading import reading
 from events.reddog.catalogue import Severity
 from projections.anomalies import COLUMNS, AnomalyFilter, list_anomalies
-from projections.localtime import casino_zone, gaming_day_bounds
-from projections.reconcile import Calendar, hhmm, parse_day, parse_hhmm
+from projections.localtime import casino_zone, check_gaming_day
+from projections.reconcile import Calendar, hhmm, parse_day
 
 ANOMALY_SUMMARY = ["occurred_at", "code", "severity", "table_id", "shoe_id", "round_no", "seqs",
                    "explanation"]
@@ -70,7 +70,7 @@ def anomalies_cmd(
     events that prove it, a one-line explanation and the rule it cites (docs/anomalies.md).
 
     --day takes the gaming day as reconcile, conservation and report do (--gaming-day-start on
-    the --tz clock to the next day's); with --since or --until too, the narrower window wins.
+    the --tz clock to the next day's); with --since or --until too, both apply.
     HOLD_VARIANCE judges each table, gaming day and shift of that calendar (--tz,
     --gaming-day-start, --shifts), as `pitlog reconcile` groups them.
 
@@ -80,15 +80,10 @@ def anomalies_cmd(
     calendar = Calendar.parse(tz or "UTC", gaming_day_start, shifts)
     first = parse_time(since, tz, "--since") if since else None
     last = parse_time(until, tz, "--until") if until else None
-    if day is not None:
-        begins, ends = gaming_day_bounds(parse_day(day),  # type: ignore[arg-type]
-                                         parse_hhmm(gaming_day_start, "--gaming-day-start"),
-                                         casino_zone(tz))
-        first, last = max(first or begins, begins), min(last or ends, ends)
     f = AnomalyFilter(
         codes=tuple(code or ()), table=table, shoe=shoe, since=first, until=last,
         severity=severity.value if severity else None, statistics=statistics,
-        day=parse_day(day))
+        day=check_gaming_day(parse_day(day)) if day is not None else None)  # type: ignore[arg-type]
     found = ask(db_path(db), server, "/api/anomalies", code=list(f.codes), table=table,
                 shoe=shoe, since=f.since, until=f.until, severity=f.severity,
                 statistics=str(statistics).lower(), day=day, **_calendar_params(calendar))

@@ -26,7 +26,7 @@ from projections.alerts import alerts_after
 from projections.anomalies import AnomalyFilter, list_anomalies
 from projections.dispute import dispute as rebuild
 from projections.export import Rows
-from projections.localtime import gaming_day_bounds, parse_local, parse_zone
+from projections.localtime import check_gaming_day, parse_local, parse_zone
 from projections.moment import OutsideRound
 from projections.queries import list_shoes, rows
 from projections.reconcile import DEFAULT_SIGMA, Calendar, ledger_rows, parse_day
@@ -208,11 +208,8 @@ def anomalies(request: Request) -> Response:
                "tz", "gaming_day_start", "shifts", "day")
     groups = calendar(p)  # HOLD_VARIANCE's gaming days and shifts, as /api/reconcile's
     since, until, day = as_time(p, "since", state.tz), as_time(p, "until", state.tz), None
-    if "day" in p:  # as `pitlog anomalies --day`: the window of that gaming day, narrowed
-        day = parse_day(p["day"])
-        begins, ends = gaming_day_bounds(day, groups.day_start,  # type: ignore[arg-type]
-                                         parse_zone(p.get("tz", "UTC")))
-        since, until = max(since or begins, begins), min(until or ends, ends)
+    if "day" in p:  # as `pitlog anomalies --day`: the rows of that gaming day
+        day = check_gaming_day(parse_day(p["day"]))  # type: ignore[arg-type]
     f = AnomalyFilter(codes=tuple(many(request, "code")), table=p.get("table"),
                       shoe=p.get("shoe"), since=since, until=until, severity=p.get("severity"),
                       statistics=as_bool(p, "statistics", True), day=day)
