@@ -22,11 +22,11 @@ from projections.store_files import store_owning
 
 LogOpt = Annotated[str | None, typer.Option(
     "--log", envvar="PITLOG_LOG", show_default=False,
-    help="Event log: a folder / file:///path (embedded, default ./pitlog-data/log) or "
-         "kafka://HOST:PORT/TOPIC.")]
+    help="Event log: a folder / file:///path (embedded; default: the folder log in "
+         "./pitlog-data) or a Kafka topic, kafka://HOST:PORT/TOPIC.")]
 DbOpt = Annotated[Path | None, typer.Option(
     "--db", envvar="PITLOG_DB", show_default=False,
-    help="DuckDB file of the views (default ./pitlog-data/pitlog.duckdb).")]
+    help="DuckDB file of the views (default: pitlog.duckdb in ./pitlog-data).")]
 FormatOpt = Annotated[Format, typer.Option(
     "--format", "-f", help="Output: table for people; json (an array of objects), jsonl (one "
                            "object a line), csv or parquet (needs --out) for machines, written "

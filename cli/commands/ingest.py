@@ -35,7 +35,7 @@ def ingest_cmd(
     quarantine: Annotated[Path | None, typer.Option(
         callback=new_file,
         help="Where refused lines go (appended, JSON lines). Default: next to the log, "
-             "e.g. pitlog-data/log-quarantine.jsonl.")] = None,
+             "e.g. log-quarantine.jsonl in ./pitlog-data.")] = None,
     batch: Annotated[int, typer.Option(
         min=1, help="Lines per append (one fsync each). Use 1 for a live feed on standard input, "
                     "so each line is durable as soon as it arrives.")] = BATCH_LINES,
