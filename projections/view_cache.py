@@ -12,13 +12,20 @@ a file whose name is the digest of what they are made from, and attached read-on
   (views.views_fingerprint), the catalog's name, its `events` view's text and columns, and
   which views the caller makes (`what`). Another pitlog, DuckDB or schema gives another
   file; nothing is read stale.
-- the folder: `PITLOG_CACHE_DIR`, else `$XDG_CACHE_HOME/pitlog/views`, else
+- the folder: `PITLOG_CACHE_DIR`, else `$XDG_CACHE_HOME/pitlog/views` (an absolute
+  XDG_CACHE_HOME: a relative one is ignored, as the XDG spec says), else
   `~/.cache/pitlog/views`. The files hold view definitions only, never a row of a store.
+- trusted as the installed package is: a folder or file that is not the user's own, or that
+  another user may write (group or others' write bit), is not used, as ssh refuses such keys:
+  whoever could write a view there could change which anomalies are stored.
 - a file is made under a name of its own and renamed into place once complete, so a reader
   never attaches half a file, and two processes making the same one both end with a whole one.
   A file that cannot be attached or lacks its digest (damaged, cut short) is made again.
 - when the folder cannot be written or a file cannot be attached (a read-only home, a full
-  disk), the catalog is made in memory as before: slower, never wrong.
+  disk, no home at all, a connection sealed against file access as `pitlog serve`'s writer
+  is: sql_console.seal_writer), the catalog is made in memory as before: slower, never wrong.
+  A file left half-made by a killed process (`*.part`) is removed by a later make after an
+  hour.
 
 The catalog's `events` is a view of the caller's window (`events_sql`, naming tables of
 catalogs the caller attached), so the window's rows stay in memory and the views bound at query
@@ -29,23 +36,32 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
 
+from events.errors import ProjectionError
 from projections.views import views_fingerprint
 
 _MARK = "pitlog_view_cache"  # the file's one table: its digest, written last
 
 
+# Bumped when what a file holds changes in a way the digest's inputs do not show.
+FORMAT = 1
+_STALE_PART_SECONDS = 3600
+
+
 def cache_dir() -> Path:
-    """Where the view catalogs are kept (module docstring)."""
+    """Where the view catalogs are kept (module docstring); RuntimeError when there is no home
+    to keep them in."""
     if os.environ.get("PITLOG_CACHE_DIR"):
         return Path(os.environ["PITLOG_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "pitlog" / "views"
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    base = Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache"
+    return base / "pitlog" / "views"
 
 
 def attach_views(cur: duckdb.DuckDBPyConnection, alias: str, events_sql: str,
@@ -59,17 +75,22 @@ def attach_views(cur: duckdb.DuckDBPyConnection, alias: str, events_sql: str,
     cur.execute(f"DETACH DATABASE IF EXISTS {quoted}")
     columns = cur.execute(f"DESCRIBE {events_sql}").fetchall()
     digest = hashlib.sha256("\0".join(
-        (views_fingerprint(), alias, events_sql, what,
+        (f"format {FORMAT}", views_fingerprint(), alias, events_sql, what,
          repr([(c[0], c[1]) for c in columns]))).encode()).hexdigest()
-    path = cache_dir() / f"views-{digest[:32]}.duckdb"
     try:
+        if _sealed(cur):
+            raise OSError("file access is off on this connection")
+        path = cache_dir() / f"views-{digest[:32]}.duckdb"
         if not _attached(cur, quoted, path, digest):
             _make_file(cur, quoted, path, digest, events_sql, make)
             if not _attached(cur, quoted, path, digest):
-                raise OSError(f"{path}: made, but not readable")
+                raise OSError(f"{path}: made, but not attachable as the user's own")
         cur.execute(f"USE {quoted}")
         return True
-    except (OSError, duckdb.Error):
+    # Any failure of the cache (a make that failed is made again below, and raises there if
+    # it fails in memory too: a missing view file is an error either way)
+    except (OSError, RuntimeError, KeyError, duckdb.Error, ProjectionError):
+        _leave(cur, alias)
         cur.execute(f"DETACH DATABASE IF EXISTS {quoted}")
     cur.execute(f"ATTACH ':memory:' AS {quoted}")
     cur.execute(f"USE {quoted}")
@@ -89,10 +110,26 @@ def _leave(cur: duckdb.DuckDBPyConnection, alias: str) -> None:
         cur.execute(f"USE {_quoted(other)}")
 
 
+def _sealed(cur: duckdb.DuckDBPyConnection) -> bool:
+    ((on,),) = cur.execute("SELECT current_setting('enable_external_access')").fetchall()
+    return not on
+
+
+def _own(path: Path) -> bool:
+    """The user's own, and writable by no one else (module docstring)."""
+    st = path.stat()
+    return st.st_uid == os.geteuid() and not st.st_mode & 0o022
+
+
 def _attached(cur: duckdb.DuckDBPyConnection, quoted: str, path: Path, digest: str) -> bool:
-    """Whether `path` is attached as `quoted`, read-only, holding `digest` (else detached)."""
+    """Whether `path` is attached as `quoted`, read-only, holding `digest` (else detached).
+    OSError when the folder or the file is not the user's own (_own)."""
+    if path.parent.is_dir() and not _own(path.parent):
+        raise OSError(f"{path.parent}: not the user's own, or writable by others")
     if not path.is_file():
         return False
+    if not _own(path):
+        raise OSError(f"{path}: not the user's own, or writable by others")
     try:
         cur.execute(f"ATTACH {_literal(path)} AS {quoted} (READ_ONLY)")
         if cur.execute(f"SELECT digest FROM {quoted}.main.{_MARK}").fetchall() == [(digest,)]:
@@ -105,7 +142,13 @@ def _attached(cur: duckdb.DuckDBPyConnection, quoted: str, path: Path, digest: s
 
 def _make_file(cur: duckdb.DuckDBPyConnection, quoted: str, path: Path, digest: str,
                events_sql: str, make: Callable[[duckdb.DuckDBPyConnection], None]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    for old in path.parent.glob("views-*.part*"):  # left by a process killed while making one
+        try:
+            if time.time() - old.stat().st_mtime > _STALE_PART_SECONDS:
+                old.unlink()
+        except OSError:
+            pass  # another process's, removed meanwhile
     ((before,),) = cur.execute("SELECT current_database()").fetchall()
     part = path.with_name(f"{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.part")
     try:

@@ -5,6 +5,8 @@ hold no row of a store. Every case ends with the stored rows equal to a full eva
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -174,3 +176,72 @@ def test_the_cache_holds_views_only_and_another_definition_gets_another_file(
         with duckdb.connect(str(path), read_only=True) as f:
             tables = f.execute("SELECT table_name, estimated_size FROM duckdb_tables()").fetchall()
             assert tables == [(view_cache._MARK, 1)]  # no row of the window, only the digest
+
+
+def _attach(cur: duckdb.DuckDBPyConnection, what: str = "a") -> bool:
+    def make(c: duckdb.DuckDBPyConnection) -> None:
+        c.execute("CREATE VIEW doubled AS SELECT table_id, seq * 2 AS seq FROM events")
+
+    ok = view_cache.attach_views(cur, "w_views", "SELECT * FROM w.main.events", make, what)
+    assert cur.execute("SELECT * FROM doubled").fetchall() == [("T1", 14)]  # either way
+    return ok
+
+
+@pytest.fixture
+def window() -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect()
+    con.execute("ATTACH ':memory:' AS w")
+    con.execute("CREATE TABLE w.main.events AS SELECT 'T1' AS table_id, 7 AS seq")
+    return con.cursor()
+
+
+def test_a_folder_or_file_another_user_may_write_is_not_used(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        window: duckdb.DuckDBPyConnection) -> None:
+    """Whoever could write a view there could change which anomalies are stored: a cache
+    folder or file writable by group or others is not trusted, as ssh refuses such keys."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("PITLOG_CACHE_DIR", str(cache))
+    assert _attach(window)
+    (made,) = cache.glob("views-*.duckdb")
+    assert cache.stat().st_mode & 0o777 == 0o700  # made private
+    made.chmod(0o666)
+    assert not _attach(window)  # made in memory, the file left as it was
+    assert made.stat().st_mode & 0o777 == 0o666
+    made.chmod(0o644)
+    assert _attach(window)
+    cache.chmod(0o777)
+    assert not _attach(window)
+
+
+def test_no_home_a_relative_xdg_folder_and_a_sealed_connection_fall_back_to_memory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        window: duckdb.DuckDBPyConnection) -> None:
+    monkeypatch.delenv("PITLOG_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")  # ignored (XDG: absolute only)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert view_cache.cache_dir() == tmp_path / "home" / ".cache" / "pitlog" / "views"
+
+    def no_home() -> Path:  # a uid with no passwd entry and no HOME (a container's)
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.setattr(Path, "home", staticmethod(no_home))
+    assert not _attach(window)  # was a RuntimeError out of the projector
+    monkeypatch.setenv("PITLOG_CACHE_DIR", str(tmp_path / "cache"))
+    window.execute("SET enable_external_access = false")  # pitlog serve's writer (seal_writer)
+    assert not _attach(window)
+    assert not (tmp_path / "cache").exists()  # not even the folder made
+
+
+def test_a_half_made_file_of_a_killed_process_is_removed_after_an_hour(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        window: duckdb.DuckDBPyConnection) -> None:
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("PITLOG_CACHE_DIR", str(cache))
+    cache.mkdir(mode=0o700)
+    old, young = cache / "views-x.duckdb.1.a.part", cache / "views-y.duckdb.2.b.part.wal"
+    for part, age in ((old, 7200), (young, 60)):
+        part.write_bytes(b"\0" * 100)
+        os.utime(part, (time.time() - age, time.time() - age))
+    assert _attach(window)
+    assert not old.exists() and young.exists()  # a younger one may still be being made
