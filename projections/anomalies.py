@@ -255,8 +255,11 @@ WHERE (len($codes) = 0 OR list_contains($codes, a.code))
   AND ($shoe IS NULL OR a.shoe_id = $shoe)
   AND ($since IS NULL OR a.occurred_at >= $since)
   AND ($until IS NULL OR a.occurred_at < $until)
-  -- the gaming day as reconcile groups rounds (sql/ledger.sql): one definition, DST included
-  AND ($day IS NULL OR gaming_day(a.occurred_at, $tz, $day_start_minutes) = $day)
+  -- the gaming day as reconcile groups rounds (sql/ledger.sql): one definition, DST included;
+  -- first a range days wider than any zone's day, which the table's row groups can skip by
+  AND ($day IS NULL OR (a.occurred_at >= CAST($day AS TIMESTAMPTZ) - INTERVAL 2 DAYS
+                        AND a.occurred_at < CAST($day AS TIMESTAMPTZ) + INTERVAL 3 DAYS
+                        AND gaming_day(a.occurred_at, $tz, $day_start_minutes) = $day))
   AND c.severity_rank >= $min_rank
 ORDER BY a.occurred_at, a.table_id, a.code, a.seqs
 """

@@ -500,9 +500,13 @@ class Detector:
         copies of an event id of the stretch (rows from k on), which DUPLICATE_EVENT proves with
         every copy however far back (anomalies_streams.sql). Returns the copies found.
 
-        Which ids can have such a copy: an id of the batch (`pitlog_new`), or an id that already
+        Which ids can have such a copy: an id of the batch (`pitlog_new`), an id that already
         had two copies, one from k on and one before W, and so a stored row of the stretch (the
-        stored rows equal a full evaluation before the batch). Their hashes are looked up in
+        stored rows equal a full evaluation before the batch), and the id of each load and
+        tap-in of the cards window: MISSING_BURN counts each once (anomalies_shoes.sql
+        burn_stream), so a copy of one in the window, from W on, is no debt when its original
+        lies before W, though its DUPLICATE_EVENT row may end before k (an outside review
+        found a copy between W and k owing a burn live). Their hashes are looked up in
         the store's index of ids (projections/id_index.py: a B-tree search per hash, so the
         look-up reads in proportion to the ids, not the history); the few matches before the
         window's start are read from `events` by log position (constants: DuckDB reads only
@@ -517,7 +521,10 @@ class Detector:
                   JOIN (SELECT a.table_id, unnest(a.seqs) AS seq
                         FROM {self.db}.main.{STORED} AS a JOIN scope AS sc USING (table_id)
                         WHERE a.code = 'DUPLICATE_EVENT' AND sc.w IS NOT NULL
-                          AND list_max(a.seqs) >= sc.k) AS d USING (table_id, seq)) AS q
+                          AND list_max(a.seqs) >= sc.k) AS d USING (table_id, seq)
+                  UNION ALL
+                  SELECT table_id, event_id FROM {CARDS}.main.events
+                  WHERE event_type IN ('CardsLoaded', 'DealerTappedIn')) AS q
             JOIN scope AS sc USING (table_id)
             WHERE sc.w IS NOT NULL AND q.event_id IS NOT NULL"""
         s.execute(f"CREATE OR REPLACE TEMP TABLE pitlog_ids AS "

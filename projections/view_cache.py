@@ -1,12 +1,13 @@
 """Catalogs of views made once per definition and kept in a cache folder, attached read-only.
 
 Creating a DuckDB view binds it: DuckDB resolves every view and macro it reads to learn its
-columns. The detector's three window catalogs and the round money keeper's cost about 0.45 s
-of binding at every projector start (`pitlog project`, `pitlog serve`'s start), a third of a
-small `project` call (benchmarks/results.md, session 34). A DuckDB file keeps its views as
-their text and columns; attaching one binds nothing (about 5 ms), and a view is bound when a
-query reads it, as it is when made in memory. So each window catalog's views are made once into
-a file whose name is the digest of what they are made from, and attached read-only afterwards:
+columns. The detector's three window catalogs and the round money keeper's cost about 0.5 s of
+binding at every `pitlog project` start, a third of a small `project` call
+(benchmarks/results.md, session 34; `pitlog serve` binds them once per run, in memory: below).
+A DuckDB file keeps its views as their text and columns; attaching one binds nothing (about 5
+ms), and a view is bound when a query reads it, as it is when made in memory. So each window
+catalog's views are made once into a file whose name is the digest of what they are made from,
+and attached read-only afterwards:
 
 - what they are made from: DuckDB's version, every view file and the generated macros
   (views.views_fingerprint), the catalog's name, its `events` view's text and columns, and
@@ -161,6 +162,7 @@ def _make_file(cur: duckdb.DuckDBPyConnection, quoted: str, path: Path, digest: 
         finally:
             cur.execute(f"USE {_quoted(before)}")  # a catalog in use cannot be detached
             cur.execute(f"DETACH DATABASE IF EXISTS {quoted}")
+        part.chmod(0o600)  # the user's alone whatever the umask (_own: 002 made it 664)
         os.replace(part, path)
     finally:
         for leftover in (part, part.with_name(part.name + ".wal")):

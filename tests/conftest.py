@@ -3,6 +3,10 @@ Recorder (no simulator, so tests state every card they depend on)."""
 
 from __future__ import annotations
 
+import atexit
+import os
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -15,6 +19,12 @@ from events.log.embedded.log import EmbeddedLog
 __all__ = ["START", "HandBuiltTable", "card"]
 
 START = EVENING  # the hand-built tables' first second
+
+# The projector's cache of bound views (projections/view_cache.py) in a folder of the test
+# process's own (its children inherit it), not the user's ~/.cache; removed when it ends.
+_VIEWS = tempfile.mkdtemp(prefix="pitlog-test-views-")
+os.environ.setdefault("PITLOG_CACHE_DIR", _VIEWS)
+atexit.register(shutil.rmtree, _VIEWS, True)
 
 
 class HandBuiltTable(TableBuilder):

@@ -1328,9 +1328,11 @@ def test_cards_dealt_for_round_0_over_several_batches_are_cards_with_no_round(
 # retry) is one load or one tap-in: DUPLICATE_EVENT is the finding, not a burn owed a second
 # time. The copy owed its own burn: a tap-in re-sent while shoe S2 was in play, and S1's load
 # re-sent during S2 (a load of another shoe, which also ended S2's debts), each raised
-# MISSING_BURN at the next card dealt. Live, the original lies before W (a shoe back): the
-# look-up of earlier copies brings it to the shoes family's window too, so the window drops the
-# copy as the full evaluation does (_two_batches: stored rows equal to it after each batch).
+# MISSING_BURN at the next card dealt. Live, the tap-in's original lies before W (a shoe
+# back): the look-up of earlier copies brings it to the shoes family's window too, so the
+# window drops the copy as the full evaluation does (the load's copy names S1, so K reaches
+# back to S1 and the original is in the window; _two_batches: stored rows equal to the full
+# evaluation after each batch).
 @pytest.mark.parametrize("resent", ["tap-in", "load"])
 def test_a_load_or_tap_in_recorded_again_owes_no_second_burn(tmp_path: Path,
                                                               resent: str) -> None:
@@ -1378,3 +1380,30 @@ def test_a_load_recorded_twice_in_a_row_owes_one_burn(tmp_path: Path) -> None:
         assert con.execute(f"SELECT code, seqs FROM {STORED} WHERE code IN "
                            "('MISSING_BURN', 'DUPLICATE_EVENT')").fetchall() == [
             ("DUPLICATE_EVENT", [load, again])]
+
+
+# From an outside review: a tap-in copy between W and K (after the last card dealt before K,
+# here S1's round) whose original lies before W. Its DUPLICATE_EVENT row ends before K, so the
+# look-up of earlier copies did not ask for its id; the cards window kept it as a tap-in owing
+# a burn, which the full evaluation drops: MISSING_BURN [copy, card] stored, none in the view.
+# The ids of the loads and tap-ins in the cards window are looked up too.
+def test_a_tap_in_copy_between_w_and_k_whose_original_is_before_w_owes_nothing(
+        tmp_path: Path) -> None:
+    log, t = _table(tmp_path)  # the tap-in is event 2, id 2
+    t.new_shoe("S1")
+    t.round_no = 1
+    t.deal_round("4C JS 7D", {1: 500})
+    t.clock += timedelta(seconds=1)
+    again = t.recorder.record(t.table_id, model.DealerTappedIn(dealer_id="D1"), shoe_id=None,
+                              round_no=None, actor="D1", occurred_at=t.clock,
+                              recorded_at=t.clock, event_id=str(uuid.UUID(int=2)))
+    t.shoe_id, t.round_no = "S2", 1  # the next shoe's load line lost: S1 never closed
+    t.wager(1, 500)
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
+        t.draw("3H", Box.LEFT)
+        t.draw("10S", Box.RIGHT)
+        second_batch()
+        for source in (STORED, "anomalies"):
+            assert con.execute(f"SELECT code, seqs FROM {source} WHERE code IN "
+                               "('MISSING_BURN', 'DUPLICATE_EVENT')").fetchall() == [
+                ("DUPLICATE_EVENT", [2, again])]
