@@ -89,13 +89,14 @@ burn_stream AS (
                      OVER (PARTITION BY e.table_id ORDER BY e.seq, e.log_offset
                            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS replaces_shoe
           FROM (SELECT * FROM events_once_of(NULL, NULL, NULL, NULL)  -- each card event once
-                WHERE event_type IN ('ShoeClosed', 'CardBurned', 'CardDrawn')  -- (macros.sql)
+                WHERE event_type IN ('CardBurned', 'CardDrawn')  -- (macros.sql)
                 UNION ALL
-                -- and each load and tap-in once: one recorded again under its event id (a line
-                -- re-sent, a producer's retry; DUPLICATE_EVENT) is one load or tap-in, owing
-                -- one burn (as card_events_of, its first copy in seq order)
+                -- and each load, tap-in and close once: one recorded again under its event id
+                -- (a line re-sent, a producer's retry; DUPLICATE_EVENT) is one load or tap-in,
+                -- owing one burn, or one close, ending the debts of its own moment only (as
+                -- card_events_of, its first copy in seq order; incremental.BURN_ONCE_TYPES)
                 SELECT * FROM events_in(NULL, NULL, NULL, NULL)
-                WHERE event_type IN ('CardsLoaded', 'DealerTappedIn')
+                WHERE event_type IN ('CardsLoaded', 'DealerTappedIn', 'ShoeClosed')
                 QUALIFY event_id IS NULL OR row_number() OVER (
                     PARTITION BY table_id, event_id ORDER BY seq, log_offset) = 1) AS e
           -- by offset too: two writers can both append a load at one seq (docs/integrity.md)

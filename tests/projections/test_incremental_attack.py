@@ -1407,3 +1407,36 @@ def test_a_tap_in_copy_between_w_and_k_whose_original_is_before_w_owes_nothing(
             assert con.execute(f"SELECT code, seqs FROM {source} WHERE code IN "
                                "('MISSING_BURN', 'DUPLICATE_EVENT')").fetchall() == [
                 ("DUPLICATE_EVENT", [2, again])]
+
+
+# A ShoeClosed recorded again the same way: a debt dies with its shoe at its ShoeClosed, so a
+# copy of S1's close re-sent while S2 was in play ended the new dealer's debt there, and the
+# card dealt with no burn after it was not flagged (a missing MISSING_BURN). Each close once;
+# live, with the copy's shoe (K reaches back to S1) and with none (the original before W,
+# found by the look-up).
+@pytest.mark.parametrize("copy_shoe", ["S1", None])
+def test_a_shoe_close_recorded_again_does_not_end_the_next_shoes_burn_debts(
+        tmp_path: Path, copy_shoe: str | None) -> None:
+    log, t = _table(tmp_path)
+    t.new_shoe("S1")
+    t.round_no = 1
+    t.deal_round("4C JS 7D", {1: 500})
+    closed = t.emit(model.ShoeClosed(cards_remaining=300))
+    t.new_shoe("S2")
+    t.round_no = 1
+    t.deal_round("3H 10S 6D", {1: 500})
+    tap = t.tap_in("D2")  # owes a burn before the next card
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
+        t.clock += timedelta(seconds=1)
+        again = t.recorder.record(t.table_id, model.ShoeClosed(cards_remaining=300),
+                                  shoe_id=copy_shoe, round_no=None, actor="D2",
+                                  occurred_at=t.clock, recorded_at=t.clock,
+                                  event_id=str(uuid.UUID(int=closed)))
+        t.round_no = 2
+        dealt = t.deal_round("5C 9D 2H", {1: 500})  # no burn: D2's is owed
+        second_batch()
+        for source in (STORED, "anomalies"):
+            assert con.execute(f"SELECT code, seqs FROM {source} WHERE code IN "
+                               "('MISSING_BURN', 'DUPLICATE_EVENT') ORDER BY code"
+                               ).fetchall() == [("DUPLICATE_EVENT", [closed, again]),
+                                                ("MISSING_BURN", [tap, dealt["left"]])]
