@@ -62,6 +62,19 @@ def _table(tmp_path: Path) -> tuple[EmbeddedLog, TableBuilder]:
     return log, t
 
 
+def _two_shoes(tmp_path: Path) -> tuple[EmbeddedLog, TableBuilder, int]:
+    """_table's opening and tap-in (event and id 2), then a round of shoe S1 (its load: event
+    and id 3, returned) and one of shoe S2, each shoe burned at its load."""
+    log, t = _table(tmp_path)
+    s1 = t.new_shoe("S1")
+    t.round_no = 1
+    t.deal_round("4C JS 7D", {1: 500})
+    t.new_shoe("S2")
+    t.round_no = 1
+    t.deal_round("3H 10S 6D", {1: 500})
+    return log, t, s1
+
+
 @contextmanager
 def _two_batches(tmp_path: Path, log: EmbeddedLog,
                  t: TableBuilder) -> Iterator[tuple[duckdb.DuckDBPyConnection, Callable[[], None]]]:
@@ -261,13 +274,7 @@ def test_a_cut_and_a_shuffler_jam_of_an_earlier_round_are_judged_in_a_later_batc
 # the history (projections/id_index.py) brings it to the streams family: the row [first copy,
 # new copy]
 def test_a_copy_of_an_event_of_an_earlier_shoe_is_a_duplicate(tmp_path: Path) -> None:
-    log, t = _table(tmp_path)  # the tap-in is event 2, id 2
-    t.new_shoe("S1")
-    t.round_no = 1
-    t.deal_round("4C JS 7D", {1: 500})
-    t.new_shoe("S2")
-    t.round_no = 1
-    t.deal_round("3H 10S 6D", {1: 500})
+    log, t, _ = _two_shoes(tmp_path)  # the tap-in is event 2, id 2
     with _two_batches(tmp_path, log, t) as (con, second_batch):
         t.clock += timedelta(seconds=1)  # the tap-in's line re-sent as it was: no shoe, no round
         again = t.recorder.record(t.table_id, model.DealerTappedIn(dealer_id="D1"),
@@ -1336,13 +1343,7 @@ def test_cards_dealt_for_round_0_over_several_batches_are_cards_with_no_round(
 @pytest.mark.parametrize("resent", ["tap-in", "load"])
 def test_a_load_or_tap_in_recorded_again_owes_no_second_burn(tmp_path: Path,
                                                               resent: str) -> None:
-    log, t = _table(tmp_path)  # the tap-in is event 2, id 2
-    s1 = t.new_shoe("S1")  # the load: event 3, id 3
-    t.round_no = 1
-    t.deal_round("4C JS 7D", {1: 500})
-    t.new_shoe("S2")
-    t.round_no = 1
-    t.deal_round("3H 10S 6D", {1: 500})
+    log, t, s1 = _two_shoes(tmp_path)  # the tap-in: id 2; S1's load: id s1
     with _two_batches(tmp_path, log, t) as (con, second_batch):
         t.clock += timedelta(seconds=1)
         event: model.DomainEvent = (model.DealerTappedIn(dealer_id="D1") if resent == "tap-in"
