@@ -60,10 +60,6 @@ CONTEXT = "detect_context"
 # reads an event from before W but a card event's first copy (Detector.earlier_copies).
 STREAMS = "pitlog_detect_streams"
 STREAM_FAMILIES = ("anomalies_found_streams",)
-# The events MISSING_BURN counts once per event id beside the card events (anomalies_shoes.sql
-# burn_stream): an earlier copy of one joins the cards window (Detector.earlier_copies).
-BURN_ONCE_TYPES = ("CardsLoaded", "DealerTappedIn", "ShoeClosed")
-BURN_ONCE_SQL = "('" + "', '".join(BURN_ONCE_TYPES) + "')"
 CONTEXT_TYPES = ("TableOpened", "CardsLoaded", "ShoeClosed")
 _STATE_TYPES = "('" + "', '".join(CONTEXT_TYPES[1:]) + "')"
 # The cards sql/intruders.sql places in rounds by game order, whatever their shoe: a round's
@@ -507,10 +503,11 @@ class Detector:
         Which ids can have such a copy: an id of the batch (`pitlog_new`), an id that already
         had two copies, one from k on and one before W, and so a stored row of the stretch (the
         stored rows equal a full evaluation before the batch), and the id of each load,
-        tap-in and close of the cards window (BURN_ONCE_TYPES): MISSING_BURN counts each once
-        (anomalies_shoes.sql burn_stream), so a copy of one in the window, from W on, is no
-        debt (or end of debts) when its original lies before W, though its DUPLICATE_EVENT row
-        may end before k (an outside review found a copy between W and k owing a burn live).
+        tap-in and close of the cards window (macros.sql is_burn_state_event): MISSING_BURN
+        counts each once (anomalies_shoes.sql burn_stream), so a copy of one in the window,
+        from W on, is no debt (or end of debts) when its original lies before W, though its
+        DUPLICATE_EVENT row may end before k (an outside review found a copy between W and k
+        owing a burn live).
         Their hashes are looked up in the store's index of ids (projections/id_index.py: a
         B-tree search per hash, so the look-up reads in proportion to the ids, not the
         history); the few matches before the window's start are read from `events` by log
@@ -528,7 +525,7 @@ class Detector:
                           AND list_max(a.seqs) >= sc.k) AS d USING (table_id, seq)
                   UNION ALL
                   SELECT table_id, event_id FROM {CARDS}.main.events
-                  WHERE event_type IN {BURN_ONCE_SQL}) AS q
+                  WHERE {views_of(SCRATCH)}.main.is_burn_state_event(event_type)) AS q
             JOIN scope AS sc USING (table_id)
             WHERE sc.w IS NOT NULL AND q.event_id IS NOT NULL"""
         s.execute(f"CREATE OR REPLACE TEMP TABLE pitlog_ids AS "
@@ -565,11 +562,12 @@ class Detector:
             # first copy): the card families must see it to drop the later copy as the full
             # evaluation does, so it joins both windows (and the streams family through the
             # rounds window). So is a load's, tap-in's or close's for the burns the shoes family
-            # counts (BURN_ONCE_TYPES), in the cards window; every copy but a card's reaches the
-            # streams family through its own table.
+            # counts (macros.sql is_burn_state_event), in the cards window; every copy but a
+            # card's reaches the streams family through its own table.
             card = f"{views_of(SCRATCH)}.main.is_card_event(event_type)"
+            burn_state = f"{views_of(SCRATCH)}.main.is_burn_state_event(event_type)"
             for target, which in (
-                    (f"{CARDS}.main.events", f"{card} OR event_type IN {BURN_ONCE_SQL}"),
+                    (f"{CARDS}.main.events", f"{card} OR {burn_state}"),
                     (f"{SCRATCH}.main.events", card), (f"{STREAMS}.main.copies", f"NOT {card}")):
                 s.execute(f"INSERT INTO {target} SELECT * FROM pitlog_copies WHERE {which}")
             ((n,),) = s.execute("SELECT count(*) FROM pitlog_copies").fetchall()

@@ -94,9 +94,9 @@ burn_stream AS (
                 -- and each load, tap-in and close once: one recorded again under its event id
                 -- (a line re-sent, a producer's retry; DUPLICATE_EVENT) is one load or tap-in,
                 -- owing one burn, or one close, ending the debts of its own moment only (as
-                -- card_events_of, its first copy in seq order; incremental.BURN_ONCE_TYPES)
+                -- card_events_of, its first copy in seq order)
                 SELECT * FROM events_in(NULL, NULL, NULL, NULL)
-                WHERE event_type IN ('CardsLoaded', 'DealerTappedIn', 'ShoeClosed')
+                WHERE is_burn_state_event(event_type)
                 QUALIFY event_id IS NULL OR row_number() OVER (
                     PARTITION BY table_id, event_id ORDER BY seq, log_offset) = 1) AS e
           -- by offset too: two writers can both append a load at one seq (docs/integrity.md)

@@ -84,6 +84,13 @@ CREATE OR REPLACE MACRO round_kind(first_rank, second_rank) AS
 CREATE OR REPLACE MACRO is_card_event(kind) AS
     kind IN ('CardDrawn', 'CardDrawnInError', 'CardFoundFaceUp', 'CardBurned');
 
+-- The events that make or end a burn debt beside the cards (13:47-20.31(d)1; 13:69F-6.4): a
+-- shoe loaded, a dealer tapped in, a shoe closed. MISSING_BURN counts each once per event id
+-- (anomalies_shoes.sql burn_stream), and live detection brings their earlier copies to the
+-- cards window (projections/incremental.py, Detector.earlier_copies).
+CREATE OR REPLACE MACRO is_burn_state_event(kind) AS
+    kind IN ('CardsLoaded', 'DealerTappedIn', 'ShoeClosed');
+
 -- The events of the tables and shoes asked for (a NULL argument: all of them). from_seq and
 -- to_seq, given with in_table, only narrow the scan (events are stored in log order, so DuckDB
 -- skips the row groups outside them). The one place these predicates are written: every
