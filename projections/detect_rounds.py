@@ -165,7 +165,7 @@ def copy_windows(s: duckdb.DuckDBPyConnection, db: str, cards: str, context: str
         UNION ALL BY NAME
         SELECT c.* FROM {db}.main.{context} AS c JOIN scope AS sc USING (table_id)
         WHERE sc.w IS NOT NULL AND c.seq < sc.w
-          AND (c.event_type = 'TableOpened' OR c.seq = sc.state_seq)
+          AND (c.event_type = 'TableOpened' OR list_contains(sc.state_seqs, c.seq))
         UNION ALL BY NAME
         SELECT * FROM pitlog_new""")
     # The other families' window: the same, less the cards before K_r but the next card

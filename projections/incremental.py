@@ -126,7 +126,9 @@ class Scope:
     k: int | None
     w: int | None
     offset: int
-    state_seq: int | None  # the last CardsLoaded/ShoeClosed before w, read as context
+    # the last CardsLoaded before w, and the last ShoeClosed after it of its shoe (or of
+    # none), read as context: the shoe state at w (_with_state_seqs)
+    state_seqs: list[int] | None
 
 
 def state_tables(con: duckdb.DuckDBPyConnection) -> None:
@@ -318,7 +320,7 @@ class Detector:
         # columns would cost as much as planning it.
         scratch.execute(f"CREATE TABLE found AS SELECT * FROM {self.db}.main.{STORED} LIMIT 0")
         scratch.execute("CREATE TABLE scope (table_id VARCHAR, log_partition INTEGER, "
-                        "k BIGINT, w BIGINT, o BIGINT, state_seq BIGINT)")
+                        "k BIGINT, w BIGINT, o BIGINT, state_seqs BIGINT[])")
         # One cursor and one result table per family: the families are evaluated at once,
         # one thread each (_evaluate_families).
         for i, family in enumerate(self.families):
@@ -461,20 +463,32 @@ class Detector:
         wanted = {sc.table_id: sc.w for sc in scopes if sc.w is not None}
         if not wanted:
             return scopes
-        seqs = dict(self._ready().execute(
-            f"SELECT c.table_id, max(c.seq) FROM {self.db}.main.{CONTEXT} AS c "
-            f"JOIN (SELECT unnest($t) AS table_id, unnest($w) AS w) AS s USING (table_id) "
-            f"WHERE c.event_type IN {_STATE_TYPES} AND c.seq < s.w GROUP BY ALL",
-            {"t": list(wanted), "w": list(wanted.values())}).fetchall())
+        # The shoe in play at W is the shoe loaded last before it, closed by a later close of
+        # that shoe or of none; a close of another shoe ends nothing (anomalies_shoes.sql
+        # burn_stream), so both the load and such a close are read, not merely the last of
+        # the two.
+        seqs = {t: [s for s in (load, close) if s is not None]
+                for t, load, close in self._ready().execute(f"""
+            WITH s AS (SELECT unnest($t) AS table_id, unnest($w) AS w),
+            c AS (SELECT c.* FROM {self.db}.main.{CONTEXT} AS c JOIN s USING (table_id)
+                  WHERE c.event_type IN {_STATE_TYPES} AND c.seq < s.w),
+            l AS (SELECT table_id, max(seq) AS seq, arg_max(shoe_id, seq) AS shoe_id FROM c
+                  WHERE event_type = 'CardsLoaded' GROUP BY ALL)
+            SELECT s.table_id, l.seq, (
+                SELECT max(c.seq) FROM c WHERE c.table_id = s.table_id
+                   AND c.event_type = 'ShoeClosed' AND c.seq > coalesce(l.seq, -1)
+                   AND (c.shoe_id IS NULL OR l.shoe_id IS NULL OR c.shoe_id = l.shoe_id))
+            FROM s LEFT JOIN l USING (table_id)""",
+                {"t": list(wanted), "w": list(wanted.values())}).fetchall()}
         return [Scope(sc.table_id, sc.partition, sc.k, sc.w, sc.offset,
-                      seqs.get(sc.table_id)) for sc in scopes]
+                      seqs.get(sc.table_id) or None) for sc in scopes]
 
     def evaluate(self, batch: pa.Table, scopes: list[Scope]) -> int:
         """The stretch's rows into the scratch `found` table; returns the window's size."""
         s = self._ready()
         s.execute("DELETE FROM scope")
         s.executemany("INSERT INTO scope VALUES (?, ?, ?, ?, ?, ?)",
-                      [[sc.table_id, sc.partition, sc.k, sc.w, sc.offset, sc.state_seq]
+                      [[sc.table_id, sc.partition, sc.k, sc.w, sc.offset, sc.state_seqs]
                        for sc in scopes])
         started = time.perf_counter()
         parts = sorted({sc.partition for sc in scopes})

@@ -68,40 +68,51 @@ burn_exempt_loads AS (
 -- Burns owed and paid (13:47-20.31(d)1; 13:69F-6.4), per stretch up to the next card dealt.
 burn_stream AS (
     SELECT table_id, shoe_id, seq, log_offset, event_type, dealer_id, no_burn_owed,
-           last_value(CASE WHEN event_type IN ('CardsLoaded', 'ShoeClosed') THEN event_type END
+           last_value(CASE WHEN event_type = 'CardsLoaded' OR ends_shoe THEN event_type END
                       IGNORE NULLS) OVER before_this AS shoe_state,
            -- the shoe in play was loaded with no burn owed (13:69F-6.9, burn_exempt_loads)
            last_value(CASE WHEN event_type = 'CardsLoaded' THEN no_burn_owed
-                           WHEN event_type = 'ShoeClosed' THEN false END
+                           WHEN ends_shoe THEN false END
                       IGNORE NULLS) OVER before_this AS shoe_exempt,
            -- a card found face up and placed in the rack is no card dealt (macros.sql)
            first_value(CASE WHEN event_type = 'CardDrawn' AND placed_face_up IS NULL THEN seq END
                        IGNORE NULLS) OVER from_this AS next_draw_seq,
            -- a debt dies with its shoe: at its ShoeClosed, or when another shoe is loaded
-           first_value(CASE WHEN event_type = 'ShoeClosed' OR replaces_shoe THEN seq END
+           first_value(CASE WHEN ends_shoe OR replaces_shoe THEN seq END
                        IGNORE NULLS) OVER after_this AS shoe_end_seq
-    FROM (SELECT e.table_id, e.shoe_id, e.seq, e.log_offset, e.event_type, e.dealer_id,
-                 x.no_burn_owed, p.placed_face_up,
+    FROM (SELECT *,
                  -- a load of a shoe other than the last loaded (a load doubled by two writers
                  -- at one seq is one shoe loaded twice, each owing its burn)
-                 e.event_type = 'CardsLoaded' AND e.shoe_id IS DISTINCT FROM last_value(
-                     CASE WHEN e.event_type = 'CardsLoaded' THEN e.shoe_id END IGNORE NULLS)
-                     OVER (PARTITION BY e.table_id ORDER BY e.seq, e.log_offset
-                           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS replaces_shoe
-          FROM (SELECT * FROM events_once_of(NULL, NULL, NULL, NULL)  -- each card event once
-                WHERE event_type IN ('CardBurned', 'CardDrawn')  -- (macros.sql)
-                UNION ALL
-                -- and each load, tap-in and close once: one recorded again under its event id
-                -- (a line re-sent, a producer's retry; DUPLICATE_EVENT) is one load or tap-in,
-                -- owing one burn, or one close, ending the debts of its own moment only (as
-                -- card_events_of, its first copy in seq order)
-                SELECT * FROM events_in(NULL, NULL, NULL, NULL)
-                WHERE is_burn_state_event(event_type)
-                QUALIFY event_id IS NULL OR row_number() OVER (
-                    PARTITION BY table_id, event_id ORDER BY seq, log_offset) = 1) AS e
-          -- by offset too: two writers can both append a load at one seq (docs/integrity.md)
-          LEFT JOIN burn_exempt_loads AS x USING (table_id, seq, log_offset)
-          LEFT JOIN face_up_placements_of(NULL) AS p USING (table_id, seq, log_offset))
+                 event_type = 'CardsLoaded' AND shoe_id IS DISTINCT FROM loaded_before
+                     AS replaces_shoe,
+                 -- a close of the shoe in play (or naming no shoe, or with none loaded yet):
+                 -- a close of another shoe (an old shoe's line arriving late) ends nothing,
+                 -- and the shoe in play still owes its burns, (d)1
+                 event_type = 'ShoeClosed' AND (shoe_id IS NULL OR loaded_before IS NULL
+                                                OR shoe_id = loaded_before) AS ends_shoe
+          FROM (SELECT e.table_id, e.shoe_id, e.seq, e.log_offset, e.event_type, e.dealer_id,
+                       x.no_burn_owed, p.placed_face_up,
+                       -- the shoe loaded last before this event
+                       last_value(CASE WHEN e.event_type = 'CardsLoaded' THEN e.shoe_id END
+                                  IGNORE NULLS)
+                           OVER (PARTITION BY e.table_id ORDER BY e.seq, e.log_offset
+                                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+                           AS loaded_before
+                FROM (SELECT * FROM events_once_of(NULL, NULL, NULL, NULL)  -- each card
+                      WHERE event_type IN ('CardBurned', 'CardDrawn')  -- event once (macros.sql)
+                      UNION ALL
+                      -- and each load, tap-in and close once: one recorded again under its
+                      -- event id (a line re-sent, a producer's retry; DUPLICATE_EVENT) is one
+                      -- load or tap-in, owing one burn, or one close, ending the debts of its
+                      -- own moment only (as card_events_of, its first copy in seq order)
+                      SELECT * FROM events_in(NULL, NULL, NULL, NULL)
+                      WHERE is_burn_state_event(event_type)
+                      QUALIFY event_id IS NULL OR row_number() OVER (
+                          PARTITION BY table_id, event_id ORDER BY seq, log_offset) = 1) AS e
+                -- by offset too: two writers can both append a load at one seq
+                -- (docs/integrity.md)
+                LEFT JOIN burn_exempt_loads AS x USING (table_id, seq, log_offset)
+                LEFT JOIN face_up_placements_of(NULL) AS p USING (table_id, seq, log_offset)))
     WINDOW before_this AS (PARTITION BY table_id ORDER BY seq, log_offset
                            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
            from_this AS (PARTITION BY table_id ORDER BY seq, log_offset

@@ -30,7 +30,7 @@ from table_builder import EVENING, TableBuilder, card, recorder_for
 from events.errors import ProjectionError
 from events.log.embedded.log import EmbeddedLog
 from events.reddog import model
-from events.reddog.model import Box
+from events.reddog.model import Box, Meaning, WagerKind
 from projections import id_index, incremental, round_money
 from projections.anomalies import STORED
 from projections.projector import project
@@ -1441,3 +1441,124 @@ def test_a_shoe_close_recorded_again_does_not_end_the_next_shoes_burn_debts(
                                "('MISSING_BURN', 'DUPLICATE_EVENT') ORDER BY code"
                                ).fetchall() == [("DUPLICATE_EVENT", [closed, again]),
                                                 ("MISSING_BURN", [tap, dealt["left"]])]
+
+
+# A ShoeClosed of a shoe other than the one in play (S1's close arriving late, under an id of its
+# own, or a close naming a shoe never loaded) ended the shoe in play's burn debts as a close of
+# it would: a new dealer who tapped in while S2 was in play owed nothing after it, and the card
+# dealt with no burn was not flagged. A close ends the debts of the shoe in play only (13:47-20.31
+# (d)1: the new dealer burns one card before dealing). Split before and after the close, the
+# tap-in before and after it.
+@pytest.mark.parametrize("closed_shoe", ["S1", "S9"])
+@pytest.mark.parametrize("tap_first", [True, False])
+@pytest.mark.parametrize("split_before_close", [True, False])
+def test_a_close_of_another_shoe_does_not_end_the_shoe_in_plays_burn_debts(
+        tmp_path: Path, closed_shoe: str, tap_first: bool, split_before_close: bool) -> None:
+    log, t, _ = _two_shoes(tmp_path)
+    seqs: dict[str, int] = {}
+
+    def close_and_tap() -> None:
+        for step in (("tap", "close") if tap_first else ("close", "tap")):
+            if step == "tap":
+                seqs["tap"] = t.tap_in("D2")  # owes a burn before the next card
+            else:
+                t.clock += timedelta(seconds=1)
+                seqs["close"] = t.recorder.record(
+                    t.table_id, model.ShoeClosed(cards_remaining=300), shoe_id=closed_shoe,
+                    round_no=None, actor="D1", occurred_at=t.clock, recorded_at=t.clock)
+
+    if not split_before_close:
+        close_and_tap()
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
+        if split_before_close:
+            close_and_tap()
+        t.round_no = 2
+        dealt = t.deal_round("5C 9D 2H", {1: 500})  # no burn: D2's is owed
+        second_batch()
+        for source in (STORED, "anomalies"):
+            assert con.execute(f"SELECT code, seqs FROM {source} WHERE code = 'MISSING_BURN'"
+                               ).fetchall() == [("MISSING_BURN", [seqs["tap"], dealt["left"]])]
+
+
+# The shoe in play's own close still ends its debts, a close naming no shoe too: a dealer who
+# taps in after it owes nothing until the next shoe is loaded (whose burn covers the dealer).
+@pytest.mark.parametrize("closed_shoe", ["S2", None])
+def test_a_close_of_the_shoe_in_play_still_ends_its_debts(tmp_path: Path,
+                                                          closed_shoe: str | None) -> None:
+    log, t, _ = _two_shoes(tmp_path)
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
+        t.clock += timedelta(seconds=1)
+        t.recorder.record(t.table_id, model.ShoeClosed(cards_remaining=300), shoe_id=closed_shoe,
+                          round_no=None, actor="D1", occurred_at=t.clock, recorded_at=t.clock)
+        t.tap_in("D2")  # no shoe in play: no burn owed for it
+        t.new_shoe("S3")  # the new shoe's burn
+        t.round_no = 1
+        t.deal_round("5C 9D 2H", {1: 500})
+        second_batch()
+        for source in (STORED, "anomalies"):
+            assert con.execute(f"SELECT count(*) FROM {source} WHERE code = 'MISSING_BURN'"
+                               ).fetchall() == [(0,)]
+
+
+# The same close while S2 deals its first round, then, in a later batch, a new dealer's tap-in
+# naming no shoe (a dealer terminal that stamps none): the window starts after the close, at
+# S2's last card, and must still know that S2 is in play (its load), not closed.
+@pytest.mark.parametrize("closed_shoe", ["S1", "S9"])
+def test_a_close_of_another_shoe_before_the_window_leaves_the_shoe_in_play(
+        tmp_path: Path, closed_shoe: str) -> None:
+    log, t = _table(tmp_path)
+    t.new_shoe("S1")
+    t.round_no = 1
+    t.deal_round("4C JS 7D", {1: 500})
+    t.new_shoe("S2")
+    t.round_no = 1
+    t.wager(1, 500)
+    t.draw("3H", Box.LEFT)
+    t.clock += timedelta(seconds=1)
+    t.recorder.record(t.table_id, model.ShoeClosed(cards_remaining=300), shoe_id=closed_shoe,
+                      round_no=None, actor="D1", occurred_at=t.clock, recorded_at=t.clock)
+    t.draw("10S", Box.RIGHT)
+    t.say(Meaning.SPREAD, 6)
+    t.say(Meaning.RAISES_CLOSED)
+    t.draw("6D", Box.MIDDLE)
+    t.say(Meaning.THIRD_CARD, 6)
+    t.settle_by_the_rules(1, WagerKind.ORIGINAL, 500, "3H 10S 6D")
+    t.rack("3H 10S 6D")
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
+        t.clock += timedelta(seconds=1)
+        tap = t.recorder.record(t.table_id, model.DealerTappedIn(dealer_id="D2"), shoe_id=None,
+                                round_no=None, actor="D2", occurred_at=t.clock,
+                                recorded_at=t.clock)
+        second_batch()
+        t.round_no = 2
+        dealt = t.deal_round("5C 9D 2H", {1: 500})  # no burn: D2's is owed
+        second_batch()
+        for source in (STORED, "anomalies"):
+            assert con.execute(f"SELECT code, seqs FROM {source} WHERE code = 'MISSING_BURN'"
+                               ).fetchall() == [("MISSING_BURN", [tap, dealt["left"]])]
+
+
+# Where the window starts after the load of the shoe in play: S2 is loaded, a close of S9 (a
+# shoe never loaded) arrives, S2 deals a round, then cards come from shoe S3, which was never
+# loaded (CARD_OUTSIDE_ROUND's matter), so the stretch starts at S3 and the window at S2's last
+# card. The shoe in play is still S2: a new dealer's tap-in owes a burn, and the window needs
+# S2's load to know it (the last load before W, and a close of its shoe after it if any).
+def test_the_window_knows_the_shoe_in_play_past_a_close_of_another_shoe(tmp_path: Path) -> None:
+    log, t = _table(tmp_path)
+    t.new_shoe("S2")
+    t.clock += timedelta(seconds=1)
+    t.recorder.record(t.table_id, model.ShoeClosed(cards_remaining=300), shoe_id="S9",
+                      round_no=None, actor="D1", occurred_at=t.clock, recorded_at=t.clock)
+    t.round_no = 1
+    t.deal_round("4C JS 7D", {1: 500})
+    t.shoe_id = "S3"  # never loaded
+    t.round_no = 1
+    t.deal_round("3H 10S 6D", {1: 500})
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
+        tap = t.tap_in("D2")
+        t.round_no = 2
+        dealt = t.deal_round("5C 9D 2H", {1: 500})  # no burn: D2's is owed
+        second_batch()
+        for source in (STORED, "anomalies"):
+            assert con.execute(f"SELECT code, seqs FROM {source} WHERE code = 'MISSING_BURN'"
+                               ).fetchall() == [("MISSING_BURN", [tap, dealt["left"]])]
