@@ -27,6 +27,13 @@ and attached read-only afterwards:
   is: sql_console.seal_writer), the catalog is made in memory as before: slower, never wrong.
   A file left half-made by a killed process (`*.part`) is removed by a later make after an
   hour.
+- old files are removed: each definition (a pitlog or DuckDB upgrade, a changed view file)
+  gets new files of about 0.5-0.8 MB each, six per definition, and the old ones are never
+  attached again. A file's modification time is its last use (set again when it is attached
+  and more than a day old), and a make removes the files not used for 30 days
+  (`_UNUSED_SECONDS`). A file removed while another process has it attached stays readable
+  there (POSIX keeps an open file); one removed just before another process attaches it is
+  made again.
 
 The catalog's `events` is a view of the caller's window (`events_sql`, naming tables of
 catalogs the caller attached), so the window's rows stay in memory and the views bound at query
@@ -53,6 +60,8 @@ _MARK = "pitlog_view_cache"  # the file's one table: its digest, written last
 # Bumped when what a file holds changes in a way the digest's inputs do not show.
 FORMAT = 1
 _STALE_PART_SECONDS = 3600
+_UNUSED_SECONDS = 30 * 86400
+_TOUCH_SECONDS = 86400  # a file's last use is kept to the day: one write a day, not per start
 
 
 def cache_dir() -> Path:
@@ -134,6 +143,7 @@ def _attached(cur: duckdb.DuckDBPyConnection, quoted: str, path: Path, digest: s
     try:
         cur.execute(f"ATTACH {_literal(path)} AS {quoted} (READ_ONLY)")
         if cur.execute(f"SELECT digest FROM {quoted}.main.{_MARK}").fetchall() == [(digest,)]:
+            _mark_used(path)
             return True
     except duckdb.Error:
         pass
@@ -141,15 +151,34 @@ def _attached(cur: duckdb.DuckDBPyConnection, quoted: str, path: Path, digest: s
     return False
 
 
+def _mark_used(path: Path) -> None:
+    """The file's modification time set to now when more than a day old: its last use, which
+    decides when it is removed (_remove_old)."""
+    try:
+        if time.time() - path.stat().st_mtime > _TOUCH_SECONDS:
+            os.utime(path)
+    except OSError:
+        pass  # a folder that cannot be written: kept, the file used as it is
+
+
+def _remove_old(folder: Path) -> None:
+    """Half-made files of a killed process older than an hour, and files not used for 30
+    days (module docstring)."""
+    now = time.time()
+    for pattern, age in (("views-*.part*", _STALE_PART_SECONDS),
+                         ("views-*.duckdb", _UNUSED_SECONDS)):
+        for old in folder.glob(pattern):
+            try:
+                if now - old.stat().st_mtime > age:
+                    old.unlink()
+            except OSError:
+                pass  # another process's, removed meanwhile
+
+
 def _make_file(cur: duckdb.DuckDBPyConnection, quoted: str, path: Path, digest: str,
                events_sql: str, make: Callable[[duckdb.DuckDBPyConnection], None]) -> None:
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    for old in path.parent.glob("views-*.part*"):  # left by a process killed while making one
-        try:
-            if time.time() - old.stat().st_mtime > _STALE_PART_SECONDS:
-                old.unlink()
-        except OSError:
-            pass  # another process's, removed meanwhile
+    _remove_old(path.parent)
     ((before,),) = cur.execute("SELECT current_database()").fetchall()
     part = path.with_name(f"{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.part")
     try:

@@ -245,3 +245,34 @@ def test_a_half_made_file_of_a_killed_process_is_removed_after_an_hour(
         os.utime(part, (time.time() - age, time.time() - age))
     assert _attach(window)
     assert not old.exists() and young.exists()  # a younger one may still be being made
+
+
+def test_files_not_used_for_30_days_are_removed_by_the_next_make(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        window: duckdb.DuckDBPyConnection) -> None:
+    """Each definition (an upgrade, a changed view file) gets files of its own and the old
+    ones are never attached again: a file's modification time is its last use, and a make
+    removes those unused for 30 days (an operator's cache folder would otherwise grow by
+    about 4 MB a definition for good)."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("PITLOG_CACHE_DIR", str(cache))
+    assert _attach(window, "a")
+    (name,) = _files(cache)
+    in_use = cache / name
+    day = 86400
+    unused, recent = cache / "views-0unused.duckdb", cache / "views-0recent.duckdb"
+    for path, age in ((unused, 31 * day), (recent, 29 * day), (in_use, 40 * day)):
+        if path != in_use:
+            path.write_bytes(in_use.read_bytes())
+            path.chmod(0o600)
+        os.utime(path, (time.time() - age, time.time() - age))
+    assert _attach(window, "a")  # attached: its last use is now, no file removed yet
+    assert time.time() - in_use.stat().st_mtime < day
+    assert unused.exists() and recent.exists()
+    assert _attach(window, "b")  # another definition: a make, which removes the unused one
+    assert not unused.exists() and recent.exists() and in_use.exists()
+    assert len(_files(cache)) == 3  # in_use, recent and b's
+    young = time.time() - 3600
+    os.utime(in_use, (young, young))
+    assert _attach(window, "a")
+    assert in_use.stat().st_mtime == pytest.approx(young)  # touched at most once a day
