@@ -181,12 +181,24 @@ class _LazyGroup(TyperGroup):
             self._listing -= 1
 
 
+def reflowed(doc: str) -> str:
+    """A docstring as its help: each paragraph's lines joined into one, which the terminal's
+    width then wraps (typer keeps a later paragraph's line breaks in rich markup, so a
+    docstring wrapped at 100 columns broke mid-sentence at 80), but for a line beginning
+    "(or:", another example, kept on a line of its own."""
+    paragraphs = []
+    for paragraph in inspect.cleandoc(doc).split("\n\n"):
+        lines = [line.strip() for line in paragraph.splitlines()]
+        paragraphs.append(" ".join(lines).replace(" (or: ", "\n(or: "))
+    return "\n\n".join(paragraphs)
+
+
 def load(name: str) -> Any:
     """The click command of COMMANDS[name], built from its function (importing its module)."""
     entry = COMMANDS[name]
     callback = getattr(import_module(f"{PACKAGE}.{entry.module}"), entry.function)
     info = CommandInfo(name=name, callback=callback, rich_help_panel=entry.panel,
-                       cls=LeanCommand)
+                       cls=LeanCommand, help=reflowed(callback.__doc__ or ""))
     return typer.main.get_command_from_info(
         info, pretty_exceptions_short=app.pretty_exceptions_short,
         rich_markup_mode=app.rich_markup_mode)

@@ -3,18 +3,21 @@ help grouped by who uses it, `| head` exits 0, `sql -` reads the query from stdi
 
 from __future__ import annotations
 
+import inspect
 import json
 import subprocess
 import sys
 from dataclasses import fields
+from importlib import import_module
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
 from simulated import simulated_db
 from typer.testing import CliRunner
 
-from cli.app import PANELS, app
+from cli.app import COMMANDS, PANELS, app
 from cli.options import Grouping
 from events.log.embedded.log import EmbeddedLog
 from events.simulation.simulator import SimConfig, simulate
@@ -245,6 +248,28 @@ def test_every_command_help_has_an_example() -> None:
         assert "Example:" in result.output, name
         assert f"pitlog {name}" in result.output.split("Example:", 1)[1], name
     assert "Example:" in runner.invoke(app, ["--help"], env={"COLUMNS": "200"}).output
+
+
+def test_every_command_help_flows_each_paragraph_to_the_terminals_width() -> None:
+    """typer keeps the line breaks of a docstring's later paragraphs in rich markup, so a
+    docstring wrapped at 100 columns broke mid-sentence at 80 ("(--gaming-day-start on" alone on
+    a line). Each paragraph is one line on a wide terminal (but a "(or: ...)" example, kept on
+    a line of its own), and on an 80-column one every word is there, in order."""
+    for name in _commands():
+        doc = inspect.getdoc(_callback(name)) or ""
+        wide = runner.invoke(app, [name, "--help"], env={"COLUMNS": "400"}).output
+        lines = [" ".join(line.split()) for line in wide.splitlines()]
+        for paragraph in doc.split("\n\n"):
+            for part in " ".join(paragraph.split()).replace(" (or: ", "\n(or: ").split("\n"):
+                assert part in lines, (name, part)
+        narrow = runner.invoke(app, [name, "--help"], env={"COLUMNS": "80"}).output
+        described = narrow.split("Usage:", 1)[1].split("\n", 1)[1].split("╭", 1)[0]
+        assert described.split() == doc.split(), name
+
+
+def _callback(name: str) -> Any:
+    entry = COMMANDS[name]
+    return getattr(import_module(f"cli.commands.{entry.module}"), entry.function)
 
 
 def test_replay_takes_the_shoe_as_argument_or_as_shoe_option(db: Path) -> None:
