@@ -463,21 +463,27 @@ class Detector:
         wanted = {sc.table_id: sc.w for sc in scopes if sc.w is not None}
         if not wanted:
             return scopes
-        # The shoe in play at W is the shoe loaded last before it, closed by a later close of
-        # that shoe or of none; a close of another shoe ends nothing (anomalies_shoes.sql
-        # burn_stream), so both the load and such a close are read, not merely the last of
-        # the two.
+        # The shoe in play at W, as anomalies_shoes.sql burn_stream reads it: each load and
+        # close once per event id (its first copy), the shoe of the last load (named or not),
+        # ended by a later close of that shoe, or naming none, or by any close when the load
+        # names no shoe or there is none; a close of another shoe ends nothing. So the last
+        # load and the last such close after it are read, not merely the last of the two (an
+        # outside review: a copy re-sent later, a close of another shoe after it).
         seqs = {t: [s for s in (load, close) if s is not None]
                 for t, load, close in self._ready().execute(f"""
             WITH s AS (SELECT unnest($t) AS table_id, unnest($w) AS w),
             c AS (SELECT c.* FROM {self.db}.main.{CONTEXT} AS c JOIN s USING (table_id)
-                  WHERE c.event_type IN {_STATE_TYPES} AND c.seq < s.w),
-            l AS (SELECT table_id, max(seq) AS seq, arg_max(shoe_id, seq) AS shoe_id FROM c
-                  WHERE event_type = 'CardsLoaded' GROUP BY ALL)
-            SELECT s.table_id, l.seq, (
+                  WHERE c.event_type IN {_STATE_TYPES} AND c.seq < s.w
+                  QUALIFY c.event_id IS NULL OR row_number() OVER (
+                      PARTITION BY c.table_id, c.event_id ORDER BY c.seq, c.log_offset) = 1),
+            l AS (SELECT table_id, arg_max({{'seq': seq, 'shoe_id': shoe_id}}, (seq, log_offset))
+                      AS load
+                  FROM c WHERE event_type = 'CardsLoaded' GROUP BY ALL)
+            SELECT s.table_id, l.load.seq, (
                 SELECT max(c.seq) FROM c WHERE c.table_id = s.table_id
-                   AND c.event_type = 'ShoeClosed' AND c.seq > coalesce(l.seq, -1)
-                   AND (c.shoe_id IS NULL OR l.shoe_id IS NULL OR c.shoe_id = l.shoe_id))
+                   AND c.event_type = 'ShoeClosed' AND c.seq > coalesce(l.load.seq, -1)
+                   AND (c.shoe_id IS NULL OR l.load.shoe_id IS NULL
+                        OR c.shoe_id = l.load.shoe_id))
             FROM s LEFT JOIN l USING (table_id)""",
                 {"t": list(wanted), "w": list(wanted.values())}).fetchall()}
         return [Scope(sc.table_id, sc.partition, sc.k, sc.w, sc.offset,

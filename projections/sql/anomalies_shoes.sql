@@ -81,23 +81,24 @@ burn_stream AS (
            first_value(CASE WHEN ends_shoe OR replaces_shoe THEN seq END
                        IGNORE NULLS) OVER after_this AS shoe_end_seq
     FROM (SELECT *,
-                 -- a load of a shoe other than the last loaded (a load doubled by two writers
+                 -- a load of a shoe other than the one in play (a load doubled by two writers
                  -- at one seq is one shoe loaded twice, each owing its burn)
-                 event_type = 'CardsLoaded' AND shoe_id IS DISTINCT FROM loaded_before
-                     AS replaces_shoe,
-                 -- a close of the shoe in play (or naming no shoe, or with none loaded yet):
-                 -- a close of another shoe (an old shoe's line arriving late) ends nothing,
-                 -- and the shoe in play still owes its burns, (d)1
-                 event_type = 'ShoeClosed' AND (shoe_id IS NULL OR loaded_before IS NULL
-                                                OR shoe_id = loaded_before) AS ends_shoe
+                 event_type = 'CardsLoaded' AND (in_play IS NULL OR shoe_id IS DISTINCT FROM
+                                                 in_play.shoe_id) AS replaces_shoe,
+                 -- a close of the shoe in play, or naming no shoe, or where the shoe in play
+                 -- is not known (none loaded yet, or loaded naming none): a close of another
+                 -- shoe (an old shoe's line arriving late) ends nothing, and the shoe in play
+                 -- still owes its burns, (d)1
+                 event_type = 'ShoeClosed' AND (shoe_id IS NULL OR in_play.shoe_id IS NULL
+                                                OR shoe_id = in_play.shoe_id) AS ends_shoe
           FROM (SELECT e.table_id, e.shoe_id, e.seq, e.log_offset, e.event_type, e.dealer_id,
                        x.no_burn_owed, p.placed_face_up,
-                       -- the shoe loaded last before this event
-                       last_value(CASE WHEN e.event_type = 'CardsLoaded' THEN e.shoe_id END
-                                  IGNORE NULLS)
+                       -- the shoe in play before this event: the last load's, named or not
+                       -- (NULL: no load yet)
+                       last_value(CASE WHEN e.event_type = 'CardsLoaded'
+                                       THEN {'shoe_id': e.shoe_id} END IGNORE NULLS)
                            OVER (PARTITION BY e.table_id ORDER BY e.seq, e.log_offset
-                                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
-                           AS loaded_before
+                                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS in_play
                 FROM (SELECT * FROM events_once_of(NULL, NULL, NULL, NULL)  -- each card
                       WHERE event_type IN ('CardBurned', 'CardDrawn')  -- event once (macros.sql)
                       UNION ALL

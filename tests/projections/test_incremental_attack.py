@@ -1562,3 +1562,85 @@ def test_the_window_knows_the_shoe_in_play_past_a_close_of_another_shoe(tmp_path
         for source in (STORED, "anomalies"):
             assert con.execute(f"SELECT code, seqs FROM {source} WHERE code = 'MISSING_BURN'"
                                ).fetchall() == [("MISSING_BURN", [tap, dealt["left"]])]
+
+
+# An outside review of the shoe state read before W (incremental._with_state_seqs): each case
+# ends with S2's cards after the state events, so W lies after them, then S3 (never loaded)
+# deals a round, and a new dealer's tap-in naming no shoe comes in a later batch with a round
+# dealt with no burn. Nothing is owed: no shoe is in play (S2 closed), or the shoe in play is
+# not known and the close ended it. The state was the last close "of that shoe or none" read
+# from every copy (a copy re-sent later hid the real close, or the load's copy after its close
+# was taken for a new load), or a load naming no shoe left the window's shoe in play unknown
+# where the full evaluation's was S2.
+def _resent(t: TableBuilder, event: model.DomainEvent, shoe: str | None,
+            event_id: str | None = None, actor: str = "D1") -> int:
+    t.clock += timedelta(seconds=1)
+    return t.recorder.record(t.table_id, event, shoe_id=shoe, round_no=None, actor=actor,
+                             occurred_at=t.clock, recorded_at=t.clock, event_id=event_id)
+
+
+def _closed(t: TableBuilder, shoe: str | None, event_id: str | None = None) -> int:
+    return _resent(t, model.ShoeClosed(cards_remaining=300), shoe, event_id)
+
+
+def _null_close_copy_after_the_real_close(t: TableBuilder) -> None:
+    t.new_shoe("S1")
+    t.round_no = 1
+    t.deal_round("4C JS 7D", {1: 500})
+    first = _closed(t, None)  # closes S1, naming no shoe
+    t.new_shoe("S2")
+    t.round_no = 1
+    t.deal_round("3H 10S 6D", {1: 500})
+    _closed(t, "S2")
+    _closed(t, None, event_id=str(uuid.UUID(int=first)))  # re-sent: one close, before S2
+
+
+def _reloaded_shoes_close_copy(t: TableBuilder) -> None:
+    t.new_shoe("S2")
+    t.round_no = 1
+    t.deal_round("4C JS 7D", {1: 500})
+    first = _closed(t, "S2")
+    t.new_shoe("S2")  # the same shoe id loaded again
+    t.round_no = 2
+    t.deal_round("3H 10S 6D", {1: 500})
+    _closed(t, "S2")
+    _closed(t, "S2", event_id=str(uuid.UUID(int=first)))  # the first close re-sent
+
+
+def _load_copy_after_its_close(t: TableBuilder) -> None:
+    load = t.new_shoe("S2")
+    t.round_no = 1
+    t.deal_round("3H 10S 6D", {1: 500})
+    _closed(t, "S2")
+    _resent(t, model.CardsLoaded(decks=6), "S2", event_id=str(uuid.UUID(int=load)))
+
+
+def _load_naming_no_shoe(t: TableBuilder) -> None:
+    t.new_shoe("S2")
+    t.round_no = 1
+    t.deal_round("3H 10S 6D", {1: 500})
+    _resent(t, model.CardsLoaded(decks=6), None)
+    t.burn("2D")
+
+
+@pytest.mark.parametrize("state", [_null_close_copy_after_the_real_close,
+                                   _reloaded_shoes_close_copy, _load_copy_after_its_close,
+                                   _load_naming_no_shoe])
+def test_the_shoe_state_before_the_window_reads_each_copy_once(
+        tmp_path: Path, state: Callable[[TableBuilder], None]) -> None:
+    log, t = _table(tmp_path)
+    state(t)
+    t.shoe_id, t.round_no = "S2", 5
+    t.deal_round("5H 9S 2D", {1: 500})  # S2's cards after the state events: W is here
+    t.shoe_id, t.round_no = "S3", 1  # never loaded
+    t.deal_round("4H 10C 6S", {1: 500})
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
+        _resent(t, model.DealerTappedIn(dealer_id="D2"), None, actor="D2")
+        if state is _load_naming_no_shoe:  # the shoe in play is not known: any close ends it
+            _closed(t, "S9")
+        t.round_no = 2
+        t.deal_round("5C 9D 2H", {1: 500})
+        second_batch()
+        for source in (STORED, "anomalies"):
+            assert con.execute(f"SELECT count(*) FROM {source} WHERE code = 'MISSING_BURN'"
+                               ).fetchall() == [(0,)]
