@@ -126,8 +126,8 @@ class Scope:
     k: int | None
     w: int | None
     offset: int
-    # the last CardsLoaded before w, and the last ShoeClosed after it of its shoe (or of
-    # none), read as context: the shoe state at w (_with_state_seqs)
+    # the shoe state at w, read as context (_with_state_seqs): the last CardsLoaded before w
+    # and the last ShoeClosed after it that ends its shoe, each event id's first copy
     state_seqs: list[int] | None
 
 
