@@ -1443,6 +1443,33 @@ def test_a_shoe_close_recorded_again_does_not_end_the_next_shoes_burn_debts(
                                                 ("MISSING_BURN", [tap, dealt["left"]])]
 
 
+def _resent(t: TableBuilder, event: model.DomainEvent, shoe: str | None,
+            event_id: str | None = None, actor: str = "D1") -> int:
+    t.clock += timedelta(seconds=1)
+    return t.recorder.record(t.table_id, event, shoe_id=shoe, round_no=None, actor=actor,
+                             occurred_at=t.clock, recorded_at=t.clock, event_id=event_id)
+
+
+def _closed(t: TableBuilder, shoe: str | None, event_id: str | None = None) -> int:
+    return _resent(t, model.ShoeClosed(cards_remaining=300), shoe, event_id)
+
+
+def _round_with_no_burn(t: TableBuilder, second_batch: Callable[[], None]) -> int:
+    """Round 2 dealt with no burn before it, projected; returns its first card's seq."""
+    t.round_no = 2
+    dealt = t.deal_round("5C 9D 2H", {1: 500})
+    second_batch()
+    return dealt["left"]
+
+
+def _assert_missing_burns(con: duckdb.DuckDBPyConnection, expected: list[list[int]]) -> None:
+    """MISSING_BURN's proofs, stored and in a full evaluation."""
+    for source in (STORED, "anomalies"):
+        assert [seqs for (seqs,) in con.execute(
+            f"SELECT seqs FROM {source} WHERE code = 'MISSING_BURN' ORDER BY seqs").fetchall()
+                ] == expected, source
+
+
 # A ShoeClosed of a shoe other than the one in play (S1's close arriving late, under an id of its
 # own, or a close naming a shoe never loaded) ended the shoe in play's burn debts as a close of
 # it would: a new dealer who tapped in while S2 was in play owed nothing after it, and the card
@@ -1462,22 +1489,14 @@ def test_a_close_of_another_shoe_does_not_end_the_shoe_in_plays_burn_debts(
             if step == "tap":
                 seqs["tap"] = t.tap_in("D2")  # owes a burn before the next card
             else:
-                t.clock += timedelta(seconds=1)
-                seqs["close"] = t.recorder.record(
-                    t.table_id, model.ShoeClosed(cards_remaining=300), shoe_id=closed_shoe,
-                    round_no=None, actor="D1", occurred_at=t.clock, recorded_at=t.clock)
+                seqs["close"] = _closed(t, closed_shoe)
 
     if not split_before_close:
         close_and_tap()
     with _two_batches(tmp_path, log, t) as (con, second_batch):
         if split_before_close:
             close_and_tap()
-        t.round_no = 2
-        dealt = t.deal_round("5C 9D 2H", {1: 500})  # no burn: D2's is owed
-        second_batch()
-        for source in (STORED, "anomalies"):
-            assert con.execute(f"SELECT code, seqs FROM {source} WHERE code = 'MISSING_BURN'"
-                               ).fetchall() == [("MISSING_BURN", [seqs["tap"], dealt["left"]])]
+        _assert_missing_burns(con, [[seqs["tap"], _round_with_no_burn(t, second_batch)]])
 
 
 # The shoe in play's own close still ends its debts, a close naming no shoe too: a dealer who
@@ -1487,17 +1506,13 @@ def test_a_close_of_the_shoe_in_play_still_ends_its_debts(tmp_path: Path,
                                                           closed_shoe: str | None) -> None:
     log, t, _ = _two_shoes(tmp_path)
     with _two_batches(tmp_path, log, t) as (con, second_batch):
-        t.clock += timedelta(seconds=1)
-        t.recorder.record(t.table_id, model.ShoeClosed(cards_remaining=300), shoe_id=closed_shoe,
-                          round_no=None, actor="D1", occurred_at=t.clock, recorded_at=t.clock)
+        _closed(t, closed_shoe)
         t.tap_in("D2")  # no shoe in play: no burn owed for it
         t.new_shoe("S3")  # the new shoe's burn
         t.round_no = 1
         t.deal_round("5C 9D 2H", {1: 500})
         second_batch()
-        for source in (STORED, "anomalies"):
-            assert con.execute(f"SELECT count(*) FROM {source} WHERE code = 'MISSING_BURN'"
-                               ).fetchall() == [(0,)]
+        _assert_missing_burns(con, [])
 
 
 # The same close while S2 deals its first round, then, in a later batch, a new dealer's tap-in
@@ -1514,9 +1529,7 @@ def test_a_close_of_another_shoe_before_the_window_leaves_the_shoe_in_play(
     t.round_no = 1
     t.wager(1, 500)
     t.draw("3H", Box.LEFT)
-    t.clock += timedelta(seconds=1)
-    t.recorder.record(t.table_id, model.ShoeClosed(cards_remaining=300), shoe_id=closed_shoe,
-                      round_no=None, actor="D1", occurred_at=t.clock, recorded_at=t.clock)
+    _closed(t, closed_shoe)
     t.draw("10S", Box.RIGHT)
     t.say(Meaning.SPREAD, 6)
     t.say(Meaning.RAISES_CLOSED)
@@ -1525,17 +1538,9 @@ def test_a_close_of_another_shoe_before_the_window_leaves_the_shoe_in_play(
     t.settle_by_the_rules(1, WagerKind.ORIGINAL, 500, "3H 10S 6D")
     t.rack("3H 10S 6D")
     with _two_batches(tmp_path, log, t) as (con, second_batch):
-        t.clock += timedelta(seconds=1)
-        tap = t.recorder.record(t.table_id, model.DealerTappedIn(dealer_id="D2"), shoe_id=None,
-                                round_no=None, actor="D2", occurred_at=t.clock,
-                                recorded_at=t.clock)
+        tap = _resent(t, model.DealerTappedIn(dealer_id="D2"), None, actor="D2")
         second_batch()
-        t.round_no = 2
-        dealt = t.deal_round("5C 9D 2H", {1: 500})  # no burn: D2's is owed
-        second_batch()
-        for source in (STORED, "anomalies"):
-            assert con.execute(f"SELECT code, seqs FROM {source} WHERE code = 'MISSING_BURN'"
-                               ).fetchall() == [("MISSING_BURN", [tap, dealt["left"]])]
+        _assert_missing_burns(con, [[tap, _round_with_no_burn(t, second_batch)]])
 
 
 # Where the window starts after the load of the shoe in play: S2 is loaded, a close of S9 (a
@@ -1546,9 +1551,7 @@ def test_a_close_of_another_shoe_before_the_window_leaves_the_shoe_in_play(
 def test_the_window_knows_the_shoe_in_play_past_a_close_of_another_shoe(tmp_path: Path) -> None:
     log, t = _table(tmp_path)
     t.new_shoe("S2")
-    t.clock += timedelta(seconds=1)
-    t.recorder.record(t.table_id, model.ShoeClosed(cards_remaining=300), shoe_id="S9",
-                      round_no=None, actor="D1", occurred_at=t.clock, recorded_at=t.clock)
+    _closed(t, "S9")
     t.round_no = 1
     t.deal_round("4C JS 7D", {1: 500})
     t.shoe_id = "S3"  # never loaded
@@ -1556,12 +1559,7 @@ def test_the_window_knows_the_shoe_in_play_past_a_close_of_another_shoe(tmp_path
     t.deal_round("3H 10S 6D", {1: 500})
     with _two_batches(tmp_path, log, t) as (con, second_batch):
         tap = t.tap_in("D2")
-        t.round_no = 2
-        dealt = t.deal_round("5C 9D 2H", {1: 500})  # no burn: D2's is owed
-        second_batch()
-        for source in (STORED, "anomalies"):
-            assert con.execute(f"SELECT code, seqs FROM {source} WHERE code = 'MISSING_BURN'"
-                               ).fetchall() == [("MISSING_BURN", [tap, dealt["left"]])]
+        _assert_missing_burns(con, [[tap, _round_with_no_burn(t, second_batch)]])
 
 
 # An outside review of the shoe state read before W (incremental._with_state_seqs): each case
@@ -1572,17 +1570,6 @@ def test_the_window_knows_the_shoe_in_play_past_a_close_of_another_shoe(tmp_path
 # from every copy (a copy re-sent later hid the real close, or the load's copy after its close
 # was taken for a new load), or a load naming no shoe left the window's shoe in play unknown
 # where the full evaluation's was S2.
-def _resent(t: TableBuilder, event: model.DomainEvent, shoe: str | None,
-            event_id: str | None = None, actor: str = "D1") -> int:
-    t.clock += timedelta(seconds=1)
-    return t.recorder.record(t.table_id, event, shoe_id=shoe, round_no=None, actor=actor,
-                             occurred_at=t.clock, recorded_at=t.clock, event_id=event_id)
-
-
-def _closed(t: TableBuilder, shoe: str | None, event_id: str | None = None) -> int:
-    return _resent(t, model.ShoeClosed(cards_remaining=300), shoe, event_id)
-
-
 def _null_close_copy_after_the_real_close(t: TableBuilder) -> None:
     t.new_shoe("S1")
     t.round_no = 1
@@ -1638,9 +1625,5 @@ def test_the_shoe_state_before_the_window_reads_each_copy_once(
         _resent(t, model.DealerTappedIn(dealer_id="D2"), None, actor="D2")
         if state is _load_naming_no_shoe:  # the shoe in play is not known: any close ends it
             _closed(t, "S9")
-        t.round_no = 2
-        t.deal_round("5C 9D 2H", {1: 500})
-        second_batch()
-        for source in (STORED, "anomalies"):
-            assert con.execute(f"SELECT count(*) FROM {source} WHERE code = 'MISSING_BURN'"
-                               ).fetchall() == [(0,)]
+        _round_with_no_burn(t, second_batch)
+        _assert_missing_burns(con, [])
