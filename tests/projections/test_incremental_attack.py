@@ -402,7 +402,7 @@ def _stored_duplicates(con: duckdb.DuckDBPyConnection) -> list:
 
 # The table's opening (TableOpened, event 1) re-sent by the pit terminal shoes later. The
 # opening, from before the window's start, is already in the rounds window (every TableOpened
-# is context there, as is the latest load or close); the look-up of earlier copies found it
+# is context there, as is the shoe state's load and close); the look-up of earlier copies found it
 # again and the streams family read it twice: a stored row [1, 1, copy], "recorded 3 times",
 # where the full evaluation has [1, copy]
 def test_a_copy_of_the_opening_shoes_later_is_counted_once(tmp_path: Path) -> None:
