@@ -117,7 +117,11 @@ for _name, _entry in COMMANDS.items():
 
 def summary_of(command: Any) -> str:
     """A command's help as COMMANDS states it: the first paragraph, on one line."""
-    return " ".join(inspect.cleandoc(command.help or "").split("\n\n")[0].split())
+    return _one_line(inspect.cleandoc(command.help or "").split("\n\n")[0])
+
+
+def _one_line(paragraph: str) -> str:
+    return " ".join(paragraph.split())
 
 
 class _Listed(TyperCommand):
@@ -186,11 +190,8 @@ def reflowed(doc: str) -> str:
     width then wraps (typer keeps a later paragraph's line breaks in rich markup, so a
     docstring wrapped at 100 columns broke mid-sentence at 80), but for a line beginning
     "(or:", another example, kept on a line of its own."""
-    paragraphs = []
-    for paragraph in inspect.cleandoc(doc).split("\n\n"):
-        lines = [line.strip() for line in paragraph.splitlines()]
-        paragraphs.append(" ".join(lines).replace(" (or: ", "\n(or: "))
-    return "\n\n".join(paragraphs)
+    return "\n\n".join(_one_line(paragraph).replace(" (or: ", "\n(or: ")
+                       for paragraph in inspect.cleandoc(doc).split("\n\n"))
 
 
 def load(name: str) -> Any:
