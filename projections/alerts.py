@@ -43,6 +43,11 @@ HELD_DDL = "CREATE TABLE IF NOT EXISTS alerts_held (sink VARCHAR, alert_id VARCH
 # The id: code, table and proving seqs (the stored row's identity, as EXCEPT ALL compares it).
 ALERT_ID = ("'A' || substr(md5(code || '|' || coalesce(table_id, '') || '|' || "
             "array_to_string(seqs, ',')), 1, 24)")
+# Rows sharing an id (two writers' lines at one seq prove the same code) raise one alert; which
+# one is decided by the row's own values, not by the order the rows arrive in, so a store
+# rebuilt from the log raises the alert a live store raised from the same rows.
+_TIE_BREAK = ("explanation, severity, rule, shoe_id NULLS FIRST, round_no NULLS FIRST, "
+              "occurred_at NULLS FIRST")
 _LOG = logging.getLogger("pitlog.alerts")
 COLUMNS = ("alert_seq", "alert_id", "code", "severity", "table_id", "shoe_id", "round_no",
            "seqs", "explanation", "rule", "occurred_at", "raised_at")
@@ -65,7 +70,7 @@ def raise_alerts(con: duckdb.DuckDBPyConnection, rows: str) -> int:
                alert_id, code, severity, table_id, shoe_id, round_no, seqs, explanation, rule,
                occurred_at, now()
         FROM (SELECT DISTINCT ON (alert_id) {ALERT_ID} AS alert_id, *
-              FROM {rows} ORDER BY alert_id) AS r
+              FROM {rows} ORDER BY alert_id, {_TIE_BREAK}) AS r
         WHERE NOT EXISTS (SELECT 1 FROM alerts AS a WHERE a.alert_id = r.alert_id)""")
     ((after,),) = con.execute("SELECT count(*) FROM alerts").fetchall()
     return int(after - before)

@@ -120,3 +120,25 @@ def test_a_bare_kafka_consumer_reads_every_alert_once_across_sigkills(
     assert [v["alert_id"] for _, v in read] == [a["alert_id"] for a in alerts]
     assert all(k == (v["table_id"] or "").encode() for k, v in read)
     assert [v["explanation"] for _, v in read] == [a["explanation"] for a in alerts]
+
+
+@pytest.mark.parametrize("order", [("a", "b"), ("b", "a")])
+def test_rows_sharing_an_alert_id_raise_the_same_alert_whatever_order_they_come_in(
+        order: tuple[str, str]) -> None:
+    # Two writers' lines at one seq can prove the same code with the same seqs: one alert_id,
+    # two rows. The alert raised must not depend on which row the evaluation met first (a live
+    # store and one rebuilt from the log meet them in different orders).
+    from projections.alerts import create_tables, raise_alerts
+
+    con = duckdb.connect()
+    create_tables(con)
+    explanation = {"a": "explained by the first writer", "b": "explained by the second writer"}
+    con.execute("CREATE TABLE rows_in (code VARCHAR, severity VARCHAR, table_id VARCHAR, "
+                "shoe_id VARCHAR, round_no INTEGER, seqs BIGINT[], explanation VARCHAR, "
+                "rule VARCHAR, occurred_at TIMESTAMPTZ)")
+    for key in order:  # one insert each: the table's scan meets them in this order
+        con.execute("INSERT INTO rows_in VALUES ('WRONG_PAYOUT', 'high', 'T1', 'S1', 4, "
+                    "[17, 18], ?, '13:47-20.31(g)', TIMESTAMPTZ '2026-12-01 21:14:05+00')",
+                    [explanation[key]])
+    assert raise_alerts(con, "rows_in") == 1
+    assert con.execute("SELECT explanation FROM alerts").fetchall() == [(explanation["a"],)]
