@@ -64,6 +64,19 @@ def zone_name(at: datetime, tz: tzinfo) -> str:
     return at.astimezone(tz).tzname() or "UTC"
 
 
+class Instant(datetime):
+    """A moment asked for with a fraction of a second, `.000` included (parse_local): that
+    instant. A moment written to the second is the whole second, as the video's clock shows
+    it (projections/moment.py). A subclass, so the distinction survives the moment's way
+    through zones and arithmetic to where it is read (asked_exactly)."""
+
+
+def asked_exactly(at: datetime) -> bool:
+    """The moment was asked with a fraction of a second: an Instant, or a time with a fraction
+    however it was made."""
+    return isinstance(at, Instant) or bool(at.microsecond)
+
+
 def local(at: datetime, tz: tzinfo) -> datetime:
     if at.tzinfo is None:  # DuckDB TIMESTAMP (no zone) values are UTC in every pitlog table
         at = at.replace(tzinfo=UTC)
@@ -87,14 +100,17 @@ def wall_clock(at: datetime | None, tz: tzinfo) -> str:
 def form_time(at: datetime | None, tz: tzinfo) -> str:
     """What a form's time field shows and reads back (parse_local): the wall clock
     (wall_clock), with the offset when that wall clock happens twice (the fall-back hour), so
-    that sending the form again asks for the same instant, not the first of the two."""
+    that sending the form again asks for the same instant, not the first of the two; and
+    with the fraction of a second of a moment asked with one (Instant), so that it is asked
+    as that instant again, not as the whole second."""
     if at is None:
         return ""
     shown = local(at, tz)
     naive = shown.replace(tzinfo=None)
     twice = (naive.replace(tzinfo=tz, fold=0).utcoffset()
              != naive.replace(tzinfo=tz, fold=1).utcoffset())
-    return wall_clock(at, tz) + (shown.isoformat()[-6:] if twice else "")
+    return (wall_clock(at, tz) + (_fraction(shown) if asked_exactly(at) else "")
+            + (shown.isoformat()[-6:] if twice else ""))
 
 
 def as_written(at: datetime) -> str:
@@ -114,7 +130,7 @@ def stamp_asked(at: datetime, tz: tzinfo) -> str:
     """A moment someone asked about, as `stamp` shows it but with its fraction when it has one
     (`2026-11-28 23:02:58.900 UTC`): a moment outside a round that ended within its second
     (23:02:58.5) must not read as that round's end."""
-    if not at.microsecond:
+    if not asked_exactly(at):
         return stamp(at, tz)
     return f"{local(at, tz):%Y-%m-%d} {clock_exact(at, tz)}"
 
@@ -125,10 +141,14 @@ def clock_exact(at: datetime, tz: tzinfo) -> str:
     asked with a fraction, so a round begun within that second does not read as begun before
     it."""
     t = local(at, tz)
-    if not t.microsecond:
+    if not asked_exactly(at):
         return clock(at, tz)
-    return f"{t:%H:%M:%S}.{t.microsecond // 1000:03d} {t.tzname()}" \
-        if not t.microsecond % 1000 else f"{t:%H:%M:%S.%f} {t.tzname()}"
+    return f"{t:%H:%M:%S}{_fraction(t)} {t.tzname()}"
+
+
+def _fraction(t: datetime) -> str:
+    """`.996` (milliseconds), or `.500001` when the microseconds are not whole milliseconds."""
+    return f".{t.microsecond // 1000:03d}" if not t.microsecond % 1000 else f".{t.microsecond:06d}"
 
 
 def iso(at: datetime | date | None) -> str | None:
@@ -150,7 +170,9 @@ def check_gaming_day(day: date) -> date:
 
 
 def parse_local(text: str, tz: tzinfo, what: str) -> datetime:
-    """An ISO 8601 time; one without a zone is on the casino's wall clock. Returned in UTC.
+    """An ISO 8601 time; one without a zone is on the casino's wall clock. Returned in UTC,
+    as an Instant when written with a fraction of a second (`21:14:05.000` is that instant,
+    `21:14:05` the whole second: projections/moment.py).
 
     A wall-clock time that does not exist (the spring-forward hour) or happens twice (the
     fall-back hour) is read with fold=0, the first of the two; give the offset to pick one.
@@ -163,7 +185,10 @@ def parse_local(text: str, tz: tzinfo, what: str) -> datetime:
     if at.tzinfo is None:
         at = at.replace(tzinfo=tz)
     try:
-        return at.astimezone(UTC)
+        utc = at.astimezone(UTC)
+        # A fraction written, `.000` too, asks for the instant (Instant); a date has no dot or
+        # comma, nor has an offset, so either one is the seconds' fraction.
+        return Instant.combine(utc.date(), utc.timetz()) if re.search(r"[.,]", text) else utc
     except OverflowError:  # 0001-01-01 east of UTC, 9999-12-31 west of it
         raise PitlogError(f"{what} {text!r} is out of range: in UTC it falls outside the years "
                           f"1 to 9999") from None

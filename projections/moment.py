@@ -17,7 +17,7 @@ from typing import Any
 import duckdb
 
 from events.errors import NotFoundError
-from projections.localtime import clock, clock_exact, local, stamp, stamp_asked
+from projections.localtime import asked_exactly, clock, clock_exact, local, stamp, stamp_asked
 from projections.queries import known_tables, rows, unknown_table_text
 
 # Every round of the table with its span, from the three columns the span needs. The round in
@@ -128,7 +128,7 @@ class OutsideRound(NotFoundError):
     @property
     def exact(self) -> bool:
         """Asked with a fraction of a second: the times beside the moment are shown with theirs."""
-        return bool(self.at.microsecond)
+        return asked_exactly(self.at)
 
     def headline(self, tz: tzinfo) -> str:
         """One sentence: where the moment fell."""
@@ -193,8 +193,8 @@ def neighbours(con: duckdb.DuckDBPyConnection, table: str, at: datetime,
     A moment to the second (no fraction: the video's clock, or a time copied from a table,
     which shows seconds) is that whole second: a round begun within it is in play then, as
     the screen that showed its start to the second says (a round in play at the second's start
-    comes first). A moment with a fraction is that instant."""
-    until = at + (ONE_SECOND if at.microsecond == 0 else ONE_MICROSECOND)
+    comes first). A moment with a fraction (`.000` too: localtime.Instant) is that instant."""
+    until = at + (ONE_MICROSECOND if asked_exactly(at) else ONE_SECOND)
     found = {r["place"]: r for r in rows(con, _ROUNDS, {"table": table, "at": at, "until": until,
                                                         "seat": seat})}
     return {place: _span(found.get(place)) for place in ("in", "before", "after")}

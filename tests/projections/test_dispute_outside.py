@@ -218,3 +218,36 @@ def test_asked_with_a_fraction_the_tables_own_times_show_theirs() -> None:
     whole = moment.OutsideRound("T01", opened_at.replace(microsecond=0), moment.BEFORE_OPEN,
                                 since=opened_at)
     assert whole.headline(parse_zone("UTC")).endswith("(opens at 2026-11-28 23:00:01 UTC)")
+
+
+def test_a_moment_written_with_000_is_that_instant_not_the_whole_second() -> None:
+    """Round 1 ends at 23:00:09.800, round 2 begins at 23:00:10.400. `23:00:10` is the whole
+    second (the video's clock): round 2 begun within it is in play. `23:00:10.000` names the
+    instant, which lies between the two rounds, and reads back as written."""
+    from projections.localtime import form_time, parse_local
+
+    con = duckdb.connect()
+    con.execute("CREATE TABLE events (table_id VARCHAR, shoe_id VARCHAR, round_no INTEGER, "
+                "seat INTEGER, event_type VARCHAR, seq BIGINT, occurred_at TIMESTAMPTZ)")
+    for seq, (round_no, at) in enumerate([(1, "23:00:00"), (1, "23:00:09.8"),
+                                          (2, "23:00:10.4"), (2, "23:00:20")], start=1):
+        con.execute("INSERT INTO events VALUES ('T01', 'S1', ?, NULL, 'CardDrawn', ?, "
+                    "?::TIMESTAMPTZ)", [round_no, seq, f"2026-11-28 {at}+00"])
+    utc = parse_zone("UTC")
+    whole = parse_local("2026-11-28 23:00:10", utc, "--at")
+    instant = parse_local("2026-11-28 23:00:10.000", utc, "--at")
+    assert whole == instant  # the same time: what differs is what was asked
+    assert _span(moment.locate(con, "T01", whole)) == ("S1", 2)
+    with pytest.raises(OutsideRound) as caught:
+        moment.locate(con, "T01", instant)
+    e = caught.value
+    assert e.where == moment.BETWEEN_ROUNDS
+    assert (_span(e.before), _span(e.after)) == (("S1", 1), ("S1", 2))
+    assert e.headline(utc).startswith(
+        "2026-11-28 23:00:10.000 UTC at table T01 is outside any round")
+    assert "round after: shoe S1 round 2, 23:00:10.400 UTC" in e.describe(utc)
+    # The console's form shows it as asked, so sending the form again asks the same.
+    assert form_time(instant, utc) == "2026-11-28 23:00:10.000"
+    assert form_time(whole, utc) == "2026-11-28 23:00:10"
+    again = parse_local(form_time(instant, utc), utc, "at")
+    assert again == instant and OutsideRound("T01", again, e.where).exact
