@@ -3,6 +3,8 @@
 Every class says what went wrong; the message says where (file, line, offset) and what to do.
 """
 
+import re
+
 
 class PitlogError(Exception):
     """Base of every error pitlog raises on purpose."""
@@ -61,6 +63,17 @@ class NotFoundError(PitlogError):
 
 class IngestError(PitlogError):
     """A device line could not be turned into an event."""
+
+
+# fastavro names its buffer by repr ("cannot read boolean from <_io.BytesIO object at
+# 0x7f...>"): a memory address would make a reason differ between two readings of the same bytes.
+_OBJECT_REPR = re.compile(r"<[^<>]* at 0x[0-9a-fA-F]+>")
+
+
+def corrupt_reason(exc: BaseException) -> str:
+    """Why bytes could not be read, as `TypeName: text`, an object's repr in the text (and so
+    its memory address) replaced by "the message": the same bytes give the same reason."""
+    return f"{type(exc).__name__}: {_OBJECT_REPR.sub('the message', str(exc))}"
 
 
 def first_line(exc: BaseException) -> str:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import re
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, fields
@@ -25,7 +24,7 @@ from typing import Any
 import fastavro
 from fastavro.schema import fingerprint, to_parsing_canonical_form
 
-from events.errors import DecodeError, EncodeError, SchemaError
+from events.errors import DecodeError, EncodeError, SchemaError, corrupt_reason
 from events.reddog import model
 from events.wire import avro_writer, chain
 
@@ -385,9 +384,6 @@ def _version(reg: SchemaRegistry, event_type: str, version: int) -> SchemaVersio
     )
 
 
-_OBJECT_REPR = re.compile(r"<[^<>]* at 0x[0-9a-fA-F]+>")
-
-
 def _read_body(
     sv: SchemaVersion, data: bytes, schema: dict[str, Any], reader: dict[str, Any] | None
 ) -> dict[str, Any]:
@@ -396,12 +392,9 @@ def _read_body(
     try:
         rec = fastavro.schemaless_reader(buf, schema, reader)
     except Exception as exc:  # fastavro raises many types on corrupt input; all mean "corrupt"
-        # fastavro names its buffer by repr ("cannot read boolean from <_io.BytesIO object at
-        # 0x7f...>"): a memory address would make the reason, which the store keeps with the
-        # quarantined message, differ between two readings of the same bytes
-        why = _OBJECT_REPR.sub("the message", str(exc))
+        # the reason is kept with the quarantined message: the same for the same bytes
         raise DecodeError(
-            f"{sv.event_type} v{sv.version}: corrupt body ({type(exc).__name__}: {why})"
+            f"{sv.event_type} v{sv.version}: corrupt body ({corrupt_reason(exc)})"
         ) from exc
     if buf.tell() != len(data):
         raise DecodeError(

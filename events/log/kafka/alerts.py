@@ -29,7 +29,7 @@ import fastavro
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import KafkaError, TopicAlreadyExistsError
 
-from events.errors import LogError
+from events.errors import LogError, corrupt_reason
 from events.log.alerts import ALERT_SCHEMA, Alert
 from events.log.kafka.fencing import (
     TRANSACTION_TIMEOUT_MS,
@@ -172,7 +172,7 @@ class KafkaAlertTopic:
                     except Exception as exc:  # noqa: BLE001 - any bytes may be there
                         raise LogError(
                             f"the last record of {self.topic} is not an alert "
-                            f"({type(exc).__name__}: {exc}); publishing after it could skip or "
+                            f"({corrupt_reason(exc)}); publishing after it could skip or "
                             f"repeat alerts: remove it (or publish to a new topic)") from exc
                 if start == first:
                     return 0, None
