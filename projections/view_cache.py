@@ -18,7 +18,9 @@ and attached read-only afterwards:
   `~/.cache/pitlog/views`. The files hold view definitions only, never a row of a store.
 - trusted as the installed package is: a folder or file that is not the user's own, or that
   another user may write (group or others' write bit), is not used, as ssh refuses such keys:
-  whoever could write a view there could change which anomalies are stored.
+  whoever could write a view there could change which anomalies are stored. Nor is one below a
+  folder another user may write (not the user's or root's, or group or others' write bit
+  without the sticky bit /tmp has): they could swap the cache folder for their own.
 - a file is made under a name of its own and renamed into place once complete, so a reader
   never attaches half a file, and two processes making the same one both end with a whole one.
   A file that cannot be attached or lacks its digest (damaged, cut short) is made again.
@@ -44,6 +46,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import time
 import uuid
 from collections.abc import Callable
@@ -131,10 +134,25 @@ def _own(path: Path) -> bool:
     return st.st_uid == os.geteuid() and not st.st_mode & 0o022
 
 
+def _safe_above(folder: Path) -> bool:
+    """A folder above the cache folder: the user's or root's, and writable by no one else
+    unless sticky (as /tmp is: there no one can rename another user's entry). Another user who
+    could write one could swap the cache folder for theirs between the checks and the ATTACH,
+    as ssh's StrictModes checks every folder above a key for that reason."""
+    st = folder.stat()
+    return st.st_uid in (os.geteuid(), 0) and (not st.st_mode & 0o022
+                                               or bool(st.st_mode & stat.S_ISVTX))
+
+
 def _attached(cur: duckdb.DuckDBPyConnection, quoted: str, path: Path, digest: str) -> bool:
     """Whether `path` is attached as `quoted`, read-only, holding `digest` (else detached).
-    OSError when the folder or the file is not the user's own (_own)."""
-    if path.parent.is_dir() and not _own(path.parent):
+    OSError when the folder or the file is not the user's own (_own), or a folder above them
+    may be written by another user (_safe_above)."""
+    folder = path.parent.resolve()
+    for above in folder.parents:  # one not there yet is made by _make_file, the user's own
+        if above.is_dir() and not _safe_above(above):
+            raise OSError(f"{above}: above the cache folder, writable by another user")
+    if folder.is_dir() and not _own(folder):
         raise OSError(f"{path.parent}: not the user's own, or writable by others")
     if not path.is_file():
         return False

@@ -276,3 +276,25 @@ def test_files_not_used_for_30_days_are_removed_by_the_next_make(
     os.utime(in_use, (young, young))
     assert _attach(window, "a")
     assert in_use.stat().st_mtime == pytest.approx(young)  # touched at most once a day
+
+
+def test_a_cache_below_a_folder_another_user_may_write_is_not_used(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        window: duckdb.DuckDBPyConnection) -> None:
+    """A folder above the cache folder that others may write (not sticky) lets them swap the
+    cache folder for one of their own between the checks and the ATTACH; a sticky one (as
+    /tmp is) does not. The cache folders are made where they are missing, below it."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    monkeypatch.setenv("PITLOG_CACHE_DIR", str(shared / "pitlog" / "views"))
+    shared.chmod(0o777)
+    assert not _attach(window)  # made in memory
+    assert not (shared / "pitlog").exists()  # and nothing made below it
+    shared.chmod(0o1777)  # sticky: no one renames another user's entry
+    assert _attach(window)
+    assert len(list((shared / "pitlog" / "views").glob("views-*.duckdb"))) == 1
+    assert _attach(window)  # attached again from the file
+    shared.chmod(0o775)
+    assert not _attach(window)
+    shared.chmod(0o755)
+    assert _attach(window)
