@@ -1562,6 +1562,55 @@ def test_the_window_knows_the_shoe_in_play_past_a_close_of_another_shoe(tmp_path
         _assert_missing_burns(con, [[tap, _round_with_no_burn(t, second_batch)]])
 
 
+# The same shape, S2 loaded from a continuous shuffler (13:69F-6.9: an nj-casino shoe that owes
+# no burn, burn_exempt_loads, decided by the shoe's last shuffle event): the window reads S2's
+# load before W, and needs its shuffle too, or the new dealer's tap-in is stored as owing a
+# burn the full evaluation does not owe (an outside review, session 35).
+def test_the_window_knows_the_shoe_in_play_came_from_a_continuous_shuffler(
+        tmp_path: Path) -> None:
+    log, t = _table(tmp_path)
+    t.shoe_id = "S2"
+    t.emit(model.ShuffleCompleted(method=model.ShuffleMethod.CONTINUOUS_SHUFFLER))
+    t.load("S2")
+    t.round_no = 1
+    t.deal_round("4C JS 7D", {1: 500})
+    t.shoe_id = "S3"  # never loaded
+    t.round_no = 1
+    t.deal_round("3H 10S 6D", {1: 500})
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
+        t.tap_in("D2")
+        _round_with_no_burn(t, second_batch)
+        _assert_missing_burns(con, [])
+
+
+# The same, in a store whose detect_context an earlier pitlog made (without the shuffle events,
+# another tag): the next batch builds the state again from `events` (incremental.upgrade_state)
+# instead of evaluating the store whole (the stored table is the same one), and is exact.
+def test_a_state_made_by_an_earlier_definition_is_built_again_not_evaluated_whole(
+        tmp_path: Path) -> None:
+    log, t = _table(tmp_path)
+    t.shoe_id = "S2"
+    shuffle = t.emit(model.ShuffleCompleted(method=model.ShuffleMethod.CONTINUOUS_SHUFFLER))
+    t.load("S2")
+    t.round_no = 1
+    t.deal_round("4C JS 7D", {1: 500})
+    t.shoe_id = "S3"  # never loaded
+    t.round_no = 1
+    t.deal_round("3H 10S 6D", {1: 500})
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
+        con.execute("DELETE FROM detect_context WHERE event_type LIKE 'Shuffle%'")
+        con.execute("COMMENT ON TABLE detect_context IS 'pitlog detect_context 0123'")
+        ((oid,),) = con.execute("SELECT table_oid FROM duckdb_tables() WHERE table_name = $t",
+                                {"t": STORED}).fetchall()
+        t.tap_in("D2")
+        _round_with_no_burn(t, second_batch)
+        assert con.execute("SELECT table_oid FROM duckdb_tables() WHERE table_name = $t",
+                           {"t": STORED}).fetchall() == [(oid,)]
+        assert con.execute("SELECT seq FROM detect_context WHERE event_type LIKE 'Shuffle%'"
+                           ).fetchall() == [(shuffle,)]
+        _assert_missing_burns(con, [])
+
+
 # An outside review of the shoe state read before W (incremental._with_state_seqs): each case
 # ends with S2's cards after the state events, so W lies after them, then S3 (never loaded)
 # deals a round, and a new dealer's tap-in naming no shoe comes in a later batch with a round
