@@ -105,8 +105,9 @@ FROM {src} WHERE shoe_id IS NOT NULL GROUP BY ALL
 """.replace("INTRUDER_CARDS", INTRUDER_CARDS).replace(
     "DEALT", "event_type = 'CardDrawn' AND destination IS DISTINCT FROM 'DISCARD_RACK'")
 # The state's definition, detect_context's comment: a state another pitlog built (other rows
-# in the context, other shoe extents) is not ready (state_ready): beside current stored rows
-# it is built again from `events` (upgrade_state), else the store is evaluated whole.
+# in the context, other shoe extents) is not ready (state_ready), so the store is evaluated
+# whole and it is rebuilt: the rows that state's batches stored may be wrong where it lacked
+# what a rule reads (session 36: a shoe's shuffle events).
 _STATE_TAG = "pitlog detect_context " + hashlib.sha256(
     (_CONTEXT_ROWS + _SHOE_AGG).encode()).hexdigest()
 _TABLE_AGG = """
@@ -131,7 +132,8 @@ class Scope:
     w: int | None
     offset: int
     # the shoe state at w, read as context (_with_state_seqs): the last CardsLoaded before w
-    # and the last ShoeClosed after it that ends its shoe, each event id's first copy
+    # and the last ShoeClosed after it that ends its shoe, each event id's first copy, and the
+    # last shuffle before w of the shoes whose loads the window judges
     state_seqs: list[int] | None
 
 
@@ -173,19 +175,17 @@ def rebuild_state(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def upgrade_state(con: duckdb.DuckDBPyConnection) -> None:
-    """A state made by an earlier definition of it (before detect_shoes kept the shoes'
-    game-order extents, card_us and last_us; or detect_context made with other rows, its tag
-    not _STATE_TAG, beside stored rows current by these rules): built again from `events`, in
-    one transaction. The state is a function of `events` alone, so the stored rows stay
-    current: this reads the events once, where a full evaluation would also evaluate every
-    rule."""
+    """A state made before detect_shoes kept the shoes' game-order extents (card_us, last_us)
+    and detect_context the cards with no shoe: built again from `events`, in one transaction.
+    The state is a function of `events` alone, so the stored rows stay current: this reads
+    the events once, where a full evaluation would also evaluate every rule. Not for a
+    detect_context of another definition (its tag): that one's live detection may have
+    stored rows the rules do not give (a context that lacked the events a rule needed), so
+    the store is evaluated whole (state_ready)."""
     cols = {c for (c,) in con.execute(
         "SELECT column_name FROM duckdb_columns() WHERE database_name = current_database() "
         "AND schema_name = 'main' AND table_name = $t", {"t": SHOES}).fetchall()}
-    if not cols:
-        return
-    if "last_us" in cols and (tagged(con, (CONTEXT,), _STATE_TAG)
-                              or anomaly_source(con) != STORED):
+    if not cols or "last_us" in cols:
         return
     con.begin()
     try:
@@ -478,30 +478,37 @@ class Detector:
         # names no shoe or there is none; a close of another shoe ends nothing. So the last
         # load and the last such close after it are read, not merely the last of the two (an
         # outside review: a copy re-sent later, a close of another shoe after it).
-        # While that shoe is in play (no such close), its last shuffle event before W too:
-        # it decides whether the load owed a burn (13:69F-6.9, burn_exempt_loads, which reads
-        # every copy); a later one is in the window.
-        seqs = {t: [s for s in (load, close, shuffle) if s is not None]
-                for t, load, close, shuffle in self._ready().execute(f"""
+        # And the last shuffle event before W of each shoe whose load the window judges: the
+        # shoe in play at W (no such close) and every shoe loaded from W on. A shoe's last
+        # shuffle decides whether its loads owe a burn (13:69F-6.9, burn_exempt_loads, which
+        # reads every copy, over the shoe's whole history); a later one is in the window.
+        # (An outside review: a shoe shuffled before W and loaded after it, with no card.)
+        seqs = {t: [s for s in (load, close, *shuffles) if s is not None]
+                for t, load, close, shuffles in self._ready().execute(f"""
             WITH s AS (SELECT unnest($t) AS table_id, unnest($w) AS w),
-            c AS (SELECT c.* FROM {self.db}.main.{CONTEXT} AS c JOIN s USING (table_id)
-                  WHERE c.event_type IN {_STATE_TYPES} AND c.seq < s.w
-                  QUALIFY c.event_id IS NULL OR row_number() OVER (
-                      PARTITION BY c.table_id, c.event_id ORDER BY c.seq, c.log_offset) = 1),
+            x AS (SELECT x.*, s.w FROM {self.db}.main.{CONTEXT} AS x JOIN s USING (table_id)),
+            c AS (SELECT * FROM x WHERE event_type IN {_STATE_TYPES} AND seq < w
+                  QUALIFY event_id IS NULL OR row_number() OVER (
+                      PARTITION BY table_id, event_id ORDER BY seq, log_offset) = 1),
             l AS (SELECT table_id, arg_max({{'seq': seq, 'shoe_id': shoe_id}}, (seq, log_offset))
                       AS load
                   FROM c WHERE event_type = 'CardsLoaded' GROUP BY ALL),
-            state AS (SELECT s.table_id, s.w, l.load, (
+            state AS (SELECT s.table_id, l.load, (
                           SELECT max(c.seq) FROM c WHERE c.table_id = s.table_id
                              AND c.event_type = 'ShoeClosed' AND c.seq > coalesce(l.load.seq, -1)
                              AND (c.shoe_id IS NULL OR l.load.shoe_id IS NULL
                                   OR c.shoe_id = l.load.shoe_id)) AS close
-                      FROM s LEFT JOIN l USING (table_id))
-            SELECT table_id, load.seq, close, (
-                SELECT max(x.seq) FROM {self.db}.main.{CONTEXT} AS x
-                WHERE state.close IS NULL AND x.table_id = state.table_id
-                  AND x.shoe_id = state.load.shoe_id
-                  AND x.event_type IN {SHUFFLE_TYPES} AND x.seq < state.w)
+                      FROM s LEFT JOIN l USING (table_id)),
+            judged AS (SELECT table_id, load.shoe_id FROM state WHERE close IS NULL
+                       UNION SELECT table_id, shoe_id FROM x
+                       WHERE event_type = 'CardsLoaded' AND seq >= w),
+            shuffles AS (SELECT table_id, max(seq) AS seq
+                         FROM x JOIN judged USING (table_id, shoe_id)
+                         WHERE event_type IN {SHUFFLE_TYPES} AND seq < w
+                         GROUP BY table_id, shoe_id)
+            SELECT table_id, load.seq, close,
+                   coalesce((SELECT list(seq) FROM shuffles AS h
+                             WHERE h.table_id = state.table_id), [])
             FROM state""",
                 {"t": list(wanted), "w": list(wanted.values())}).fetchall()}
         return [Scope(sc.table_id, sc.partition, sc.k, sc.w, sc.offset,
@@ -811,8 +818,7 @@ def close_detector(con: duckdb.DuckDBPyConnection) -> None:
 
 def whole_evaluation_owed(con: duckdb.DuckDBPyConnection) -> bool:
     """Whether the store's stored rows or detection state are not current (a new store, one
-    fed without detection, one whose rules another pitlog made; a state another pitlog made
-    beside current rows is built again first, upgrade_state), so that the next
+    fed without detection, one whose rules or state another pitlog made), so that the next
     detector evaluates the store whole first (detector_for). Makes the tables it asks of."""
     create_tables(con)
     upgrade_state(con)

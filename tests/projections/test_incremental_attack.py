@@ -1583,29 +1583,65 @@ def test_the_window_knows_the_shoe_in_play_came_from_a_continuous_shuffler(
         _assert_missing_burns(con, [])
 
 
-# The same, in a store whose detect_context an earlier pitlog made (without the shuffle events,
-# another tag): the next batch builds the state again from `events` (incremental.upgrade_state)
-# instead of evaluating the store whole (the stored table is the same one), and is exact.
-def test_a_state_made_by_an_earlier_definition_is_built_again_not_evaluated_whole(
-        tmp_path: Path) -> None:
+# Another shoe X shuffled on a continuous shuffler before W and loaded after it with no card
+# dealt (S2's last card is W; then S3, never loaded, deals): X's load is in the window, its
+# shuffle is not, and X's load was stored as owing a burn (an outside review, session 36). Also
+# with X used and closed before, then loaded again under its id.
+@pytest.mark.parametrize("reload", [False, True])
+def test_a_shoe_shuffled_before_the_window_and_loaded_in_it_keeps_its_exemption(
+        tmp_path: Path, reload: bool) -> None:
     log, t = _table(tmp_path)
-    t.shoe_id = "S2"
-    shuffle = t.emit(model.ShuffleCompleted(method=model.ShuffleMethod.CONTINUOUS_SHUFFLER))
-    t.load("S2")
+    if reload:
+        t.shoe_id = "X"
+        t.emit(model.ShuffleCompleted(method=model.ShuffleMethod.CONTINUOUS_SHUFFLER))
+        t.load("X")
+        t.round_no = 1
+        t.deal_round("4C JS 7D", {1: 500})
+        _closed(t, "X")
+        t.new_shoe("S2")
+    else:
+        t.new_shoe("S2")
+        t.shoe_id = "X"
+        t.emit(model.ShuffleCompleted(method=model.ShuffleMethod.CONTINUOUS_SHUFFLER))
+        t.shoe_id = "S2"
     t.round_no = 1
-    t.deal_round("4C JS 7D", {1: 500})
+    t.deal_round("8C 9S 5D", {1: 500})
+    t.load("X")  # no burn: a continuous shuffler's shoe owes none
     t.shoe_id = "S3"  # never loaded
     t.round_no = 1
     t.deal_round("3H 10S 6D", {1: 500})
     with _two_batches(tmp_path, log, t) as (con, second_batch):
+        t.tap_in("D2")
+        _round_with_no_burn(t, second_batch)
+        _assert_missing_burns(con, [])
+
+
+# A store whose detect_context an earlier pitlog made (without the shuffle events: its tag
+# differs) may hold rows that pitlog's live detection stored wrongly, such as the burn owed
+# above: the next batch evaluates the store whole (the stored table is made again), not only
+# its state, so the wrong row is gone (an outside review: building the state alone kept it).
+def test_a_state_made_by_an_earlier_definition_gets_the_store_evaluated_whole(
+        tmp_path: Path) -> None:
+    log, t = _table(tmp_path)
+    t.shoe_id = "S2"
+    shuffle = t.emit(model.ShuffleCompleted(method=model.ShuffleMethod.CONTINUOUS_SHUFFLER))
+    load = t.load("S2")
+    t.round_no = 1
+    first = t.deal_round("4C JS 7D", {1: 500})["left"]
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
         con.execute("DELETE FROM detect_context WHERE event_type LIKE 'Shuffle%'")
         con.execute("COMMENT ON TABLE detect_context IS 'pitlog detect_context 0123'")
+        # the row such a store could hold: S2's load owing a burn
+        con.execute(f"INSERT INTO {STORED} BY NAME SELECT 'MISSING_BURN' AS code, "
+                    "$t AS table_id, 'S2' AS shoe_id, 1 AS round_no, [$l, $f] AS seqs",
+                    {"t": t.table_id, "l": load, "f": first})
         ((oid,),) = con.execute("SELECT table_oid FROM duckdb_tables() WHERE table_name = $t",
                                 {"t": STORED}).fetchall()
         t.tap_in("D2")
+        t.burn("2C")
         _round_with_no_burn(t, second_batch)
         assert con.execute("SELECT table_oid FROM duckdb_tables() WHERE table_name = $t",
-                           {"t": STORED}).fetchall() == [(oid,)]
+                           {"t": STORED}).fetchall() != [(oid,)]
         assert con.execute("SELECT seq FROM detect_context WHERE event_type LIKE 'Shuffle%'"
                            ).fetchall() == [(shuffle,)]
         _assert_missing_burns(con, [])
