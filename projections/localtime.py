@@ -68,7 +68,14 @@ class Instant(datetime):
     """A moment asked for with a fraction of a second, `.000` included (parse_local): that
     instant. A moment written to the second is the whole second, as the video's clock shows
     it (projections/moment.py). A subclass, so the distinction survives the moment's way
-    through zones and arithmetic to where it is read (asked_exactly)."""
+    through zones and arithmetic to where it is read (asked_exactly), and written in ISO 8601
+    it keeps its fraction (a query string to a server, a link, JSON): read back, it asks for
+    the same instant."""
+
+    def isoformat(self, sep: str = "T", timespec: str = "auto") -> str:
+        if timespec == "auto":
+            timespec = "microseconds" if self.microsecond % 1000 else "milliseconds"
+        return super().isoformat(sep, timespec)
 
 
 def asked_exactly(at: datetime) -> bool:

@@ -251,3 +251,16 @@ def test_a_moment_written_with_000_is_that_instant_not_the_whole_second() -> Non
     assert form_time(whole, utc) == "2026-11-28 23:00:10"
     again = parse_local(form_time(instant, utc), utc, "at")
     assert again == instant and OutsideRound("T01", again, e.where).exact
+    # Written in ISO 8601 (the CLI's query to a server, the console's links, JSON) it keeps
+    # its fraction, so the server is asked the same instant (an outside review: `.000` was
+    # dropped there, and a server answered for the whole second).
+    from cli.client import plain_param
+    from projections.serve.encoding import encoder
+    from projections.serve.templates.base import time_cell
+
+    assert plain_param(instant) == "2026-11-28T23:00:10.000+00:00"
+    assert OutsideRound("T01", parse_local(plain_param(instant), utc, "at"), e.where).exact
+    assert plain_param(whole) == "2026-11-28T23:00:10+00:00"
+    assert encoder(utc)(instant) == "2026-11-28T23:00:10.000+00:00"
+    assert ">2026-11-28 23:00:10.000 UTC</time>" in time_cell(instant, utc, asked=True)
+    assert ">2026-11-28 23:00:10 UTC</time>" in time_cell(whole, utc, asked=True)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from projections.localtime import clock, iso, stamp, zone_name
+from projections.localtime import clock, iso, stamp, stamp_asked, zone_name
 from projections.money import dollars
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
@@ -38,11 +38,13 @@ def replay_href(shoe: object, **query: Any) -> str:
     return href("/replay/" + quote(str(shoe), safe=""), **query)
 
 
-def time_cell(at: datetime | None, tz: tzinfo, *, full: bool = False) -> str:
-    """A <time> with the wall clock shown and ISO 8601 (with offset) in datetime=."""
+def time_cell(at: datetime | None, tz: tzinfo, *, full: bool = False,
+              asked: bool = False) -> str:
+    """A <time> with the wall clock shown and ISO 8601 (with offset) in datetime=; `asked`: a
+    moment someone asked about, shown with its fraction when asked with one (stamp_asked)."""
     if at is None:
         return '<span class="muted">-</span>'
-    shown = stamp(at, tz) if full else clock(at, tz)
+    shown = stamp_asked(at, tz) if asked else stamp(at, tz) if full else clock(at, tz)
     return f'<time datetime="{e(iso(at))}" title="{e(stamp(at, tz))}">{e(shown)}</time>'
 
 

@@ -44,7 +44,7 @@ def incident_page(d: Dispute, tz: tzinfo, *, at: datetime | None = None, seat: i
              ("Round", e(r["round_no"])), ("Dealer", e(r["dealer"])),
              ("Round began", time_cell(r["started_at"], tz, full=True)),
              ("Round ended", time_cell(r["ended_at"], tz)),
-             ("Moment in question", time_cell(at, tz, full=True) if at else "by round"),
+             ("Moment in question", time_cell(at, tz, asked=True) if at else "by round"),
              ("Seat", e(seat) if seat else "all seats"),
              ("Hand", f"spread {e(r['spread'])}" if r["kind"] == "spread" else e(r["kind"])),
              ("Players' result", e(r["players_result"])),
