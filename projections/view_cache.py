@@ -93,7 +93,9 @@ def attach_views(cur: duckdb.DuckDBPyConnection, alias: str, events_sql: str,
     try:
         if _sealed(cur):
             raise OSError("file access is off on this connection")
-        path = cache_dir() / f"views-{digest[:32]}.duckdb"
+        # resolved: the folders checked (_attached) are the ones attached, whoever may
+        # re-point a symlink on the way afterwards
+        path = cache_dir().resolve() / f"views-{digest[:32]}.duckdb"
         if not _attached(cur, quoted, path, digest):
             _make_file(cur, quoted, path, digest, events_sql, make)
             if not _attached(cur, quoted, path, digest):
@@ -148,7 +150,7 @@ def _attached(cur: duckdb.DuckDBPyConnection, quoted: str, path: Path, digest: s
     """Whether `path` is attached as `quoted`, read-only, holding `digest` (else detached).
     OSError when the folder or the file is not the user's own (_own), or a folder above them
     may be written by another user (_safe_above)."""
-    folder = path.parent.resolve()
+    folder = path.parent  # resolved (attach_views)
     for above in folder.parents:  # one not there yet is made by _make_file, the user's own
         if above.is_dir() and not _safe_above(above):
             raise OSError(f"{above}: above the cache folder, writable by another user")

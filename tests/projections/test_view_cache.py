@@ -298,3 +298,32 @@ def test_a_cache_below_a_folder_another_user_may_write_is_not_used(
     assert not _attach(window)
     shared.chmod(0o755)
     assert _attach(window)
+
+
+def test_a_cache_folder_reached_through_a_symlink_is_attached_where_it_resolves(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        window: duckdb.DuckDBPyConnection) -> None:
+    """The folders checked are the ones attached: the symlink resolved first, so whoever may
+    re-point it (here another user's link in a sticky folder) cannot swap the folder between
+    the checks and the ATTACH (an outside review: the link was attached as given)."""
+    real = tmp_path / "real"
+    real.mkdir(mode=0o700)
+    sticky = tmp_path / "sticky"
+    sticky.mkdir()
+    sticky.chmod(0o1777)
+    link = sticky / "link"
+    link.symlink_to(real)
+    if os.geteuid() == 0:
+        os.lchown(link, 4242, 4242)  # another user's link
+    monkeypatch.setenv("PITLOG_CACHE_DIR", str(link))
+    checked_and_attached: list[Path] = []
+    attached = view_cache._attached
+
+    def spy(cur: duckdb.DuckDBPyConnection, quoted: str, path: Path, digest: str) -> bool:
+        checked_and_attached.append(path)
+        return attached(cur, quoted, path, digest)
+
+    monkeypatch.setattr(view_cache, "_attached", spy)
+    assert _attach(window)
+    (made,) = real.glob("views-*.duckdb")
+    assert checked_and_attached and set(checked_and_attached) == {made}
