@@ -58,9 +58,14 @@ def anomalies_cmd(
     shifts: ShiftsOpt = "06:00,14:00,22:00",
     severity: Annotated[Severity | None, typer.Option(
         "--severity", help="Only this severity and above: low, medium or high.")] = None,
-    statistics: Annotated[bool, typer.Option(
-        "--statistics/--no-statistics",
-        help="Include HOLD_VARIANCE and OUTCOME_FREQUENCY (statistics over many rounds).")] = True,
+    # One flag, not a --statistics/--no-statistics pair: typer gives the pair's second name a
+    # column of its own, which cut the options' help at 80 columns; --statistics (the default)
+    # is still accepted, hidden.
+    no_statistics: Annotated[bool, typer.Option(
+        "--no-statistics",
+        help="Leave out HOLD_VARIANCE and OUTCOME_FREQUENCY (statistics over many rounds).")
+    ] = False,
+    _statistics: Annotated[bool, typer.Option("--statistics", hidden=True)] = False,
     tz: TzOpt = None,
     limit: LimitOpt = None,
     db: DbOpt = None, format: FormatOpt = Format.table, out: OutOpt = None,
@@ -77,6 +82,7 @@ def anomalies_cmd(
     Example: pitlog anomalies --code LATE_RAISE --table T03 --since 2026-11-28T21:00
     (or: pitlog anomalies --day 2026-11-28 --tz America/New_York)
     """
+    statistics = not no_statistics
     calendar = Calendar.parse(tz or "UTC", gaming_day_start, shifts)
     first = parse_time(since, tz, "--since") if since else None
     last = parse_time(until, tz, "--until") if until else None

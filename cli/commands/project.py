@@ -26,20 +26,25 @@ def project_cmd(
     log: LogOpt = None,
     db: DbOpt = None,
     follow: Annotated[
-        bool, typer.Option(help="Keep following the log until Ctrl-C or SIGTERM.")
+        bool, typer.Option("--follow", help="Keep following the log until Ctrl-C or SIGTERM.")
     ] = False,
     memory_limit: Annotated[
         str | None,
         typer.Option(envvar="PITLOG_MEMORY_LIMIT",
-                     help="DuckDB's memory while projecting, e.g. 2GB [default: 512MB]; "
+                     help="DuckDB's memory while projecting, e.g. 2GB (default 512MB); "
                           "beyond it DuckDB spills to <db>.tmp."),
     ] = None,
-    alerts: Annotated[
-        bool, typer.Option("--alerts/--no-alerts",
-                           help="Publish new alerts to the sink beside the log (alerts.jsonl, "
-                                "or the Kafka alert topic). One store per log publishes: "
-                                "rebuild into a second store with --no-alerts.")
-    ] = True,
+    # Single flags, not --follow/--no-follow and --alerts/--no-alerts pairs: typer gives a
+    # pair's second name a column of its own, which cut the options' help at 80 columns. The
+    # defaults' names are still accepted, hidden.
+    no_alerts: Annotated[
+        bool, typer.Option("--no-alerts",
+                           help="Do not publish new alerts to the sink beside the log "
+                                "(alerts.jsonl, or the Kafka alert topic). One store per log "
+                                "publishes: rebuild into a second store with --no-alerts.")
+    ] = False,
+    _alerts: Annotated[bool, typer.Option("--alerts", hidden=True)] = False,
+    _no_follow: Annotated[bool, typer.Option("--no-follow", hidden=True)] = False,
     format: SummaryOpt = Summary.table,
     log_level: LogLevelOpt = LogLevel.warning,
     log_format: LogFormatOpt = LogFormat.text,
@@ -53,6 +58,7 @@ def project_cmd(
     rebuild.duckdb --no-alerts
     """
     path = db_path(db)
+    alerts = not no_alerts
 
     if (server := serving(path)) is not None:
         raise PitlogError(f"{path} is held by `pitlog serve` at {server['url']} (pid "

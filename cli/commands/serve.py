@@ -40,7 +40,7 @@ def serve_cmd(
         "--sql-max-rows", min=1, help="Rows an /api/sql query may return.")] = 10_000,
     memory_limit: Annotated[str | None, typer.Option(
         "--memory-limit", envvar="PITLOG_MEMORY_LIMIT",
-        help="DuckDB's memory, e.g. 2GB [default: 512MB].")] = None,
+        help="DuckDB's memory, e.g. 2GB (default 512MB).")] = None,
     log_level: LogLevelOpt = LogLevel.info,
     log_format: LogFormatOpt = LogFormat.text,
 ) -> None:
