@@ -161,11 +161,12 @@ def state_ready(con: duckdb.DuckDBPyConnection) -> bool:
 
 
 def rebuild_state(con: duckdb.DuckDBPyConnection) -> None:
-    """The state from the whole store (after a full evaluation; inside its transaction)."""
+    """The state from the whole store (after a full evaluation; inside its transaction). Its
+    tables made anew: one an older pitlog made may lack columns (detect_shoes' last_us)."""
+    con.execute(f"DROP TABLE IF EXISTS {SHOES}")
+    con.execute(f"DROP TABLE IF EXISTS {TABLES}")
     state_tables(con)
-    con.execute(f"DELETE FROM {SHOES}")
     con.execute(f"INSERT INTO {SHOES} {_SHOE_AGG.format(src='events')}")
-    con.execute(f"DELETE FROM {TABLES}")
     con.execute(f"INSERT INTO {TABLES} {_TABLE_AGG.format(src='events')}")
     con.execute(f"CREATE OR REPLACE TABLE {CONTEXT} AS "
                 f"SELECT * FROM events WHERE {_CONTEXT_ROWS}")
@@ -185,11 +186,12 @@ def upgrade_state(con: duckdb.DuckDBPyConnection) -> None:
     cols = {c for (c,) in con.execute(
         "SELECT column_name FROM duckdb_columns() WHERE database_name = current_database() "
         "AND schema_name = 'main' AND table_name = $t", {"t": SHOES}).fetchall()}
-    if not cols or "last_us" in cols:
+    # Only a state of this definition but for those columns: one of another definition (its
+    # tag) gets the store evaluated whole (state_ready), even when it lacks them too.
+    if not cols or "last_us" in cols or not tagged(con, (CONTEXT,), _STATE_TAG):
         return
     con.begin()
     try:
-        con.execute(f"DROP TABLE {SHOES}")
         rebuild_state(con)
         con.commit()
     except BaseException:
