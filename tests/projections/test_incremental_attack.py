@@ -1562,6 +1562,30 @@ def test_the_window_knows_the_shoe_in_play_past_a_close_of_another_shoe(tmp_path
         _assert_missing_burns(con, [[tap, _round_with_no_burn(t, second_batch)]])
 
 
+def _shuffled_continuously(t: TableBuilder, shoe: str) -> int:
+    """Shoe `shoe` shuffled by a continuous shuffler (13:69F-6.9: at an nj-casino table its
+    loads owe no burn); `t` deals from it from here. Returns the shuffle's seq."""
+    t.shoe_id = shoe
+    return t.emit(model.ShuffleCompleted(method=model.ShuffleMethod.CONTINUOUS_SHUFFLER))
+
+
+def _never_loaded_shoe_deals(t: TableBuilder) -> None:
+    """Shoe S3, never loaded, deals a round (CARD_OUTSIDE_ROUND's matter): the next batch's
+    stretch starts at S3, so W lies at the last card of the shoe before it."""
+    t.shoe_id = "S3"
+    t.round_no = 1
+    t.deal_round("3H 10S 6D", {1: 500})
+
+
+def _new_dealer_owes_nothing(tmp_path: Path, log: EmbeddedLog, t: TableBuilder) -> None:
+    """In a second batch, a new dealer taps in and a round is dealt with no burn: the shoe in
+    play came from a continuous shuffler, so nothing is owed, stored or in full."""
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
+        t.tap_in("D2")
+        _round_with_no_burn(t, second_batch)
+        _assert_missing_burns(con, [])
+
+
 # The same shape, S2 loaded from a continuous shuffler (13:69F-6.9: an nj-casino shoe that owes
 # no burn, burn_exempt_loads, decided by the shoe's last shuffle event): the window reads S2's
 # load before W, and needs its shuffle too, or the new dealer's tap-in is stored as owing a
@@ -1569,18 +1593,12 @@ def test_the_window_knows_the_shoe_in_play_past_a_close_of_another_shoe(tmp_path
 def test_the_window_knows_the_shoe_in_play_came_from_a_continuous_shuffler(
         tmp_path: Path) -> None:
     log, t = _table(tmp_path)
-    t.shoe_id = "S2"
-    t.emit(model.ShuffleCompleted(method=model.ShuffleMethod.CONTINUOUS_SHUFFLER))
+    _shuffled_continuously(t, "S2")
     t.load("S2")
     t.round_no = 1
     t.deal_round("4C JS 7D", {1: 500})
-    t.shoe_id = "S3"  # never loaded
-    t.round_no = 1
-    t.deal_round("3H 10S 6D", {1: 500})
-    with _two_batches(tmp_path, log, t) as (con, second_batch):
-        t.tap_in("D2")
-        _round_with_no_burn(t, second_batch)
-        _assert_missing_burns(con, [])
+    _never_loaded_shoe_deals(t)
+    _new_dealer_owes_nothing(tmp_path, log, t)
 
 
 # Another shoe X shuffled on a continuous shuffler before W and loaded after it with no card
@@ -1592,8 +1610,7 @@ def test_a_shoe_shuffled_before_the_window_and_loaded_in_it_keeps_its_exemption(
         tmp_path: Path, reload: bool) -> None:
     log, t = _table(tmp_path)
     if reload:
-        t.shoe_id = "X"
-        t.emit(model.ShuffleCompleted(method=model.ShuffleMethod.CONTINUOUS_SHUFFLER))
+        _shuffled_continuously(t, "X")
         t.load("X")
         t.round_no = 1
         t.deal_round("4C JS 7D", {1: 500})
@@ -1601,19 +1618,13 @@ def test_a_shoe_shuffled_before_the_window_and_loaded_in_it_keeps_its_exemption(
         t.new_shoe("S2")
     else:
         t.new_shoe("S2")
-        t.shoe_id = "X"
-        t.emit(model.ShuffleCompleted(method=model.ShuffleMethod.CONTINUOUS_SHUFFLER))
+        _shuffled_continuously(t, "X")
         t.shoe_id = "S2"
     t.round_no = 1
     t.deal_round("8C 9S 5D", {1: 500})
     t.load("X")  # no burn: a continuous shuffler's shoe owes none
-    t.shoe_id = "S3"  # never loaded
-    t.round_no = 1
-    t.deal_round("3H 10S 6D", {1: 500})
-    with _two_batches(tmp_path, log, t) as (con, second_batch):
-        t.tap_in("D2")
-        _round_with_no_burn(t, second_batch)
-        _assert_missing_burns(con, [])
+    _never_loaded_shoe_deals(t)
+    _new_dealer_owes_nothing(tmp_path, log, t)
 
 
 # A store whose detect_context an earlier pitlog made (without the shuffle events: its tag
@@ -1626,8 +1637,7 @@ def test_a_shoe_shuffled_before_the_window_and_loaded_in_it_keeps_its_exemption(
 def test_a_state_made_by_an_earlier_definition_gets_the_store_evaluated_whole(
         tmp_path: Path, without_game_order: bool) -> None:
     log, t = _table(tmp_path)
-    t.shoe_id = "S2"
-    shuffle = t.emit(model.ShuffleCompleted(method=model.ShuffleMethod.CONTINUOUS_SHUFFLER))
+    shuffle = _shuffled_continuously(t, "S2")
     load = t.load("S2")
     t.round_no = 1
     first = t.deal_round("4C JS 7D", {1: 500})["left"]
