@@ -44,8 +44,9 @@ HELD_DDL = "CREATE TABLE IF NOT EXISTS alerts_held (sink VARCHAR, alert_id VARCH
 ALERT_ID = ("'A' || substr(md5(code || '|' || coalesce(table_id, '') || '|' || "
             "array_to_string(seqs, ',')), 1, 24)")
 # Rows sharing an id (two writers' lines at one seq prove the same code) raise one alert; which
-# one is decided by the row's own values, not by the order the rows arrive in, so a store
-# rebuilt from the log raises the alert a live store raised from the same rows.
+# one is decided by the row's own values, not by the order an evaluation meets them in, so two
+# evaluations that meet the same rows raise the same alert (rows of one id arriving in
+# different batches: the first batch's row is raised, docs/live-detection.md).
 _TIE_BREAK = ("explanation, severity, rule, shoe_id NULLS FIRST, round_no NULLS FIRST, "
               "occurred_at NULLS FIRST")
 _LOG = logging.getLogger("pitlog.alerts")
