@@ -20,7 +20,9 @@ and attached read-only afterwards:
   another user may write (group or others' write bit), is not used, as ssh refuses such keys:
   whoever could write a view there could change which anomalies are stored. Nor is one below a
   folder another user may write (not the user's or root's, or group or others' write bit
-  without the sticky bit /tmp has): they could swap the cache folder for their own.
+  without the sticky bit /tmp has): they could swap the cache folder for their own. The
+  folder is resolved (symlinks followed) first, and the resolved path is the one checked and
+  attached: a symlink on the way cannot be re-pointed between the checks and the ATTACH.
 - a file is made under a name of its own and renamed into place once complete, so a reader
   never attaches half a file, and two processes making the same one both end with a whole one.
   A file that cannot be attached or lacks its digest (damaged, cut short) is made again.
