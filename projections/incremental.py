@@ -602,8 +602,8 @@ class Detector:
                 SEMI JOIN pitlog_ids AS q ON q.table_id = e.table_id
                  AND q.event_id = e.event_id AND e.seq < q.w
                 -- Not one the rounds window holds already (a TableOpened, the shoe state's
-                -- load and close before W: detect_rounds.copy_windows): read twice, it was one
-                -- copy more
+                -- load, close and shuffles before W: detect_rounds.copy_windows): read twice,
+                -- it was one copy more
                 ANTI JOIN {SCRATCH}.main.events AS x
                   ON x.log_partition = e.log_partition AND x.log_offset = e.log_offset""")
             # A card event's earlier copy is the card (macros.sql card_events_of keeps an id's
