@@ -67,7 +67,7 @@ CATALOGUE: Final[tuple[AnomalyCode, ...]] = (
     AnomalyCode("RAISE_NOT_ALLOWED", MEDIUM, "13:47-20.31(d)12",
                 "raise on a consecutive or pair round, or with no original wager"),
     AnomalyCode("LATE_RAISE", HIGH, "13:47-20.31(d)12-13; GA (11)",
-                'raise after "Raises closed"'),
+                'raise after "Raises closed" or after the third card was dealt'),
     AnomalyCode("WRONG_PAYOUT", HIGH, "13:47-20.31(e); GA (11)(b)",
                 "a winner paid at other than the table's paytable, under or over"),
     AnomalyCode("BELOW_MINIMUM_ODDS", HIGH, "13:47-20.31(d)9, (e)-(f); GA (11)(c)",
