@@ -23,7 +23,13 @@ from cli.output import Summary, render
 from cli.progress import progress_bar
 from events.errors import NotFoundError
 from events.recording.defaults import BATCH_LINES
-from events.recording.ingest import BadLine, IngestReport, default_quarantine, ingest
+from events.recording.ingest import (
+    BadLine,
+    IngestReport,
+    default_quarantine,
+    ingest,
+    refuse_reading_the_quarantine,
+)
 from events.text import visible
 
 
@@ -83,6 +89,7 @@ def ingest_cmd(
 def _ingest(stream: IO[bytes], source: str, uri: str, target: Path,
             on_reject: Callable[[BadLine], None], batch: int,
             create_topic: bool, progress: Callable[[int], None]) -> IngestReport:
+    refuse_reading_the_quarantine(stream, source, target)  # before the log is opened (or made)
     with open_for_writing(uri, create_topic) as event_log:
         return ingest(stream, event_log, source=source, quarantine=target, on_reject=on_reject,
                       batch_lines=batch, progress=progress)

@@ -166,6 +166,24 @@ class _Quarantine:
             self.file.close()
 
 
+def refuse_reading_the_quarantine(stream: IO[bytes], source: str, quarantine: Path) -> None:
+    """IngestError, before anything is read or written, when the lines come from the very file
+    their refusals would be appended to (the quarantine itself re-sent, or named as its own
+    --quarantine; a link or standard input redirected from it too): each refused line would be
+    read back, refused again and appended again, without end (an outside review, session 37:
+    1.4 GB in 10 s), and a device's own file would be altered."""
+    try:
+        same = os.path.samestat(os.fstat(stream.fileno()), os.stat(quarantine))
+    except (OSError, AttributeError, ValueError):  # no quarantine yet, or a stream of no file
+        return
+    if same:
+        raise IngestError(f"{source} is the quarantine file these lines' refusals would be "
+                          f"appended to ({quarantine}): nothing was read or recorded. To send "
+                          f"refused lines again, put each entry's raw line in a file of its "
+                          f"own (jq -r .raw {quarantine} > resend.jsonl), fix them there and "
+                          f"ingest that file; or pass --quarantine another file")
+
+
 def ingest(stream: IO[bytes], log: EventLog, *, source: str, quarantine: Path,
            on_reject: Callable[[BadLine], None] | None = None,
            now: Callable[[], datetime] | None = None,
@@ -173,6 +191,7 @@ def ingest(stream: IO[bytes], log: EventLog, *, source: str, quarantine: Path,
            progress: Callable[[int], None] | None = None) -> IngestReport:
     """Record every good line of `stream` through the Recorder; quarantine every bad one.
     `progress(lines)` is called after each batch is recorded, with the lines read so far."""
+    refuse_reading_the_quarantine(stream, source, quarantine)
     started = time.perf_counter()
     report = IngestReport(source, log.uri, str(quarantine))
     # Flushed here, to retry conflicts. `now` None: the recorder's own clock (integer micros).

@@ -416,3 +416,38 @@ def test_heads_kept_in_the_id_index_continue_every_chain_on_a_log_without_its_ow
         assert [seq for seq, _, _ in events] == list(range(1, len(events) + 1)), key
         assert all(events[i][1] == events[i - 1][2] for i in range(1, len(events))), key
     assert heads_used >= 3
+
+
+# --- the quarantine is never read as input ----------------------------------------------------
+
+
+# An outside review (session 37): `pitlog ingest log-quarantine.jsonl` appended each refused line
+# to the very file it was reading, read it back, refused it again, and so on (1.4 GB in 10 s),
+# and `--quarantine` naming the input altered the device's own file. Each way of reading the
+# quarantine is refused before anything is read or recorded: the file named, a link to it,
+# standard input redirected from it, and the input named as --quarantine.
+@pytest.mark.parametrize("way", ["file", "link", "stdin", "quarantine option"])
+def test_ingesting_the_quarantine_itself_is_refused_before_anything_is_read(
+        tmp_path: Path, way: str) -> None:
+    log, quarantine = tmp_path / "log", tmp_path / "log-quarantine.jsonl"
+    bad = _device_lines(3).replace('"rank": 2,', '"rank": 15,')  # line 1 refused
+    (tmp_path / "feed.jsonl").write_text(bad)
+    first = pitlog("ingest", str(tmp_path / "feed.jsonl"), "--log", str(log))
+    assert first.returncode == 1 and len(quarantine.read_text().splitlines()) == 1
+    (tmp_path / "link.jsonl").symlink_to(quarantine)
+    recorded = len(_ids(log))
+    before = {p.name: p.read_bytes() for p in (quarantine, tmp_path / "feed.jsonl")}
+    args, stdin = {"file": ([str(quarantine)], None),
+                   "link": ([str(tmp_path / "link.jsonl")], None),
+                   "stdin": (["-"], quarantine),
+                   "quarantine option": ([str(tmp_path / "feed.jsonl"), "--quarantine",
+                                          str(tmp_path / "feed.jsonl")], None)}[way]
+    with open(stdin or tmp_path / "feed.jsonl", "rb") as feed:
+        done = subprocess.run([PITLOG, "ingest", *args, "--log", str(log), "--batch", "1"],
+                              stdin=feed, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    [line] = done.stderr.splitlines()
+    assert line.startswith("Error: ") and "is the quarantine file" in line \
+        and "nothing was read or recorded" in line and "jq -r .raw" in line, done.stderr
+    assert {p.name: p.read_bytes() for p in (quarantine, tmp_path / "feed.jsonl")} == before
+    assert len(_ids(log)) == recorded
