@@ -45,7 +45,7 @@ class _Shutdown(Exception):
 
 
 def is_loopback(host: str) -> bool:
-    if host == "localhost":
+    if host == "localhost":  # bound as 127.0.0.1 (bind), never looked up
         return True
     try:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
@@ -62,6 +62,10 @@ def check_bind(host: str, token: str | None) -> None:
 
 
 def bind(host: str, port: int) -> socket.socket:
+    # "localhost" is taken as 127.0.0.1, not resolved: a hosts file or NSS mapping it to another
+    # address would otherwise serve the network with no token (check_bind let it through as
+    # loopback; an outside review, session 37).
+    host = DEFAULT_HOST if host == "localhost" else host
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

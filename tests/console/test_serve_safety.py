@@ -8,6 +8,7 @@ from __future__ import annotations
 import html
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -68,6 +69,28 @@ def test_a_non_loopback_bind_without_a_token_is_refused_before_anything_starts(
         assert r.stderr.startswith(f"Error: refusing to listen on {host} without a token")
         assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
     assert not db.exists() and not discovery.discovery_path(db).exists()
+
+
+# `--host localhost` passes check_bind as loopback, so it must be bound as loopback: taken as
+# 127.0.0.1, never resolved (a hosts file mapping localhost to a LAN address served the network
+# with no token; an outside review, session 37). The address handed to the socket is recorded.
+def test_localhost_is_bound_as_127_0_0_1_never_resolved(monkeypatch: pytest.MonkeyPatch) -> None:
+    from projections.serve import runner
+
+    asked: list[object] = []
+
+    class Recording(socket.socket):
+        def bind(self, address: Any) -> None:
+            asked.append(address)
+            super().bind(address)
+
+    monkeypatch.setattr(runner.socket, "socket", Recording)
+    runner.check_bind("localhost", None)  # loopback: no token needed
+    sock = runner.bind("localhost", 0)
+    try:
+        assert asked == [("127.0.0.1", 0)] and sock.getsockname()[0] == "127.0.0.1"
+    finally:
+        sock.close()
 
 
 def test_with_a_token_every_request_but_health_needs_it(small: tuple[Path, Path],
