@@ -41,12 +41,9 @@ from projections.serve.discovery import (
     WALL_CLOCKS_HEADER,
 )
 from projections.serve.encoding import to_json
+from projections.serve.params import BadRequest, params
 from projections.serve.sql import bounded_query
 from projections.serve.state import ServeState
-
-
-class BadRequest(PitlogError):
-    """A query parameter the API cannot use (answered 400)."""
 
 
 def routes() -> list[BaseRoute]:
@@ -125,16 +122,6 @@ def stale_headers(state: ServeState) -> dict[str, str]:
 
 
 # --- parameters -----------------------------------------------------------------------------
-
-def params(request: Request, *allowed: str) -> dict[str, str]:
-    """The query parameters, refusing unknown ones (a typo must not widen a query silently);
-    `token` is the browsers' way to authenticate (app.BearerAuth), not a parameter."""
-    unknown = sorted(set(request.query_params) - set(allowed) - {"token"})
-    if unknown:
-        raise BadRequest(f"unknown parameter {', '.join(unknown)}; this endpoint takes "
-                         f"{', '.join(allowed) or 'none'}")
-    return {k: v for k, v in request.query_params.items() if v != "" and k != "token"}
-
 
 def many(request: Request, name: str) -> list[str]:
     return [v for raw in request.query_params.getlist(name) for v in raw.split(",") if v]

@@ -40,6 +40,7 @@ from projections.moment import OutsideRound
 from projections.queries import known_tables, list_shoes, rows
 from projections.serve import api
 from projections.serve.discovery import STALE_HEADER
+from projections.serve.params import BadRequest, params
 from projections.serve.state import ServeState
 from projections.serve.templates.alerts import alerts_page, rows_html
 from projections.serve.templates.base import STATIC, with_stale_banner
@@ -78,7 +79,7 @@ def _html(request: Request, html: str, status_code: int = 200) -> HTMLResponse:
 def _wants_json(p: dict[str, str]) -> bool:
     fmt = p.pop("format", "html")
     if fmt not in ("html", "json"):
-        raise api.BadRequest(f"format={fmt!r}: use html or json")
+        raise BadRequest(f"format={fmt!r}: use html or json")
     return fmt == "json"
 
 
@@ -93,7 +94,7 @@ def _table_rows(con: duckdb.DuckDBPyConnection) -> list[Row]:
 
 
 def tables(request: Request) -> Response:
-    p = api.params(request, "format")
+    p = params(request, "format", blank_is_absent=True)
     with api.reading(request) as con:  # the tiles and the last alert of one snapshot
         found = _table_rows(con)
         if _wants_json(p):
@@ -104,7 +105,7 @@ def tables(request: Request) -> Response:
 
 def tiles(request: Request) -> Response:
     """The tiles alone, for tables.js to refresh the wall when an alert arrives."""
-    api.params(request)
+    params(request, blank_is_absent=True)
     with api.reading(request) as con:
         found = _table_rows(con)
     return _html(request, tiles_html(found, _state(request).tz))
@@ -115,12 +116,12 @@ def tiles(request: Request) -> Response:
 def _alert_filter(p: dict[str, str]) -> AlertFilter:
     sev = p.get("severity")
     if sev is not None and sev not in SEVERITIES:
-        raise api.BadRequest(f"severity={sev!r}: use {', '.join(SEVERITIES)}")
+        raise BadRequest(f"severity={sev!r}: use {', '.join(SEVERITIES)}")
     return AlertFilter(table=p.get("table"), code=p.get("code"), severity=sev)
 
 
 def alerts(request: Request) -> Response:
-    p = api.params(request, "table", "code", "severity", "limit", "format")
+    p = params(request, "table", "code", "severity", "limit", "format", blank_is_absent=True)
     json_wanted = _wants_json(p)
     f = _alert_filter(p)
     limit = api.as_int(p, "limit", 1) or 200
@@ -135,7 +136,7 @@ def alerts(request: Request) -> Response:
 def alert_rows(request: Request) -> Response:
     """The rows of the alerts after ?after=N that pass the filters, newest first: alerts.js
     asks for them when /alerts pushes a new alert, so rows are rendered in one place."""
-    p = api.params(request, "after", "table", "code", "severity")
+    p = params(request, "after", "table", "code", "severity", blank_is_absent=True)
     after = api.as_int(p, "after", 0) or 0
     with api.reading(request) as con:
         found = [a for a in recent_alerts(con, _alert_filter(p), 1000)
@@ -170,7 +171,7 @@ def _rebuild(request: Request, p: dict[str, str]) -> dict[str, Any]:
         if out["table"] is None:
             return out  # the empty form
         if at is None and (round_no is None or "shoe" not in p):
-            raise api.BadRequest("give at=TIME, or shoe=SHOE and round=N, or alert=N")
+            raise BadRequest("give at=TIME, or shoe=SHOE and round=N, or alert=N")
         try:
             out["dispute"] = rebuild(con, out["table"], at=at, seat=seat,
                                      shoe=None if at else p.get("shoe"),
@@ -185,7 +186,7 @@ def _dispute_json(request: Request, found: dict[str, Any]) -> Response:
         return api.reply(request, found["outside"].as_dict(_state(request).tz), 404)
     d = found["dispute"]
     if d is None:
-        raise api.BadRequest("give table= and at=TIME, or shoe= and round=, or alert=N")
+        raise BadRequest("give table= and at=TIME, or shoe= and round=, or alert=N")
     return api.reply(request, {"round": d.round, "cards": d.cards,
                                "announcements": d.announcements, "wagers": d.wagers,
                                "settlements": d.settlements, "anomalies": d.anomalies,
@@ -205,7 +206,7 @@ def _dispute_html(request: Request, found: dict[str, Any]) -> Response:
 
 
 def dispute(request: Request) -> Response:
-    p = api.params(request, *_DISPUTE_PARAMS)
+    p = params(request, *_DISPUTE_PARAMS, blank_is_absent=True)
     json_wanted = _wants_json(p)
     found = _rebuild(request, p)
     return _dispute_json(request, found) if json_wanted else _dispute_html(request, found)
@@ -213,7 +214,7 @@ def dispute(request: Request) -> Response:
 
 def incident(request: Request) -> Response:
     """The report of the round; outside a round, the dispute page's answer (no report)."""
-    p = api.params(request, *_DISPUTE_PARAMS)
+    p = params(request, *_DISPUTE_PARAMS, blank_is_absent=True)
     json_wanted = _wants_json(p)
     found = _rebuild(request, p)
     if json_wanted:
@@ -227,7 +228,7 @@ def incident(request: Request) -> Response:
 # --- replay ---------------------------------------------------------------------------------
 
 def shoes(request: Request) -> Response:
-    p = api.params(request, "table", "format")
+    p = params(request, "table", "format", blank_is_absent=True)
     json_wanted = _wants_json(p)
     with api.reading(request) as con:
         found = list_shoes(con, table=p.get("table"))
@@ -237,7 +238,7 @@ def shoes(request: Request) -> Response:
 
 
 def replay(request: Request) -> Response:
-    p = api.params(request, "table", "seq", "format")
+    p = params(request, "table", "seq", "format", blank_is_absent=True)
     json_wanted = _wants_json(p)
     with api.reading(request) as con:
         r = replay_steps(con, request.path_params["shoe"], p.get("table"))

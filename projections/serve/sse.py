@@ -23,6 +23,7 @@ from starlette.responses import Response, StreamingResponse
 from events.errors import PitlogError
 from projections.alerts import alerts_after
 from projections.serve.encoding import to_json
+from projections.serve.params import params
 from projections.serve.state import ServeState
 
 KEEPALIVE_S = 15.0
@@ -30,13 +31,17 @@ PAGE = 1000
 
 
 def _after(request: Request) -> int:
-    raw = request.headers.get("last-event-id") or request.query_params.get("after") or "0"
+    """Where to resume: the Last-Event-ID header, else ?after=N, else 0; an error names
+    whichever was given. Unknown or repeated parameters are refused (params.params)."""
+    p = params(request, "after", "once")
+    header = request.headers.get("last-event-id")
+    name, raw = ("Last-Event-ID", header) if header else ("after", p.get("after", "0"))
     try:
         n = int(raw)
     except ValueError:
-        raise PitlogError(f"Last-Event-ID {raw!r} is not an alert_seq (an integer)") from None
+        raise PitlogError(f"{name} {raw!r} is not an alert_seq (an integer)") from None
     if n < 0:
-        raise PitlogError("Last-Event-ID must be 0 or more")
+        raise PitlogError(f"{name} must be 0 or more")
     return n
 
 
