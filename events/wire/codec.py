@@ -109,10 +109,16 @@ class SchemaRegistry:
         self.writers: dict[tuple[type, int | None], avro_writer.Writer] = {}
 
     def writer_for(self, data: bytes) -> SchemaVersion:
-        if len(data) < HEADER_LEN + HASH_LEN or data[:2] != MAGIC:
+        if data[:2] != MAGIC:
             raise DecodeError(
                 f"not an Avro single-object message (starts {data[:2].hex() or 'empty'}, "
                 f"{len(data)} bytes); expected marker c301"
+            )
+        if len(data) < HEADER_LEN + HASH_LEN:  # the marker, but not a whole event
+            raise DecodeError(
+                f"a message cut short: {len(data)} bytes, fewer than the "
+                f"{HEADER_LEN + HASH_LEN} of a pitlog event's header and hash alone; the record "
+                f"was truncated on its way, or is not a pitlog event"
             )
         sv = self.by_fingerprint.get(bytes(data[2:HEADER_LEN]))
         if sv is None:
