@@ -9,14 +9,30 @@ exact values (these are pictures, drawn from floats).
 
 from __future__ import annotations
 
+import atexit
 import html
 import io
+import logging
+import os
+import shutil
+import tempfile
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-import matplotlib
+# matplotlib makes a settings folder and a font list when imported (~/.config/matplotlib and
+# ~/.cache/matplotlib; where HOME cannot be written, a /tmp/matplotlib-* folder and two lines on
+# stderr). `pitlog report` writes its --out file and no other (docs/operating.md), so unless the
+# user chose a folder, matplotlib gets a private temporary one, removed at exit, and its log
+# says nothing below an error (an outside review, session 37).
+if not os.environ.get("MPLCONFIGDIR"):
+    _PRIVATE = tempfile.mkdtemp(prefix="pitlog-report-mpl-")
+    os.environ["MPLCONFIGDIR"] = _PRIVATE
+    atexit.register(shutil.rmtree, _PRIVATE, ignore_errors=True)
+logging.getLogger("matplotlib").setLevel(logging.ERROR)
+
+import matplotlib  # noqa: E402  (after its folder is chosen)
 
 matplotlib.use("Agg")  # no display: SVG only
 

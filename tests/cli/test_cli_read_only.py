@@ -5,6 +5,7 @@ where `pitlog project` stops with one `Error:` line."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -156,3 +157,28 @@ def test_project_into_a_folder_it_cannot_write_is_one_error_line(tmp_path: Path)
                                     "-f", "jsonl")
     assert again.returncode == 0, again.stderr
     assert '"events":' in again.stdout and '"events":0,' not in again.stdout
+
+
+# `pitlog report` writes its --out file and nothing else: matplotlib, which draws its charts,
+# made ~/.config/matplotlib and a font list in ~/.cache/matplotlib, or, where HOME could not be
+# written, /tmp/matplotlib-* and two lines of its own on stderr (an outside review, session 37).
+# It now works in a private temporary folder of its own, removed when the command ends.
+@pytest.mark.parametrize("home_writable", [True, False])
+def test_report_writes_its_out_file_and_nothing_in_home_or_cache(
+        db: Path, tmp_path: Path, home_writable: bool) -> None:
+    home, temp, out = tmp_path / "home", tmp_path / "tmp", tmp_path / "day.html"
+    home.mkdir()
+    temp.mkdir()
+    env = {"HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache"),
+           "XDG_CONFIG_HOME": str(home / ".config"), "TMPDIR": str(temp), "MPLCONFIGDIR": ""}
+    with (contextlib.nullcontext() if home_writable else unwritable_folder(home)):
+        proc, written = run_recording_writes("report", "--db", str(db), "--out", str(out),
+                                             env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_text().startswith("<!DOCTYPE html>")
+    assert list(home.iterdir()) == [] and list(temp.iterdir()) == []
+    # outside the temporary folder (where tempfile also probes with a file of its own), the
+    # report alone; matplotlib's font list went to the private folder, gone with it
+    assert sorted({w for w in written if not Path(w).is_relative_to(temp)}) == [str(out)]
+    assert any(Path(w).parent.name.startswith("pitlog-report-mpl-") for w in written), written
+    assert "matplotlib" not in proc.stderr.lower() and "Traceback" not in proc.stderr
