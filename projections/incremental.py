@@ -480,10 +480,11 @@ class Detector:
         # names no shoe or there is none; a close of another shoe ends nothing. So the last
         # load and the last such close after it are read, not merely the last of the two (an
         # outside review: a copy re-sent later, a close of another shoe after it).
-        # And the last shuffle event before W of each shoe whose load the window judges: the
-        # shoe in play at W (no such close) and every shoe loaded from W on. A shoe's last
-        # shuffle decides whether its loads owe a burn (13:69F-6.9, burn_exempt_loads, which
-        # reads every copy, over the shoe's whole history); a later one is in the window.
+        # And the shuffle each load the window judges was shuffled by: a load's exemption is its
+        # shoe's last shuffle event before it (13:69F-6.9, burn_exempt_loads, which reads every
+        # copy): for the shoe in play at W (no such close), the last one before its load (not
+        # one between the load and W: a shoe id loaded again after another shuffle, session 37);
+        # for every shoe loaded from W on, the last one before W (a later one is in the window).
         # (An outside review: a shoe shuffled before W and loaded after it, with no card.)
         seqs = {t: [s for s in (load, close, *shuffles) if s is not None]
                 for t, load, close, shuffles in self._ready().execute(f"""
@@ -492,7 +493,8 @@ class Detector:
             c AS (SELECT * FROM x WHERE event_type IN {_STATE_TYPES} AND seq < w
                   QUALIFY event_id IS NULL OR row_number() OVER (
                       PARTITION BY table_id, event_id ORDER BY seq, log_offset) = 1),
-            l AS (SELECT table_id, arg_max({{'seq': seq, 'shoe_id': shoe_id}}, (seq, log_offset))
+            l AS (SELECT table_id, arg_max({{'seq': seq, 'shoe_id': shoe_id,
+                                             'log_offset': log_offset}}, (seq, log_offset))
                       AS load
                   FROM c WHERE event_type = 'CardsLoaded' GROUP BY ALL),
             state AS (SELECT s.table_id, l.load, (
@@ -501,13 +503,15 @@ class Detector:
                              AND (c.shoe_id IS NULL OR l.load.shoe_id IS NULL
                                   OR c.shoe_id = l.load.shoe_id)) AS close
                       FROM s LEFT JOIN l USING (table_id)),
-            judged AS (SELECT table_id, load.shoe_id FROM state WHERE close IS NULL
-                       UNION SELECT table_id, shoe_id FROM x
+            judged AS (SELECT table_id, load.shoe_id, {{'s': load.seq, 'o': load.log_offset}}
+                              AS upto FROM state WHERE close IS NULL
+                       UNION SELECT table_id, shoe_id, {{'s': w, 'o': -1}} FROM x
                        WHERE event_type = 'CardsLoaded' AND seq >= w),
-            shuffles AS (SELECT table_id, max(seq) AS seq
-                         FROM x JOIN judged USING (table_id, shoe_id)
-                         WHERE event_type IN {SHUFFLE_TYPES} AND seq < w
-                         GROUP BY table_id, shoe_id)
+            shuffles AS (SELECT table_id, arg_max(x.seq, (x.seq, x.log_offset)) AS seq
+                         FROM x JOIN judged AS j USING (table_id, shoe_id)
+                         WHERE event_type IN {SHUFFLE_TYPES}
+                           AND {{'s': x.seq, 'o': x.log_offset}} < j.upto
+                         GROUP BY table_id, shoe_id, j.upto)
             SELECT table_id, load.seq, close,
                    coalesce((SELECT list(seq) FROM shuffles AS h
                              WHERE h.table_id = state.table_id), [])

@@ -48,19 +48,25 @@ copies AS (
 -- 13:69F-6.9: "In lieu of the dealing and shuffling requirements set forth in N.J.A.C.
 -- 13:69F-6.3 and 6.4 [6.4: the burns], a casino licensee may utilize a dealing shoe or other
 -- device designed to automatically reshuffle the cards." A shoe loaded at an nj-casino table
--- (the profile in force at its CardsLoaded) whose last shuffle event (ShuffleStarted or
+-- (the profile in force at its CardsLoaded) whose last shuffle event before it (ShuffleStarted or
 -- ShuffleCompleted) names the automatic reshuffling shoe (CONTINUOUS_SHUFFLER) owes no burn,
 -- neither its first card nor a new dealer's. 13:47-20.31 (casino nights) and GA have no such
 -- exemption.
 burn_exempt_loads AS (
     SELECT l.table_id, l.seq, l.log_offset,
-           coalesce(m.reshuffling AND p.profile = 'nj-casino', false) AS no_burn_owed
-    FROM events AS l
-    LEFT JOIN (SELECT table_id, shoe_id,
-                      arg_max(method, (seq, log_offset)) = 'CONTINUOUS_SHUFFLER' AS reshuffling
-               FROM events
-               WHERE event_type IN ('ShuffleStarted', 'ShuffleCompleted') AND shoe_id IS NOT NULL
-               GROUP BY ALL) AS m USING (table_id, shoe_id)
+           coalesce(l.shuffled_by = 'CONTINUOUS_SHUFFLER' AND p.profile = 'nj-casino', false)
+               AS no_burn_owed
+    FROM (SELECT table_id, seq, log_offset, event_type,
+                 -- the shuffle of the cards this load put in the shoe: the shoe's last shuffle
+                 -- event before the load, not one after it (a shoe id closed and loaded again
+                 -- after another shuffle; an outside review, session 37)
+                 last_value(method IGNORE NULLS) OVER (
+                     PARTITION BY table_id, shoe_id ORDER BY seq, log_offset
+                     ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS shuffled_by
+          FROM events
+          WHERE event_type = 'CardsLoaded'  -- every load: one naming no shoe owes its burn
+             OR (event_type IN ('ShuffleStarted', 'ShuffleCompleted') AND shoe_id IS NOT NULL)
+         ) AS l
     ASOF LEFT JOIN paytables_in_force_of(NULL, NULL) AS p ON l.table_id = p.table_id AND l.seq >= p.seq
     WHERE l.event_type = 'CardsLoaded'
 ),

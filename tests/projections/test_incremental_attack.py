@@ -1627,6 +1627,52 @@ def test_a_shoe_shuffled_before_the_window_and_loaded_in_it_keeps_its_exemption(
     _new_dealer_owes_nothing(tmp_path, log, t)
 
 
+def _shuffled_by_hand(t: TableBuilder, shoe: str) -> int:
+    t.shoe_id = shoe
+    return t.emit(model.ShuffleCompleted(method=model.ShuffleMethod.HAND))
+
+
+# A load's 13:69F-6.9 exemption is decided by the shuffle of the cards it loaded, its shoe's
+# last shuffle event before it: shoe X closed and loaded again after another shuffle was
+# judged by its last shuffle ever, so of the two loads (one from a continuous shuffler, one
+# hand-shuffled), the first owed a burn it did not and the second none it did (an outside
+# review, session 37). Split between the loads: the second batch loads X again.
+@pytest.mark.parametrize("first_by_hand", [False, True])
+def test_a_shoe_loaded_again_owes_the_burn_of_the_shuffle_before_each_load(
+        tmp_path: Path, first_by_hand: bool) -> None:
+    log, t = _table(tmp_path)
+    first, second = (_shuffled_by_hand, _shuffled_continuously) if first_by_hand \
+        else (_shuffled_continuously, _shuffled_by_hand)
+    first(t, "X")
+    load1 = t.load("X")
+    t.round_no = 1
+    left1 = t.deal_round("4C JS 7D", {1: 500})["left"]  # no burn after either load
+    _closed(t, "X")
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
+        second(t, "X")
+        load2 = t.load("X")
+        left2 = _round_with_no_burn(t, second_batch)
+        _assert_missing_burns(con, [[load1, left1]] if first_by_hand else [[load2, left2]])
+
+
+# The shoe in play at W was loaded from a continuous shuffler, then a shuffle by hand was
+# recorded for it without a load, and it dealt on: its load owes nothing, so neither does a
+# new dealer. The window reads the shuffle before the load, not the last one before W (S2's
+# last card, after both; S3, never loaded, deals next).
+def test_the_shoe_in_play_is_judged_by_the_shuffle_before_its_load_not_a_later_one(
+        tmp_path: Path) -> None:
+    log, t = _table(tmp_path)
+    _shuffled_continuously(t, "S2")
+    t.load("S2")
+    t.round_no = 1
+    t.deal_round("4C JS 7D", {1: 500})
+    _shuffled_by_hand(t, "S2")
+    t.round_no = 2
+    t.deal_round("8C 2S 9D", {1: 500})
+    _never_loaded_shoe_deals(t)
+    _new_dealer_owes_nothing(tmp_path, log, t)
+
+
 # A store whose detect_context an earlier pitlog made (without the shuffle events: its tag
 # differs) may hold rows that pitlog's live detection stored wrongly, such as the burn owed
 # above: the next batch evaluates the store whole (the stored table is made again), not only
