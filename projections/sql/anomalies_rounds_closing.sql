@@ -121,15 +121,24 @@ voids AS (
 -- Device faults (13:69F-34.16(m)-(n), applied by analogy) and what followed each.
 faults AS (
     SELECT f.table_id, f.shoe_id, f.round_no, f.seq, f.occurred_at, f.fault, f.device_id,
-           c.seq AS card_seq, s.seq AS reshuffle_seq, min(v.seq) AS void_seq, r.finished
+           -- a dealing shoe's jam: a card of the cards it held, not of the shoe id loaded
+           -- again with new cards after it (the handling the rule asks for: the shoe closed and
+           -- a new shoe; an outside review, session 37). A shuffler's jam: any card before a
+           -- reshuffle, loaded again or not.
+           CASE WHEN f.fault = 'SHUFFLER_JAM' OR l.seq IS NULL OR c.seq < l.seq THEN c.seq END
+               AS card_seq,
+           s.seq AS reshuffle_seq, min(v.seq) AS void_seq, r.finished
     FROM events AS f
-    -- the next card out of the same shoe, and the next shuffle begun for it (seq: the fault, the
-    -- cards and the shuffle are the devices' own lines, each in its own order)
+    -- the next card out of the same shoe, the next shuffle begun for it and its next load (seq:
+    -- the fault, the cards, the shuffle and the load are the devices' own lines, each in its own
+    -- order)
     ASOF LEFT JOIN (SELECT table_id, shoe_id, seq FROM events
                     WHERE is_card_event(event_type)) AS c
         ON c.table_id = f.table_id AND c.shoe_id = f.shoe_id AND f.seq < c.seq
     ASOF LEFT JOIN (SELECT table_id, shoe_id, seq FROM events WHERE event_type = 'ShuffleStarted') AS s
         ON s.table_id = f.table_id AND s.shoe_id = f.shoe_id AND f.seq < s.seq
+    ASOF LEFT JOIN (SELECT table_id, shoe_id, seq FROM events WHERE event_type = 'CardsLoaded') AS l
+        ON l.table_id = f.table_id AND l.shoe_id = f.shoe_id AND f.seq < l.seq
     -- the void (a terminal line) after the fault (the device's) in game order (sql/macros.sql)
     LEFT JOIN events AS v
         ON v.table_id = f.table_id AND v.shoe_id = f.shoe_id AND v.round_no = f.round_no
@@ -157,7 +166,8 @@ SELECT * FROM (
     UNION ALL
     -- NO_RESHUFFLE_AFTER_CUT_CARD (13:47-20.31(d)16; GA (13)): once the cutting card is out,
     -- the round in progress is completed and the cards reshuffled: any later round dealt from
-    -- the same shoe.
+    -- the same shoe, of the same load (a shoe id loaded again after a reshuffle holds new cards
+    -- and its own cutting card; an outside review, session 37).
     SELECT 'NO_RESHUFFLE_AFTER_CUT_CARD', f.table_id, f.shoe_id, f.round_no,
            [c.cut_seq] || f.card_seqs[:1],
            printf('Round %d was dealt from shoe %s after the cutting card came out%s',
@@ -165,12 +175,22 @@ SELECT * FROM (
            f.started_at
     FROM facts AS f
     -- a cut recorded for round 0 is a cut with no round (round 0 is no round of play, (d)5:
-    -- sql/anomalies_rounds.sql)
-    JOIN (SELECT table_id, shoe_id, min(seq) AS cut_seq,
+    -- sql/anomalies_rounds.sql); each load's first cut (its load: the shoe's last before it)
+    JOIN (SELECT table_id, shoe_id, load_seq, min(seq) AS cut_seq,
                  nullif(arg_min(round_no, (seq, log_offset)), 0) AS cut_round
-          FROM events WHERE event_type = 'CuttingCardReached' AND shoe_id IS NOT NULL
+          FROM (SELECT e.table_id, e.shoe_id, e.seq, e.log_offset, e.round_no,
+                       coalesce(l.seq, -1) AS load_seq
+                FROM events AS e
+                ASOF LEFT JOIN (SELECT table_id, shoe_id, seq FROM events
+                                WHERE event_type = 'CardsLoaded') AS l
+                    ON l.table_id = e.table_id AND l.shoe_id = e.shoe_id AND e.seq > l.seq
+                WHERE e.event_type = 'CuttingCardReached' AND e.shoe_id IS NOT NULL)
           GROUP BY ALL) AS c USING (table_id, shoe_id)
     WHERE f.first_seq > c.cut_seq AND f.round_no IS DISTINCT FROM c.cut_round
+      -- the round is of the cut's load: no load of the shoe between the cut and the round
+      AND NOT EXISTS (SELECT 1 FROM events AS l
+                      WHERE l.event_type = 'CardsLoaded' AND l.table_id = f.table_id
+                        AND l.shoe_id = f.shoe_id AND l.seq > c.cut_seq AND l.seq < f.first_seq)
       AND len(f.card_seqs) > 0
 
     UNION ALL

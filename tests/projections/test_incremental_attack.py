@@ -1673,6 +1673,55 @@ def test_the_shoe_in_play_is_judged_by_the_shuffle_before_its_load_not_a_later_o
     _new_dealer_owes_nothing(tmp_path, log, t)
 
 
+def _assert_found(con: duckdb.DuckDBPyConnection, codes: tuple[str, ...],
+                  expected: list[tuple[str, list[int]]]) -> None:
+    """The rows of `codes` (code, proof), stored and in a full evaluation."""
+    for source in (STORED, "anomalies"):
+        assert con.execute(f"SELECT code, seqs FROM {source} WHERE list_contains(?, code) "
+                           f"ORDER BY code, seqs", [list(codes)]).fetchall() == expected, source
+
+
+# A shoe id closed and loaded again holds new cards: the cutting card of its first load does
+# not reach the rounds of the next (13:47-20.31(d)16: "The dealer shall then reshuffle the
+# cards", which the reload after a shuffle is), and a shoe jam handled as the rule asks (the
+# round voided, the shoe closed, a new shoe) is not "dealt on" by the new load's cards (an
+# outside review, session 37: NO_RESHUFFLE_AFTER_CUT_CARD and DEVICE_FAULT_NOT_VOIDED). The
+# reload comes in the second batch; a round dealt on after the second load's own cutting card
+# is still flagged, with that cut as its proof.
+@pytest.mark.parametrize("ended_by", ["cutting card", "shoe jam"])
+def test_a_shoe_loaded_again_is_a_new_shoe_to_its_cutting_card_and_its_jams(
+        tmp_path: Path, ended_by: str) -> None:
+    log, t = _table(tmp_path)
+    _shuffled_by_hand(t, "X")
+    t.new_shoe("X")
+    t.round_no = 1
+    if ended_by == "cutting card":
+        t.emit(model.CuttingCardReached())
+        t.deal_round("4C JS 7D", {1: 500})  # the round in progress completed, (d)16
+    else:
+        t.wager(1, 500)
+        t.draw("4C", Box.LEFT)
+        t.emit(model.DeviceFaulted(device_id="SHOE-1", fault=model.Fault.SHOE_JAM),
+               actor="SHOE-1")
+        t.emit(model.RoundVoided(reason="shoe jam"))
+        t.settle(1, WagerKind.ORIGINAL, model.SettledAs.VOID, 500)
+        t.rack("4C")
+    _closed(t, "X")
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
+        _shuffled_by_hand(t, "X")
+        t.new_shoe("X", burn="2D")
+        t.round_no = 2
+        t.deal_round("5C QS 8D", {1: 500})
+        t.round_no = 3
+        cut = t.emit(model.CuttingCardReached())
+        t.deal_round("3C 9S 6D", {1: 500})  # the round in progress completed, (d)16
+        t.round_no = 4
+        left = t.deal_round("2H 10C 5S", {1: 500})["left"]
+        second_batch()
+        _assert_found(con, ("DEVICE_FAULT_NOT_VOIDED", "NO_RESHUFFLE_AFTER_CUT_CARD"),
+                      [("NO_RESHUFFLE_AFTER_CUT_CARD", [cut, left])])
+
+
 # A store whose detect_context an earlier pitlog made (without the shuffle events: its tag
 # differs) may hold rows that pitlog's live detection stored wrongly, such as the burn owed
 # above: the next batch evaluates the store whole (the stored table is made again), not only
