@@ -19,7 +19,7 @@ from events.errors import NotFoundError
 from projections import dispute_sql as sql
 from projections.anomalies import anomalies_touching
 from projections.lookup import taps_from
-from projections.moment import SEAT_ABSENT, OutsideRound, locate, neighbours
+from projections.moment import SEAT_ABSENT, UNKNOWN_TABLE, OutsideRound, locate, neighbours
 from projections.queries import rows
 from projections.replay import (
     kept_round,
@@ -59,7 +59,12 @@ def dispute(con: duckdb.DuckDBPyConnection, table: str, *, at: datetime | None =
         # With a seat, the seat's round in play then first: in a whole second in which one
         # round ends and the next begins (moment.neighbours), the one the seat played.
         mine = neighbours(con, table, at, seat)["in"] if seat is not None else None
-        span = mine or locate(con, table, at)
+        try:
+            span = mine or locate(con, table, at)
+        except OutsideRound as outside:  # in no round: offer the seat's own rounds
+            if seat is None or outside.where == UNKNOWN_TABLE:
+                raise
+            raise outside.for_seat(con, seat) from None
         shoe, round_no = span.shoe_id, span.round_no
         first, last = span.first_seq, span.last_seq
     elif shoe is None or round_no is None:

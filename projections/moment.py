@@ -111,19 +111,32 @@ class OutsideRound(NotFoundError):
     """The moment asked for is in no round (or the seat asked for did not play in it).
 
     `where` is one of the constants above; `before` and `after` are the nearest rounds (of the
-    seat, when a seat was asked for); `since` is the time of the table event that explains the
-    gap (its opening, closing, shoe closing or last event); `known_tables` is filled for an
-    unknown table. The message is in UTC; `describe(tz)` says it on the casino's clock.
+    seat, when a seat was asked for), the ones offered to look at instead; `between` the
+    table's own rounds either side, which the headline names (default: `before` and `after`);
+    `since` is the time of the table event that explains the gap (its opening, closing, shoe
+    closing or last event); `known_tables` is filled for an unknown table. The message is in
+    UTC; `describe(tz)` says it on the casino's clock.
     """
 
     def __init__(self, table: str, at: datetime, where: str, *,
                  before: RoundSpan | None = None, after: RoundSpan | None = None,
                  since: datetime | None = None, seat: int | None = None,
-                 seats: tuple[int, ...] = (), known_tables: tuple[str, ...] = ()) -> None:
+                 seats: tuple[int, ...] = (), known_tables: tuple[str, ...] = (),
+                 between: tuple[RoundSpan | None, RoundSpan | None] | None = None) -> None:
         self.table, self.at, self.where = table, at, where
         self.before, self.after, self.since = before, after, since
+        self.between = between or (before, after)
         self.seat, self.seats, self.known_tables = seat, seats, known_tables
         super().__init__(self.describe(UTC))
+
+    def for_seat(self, con: duckdb.DuckDBPyConnection, seat: int) -> OutsideRound:
+        """The same moment outside any round, offering the seat's own rounds before and after
+        (the table's, which the seat may not have played, sent it to an error: an outside
+        review, session 37); the headline still names the table's rounds either side."""
+        near = neighbours(con, self.table, self.at, seat)
+        return OutsideRound(self.table, self.at, self.where, before=near["before"],
+                            after=near["after"], since=self.since, seat=seat,
+                            between=(self.before, self.after))
 
     @property
     def exact(self) -> bool:
@@ -133,7 +146,7 @@ class OutsideRound(NotFoundError):
     def headline(self, tz: tzinfo) -> str:
         """One sentence: where the moment fell."""
         at = stamp_asked(self.at, tz)
-        b, a = self.before, self.after
+        b, a = self.between
         if self.where == UNKNOWN_TABLE:
             return unknown_table_text(self.table, self.known_tables)
         if self.where == SEAT_ABSENT:

@@ -213,7 +213,10 @@ def dispute(request: Request) -> Response:
     zone = parse_zone(p["tz"]) if "tz" in p else state.tz  # of `at` and of the error message
     at = as_time(p, "at", zone)
     round_no = as_int(p, "round", MIN_ROUND_NO)  # round 0 is a round the views list
-    if (at is None) == (round_no is None or "shoe" not in p):
+    # One or the other, whole: at= with shoe= or round= beside it was answered for the moment,
+    # the round asked for dropped (an outside review, session 37)
+    named = "shoe" in p or round_no is not None
+    if (at is None) != named or (named and (round_no is None or "shoe" not in p)):
         raise BadRequest("give either at=TIME or shoe=SHOE and round=N")
     with reading(request) as con:
         try:

@@ -42,6 +42,11 @@ COMMANDS: dict[str, list[str]] = {
     "shoes-table": ["shoes", "--table", "T02"],
     "replay": ["replay", "T01-S0001", "-f", "json"],
     "anomalies": ["anomalies", "-f", "json"],
+    # --code comma-separated, as the server's `code` takes it: the file read "A,B" as one
+    # unknown code where a running server listed both (an outside review, session 37)
+    "anomalies-codes": ["anomalies", "--code", "LATE_RAISE,wrong_settlement", "-f", "json"],
+    "anomalies-codes-repeated": ["anomalies", "--code", "LATE_RAISE", "--code", "WRONG_SETTLEMENT",
+                                 "-f", "json"],
     "anomalies-filtered": ["anomalies", "--severity", "medium", "--table", "T01",
                            "--since", "2026-01-01T00:00:00", "-f", "csv"],
     "dispute": ["dispute", "--table", "T01", "--round", "T01-S0001:2", "-f", "json"],
@@ -175,6 +180,9 @@ def test_cli_query_commands_print_the_same_rows_through_a_live_server(evening: E
             assert out.strip(), name  # something was printed: the comparison means something
         else:  # the same one-line error, saying which server answered
             assert r.stderr.startswith(err.strip()) and evening.server.url in r.stderr, name
+    codes = json.loads(evening.direct["anomalies-codes"][1])
+    assert {a["code"] for a in codes} == {"LATE_RAISE", "WRONG_SETTLEMENT"}
+    assert evening.direct["anomalies-codes"][1] == evening.direct["anomalies-codes-repeated"][1]
     assert evening.direct["unknown-shoe"][0] == 1
     assert evening.direct["dispute-outside"][0] == 1
     assert evening.direct["conservation-no-day"][0] == 1

@@ -150,6 +150,26 @@ def test_a_seat_that_did_not_play_is_not_shown_the_hand_of_others(
     assert (e9.before, e9.after) == (None, None)
 
 
+# Between rounds with a seat asked for: the rounds offered are the seat's own (the table's
+# round before, which seat 3 did not play, sent the officer to "seat 3 did not play"; an
+# outside review, session 37), while the headline still names the table's rounds either side.
+def test_between_rounds_a_seat_is_offered_its_own_rounds(
+        evening: tuple[Path, dict[str, int]]) -> None:
+    db, m = evening
+    e = _outside(db, "T01", _at(m["dealer_change"]), seat=3)  # seat 3 played S1 round 2 only
+    assert e.where == moment.BETWEEN_ROUNDS and e.seat == 3
+    assert (e.before, _span(e.after)) == (None, ("S1", 2))
+    assert tuple(map(_span, e.between)) == (("S1", 1), ("S1", 2))
+    text = e.describe(parse_zone("UTC"))
+    assert "outside any round: between rounds 1 and 2 of shoe S1; no round of seat 3 before; " \
+           "round of seat 3 after: shoe S1 round 2" in text and "(--round S1:1)" not in text
+    got = e.as_dict(UTC)
+    assert (got["seat"], got["before"], got["after"]["round_no"]) == (3, None, 2)
+    # Seat 1 played both: the same rounds as without a seat.
+    e1 = _outside(db, "T01", _at(m["dealer_change"]), seat=1)
+    assert (_span(e1.before), _span(e1.after)) == (("S1", 1), ("S1", 2))
+
+
 def test_a_seat_that_played_gets_its_rows(evening: tuple[Path, dict[str, int]]) -> None:
     db, m = evening
     with duckdb.connect(str(db), read_only=True) as con:
