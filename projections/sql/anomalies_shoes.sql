@@ -36,13 +36,35 @@ in_error AS MATERIALIZED (
     FROM cards_out
 ),
 
+-- Each load of a shoe id with its decks: a shoe id closed and loaded again holds new decks, so
+-- EXTRA_CARD counts each load's copies against its own (an outside review, session 37: a
+-- reused id's second deck was "introduced"). A load recorded again under its event id is one
+-- load (DUPLICATE_EVENT; each id's first copy, as burn_stream reads loads), and two at one seq
+-- (two writers) one load of the same cards.
+shoe_loads AS (
+    SELECT table_id, shoe_id, seq AS load_seq, decks
+    FROM events
+    WHERE event_type = 'CardsLoaded' AND shoe_id IS NOT NULL
+    QUALIFY (event_id IS NULL OR row_number() OVER (
+                 PARTITION BY table_id, event_id ORDER BY seq, log_offset) = 1)
+        AND row_number() OVER (PARTITION BY table_id, shoe_id, seq ORDER BY log_offset) = 1
+),
+
 copies AS (
-    SELECT o.*, s.decks,
-           row_number() OVER (PARTITION BY o.table_id, o.shoe_id, o.rank, o.suit
-                              ORDER BY o.seq, o.log_offset) AS copy_no
-    FROM in_error AS o
-    JOIN shoe_decks_of(NULL, NULL) AS s USING (table_id, shoe_id)
-    WHERE NOT o.face_up_then_drawn AND NOT o.used_in_error
+    SELECT *, row_number() OVER (PARTITION BY table_id, shoe_id, load_seq, rank, suit
+                                 ORDER BY seq, log_offset) AS copy_no
+    FROM (SELECT o.*, coalesce(l.decks, f.first.decks) AS decks,
+                 coalesce(l.load_seq, f.first.load_seq) AS load_seq
+          FROM in_error AS o
+          -- the load the card came out of: its shoe's last load before it (a card recorded
+          -- before any load of its shoe: the first load's)
+          ASOF LEFT JOIN shoe_loads AS l
+              ON l.table_id = o.table_id AND l.shoe_id = o.shoe_id AND o.seq > l.load_seq
+          JOIN (SELECT table_id, shoe_id,
+                       arg_min({'load_seq': load_seq, 'decks': decks}, load_seq) AS first
+                FROM shoe_loads GROUP BY ALL) AS f
+              ON f.table_id = o.table_id AND f.shoe_id = o.shoe_id
+          WHERE NOT o.face_up_then_drawn AND NOT o.used_in_error)
 ),
 
 -- 13:69F-6.9: "In lieu of the dealing and shuffling requirements set forth in N.J.A.C.
@@ -182,7 +204,7 @@ SELECT * FROM (
 
     UNION ALL
     -- EXTRA_CARD (13:47-20.31(a)2): a shoe of N decks holds N copies of each card; the (N+1)th
-    -- copy out of the shoe was introduced. Its seqs: every copy out so far.
+    -- copy out of the shoe (of one load of it) was introduced. Its seqs: every copy out so far.
     SELECT 'EXTRA_CARD', x.table_id, x.shoe_id, x.round_no, list(c.seq ORDER BY c.seq),
            printf('Copy %d of %s out of shoe %s, which holds %d deck%s: a card was introduced',
                   x.copy_no, card_label(x.rank, x.suit), x.shoe_id, x.decks,
@@ -190,10 +212,11 @@ SELECT * FROM (
            x.occurred_at
     FROM copies AS x
     JOIN copies AS c
-        ON c.table_id = x.table_id AND c.shoe_id = x.shoe_id AND c.rank = x.rank AND c.suit = x.suit
-       AND c.copy_no <= x.copy_no
+        ON c.table_id = x.table_id AND c.shoe_id = x.shoe_id AND c.load_seq = x.load_seq
+       AND c.rank = x.rank AND c.suit = x.suit AND c.copy_no <= x.copy_no
     WHERE x.copy_no > x.decks
-    GROUP BY x.table_id, x.shoe_id, x.round_no, x.copy_no, x.rank, x.suit, x.decks, x.occurred_at
+    GROUP BY x.table_id, x.shoe_id, x.load_seq, x.round_no, x.copy_no, x.rank, x.suit, x.decks,
+             x.occurred_at
 
     UNION ALL
     -- DRAWN_IN_ERROR_NOT_USED (13:47-20.31(g)2; 13:69F-6.7(b)): a card drawn in error is used

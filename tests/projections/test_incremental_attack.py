@@ -1722,6 +1722,31 @@ def test_a_shoe_loaded_again_is_a_new_shoe_to_its_cutting_card_and_its_jams(
                       [("NO_RESHUFFLE_AFTER_CUT_CARD", [cut, left])])
 
 
+# A one-deck shoe id closed and loaded again with a new deck deals the same cards again: each
+# load holds its own deck, so nothing is introduced (an outside review, session 37: three
+# EXTRA_CARD rows); a copy beyond the second load's own deck still is, proved by that load's
+# copies alone. The second load comes in the second batch, and again as a line re-sent (one
+# load under one event id: its copies still count against the load).
+@pytest.mark.parametrize("resent", [False, True])
+def test_a_shoe_loaded_again_counts_its_copies_against_its_own_decks(
+        tmp_path: Path, resent: bool) -> None:
+    log, t = _table(tmp_path)
+    t.new_shoe("X", decks=1)
+    t.round_no = 1
+    t.deal_round("4C JS 7D", {1: 500})
+    _closed(t, "X")
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
+        load = t.new_shoe("X", decks=1, burn="2D")
+        t.round_no = 2
+        again = t.deal_round("4C JS 7D", {1: 500})  # the new deck's own 4C, JS and 7D
+        if resent:
+            _resent(t, model.CardsLoaded(decks=1), "X", str(uuid.UUID(int=load)))
+        t.round_no = 3
+        extra = t.deal_round("4C QS 9D", {1: 500})  # a second 4C out of the second deck
+        second_batch()
+        _assert_found(con, ("EXTRA_CARD",), [("EXTRA_CARD", [again["left"], extra["left"]])])
+
+
 # A store whose detect_context an earlier pitlog made (without the shuffle events: its tag
 # differs) may hold rows that pitlog's live detection stored wrongly, such as the burn owed
 # above: the next batch evaluates the store whole (the stored table is made again), not only
