@@ -190,28 +190,32 @@ SELECT * FROM (
     -- third card being dealt"): the round's first card dealt beyond the first two (an early
     -- exposed card, or the third card dealt with "Raises closed" never said before it). Proof:
     -- the earlier of the two, and the raise.
-    SELECT 'LATE_RAISE', e.table_id, e.shoe_id, e.round_no,
-           [CASE WHEN f.raises_closed < third THEN f.raises_closed_seq
-                 ELSE coalesce(f.beyond_two[1].seq, f.raises_closed_seq) END, e.seq],
-           CASE WHEN f.raises_closed < third OR third IS NULL
-                THEN printf('Seat %d raised %s on area %d after "Raises closed"%s', e.seat,
-                            dollars(e.amount_cents), e.area,
-                            CASE WHEN raised > f.third_card_order
-                                 THEN ', with the third card ' || f.middle_card || ' already out'
+    SELECT 'LATE_RAISE', table_id, shoe_id, round_no,
+           [CASE WHEN raises_closed < third THEN raises_closed_seq
+                 ELSE coalesce(third_seq, raises_closed_seq) END, seq],
+           CASE WHEN raises_closed < third OR third IS NULL
+                THEN printf('Seat %d raised %s on area %d after "Raises closed"%s', seat,
+                            dollars(amount_cents), area,
+                            CASE WHEN raised > third_card_order
+                                 THEN ', with the third card ' || middle_card || ' already out'
                                  ELSE '' END)
                 ELSE printf('Seat %d raised %s on area %d after the third card %s was dealt (%s)',
-                            e.seat, dollars(e.amount_cents), e.area, f.beyond_two[1].card,
-                            CASE WHEN f.raises_closed IS NULL THEN '"Raises closed" never said'
+                            seat, dollars(amount_cents), area, third_card,
+                            CASE WHEN raises_closed IS NULL THEN '"Raises closed" never said'
                                  ELSE '"Raises closed" said only after it' END) END,
-           e.occurred_at
-    FROM events AS e
-    JOIN facts AS f
-      ON f.table_id = e.table_id AND f.shoe_id IS NOT DISTINCT FROM e.shoe_id
-     AND f.round_no = e.round_no,
+           occurred_at
     -- game order (sql/macros.sql, game_order): a raise keyed before "Raises closed" is on time
     -- whichever line reached the recorder first
-    LATERAL (SELECT game_order(e.occurred_at, e.seq) AS raised,
-                    game_order(f.beyond_two[1].at, f.beyond_two[1].seq) AS third)
-    WHERE e.event_type = 'RaisePlaced' AND f.kind = 'spread'
-      AND (raised > f.raises_closed OR raised > third)
+    FROM (SELECT e.table_id, e.shoe_id, e.round_no, e.seq, e.seat, e.area, e.amount_cents,
+                 e.occurred_at, f.raises_closed, f.raises_closed_seq, f.third_card_order,
+                 f.middle_card, f.beyond_two[1].seq AS third_seq,
+                 f.beyond_two[1].card AS third_card,
+                 game_order(e.occurred_at, e.seq) AS raised,
+                 game_order(f.beyond_two[1].at, f.beyond_two[1].seq) AS third
+          FROM events AS e
+          JOIN facts AS f
+            ON f.table_id = e.table_id AND f.shoe_id IS NOT DISTINCT FROM e.shoe_id
+           AND f.round_no = e.round_no
+          WHERE e.event_type = 'RaisePlaced' AND f.kind = 'spread')
+    WHERE raised > raises_closed OR raised > third
 ) AS found(code, table_id, shoe_id, round_no, seqs, explanation, occurred_at);
