@@ -1569,6 +1569,11 @@ def _shuffled_continuously(t: TableBuilder, shoe: str) -> int:
     return t.emit(model.ShuffleCompleted(method=model.ShuffleMethod.CONTINUOUS_SHUFFLER))
 
 
+def _shuffled_by_hand(t: TableBuilder, shoe: str) -> int:
+    t.shoe_id = shoe
+    return t.emit(model.ShuffleCompleted(method=model.ShuffleMethod.HAND))
+
+
 def _never_loaded_shoe_deals(t: TableBuilder) -> None:
     """Shoe S3, never loaded, deals a round (CARD_OUTSIDE_ROUND's matter): the next batch's
     stretch starts at S3, so W lies at the last card of the shoe before it."""
@@ -1587,16 +1592,23 @@ def _new_dealer_owes_nothing(tmp_path: Path, log: EmbeddedLog, t: TableBuilder) 
 
 
 # The same shape, S2 loaded from a continuous shuffler (13:69F-6.9: an nj-casino shoe that owes
-# no burn, burn_exempt_loads, decided by the shoe's last shuffle event): the window reads S2's
-# load before W, and needs its shuffle too, or the new dealer's tap-in is stored as owing a
-# burn the full evaluation does not owe (an outside review, session 35).
+# no burn, burn_exempt_loads, decided by its last shuffle event before the load): the window
+# reads S2's load before W, and needs its shuffle too, or the new dealer's tap-in is stored as
+# owing a burn the full evaluation does not owe (an outside review, session 35). Also with a
+# shuffle by hand recorded for S2 after its load, without a load, and a round dealt on: the
+# window reads the shuffle before the load, not that later one before W (session 37).
+@pytest.mark.parametrize("shuffled_again", [False, True])
 def test_the_window_knows_the_shoe_in_play_came_from_a_continuous_shuffler(
-        tmp_path: Path) -> None:
+        tmp_path: Path, shuffled_again: bool) -> None:
     log, t = _table(tmp_path)
     _shuffled_continuously(t, "S2")
     t.load("S2")
     t.round_no = 1
     t.deal_round("4C JS 7D", {1: 500})
+    if shuffled_again:
+        _shuffled_by_hand(t, "S2")
+        t.round_no = 2
+        t.deal_round("8C 2S 9D", {1: 500})
     _never_loaded_shoe_deals(t)
     _new_dealer_owes_nothing(tmp_path, log, t)
 
@@ -1627,11 +1639,6 @@ def test_a_shoe_shuffled_before_the_window_and_loaded_in_it_keeps_its_exemption(
     _new_dealer_owes_nothing(tmp_path, log, t)
 
 
-def _shuffled_by_hand(t: TableBuilder, shoe: str) -> int:
-    t.shoe_id = shoe
-    return t.emit(model.ShuffleCompleted(method=model.ShuffleMethod.HAND))
-
-
 # A load's 13:69F-6.9 exemption is decided by the shuffle of the cards it loaded, its shoe's
 # last shuffle event before it: shoe X closed and loaded again after another shuffle was
 # judged by its last shuffle ever, so of the two loads (one from a continuous shuffler, one
@@ -1653,24 +1660,6 @@ def test_a_shoe_loaded_again_owes_the_burn_of_the_shuffle_before_each_load(
         load2 = t.load("X")
         left2 = _round_with_no_burn(t, second_batch)
         _assert_missing_burns(con, [[load1, left1]] if first_by_hand else [[load2, left2]])
-
-
-# The shoe in play at W was loaded from a continuous shuffler, then a shuffle by hand was
-# recorded for it without a load, and it dealt on: its load owes nothing, so neither does a
-# new dealer. The window reads the shuffle before the load, not the last one before W (S2's
-# last card, after both; S3, never loaded, deals next).
-def test_the_shoe_in_play_is_judged_by_the_shuffle_before_its_load_not_a_later_one(
-        tmp_path: Path) -> None:
-    log, t = _table(tmp_path)
-    _shuffled_continuously(t, "S2")
-    t.load("S2")
-    t.round_no = 1
-    t.deal_round("4C JS 7D", {1: 500})
-    _shuffled_by_hand(t, "S2")
-    t.round_no = 2
-    t.deal_round("8C 2S 9D", {1: 500})
-    _never_loaded_shoe_deals(t)
-    _new_dealer_owes_nothing(tmp_path, log, t)
 
 
 def _assert_found(con: duckdb.DuckDBPyConnection, codes: tuple[str, ...],
