@@ -9,7 +9,6 @@ exact values (these are pictures, drawn from floats).
 
 from __future__ import annotations
 
-import atexit
 import html
 import io
 import logging
@@ -24,22 +23,28 @@ from typing import Any
 # matplotlib makes a settings folder and a font list when imported (~/.config/matplotlib and
 # ~/.cache/matplotlib; where HOME cannot be written, a /tmp/matplotlib-* folder and two lines on
 # stderr). `pitlog report` writes its --out file and no other (docs/operating.md), so unless the
-# user chose a folder, matplotlib gets a private temporary one, removed at exit, and its log
-# says nothing below an error (an outside review, session 37).
-if not os.environ.get("MPLCONFIGDIR"):
-    _PRIVATE = tempfile.mkdtemp(prefix="pitlog-report-mpl-")
+# user chose a folder, matplotlib gets a private temporary one for its import, which loads the
+# font list into memory, and the folder is removed as soon as that is done (not at exit, which
+# a SIGTERM or a test worker's end skips); its log says nothing below an error (an outside
+# review, session 37).
+_PRIVATE = None if os.environ.get("MPLCONFIGDIR") else tempfile.mkdtemp(prefix="pitlog-report-mpl-")
+if _PRIVATE is not None:
     os.environ["MPLCONFIGDIR"] = _PRIVATE
-    atexit.register(shutil.rmtree, _PRIVATE, ignore_errors=True)
 logging.getLogger("matplotlib").setLevel(logging.ERROR)
+try:
+    import matplotlib
 
-import matplotlib  # noqa: E402  (after its folder is chosen)
+    matplotlib.use("Agg")  # no display: SVG only
 
-matplotlib.use("Agg")  # no display: SVG only
-
-import matplotlib.dates as mdates  # noqa: E402  (after choosing the backend)
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.ticker import FuncFormatter, MaxNLocator  # noqa: E402
+    import matplotlib.dates as mdates
+    import matplotlib.font_manager  # noqa: F401  (the font list, read while the folder exists)
+    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+finally:
+    if _PRIVATE is not None:
+        del os.environ["MPLCONFIGDIR"]  # a child process does not inherit a folder that is gone
+        shutil.rmtree(_PRIVATE, ignore_errors=True)
 
 from events.text import visible  # noqa: E402
 
