@@ -124,7 +124,14 @@ def stale_headers(state: ServeState) -> dict[str, str]:
 # --- parameters -----------------------------------------------------------------------------
 
 def many(request: Request, name: str) -> list[str]:
-    return [v for raw in request.query_params.getlist(name) for v in raw.split(",") if v]
+    """A MULTI_VALUED parameter's values, given again or comma-separated; an empty one (`?code=,`)
+    is refused, as params refuses `?code=`, not read as none (which widened the query: a
+    second outside review, session 37)."""
+    values = [v for raw in request.query_params.getlist(name) for v in raw.split(",")]
+    if "" in values:
+        raise BadRequest(f"{name} holds an empty value; name each one, comma-separated or "
+                         f"given again, e.g. {name}=A,B")
+    return values
 
 
 def as_int(p: dict[str, str], name: str, low: int | None = None) -> int | None:

@@ -154,6 +154,10 @@ def _rebuild(request: Request, p: dict[str, str]) -> dict[str, Any]:
     seat = api.as_int(p, "seat", FIRST_SEAT)
     at = api.as_time(p, "at", state.tz)
     round_no = api.as_int(p, "round", MIN_ROUND_NO)  # round 0 is a round the views list
+    if at is not None and ("shoe" in p or round_no is not None or "alert" in p):
+        # one or the other, as /api/dispute: the round asked for beside at= was dropped (a
+        # second outside review, session 37)
+        raise BadRequest("give at=TIME, or shoe=SHOE and round=N, or alert=N: one of them")
     out: dict[str, Any] = {"dispute": None, "outside": None, "alert": None, "seat": seat,
                            "table": p.get("table"), "at": at}
     with api.reading(request) as con:

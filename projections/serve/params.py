@@ -32,5 +32,5 @@ def params(request: Request, *allowed: str, blank_is_absent: bool = False) -> di
         if len(values) > 1 and name not in MULTI_VALUED:
             raise BadRequest(f"{name} given {len(values)} times; it takes one value")
         if not blank_is_absent and "" in values:
-            raise BadRequest(f"{name} is empty: give it a value, or leave it out")
+            raise BadRequest(f"{name} is empty: give it a value")
     return {k: v for k, v in given.items() if v != "" and k != "token"}

@@ -178,7 +178,12 @@ def test_bad_requests_get_one_json_error_with_a_4xx_code(server: Server) -> None
         # none (which widened the query to every table); /alerts checks its parameters too
         # and names the one it could not read (an outside review, session 37).
         ("/api/shoes?table=T01&table=T02", 400, "table given 2 times; it takes one value"),
-        ("/api/shoes?table=", 400, "table is empty: give it a value, or leave it out"),
+        ("/api/shoes?table=", 400, "table is empty: give it a value"),
+        ("/api/anomalies?code=,", 400, "code holds an empty value"),
+        ("/api/anomalies?code=LATE_RAISE,", 400, "code holds an empty value"),
+        ("/api/reconcile?by=,", 400, "by holds an empty value"),
+        ("/dispute?table=T01&at=2026-11-28T23:00:00Z&shoe=T01-S0001&round=3&format=json", 400,
+         "give at=TIME, or shoe=SHOE and round=N, or alert=N: one of them"),
         ("/api/anomalies?code=LATE_RAISE&severity=high&severity=low", 400, "severity given 2"),
         ("/alerts?once=1&bogus=1", 400, "unknown parameter bogus"),
         ("/alerts?once=1&after=abc", 400, "after 'abc' is not an alert_seq"),
