@@ -137,7 +137,7 @@ faults AS (
         ON c.table_id = f.table_id AND c.shoe_id = f.shoe_id AND f.seq < c.seq
     ASOF LEFT JOIN (SELECT table_id, shoe_id, seq FROM events WHERE event_type = 'ShuffleStarted') AS s
         ON s.table_id = f.table_id AND s.shoe_id = f.shoe_id AND f.seq < s.seq
-    ASOF LEFT JOIN (SELECT table_id, shoe_id, seq FROM events WHERE event_type = 'CardsLoaded') AS l
+    ASOF LEFT JOIN (SELECT table_id, shoe_id, load_seq AS seq FROM shoe_loads_of()) AS l
         ON l.table_id = f.table_id AND l.shoe_id = f.shoe_id AND f.seq < l.seq
     -- the void (a terminal line) after the fault (the device's) in game order (sql/macros.sql)
     LEFT JOIN events AS v
@@ -181,16 +181,16 @@ SELECT * FROM (
           FROM (SELECT e.table_id, e.shoe_id, e.seq, e.log_offset, e.round_no,
                        coalesce(l.seq, -1) AS load_seq
                 FROM events AS e
-                ASOF LEFT JOIN (SELECT table_id, shoe_id, seq FROM events
-                                WHERE event_type = 'CardsLoaded') AS l
+                ASOF LEFT JOIN (SELECT table_id, shoe_id, load_seq AS seq
+                                FROM shoe_loads_of()) AS l  -- each load once (macros.sql)
                     ON l.table_id = e.table_id AND l.shoe_id = e.shoe_id AND e.seq > l.seq
                 WHERE e.event_type = 'CuttingCardReached' AND e.shoe_id IS NOT NULL)
           GROUP BY ALL) AS c USING (table_id, shoe_id)
     WHERE f.first_seq > c.cut_seq AND f.round_no IS DISTINCT FROM c.cut_round
       -- the round is of the cut's load: no load of the shoe between the cut and the round
-      AND NOT EXISTS (SELECT 1 FROM events AS l
-                      WHERE l.event_type = 'CardsLoaded' AND l.table_id = f.table_id
-                        AND l.shoe_id = f.shoe_id AND l.seq > c.cut_seq AND l.seq < f.first_seq)
+      AND NOT EXISTS (SELECT 1 FROM shoe_loads_of() AS l
+                      WHERE l.table_id = f.table_id AND l.shoe_id = f.shoe_id
+                        AND l.load_seq > c.cut_seq AND l.load_seq < f.first_seq)
       AND len(f.card_seqs) > 0
 
     UNION ALL

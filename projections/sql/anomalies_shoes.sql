@@ -36,20 +36,6 @@ in_error AS MATERIALIZED (
     FROM cards_out
 ),
 
--- Each load of a shoe id with its decks: a shoe id closed and loaded again holds new decks, so
--- EXTRA_CARD counts each load's copies against its own (an outside review, session 37: a
--- reused id's second deck was "introduced"). A load recorded again under its event id is one
--- load (DUPLICATE_EVENT; each id's first copy, as burn_stream reads loads), and two at one seq
--- (two writers) one load of the same cards.
-shoe_loads AS (
-    SELECT table_id, shoe_id, seq AS load_seq, decks
-    FROM events
-    WHERE event_type = 'CardsLoaded' AND shoe_id IS NOT NULL
-    QUALIFY (event_id IS NULL OR row_number() OVER (
-                 PARTITION BY table_id, event_id ORDER BY seq, log_offset) = 1)
-        AND row_number() OVER (PARTITION BY table_id, shoe_id, seq ORDER BY log_offset) = 1
-),
-
 copies AS (
     SELECT *, row_number() OVER (PARTITION BY table_id, shoe_id, load_seq, rank, suit
                                  ORDER BY seq, log_offset) AS copy_no
@@ -57,12 +43,13 @@ copies AS (
                  coalesce(l.load_seq, f.first.load_seq) AS load_seq
           FROM in_error AS o
           -- the load the card came out of: its shoe's last load before it (a card recorded
-          -- before any load of its shoe: the first load's)
-          ASOF LEFT JOIN shoe_loads AS l
+          -- before any load of its shoe: the first load's); each load's copies count against
+          -- its own decks (macros.sql shoe_loads_of)
+          ASOF LEFT JOIN shoe_loads_of() AS l
               ON l.table_id = o.table_id AND l.shoe_id = o.shoe_id AND o.seq > l.load_seq
           JOIN (SELECT table_id, shoe_id,
                        arg_min({'load_seq': load_seq, 'decks': decks}, load_seq) AS first
-                FROM shoe_loads GROUP BY ALL) AS f
+                FROM shoe_loads_of() GROUP BY ALL) AS f
               ON f.table_id = o.table_id AND f.shoe_id = o.shoe_id
           WHERE NOT o.face_up_then_drawn AND NOT o.used_in_error)
 ),

@@ -142,6 +142,20 @@ FROM (SELECT table_id, seq, log_offset, event_type,
       WINDOW in_shoe AS (PARTITION BY table_id, shoe_id ORDER BY occurred_at, seq, log_offset))
 WHERE event_type = 'CardDrawn' AND NOT dealt AND same_round;
 
+-- Each load of a shoe once, with its decks: the first copy of each event id (a load line re-sent
+-- is one load, DUPLICATE_EVENT's finding, as MISSING_BURN's burn_stream counts it), then one
+-- per seq (two writers' loads at one seq, first in the log: one load of the same cards). A shoe
+-- id closed and loaded again holds new cards from its next load on: EXTRA_CARD,
+-- NO_RESHUFFLE_AFTER_CUT_CARD and DEVICE_FAULT_NOT_VOIDED judge it load by load from here (a
+-- second outside review, session 37: a re-sent load line was taken for new cards).
+CREATE OR REPLACE MACRO shoe_loads_of() AS TABLE
+SELECT table_id, shoe_id, seq AS load_seq, decks
+FROM (SELECT * FROM events
+      WHERE event_type = 'CardsLoaded' AND shoe_id IS NOT NULL
+      QUALIFY event_id IS NULL OR row_number() OVER (
+          PARTITION BY table_id, event_id ORDER BY seq, log_offset) = 1)
+QUALIFY row_number() OVER (PARTITION BY table_id, shoe_id, seq ORDER BY log_offset) = 1;
+
 -- A shoe's deck count: its first CardsLoaded's (13:69F-6.1(a): one or more decks). "First" is
 -- by seq, then log offset: two writers of a table (a Kafka log without fencing) can both
 -- append at one seq, and the log's order is then the only order of the two; a pick by seq

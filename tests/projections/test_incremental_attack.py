@@ -1711,6 +1711,35 @@ def test_a_shoe_loaded_again_is_a_new_shoe_to_its_cutting_card_and_its_jams(
                       [("NO_RESHUFFLE_AFTER_CUT_CARD", [cut, left])])
 
 
+# A load line sent again (its event id again: DUPLICATE_EVENT) is no new load of new cards: the
+# cutting card and the jam of the load still reach the round dealt on after the copy (a second
+# outside review, session 37: the copy was read as a reload). The copy comes in the second batch.
+@pytest.mark.parametrize("ended_by", ["cutting card", "shoe jam"])
+def test_a_load_line_sent_again_is_no_new_load_of_new_cards(tmp_path: Path,
+                                                            ended_by: str) -> None:
+    log, t = _table(tmp_path)
+    load = t.new_shoe("X")
+    t.round_no = 1
+    if ended_by == "cutting card":
+        code, cause = "NO_RESHUFFLE_AFTER_CUT_CARD", t.emit(model.CuttingCardReached())
+        t.deal_round("4C JS 7D", {1: 500})
+    else:
+        t.wager(1, 500)
+        t.draw("4C", Box.LEFT)
+        code, cause = "DEVICE_FAULT_NOT_VOIDED", t.emit(
+            model.DeviceFaulted(device_id="SHOE-1", fault=model.Fault.SHOE_JAM), actor="SHOE-1")
+        t.emit(model.RoundVoided(reason="shoe jam"))
+        t.settle(1, WagerKind.ORIGINAL, model.SettledAs.VOID, 500)
+        t.rack("4C")
+    with _two_batches(tmp_path, log, t) as (con, second_batch):
+        _resent(t, model.CardsLoaded(decks=6), "X", str(uuid.UUID(int=load)))
+        t.round_no = 2
+        left = t.deal_round("5C QS 8D", {1: 500})["left"]
+        second_batch()
+        _assert_found(con, ("DEVICE_FAULT_NOT_VOIDED", "NO_RESHUFFLE_AFTER_CUT_CARD"),
+                      [(code, [cause, left])])
+
+
 # A one-deck shoe id closed and loaded again with a new deck deals the same cards again: each
 # load holds its own deck, so nothing is introduced (an outside review, session 37: three
 # EXTRA_CARD rows); a copy beyond the second load's own deck still is, proved by that load's
