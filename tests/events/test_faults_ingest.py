@@ -451,3 +451,29 @@ def test_ingesting_the_quarantine_itself_is_refused_before_anything_is_read(
         and "nothing was read or recorded" in line and "jq -r .raw" in line, done.stderr
     assert {p.name: p.read_bytes() for p in (quarantine, tmp_path / "feed.jsonl")} == before
     assert len(_ids(log)) == recorded
+
+
+# A pipe from the quarantine (`cat QUARANTINE | pitlog ingest -`) is no file to compare, and fed
+# each refusal back without end too (a second outside review, session 37: 6 MB to 517 MB in
+# 15 s). A quarantine's entry is never a device line: the run stops at the first one, the lines
+# before it judged as usual (recorded, or quarantined once), nothing of the entry appended.
+@pytest.mark.parametrize("before", [0, 3])
+def test_a_quarantine_sent_through_a_pipe_stops_at_its_first_entry(
+        tmp_path: Path, before: int) -> None:
+    log, quarantine = tmp_path / "log", tmp_path / "log-quarantine.jsonl"
+    (tmp_path / "feed.jsonl").write_text(_device_lines(3).replace('"rank": 2,', '"rank": 15,'))
+    assert pitlog("ingest", str(tmp_path / "feed.jsonl"), "--log", str(log)).returncode == 1
+    entries = quarantine.read_text()
+    # `before` good lines first: the same devices' next lines, after the three
+    (tmp_path / "lines").write_text(
+        "".join(_device_lines(before + 3).splitlines(keepends=True)[3:]))
+    recorded = len(_ids(log))
+    done = subprocess.run(f"cat {tmp_path / 'lines'} {quarantine} | {PITLOG} ingest - "
+                          f"--log {log} --batch 1", shell=True, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 1
+    [line] = done.stderr.splitlines()
+    assert line.startswith(f"Error: <stdin> line {before + 1} is an entry of a quarantine "
+                           f"file (source, line, reason, raw), not a device line"), line
+    assert quarantine.read_text() == entries  # nothing appended
+    assert len(_ids(log)) == recorded + before  # the good lines before it recorded
