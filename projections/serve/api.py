@@ -124,7 +124,8 @@ def stale_headers(state: ServeState) -> dict[str, str]:
 # --- parameters -----------------------------------------------------------------------------
 
 def many(request: Request, name: str) -> list[str]:
-    """A MULTI_VALUED parameter's values, given again or comma-separated; an empty one (`?code=,`)
+    """The values of a parameter that takes several (params' `several`), given again or
+    comma-separated; an empty one (`?code=,`)
     is refused, as params refuses `?code=`, not read as none (which widened the query: a
     second outside review, session 37)."""
     values = [v for raw in request.query_params.getlist(name) for v in raw.split(",")]
@@ -199,7 +200,7 @@ def replay(request: Request) -> Response:
 def anomalies(request: Request) -> Response:
     state: ServeState = request.app.state.pitlog
     p = params(request, "code", "table", "shoe", "since", "until", "severity", "statistics",
-               "tz", "gaming_day_start", "shifts", "day")
+               "tz", "gaming_day_start", "shifts", "day", several=("code",))
     groups = calendar(p)  # HOLD_VARIANCE's gaming days and shifts, as /api/reconcile's
     since, until, day = as_time(p, "since", state.tz), as_time(p, "until", state.tz), None
     if "day" in p:  # as `pitlog anomalies --day`: the rows of that gaming day
@@ -237,7 +238,8 @@ def dispute(request: Request) -> Response:
 
 
 def reconcile(request: Request) -> Response:
-    p = params(request, "by", "tz", "gaming_day_start", "shifts", "day", "table", "sigma")
+    p = params(request, "by", "tz", "gaming_day_start", "shifts", "day", "table", "sigma",
+               several=("by",))
     try:
         sigma = float(p.get("sigma", DEFAULT_SIGMA))
     except ValueError:
@@ -251,7 +253,8 @@ def reconcile(request: Request) -> Response:
 
 
 def conservation(request: Request) -> Response:
-    p = params(request, "by", "tz", "gaming_day_start", "shifts", "day", "table")
+    p = params(request, "by", "tz", "gaming_day_start", "shifts", "day", "table",
+               several=("by",))
     with reading(request) as con:
         return reply(request, conservation_report(
             con, many(request, "by") or ["table", "day"], calendar(p),

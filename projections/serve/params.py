@@ -12,16 +12,13 @@ class BadRequest(PitlogError):
     """A query parameter the API cannot use (answered 400)."""
 
 
-# The parameters that take several values (`many`): given again, or comma-separated.
-MULTI_VALUED = frozenset({"code", "by"})
-
-
-def params(request: Request, *allowed: str, blank_is_absent: bool = False) -> dict[str, str]:
-    """The query parameters, refusing unknown ones, one given twice (but MULTI_VALUED's) and,
-    unless `blank_is_absent` (the console's forms, which send every field), an empty one: a
-    typo must not widen a query silently (`?table=` read as every table, `?table=A&table=B` as
-    B alone; an outside review, session 37). `token` is the browsers' way to authenticate
-    (app.BearerAuth), not a parameter."""
+def params(request: Request, *allowed: str, several: tuple[str, ...] = (),
+           blank_is_absent: bool = False) -> dict[str, str]:
+    """The query parameters, refusing unknown ones, one given twice (but those of `several`,
+    which the endpoint reads with api.many) and, unless `blank_is_absent` (the console's forms,
+    which send every field), an empty one: a typo must not widen a query silently (`?table=`
+    read as every table, `?table=A&table=B` as B alone; an outside review, session 37).
+    `token` is the browsers' way to authenticate (app.BearerAuth), not a parameter."""
     given = request.query_params
     unknown = sorted(set(given) - set(allowed) - {"token"})
     if unknown:
@@ -29,7 +26,7 @@ def params(request: Request, *allowed: str, blank_is_absent: bool = False) -> di
                          f"{', '.join(allowed) or 'none'}")
     for name in sorted(set(given) - {"token"}):
         values = given.getlist(name)
-        if len(values) > 1 and name not in MULTI_VALUED:
+        if len(values) > 1 and name not in several:
             raise BadRequest(f"{name} given {len(values)} times; it takes one value")
         if not blank_is_absent and "" in values:
             raise BadRequest(f"{name} is empty: give it a value")

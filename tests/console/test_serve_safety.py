@@ -188,6 +188,9 @@ def test_bad_requests_get_one_json_error_with_a_4xx_code(server: Server) -> None
         ("/alerts?once=1&bogus=1", 400, "unknown parameter bogus"),
         ("/alerts?once=1&after=abc", 400, "after 'abc' is not an alert_seq"),
         ("/alerts?once=1&after=1&after=2", 400, "after given 2 times"),
+        # `code` takes several values at /api/anomalies only; the console's filter, one
+        ("/alerts-page?code=LATE_RAISE&code=WRONG_PAYOUT&format=json", 400,
+         "code given 2 times"),
         # a dispute names a moment or a round, not both: neither half is dropped
         ("/api/dispute?table=T01&at=2026-11-28T23:00:00Z&round=3", 400, "give either at="),
         ("/api/dispute?table=T01&at=2026-11-28T23:00:00Z&shoe=T01-S0001", 400,
