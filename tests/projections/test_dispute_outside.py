@@ -19,6 +19,7 @@ from projections import moment
 from projections.dispute import dispute
 from projections.localtime import parse_zone
 from projections.moment import OutsideRound
+from projections.serve.templates.dispute import outside_body
 
 
 def _at(seq: int, plus: float = 0.0) -> object:
@@ -168,6 +169,13 @@ def test_between_rounds_a_seat_is_offered_its_own_rounds(
     # Seat 1 played both: the same rounds as without a seat.
     e1 = _outside(db, "T01", _at(m["dealer_change"]), seat=1)
     assert (_span(e1.before), _span(e1.after)) == (("S1", 1), ("S1", 2))
+    # The console's page links the rounds it offers for that seat (a link without it showed
+    # every seat's wagers); without a seat, no seat.
+    page = outside_body(e, UTC)
+    assert 'href="/dispute?table=T01&amp;shoe=S1&amp;round=2&amp;seat=3"' in page
+    assert "round=1" not in page  # no round of seat 3 before: nothing linked
+    assert 'href="/dispute?table=T01&amp;shoe=S1&amp;round=1"' in outside_body(
+        _outside(db, "T01", _at(m["dealer_change"])), UTC)
 
 
 def test_a_seat_that_played_gets_its_rows(evening: tuple[Path, dict[str, int]]) -> None:

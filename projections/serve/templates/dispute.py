@@ -182,14 +182,18 @@ def picker(tables: list[str], tz: tzinfo, table: str | None, at: datetime | None
             f'<button type="submit">Rebuild the hand</button></form>')
 
 
-def _neighbour(title: str, span: RoundSpan | None, table: str, tz: tzinfo) -> str:
+def _neighbour(title: str, span: RoundSpan | None, table: str, tz: tzinfo,
+               seat: int | None) -> str:
+    """A round offered instead: a link to it, for the seat asked about (its own rounds are
+    offered, so the link keeps it: a session 37 review)."""
     if span is None:
         return f'<div class="neighbour none"><h3>{title}</h3><p>none</p></div>'
     if span.shoe_id is None:  # a round dealt with no shoe: asked for by its start, as --at
-        link = href("/dispute", table=table, at=local(span.started_at, tz).isoformat())
+        link = href("/dispute", table=table, at=local(span.started_at, tz).isoformat(),
+                    seat=seat)
         name = f"round {span.round_no} (no shoe)"
     else:
-        link = href("/dispute", table=table, shoe=span.shoe_id, round=span.round_no)
+        link = href("/dispute", table=table, shoe=span.shoe_id, round=span.round_no, seat=seat)
         name = f"{e(span.shoe_id)} round {span.round_no}"
     return (f'<a class="neighbour" data-round="{e(span.shoe_id or "")}:{span.round_no}" '
             f'href="{link}"><h3>{title}</h3><b>{name}</b>'
@@ -203,8 +207,8 @@ def outside_body(x: OutsideRound, tz: tzinfo) -> str:
     near = ""
     if x.before or x.after or x.where != "unknown table":
         near = (f'<h2>{what} just before and after</h2><div class="neighbours">'
-                + _neighbour("Before", x.before, x.table, tz)
-                + _neighbour("After", x.after, x.table, tz) + "</div>")
+                + _neighbour("Before", x.before, x.table, tz, x.seat)
+                + _neighbour("After", x.after, x.table, tz, x.seat) + "</div>")
     known = ""
     if x.known_tables:
         moment = local(x.at, tz).isoformat()  # with its offset: exact in the fall-back hour
