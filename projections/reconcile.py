@@ -582,6 +582,13 @@ LEDGER_STATUSES = ("OK", "REMOVED", "IN_PLAY", "UNSETTLED", "DOUBLE_SETTLED", "W
                    "IRREGULAR_ROUND")
 
 
+def check_ledger_status(status: str | None) -> None:
+    """ReconcileError for a status the ledger has not (None: every status)."""
+    if status is not None and status.upper() not in LEDGER_STATUSES:
+        raise ReconcileError(f"unknown ledger status {status!r}: choose from "
+                             f"{', '.join(LEDGER_STATUSES)}")
+
+
 def ledger_rows(con: duckdb.DuckDBPyConnection, *, table: str | None = None,
                 shoe: str | None = None, status: str | None = None,
                 exceptions_only: bool = False, day: date | None = None,
@@ -589,9 +596,7 @@ def ledger_rows(con: duckdb.DuckDBPyConnection, *, table: str | None = None,
     """Rows of the ledger view, optionally only one table, shoe, status or gaming day (of
     `calendar`: the day its round started in, as reconcile counts it), or only the exceptions
     (every status but OK, REMOVED and IN_PLAY)."""
-    if status is not None and status.upper() not in LEDGER_STATUSES:
-        raise ReconcileError(f"unknown ledger status {status!r}: choose from "
-                             f"{', '.join(LEDGER_STATUSES)}")
+    check_ledger_status(status)
     calendar = calendar or Calendar()
     check_calendar(con, calendar)
     found = run_rows(con, query_sql("ledger"), {

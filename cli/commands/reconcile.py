@@ -37,6 +37,7 @@ from cli.reading import reading
 from projections.defaults import DEFAULT_SIGMA
 from projections.reconcile import (
     Calendar,
+    check_ledger_status,
     conservation,
     group_columns,
     ledger_rows,
@@ -75,6 +76,7 @@ def _grouped_rows(grouping: Grouping, default_by: list[str], path: str,
     calendar = Calendar.parse(tz, grouping.gaming_day_start, grouping.shifts)
     groups = grouping.by or default_by
     day = parse_day(grouping.day)  # refused before a server is asked, as the file refuses it
+    group_columns(groups)  # so is a grouping it has not ('' too: the same words either way)
     rows = ask(db_path(db), server, path, by=groups, tz=tz, day=grouping.day,
                table=grouping.table, gaming_day_start=grouping.gaming_day_start,
                shifts=grouping.shifts, **extra)
@@ -132,6 +134,7 @@ def ledger_cmd(
     zone = tz or "UTC"
     calendar = Calendar.parse(zone, gaming_day_start)
     asked_day = parse_day(day)  # refused before a server is asked, as the file refuses it
+    check_ledger_status(status)  # so is a status the ledger has not ('' too)
     rows = ask(db_path(db), server, "/api/ledger", table=table, shoe=shoe, status=status,
                exceptions=str(exceptions).lower(), day=day, tz=zone,
                gaming_day_start=gaming_day_start)

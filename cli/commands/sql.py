@@ -14,7 +14,7 @@ from cli.options import DbOpt, FormatOpt, OutOpt, TzOpt, db_path
 from cli.output import Format, render
 from events.errors import PitlogError
 from projections.localtime import casino_zone
-from projections.sql_console import QueryLimits, export_query, run_query
+from projections.sql_console import QueryLimits, check_read_only, export_query, run_query
 
 # Written a batch at a time, to stdout or to an --out file (parquet: the rows, then COPY).
 STREAMED = (Format.json, Format.jsonl, Format.csv)
@@ -48,6 +48,7 @@ def sql_cmd(
         if not query.strip():
             raise PitlogError("pitlog sql -: standard input held no query")
     limits = QueryLimits.from_env(timeout, memory_limit)  # bad limits: an error before asking
+    check_read_only(query)  # so is a query the guard refuses ('' too: the same words either way)
     answer = ask(db_path(db), server, "/api/sql", q=query)
     if answer is None and format in STREAMED:
         # Written as the rows come, a batch at a time: memory does not follow the result.

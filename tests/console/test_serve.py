@@ -31,6 +31,7 @@ CONFIG = SimConfig(seed=5, tables=3, rounds=30, seats=4, irregularities=0.03,
 # Every query command, in the formats whose output differs most (json: exact values; table:
 # what people read, dollars and decimals included).
 # Exports whose column types come from the query: a served answer's must be the file's.
+REFUSED_BEFORE_ASKING = ("ledger-empty-status", "reconcile-empty-by", "sql-empty")
 EXPORTS: dict[str, list[str]] = {
     "reconcile": ["reconcile", "--by", "table", "--by", "day", "-f", "parquet"],
     "conservation": ["conservation", "--by", "table", "--by", "day", "-f", "parquet"],
@@ -65,6 +66,12 @@ COMMANDS: dict[str, list[str]] = {
     "sql": ["sql", "SELECT table_id, count(*) AS n, max(occurred_at) AS last FROM events "
                    "GROUP BY table_id ORDER BY table_id", "-f", "json"],
     "unknown-shoe": ["replay", "NO-SUCH-SHOE"],
+    # An empty value the command refuses itself, before a server is asked: the same words
+    # either way (through a server they said "status is empty: give it a value"; a second
+    # outside review, session 37).
+    "ledger-empty-status": ["ledger", "--status", ""],
+    "reconcile-empty-by": ["reconcile", "--by", ""],
+    "sql-empty": ["sql", ""],
     # A wall-clock time (no zone) is shown as written either way (the server named it in
     # X-Pitlog-Wall-Clocks; it printed "2026-11-28T18:01:29.500000"); a text that looks like
     # one stays text.
@@ -178,12 +185,15 @@ def test_cli_query_commands_print_the_same_rows_through_a_live_server(evening: E
             assert r.stdout == out, name
         if code == 0:
             assert out.strip(), name  # something was printed: the comparison means something
+        elif name in REFUSED_BEFORE_ASKING:  # the very same line: no server was asked
+            assert r.stderr == err and err.startswith("Error: "), name
         else:  # the same one-line error, saying which server answered
             assert r.stderr.startswith(err.strip()) and evening.server.url in r.stderr, name
     codes = json.loads(evening.direct["anomalies-codes"][1])
     assert {a["code"] for a in codes} == {"LATE_RAISE", "WRONG_SETTLEMENT"}
     assert evening.direct["anomalies-codes"][1] == evening.direct["anomalies-codes-repeated"][1]
     assert evening.direct["unknown-shoe"][0] == 1
+    assert [evening.direct[name][0] for name in REFUSED_BEFORE_ASKING] == [1, 1, 1]
     assert evening.direct["dispute-outside"][0] == 1
     assert evening.direct["conservation-no-day"][0] == 1
     assert evening.direct["anomalies-no-day"][0] == 1
