@@ -155,6 +155,11 @@ class EventIdIndex:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(self.path, timeout=OPEN_PATIENCE_S, isolation_level=None)
         self.db.execute("PRAGMA journal_mode = WAL")
+        # A cache of the log (module docstring): a commit lost to a power cut leaves `upto`
+        # behind with its ids, and the next use reads those records from the log again. So
+        # no fsync per commit (WAL's NORMAL: never a damaged file, only a later state lost);
+        # FULL's were 2-3% of `pitlog ingest`'s CPU (benchmarks/results.md, session 38).
+        self.db.execute("PRAGMA synchronous = NORMAL")
         # The tables made and, for an index made before `heads` (it read records whose heads
         # it never kept) or before the ids' positions, emptied to be read again, in one
         # transaction (SQLite's DDL is transactional): a kill or a lock in between cannot leave
