@@ -163,7 +163,8 @@ SELECT round_no, seat, area, wager_kind, player_id, amount_cents AS wager_cents,
        (SELECT max(e.occurred_at) FROM events AS e
         WHERE e.table_id = l.table_id AND e.seq BETWEEN $first AND $last
           AND list_contains(l.settlement_seqs, e.seq)) AS settled_at
-FROM ledger_of($table, $shoe, $round, $first, $last, taps_from := $taps_from) AS l
+FROM ledger_of($table, $shoe, $round, $first, $last, taps_from := $taps_from,
+               shoe_from := $first) AS l
 WHERE l.shoe_id IS NOT DISTINCT FROM $shoe
 ORDER BY round_no, seat, area, wager_kind
 """

@@ -75,7 +75,7 @@ exposure_faults AS (
 ),
 
 -- Wager events after the round's first card (13:47-20.31(d)3, (d)6; GA (1), (4)), with whether
--- the area held a wager before the first card and whether its decision came before the event.
+-- the area held a wager when the first card left the shoe and whether its decision came before the event.
 -- Before and after are game order (sql/macros.sql, game_order): the wagers come from the dealer
 -- terminal and the first card from the shoe, so their seqs are arrival order only.
 moves AS (
@@ -94,15 +94,22 @@ late_moves AS (
     SELECT m.table_id, m.shoe_id, m.round_no, m.seat, m.area, m.seq, m.event_type,
            m.amount_cents, m.instrument, m.occurred_at, m.first_card_seq, m.first_card,
            m.first_card_order, m.move_order,
-           coalesce(bool_or(b.event_type = 'WagerPlaced'
-                            AND game_order(b.occurred_at, b.seq) < m.first_card_order), false) AS had_wager,
+           -- the area's last wager event before the first card (game order, then the log's):
+           -- a wager removed then held none, so one placed after the card is late, not added
+           -- to it (an outside audit, session 38; docs/auditing.md, the ledger's `late`)
+           coalesce(arg_max(b.event_type, {'at': b.occurred_at, 'seq': b.seq,
+                                           'log_offset': b.log_offset})
+                        FILTER (b.event_type <> 'WagerSettled'
+                                AND game_order(b.occurred_at, b.seq) < m.first_card_order)
+                        <> 'WagerRemoved', false) AS had_wager,
            coalesce(bool_or(b.event_type = 'WagerSettled' AND b.wager_kind = 'ORIGINAL'
                             AND game_order(b.occurred_at, b.seq) < m.move_order), false) AS decided
     FROM moves AS m
     LEFT JOIN events AS b
         ON b.table_id = m.table_id AND b.shoe_id IS NOT DISTINCT FROM m.shoe_id
        AND b.round_no = m.round_no
-       AND b.seat = m.seat AND b.area = m.area AND b.event_type IN ('WagerPlaced', 'WagerSettled')
+       AND b.seat = m.seat AND b.area = m.area
+       AND b.event_type IN ('WagerPlaced', 'WagerChanged', 'WagerRemoved', 'WagerSettled')
     GROUP BY ALL
 )
 SELECT * FROM (
@@ -144,7 +151,7 @@ SELECT * FROM (
 
     UNION ALL
     -- LATE_WAGER (13:47-20.31(d)3; GA (1)): a wager placed after the first card left the shoe
-    -- on an area that held none before it.
+    -- on an area that held none when it did (none placed, or the one placed removed).
     SELECT 'LATE_WAGER', table_id, shoe_id, round_no, [first_card_seq, seq],
            printf('Seat %d placed %s (%s) on area %d after the first card %s left the shoe',
                   seat, dollars(amount_cents), replace(lower(instrument), '_', ' '), area, first_card),

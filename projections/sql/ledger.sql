@@ -115,9 +115,10 @@ ORDER BY table_id, seq;
 -- dispute does not build the whole ledger to read one round (the `ledger` view below is
 -- ledger_of(NULL, NULL, NULL, NULL, NULL)). from_seq and to_seq only speed the scan up: they must
 -- bracket every event of the round (the rounds view's first_seq and last_seq do), or be NULL;
--- taps_from, as rounds_of's, shortens the dealer's look-up.
+-- taps_from, as rounds_of's, shortens the dealer's look-up, and shoe_from, the shoe's first seq
+-- at the table (a replay's or dispute's context, sql/macros.sql shoe_decks_of), its decks'.
 CREATE OR REPLACE MACRO ledger_of(in_table, in_shoe, in_round, from_seq, to_seq,
-                                  taps_from := NULL) AS TABLE
+                                  taps_from := NULL, shoe_from := NULL) AS TABLE
 WITH round_events AS NOT MATERIALIZED (
     -- The events of the rows asked for (inlined where read, as `events` was before, so that the
     -- whole ledger is planned as it was); the shoe's decks and the paytable are looked up wider.
@@ -160,10 +161,14 @@ original_states AS (
         arg_min(player_id, at_order) FILTER (event_type = 'WagerPlaced') AS player_id,
         arg_min(instrument, at_order) FILTER (event_type = 'WagerPlaced') AS instrument,
         arg_min(amount_cents, at_order) FILTER (event_type = 'WagerPlaced') AS placed_cents,
-        -- What is owed: the state after the last event before the first card or, for a late
-        -- wager, after its first event (game order).
-        coalesce(arg_max(state, at_order) FILTER (before_first_card),
-                 arg_min(state, at_order)) AS owed_state,
+        -- The area's state when the first card left the shoe (NULL: no event before it), and
+        -- the first wager placed after it: a late wager when the area held none then.
+        arg_max(state, at_order) FILTER (before_first_card) AS state_at_first_card,
+        arg_min({'cents': amount_cents, 'player_id': player_id, 'instrument': instrument},
+                at_order) FILTER (NOT before_first_card AND event_type = 'WagerPlaced')
+            AS placed_after,
+        -- a late wager's first event when nothing came before the first card (game order)
+        arg_min(state, at_order) AS first_state,
         count(*) FILTER (before_first_card) AS events_before,
         count(*) FILTER (NOT before_first_card) AS events_after,
         min(occurred_at) AS placed_at,
@@ -171,18 +176,39 @@ original_states AS (
     FROM original_events
     GROUP BY table_id, shoe_id, round_no, seat, area
 ),
+original_owed AS (
+    -- Late: the area held no wager when the first card left the shoe, none placed before it or
+    -- the one placed removed before it ((d)3 allows the removal), and a wager placed after it.
+    SELECT *,
+           (state_at_first_card IS NULL OR (state_at_first_card = -1 AND placed_after IS NOT NULL))
+               AS late_wager
+    FROM original_states
+),
 originals AS (
     -- What is owed is the wager as it stood when the first card left the shoe. A late wager
-    -- (placed after it: (d)3; GA (1)) stands at the amount it was placed with.
+    -- (placed after it: (d)3; GA (1)) stands at the amount it was placed with: on an area
+    -- whose wager was removed before the first card too (an outside audit, session 38: that
+    -- one was owed nothing, its collection NOT_OWED and the chips taken missing from
+    -- conservation).
     SELECT
-        table_id, shoe_id, round_no, seat, area, 'ORIGINAL' AS wager_kind, player_id,
-        instrument, placed_cents, greatest(owed_state, 0) AS amount_cents,
+        table_id, shoe_id, round_no, seat, area, 'ORIGINAL' AS wager_kind,
+        CASE WHEN late_wager AND state_at_first_card = -1 THEN placed_after.player_id
+             ELSE player_id END AS player_id,
+        CASE WHEN late_wager AND state_at_first_card = -1 THEN placed_after.instrument
+             ELSE instrument END AS instrument,
+        CASE WHEN late_wager AND state_at_first_card = -1 THEN placed_after.cents
+             ELSE placed_cents END AS placed_cents,
+        greatest(owed_state, 0) AS amount_cents,
         owed_state = -1 AS removed,
         -- Any event after the first card, other than a late wager's own placement.
-        events_after > CASE WHEN events_before > 0 THEN 0 ELSE 1 END AS altered_after_first_card,
-        events_before = 0 AS late,
+        events_after > CASE WHEN late_wager THEN 1 ELSE 0 END AS altered_after_first_card,
+        late_wager AS late,
         placed_at, wager_seqs
-    FROM original_states
+    FROM (SELECT *,
+                 CASE WHEN state_at_first_card IS NULL THEN first_state
+                      WHEN late_wager THEN placed_after.cents
+                      ELSE state_at_first_card END AS owed_state
+          FROM original_owed)
 ),
 placers AS (
     -- Who placed the wager on an area: a raise belongs to the same player.
@@ -281,7 +307,8 @@ round_context AS (
         p.seq AS paytable_seq, p.profile, p.pays_spread_1, p.pays_spread_2, p.pays_spread_3,
         p.pays_spread_4_to_11, p.pays_three_of_a_kind, p.valid, p.violation
     FROM rounds_of(in_table, in_shoe, in_round, from_seq, to_seq, taps_from := taps_from) AS r
-    LEFT JOIN shoe_decks_of(in_table, in_shoe) AS sh USING (table_id, shoe_id)  -- macros.sql
+    LEFT JOIN shoe_decks_of(in_table, in_shoe, from_seq := shoe_from) AS sh  -- macros.sql
+        USING (table_id, shoe_id)
     -- Only a TableOpened at or before the round's first event can be in force for it.
     ASOF LEFT JOIN paytables_in_force_of(in_table, to_seq) AS p
         ON r.table_id = p.table_id AND r.first_seq >= p.seq

@@ -159,12 +159,16 @@ QUALIFY row_number() OVER (PARTITION BY table_id, shoe_id, seq ORDER BY log_offs
 -- A shoe's deck count: its first CardsLoaded's (13:69F-6.1(a): one or more decks). "First" is
 -- by seq, then log offset: two writers of a table (a Kafka log without fencing) can both
 -- append at one seq, and the log's order is then the only order of the two; a pick by seq
--- alone would take whichever row a scan met first. The ledger and EXTRA_CARD read it here;
--- the shoes view takes the same pick in its own pass over the shoe's events, and reconcile.sql
--- writes it out (a reader of a store an older pitlog built runs that query over its views).
-CREATE OR REPLACE MACRO shoe_decks_of(in_table, in_shoe) AS TABLE
+-- alone would take whichever row a scan met first. The ledger reads it here; the shoes view
+-- takes the same pick in its own pass over the shoe's events, and reconcile.sql writes it out
+-- (a reader of a store an older pitlog built runs that query over its views). from_seq, given
+-- with in_shoe, is at or before the shoe's first event at the table (so before its loads): it
+-- only narrows the scan, which without it reads every row group (a dispute at 10M events: 7 ms
+-- of its ledger's 80, benchmarks/results.md session 38).
+CREATE OR REPLACE MACRO shoe_decks_of(in_table, in_shoe, from_seq := NULL) AS TABLE
 SELECT table_id, shoe_id, arg_min(decks, (seq, log_offset)) AS decks
 FROM events
 WHERE event_type = 'CardsLoaded' AND shoe_id IS NOT NULL
   AND (in_table IS NULL OR table_id = in_table) AND (in_shoe IS NULL OR shoe_id = in_shoe)
+  AND (from_seq IS NULL OR seq >= from_seq)
 GROUP BY table_id, shoe_id;

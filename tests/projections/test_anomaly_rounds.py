@@ -77,6 +77,16 @@ ROWS = [
         after={"settle": [("settle2", lambda p: p.settle(2, ORIGINAL, WON, 500, 1))]},
         found=[("LATE_WAGER", 1, ["left", "late"])],
         explains="Seat 2 placed $5.00 (chips) on area 2 after the first card 4S left the shoe"),
+    # An area emptied before the first card ((d)3 allows the removal) held no wager when it
+    # came out: chips placed there after it are a late wager, not chips added to one (an
+    # outside audit, session 38: WAGER_ALTERED "added $5.00 to the wager").
+    Row("wager placed again after the first card on an area emptied before it is late (d)3",
+        before={"left": [("wager2", lambda p: p.wager(2, 700)),
+                         ("removed", lambda p: p.emit(model.WagerRemoved(seat=2, area=2)))],
+                "right": [("late", lambda p: p.wager(2, 500))]},
+        after={"settle": [("settle2", lambda p: p.settle(2, ORIGINAL, WON, 500, 1))]},
+        found=[("LATE_WAGER", 1, ["left", "late"])],
+        explains="Seat 2 placed $5.00 (chips) on area 2 after the first card 4S left the shoe"),
     Row("wager changed or removed after the first card is altered (d)6",
         before={"left": [("wager2", lambda p: p.wager(2, 500))]},
         after={"spread": [

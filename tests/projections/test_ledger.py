@@ -174,6 +174,42 @@ def test_wager_changes_count_before_the_first_card_and_not_after(tmp_path: Path)
     assert _money(seat5) == (500, "LOST", None, 0, 500, 0, "OK") and seat5["late"] is True
 
 
+def test_a_wager_placed_again_after_the_first_card_on_an_area_emptied_before_it_is_late(
+        tmp_path: Path) -> None:
+    """(d)3: the removal before the first card counts, so the area held no wager when it came
+    out; the chips placed there after it are a late wager, owed at their amount (an outside
+    audit, session 38: that row was REMOVED, its collection NOT_OWED, and conservation short
+    by the stake). A later change to the late wager is an alteration ((d)6) and does not count."""
+    floor = Floor(tmp_path)
+    t = floor.table("T01")
+    t.open_table("nj-casino")
+    t.new_shoe("T01-S1")
+    t.begin()
+    t.wager(1, 1000)
+    t.wager(2, 1000)
+    t.emit(model.WagerRemoved(seat=1, area=1))  # legal before the first card
+    t.emit(model.WagerRemoved(seat=2, area=2))
+    t.draw("3S", Box.LEFT)
+    t.wager(1, 700)  # late, on an empty area
+    t.wager(2, 400)
+    t.emit(model.WagerChanged(seat=2, area=2, amount_cents=900))  # (d)6: does not count
+    t.draw("8H", Box.RIGHT)
+    t.say(Meaning.SPREAD, 4)
+    t.say(Meaning.RAISES_CLOSED)
+    t.draw("KD", Box.MIDDLE)  # loses
+    t.settle(1, ORIGINAL, LOST, 700)
+    t.settle(2, ORIGINAL, LOST, 400)
+    t.end(["3S", "8H", "KD"])
+    rows = _ledger(_build(floor))
+    seat1, seat2 = rows[1, 1, "ORIGINAL"], rows[1, 2, "ORIGINAL"]
+    assert _money(seat1) == (700, "LOST", None, 0, 700, 0, "OK")
+    assert (seat1["late"], seat1["removed"], seat1["altered_after_first_card"],
+            seat1["placed_cents"]) == (True, False, False, 700)
+    assert _money(seat2) == (400, "LOST", None, 0, 400, 0, "OK")
+    assert (seat2["late"], seat2["removed"], seat2["altered_after_first_card"],
+            seat2["placed_cents"]) == (True, False, True, 400)
+
+
 def test_unsettled_double_settled_not_owed_and_in_play_are_listed(tmp_path: Path) -> None:
     floor = Floor(tmp_path)
     t = floor.table("T01")
