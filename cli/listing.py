@@ -22,10 +22,15 @@ LimitOpt = Annotated[int | None, typer.Option(
          f"every row in the others. Says 'N of M shown' when rows are left out.")]
 
 
+def shown_rows(limit: int | None, for_people: bool) -> int:
+    """How many rows to show (0: all): `limit`, else LimitOpt's default."""
+    return limit if limit is not None else (DEFAULT_TABLE_ROWS if for_people else 0)
+
+
 def limited(rows: list[dict[str, Any]], limit: int | None, fmt: Format,
             for_people: bool, what: str = "rows") -> list[dict[str, Any]]:
     """The first `limit` rows (see LimitOpt for the default), telling stderr what was left out."""
-    n = limit if limit is not None else (DEFAULT_TABLE_ROWS if for_people else 0)
+    n = shown_rows(limit, for_people)
     if not n or len(rows) <= n:
         return rows
     tell_shown(n, len(rows), what)

@@ -65,7 +65,7 @@ def reader_config() -> dict[str, str | bool | int | float | list[str]]:
     return config
 
 
-def _bytes(amount: str) -> float:
+def memory_bytes(amount: str) -> float:
     """'1GB', '953.6 MiB' (DuckDB's own spelling) -> bytes."""
     m = _MEMORY.fullmatch(amount.strip())
     if m is None:
@@ -80,7 +80,7 @@ def memory_limit_at_most(con: duckdb.DuckDBPyConnection, amount: str) -> Iterato
     when known."""
     ((shown,),) = con.execute("SELECT current_setting('memory_limit')").fetchall()
     current = _LIMITS.get(con, shown)
-    if _bytes(amount) >= _bytes(current):
+    if memory_bytes(amount) >= memory_bytes(current):
         yield
         return
     con.execute(f"SET memory_limit = '{amount}'").fetchall()

@@ -38,10 +38,11 @@ from pathlib import Path
 from typing import IO, Any, TypeVar
 
 import duckdb
+import pyarrow as pa
 
 from events.errors import NotFoundError, PitlogError, ProjectionError, Terminated, first_line
 from projections.export import STREAM_BATCH_ROWS, Rows, stream, stream_to_file, with_unique_names
-from projections.memory import NO_SPILL
+from projections.memory import NO_SPILL, memory_bytes
 from projections.snapshot import check_database_file, snapshot_path
 
 ALLOWED = ("SELECT", "WITH", "FROM", "VALUES", "TABLE", "DESCRIBE", "SHOW", "SUMMARIZE",
@@ -221,11 +222,41 @@ def run_guarded(con: duckdb.DuckDBPyConnection, query: str, params: list[Any] | 
             "this DuckDB connection is not guarded (external access on or configuration "
             "unlocked); run typed SQL only on sql_console.guarded_connection(db_path)")
 
-    def work() -> tuple[list[str], list[dict[str, Any]]]:
-        table = with_unique_names(con.sql(query, params=params).to_arrow_table())
-        return table.column_names, Rows.of(table)
+    columns, rows, _total = _limited(con, lambda: _head(con, query, params, 0, limits), limits)
+    return columns, rows
 
-    return _limited(con, work, limits)
+
+def _head(con: duckdb.DuckDBPyConnection, query: str, params: list[Any] | None, keep: int,
+          limits: QueryLimits) -> tuple[list[str], Rows, int]:
+    """(column names, the first `keep` rows (0: all), how many rows the query gave), read a
+    batch at a time: the rows not kept are counted and dropped, so memory follows what is
+    shown, not the result; and what is kept may not pass the memory limit, which DuckDB's own
+    setting does not cover once rows leave it (an outside review, session 38: `pitlog sql
+    "SELECT * FROM range(100000000)" -n 1` was killed by the OS)."""
+    relation = con.sql(query, params=params)
+    if relation is None:  # a statement, not a query: check_read_only lets none through
+        raise ReadOnlyQueryError("the statement returned no rows; give a query")
+    reader = relation.to_arrow_reader(batch_size=STREAM_BATCH_ROWS)
+    budget = memory_bytes(limits.memory_limit)
+    kept: list[pa.RecordBatch] = []
+    held = total = 0
+    try:
+        for batch in reader:
+            total += batch.num_rows
+            room = batch.num_rows if not keep else keep - sum(b.num_rows for b in kept)
+            if room <= 0:
+                continue
+            kept.append(batch.slice(0, room))
+            held += kept[-1].nbytes
+            if held > budget:
+                raise QueryLimitError(
+                    f"the rows to show hold more than the memory limit of "
+                    f"{limits.memory_limit}; show fewer (--limit N), or write them all to a "
+                    f"file a batch at a time (--format csv --out FILE)")
+    finally:
+        reader.close()
+    table = with_unique_names(pa.Table.from_batches(kept, schema=reader.schema))
+    return table.column_names, Rows.of(table), total
 
 
 @contextmanager
@@ -303,11 +334,20 @@ def _one_line(exc: BaseException) -> str:
 def run_query(db_path: str | Path, query: str, params: list[Any] | None = None,
               limits: QueryLimits | None = None) -> tuple[list[str], list[dict[str, Any]]]:
     """(column names, rows) of one read-only query on a fresh guarded connection."""
+    columns, rows, _total = run_query_head(db_path, query, 0, params, limits)
+    return columns, rows
+
+
+def run_query_head(db_path: str | Path, query: str, keep: int,
+                   params: list[Any] | None = None, limits: QueryLimits | None = None
+                   ) -> tuple[list[str], list[dict[str, Any]], int]:
+    """(column names, the first `keep` rows (0: all), how many rows the query gave) of one
+    read-only query on a fresh guarded connection (_head: only the rows kept are held)."""
     limits = limits or QueryLimits.from_env()
     check_read_only(query)  # before opening anything
     con = guarded_connection(db_path, limits)
     try:
-        return run_guarded(con, query, params, limits)
+        return _limited(con, lambda: _head(con, query, params, keep, limits), limits)
     finally:
         con.close()
 

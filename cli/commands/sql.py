@@ -9,12 +9,17 @@ from typing import Annotated
 import typer
 
 from cli.client import ServerOpt, ask
-from cli.listing import LimitOpt, limited, tell_shown
+from cli.listing import LimitOpt, limited, shown_rows, tell_shown
 from cli.options import DbOpt, FormatOpt, OutOpt, TzOpt, db_path
 from cli.output import Format, render
 from events.errors import PitlogError
 from projections.localtime import casino_zone
-from projections.sql_console import QueryLimits, check_read_only, export_query, run_query
+from projections.sql_console import (
+    QueryLimits,
+    check_read_only,
+    export_query,
+    run_query_head,
+)
 
 # Written a batch at a time, to stdout or to an --out file (parquet: the rows, then COPY).
 STREAMED = (Format.json, Format.jsonl, Format.csv)
@@ -56,11 +61,15 @@ def sql_cmd(
                      limits, limit=limit or 0, shown=tell_shown)
         return
     if answer is None:
-        columns, rows = run_query(db_path(db), query, limits=limits)
+        # Only the rows shown are held (the rest counted): a large result within the limits.
+        keep = shown_rows(limit, format is Format.table and out is None)
+        columns, rows, total = run_query_head(db_path(db), query, keep, limits=limits)
+        if keep and total > keep:
+            tell_shown(keep, total)
     else:
         columns, rows = answer["columns"], answer["rows"]
         if answer["truncated"]:
             typer.echo(f"Warning: the server returns at most {answer['max_rows']} rows "
                        "(pitlog serve --sql-max-rows); narrow the query", err=True)
-    rows = limited(rows, limit, format, format is Format.table and out is None)
+        rows = limited(rows, limit, format, format is Format.table and out is None)
     render(rows, format, out=out, columns=columns, tz=casino_zone(tz), line_breaks=True)

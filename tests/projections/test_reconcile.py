@@ -16,7 +16,7 @@ from audit_scenarios import MONEY, ORIGINAL, PROMO, THEO, Floor, evening
 from events.reddog.model import SettledAs
 from events.reddog.rules import STANDARD_PAYTABLE
 from events.reddog.theory import original_wager_edge, raise_edge
-from projections.memory import _bytes
+from projections.memory import memory_bytes
 from projections.reconcile import (
     Calendar,
     ReconcileError,
@@ -227,7 +227,7 @@ def test_the_audit_queries_run_within_the_writers_memory_limit_and_restore_it(
     assert during["m"] == "488.2 MiB"  # DuckDB's spelling of 512MB (memory.DEFAULT_MEMORY_LIMIT)
     assert during["t"] == 1 and threads == 2  # one thread (memory.threads_at_most), then two
     # restored from DuckDB's rounded spelling ('3.7 GiB'), so to within that rounding
-    assert abs(_bytes(after) - 4e9) < 0.05 * 4e9
+    assert abs(memory_bytes(after) - 4e9) < 0.05 * 4e9
     assert lower["m"] == "95.3 MiB"
 
 
