@@ -28,6 +28,7 @@ from cli.lean import LeanCommand, help_drawer, lighten
 from cli.verdict import closed_pipe_code
 from events.errors import PitlogError, Terminated, first_line
 from events.text import visible
+from projections import localtime
 from projections.defaults import STORAGE_VERSION
 
 PACKAGE = "cli.commands"
@@ -261,9 +262,22 @@ _NO_ACCESS = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT, errno.EISDIR
               errno.ENOTDIR}
 
 
+def _check_zone_setting(args: list[str]) -> None:
+    """A PITLOG_TZ that names no zone, refused before any command runs: the commands without
+    --tz (simulate, project, ingest, demo) read it only to print their summary, after they
+    had written (an outside review, session 38). Not when --tz is given, which overrides it."""
+    value = os.environ.get(localtime.ENV)
+    if value and not any(a == "--tz" or a.startswith("--tz=") for a in args):
+        try:
+            localtime.parse_zone(value)
+        except PitlogError as exc:
+            raise PitlogError(f"{localtime.ENV}: {exc}; or unset it (UTC)") from None
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app, turning every known failure into one `Error:` line."""
     try:
+        _check_zone_setting(sys.argv[1:] if argv is None else argv)
         result = app(args=argv, standalone_mode=False, prog_name="pitlog")
     except PitlogError as exc:
         fail(str(exc))

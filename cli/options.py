@@ -20,12 +20,30 @@ from events.log.registry import default_log_uri, open_log
 from projections.localtime import casino_zone, parse_local
 from projections.store_files import store_owning
 
+
+def given(value: str | None) -> str | None:
+    """An option's value, refused when empty (`--table ""`): on the file it names no table,
+    while a running server reads an empty parameter as none given (every table): the same
+    command must not answer both ways. An empty --log or --db (a script's unset variable)
+    would otherwise be the default log or the current folder (an outside review, session 38)."""
+    if value is not None and not value.strip():
+        raise typer.BadParameter("is empty: give a value or leave the option out")
+    return value
+
+
+def _given_path(value: str) -> Path:
+    """A path option's text as a Path, refused when empty (`given`): Path("") is the current
+    folder."""
+    given(value)
+    return Path(value)
+
+
 LogOpt = Annotated[str | None, typer.Option(
-    "--log", envvar="PITLOG_LOG", show_default=False,
+    "--log", envvar="PITLOG_LOG", show_default=False, callback=given,
     help="Event log: a folder / file:///path (embedded; default: the folder log in "
          "./pitlog-data) or a Kafka topic, kafka://HOST:PORT/TOPIC.")]
 DbOpt = Annotated[Path | None, typer.Option(
-    "--db", envvar="PITLOG_DB", show_default=False,
+    "--db", envvar="PITLOG_DB", show_default=False, parser=_given_path,
     help="DuckDB file of the views (default: pitlog.duckdb in ./pitlog-data).")]
 FormatOpt = Annotated[Format, typer.Option(
     "--format", "-f", help="Output: table for people; json (an array of objects), jsonl (one "
@@ -88,15 +106,6 @@ def log_uri(value: str | None) -> str:
 
 def db_path(value: Path | None) -> Path:
     return value or Path(os.environ.get("PITLOG_DB") or DEFAULT_DATA_DIR / "pitlog.duckdb")
-
-
-def given(value: str | None) -> str | None:
-    """An option's value, refused when empty (`--table ""`): on the file it names no table,
-    while a running server reads an empty parameter as none given (every table): the same
-    command must not answer both ways."""
-    if value is not None and not value.strip():
-        raise typer.BadParameter("is empty: give a value or leave the option out")
-    return value
 
 
 TableOpt = Annotated[str | None, typer.Option("--table", help="Only this table, e.g. T01.",

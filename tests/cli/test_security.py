@@ -117,6 +117,41 @@ def test_the_memory_limit_is_the_guarded_instances(db: Path) -> None:
             run_guarded(con, "SELECT list(range) FROM range(100000000)", None, limits)
 
 
+def test_a_large_result_holds_only_the_rows_shown_within_the_memory_limit(db: Path) -> None:
+    """The table format holds the rows it shows and counts the rest: 3,000,000 rows (about
+    24 MB as Arrow) pass a 10 MB limit when one is shown; shown all, they are refused with
+    one Error line naming the limit (an outside review, session 38: every row was loaded into
+    Python before --limit, and `range(100000000) -n 1` was killed by the OS)."""
+    query = "SELECT range AS n FROM range(3000000)"
+    proc = _pitlog("sql", "--db", str(db), "--memory-limit", "10MB", "-n", "1", query)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.strip() == ("1 of 3,000,000 rows shown: --limit N for more, --limit 0 "
+                                   "for all")
+    assert [line.strip("│ ") for line in proc.stdout.splitlines()[3:4]] == ["0"]
+    line = _one_error_line(_pitlog("sql", "--db", str(db), "--memory-limit", "10MB", "-n",
+                                   "0", query))
+    assert "the rows to show hold more than the memory limit of 10MB" in line
+    # json streams a batch at a time: every row, within the same limit
+    proc = _pitlog("sql", "--db", str(db), "--memory-limit", "10MB", "-f", "jsonl", query)
+    assert proc.returncode == 0 and proc.stdout.count("\n") == 3_000_000
+
+
+@pytest.mark.parametrize("command", [("simulate", "--tables", "1", "--rounds", "2", "--log"),
+                                     ("demo", "--data-dir")])
+def test_a_bad_casino_zone_setting_is_refused_before_anything_is_written(
+        tmp_path: Path, command: tuple[str, ...], db: Path) -> None:
+    """PITLOG_TZ naming no zone: these commands have no --tz and read it only to print their
+    summary; they recorded the evening first, then failed (an outside review, session 38)."""
+    target = tmp_path / "out"
+    line = _one_error_line(_pitlog(*command, str(target), env={"PITLOG_TZ": "bogus"}))
+    assert line.startswith("Error: PITLOG_TZ: unknown time zone 'bogus'")
+    assert not target.exists() and list(tmp_path.iterdir()) == []
+    # --tz given overrides it, so the setting is not read
+    proc = _pitlog("sql", "--db", str(db), "--tz", "UTC", "-f", "json", "SELECT 42 AS x",
+                   env={"PITLOG_TZ": "bogus"})
+    assert (proc.returncode, json.loads(proc.stdout)) == (0, [{"x": 42}]), proc.stderr
+
+
 @pytest.mark.parametrize("bad", [{"PITLOG_SQL_TIMEOUT": "soon"}, {"PITLOG_SQL_TIMEOUT": "0"},
                                  {"PITLOG_SQL_MEMORY_LIMIT": "lots"}])
 def test_bad_limits_are_an_error_line(db: Path, bad: dict[str, str]) -> None:
@@ -496,6 +531,22 @@ def test_misuse_is_one_error_line_and_nothing_is_written(
     assert message.format(root=tmp_path) in line
     assert _tree(tmp_path) == before  # no log, no database, no file half-created
     assert db.read_bytes() == db_before
+
+
+@pytest.mark.parametrize("args", [
+    ["simulate", "--tables", "1", "--rounds", "2", "--log", ""],
+    ["project", "--log", "{log}", "--db", ""],
+    ["shoes", "--db", ""],
+    ["dispute", "--db", "", "--table", "T01", "--at", "2026-11-28T21:00:00"],
+    ["verify", "--log", ""],
+])
+def test_an_empty_log_or_db_is_refused_not_taken_for_the_default(
+        tmp_path: Path, small_log: Path, args: list[str]) -> None:
+    """`--log ""` (a script's unset variable) recorded into ./pitlog-data/log, the default,
+    and `--db ""` was the current folder: an internal error (an outside review, session 38)."""
+    line = _one_error_line(_pitlog(*[a.format(log=small_log) for a in args], cwd=tmp_path))
+    assert "is empty: give a value or leave the option out" in line
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize("command", ["project", "shoes", "sql", "anomalies", "report"])
