@@ -176,13 +176,43 @@ def check_gaming_day(day: date) -> date:
     return day
 
 
+def _on_the_clock(at: datetime, tz: tzinfo, what: str, text: str) -> datetime:
+    """A wall-clock time on the casino's clock, refused when that clock shows it twice or
+    never (parse_local)."""
+    first, second = at.replace(tzinfo=tz, fold=0), at.replace(tzinfo=tz, fold=1)
+    try:
+        offsets = (first.utcoffset(), second.utcoffset())
+        back = first.astimezone(UTC).astimezone(tz).replace(tzinfo=None)
+    except OverflowError:
+        return first  # at the ends of datetime's range: parse_local says so
+    if offsets[0] == offsets[1]:
+        return first
+    shown = [_offset_text(o) for o in offsets]
+    if back == at:  # the hour the clocks went back: it happened at both offsets
+        raise PitlogError(
+            f"{what} {text!r} happened twice on the casino's clock ({first.tzname()} "
+            f"{shown[0]}, then {second.tzname()} {shown[1]}): give the offset, e.g. "
+            f"{at.isoformat()}{shown[0]} or {at.isoformat()}{shown[1]}")
+    raise PitlogError(
+        f"{what} {text!r} never happened on the casino's clock (the clocks went forward "
+        f"over it, from {first.tzname()} {shown[0]} to {second.tzname()} {shown[1]}): give a "
+        f"time outside that hour, or the offset the video's clock used")
+
+
+def _offset_text(offset: timedelta | None) -> str:
+    minutes = int((offset or timedelta()).total_seconds()) // 60
+    return f"{'-' if minutes < 0 else '+'}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+
+
 def parse_local(text: str, tz: tzinfo, what: str) -> datetime:
     """An ISO 8601 time; one without a zone is on the casino's wall clock. Returned in UTC,
     as an Instant when written with a fraction of a second (`21:14:05.000` is that instant,
     `21:14:05` the whole second: projections/moment.py).
 
-    A wall-clock time that does not exist (the spring-forward hour) or happens twice (the
-    fall-back hour) is read with fold=0, the first of the two; give the offset to pick one.
+    A wall-clock time that happens twice (the fall-back hour) or never (the spring-forward
+    hour) is refused, naming the offsets to give: read as the first of the two, the video's
+    time from the second pass brought up another hand, and a time that never was the hand an
+    hour later (an outside audit, session 38).
     """
     try:
         at = datetime.fromisoformat(text.strip().replace(" ", "T", 1))
@@ -190,7 +220,7 @@ def parse_local(text: str, tz: tzinfo, what: str) -> datetime:
         raise PitlogError(f"{what} {text!r} is not a time: write it as ISO 8601, e.g. "
                           f"2026-11-28T21:14:00 or 2026-11-28T21:14:00-05:00") from None
     if at.tzinfo is None:
-        at = at.replace(tzinfo=tz)
+        at = _on_the_clock(at, tz, what, text)
     try:
         utc = at.astimezone(UTC)
         # A fraction written, `.000` too, asks for the instant (Instant); a date has no dot or

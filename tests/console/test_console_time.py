@@ -38,10 +38,29 @@ def test_the_spring_change_skips_the_missing_hour() -> None:
 def test_a_local_input_time_is_read_on_the_casino_clock() -> None:
     assert parse_local("2026-11-28T21:14:07", NY, "--at") == datetime(
         2026, 11, 29, 2, 14, 7, tzinfo=UTC)
-    # The repeated hour: without an offset, the first (EDT); with one, as written.
-    assert parse_local("2026-11-01 01:30", NY, "--at") == datetime(2026, 11, 1, 5, 30, tzinfo=UTC)
+    # The repeated hour: with an offset, as written; without one it is refused, naming both
+    # (taken for the first, EDT, a video's time from the second pass brought up another hand:
+    # an outside audit, session 38). So is a time of the skipped spring hour.
+    assert parse_local("2026-11-01T01:30-04:00", NY, "--at") == datetime(
+        2026, 11, 1, 5, 30, tzinfo=UTC)
     assert parse_local("2026-11-01T01:30-05:00", NY, "--at") == datetime(
         2026, 11, 1, 6, 30, tzinfo=UTC)
+    with pytest.raises(PitlogError) as twice:
+        parse_local("2026-11-01 01:30", NY, "--at")
+    assert str(twice.value) == (
+        "--at '2026-11-01 01:30' happened twice on the casino's clock (EDT -04:00, then EST "
+        "-05:00): give the offset, e.g. 2026-11-01T01:30:00-04:00 or 2026-11-01T01:30:00-05:00")
+    with pytest.raises(PitlogError, match=r"--at '2026-03-08 02:30' never happened on the "
+                                          r"casino's clock \(the clocks went forward over it, "
+                                          r"from EST -05:00 to EDT -04:00\)"):
+        parse_local("2026-03-08 02:30", NY, "--at")
+    # the minutes either side of each change are read as usual
+    assert parse_local("2026-11-01 00:59:59", NY, "--at") == datetime(
+        2026, 11, 1, 4, 59, 59, tzinfo=UTC)
+    assert parse_local("2026-11-01 02:00", NY, "--at") == datetime(2026, 11, 1, 7, tzinfo=UTC)
+    assert parse_local("2026-03-08 03:00", NY, "--at") == datetime(2026, 3, 8, 7, tzinfo=UTC)
+    assert parse_local("2026-03-08 01:59:59", NY, "--at") == datetime(
+        2026, 3, 8, 6, 59, 59, tzinfo=UTC)
     with pytest.raises(PitlogError, match="--at 'at nine' is not a time"):
         parse_local("at nine", NY, "--at")
 
