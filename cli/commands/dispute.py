@@ -125,7 +125,7 @@ def dispute_cmd(
     an unknown table or a seat that did not play is an error (exit 1) naming the rounds just
     before and after, with their times: never another hand.
 
-    Example: pitlog dispute --table T07 --at 2026-11-28T21:14:00 --tz America/New_York --seat 3
+    Example: pitlog dispute --table T01 --at 2026-11-28T18:14:20 --tz America/New_York --seat 3
     """
     zone = casino_zone(tz)
     if out is not None and format is Format.table and \
