@@ -90,6 +90,22 @@ def publish_snapshot(con: duckdb.DuckDBPyConnection, db_path: str | Path | None 
     return dest
 
 
+def locked(exc: duckdb.Error) -> bool:
+    """Whether DuckDB refused to open a file because another holds it: another process's write
+    lock (an IOException naming the lock), or this process's own connection of other settings
+    (a ConnectionException). Any other IOException is the file itself (cut short, damaged)."""
+    return isinstance(exc, duckdb.ConnectionException) or (
+        isinstance(exc, duckdb.IOException) and "lock" in str(exc).lower())
+
+
+def damaged(path: str | Path, exc: duckdb.Error) -> ProjectionError:
+    """The one error for a database file DuckDB cannot read (not `locked`): named as damaged,
+    never as held by a writer (docs/integrity.md; an outside review, session 38, found a file
+    cut short sent to "run the projector with snapshots on, or stop it first")."""
+    return ProjectionError(f"cannot open {path}: {first_line(exc)}; the file is damaged or cut "
+                           f"short: rebuild it with `pitlog project` into a new file")
+
+
 def open_for_reading(db_path: str | Path) -> duckdb.DuckDBPyConnection:
     """A read-only connection to the database, or to its snapshot while a writer holds it.
 
@@ -104,20 +120,16 @@ def open_for_reading(db_path: str | Path) -> duckdb.DuckDBPyConnection:
     config = reader_config()  # no spilling: a reader writes no file
     try:
         return duckdb.connect(str(path), read_only=True, config=config)
-    except (duckdb.IOException, duckdb.ConnectionException) as exc:
-        # IOException: another process holds the write lock; ConnectionException: this very
-        # process has the file open read-write (DuckDB allows one configuration per file).
+    except duckdb.Error as exc:
+        # Locked: another process holds the write lock, or this very process has the file open
+        # read-write (DuckDB allows one configuration per file). Else the file is damaged.
+        if not locked(exc):
+            raise damaged(path, exc) from exc
         if not snap.exists():
-            held = isinstance(exc, duckdb.ConnectionException) or "lock" in str(exc).lower()
-            why = "is locked by a writer" if held else "cannot be opened"
             raise ProjectionError(
-                f"{path} {why} ({first_line(exc)}) and no snapshot "
+                f"{path} is locked by a writer ({first_line(exc)}) and no snapshot "
                 f"{snap.name} exists; run the projector with snapshots on, or stop it "
                 f"first") from exc
-    except duckdb.Error as exc:  # a damaged file behind a valid header
-        raise ProjectionError(f"cannot open {path}: {first_line(exc)}; if "
-                              f"it is damaged, rebuild it with `pitlog project` into a new "
-                              f"file") from exc
     try:
         return duckdb.connect(str(snap), read_only=True, config=config)
     except duckdb.Error as exc:

@@ -43,7 +43,7 @@ import pyarrow as pa
 from events.errors import NotFoundError, PitlogError, ProjectionError, Terminated, first_line
 from projections.export import STREAM_BATCH_ROWS, Rows, stream, stream_to_file, with_unique_names
 from projections.memory import NO_SPILL, memory_bytes
-from projections.snapshot import check_database_file, snapshot_path
+from projections.snapshot import check_database_file, damaged, locked, snapshot_path
 
 ALLOWED = ("SELECT", "WITH", "FROM", "VALUES", "TABLE", "DESCRIBE", "SHOW", "SUMMARIZE",
            "EXPLAIN")
@@ -180,16 +180,16 @@ def guarded_connection(db_path: str | Path,
     if path.is_file():
         try:
             return _locked(duckdb.connect(str(path), read_only=True, config=config))
-        except (duckdb.IOException, duckdb.ConnectionException) as exc:
-            # IOException: another process holds the write lock; ConnectionException: this
-            # process has the file open with other settings (a writer in the same process).
+        except duckdb.Error as exc:
+            # Locked (snapshot.locked): another process holds the write lock, or this process
+            # has the file open with other settings (a writer in the same process).
+            if not locked(exc):
+                raise damaged(path, exc) from exc
             if not snap.is_file():
                 raise ProjectionError(
                     f"cannot open {path} read-only ({_one_line(exc)}) and no snapshot "
                     f"{snap.name} exists; run the projector with snapshots on, or stop it "
                     f"first") from exc
-        except duckdb.Error as exc:  # a damaged file behind a valid header
-            raise ProjectionError(f"cannot open {path}: {_one_line(exc)}") from exc
     try:
         return _locked(duckdb.connect(str(snap), read_only=True, config=config))
     except duckdb.Error as exc:

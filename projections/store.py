@@ -42,6 +42,8 @@ from projections.memory import (
 )
 from projections.snapshot import (
     check_database_file,
+    damaged,
+    locked,
     open_for_reading,
     publish_snapshot,
     snapshot_path,
@@ -267,16 +269,12 @@ def open_store(path: str | Path, read_only: bool = False,
         config: dict[str, str | bool | int | float | list[str]] = (
             reader_config() if read_only else {"storage_compatibility_version": STORAGE_VERSION})
         con = duckdb.connect(str(path), read_only=read_only, config=config)
-    except (duckdb.IOException, duckdb.ConnectionException) as exc:
-        # IOException: another process holds the file; ConnectionException: this process has
-        # it open with another configuration (read-only versus read-write).
-        _remove_if_created(file, created)
-        raise ProjectionError(f"cannot open {path}: {first_line(exc)}") from exc
     except BaseException as exc:
         _remove_if_created(file, created)
-        if isinstance(exc, duckdb.Error):  # e.g. a damaged file behind a valid header
-            raise ProjectionError(f"cannot open {path}: {first_line(exc)}; if it is damaged, "
-                                  f"rebuild it with `pitlog project` into a new file") from exc
+        if isinstance(exc, duckdb.Error) and locked(exc):  # snapshot.locked: held elsewhere
+            raise ProjectionError(f"cannot open {path}: {first_line(exc)}") from exc
+        if isinstance(exc, duckdb.Error):  # cut short, or damaged behind a valid header
+            raise damaged(path, exc) from exc
         raise
     if not read_only:
         try:

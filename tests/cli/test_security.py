@@ -490,9 +490,12 @@ def _dbs(root: Path, good: Path) -> dict[str, Path]:
     (root / "text.duckdb").write_text("SELECT 1;\n")
     (root / "random.duckdb").write_bytes(bytes(range(256)) * 40)
     (root / "empty.duckdb").write_bytes(b"")
+    # cut short (a copy stopped part way): its header reads, its blocks do not (an outside
+    # review, session 38: named "cannot be opened ... stop it first", as if locked)
+    (root / "cut.duckdb").write_bytes(good.read_bytes()[:20_000])
     return {"a folder": root / "adir", "a text file": root / "text.duckdb",
             "random bytes": root / "random.duckdb", "an empty file": root / "empty.duckdb",
-            "a damaged database": root / "damaged.duckdb"}
+            "a damaged database": root / "damaged.duckdb", "a cut database": root / "cut.duckdb"}
 
 
 MISUSES = [
@@ -560,7 +563,8 @@ def test_a_db_that_is_not_a_database_is_named_as_such(tmp_path: Path, small_log:
         line = _one_error_line(_pitlog(*args, "--db", str(path)))
         expected = {"a folder": "is a folder, not a DuckDB file",
                     "an empty file": "is an empty file",
-                    "a damaged database": "Corrupt database file"}.get(
+                    "a damaged database": "Corrupt database file",
+                    "a cut database": "the file is damaged or cut short"}.get(
                         what, "is not a DuckDB database")
         assert expected in line and "locked by a writer" not in line, (what, line)
         assert _tree(tmp_path) == before, what
