@@ -1,6 +1,7 @@
 """Where a lookup's dealer look-up can start: the table's latest dealer tap before a seq.
 
-A round's dealer is the table's latest DealerTappedIn at or before the round's first event
+A round's dealer is the table's latest DealerTappedIn at or before the round's first card (or
+its first event while no card is out), so at or after the latest one at or before its first event
 (sql/rounds.sql, rounds_of). Left unbounded, that look-up reads every row group of the table
 up to the round: at 10M events it was among the largest scans of a replay or a dispute, and
 every query that builds the round read it again (benchmarks/results.md, session 13). A lookup

@@ -309,9 +309,12 @@ round_context AS (
     FROM rounds_of(in_table, in_shoe, in_round, from_seq, to_seq, taps_from := taps_from) AS r
     LEFT JOIN shoe_decks_of(in_table, in_shoe, from_seq := shoe_from) AS sh  -- macros.sql
         USING (table_id, shoe_id)
-    -- Only a TableOpened at or before the round's first event can be in force for it.
+    -- Only a TableOpened at or before the round began (its first card, else its first event,
+    -- as its dealer: sql/rounds.sql; (d)5) can be in force for it: a table opened again between
+    -- a wager and the first card deals the round at the new paytable (an outside audit,
+    -- session 38).
     ASOF LEFT JOIN paytables_in_force_of(in_table, to_seq) AS p
-        ON r.table_id = p.table_id AND r.first_seq >= p.seq
+        ON r.table_id = p.table_id AND coalesce(r.left_seq, r.first_seq) >= p.seq
 ),
 with_paytable AS (
     SELECT

@@ -89,7 +89,12 @@ classified AS (
         r.cards[1] AS l, r.cards[2] AS rt,
         round_kind(r.cards[1].rank, r.cards[2].rank) AS kind
     FROM per_round AS r
-    ASOF LEFT JOIN dealer_taps AS t ON r.table_id = t.table_id AND r.first_seq >= t.seq
+    -- The dealer in at the round's first card ((d)5: "To begin each round of play, the dealer
+    -- shall place the first card"), else at its first event: a wager placed before a dealer
+    -- change is no part of the dealing (an outside audit, session 38: the dealer who had
+    -- tapped out was credited with the round).
+    ASOF LEFT JOIN dealer_taps AS t
+        ON r.table_id = t.table_id AND coalesce(r.cards[1].seq, r.first_seq) >= t.seq
 ),
 decided AS (
     SELECT *, deciding_index(cards, kind, raises_closed) AS third_pos

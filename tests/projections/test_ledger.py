@@ -210,6 +210,41 @@ def test_a_wager_placed_again_after_the_first_card_on_an_area_emptied_before_it_
             seat2["placed_cents"]) == (True, False, True, 400)
 
 
+def test_a_round_is_dealt_by_the_dealer_and_at_the_paytable_in_at_its_first_card(
+        tmp_path: Path) -> None:
+    """(d)5: "To begin each round of play, the dealer shall place the first card". A wager
+    placed, then a new dealer tapped in and the table opened again at another paytable, then
+    the first card: the round is the new dealer's, at the new paytable (an outside audit,
+    session 38: it was credited to the dealer who had left, and judged at the old 6 to 1,
+    WRONG_AMOUNT on a payout made right at 5 to 1). A round with no card is still placed by
+    its first event."""
+    floor = Floor(tmp_path)
+    t = floor.table("T01", dealer="D-OLD")
+    t.open_table("nj-casino", Paytable(spread_1=6))
+    t.new_shoe("T01-S1")
+    t.begin()
+    t.wager(1, 1000)
+    t.tap_in("D-NEW")
+    t.burn("4C", model.BurnReason.NEW_DEALER)
+    t.open_table("nj-casino")  # the standard paytable: spread 1 pays 5 to 1
+    t.draw("5D", Box.LEFT)
+    t.draw("7D", Box.RIGHT)
+    t.say(Meaning.SPREAD, 1)
+    t.say(Meaning.RAISES_CLOSED)
+    t.draw("6D", Box.MIDDLE)  # wins at the spread-1 odds
+    t.settle(1, ORIGINAL, WON, 5000, 5)
+    t.end(["5D", "7D", "6D"])
+    t.begin()  # a wager and nothing dealt yet: placed by that wager
+    t.wager(2, 300)
+    rows = _ledger(_build(floor))
+    first = rows[1, 1, "ORIGINAL"]
+    assert _money(first) == (1000, "WON", 5, 5000, 0, 0, "OK")
+    assert first["dealer"] == "D-NEW" and first["paytable_seq"] > first["round_first_seq"]
+    waiting = rows[2, 2, "ORIGINAL"]
+    assert (waiting["dealer"], waiting["expected_outcome"], waiting["status"]) == (
+        "D-NEW", None, "IN_PLAY")
+
+
 def test_unsettled_double_settled_not_owed_and_in_play_are_listed(tmp_path: Path) -> None:
     floor = Floor(tmp_path)
     t = floor.table("T01")
