@@ -12,7 +12,9 @@ uses the real file when it is free and the snapshot when a writer holds it.
 from __future__ import annotations
 
 import os
-import shutil
+import subprocess
+import sys
+import weakref
 from pathlib import Path
 
 import duckdb
@@ -22,11 +24,31 @@ from events.files import remove_quietly
 from projections.memory import reader_config
 from projections.store_files import MAGIC
 
+# The files this process has open with a DuckDB connection (store.open_store notes them).
+# DuckDB locks its file with POSIX record locks, which belong to the process and are all
+# released when the process closes *any* descriptor of that file: opening the file here to read
+# its header or to copy it, then closing it, unlocked a follower's database (an outside review,
+# session 38: a second writer then committed beside it, and the follower died on its next
+# checkpoint). Such a file is not opened here; its copy is made by a child process.
+_OPEN_HERE: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, Path] = \
+    weakref.WeakKeyDictionary()
+
+
+def opened_here(path: str | Path, con: duckdb.DuckDBPyConnection) -> None:
+    """Note that `con`, of this process, has `path` open (see _OPEN_HERE)."""
+    _OPEN_HERE[con] = Path(path).resolve()
+
+
+def _open_here(path: Path) -> bool:
+    return path.resolve() in set(_OPEN_HERE.values())
+
 
 def check_database_file(path: Path, *, may_be_missing: bool = False) -> None:
     """ProjectionError unless `path` is a DuckDB file (or, with `may_be_missing`, absent): a
     folder, a text file or random bytes given as --db is named as such, never reported as
-    "locked by a writer"."""
+    "locked by a writer". A file this process has open is DuckDB's, and is not read (_OPEN_HERE)."""
+    if path.is_file() and _open_here(path):
+        return
     if path.is_dir():
         raise ProjectionError(f"--db {path} is a folder, not a DuckDB file: give the file "
                               f"`pitlog project` writes, e.g. pitlog-data/pitlog.duckdb")
@@ -79,15 +101,28 @@ def publish_snapshot(con: duckdb.DuckDBPyConnection, db_path: str | Path | None 
     # unchanged until our next write, which cannot happen while we copy (we are the writer).
     con.execute("CHECKPOINT")
     try:
-        with src.open("rb") as fin, tmp.open("wb") as fout:
-            shutil.copyfileobj(fin, fout, length=16 * 1024 * 1024)
-            fout.flush()
-            os.fsync(fout.fileno())
+        # By a child process: this one holds the file's lock (_OPEN_HERE)
+        copied = subprocess.run([sys.executable, "-I", "-S", "-c", _COPY, str(src), str(tmp)],
+                                capture_output=True, text=True, check=False)
+        if copied.returncode:
+            lines = copied.stderr.strip().splitlines()
+            raise OSError(lines[-1] if lines else f"the copy exited {copied.returncode}")
         os.replace(tmp, dest)
     except OSError as exc:
         remove_quietly(tmp)
         raise ProjectionError(f"cannot publish the snapshot {dest}: {exc}") from exc
     return dest
+
+
+# The copy publish_snapshot's child makes: the bytes, then fsync (the snapshot is whole before
+# it replaces the last one).
+_COPY = """
+import os, shutil, sys
+with open(sys.argv[1], "rb") as fin, open(sys.argv[2], "wb") as fout:
+    shutil.copyfileobj(fin, fout, 16 * 1024 * 1024)
+    fout.flush()
+    os.fsync(fout.fileno())
+"""
 
 
 def locked(exc: duckdb.Error) -> bool:

@@ -45,6 +45,7 @@ from projections.snapshot import (
     damaged,
     locked,
     open_for_reading,
+    opened_here,
     publish_snapshot,
     snapshot_path,
 )
@@ -276,6 +277,7 @@ def open_store(path: str | Path, read_only: bool = False,
         if isinstance(exc, duckdb.Error):  # cut short, or damaged behind a valid header
             raise damaged(path, exc) from exc
         raise
+    opened_here(file, con)  # never opened by this process again while it holds the lock
     if not read_only:
         try:
             con.execute(f"SET memory_limit = '{limit}'").fetchall()

@@ -85,6 +85,50 @@ def test_readers_of_the_copy_see_new_events_and_a_stop_ends_follow_cleanly(
         con.close()
 
 
+_OPEN_READ_WRITE = """
+import sys, duckdb
+try:
+    duckdb.connect(sys.argv[1]).close()
+except duckdb.IOException as exc:
+    print("refused:", str(exc).splitlines()[0])
+else:
+    print("opened")
+"""
+
+
+def test_a_follower_keeps_its_lock_after_publishing_copies_and_reads_beside_it(
+        tmp_path: Path) -> None:
+    """DuckDB's lock on its file is a POSIX record lock, the process's, dropped when the process
+    closes any descriptor of the file: the copy published (opened and closed here) and a reader
+    of this process checking the file's header unlocked the follower's database, and a second
+    writer got in (an outside review, session 38). After both, another process is still
+    refused, and the follower goes on."""
+    log = EmbeddedLog(tmp_path / "log", partitions=2)
+    db = tmp_path / "held.duckdb"
+    stop = threading.Event()
+    result: list[ProjectionReport] = []
+    follower = threading.Thread(target=lambda: result.append(follow(
+        log, db, poll_interval=0.05, stop_event=stop, snapshot_every=0.2)))
+    first = simulate(log, SimConfig(seed=3, tables=2, rounds=8)).events
+    follower.start()
+    try:
+        _wait_for(db, first)  # a copy published
+        open_for_reading(db).close()  # a reader in this process: it reads the copy
+        other = subprocess.run([sys.executable, "-c", _OPEN_READ_WRITE, str(db)],
+                               capture_output=True, text=True, timeout=HANG_S, check=True)
+        assert other.stdout.startswith("refused: IO Error: Could not set lock on file"), \
+            other.stdout
+        second = simulate(log, SimConfig(seed=4, tables=3, rounds=5)).events
+        _wait_for(db, first + second)  # another copy, after another batch
+        other = subprocess.run([sys.executable, "-c", _OPEN_READ_WRITE, str(db)],
+                               capture_output=True, text=True, timeout=HANG_S, check=True)
+        assert other.stdout.startswith("refused:"), other.stdout
+    finally:
+        stop.set()
+        follower.join(timeout=30)
+    assert not follower.is_alive() and result[0].events == first + second
+
+
 def test_follow_waits_for_a_reader_to_release_the_database(tmp_path: Path) -> None:
     log = EmbeddedLog(tmp_path / "log", partitions=2)
     db = tmp_path / "busy.duckdb"
