@@ -3,7 +3,9 @@
 The guard is sql_console.check_read_only (the same check as `pitlog sql`); the query then runs
 inside a READ ONLY transaction on its own cursor (ServeState.snapshot, as every request reads),
 so DuckDB itself refuses any write even if the guard missed one. A timer interrupts the cursor
-after `state.sql_timeout` seconds, and at most `state.sql_max_rows` rows are fetched.
+after `state.sql_timeout` seconds, and at most `state.sql_max_rows` rows, holding at most
+MAX_BYTES as Arrow, are fetched: a row cap alone let ten thousand rows of 100 kB each become a
+1 GB answer built in the writer's memory (an outside review, session 38).
 """
 
 from __future__ import annotations
@@ -19,6 +21,10 @@ from events.errors import PitlogError
 from projections.export import Rows, unique_names
 from projections.serve.state import ServeState
 from projections.sql_console import check_read_only
+
+# The Arrow bytes an answer may hold before it is cut (truncated, as at the row cap); its
+# JSON takes a few times that in the writer's process while it is built.
+MAX_BYTES = 64 * 1024 * 1024
 
 
 class QueryTimeout(PitlogError):
@@ -39,12 +45,18 @@ def bounded_query(state: ServeState, query: str) -> tuple[list[str], list[dict[s
             reader = relation.to_arrow_reader(batch_size=min(state.sql_max_rows, 10_000))
             got: list[dict[str, Any]] = []
             truncated = False
+            held = 0
             try:
                 for batch in reader:
+                    if held + batch.nbytes > MAX_BYTES:  # the rows that fit (by their mean)
+                        per_row = batch.nbytes / max(batch.num_rows, 1)
+                        batch = batch.slice(0, int((MAX_BYTES - held) / per_row))
+                        truncated = True
+                    held += batch.nbytes
                     # Rows.of: columns named alike told apart, and a value Python cannot
                     # hold (an infinite timestamp) a 400 naming its column, not a 500.
                     got.extend(Rows.of(pa.Table.from_batches([batch])))
-                    if len(got) > state.sql_max_rows:
+                    if truncated or len(got) > state.sql_max_rows:
                         truncated = True
                         break
             finally:

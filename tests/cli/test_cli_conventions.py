@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import logging
 import subprocess
 import sys
 from dataclasses import fields
@@ -485,3 +486,27 @@ def test_ingest_of_a_folder_says_it_is_a_folder(tmp_path: Path) -> None:
     assert proc.returncode == 1 and proc.stderr == (
         f"Error: {tmp_path} is a folder: pass a JSON lines file, or - for stdin\n")
     assert not (tmp_path / "log").exists()
+
+
+@pytest.mark.parametrize(("level", "kafka_level"), [
+    ("info", logging.WARNING), ("warning", logging.WARNING), ("error", logging.ERROR),
+    ("debug", logging.NOTSET)])
+def test_kafka_clients_chatter_stays_out_of_the_log_below_debug(
+        level: str, kafka_level: int) -> None:
+    """kafka-python's INFO lines (connections, metadata, coordinators) were most of a serve log
+    (an outside review, session 38): below debug its loggers show warnings and errors only,
+    while pitlog's own lines keep the level asked for."""
+    from cli.logs import LogFormat, LogLevel, setup_logging
+    root, kafka = logging.getLogger(), logging.getLogger("kafka")
+    saved = (root.level, list(root.handlers), kafka.level)
+    try:
+        kafka.setLevel(logging.NOTSET)
+        setup_logging(LogLevel(level), LogFormat.text)
+        assert kafka.level == kafka_level
+        assert logging.getLogger("pitlog.follow").isEnabledFor(
+            getattr(logging, level.upper()))
+        assert logging.getLogger("kafka.conn").isEnabledFor(logging.INFO) is (level == "debug")
+    finally:
+        root.setLevel(saved[0])
+        root.handlers[:] = saved[1]
+        kafka.setLevel(saved[2])

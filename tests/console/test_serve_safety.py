@@ -233,6 +233,18 @@ def test_sql_rows_are_capped_and_a_long_query_is_interrupted(server: Server) -> 
     assert server.json(query("/api/sql", q="SELECT 1 AS one"))["rows"] == [{"one": 1}]
 
 
+def test_sql_answers_are_capped_by_their_bytes_too(server: Server) -> None:
+    """Five rows of 20 MB each are 100 MB: the answer holds the rows that fit in 64 MiB (three)
+    and says it was cut (an outside review, session 38: a row cap alone let one request build
+    a 1 GB answer in the writer's memory)."""
+    got = server.json(query("/api/sql", q="SELECT repeat('x', 20000000) AS s FROM range(5)"))
+    assert got["truncated"] is True and len(got["rows"]) == 3
+    assert {len(r["s"]) for r in got["rows"]} == {20_000_000}
+    assert server.health()["ready"] is True
+    from projections.serve.sql import MAX_BYTES
+    assert MAX_BYTES == 64 * 1024 * 1024  # as docs/operating.md states
+
+
 def test_sql_columns_named_alike_keep_their_own_values_through_the_server(
         server: Server) -> None:
     """Rows are dicts: `SELECT 1 AS a, 2 AS a` answered a = 2 alone. Now as `pitlog sql`."""
