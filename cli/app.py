@@ -265,9 +265,11 @@ _NO_ACCESS = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT, errno.EISDIR
 def _check_zone_setting(args: list[str]) -> None:
     """A PITLOG_TZ that names no zone, refused before any command runs: the commands without
     --tz (simulate, project, ingest, demo) read it only to print their summary, after they
-    had written (an outside review, session 38). Not when --tz is given, which overrides it."""
+    had written (an outside review, session 38). Not when --tz is given, which overrides it,
+    nor for help or the version, which read no zone."""
     value = os.environ.get(localtime.ENV)
-    if value and not any(a == "--tz" or a.startswith("--tz=") for a in args):
+    asks_help = any(a in ("--help", "-h", "--version") for a in args)
+    if value and not asks_help and not any(a == "--tz" or a.startswith("--tz=") for a in args):
         try:
             localtime.parse_zone(value)
         except PitlogError as exc:

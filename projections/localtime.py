@@ -176,6 +176,9 @@ def check_gaming_day(day: date) -> date:
     return day
 
 
+_DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
 def _on_the_clock(at: datetime, tz: tzinfo, what: str, text: str) -> datetime:
     """A wall-clock time on the casino's clock, refused when that clock shows it twice or
     never (parse_local)."""
@@ -220,7 +223,10 @@ def parse_local(text: str, tz: tzinfo, what: str) -> datetime:
         raise PitlogError(f"{what} {text!r} is not a time: write it as ISO 8601, e.g. "
                           f"2026-11-28T21:14:00 or 2026-11-28T21:14:00-05:00") from None
     if at.tzinfo is None:
-        at = _on_the_clock(at, tz, what, text)
+        # a date alone is that day's start: where midnight is skipped (a zone that changes its
+        # clocks then), the first instant the clock shows that day (fold=0 gives it)
+        at = (at.replace(tzinfo=tz) if _DATE_ONLY.fullmatch(text.strip())
+              else _on_the_clock(at, tz, what, text))
     try:
         utc = at.astimezone(UTC)
         # A fraction written, `.000` too, asks for the instant (Instant); a date has no dot or

@@ -26,8 +26,9 @@ round's money. They are kept as the stored anomaly rows are (projections/increme
 Which rounds the batch can change, when the table's batch is an in-order append (every new seq
 after every stored one, which is what a K from the detector's plan means). A round's money is
 its own events (the rounds and ledger views group by round) and, outside them: the dealer and
-the paytable (the latest tap and TableOpened at or before its first seq: a new one, at a later
-seq than every stored event, is in force only for rounds that start in the batch), the shoe's
+the paytable (the latest tap and TableOpened at or before its first card, or its first seq while
+no card is out: a new one, at a later seq than every stored event, is in force only for rounds
+whose first card is in the batch, or that start in it), the shoe's
 deck count (its first CardsLoaded: a batch that loads a shoe redoes the shoe's rounds), one
 copy of each card event id (the first copy: an earlier seq, so never a batch's), and whether a
 card of another round, or of none, came out inside it in game order (ledger.sql `intruded`,
@@ -36,9 +37,9 @@ latest span that began before it; a burn to every span around it). Game order is
 before seq, so a batch's line can fall inside an earlier round. Each round's extent [lo, hi],
 the least and greatest game order of its events, contains that span; so the batch changes a
 round only if the round has a batch event, its shoe is loaded in the batch, a tap or opening of
-the batch comes before its first seq, or its extent reaches T1, the least game order of those
-rounds' extents (after the batch) and of the batch's cards outside any round: the rounds with
-hi >= T1 (REDO; the others named reach it too). Those rounds' rows follow from their own
+the batch comes before its first seq (or card), or its extent reaches T1, the least game order
+of those rounds' extents (after the batch) and of the batch's cards outside any round: the
+rounds with hi >= T1 (REDO; the others named reach it too). Those rounds' rows follow from their own
 events, the events outside rounds, the taps, openings and loads, the other copies of their card
 ids, and the events of every round whose extent reaches the least lo of REDO (T2): a card
 inside a REDO round, or a span it could be matched to, belongs to such a round. A round's

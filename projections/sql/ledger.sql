@@ -162,13 +162,12 @@ original_states AS (
         arg_min(instrument, at_order) FILTER (event_type = 'WagerPlaced') AS instrument,
         arg_min(amount_cents, at_order) FILTER (event_type = 'WagerPlaced') AS placed_cents,
         -- The area's state when the first card left the shoe (NULL: no event before it), and
-        -- the first wager placed after it: a late wager when the area held none then.
+        -- after the first event after it, with the first wager placed after it.
         arg_max(state, at_order) FILTER (before_first_card) AS state_at_first_card,
+        arg_min(state, at_order) FILTER (NOT before_first_card) AS first_state_after,
         arg_min({'cents': amount_cents, 'player_id': player_id, 'instrument': instrument},
                 at_order) FILTER (NOT before_first_card AND event_type = 'WagerPlaced')
             AS placed_after,
-        -- a late wager's first event when nothing came before the first card (game order)
-        arg_min(state, at_order) AS first_state,
         count(*) FILTER (before_first_card) AS events_before,
         count(*) FILTER (NOT before_first_card) AS events_after,
         min(occurred_at) AS placed_at,
@@ -177,11 +176,13 @@ original_states AS (
     GROUP BY table_id, shoe_id, round_no, seat, area
 ),
 original_owed AS (
-    -- Late: the area held no wager when the first card left the shoe, none placed before it or
-    -- the one placed removed before it ((d)3 allows the removal), and a wager placed after it.
+    -- Late: the area held no wager when the first card left the shoe (no event before it, or
+    -- its wager removed before it: (d)3 allows the removal) and an event after it put one
+    -- there. Such a wager stands as its first event after the card left it.
     SELECT *,
-           (state_at_first_card IS NULL OR (state_at_first_card = -1 AND placed_after IS NOT NULL))
-               AS late_wager
+           coalesce(state_at_first_card, -1) = -1 AND events_after > 0 AS late_wager,
+           coalesce(state_at_first_card, -1) = -1 AND events_after > 0
+               AND events_before > 0 AS late_again
     FROM original_states
 ),
 originals AS (
@@ -189,31 +190,31 @@ originals AS (
     -- (placed after it: (d)3; GA (1)) stands at the amount it was placed with: on an area
     -- whose wager was removed before the first card too (an outside audit, session 38: that
     -- one was owed nothing, its collection NOT_OWED and the chips taken missing from
-    -- conservation).
+    -- conservation), and its player is the one who placed it then.
     SELECT
         table_id, shoe_id, round_no, seat, area, 'ORIGINAL' AS wager_kind,
-        CASE WHEN late_wager AND state_at_first_card = -1 THEN placed_after.player_id
+        CASE WHEN late_again THEN coalesce(placed_after.player_id, player_id)
              ELSE player_id END AS player_id,
-        CASE WHEN late_wager AND state_at_first_card = -1 THEN placed_after.instrument
+        CASE WHEN late_again THEN coalesce(placed_after.instrument, instrument)
              ELSE instrument END AS instrument,
-        CASE WHEN late_wager AND state_at_first_card = -1 THEN placed_after.cents
+        CASE WHEN late_again THEN coalesce(placed_after.cents, first_state_after)
              ELSE placed_cents END AS placed_cents,
         greatest(owed_state, 0) AS amount_cents,
         owed_state = -1 AS removed,
-        -- Any event after the first card, other than a late wager's own placement.
+        -- Any event after the first card, other than the one that made a late wager.
         events_after > CASE WHEN late_wager THEN 1 ELSE 0 END AS altered_after_first_card,
         late_wager AS late,
         placed_at, wager_seqs
     FROM (SELECT *,
-                 CASE WHEN state_at_first_card IS NULL THEN first_state
-                      WHEN late_wager THEN placed_after.cents
-                      ELSE state_at_first_card END AS owed_state
+                 CASE WHEN late_wager THEN first_state_after ELSE state_at_first_card END
+                     AS owed_state
           FROM original_owed)
 ),
 placers AS (
-    -- Who placed the wager on an area: a raise belongs to the same player.
+    -- Who placed the wager on an area: a raise belongs to the same player, the one who placed
+    -- it last in game order (a wager removed and placed again by another player is theirs).
     SELECT table_id, shoe_id, round_no, seat, area,
-           arg_min(player_id, (seq, log_offset)) AS player_id
+           arg_max(player_id, (occurred_at, seq, log_offset)) AS player_id
     FROM round_events
     WHERE event_type = 'WagerPlaced'
     GROUP BY table_id, shoe_id, round_no, seat, area

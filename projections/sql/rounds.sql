@@ -23,7 +23,7 @@ CREATE OR REPLACE MACRO void_allowed(kind, left_rank, third_rank, void_order, sh
         OR coalesce(kind = 'pair' AND third_rank <> left_rank, false));
 
 -- One row per round. The dealer is the one whose DealerTappedIn is the table's latest at or
--- before the round's first event. The round's cards are round_cards in macros.sql (every card out of
+-- before the round's first card ((d)5), or its first event while no card is out. The round's cards are round_cards in macros.sql (every card out of
 -- the shoe, in game order, wherever it went): the left and right cards (left_*, right_*,
 -- left_seq, right_seq) are the FIRST and SECOND cards out, whichever box they went to
 -- (13:47-20.31(d)5 names them "the first card" and "the second card"; a wrong box is WRONG_BOX,

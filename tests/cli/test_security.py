@@ -146,6 +146,10 @@ def test_a_bad_casino_zone_setting_is_refused_before_anything_is_written(
     line = _one_error_line(_pitlog(*command, str(target), env={"PITLOG_TZ": "bogus"}))
     assert line.startswith("Error: PITLOG_TZ: unknown time zone 'bogus'")
     assert not target.exists() and list(tmp_path.iterdir()) == []
+    # help and the version read no zone: they answer
+    for asked in (("--help",), ("--version",), (command[0], "--help")):
+        proc = _pitlog(*asked, env={"PITLOG_TZ": "bogus"})
+        assert proc.returncode == 0 and proc.stdout.strip(), (asked, proc.stderr)
     # --tz given overrides it, so the setting is not read
     proc = _pitlog("sql", "--db", str(db), "--tz", "UTC", "-f", "json", "SELECT 42 AS x",
                    env={"PITLOG_TZ": "bogus"})

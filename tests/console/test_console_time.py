@@ -4,6 +4,7 @@ clock to the second with the zone named, across daylight-saving changes; ISO 860
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -54,6 +55,10 @@ def test_a_local_input_time_is_read_on_the_casino_clock() -> None:
                                           r"casino's clock \(the clocks went forward over it, "
                                           r"from EST -05:00 to EDT -04:00\)"):
         parse_local("2026-03-08 02:30", NY, "--at")
+    # a date alone is the day's start, also where the clock skips midnight: Santiago's first
+    # instant of 6 September 2026 is 01:00 -03 (a second review, session 38: refused)
+    assert parse_local("2026-09-06", ZoneInfo("America/Santiago"), "--since") == datetime(
+        2026, 9, 6, 4, tzinfo=UTC)
     # the minutes either side of each change are read as usual
     assert parse_local("2026-11-01 00:59:59", NY, "--at") == datetime(
         2026, 11, 1, 4, 59, 59, tzinfo=UTC)

@@ -187,27 +187,42 @@ def test_a_wager_placed_again_after_the_first_card_on_an_area_emptied_before_it_
     t.begin()
     t.wager(1, 1000)
     t.wager(2, 1000)
-    t.emit(model.WagerRemoved(seat=1, area=1))  # legal before the first card
-    t.emit(model.WagerRemoved(seat=2, area=2))
+    t.wager(3, 1000)
+    t.wager(4, 1000, player="PA")
+    for seat in (1, 2, 3, 4):
+        t.emit(model.WagerRemoved(seat=seat, area=seat))  # legal before the first card
     t.draw("3S", Box.LEFT)
     t.wager(1, 700)  # late, on an empty area
     t.wager(2, 400)
     t.emit(model.WagerChanged(seat=2, area=2, amount_cents=900))  # (d)6: does not count
+    t.emit(model.WagerChanged(seat=3, area=3, amount_cents=800))  # chips put on an empty area
+    t.wager(4, 500, player="PB")  # another player's late wager, then their raise
     t.draw("8H", Box.RIGHT)
     t.say(Meaning.SPREAD, 4)
+    t.raise_(4, 500)
     t.say(Meaning.RAISES_CLOSED)
     t.draw("KD", Box.MIDDLE)  # loses
     t.settle(1, ORIGINAL, LOST, 700)
     t.settle(2, ORIGINAL, LOST, 400)
+    t.settle(3, ORIGINAL, LOST, 800)
+    t.settle(4, ORIGINAL, LOST, 500)
+    t.settle(4, RAISE, LOST, 500)
     t.end(["3S", "8H", "KD"])
     rows = _ledger(_build(floor))
-    seat1, seat2 = rows[1, 1, "ORIGINAL"], rows[1, 2, "ORIGINAL"]
+    seat1, seat2, seat3 = rows[1, 1, "ORIGINAL"], rows[1, 2, "ORIGINAL"], rows[1, 3, "ORIGINAL"]
     assert _money(seat1) == (700, "LOST", None, 0, 700, 0, "OK")
     assert (seat1["late"], seat1["removed"], seat1["altered_after_first_card"],
             seat1["placed_cents"]) == (True, False, False, 700)
     assert _money(seat2) == (400, "LOST", None, 0, 400, 0, "OK")
     assert (seat2["late"], seat2["removed"], seat2["altered_after_first_card"],
             seat2["placed_cents"]) == (True, False, True, 400)
+    # as an area that held nothing before the card and got chips by a change after it (a
+    # second review, session 38: this one was owed nothing, conservation short by 800)
+    assert _money(seat3) == (800, "LOST", None, 0, 800, 0, "OK")
+    assert (seat3["late"], seat3["removed"], seat3["placed_cents"]) == (True, False, 800)
+    # the late wager and its raise are PB's, not PA's who removed theirs
+    assert [(rows[1, 4, k]["player_id"], _money(rows[1, 4, k])) for k in (ORIGINAL, RAISE)] == [
+        ("PB", (500, "LOST", None, 0, 500, 0, "OK")), ("PB", (500, "LOST", None, 0, 500, 0, "OK"))]
 
 
 def test_a_round_is_dealt_by_the_dealer_and_at_the_paytable_in_at_its_first_card(
