@@ -137,8 +137,9 @@ def damaged(path: str | Path, exc: duckdb.Error) -> ProjectionError:
     """The one error for a database file DuckDB cannot read (not `locked`): named as damaged,
     never as held by a writer (docs/integrity.md; an outside review, session 38, found a file
     cut short sent to "run the projector with snapshots on, or stop it first")."""
-    return ProjectionError(f"cannot open {path}: {first_line(exc)}; the file is damaged or cut "
-                           f"short: rebuild it with `pitlog project` into a new file")
+    return ProjectionError(f"cannot open {path}: {first_line(exc)}; no writer holds it: if it "
+                           f"is damaged or cut short, rebuild it with `pitlog project` into a "
+                           f"new file")
 
 
 def open_for_reading(db_path: str | Path) -> duckdb.DuckDBPyConnection:

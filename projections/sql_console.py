@@ -63,7 +63,8 @@ class ReadOnlyQueryError(PitlogError):
 
 
 class QueryLimitError(ProjectionError):
-    """A query ran past its time limit, or was stopped by Ctrl-C."""
+    """A query ran past its time limit, was stopped by Ctrl-C, or gave more rows to hold than
+    its memory limit (_head)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -568,7 +568,7 @@ def test_a_db_that_is_not_a_database_is_named_as_such(tmp_path: Path, small_log:
         expected = {"a folder": "is a folder, not a DuckDB file",
                     "an empty file": "is an empty file",
                     "a damaged database": "Corrupt database file",
-                    "a cut database": "the file is damaged or cut short"}.get(
+                    "a cut database": "no writer holds it: if it is damaged or cut short"}.get(
                         what, "is not a DuckDB database")
         assert expected in line and "locked by a writer" not in line, (what, line)
         assert _tree(tmp_path) == before, what
