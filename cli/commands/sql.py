@@ -69,7 +69,8 @@ def sql_cmd(
     else:
         columns, rows = answer["columns"], answer["rows"]
         if answer["truncated"]:
-            typer.echo(f"Warning: the server returns at most {answer['max_rows']} rows "
-                       "(pitlog serve --sql-max-rows); narrow the query", err=True)
+            typer.echo(f"Warning: the server's answer was cut at {len(answer['rows']):,} rows "
+                       f"(it returns at most {answer['max_rows']:,} rows, pitlog serve "
+                       "--sql-max-rows, holding at most 64 MiB); narrow the query", err=True)
         rows = limited(rows, limit, format, format is Format.table and out is None)
     render(rows, format, out=out, columns=columns, tz=casino_zone(tz), line_breaks=True)

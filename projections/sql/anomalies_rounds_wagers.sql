@@ -81,7 +81,11 @@ exposure_faults AS (
 moves AS (
     SELECT e.table_id, e.shoe_id, e.round_no, e.seat, e.area, e.seq, e.event_type,
            e.amount_cents, e.instrument, e.occurred_at, f.first_card_seq, f.first_card,
-           f.first_card_order, game_order(e.occurred_at, e.seq) AS move_order
+           f.first_card_order, game_order(e.occurred_at, e.seq) AS move_order,
+           -- the area's first wager event after the first card (game order)
+           min(game_order(e.occurred_at, e.seq)) OVER (
+               PARTITION BY e.table_id, e.shoe_id, e.round_no, e.seat, e.area)
+               = game_order(e.occurred_at, e.seq) AS first_move
     FROM events AS e
     JOIN facts AS f
       ON f.table_id = e.table_id AND f.shoe_id IS NOT DISTINCT FROM e.shoe_id
@@ -93,7 +97,7 @@ moves AS (
 late_moves AS (
     SELECT m.table_id, m.shoe_id, m.round_no, m.seat, m.area, m.seq, m.event_type,
            m.amount_cents, m.instrument, m.occurred_at, m.first_card_seq, m.first_card,
-           m.first_card_order, m.move_order,
+           m.first_card_order, m.move_order, m.first_move,
            -- the area's last wager event before the first card (game order, then the log's):
            -- a wager removed then held none, so one placed after the card is late, not added
            -- to it (an outside audit, session 38; docs/auditing.md, the ledger's `late`)
@@ -150,14 +154,19 @@ SELECT * FROM (
       AND (x.new_third_seq IS NULL OR len(p.no_choice_seats) > 0 OR len(p.unrefunded_seats) > 0)
 
     UNION ALL
-    -- LATE_WAGER (13:47-20.31(d)3; GA (1)): a wager placed after the first card left the shoe
-    -- on an area that held none when it did (none placed, or the one placed removed).
+    -- LATE_WAGER (13:47-20.31(d)3; GA (1)): chips put after the first card left the shoe on an
+    -- area that held no wager when it did (none placed, or the one placed removed): the area's
+    -- first wager event after the card, a placement or a change (the ledger's `late` wager, owed
+    -- as that event left it; a second review, session 38, found a change there WAGER_ALTERED
+    -- while the ledger owed it as late). Later ones alter it.
     SELECT 'LATE_WAGER', table_id, shoe_id, round_no, [first_card_seq, seq],
-           printf('Seat %d placed %s (%s) on area %d after the first card %s left the shoe',
-                  seat, dollars(amount_cents), replace(lower(instrument), '_', ' '), area, first_card),
+           printf('Seat %d placed %s%s on area %d after the first card %s left the shoe',
+                  seat, dollars(amount_cents),
+                  coalesce(' (' || replace(lower(instrument), '_', ' ') || ')', ''), area,
+                  first_card),
            occurred_at
     FROM late_moves
-    WHERE event_type = 'WagerPlaced' AND NOT had_wager
+    WHERE NOT had_wager AND first_move AND event_type <> 'WagerRemoved'
 
     UNION ALL
     -- WAGER_ALTERED (13:47-20.31(d)6; GA (4)): a wager changed, removed or added to after the
@@ -170,7 +179,7 @@ SELECT * FROM (
                   area, first_card),
            occurred_at
     FROM late_moves
-    WHERE NOT decided AND (event_type <> 'WagerPlaced' OR had_wager)
+    WHERE NOT decided AND NOT (NOT had_wager AND first_move AND event_type <> 'WagerRemoved')
 
     UNION ALL
     -- EARLY_RAISE (13:47-20.31(d)12: raises are made "immediately after the initial two cards

@@ -241,6 +241,12 @@ def test_sql_answers_are_capped_by_their_bytes_too(server: Server) -> None:
     assert got["truncated"] is True and len(got["rows"]) == 3
     assert {len(r["s"]) for r in got["rows"]} == {20_000_000}
     assert server.health()["ready"] is True
+    # the CLI through the server says the answer was cut, and where
+    cli = run_cli("sql", "--server", server.url, "-f", "json",
+                  "SELECT length(repeat('x', 20000000)) AS n FROM range(9)")
+    assert cli.returncode == 0 and json.loads(cli.stdout) == [{"n": 20_000_000}] * 5
+    assert cli.stderr.startswith("Warning: the server's answer was cut at 5 rows (it returns at "
+                                 "most 5 rows"), cli.stderr
     from projections.serve.sql import MAX_BYTES
     assert MAX_BYTES == 64 * 1024 * 1024  # as docs/operating.md states
 

@@ -87,6 +87,18 @@ ROWS = [
         after={"settle": [("settle2", lambda p: p.settle(2, ORIGINAL, WON, 500, 1))]},
         found=[("LATE_WAGER", 1, ["left", "late"])],
         explains="Seat 2 placed $5.00 (chips) on area 2 after the first card 4S left the shoe"),
+    # ... and so are chips put there by a change: the ledger owes them as a late wager (a
+    # second review, session 38: WAGER_ALTERED); a change after that alters the late wager.
+    Row("chips changed onto an area emptied before the first card are a late wager (d)3",
+        before={"left": [("wager2", lambda p: p.wager(2, 700)),
+                         ("removed", lambda p: p.emit(model.WagerRemoved(seat=2, area=2)))],
+                "right": [("late", lambda p: p.emit(
+                              model.WagerChanged(seat=2, area=2, amount_cents=500))),
+                          ("more", lambda p: p.emit(
+                              model.WagerChanged(seat=2, area=2, amount_cents=900)))]},
+        after={"settle": [("settle2", lambda p: p.settle(2, ORIGINAL, WON, 500, 1))]},
+        found=[("LATE_WAGER", 1, ["left", "late"]), ("WAGER_ALTERED", 1, ["left", "more"])],
+        explains="Seat 2 placed $5.00 on area 2 after the first card 4S left the shoe"),
     Row("wager changed or removed after the first card is altered (d)6",
         before={"left": [("wager2", lambda p: p.wager(2, 500))]},
         after={"spread": [
