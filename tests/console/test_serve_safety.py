@@ -228,18 +228,43 @@ def test_sql_rows_are_capped_and_a_long_query_is_interrupted(server: Server) -> 
     endless = ("SELECT count(*) AS n FROM range(100000000) AS a, range(100000000) AS b "
                "WHERE a.range + b.range = -1")
     _assert_json_error(server.get(query("/api/sql", q=endless)), 400, "was stopped")
+    # ... and one stopped while its rows stream (DuckDB's interruption then comes through
+    # Arrow as an OSError: it was a 500, session 39)
+    streaming = ("SELECT range AS i FROM range(5) UNION ALL "
+                 "SELECT range FROM range(10000000000000) WHERE hash(range) < 10")
+    _assert_json_error(server.get(query("/api/sql", q=streaming)), 400, "was stopped")
     # The server keeps serving after the interruption, and the follower keeps its connection.
     assert server.health()["ready"] is True
     assert server.json(query("/api/sql", q="SELECT 1 AS one"))["rows"] == [{"one": 1}]
 
 
-def test_sql_answers_are_capped_by_their_bytes_too(server: Server) -> None:
+@pytest.fixture(scope="module")
+def roomy_server(small: tuple[Path, Path], projected: Path) -> Any:
+    """As `server`, with time enough for 100 MB of rows on a busy machine (its 0.5 s stopped
+    them there: the test then asserted how long a query took)."""
+    tmp, log = small
+    s = start_server(log, copy_store(projected, tmp / "roomy.duckdb"), tmp, "--sql-max-rows", "5",
+                     "--sql-timeout", "600")
+    try:
+        yield s
+    finally:
+        assert s.stop() == 0, s.err.read_text()
+
+
+def test_sql_answers_are_capped_by_their_bytes_too(roomy_server: Server) -> None:
     """Five rows of 20 MB each are 100 MB: the answer holds the rows that fit in 64 MiB (three)
     and says it was cut (an outside review, session 38: a row cap alone let one request build
     a 1 GB answer in the writer's memory)."""
+    server = roomy_server
     got = server.json(query("/api/sql", q="SELECT repeat('x', 20000000) AS s FROM range(5)"))
     assert got["truncated"] is True and len(got["rows"]) == 3
     assert {len(r["s"]) for r in got["rows"]} == {20_000_000}
+    # rows of uneven size: each counted as it is, not as the batch's mean (three rows of 30 MB
+    # passed for 54 MB: 90 MB held, past the cap)
+    uneven = server.json(query("/api/sql", q="SELECT repeat('x', CASE WHEN range < 3 THEN "
+                                             "30000000 ELSE 1 END) AS s FROM range(5)"))
+    assert uneven["truncated"] is True
+    assert [len(r["s"]) for r in uneven["rows"]] == [30_000_000, 30_000_000]
     assert server.health()["ready"] is True
     # the CLI through the server says the answer was cut, and where
     cli = run_cli("sql", "--server", server.url, "-f", "json",
