@@ -188,7 +188,7 @@ def guarded_connection(db_path: str | Path,
                 raise damaged(path, exc) from exc
             if not snap.is_file():
                 raise ProjectionError(
-                    f"cannot open {path} read-only ({_one_line(exc)}) and no snapshot "
+                    f"cannot open {path} read-only ({one_line(exc)}) and no snapshot "
                     f"{snap.name} exists; run the projector with snapshots on, or stop it "
                     f"first") from exc
     try:
@@ -312,23 +312,28 @@ def _limited(con: duckdb.DuckDBPyConnection, work: Callable[[], T], limits: Quer
                 f"the query ran past its time limit of {limits.timeout_seconds:g} s and was "
                 f"stopped; narrow it, or raise the limit with --timeout or PITLOG_SQL_TIMEOUT")
     error = outcome.get("error")
-    if isinstance(error, duckdb.PermissionException):
-        raise ProjectionError(
-            f"the query was refused: {_one_line(error)}; pitlog sql reads the database only "
-            f"(no files, URLs or extensions)") from error
     if isinstance(error, duckdb.OutOfMemoryException):
         raise ProjectionError(
             f"the query ran out of memory ({first_line(error)}); narrow it, or raise the limit "
             f"with --memory-limit or PITLOG_SQL_MEMORY_LIMIT (now {limits.memory_limit}); it "
             f"never spills to disk") from error
     if isinstance(error, duckdb.Error):
-        raise ProjectionError(f"the query failed: {_one_line(error)}") from error
+        raise ProjectionError(query_failure(error)) from error
     if error is not None:
         raise error
     return outcome["result"]
 
 
-def _one_line(exc: BaseException) -> str:
+def query_failure(error: BaseException) -> str:
+    """What `pitlog sql` and /api/sql say of a query DuckDB refused or failed, on one line
+    (DuckDB's own message may span several: the server's showed them as \\x0a)."""
+    if isinstance(error, duckdb.PermissionException):
+        return (f"the query was refused: {one_line(error)}; pitlog sql reads the database only "
+                "(no files, URLs or extensions)")
+    return f"the query failed: {one_line(error)}"
+
+
+def one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())
 
 

@@ -20,7 +20,7 @@ import pyarrow as pa
 from events.errors import PitlogError
 from projections.export import Rows, unique_names
 from projections.serve.state import ServeState
-from projections.sql_console import check_read_only
+from projections.sql_console import check_read_only, query_failure
 
 # The Arrow bytes an answer may hold before it is cut (truncated, as at the row cap); its
 # JSON takes a few times that in the writer's process while it is built.
@@ -77,13 +77,13 @@ def bounded_query(state: ServeState, query: str) -> tuple[list[str], list[dict[s
         except duckdb.InterruptException:
             raise _timed_out(state) from None
         except duckdb.Error as exc:
-            raise PitlogError(f"the query failed: {exc}") from exc
+            raise PitlogError(query_failure(exc)) from exc
         except OSError as exc:
             # DuckDB's errors while the batches stream come through Arrow's C stream as an
             # OSError, the interruption too: it was a 500 on a busy machine (session 39).
             if stopped.is_set():
                 raise _timed_out(state) from None
-            raise PitlogError(f"the query failed: {exc}") from exc
+            raise PitlogError(query_failure(exc)) from exc
         finally:
             timer.cancel()
         return columns, got[:state.sql_max_rows], truncated

@@ -90,6 +90,10 @@ COMMANDS: dict[str, list[str]] = {
     # two columns of one name, one of them a TIME.
     "sql-time-interval-map-json": ["sql", "SELECT TIME '12:34:56.5' AS t, INTERVAL 3 DAY AS i, "
                                           "MAP {'a': 1, 'b': 2} AS m, 7 AS t", "-f", "json"],
+    # DuckDB's message of two lines on one either way (the server's said \x0a between them),
+    # and a file read refused in the same words (the server said "failed"; session 39).
+    "sql-unknown-table": ["sql", "SELECT * FROM event"],
+    "sql-file-read": ["sql", "SELECT * FROM read_csv('/etc/hostname')"],
 }
 
 
@@ -195,6 +199,11 @@ def test_cli_query_commands_print_the_same_rows_through_a_live_server(evening: E
     assert evening.direct["unknown-shoe"][0] == 1
     assert [evening.direct[name][0] for name in REFUSED_BEFORE_ASKING] == [1, 1, 1]
     assert evening.direct["dispute-outside"][0] == 1
+    assert evening.direct["sql-unknown-table"][2].startswith(
+        "Error: the query failed: Catalog Error: Table with name event does not exist! Did you "
+        "mean \"")
+    assert evening.direct["sql-file-read"][2].startswith(
+        "Error: the query was refused: Permission Error: ")
     assert evening.direct["conservation-no-day"][0] == 1
     assert evening.direct["anomalies-no-day"][0] == 1
     assert json.loads(evening.direct["anomalies-day"][1])  # the day's anomalies
