@@ -60,23 +60,14 @@ WITH per_round AS (
         min(occurred_at) AS started_at, max(occurred_at) AS ended_at,
         min(seq) AS first_seq, max(seq) AS last_seq,
         -- the cards out of the shoe in game order (sql/macros.sql, round_cards)
-        coalesce(round_cards(list({'seq': seq, 'at': occurred_at, 'type': event_type, 'rank': rank,
-                                   'suit': suit, 'dest': destination}
-                                  ORDER BY occurred_at, seq, log_offset)
-                             FILTER (is_card_event(event_type))), [])
-            AS cards,
+        list({'seq': seq, 'at': occurred_at, 'type': event_type, 'rank': rank, 'suit': suit,
+              'dest': destination} ORDER BY occurred_at, seq, log_offset)
+            FILTER (is_card_event(event_type)) AS outs,
         coalesce(bool_or(event_type = 'RoundVoided'), false) AS voided,
         -- 13:69F-34.16(n) by analogy: a dealing-shoe fault in the round (any fault but
         -- SHUFFLER_JAM; sql/rounds.sql, void_allowed)
         coalesce(bool_or(event_type = 'DeviceFaulted' AND fault <> 'SHUFFLER_JAM'), false)
             AS shoe_faulted,
-        -- 13:47-20.31(d)3, (d)6: the first card out of the shoe in game order (as the ledger
-        -- counts it, sql/ledger.sql first_cards): a wager typed at the terminal before the shoe's
-        -- first card is on time even when its line reaches the recorder after the card's.
-        min(game_order(occurred_at, seq)) FILTER (event_type IN ('CardDrawn', 'CardDrawnInError'))
-            AS first_card_order,
-        arg_min({'rank': rank, 'suit': suit}, (game_order(occurred_at, seq), log_offset))
-            FILTER (event_type IN ('CardDrawn', 'CardDrawnInError')) AS first,
         min(game_order(occurred_at, seq)) FILTER (event_type = 'Announced' AND meaning = 'RAISES_CLOSED')
             AS raises_closed,
         min(seq) FILTER (event_type = 'CuttingCardReached') AS cut_seq,
@@ -98,11 +89,20 @@ WITH per_round AS (
 table_end AS (
     SELECT table_id, max(seq) AS table_last_seq FROM events GROUP BY table_id
 ),
+carded AS (
+    SELECT * EXCLUDE (outs), coalesce(round_cards(outs), []) AS cards,
+           -- 13:47-20.31(d)3, (d)6: the first card out of the shoe in game order, as the ledger
+           -- counts it (sql/macros.sql, first_card_out): a wager typed at the terminal before the
+           -- shoe's first card is on time even when its line reaches the recorder after the card's.
+           first_card_out(outs) AS first
+    FROM per_round
+),
 kinds AS (
-    SELECT *, cards[1] AS l, cards[2] AS r, round_kind(cards[1].rank, cards[2].rank) AS kind,
+    SELECT *, game_order(first.at, first.seq) AS first_card_order,
+           cards[1] AS l, cards[2] AS r, round_kind(cards[1].rank, cards[2].rank) AS kind,
            list_transform(cards, lambda x: {'seq': x.seq, 'card': card_label(x.rank, x.suit),
                                             'dest': x.dest, 'at': x.at}) AS placed
-    FROM per_round
+    FROM carded
 ),
 decided AS (
     -- The deciding third card (sql/cards.sql, deciding_index: one definition with the rounds view)

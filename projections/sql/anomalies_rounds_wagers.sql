@@ -82,10 +82,13 @@ moves AS (
     SELECT e.table_id, e.shoe_id, e.round_no, e.seat, e.area, e.seq, e.event_type,
            e.amount_cents, e.instrument, e.occurred_at, f.first_card_seq, f.first_card,
            f.first_card_order, game_order(e.occurred_at, e.seq) AS move_order,
-           -- the area's first wager event after the first card (game order)
-           min(game_order(e.occurred_at, e.seq)) OVER (
+           -- the area's first wager event after the first card that puts chips there (game
+           -- order): a placement or a change to an amount; a removal puts none (an outside
+           -- audit, session 39: a removal first on an empty area hid the late wager after it)
+           min(CASE WHEN e.event_type <> 'WagerRemoved' AND e.amount_cents > 0
+                    THEN game_order(e.occurred_at, e.seq) END) OVER (
                PARTITION BY e.table_id, e.shoe_id, e.round_no, e.seat, e.area)
-               = game_order(e.occurred_at, e.seq) AS first_move
+               = game_order(e.occurred_at, e.seq) AS first_chips
     FROM events AS e
     JOIN facts AS f
       ON f.table_id = e.table_id AND f.shoe_id IS NOT DISTINCT FROM e.shoe_id
@@ -97,15 +100,16 @@ moves AS (
 late_moves AS (
     SELECT m.table_id, m.shoe_id, m.round_no, m.seat, m.area, m.seq, m.event_type,
            m.amount_cents, m.instrument, m.occurred_at, m.first_card_seq, m.first_card,
-           m.first_card_order, m.move_order, m.first_move,
-           -- the area's last wager event before the first card (game order, then the log's):
-           -- a wager removed then held none, so one placed after the card is late, not added
-           -- to it (an outside audit, session 38; docs/auditing.md, the ledger's `late`)
-           coalesce(arg_max(b.event_type, {'at': b.occurred_at, 'seq': b.seq,
-                                           'log_offset': b.log_offset})
+           m.first_card_order, m.move_order, m.first_chips,
+           -- the area's state after its last wager event before the first card (game order,
+           -- then the log's): a wager removed, or changed to nothing, held none, so chips put
+           -- there after the card are late, not added to it (outside audits, sessions 38 and
+           -- 39; docs/auditing.md, the ledger's `late`)
+           coalesce(arg_max(CASE WHEN b.event_type = 'WagerRemoved' THEN 0 ELSE b.amount_cents END,
+                            {'at': b.occurred_at, 'seq': b.seq, 'log_offset': b.log_offset})
                         FILTER (b.event_type <> 'WagerSettled'
                                 AND game_order(b.occurred_at, b.seq) < m.first_card_order)
-                        <> 'WagerRemoved', false) AS had_wager,
+                        > 0, false) AS had_wager,
            coalesce(bool_or(b.event_type = 'WagerSettled' AND b.wager_kind = 'ORIGINAL'
                             AND game_order(b.occurred_at, b.seq) < m.move_order), false) AS decided
     FROM moves AS m
@@ -155,10 +159,11 @@ SELECT * FROM (
 
     UNION ALL
     -- LATE_WAGER (13:47-20.31(d)3; GA (1)): chips put after the first card left the shoe on an
-    -- area that held no wager when it did (none placed, or the one placed removed): the area's
-    -- first wager event after the card, a placement or a change (the ledger's `late` wager, owed
-    -- as that event left it; a second review, session 38, found a change there WAGER_ALTERED
-    -- while the ledger owed it as late). Later ones alter it.
+    -- area that held no wager when it did (none placed, or the one placed removed or changed to
+    -- nothing): the area's first wager event after the card that puts chips there, a placement
+    -- or a change (the ledger's `late` wager, owed as that event left it; a second review,
+    -- session 38, found a change there WAGER_ALTERED while the ledger owed it as late). Every
+    -- other wager event after the card alters a wager (WAGER_ALTERED below).
     SELECT 'LATE_WAGER', table_id, shoe_id, round_no, [first_card_seq, seq],
            printf('Seat %d placed %s%s on area %d after the first card %s left the shoe',
                   seat, dollars(amount_cents),
@@ -166,7 +171,7 @@ SELECT * FROM (
                   first_card),
            occurred_at
     FROM late_moves
-    WHERE NOT had_wager AND first_move AND event_type <> 'WagerRemoved'
+    WHERE NOT had_wager AND first_chips
 
     UNION ALL
     -- WAGER_ALTERED (13:47-20.31(d)6; GA (4)): a wager changed, removed or added to after the
@@ -179,7 +184,7 @@ SELECT * FROM (
                   area, first_card),
            occurred_at
     FROM late_moves
-    WHERE NOT decided AND NOT (NOT had_wager AND first_move AND event_type <> 'WagerRemoved')
+    WHERE NOT decided AND NOT (NOT had_wager AND first_chips)
 
     UNION ALL
     -- EARLY_RAISE (13:47-20.31(d)12: raises are made "immediately after the initial two cards

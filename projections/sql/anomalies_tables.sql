@@ -4,15 +4,24 @@ WITH
 -- MULTIPLE_BETTING_AREAS looks only at a player's wagers in a round where that player wagered
 -- on more than one area at all (min(area) < max(area)): the paytable in force can only take
 -- areas away, never add one.
+standing_placements AS (
+    -- A placement counts unless the area's next placement or removal (game order, then the
+    -- log's) removes it: a player who moves a wager to another area holds one (an outside
+    -- audit, session 39: placed on area 1, removed, placed on area 2 was flagged).
+    SELECT table_id, shoe_id, round_no, player_id, seq, area, occurred_at
+    FROM (SELECT *, lead(event_type) OVER (
+                        PARTITION BY table_id, shoe_id, round_no, seat, area
+                        ORDER BY occurred_at, seq, log_offset) AS next_type
+          FROM events
+          WHERE event_type IN ('WagerPlaced', 'WagerRemoved') AND round_no IS NOT NULL)
+    WHERE event_type = 'WagerPlaced' AND next_type IS DISTINCT FROM 'WagerRemoved'
+),
 multi_area_wagers AS (
-    SELECT e.table_id, e.shoe_id, e.round_no, e.player_id, e.seq, e.area, e.occurred_at
-    FROM events AS e
-    SEMI JOIN (SELECT table_id, shoe_id, round_no, player_id FROM events
-               WHERE event_type = 'WagerPlaced' AND round_no IS NOT NULL
+    SELECT e.* FROM standing_placements AS e
+    SEMI JOIN (SELECT table_id, shoe_id, round_no, player_id FROM standing_placements
                GROUP BY ALL HAVING min(area) < max(area)) AS m
         ON e.table_id IS NOT DISTINCT FROM m.table_id AND e.shoe_id IS NOT DISTINCT FROM m.shoe_id
        AND e.round_no = m.round_no AND e.player_id IS NOT DISTINCT FROM m.player_id
-    WHERE e.event_type = 'WagerPlaced' AND e.round_no IS NOT NULL
 )
 SELECT * FROM (
     -- BELOW_MINIMUM_ODDS on the paytable itself: a TableOpened whose paytable its profile does

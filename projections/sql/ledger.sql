@@ -132,10 +132,16 @@ first_cards AS (
     -- may alter a wager until its decision. A card drawn in error is a card out of the shoe.
     -- First in game order (sql/macros.sql, game_order): the wagers are the terminal's lines, the
     -- card the shoe's, and their seqs are only the order they reached the recorder.
-    SELECT table_id, shoe_id, round_no, min(game_order(occurred_at, seq)) AS first_card_order
-    FROM round_events
-    WHERE event_type IN ('CardDrawn', 'CardDrawnInError') AND round_no IS NOT NULL
-    GROUP BY table_id, shoe_id, round_no
+    -- A card found face up and put in the rack is none (sql/macros.sql, first_card_out).
+    SELECT table_id, shoe_id, round_no,
+           game_order(first_out.at, first_out.seq) AS first_card_order
+    FROM (SELECT table_id, shoe_id, round_no,
+                 first_card_out(list({'seq': seq, 'at': occurred_at, 'type': event_type,
+                                      'rank': rank, 'suit': suit, 'dest': destination}
+                                     ORDER BY occurred_at, seq, log_offset)) AS first_out
+          FROM round_events
+          WHERE is_card_event(event_type) AND round_no IS NOT NULL
+          GROUP BY table_id, shoe_id, round_no)
 ),
 original_events AS (
     SELECT e.table_id, e.shoe_id, e.round_no, e.seat, e.area, e.event_type, e.seq,
@@ -158,13 +164,18 @@ original_events AS (
 original_states AS (
     SELECT
         table_id, shoe_id, round_no, seat, area,
-        arg_min(player_id, at_order) FILTER (event_type = 'WagerPlaced') AS player_id,
-        arg_min(instrument, at_order) FILTER (event_type = 'WagerPlaced') AS instrument,
-        arg_min(amount_cents, at_order) FILTER (event_type = 'WagerPlaced') AS placed_cents,
         -- The area's state when the first card left the shoe (NULL: no event before it), and
-        -- after the first event after it, with the first wager placed after it.
+        -- after the first event after it, and after the first one after it that put chips
+        -- there (a removal puts none: an outside audit, session 39).
         arg_max(state, at_order) FILTER (before_first_card) AS state_at_first_card,
         arg_min(state, at_order) FILTER (NOT before_first_card) AS first_state_after,
+        arg_min(state, at_order) FILTER (NOT before_first_card AND state > 0) AS first_chips_after,
+        -- The last placement before the first card (the wager standing then: placed again by
+        -- another player, it is theirs; an outside audit, session 39, found the first placer
+        -- named) and the first after it (a late wager's).
+        arg_max({'cents': amount_cents, 'player_id': player_id, 'instrument': instrument},
+                at_order) FILTER (before_first_card AND event_type = 'WagerPlaced')
+            AS placed_before,
         arg_min({'cents': amount_cents, 'player_id': player_id, 'instrument': instrument},
                 at_order) FILTER (NOT before_first_card AND event_type = 'WagerPlaced')
             AS placed_after,
@@ -177,12 +188,11 @@ original_states AS (
 ),
 original_owed AS (
     -- Late: the area held no wager when the first card left the shoe (no event before it, or
-    -- its wager removed before it: (d)3 allows the removal) and an event after it put one
-    -- there. Such a wager stands as its first event after the card left it.
+    -- its wager removed or changed to nothing before it: (d)3 allows the removal) and an event
+    -- after it put chips there. Such a wager stands as that event left it.
     SELECT *,
-           coalesce(state_at_first_card, -1) = -1 AND events_after > 0 AS late_wager,
-           coalesce(state_at_first_card, -1) = -1 AND events_after > 0
-               AND events_before > 0 AS late_again
+           coalesce(state_at_first_card, -1) <= 0 AND first_chips_after IS NOT NULL
+               AS late_wager
     FROM original_states
 ),
 originals AS (
@@ -193,12 +203,9 @@ originals AS (
     -- conservation), and its player is the one who placed it then.
     SELECT
         table_id, shoe_id, round_no, seat, area, 'ORIGINAL' AS wager_kind,
-        CASE WHEN late_again THEN coalesce(placed_after.player_id, player_id)
-             ELSE player_id END AS player_id,
-        CASE WHEN late_again THEN coalesce(placed_after.instrument, instrument)
-             ELSE instrument END AS instrument,
-        CASE WHEN late_again THEN coalesce(placed_after.cents, first_state_after)
-             ELSE placed_cents END AS placed_cents,
+        placed.player_id, placed.instrument,
+        CASE WHEN late_wager THEN coalesce(placed_after.cents, first_chips_after)
+             ELSE placed.cents END AS placed_cents,
         greatest(owed_state, 0) AS amount_cents,
         owed_state = -1 AS removed,
         -- Any event after the first card, other than the one that made a late wager.
@@ -206,18 +213,19 @@ originals AS (
         late_wager AS late,
         placed_at, wager_seqs
     FROM (SELECT *,
-                 CASE WHEN late_wager THEN first_state_after ELSE state_at_first_card END
-                     AS owed_state
+                 CASE WHEN late_wager THEN first_chips_after
+                      ELSE coalesce(state_at_first_card, first_state_after) END AS owed_state,
+                 -- the placement of the wager owed: the late one's, else the one standing at
+                 -- the first card (else the other, for an area with no placement there)
+                 CASE WHEN late_wager THEN coalesce(placed_after, placed_before)
+                      ELSE coalesce(placed_before, placed_after) END AS placed
           FROM original_owed)
 ),
 placers AS (
-    -- Who placed the wager on an area: a raise belongs to the same player, the one who placed
-    -- it last in game order (a wager removed and placed again by another player is theirs).
-    SELECT table_id, shoe_id, round_no, seat, area,
-           arg_max(player_id, (occurred_at, seq, log_offset)) AS player_id
-    FROM round_events
-    WHERE event_type = 'WagerPlaced'
-    GROUP BY table_id, shoe_id, round_no, seat, area
+    -- A raise belongs to the player of the wager it raises, the ORIGINAL row's (a wager placed
+    -- on the area after the first card by another player, not owed, does not take it: an
+    -- outside audit, session 39).
+    SELECT table_id, shoe_id, round_no, seat, area, player_id FROM originals
 ),
 raises AS (
     -- 13:47-20.31(d)12: chips added to the raise area; several RaisePlaced on one area add up.

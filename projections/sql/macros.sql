@@ -57,9 +57,24 @@ CREATE OR REPLACE MACRO one_card(card, next_card) AS
 --     loser (DRAWN_IN_ERROR_NOT_USED flags it).
 -- Burns and cards found face up are not cards dealt ((d)1, (g)1).
 CREATE OR REPLACE MACRO is_dealt_card(card_before, card, card_after) AS
-    (card.type = 'CardDrawn' AND NOT coalesce(card.dest = 'DISCARD_RACK'
-        AND card_before.type = 'CardFoundFaceUp' AND one_card(card_before, card), false))
+    (card.type = 'CardDrawn' AND NOT is_face_up_placement(card_before, card))
     OR (card.type = 'CardDrawnInError' AND NOT one_card(card, card_after));
+
+-- A card found face up put in the discard rack: the CardDrawn to the rack of the card found just
+-- before it ((g)1: it "shall not be used in the game"), no card of the round.
+CREATE OR REPLACE MACRO is_face_up_placement(card_before, card) AS
+    coalesce(card.type = 'CardDrawn' AND card.dest = 'DISCARD_RACK'
+             AND card_before.type = 'CardFoundFaceUp' AND one_card(card_before, card), false);
+
+-- THE FIRST CARD OUT for the wagers (13:47-20.31(d)3, (d)6; GA (1), (4)): of `outs` (as
+-- round_cards takes them), the first CardDrawn or CardDrawnInError that is not a card found
+-- face up put in the rack (an outside audit, session 39: that placement closed the wagers, so a
+-- wager changed after it was WAGER_ALTERED and owed at its old amount). A card drawn in error is
+-- a card out of the shoe. NULL when none is out. The ledger (sql/ledger.sql first_cards) and the
+-- anomaly round facts read it here.
+CREATE OR REPLACE MACRO first_card_out(outs) AS
+    list_filter(outs, lambda x, i: x.type IN ('CardDrawn', 'CardDrawnInError')
+                AND NOT is_face_up_placement(CASE WHEN i > 1 THEN outs[i - 1] END, x))[1];
 
 -- THE CARDS OF A ROUND: every card out of the shoe in the round that is a card dealt
 -- (is_dealt_card), in game order, wherever it went, from `outs` (a list of {seq, at, type,

@@ -174,6 +174,36 @@ def test_one_player_on_two_areas_is_multiple_betting_areas(tmp_path: Path) -> No
     assert pit.judge() == [("MULTIPLE_BETTING_AREAS", "T01", "S1", 1, [first, second])]
 
 
+def test_a_wager_moved_to_another_area_before_the_deal_is_one_area(tmp_path: Path) -> None:
+    """(g)4 limits the wagers a player holds; one moved (placed, removed, placed on another
+    area) is one (an outside audit, session 39: MULTIPLE_BETTING_AREAS). Two standing after
+    it still are two."""
+    pit = opened(tmp_path)
+    pit.begin(1)
+    pit.wager(1, 1000, player="P-ANNA")
+    pit.emit(model.WagerRemoved(seat=1, area=1))
+    pit.wager(1, 1000, area=2, player="P-ANNA")
+    pit.draw("5S", LEFT)
+    pit.draw("6H", RIGHT)
+    pit.say(Meaning.CONSECUTIVE)
+    pit.settle(1, ORIGINAL, VOID, 1000, area=2)
+    pit.rack("5S 6H")
+    pit.begin(2)
+    first = pit.wager(1, 1000, player="P-ANNA")
+    pit.emit(model.WagerRemoved(seat=1, area=1))
+    again = pit.wager(1, 800, player="P-ANNA")
+    other = pit.wager(1, 500, area=2, player="P-ANNA")
+    pit.draw("7S", LEFT)
+    pit.draw("8H", RIGHT)
+    pit.say(Meaning.CONSECUTIVE)
+    pit.settle(1, ORIGINAL, VOID, 800)
+    pit.settle(1, ORIGINAL, VOID, 500, area=2)
+    pit.rack("7S 8H")
+    pit.close_shoe()
+    assert first < again
+    assert pit.judge() == [("MULTIPLE_BETTING_AREAS", "T01", "S1", 2, [again, other])]
+
+
 def test_two_areas_at_a_table_that_permits_them_is_no_anomaly(tmp_path: Path) -> None:
     pit = opened(tmp_path, multiple_areas_permitted=True)
     pit.begin(1)

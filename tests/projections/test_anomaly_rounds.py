@@ -149,6 +149,38 @@ ROWS = [
         explained="LATE_RAISE",
         explains='Seat 1 raised $10.00 on area 1 after the third card KD was dealt ("Raises '
                  'closed" said only after it)'),
+    # A removal puts no chips on an area: the first chips after the card are the late wager
+    # (an outside audit, session 39: the removal first hid it, and the ledger owed nothing);
+    # the removal itself is a wager event after the card ((d)6).
+    Row("chips placed after a removal on an empty area after the first card are late (d)3",
+        before={"right": [("removed", lambda p: p.emit(model.WagerRemoved(seat=2, area=2))),
+                          ("late", lambda p: p.wager(2, 500))]},
+        after={"settle": [("settle2", lambda p: p.settle(2, ORIGINAL, WON, 500, 1))]},
+        found=[("LATE_WAGER", 1, ["left", "late"]), ("WAGER_ALTERED", 1, ["left", "removed"])],
+        explains="Seat 2 placed $5.00 (chips) on area 2 after the first card 4S left the shoe"),
+    # A wager changed to nothing before the first card holds nothing when it comes out (an
+    # outside audit, session 39: chips after it were "added $5.00 to the wager").
+    Row("chips after a wager changed to nothing before the first card are late (d)3",
+        before={"left": [("wager2", lambda p: p.wager(2, 700)),
+                         ("zero", lambda p: p.emit(
+                             model.WagerChanged(seat=2, area=2, amount_cents=0)))],
+                "right": [("late", lambda p: p.wager(2, 500))]},
+        after={"settle": [("settle2", lambda p: p.settle(2, ORIGINAL, WON, 500, 1))]},
+        found=[("LATE_WAGER", 1, ["left", "late"])]),
+    # (g)1: a card found face up "shall not be used in the game"; put in the rack, it is no
+    # card of the round and does not close the wagers (an outside audit, session 39: a change
+    # after it was WAGER_ALTERED, a wager after it LATE_WAGER, and the ledger owed the old
+    # amount).
+    Row("a card found face up and racked before the deal does not close the wagers (g)1",
+        before={"left": [("found", lambda p: p.emit(
+                             model.CardFoundFaceUp(rank=13, suit=model.Suit.CLUBS))),
+                         ("racked", lambda p: p.draw("KC", model.Box.DISCARD_RACK)),
+                         ("changed", lambda p: p.emit(
+                             model.WagerChanged(seat=1, area=1, amount_cents=2000))),
+                         ("wager2", lambda p: p.wager(2, 500))]},
+        instead={"settle": [("settle", lambda p: p.settle(1, ORIGINAL, WON, 2000, 1)),
+                            ("settle2", lambda p: p.settle(2, ORIGINAL, WON, 500, 1))]},
+        found=[]),
     Row("winner collected is a wrong settlement (d)14",
         instead={"settle": [("collected", lambda p: p.settle(1, ORIGINAL, LOST, 1000))]},
         found=[("WRONG_SETTLEMENT", 1, ["wager", "collected"])]),  # 8 is between 4 and 9

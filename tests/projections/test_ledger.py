@@ -225,6 +225,80 @@ def test_a_wager_placed_again_after_the_first_card_on_an_area_emptied_before_it_
         ("PB", (500, "LOST", None, 0, 500, 0, "OK")), ("PB", (500, "LOST", None, 0, 500, 0, "OK"))]
 
 
+def test_the_wager_owed_is_the_one_standing_when_the_first_card_of_the_game_came_out(
+        tmp_path: Path) -> None:
+    """An outside audit, session 39, each on its own area: (1) a card found face up and put in
+    the rack ((g)1: not used in the game) does not close the wagers, so a change after it
+    counts; (2) a removal after the first card puts no chips on an empty area, so the wager
+    placed after it is the late one, owed; (3) a wager changed to nothing before the first card
+    held none then, so chips after it are late; (4) a wager removed and placed again by another
+    player before the card is theirs, raise included; (5) a wager placed on a standing one
+    after the card by another player is not owed, and the raise stays with the player owed."""
+    floor = Floor(tmp_path)
+    t = floor.table("T01")
+    t.open_table("nj-casino")
+    t.new_shoe("T01-S1")
+    t.begin()  # (1)
+    t.wager(1, 1000)
+    t.emit(model.CardFoundFaceUp(rank=9, suit=model.Suit.HEARTS))
+    t.draw("9H", Box.DISCARD_RACK)
+    t.emit(model.WagerChanged(seat=1, area=1, amount_cents=2000))  # before the first card
+    t.wager(2, 500)  # on time
+    t.draw("4H", Box.LEFT)
+    t.draw("10S", Box.RIGHT)
+    t.say(Meaning.SPREAD, 5)
+    t.say(Meaning.RAISES_CLOSED)
+    t.draw("KD", Box.MIDDLE)  # loses
+    t.settle(1, ORIGINAL, LOST, 2000)
+    t.settle(2, ORIGINAL, LOST, 500)
+    t.end(["9H", "4H", "10S", "KD"])
+    t.begin()
+    t.wager(3, 700)  # (3)
+    t.emit(model.WagerChanged(seat=3, area=3, amount_cents=0))
+    t.wager(4, 1000, player="PA")  # (4)
+    t.emit(model.WagerRemoved(seat=4, area=4))
+    t.wager(4, 2000, player="PB")
+    t.wager(5, 1000, player="PC")  # (5)
+    t.draw("3S", Box.LEFT)
+    t.emit(model.WagerRemoved(seat=1, area=1))  # (2): nothing there
+    t.wager(1, 1000, player="PL")
+    t.wager(3, 600)
+    t.wager(5, 400, player="PD")  # (d)6: does not count
+    t.draw("9C", Box.RIGHT)
+    t.say(Meaning.SPREAD, 5)
+    t.raise_(4, 2000)
+    t.raise_(5, 1000)
+    t.say(Meaning.RAISES_CLOSED)
+    t.draw("QD", Box.MIDDLE)  # loses
+    t.settle(1, ORIGINAL, LOST, 1000)
+    t.settle(3, ORIGINAL, LOST, 600)
+    t.settle(4, ORIGINAL, LOST, 2000)
+    t.settle(4, RAISE, LOST, 2000)
+    t.settle(5, ORIGINAL, LOST, 1000)
+    t.settle(5, RAISE, LOST, 1000)
+    t.end(["3S", "9C", "QD"])
+    rows = _ledger(_build(floor))
+    changed, on_time = rows[1, 1, "ORIGINAL"], rows[1, 2, "ORIGINAL"]
+    assert _money(changed) == (2000, "LOST", None, 0, 2000, 0, "OK")
+    assert (changed["late"], changed["altered_after_first_card"]) == (False, False)
+    assert _money(on_time) == (500, "LOST", None, 0, 500, 0, "OK") and on_time["late"] is False
+    after_removal = rows[2, 1, "ORIGINAL"]
+    assert _money(after_removal) == (1000, "LOST", None, 0, 1000, 0, "OK")
+    assert (after_removal["late"], after_removal["removed"], after_removal["player_id"],
+            after_removal["placed_cents"]) == (True, False, "PL", 1000)
+    after_zero = rows[2, 3, "ORIGINAL"]
+    assert _money(after_zero) == (600, "LOST", None, 0, 600, 0, "OK")
+    assert (after_zero["late"], after_zero["placed_cents"]) == (True, 600)
+    assert [(rows[2, 4, k]["player_id"], rows[2, 4, k]["placed_cents"], _money(rows[2, 4, k]))
+            for k in (ORIGINAL, RAISE)] == [
+        ("PB", 2000, (2000, "LOST", None, 0, 2000, 0, "OK")),
+        ("PB", 2000, (2000, "LOST", None, 0, 2000, 0, "OK"))]
+    assert [(rows[2, 5, k]["player_id"], _money(rows[2, 5, k])) for k in (ORIGINAL, RAISE)] == [
+        ("PC", (1000, "LOST", None, 0, 1000, 0, "OK")),
+        ("PC", (1000, "LOST", None, 0, 1000, 0, "OK"))]
+    assert rows[2, 5, ORIGINAL]["altered_after_first_card"] is True
+
+
 def test_a_round_is_dealt_by_the_dealer_and_at_the_paytable_in_at_its_first_card(
         tmp_path: Path) -> None:
     """(d)5: "To begin each round of play, the dealer shall place the first card". A wager
