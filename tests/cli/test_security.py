@@ -522,6 +522,11 @@ MISUSES = [
      "is not a chance"),
     (["project", "--log", "{root}/lgo", "--db", "{root}/new.duckdb"], "no event log at"),
     (["verify", "--log", "{root}/lgo"], "no event log at"),
+    # a --limit past any count of rows (an internal error, session 39), in every format
+    *[(["sql", "--db", "{db}", "SELECT 1", "-n", "99999999999999999999", *fmt],
+       "--limit' / '-n': Input should be less than or equal to 1000000000000000")
+      for fmt in ([], ["-f", "json"], ["-f", "parquet", "-o", "{root}/l.parquet"])],
+    (["ledger", "--db", "{db}", "-n", "1000000000000001"], "less than or equal to 10000000000"),
 ]
 
 

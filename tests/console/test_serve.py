@@ -93,6 +93,10 @@ COMMANDS: dict[str, list[str]] = {
     # DuckDB's message of two lines on one either way (the server's said \x0a between them),
     # and a file read refused in the same words (the server said "failed"; session 39).
     "sql-unknown-table": ["sql", "SELECT * FROM event"],
+    # a HUGEINT (sum() of integer cents) an integer either way (through a server it was an
+    # exact decimal, printed 5925000.0), a DECIMAL of scale 0 DuckDB's 3.0 either way
+    "sql-hugeint-json": ["sql", "SELECT sum(amount_cents) AS s, 3::DECIMAL(10, 0) AS d "
+                                "FROM ledger", "-f", "json"],
     "sql-file-read": ["sql", "SELECT * FROM read_csv('/etc/hostname')"],
 }
 
@@ -199,6 +203,12 @@ def test_cli_query_commands_print_the_same_rows_through_a_live_server(evening: E
     assert evening.direct["unknown-shoe"][0] == 1
     assert [evening.direct[name][0] for name in REFUSED_BEFORE_ASKING] == [1, 1, 1]
     assert evening.direct["dispute-outside"][0] == 1
+    # (the loop's comparison holds 3 == 3.0: the types are checked here, either way)
+    served = run_cli(*COMMANDS["sql-hugeint-json"], "--db", str(evening.db))
+    for answer in (evening.direct["sql-hugeint-json"][1], served.stdout):
+        (row,) = json.loads(answer)
+        assert (type(row["s"]), type(row["d"]), row["d"]) == (int, float, 3.0), answer
+        assert row["s"] > 0
     assert evening.direct["sql-unknown-table"][2].startswith(
         "Error: the query failed: Catalog Error: Table with name event does not exist! Did you "
         "mean \"")

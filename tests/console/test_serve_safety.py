@@ -266,12 +266,25 @@ def test_sql_answers_are_capped_by_their_bytes_too(roomy_server: Server) -> None
     assert uneven["truncated"] is True
     assert [len(r["s"]) for r in uneven["rows"]] == [30_000_000, 30_000_000]
     assert server.health()["ready"] is True
-    # the CLI through the server says the answer was cut, and where
-    cli = run_cli("sql", "--server", server.url, "-f", "json",
-                  "SELECT length(repeat('x', 20000000)) AS n FROM range(9)")
-    assert cli.returncode == 0 and json.loads(cli.stdout) == [{"n": 20_000_000}] * 5
-    assert cli.stderr.startswith("Warning: the server's answer was cut at 5 rows (it returns at "
-                                 "most 5 rows"), cli.stderr
+    # the CLI through the server: every row asked for, or an Error and nothing written (an
+    # outside review, session 39: an export of 5 of 9 rows, exit 0, a warning on stderr)
+    nine = "SELECT length(repeat('x', 20000000)) AS n FROM range(9)"
+    out = server.db.parent / "cut.parquet"
+    for args in (("-f", "json"), ("-f", "csv"), ("-f", "parquet", "-o", str(out)),
+                 ("--limit", "0"), ("--limit", "7")):
+        cli = run_cli("sql", "--server", server.url, *args, nine)
+        assert cli.returncode == 1 and cli.stdout == "" and not out.exists(), (args, cli.stdout)
+        assert cli.stderr.startswith("Error: the server's answer was cut at 5 rows (it returns "
+                                     "at most 5 rows"), cli.stderr
+        assert "nothing was written" in cli.stderr
+    # a row past 64 MiB alone: an Error, not "No rows"
+    cli = run_cli("sql", "--server", server.url, "SELECT repeat('x', 70000000) AS big")
+    assert cli.returncode == 1 and "was cut at 0 rows" in cli.stderr, cli.stderr
+    # rows shown within what came: shown, and the count not claimed
+    cli = run_cli("sql", "--server", server.url, "-f", "json", "--limit", "3", nine)
+    assert cli.returncode == 0 and json.loads(cli.stdout) == [{"n": 20_000_000}] * 3
+    assert cli.stderr == ("3 of more than 5 rows shown (the server counts no further): "
+                          "--limit N for more\n")
     from projections.serve.sql import MAX_BYTES
     assert MAX_BYTES == 64 * 1024 * 1024  # as docs/operating.md states
 
