@@ -30,6 +30,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -240,16 +241,23 @@ def _head(con: duckdb.DuckDBPyConnection, query: str, params: list[Any] | None, 
     reader = relation.to_arrow_reader(batch_size=STREAM_BATCH_ROWS)
     budget = memory_bytes(limits.memory_limit)
     kept: list[pa.RecordBatch] = []
-    held = total = 0
+    held = total = rows_kept = 0
+    per_row = None  # bytes a row takes as Python values, from the first rows kept
     try:
         for batch in reader:
             total += batch.num_rows
-            room = batch.num_rows if not keep else keep - sum(b.num_rows for b in kept)
+            room = batch.num_rows if not keep else keep - rows_kept
             if room <= 0:
                 continue
             kept.append(batch.slice(0, room))
+            rows_kept += kept[-1].num_rows
+            if per_row is None and kept[-1].num_rows:
+                per_row = _python_row_bytes(kept[-1])
+            # The rows are held twice, as Arrow and then as Python values, which take 10-30
+            # times the Arrow bytes (an outside review, session 39: 5,000,000 integers passed
+            # a 100MB limit as 40 MB of Arrow and took 2.85 GB)
             held += kept[-1].nbytes
-            if held > budget:
+            if held + rows_kept * (per_row or 0) > budget:
                 raise QueryLimitError(
                     f"the rows to show hold more than the memory limit of "
                     f"{limits.memory_limit}; show fewer (--limit N), or write them all to a "
@@ -258,6 +266,14 @@ def _head(con: duckdb.DuckDBPyConnection, query: str, params: list[Any] | None, 
         reader.close()
     table = with_unique_names(pa.Table.from_batches(kept, schema=reader.schema))
     return table.column_names, Rows.of(table), total
+
+
+def _python_row_bytes(batch: pa.RecordBatch) -> float:
+    """About how many bytes one row of `batch` takes as a dict of Python values (Rows.of),
+    from its first 64 rows: the dict and each value, not what a value refers to."""
+    sample = batch.slice(0, 64).to_pylist()
+    return sum(sys.getsizeof(row) + sum(sys.getsizeof(v) for v in row.values())
+               for row in sample) / len(sample)
 
 
 @contextmanager

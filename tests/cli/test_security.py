@@ -131,6 +131,21 @@ def test_a_large_result_holds_only_the_rows_shown_within_the_memory_limit(db: Pa
     line = _one_error_line(_pitlog("sql", "--db", str(db), "--memory-limit", "10MB", "-n",
                                    "0", query))
     assert "the rows to show hold more than the memory limit of 10MB" in line
+    # counted as the Python values they become, not as Arrow: 300,000 integers are 2.4 MB of
+    # Arrow and about 60 MB of Python (an outside review, session 39: 5,000,000 passed a
+    # 100MB limit and took 2.85 GB), shown or written to parquet
+    fewer = "SELECT range AS n FROM range(300000)"
+    for args in (("-n", "0"), ("-f", "parquet", "-o", str(db.parent / "all.parquet"))):
+        line = _one_error_line(_pitlog("sql", "--db", str(db), "--memory-limit", "10MB", *args,
+                                       fewer))
+        assert "the rows to show hold more than the memory limit of 10MB" in line, args
+    assert not (db.parent / "all.parquet").exists()
+    proc = _pitlog("sql", "--db", str(db), "--memory-limit", "100MB", "-f", "parquet", "-o",
+                   str(db.parent / "all.parquet"), fewer)
+    assert proc.returncode == 0, proc.stderr
+    assert duckdb.sql(f"SELECT count(*), sum(n) FROM '{db.parent / 'all.parquet'}'").fetchall() \
+        == [(300_000, 299_999 * 300_000 // 2)]
+    (db.parent / "all.parquet").unlink()
     # json streams a batch at a time: every row, within the same limit
     proc = _pitlog("sql", "--db", str(db), "--memory-limit", "10MB", "-f", "jsonl", query)
     assert proc.returncode == 0 and proc.stdout.count("\n") == 3_000_000
