@@ -15,7 +15,7 @@ from cli.output import Format, render
 from cli.progress import progress_bar
 from events.errors import NotFoundError
 from events.integrity.verify import verify_log
-from events.log.registry import open_log
+from events.log.registry import check_address, open_log
 
 ANOMALY_COLUMNS = ["code", "kind", "table", "partition", "offset", "seq", "expected_seq",
                    "shoe", "round", "severity", "explanation", "rule"]
@@ -37,6 +37,7 @@ def verify(
     Example: pitlog verify --log pitlog-data/log --format json
     """
     uri = log_uri(log)
+    check_address(uri)
     if "://" not in uri or uri.startswith("file://"):  # verify must not create an empty log
         folder = Path(uri.removeprefix("file://"))
         if not (folder / "meta.json").exists():

@@ -537,6 +537,11 @@ MISUSES = [
      "is not a chance"),
     (["project", "--log", "{root}/lgo", "--db", "{root}/new.duckdb"], "no event log at"),
     (["verify", "--log", "{root}/lgo"], "no event log at"),
+    # a scheme without '//': a folder of that name was made, then the id index failed
+    (["ingest", "{feed}", "--log", "file:{root}/rel/log"],
+     "the log address 'file:{root}/rel/log' has a scheme but no '//'"),
+    (["verify", "--log", "file:{root}/rel/log"], "has a scheme but no '//'"),
+    (["simulate", "--rounds", "2", "--log", "kafka:127.0.0.1:9/t"], "has a scheme but no '//'"),
     # a --limit past any count of rows (an internal error, session 39), in every format
     *[(["sql", "--db", "{db}", "SELECT 1", "-n", "99999999999999999999", *fmt],
        "--limit' / '-n': Input should be less than or equal to 1000000000000000")
