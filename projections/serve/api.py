@@ -332,12 +332,14 @@ def alerts(request: Request) -> Response:
 
 
 def health(request: Request) -> Response:
+    params(request)  # it takes none: an unknown one is a 400, as everywhere (session 39)
     state: ServeState = request.app.state.pitlog
     body = state.health()
     return reply(request, body, 200 if body["ready"] else 503)
 
 
 def metrics(request: Request) -> Response:
+    params(request)
     state: ServeState = request.app.state.pitlog
     return Response(state.metrics.render(), media_type="text/plain; version=0.0.4")
 

@@ -56,7 +56,13 @@ def _page(state: ServeState, after: int) -> list[dict[str, Any]]:
 async def alerts(request: Request) -> Response:
     state: ServeState = request.app.state.pitlog
     after = _after(request)
-    once = request.query_params.get("once") in ("1", "true")  # read what is there, then end
+    # read what is there, then end; another value was taken for "no" and streamed on
+    # (an outside review, session 39)
+    once_given = request.query_params.get("once", "0")
+    if once_given not in ("1", "true", "0", "false"):
+        raise PitlogError(f"once {once_given!r}: use 1 or true (read what is there, then end), "
+                          f"or 0 or false")
+    once = once_given in ("1", "true")
 
     async def stream() -> AsyncIterator[str]:
         nonlocal after
