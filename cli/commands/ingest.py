@@ -3,8 +3,6 @@ reasons (events/recording/ingest.py, docs/ingest.md)."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -92,16 +90,6 @@ def _ingest(stream: IO[bytes], source: str, uri: str, target: Path,
             on_reject: Callable[[BadLine], None], batch: int,
             create_topic: bool, progress: Callable[[int], None]) -> IngestReport:
     refuse_reading_the_quarantine(stream, source, target)  # before the log is opened (or made)
-    # An embedded log this run makes: removed again if no line is recorded in it, so a
-    # mistyped --log with only bad lines leaves the quarantine alone (an outside review,
-    # session 39: a new empty log, its id index and lock were left behind).
-    new = None if "://" in uri and not uri.startswith("file://") else \
-        Path(uri.removeprefix("file://"))
-    if new is not None and os.path.lexists(new):
-        new = None
     with open_for_writing(uri, create_topic) as event_log:
-        report = ingest(stream, event_log, source=source, quarantine=target,
-                        on_reject=on_reject, batch_lines=batch, progress=progress)
-    if new is not None and report.recorded == 0:
-        shutil.rmtree(new)
-    return report
+        return ingest(stream, event_log, source=source, quarantine=target, on_reject=on_reject,
+                      batch_lines=batch, progress=progress)
