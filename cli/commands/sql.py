@@ -79,7 +79,8 @@ def sql_cmd(
                     f"the server's answer was cut at {got:,} rows (it returns at most "
                     f"{answer['max_rows']:,} rows, pitlog serve --sql-max-rows, holding at most "
                     f"64 MiB): fewer than asked for, so nothing was written; narrow the query, "
-                    f"give --limit N of at most {got:,}, or stop the server and query the file")
+                    + (f"give --limit N of at most {got:,}, " if got else "")
+                    + "or stop the server and query the file")
             typer.echo(f"{keep:,} of more than {got:,} rows shown (the server counts no "
                        f"further): --limit N for more", err=True)
             rows = rows[:keep]

@@ -60,8 +60,8 @@ def check_address(uri: str) -> None:
     half = _HALF_URI.match(uri)
     if half and half.group(1).lower() in BACKENDS:
         raise LogError(f"the log address {uri!r} has a scheme but no '//': use "
-                       f"file:///absolute/path/to/log, a plain path such as "
-                       f"{uri[half.end():] or 'pitlog-data/log'}, or kafka://host:port/topic")
+                       f"file:///absolute/path/to/log, kafka://host:port/topic, or ./{uri} "
+                       f"for a folder of that name")
 
 
 def open_log(uri: str | None = None, *, partitions: int | None = None,

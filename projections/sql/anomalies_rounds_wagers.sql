@@ -85,10 +85,14 @@ moves AS (
            -- the area's first wager event after the first card that puts chips there (game
            -- order): a placement or a change to an amount; a removal puts none (an outside
            -- audit, session 39: a removal first on an empty area hid the late wager after it)
-           min(CASE WHEN e.event_type <> 'WagerRemoved' AND e.amount_cents > 0
-                    THEN game_order(e.occurred_at, e.seq) END) OVER (
-               PARTITION BY e.table_id, e.shoe_id, e.round_no, e.seat, e.area)
-               = game_order(e.occurred_at, e.seq) AS first_chips
+           -- (then the log's order, as the ledger's at_order: two lines at one time and seq
+           -- were both taken for it; a second read, session 39)
+           coalesce(e.event_type <> 'WagerRemoved' AND e.amount_cents > 0, false)
+               AND row_number() OVER (
+                   PARTITION BY e.table_id, e.shoe_id, e.round_no, e.seat, e.area,
+                                coalesce(e.event_type <> 'WagerRemoved' AND e.amount_cents > 0,
+                                         false)
+                   ORDER BY e.occurred_at, e.seq, e.log_offset) = 1 AS first_chips
     FROM events AS e
     JOIN facts AS f
       ON f.table_id = e.table_id AND f.shoe_id IS NOT DISTINCT FROM e.shoe_id

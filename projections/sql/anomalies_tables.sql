@@ -4,17 +4,49 @@ WITH
 -- MULTIPLE_BETTING_AREAS looks only at a player's wagers in a round where that player wagered
 -- on more than one area at all (min(area) < max(area)): the paytable in force can only take
 -- areas away, never add one.
+placements AS (
+    -- Each placement with the area's next placement or removal (game order, then the log's).
+    SELECT table_id, shoe_id, round_no, player_id, seq, area, occurred_at, event_type,
+           lead(event_type) OVER area_events AS next_type,
+           lead(game_order(occurred_at, seq)) OVER area_events AS next_order
+    FROM events
+    WHERE event_type IN ('WagerPlaced', 'WagerRemoved') AND round_no IS NOT NULL
+    WINDOW area_events AS (PARTITION BY table_id, shoe_id, round_no, seat, area
+                           ORDER BY occurred_at, seq, log_offset)
+),
+moved_rounds_first_cards AS (
+    -- The first card of the rounds where a placement was removed (sql/macros.sql,
+    -- first_card_out, over each card event once as card_events_of reads them; few rounds).
+    SELECT table_id, shoe_id, round_no,
+           game_order(first_out.at, first_out.seq) AS first_card_order
+    FROM (SELECT table_id, shoe_id, round_no,
+                 first_card_out(list({'seq': seq, 'at': occurred_at, 'type': event_type,
+                                      'rank': rank, 'suit': suit, 'dest': destination}
+                                     ORDER BY occurred_at, seq, log_offset)) AS first_out
+          FROM (SELECT e.* FROM events AS e
+                SEMI JOIN (SELECT DISTINCT table_id, shoe_id, round_no FROM placements
+                           WHERE next_type = 'WagerRemoved') AS m
+                    ON e.table_id = m.table_id AND e.shoe_id IS NOT DISTINCT FROM m.shoe_id
+                   AND e.round_no = m.round_no
+                WHERE is_card_event(e.event_type)
+                QUALIFY e.event_id IS NULL OR row_number() OVER (
+                    PARTITION BY e.table_id, e.event_id ORDER BY e.seq, e.log_offset) = 1)
+          GROUP BY ALL)
+),
 standing_placements AS (
-    -- A placement counts unless the area's next placement or removal (game order, then the
-    -- log's) removes it: a player who moves a wager to another area holds one (an outside
-    -- audit, session 39: placed on area 1, removed, placed on area 2 was flagged).
-    SELECT table_id, shoe_id, round_no, player_id, seq, area, occurred_at
-    FROM (SELECT *, lead(event_type) OVER (
-                        PARTITION BY table_id, shoe_id, round_no, seat, area
-                        ORDER BY occurred_at, seq, log_offset) AS next_type
-          FROM events
-          WHERE event_type IN ('WagerPlaced', 'WagerRemoved') AND round_no IS NOT NULL)
-    WHERE event_type = 'WagerPlaced' AND next_type IS DISTINCT FROM 'WagerRemoved'
+    -- A placement counts unless the area's next placement or removal removes it before the
+    -- round's first card ((d)3 allows it then): a player who moves a wager to another area
+    -- before the deal holds one (an outside audit, session 39: placed on area 1, removed,
+    -- placed on area 2 was flagged). A removal after the first card does not count ((d)6).
+    SELECT p.table_id, p.shoe_id, p.round_no, p.player_id, p.seq, p.area, p.occurred_at
+    FROM placements AS p
+    LEFT JOIN moved_rounds_first_cards AS f
+           ON f.table_id = p.table_id AND f.shoe_id IS NOT DISTINCT FROM p.shoe_id
+          AND f.round_no = p.round_no
+    WHERE p.event_type = 'WagerPlaced'
+      AND NOT coalesce(p.next_type = 'WagerRemoved'
+                       AND (f.first_card_order IS NULL OR p.next_order < f.first_card_order),
+                       false)
 ),
 multi_area_wagers AS (
     SELECT e.* FROM standing_placements AS e

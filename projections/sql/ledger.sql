@@ -132,15 +132,17 @@ first_cards AS (
     -- may alter a wager until its decision. A card drawn in error is a card out of the shoe.
     -- First in game order (sql/macros.sql, game_order): the wagers are the terminal's lines, the
     -- card the shoe's, and their seqs are only the order they reached the recorder.
-    -- A card found face up and put in the rack is none (sql/macros.sql, first_card_out).
+    -- A card found face up and put in the rack is none (sql/macros.sql, first_card_out), read
+    -- from each card event once, as the anomaly round facts read it (a re-sent copy of the
+    -- placement was taken for the first card: a second read, session 39).
     SELECT table_id, shoe_id, round_no,
            game_order(first_out.at, first_out.seq) AS first_card_order
     FROM (SELECT table_id, shoe_id, round_no,
                  first_card_out(list({'seq': seq, 'at': occurred_at, 'type': event_type,
                                       'rank': rank, 'suit': suit, 'dest': destination}
                                      ORDER BY occurred_at, seq, log_offset)) AS first_out
-          FROM round_events
-          WHERE is_card_event(event_type) AND round_no IS NOT NULL
+          FROM card_events_of(in_table, in_shoe, from_seq, to_seq)
+          WHERE (in_round IS NULL OR round_no = in_round) AND round_no IS NOT NULL
           GROUP BY table_id, shoe_id, round_no)
 ),
 original_events AS (
@@ -169,16 +171,17 @@ original_states AS (
         -- there (a removal puts none: an outside audit, session 39).
         arg_max(state, at_order) FILTER (before_first_card) AS state_at_first_card,
         arg_min(state, at_order) FILTER (NOT before_first_card) AS first_state_after,
-        arg_min(state, at_order) FILTER (NOT before_first_card AND state > 0) AS first_chips_after,
         -- The last placement before the first card (the wager standing then: placed again by
         -- another player, it is theirs; an outside audit, session 39, found the first placer
-        -- named) and the first after it (a late wager's).
-        arg_max({'cents': amount_cents, 'player_id': player_id, 'instrument': instrument},
-                at_order) FILTER (before_first_card AND event_type = 'WagerPlaced')
-            AS placed_before,
-        arg_min({'cents': amount_cents, 'player_id': player_id, 'instrument': instrument},
-                at_order) FILTER (NOT before_first_card AND event_type = 'WagerPlaced')
-            AS placed_after,
+        -- named) and the event that made a late wager, the first after the card that put chips
+        -- there (its player when it is a placement; a second read, session 39: the first
+        -- placement after the card was taken, even after a change made the late wager).
+        arg_max({'type': event_type, 'cents': amount_cents, 'player_id': player_id,
+                 'instrument': instrument}, at_order)
+            FILTER (before_first_card AND event_type = 'WagerPlaced') AS placed_before,
+        arg_min({'type': event_type, 'cents': amount_cents, 'player_id': player_id,
+                 'instrument': instrument}, at_order)
+            FILTER (NOT before_first_card AND state > 0) AS chips_after,
         count(*) FILTER (before_first_card) AS events_before,
         count(*) FILTER (NOT before_first_card) AS events_after,
         min(occurred_at) AS placed_at,
@@ -191,8 +194,7 @@ original_owed AS (
     -- its wager removed or changed to nothing before it: (d)3 allows the removal) and an event
     -- after it put chips there. Such a wager stands as that event left it.
     SELECT *,
-           coalesce(state_at_first_card, -1) <= 0 AND first_chips_after IS NOT NULL
-               AS late_wager
+           coalesce(state_at_first_card, -1) <= 0 AND chips_after IS NOT NULL AS late_wager
     FROM original_states
 ),
 originals AS (
@@ -204,8 +206,7 @@ originals AS (
     SELECT
         table_id, shoe_id, round_no, seat, area, 'ORIGINAL' AS wager_kind,
         placed.player_id, placed.instrument,
-        CASE WHEN late_wager THEN coalesce(placed_after.cents, first_chips_after)
-             ELSE placed.cents END AS placed_cents,
+        CASE WHEN late_wager THEN chips_after.cents ELSE placed.cents END AS placed_cents,
         greatest(owed_state, 0) AS amount_cents,
         owed_state = -1 AS removed,
         -- Any event after the first card, other than the one that made a late wager.
@@ -213,12 +214,12 @@ originals AS (
         late_wager AS late,
         placed_at, wager_seqs
     FROM (SELECT *,
-                 CASE WHEN late_wager THEN first_chips_after
+                 CASE WHEN late_wager THEN chips_after.cents
                       ELSE coalesce(state_at_first_card, first_state_after) END AS owed_state,
-                 -- the placement of the wager owed: the late one's, else the one standing at
-                 -- the first card (else the other, for an area with no placement there)
-                 CASE WHEN late_wager THEN coalesce(placed_after, placed_before)
-                      ELSE coalesce(placed_before, placed_after) END AS placed
+                 -- the placement of the wager owed: the late one's when a placement made it,
+                 -- else the one standing at (or removed before) the first card
+                 CASE WHEN late_wager AND chips_after.type = 'WagerPlaced' THEN chips_after
+                      ELSE placed_before END AS placed
           FROM original_owed)
 ),
 placers AS (

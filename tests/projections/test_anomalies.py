@@ -199,9 +199,23 @@ def test_a_wager_moved_to_another_area_before_the_deal_is_one_area(tmp_path: Pat
     pit.settle(1, ORIGINAL, VOID, 800)
     pit.settle(1, ORIGINAL, VOID, 500, area=2)
     pit.rack("7S 8H")
+    # a removal after the first card counts for nothing ((d)6): two areas held when it came
+    # out (a second read, session 39: the removal hid them)
+    pit.begin(3)
+    held = pit.wager(1, 1000, player="P-ANNA")
+    also = pit.wager(1, 500, area=2, player="P-ANNA")
+    left = pit.draw("9S", LEFT)
+    late_removal = pit.emit(model.WagerRemoved(seat=1, area=1))
+    pit.draw("10H", RIGHT)
+    pit.say(Meaning.CONSECUTIVE)
+    pit.settle(1, ORIGINAL, VOID, 1000)
+    pit.settle(1, ORIGINAL, VOID, 500, area=2)
+    pit.rack("9S 10H")
     pit.close_shoe()
     assert first < again
-    assert pit.judge() == [("MULTIPLE_BETTING_AREAS", "T01", "S1", 2, [again, other])]
+    assert pit.judge() == [("MULTIPLE_BETTING_AREAS", "T01", "S1", 2, [again, other]),
+                           ("MULTIPLE_BETTING_AREAS", "T01", "S1", 3, [held, also]),
+                           ("WAGER_ALTERED", "T01", "S1", 3, [left, late_removal])]
 
 
 def test_two_areas_at_a_table_that_permits_them_is_no_anomaly(tmp_path: Path) -> None:

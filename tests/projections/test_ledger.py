@@ -233,7 +233,8 @@ def test_the_wager_owed_is_the_one_standing_when_the_first_card_of_the_game_came
     placed after it is the late one, owed; (3) a wager changed to nothing before the first card
     held none then, so chips after it are late; (4) a wager removed and placed again by another
     player before the card is theirs, raise included; (5) a wager placed on a standing one
-    after the card by another player is not owed, and the raise stays with the player owed."""
+    after the card by another player is not owed, and the raise stays with the player owed;
+    (6) below."""
     floor = Floor(tmp_path)
     t = floor.table("T01")
     t.open_table("nj-casino")
@@ -259,11 +260,15 @@ def test_the_wager_owed_is_the_one_standing_when_the_first_card_of_the_game_came
     t.emit(model.WagerRemoved(seat=4, area=4))
     t.wager(4, 2000, player="PB")
     t.wager(5, 1000, player="PC")  # (5)
+    t.wager(6, 500, player="PE")  # (6)
+    t.emit(model.WagerRemoved(seat=6, area=6))
     t.draw("3S", Box.LEFT)
     t.emit(model.WagerRemoved(seat=1, area=1))  # (2): nothing there
     t.wager(1, 1000, player="PL")
     t.wager(3, 600)
     t.wager(5, 400, player="PD")  # (d)6: does not count
+    t.emit(model.WagerChanged(seat=6, area=6, amount_cents=1000))  # the late wager
+    t.wager(6, 2000, player="PF")  # (d)6: does not count
     t.draw("9C", Box.RIGHT)
     t.say(Meaning.SPREAD, 5)
     t.raise_(4, 2000)
@@ -276,6 +281,7 @@ def test_the_wager_owed_is_the_one_standing_when_the_first_card_of_the_game_came
     t.settle(4, RAISE, LOST, 2000)
     t.settle(5, ORIGINAL, LOST, 1000)
     t.settle(5, RAISE, LOST, 1000)
+    t.settle(6, ORIGINAL, LOST, 1000)
     t.end(["3S", "9C", "QD"])
     rows = _ledger(_build(floor))
     changed, on_time = rows[1, 1, "ORIGINAL"], rows[1, 2, "ORIGINAL"]
@@ -297,6 +303,13 @@ def test_the_wager_owed_is_the_one_standing_when_the_first_card_of_the_game_came
         ("PC", (1000, "LOST", None, 0, 1000, 0, "OK")),
         ("PC", (1000, "LOST", None, 0, 1000, 0, "OK"))]
     assert rows[2, 5, ORIGINAL]["altered_after_first_card"] is True
+    # (6) a late wager made by a change is owed as the change left it, its player the one who
+    # placed on the area last before the card, not a placement after the change (a second
+    # read, session 39: PF's $20.00 was named as placed)
+    by_change = rows[2, 6, ORIGINAL]
+    assert _money(by_change) == (1000, "LOST", None, 0, 1000, 0, "OK")
+    assert (by_change["late"], by_change["player_id"], by_change["placed_cents"],
+            by_change["altered_after_first_card"]) == (True, "PE", 1000, True)
 
 
 def test_a_round_is_dealt_by_the_dealer_and_at_the_paytable_in_at_its_first_card(
