@@ -10,6 +10,10 @@ The store's `events` are copied into an in-memory database (the store is opened 
 left as it was), the tree's views made there, then each family counted: its rows, and those of
 the codes changed (EXTRA_CARD, MISSING_BURN, LATE_RAISE), with the wall and process CPU
 seconds it took. Prints one JSON object.
+
+Session 39: other relations may be named after the store (e.g. `ledger anomalies_found_tables
+anomaly_round_facts`); each is then read whole, with its rows and a fingerprint of their
+values (the sum of each row's hash), so old and new can be compared row for row.
 """
 
 from __future__ import annotations
@@ -39,7 +43,14 @@ def main() -> None:
     con.execute("DETACH s")
     create_views(con)
     out = {}
-    for family in FAMILIES:
+    for relation in sys.argv[2:]:
+        wall, cpu = time.perf_counter(), _cpu()
+        ((rows, print_),) = con.execute(
+            f"SELECT count(*), sum(hash(t)::HUGEINT) FROM {relation} AS t").fetchall()
+        out[relation] = {"rows": rows, "fingerprint": str(print_),
+                         "wall_s": round(time.perf_counter() - wall, 2),
+                         "cpu_s": round(_cpu() - cpu, 2)}
+    for family in () if sys.argv[2:] else FAMILIES:
         wall, cpu = time.perf_counter(), _cpu()
         ((rows, extra, burns, late),) = con.execute(
             f"SELECT count(*), count(*) FILTER (code = 'EXTRA_CARD'), "

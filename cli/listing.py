@@ -16,19 +16,20 @@ from projections.export import Rows
 
 DEFAULT_TABLE_ROWS = 100
 
-# Past this a count is no count of rows (and past 2**63 the query layer could not hold it: an
-# internal error, an outside review, session 39).
+# Past this a count is no count of rows; a larger --limit is read as it (past 2**63 the query
+# layer could not hold it: an internal error, an outside review, session 39).
 MAX_LIMIT = 10**15
 
 LimitOpt = Annotated[int | None, typer.Option(
-    "--limit", "-n", min=0, max=MAX_LIMIT, show_default=False,
+    "--limit", "-n", min=0, show_default=False,
     help=f"Show at most N rows; 0 for all. Default: {DEFAULT_TABLE_ROWS} in the table format, "
          f"every row in the others. Says 'N of M shown' when rows are left out.")]
 
 
 def shown_rows(limit: int | None, for_people: bool) -> int:
-    """How many rows to show (0: all): `limit`, else LimitOpt's default."""
-    return limit if limit is not None else (DEFAULT_TABLE_ROWS if for_people else 0)
+    """How many rows to show (0: all): `limit` (at most MAX_LIMIT), else LimitOpt's default."""
+    return min(limit, MAX_LIMIT) if limit is not None else (DEFAULT_TABLE_ROWS if for_people
+                                                            else 0)
 
 
 def limited(rows: list[dict[str, Any]], limit: int | None, fmt: Format,

@@ -271,7 +271,10 @@ def _head(con: duckdb.DuckDBPyConnection, query: str, params: list[Any] | None, 
 def _python_row_bytes(batch: pa.RecordBatch) -> float:
     """About how many bytes one row of `batch` takes as a dict of Python values (Rows.of),
     from its first 64 rows: the dict and each value, not what a value refers to."""
-    sample = batch.slice(0, 64).to_pylist()
+    try:
+        sample = batch.slice(0, 64).to_pylist()
+    except (ArithmeticError, ValueError, pa.ArrowException):
+        return 0.0  # a value Python cannot hold: Rows.of names its column
     return sum(sys.getsizeof(row) + sum(sys.getsizeof(v) for v in row.values())
                for row in sample) / len(sample)
 

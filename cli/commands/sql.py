@@ -58,7 +58,7 @@ def sql_cmd(
     if answer is None and format in STREAMED:
         # Written as the rows come, a batch at a time: memory does not follow the result.
         export_query(db_path(db), query, format.value, sys.stdout if out is None else out,
-                     limits, limit=limit or 0, shown=tell_shown)
+                     limits, limit=shown_rows(limit, False), shown=tell_shown)
         return
     if answer is None:
         # Only the rows shown are held (the rest counted): a large result within the limits.

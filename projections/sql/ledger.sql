@@ -163,6 +163,13 @@ original_events AS (
           AND f.round_no = e.round_no
     WHERE e.event_type IN ('WagerPlaced', 'WagerChanged', 'WagerRemoved')
 ),
+original_emptied AS (
+    -- When the area was last left empty before the first card (removed or changed to nothing):
+    -- the wager standing at the card was placed after it.
+    SELECT *, max(at_order) FILTER (before_first_card AND state <= 0) OVER (
+                  PARTITION BY table_id, shoe_id, round_no, seat, area) AS last_emptied
+    FROM original_events
+),
 original_states AS (
     SELECT
         table_id, shoe_id, round_no, seat, area,
@@ -171,14 +178,22 @@ original_states AS (
         -- there (a removal puts none: an outside audit, session 39).
         arg_max(state, at_order) FILTER (before_first_card) AS state_at_first_card,
         arg_min(state, at_order) FILTER (NOT before_first_card) AS first_state_after,
-        -- The last placement before the first card (the wager standing then: placed again by
-        -- another player, it is theirs; an outside audit, session 39, found the first placer
-        -- named) and the event that made a late wager, the first after the card that put chips
-        -- there (its player when it is a placement; a second read, session 39: the first
-        -- placement after the card was taken, even after a change made the late wager).
-        arg_max({'type': event_type, 'cents': amount_cents, 'player_id': player_id,
-                 'instrument': instrument}, at_order)
-            FILTER (before_first_card AND event_type = 'WagerPlaced') AS placed_before,
+        -- The placement of the wager standing at the first card: the first since the area was
+        -- last left empty (placed again by another player after a removal, it is theirs; an
+        -- outside audit, session 39, found the first placer ever named; two writers' lines at
+        -- one seq and moment, the first in the log), else, for a wager removed before the
+        -- card, the last placement before it; and the event that made a late wager, the first
+        -- after the card that put chips there (its player when it is a placement; a second
+        -- read, session 39: the first placement after the card was taken, even after a change
+        -- made the late wager).
+        coalesce(
+            arg_min({'type': event_type, 'cents': amount_cents, 'player_id': player_id,
+                     'instrument': instrument}, at_order)
+                FILTER (before_first_card AND event_type = 'WagerPlaced'
+                        AND (last_emptied IS NULL OR at_order > last_emptied)),
+            arg_max({'type': event_type, 'cents': amount_cents, 'player_id': player_id,
+                     'instrument': instrument}, at_order)
+                FILTER (before_first_card AND event_type = 'WagerPlaced')) AS placed_before,
         arg_min({'type': event_type, 'cents': amount_cents, 'player_id': player_id,
                  'instrument': instrument}, at_order)
             FILTER (NOT before_first_card AND state > 0) AS chips_after,
@@ -186,7 +201,7 @@ original_states AS (
         count(*) FILTER (NOT before_first_card) AS events_after,
         min(occurred_at) AS placed_at,
         list_sort(list(seq)) AS wager_seqs
-    FROM original_events
+    FROM original_emptied
     GROUP BY table_id, shoe_id, round_no, seat, area
 ),
 original_owed AS (
