@@ -87,13 +87,12 @@ moves AS (
            -- audit, session 39: a removal first on an empty area hid the late wager after it)
            -- (then the log's order, as the ledger's at_order: two lines at one time and seq
            -- were both taken for it; a second read, session 39)
-           coalesce(e.event_type <> 'WagerRemoved' AND e.amount_cents > 0, false)
-               AND row_number() OVER (
-                   PARTITION BY e.table_id, e.shoe_id, e.round_no, e.seat, e.area,
-                                coalesce(e.event_type <> 'WagerRemoved' AND e.amount_cents > 0,
-                                         false)
-                   ORDER BY e.occurred_at, e.seq, e.log_offset) = 1 AS first_chips
-    FROM events AS e
+           e.puts_chips AND row_number() OVER (
+               PARTITION BY e.table_id, e.shoe_id, e.round_no, e.seat, e.area, e.puts_chips
+               ORDER BY e.occurred_at, e.seq, e.log_offset) = 1 AS first_chips
+    FROM (SELECT *, coalesce(event_type <> 'WagerRemoved' AND amount_cents > 0, false)
+                        AS puts_chips
+          FROM events) AS e
     JOIN facts AS f
       ON f.table_id = e.table_id AND f.shoe_id IS NOT DISTINCT FROM e.shoe_id
      AND f.round_no = e.round_no

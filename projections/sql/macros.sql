@@ -70,8 +70,8 @@ CREATE OR REPLACE MACRO is_face_up_placement(card_before, card) AS
 -- round_cards takes them), the first CardDrawn or CardDrawnInError that is not a card found
 -- face up put in the rack (an outside audit, session 39: that placement closed the wagers, so a
 -- wager changed after it was WAGER_ALTERED and owed at its old amount). A card drawn in error is
--- a card out of the shoe. NULL when none is out. The ledger (sql/ledger.sql first_cards) and the
--- anomaly round facts read it here.
+-- a card out of the shoe. NULL when none is out. The ledger (sql/ledger.sql first_cards), the
+-- anomaly round facts and MULTIPLE_BETTING_AREAS (sql/anomalies_tables.sql) read it here.
 CREATE OR REPLACE MACRO first_card_out(outs) AS
     list_filter(outs, lambda x, i: x.type IN ('CardDrawn', 'CardDrawnInError')
                 AND NOT is_face_up_placement(CASE WHEN i > 1 THEN outs[i - 1] END, x))[1];

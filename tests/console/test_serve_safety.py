@@ -47,15 +47,21 @@ def projected(small: tuple[Path, Path]) -> Path:
     return db
 
 
-@pytest.fixture(scope="module")
-def server(small: tuple[Path, Path], projected: Path) -> Any:
+def _bounded(small: tuple[Path, Path], projected: Path, name: str, timeout: str) -> Any:
+    """A server of at most 5 rows an answer and `timeout` seconds a query, on a copy of the
+    projected store."""
     tmp, log = small
-    s = start_server(log, copy_store(projected, tmp / "bounded.duckdb"), tmp, "--sql-max-rows", "5",
-                     "--sql-timeout", "0.5")
+    s = start_server(log, copy_store(projected, tmp / f"{name}.duckdb"), tmp, "--sql-max-rows",
+                     "5", "--sql-timeout", timeout)
     try:
         yield s
     finally:
         assert s.stop() == 0, s.err.read_text()
+
+
+@pytest.fixture(scope="module")
+def server(small: tuple[Path, Path], projected: Path) -> Any:
+    yield from _bounded(small, projected, "bounded", "0.5")
 
 
 def test_a_non_loopback_bind_without_a_token_is_refused_before_anything_starts(
@@ -246,13 +252,7 @@ def test_sql_rows_are_capped_and_a_long_query_is_interrupted(server: Server) -> 
 def roomy_server(small: tuple[Path, Path], projected: Path) -> Any:
     """As `server`, with time enough for 100 MB of rows on a busy machine (its 0.5 s stopped
     them there: the test then asserted how long a query took)."""
-    tmp, log = small
-    s = start_server(log, copy_store(projected, tmp / "roomy.duckdb"), tmp, "--sql-max-rows", "5",
-                     "--sql-timeout", "600")
-    try:
-        yield s
-    finally:
-        assert s.stop() == 0, s.err.read_text()
+    yield from _bounded(small, projected, "roomy", "600")
 
 
 def test_sql_answers_are_capped_by_their_bytes_too(roomy_server: Server) -> None:
