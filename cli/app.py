@@ -262,14 +262,30 @@ _NO_ACCESS = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT, errno.EISDIR
               errno.ENOTDIR}
 
 
+_NO_ZONE_READ = frozenset({"theo"})
+
+
 def _check_zone_setting(args: list[str]) -> None:
     """A PITLOG_TZ that names no zone, refused before any command runs: the commands without
     --tz (simulate, project, ingest, demo) read it only to print their summary, after they
     had written (an outside review, session 38). Not when --tz is given, which overrides it,
-    nor for help or the version, which read no zone."""
+    nor for help, the version, a bare `pitlog` or `theo`, which read no zone. An empty --tz
+    is refused here too, before any command reads it as none given."""
+    for n, a in enumerate(args):
+        given = a[len("--tz="):] if a.startswith("--tz=") else \
+            args[n + 1] if a == "--tz" and n + 1 < len(args) else None
+        if given is not None and not given.strip():
+            # `--tz ""` was taken as no zone given, so PITLOG_TZ or UTC (an outside review,
+            # session 39): an empty value named nothing
+            raise PitlogError("--tz is empty: give the casino's zone (an IANA name such as "
+                              "America/New_York, UTC, or an offset such as -05:00), or leave "
+                              "the option out")
     value = os.environ.get(localtime.ENV)
     asks_help = any(a in ("--help", "-h", "--version") for a in args)
-    if value and not asks_help and not any(a == "--tz" or a.startswith("--tz=") for a in args):
+    # `pitlog` alone prints the help and `theo` shows no time: neither reads the zone
+    reads_no_zone = not args or args[0] in _NO_ZONE_READ
+    if value and not asks_help and not reads_no_zone \
+            and not any(a == "--tz" or a.startswith("--tz=") for a in args):
         try:
             localtime.parse_zone(value)
         except PitlogError as exc:

@@ -125,10 +125,29 @@ def _warn(url: str, headers: Any) -> None:
         typer.echo(f"Warning: {stale} (server {url})", err=True)
 
 
+def server_url(given: str) -> str:
+    """--server or PITLOG_SERVER as the URL to ask: `host:port` is taken as http://host:port
+    (urllib read it as a URL of scheme `host`: "unknown url type"; an outside review, session
+    39); anything but an http or https URL with a host is an Error naming what to give."""
+    from urllib.parse import urlsplit
+
+    text = given.strip()
+    url = text if "://" in text else f"http://{text}"
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 -- a port that is not a number raises here, not in urlopen
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise PitlogError(f"--server {given!r} is not the URL of a server: give one such as "
+                          f"http://127.0.0.1:8750 (the address `pitlog serve` prints)")
+    return url
+
+
 def find(db: Path, server: str | None) -> Client | None:
     token = os.environ.get("PITLOG_TOKEN") or None
     if server:
-        return Client(server, token)
+        return Client(server_url(server), token)
 
     found = read(db)
     return Client(found["url"], token, explicit=False) if found else None

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Sequence
-from datetime import date, datetime, tzinfo
+from datetime import UTC, date, datetime, tzinfo
 from decimal import Decimal
 from enum import StrEnum
 from fractions import Fraction
@@ -31,7 +31,7 @@ from rich.text import Text
 from events.errors import PitlogError
 from events.text import visible
 from projections.export import columns_of, write
-from projections.localtime import as_written, casino_zone, stamp
+from projections.localtime import as_written, casino_zone, local, stamp
 
 
 class Format(StrEnum):
@@ -106,7 +106,9 @@ def render(rows: Sequence[dict[str, Any]], fmt: Format | Summary, *, out: Path |
     if not rows:
         console.print(Text(f"{visible(title) + ': ' if title else ''}no rows"))
         return
-    zone = tz or casino_zone()
+    # The casino's zone read only for rows that may hold a time (`pitlog theo` shows none,
+    # and answers with PITLOG_TZ misspelt)
+    zone = tz or (casino_zone() if _may_hold_a_time(rows, cols) else UTC)
     if len(cols) * (3 + MIN_CELL) + 1 > console.width and len(cols) > 2:
         # More columns than the terminal can draw (each costs 3 characters of borders before
         # its text): rich would shrink them to nothing and show no value at all. One small
@@ -306,11 +308,30 @@ def _cell(value: Any, zone: tzinfo, line_breaks: bool = False) -> str:
         # a TIMESTAMP without a zone (`AT TIME ZONE` in `pitlog sql`) is a wall clock already:
         # shown as it is, never moved to the casino's zone again
         return stamp(value, zone) if value.tzinfo is not None else as_written(value)
+    if isinstance(value, list | tuple | dict):
+        # a time inside a list or struct on the casino's clock too, as ISO 8601 with its
+        # offset (it was shown on the machine's: an outside review, session 39)
+        value = _on_clock(value, zone)
     value = plain(value)
     text = " ".join(str(v) for v in value) if isinstance(value, list) else str(value)
     if line_breaks:  # each line's control characters still escaped, a line's end kept
         return "\n".join(visible(line) for line in text.split("\n"))
     return visible(text)
+
+
+def _on_clock(value: Any, zone: tzinfo) -> Any:
+    """`value` with every time that has a zone, however deep, moved to `zone`."""
+    if isinstance(value, datetime):
+        return local(value, zone) if value.tzinfo is not None else value
+    if isinstance(value, list | tuple):
+        return [_on_clock(v, zone) for v in value]
+    if isinstance(value, dict):
+        return {k: _on_clock(v, zone) for k, v in value.items()}
+    return value
+
+
+def _may_hold_a_time(rows: Sequence[dict[str, Any]], cols: Sequence[str]) -> bool:
+    return any(isinstance(r.get(c), datetime | list | tuple | dict) for r in rows for c in cols)
 
 
 def _widest_line(text: str) -> int:

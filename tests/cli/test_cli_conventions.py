@@ -488,6 +488,32 @@ def test_ingest_of_a_folder_says_it_is_a_folder(tmp_path: Path) -> None:
     assert not (tmp_path / "log").exists()
 
 
+def test_ingest_reads_a_pipe_or_a_device_named_as_its_file(tmp_path: Path) -> None:
+    """`pitlog ingest <(zcat feed.gz)` passes /dev/fd/63, a pipe, and `ingest /dev/null` a
+    device: each was "no file" though it exists (an outside review, session 39). Each is
+    read as standard input is, every line judged."""
+    devices = Path(__file__).parents[2] / "examples" / "devices.jsonl"
+    lines = len(devices.read_bytes().splitlines())
+    log = tmp_path / "log"
+    proc = subprocess.run(f"'{PITLOG}' ingest <(cat '{devices}') --log '{log}' -f json",
+                          shell=True, executable="/bin/bash", capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    [row] = json.loads(proc.stdout)
+    assert row["source"].startswith("/dev/fd/")
+    assert (row["lines"], row["recorded"], row["rejected"]) == (lines, lines, 0)
+    # the same lines from the file itself: all of them found recorded already
+    again = subprocess.run([PITLOG, "ingest", str(devices), "--log", str(log), "-f", "json"],
+                           capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)[0]["already_recorded"] == lines
+    empty = subprocess.run([PITLOG, "ingest", "/dev/null", "--log", str(log), "-f", "json"],
+                           capture_output=True, text=True, timeout=300)
+    assert empty.returncode == 0, empty.stderr
+    assert [(r["source"], r["lines"], r["recorded"]) for r in json.loads(empty.stdout)] == \
+        [("/dev/null", 0, 0)]
+
+
 @pytest.mark.parametrize(("level", "kafka_level"), [
     ("info", logging.WARNING), ("warning", logging.WARNING), ("error", logging.ERROR),
     ("debug", logging.NOTSET)])

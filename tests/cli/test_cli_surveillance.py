@@ -164,6 +164,12 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
     (["anomalies", "--until", "9999-12-31T23:59:59", "--tz", "-05:00"],
      "Error: --until '9999-12-31T23:59:59' is out of range"),
     (["anomalies", "--day", "9999-12-31"], "Error: gaming day 9999-12-31 is out of range"),
+    # A window holding no moment answered "no rows", read as a quiet table.
+    (["anomalies", "--since", "2026-11-28T22:00", "--until", "2026-11-28T21:00", "--tz",
+      "-05:00"], "Error: until 2026-11-29T02:00:00+00:00 is not after since "
+                 "2026-11-29T03:00:00+00:00: no moment is in that window"),
+    (["anomalies", "--since", "2026-11-28T21:00Z", "--until", "2026-11-28T21:00:00+00:00"],
+     "Error: until 2026-11-28T21:00:00+00:00 is not after since 2026-11-28T21:00:00+00:00"),
 ])
 def test_bad_input_is_one_error_line(db: Path, args: list[str], message: str) -> None:
     proc = _run(*args, "--db", str(db))

@@ -165,10 +165,42 @@ def test_a_bad_casino_zone_setting_is_refused_before_anything_is_written(
     for asked in (("--help",), ("--version",), (command[0], "--help")):
         proc = _pitlog(*asked, env={"PITLOG_TZ": "bogus"})
         assert proc.returncode == 0 and proc.stdout.strip(), (asked, proc.stderr)
+    # nor do a bare `pitlog` (its help) and `theo` (no time in it): they answered Error:
+    bare = _pitlog(env={"PITLOG_TZ": "bogus"})
+    assert bare.returncode == 0 and "Usage: pitlog" in bare.stdout, bare.stderr
+    theo = _pitlog("theo", "--decks", "6", env={"PITLOG_TZ": "bogus", "COLUMNS": "120"})
+    assert theo.returncode == 0, theo.stderr
+    assert _pitlog("theo", "--decks", "6", env={"COLUMNS": "120"}).stdout == theo.stdout
+    assert "exact" in theo.stdout
     # --tz given overrides it, so the setting is not read
     proc = _pitlog("sql", "--db", str(db), "--tz", "UTC", "-f", "json", "SELECT 42 AS x",
                    env={"PITLOG_TZ": "bogus"})
     assert (proc.returncode, json.loads(proc.stdout)) == (0, [{"x": 42}]), proc.stderr
+
+
+@pytest.mark.parametrize("given", [["--tz", ""], ["--tz", "  "], ["--tz="]])
+def test_an_empty_zone_is_refused_not_read_as_none_given(db: Path, given: list[str]) -> None:
+    """`--tz ""` was taken as no zone given: PITLOG_TZ's, or UTC, shown as if asked for."""
+    proc = _pitlog("sql", "--db", str(db), *given, "-f", "json", "SELECT 1 AS x",
+                   env={"PITLOG_TZ": "America/New_York"})
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert proc.stderr == ("Error: --tz is empty: give the casino's zone (an IANA name such as "
+                           "America/New_York, UTC, or an offset such as -05:00), or leave the "
+                           "option out\n")
+
+
+def test_a_time_inside_a_list_or_struct_is_shown_on_the_casinos_clock(db: Path) -> None:
+    """The table format showed a top-level time on the casino's clock and one inside a list
+    or struct on the machine's (an outside review, session 39)."""
+    proc = _pitlog("sql", "--db", str(db), "--tz", "America/New_York",
+                   "SELECT TIMESTAMPTZ '2026-11-29 02:14:07+00' AS t, "
+                   "[TIMESTAMPTZ '2026-11-29 02:14:07+00'] AS l, "
+                   "{'at': TIMESTAMPTZ '2026-11-29 02:14:07+00'} AS s",
+                   env={"COLUMNS": "200", "TZ": "UTC"})
+    assert proc.returncode == 0, proc.stderr
+    assert "2026-11-28 21:14:07 EST" in proc.stdout
+    assert proc.stdout.count("2026-11-28T21:14:07-05:00") == 2, proc.stdout
+    assert "02:14:07" not in proc.stdout
 
 
 @pytest.mark.parametrize("bad", [{"PITLOG_SQL_TIMEOUT": "soon"}, {"PITLOG_SQL_TIMEOUT": "0"},

@@ -319,6 +319,25 @@ def test_server_url_given_explicitly_or_by_environment(evening: Evening, tmp_pat
     assert (by_env.returncode, by_env.stdout) == (code, out)
 
 
+def test_a_server_given_as_host_and_port_is_asked_over_http(evening: Evening,
+                                                           tmp_path: Path) -> None:
+    """`--server 127.0.0.1:8750`, as an operator types the address, is http://127.0.0.1:8750
+    (urllib read `127.0.0.1` as the URL's scheme: "unknown url type"); what is no server's
+    URL is an Error naming what to give, whatever the command."""
+    elsewhere = tmp_path / "no-database-here.duckdb"
+    code, out, _ = evening.direct["shoes"]
+    bare = evening.server.url.removeprefix("http://")
+    assert bare != evening.server.url and "://" not in bare
+    r = run_cli("shoes", "-f", "json", "--db", str(elsewhere), "--server", bare)
+    assert (r.returncode, r.stdout, r.stderr) == (code, out, "")
+    for given in ("ftp://127.0.0.1:8750", "http://", "127.0.0.1:port", " "):
+        r = run_cli("shoes", "--db", str(elsewhere), "--server", given)
+        assert (r.returncode, r.stdout) == (1, ""), given
+        assert r.stderr == (f"Error: --server {given!r} is not the URL of a server: give one "
+                            "such as http://127.0.0.1:8750 (the address `pitlog serve` "
+                            "prints)\n"), given
+
+
 def test_every_api_endpoint_answers_what_the_library_answers(evening: Evening) -> None:
     s, want = evening.server, evening.expected
     assert s.json(query("/api/shoes", table="T02")) == want["shoes"]

@@ -157,6 +157,8 @@ def test_bad_requests_get_one_json_error_with_a_4xx_code(server: Server) -> None
         ("/api/shoes?tabel=T01", 400, "unknown parameter tabel"),
         ("/api/replay/NO-SUCH-SHOE", 404, "no shoe 'NO-SUCH-SHOE'"),
         ("/api/anomalies?since=yesterday", 400, "is not a time"),
+        ("/api/anomalies?since=2026-11-29T03:00:00%2B00:00&until=2026-11-28T21:00:00-05:00",
+         400, "until 2026-11-29T02:00:00+00:00 is not after since 2026-11-29T03:00:00+00:00"),
         ("/api/anomalies?code=NOT_A_CODE", 400, "no anomaly code NOT_A_CODE"),
         ("/api/anomalies?severity=huge", 400, "no severity"),
         ("/api/anomalies?statistics=maybe", 400, "use true or false"),
