@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from cli.options import db_path
-from projections.snapshot import open_for_reading
+from projections.snapshot import damage_met, open_for_reading
 
 
 @contextmanager
@@ -16,9 +16,15 @@ def reading(db: Path | None) -> Iterator[Any]:
     """A DuckDB connection (typed Any: only projections/ imports duckdb, STYLE idiom 4) to
     the database of --db, read-only (or its snapshot while a projector writes), without DuckDB's
     own progress bar: the commands draw theirs on stderr (cli/progress.py)."""
-    con = open_for_reading(db_path(db))
+    path = db_path(db)
+    con = open_for_reading(path)
     try:
         con.execute("SET enable_progress_bar = false")
         yield con
+    except Exception as exc:
+        found = damage_met(path, exc)
+        if found is None:
+            raise
+        raise found from exc
     finally:
         con.close()

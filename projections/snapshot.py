@@ -142,6 +142,28 @@ def damaged(path: str | Path, exc: duckdb.Error) -> ProjectionError:
                            f"new file")
 
 
+_DAMAGE = "Corrupt database file"  # DuckDB's words for a block whose checksum does not match
+
+
+def damage_met(path: str | Path, exc: BaseException) -> ProjectionError | None:
+    """The one error for a damaged block a query met after the file opened (its checksum is
+    checked when a query reads it), found in `exc` or what it was raised from; else None. It
+    was "internal error (Corrupt database file ...)", naming no file (an outside review,
+    session 39)."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # a chain of causes is short; never follow a loop
+        if seen is None:
+            break
+        # by its words: a batch streamed out comes through Arrow's reader, which raises its
+        # own error with DuckDB's text ("Data Corruption Error: Corrupt database file ...")
+        if _DAMAGE in (text := first_line(seen)):
+            return ProjectionError(f"{path} is damaged ({text[text.index(_DAMAGE):]}): "
+                                   f"rebuild it with `pitlog project` into a new file (the log "
+                                   f"holds every event)")
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
 def open_for_reading(db_path: str | Path) -> duckdb.DuckDBPyConnection:
     """A read-only connection to the database, or to its snapshot while a writer holds it.
 

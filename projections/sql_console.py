@@ -44,7 +44,13 @@ import pyarrow as pa
 from events.errors import NotFoundError, PitlogError, ProjectionError, Terminated, first_line
 from projections.export import STREAM_BATCH_ROWS, Rows, stream, stream_to_file, with_unique_names
 from projections.memory import NO_SPILL, memory_bytes
-from projections.snapshot import check_database_file, damaged, locked, snapshot_path
+from projections.snapshot import (
+    check_database_file,
+    damage_met,
+    damaged,
+    locked,
+    snapshot_path,
+)
 
 ALLOWED = ("SELECT", "WITH", "FROM", "VALUES", "TABLE", "DESCRIBE", "SHOW", "SUMMARIZE",
            "EXPLAIN")
@@ -373,6 +379,11 @@ def run_query_head(db_path: str | Path, query: str, keep: int,
     con = guarded_connection(db_path, limits)
     try:
         return _limited(con, lambda: _head(con, query, params, keep, limits), limits)
+    except ProjectionError as exc:
+        # a damaged block met by the query: the error names the file (snapshot.damage_met)
+        if (found := damage_met(db_path, exc)) is None:
+            raise
+        raise found from exc
     finally:
         con.close()
 
@@ -401,5 +412,10 @@ def export_query(db_path: str | Path, query: str, fmt: str, out: IO[str] | Path,
                                                      shown=shown), limits)
         else:
             _limited(con, lambda: stream(batches, fmt, out, limit=limit, shown=shown), limits)
+    except ProjectionError as exc:
+        # a damaged block met by the query: the error names the file (snapshot.damage_met)
+        if (found := damage_met(db_path, exc)) is None:
+            raise
+        raise found from exc
     finally:
         con.close()

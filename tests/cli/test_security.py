@@ -628,6 +628,32 @@ def test_an_empty_log_or_db_is_refused_not_taken_for_the_default(
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_damaged_block_met_by_a_query_names_the_file(tmp_path: Path) -> None:
+    """DuckDB checks a block's checksum when a query reads it, after the file opened: that
+    was "internal error (Corrupt database file ...)" from a query command, and "the query
+    failed" from `pitlog sql`, naming no file and nothing to do (an outside review, session
+    39)."""
+    path = tmp_path / "damaged.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE t AS SELECT range AS i, md5(range::VARCHAR) AS s "
+                "FROM range(2000000)")
+    # what `pitlog shoes` reads, made from every row of t
+    con.execute("CREATE VIEW shoes AS SELECT 'T01' AS table_id, 'T01-S0001' AS shoe_id, "
+                "6 AS decks, NULL::TIMESTAMPTZ AS opened_at, NULL::TIMESTAMPTZ AS closed_at, "
+                "count(*) AS rounds, sum(i) AS cards_dealt, count(DISTINCT s) AS burns, "
+                "NULL::TIMESTAMPTZ AS cutting_card_reached_at, [] AS dealers FROM t")
+    con.close()
+    with path.open("r+b") as f:  # a block of t's data, in the middle of the file
+        f.seek(path.stat().st_size // 2)
+        f.write(b"\xff" * 4096)
+    for args in (["shoes"], ["sql", "SELECT sum(i), count(DISTINCT s) FROM t"],
+                 ["sql", "-f", "jsonl", "SELECT i, s FROM t"]):
+        line = _one_error_line(_pitlog(*args, "--db", str(path)))
+        assert line.startswith(f"Error: {path} is damaged (Corrupt database file: "), args
+        assert line.endswith("): rebuild it with `pitlog project` into a new file (the log "
+                             "holds every event)"), args
+
+
 @pytest.mark.parametrize("command", ["project", "shoes", "sql", "anomalies", "report"])
 def test_a_db_that_is_not_a_database_is_named_as_such(tmp_path: Path, small_log: Path,
                                                       db: Path, command: str) -> None:
