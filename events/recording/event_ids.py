@@ -65,14 +65,15 @@ _DDL = (
 
 
 def derived_event_id(table: str, actor: str, device_seq: int) -> str:
-    """uuid.uuid5(_LINE_NAMESPACE, ...) spelled out: the same string at a third of the cost
-    (it runs once a line)."""
-    h = bytearray(hashlib.sha1(_NAMESPACE_BYTES + f"{table}\x00{actor}\x00{device_seq}".encode())
-                  .digest()[:16])
-    h[6] = (h[6] & 0x0F) | 0x50  # version 5
-    h[8] = (h[8] & 0x3F) | 0x80  # RFC 4122 variant
-    x = h.hex()
-    return f"{x[:8]}-{x[8:12]}-{x[12:16]}-{x[16:20]}-{x[20:]}"
+    """uuid.uuid5(_LINE_NAMESPACE, ...) spelled out: the same string at a quarter of the cost
+    (it runs once a line): the SHA-1's first 32 hex digits, the version digit 5 in place of
+    the 13th and the 17th's top two bits the RFC 4122 variant (10)."""
+    x = hashlib.sha1(_NAMESPACE_BYTES + f"{table}\x00{actor}\x00{device_seq}".encode()
+                     ).hexdigest()
+    return f"{x[:8]}-{x[8:12]}-5{x[13:16]}-{_VARIANT[x[16]]}{x[17:20]}-{x[20:32]}"
+
+
+_VARIANT = {d: "89ab"[int(d, 16) & 3] for d in "0123456789abcdef"}  # 10xx: 8, 9, a or b
 
 
 def event_content(shoe: str | None, round_no: int | None, occurred_us: int, actor: str,

@@ -330,13 +330,19 @@ def test_a_duplicate_event_id_in_the_log_is_an_anomaly(tmp_path: Path) -> None:
 
 
 def test_the_derived_event_id_is_the_rfc_4122_name_based_uuid_of_the_line() -> None:
+    import hashlib
     import uuid
 
     from events.recording.event_ids import _LINE_NAMESPACE, derived_event_id
 
-    for table, actor, seq in [("T01", "SHOE-1", 1), ("Tü7", "TERM-9", 2**40)]:
-        assert derived_event_id(table, actor, seq) == str(
-            uuid.uuid5(_LINE_NAMESPACE, f"{table}\x00{actor}\x00{seq}"))
+    cases = [("T01", "SHOE-1", 1), ("Tü7", "TERM-9", 2**40),
+             *((f"T{n % 97}", f"D-{n}", n * 7919) for n in range(2000))]
+    hashed = set()  # the SHA-1's 17th hex digit, which the variant bits are set in
+    for table, actor, seq in cases:
+        name = f"{table}\x00{actor}\x00{seq}"
+        assert derived_event_id(table, actor, seq) == str(uuid.uuid5(_LINE_NAMESPACE, name))
+        hashed.add(hashlib.sha1(_LINE_NAMESPACE.bytes + name.encode()).hexdigest()[16])
+    assert len(hashed) == 16  # every value the variant digit is made from was checked
 
 
 ROUNDS = 60  # each a new log opened by four processes at once (about 0.05 s a round)
