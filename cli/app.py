@@ -271,17 +271,17 @@ def _check_zone_setting(args: list[str]) -> None:
     had written (an outside review, session 38). Not when --tz is given, which overrides it,
     nor for help, the version, a bare `pitlog` or `theo`, which read no zone. An empty --tz
     is refused here too, before any command reads it as none given."""
+    asks_help = any(a in ("--help", "-h", "--version") for a in args)
     for n, a in enumerate(args):
         given = a[len("--tz="):] if a.startswith("--tz=") else \
             args[n + 1] if a == "--tz" and n + 1 < len(args) else None
-        if given is not None and not given.strip():
+        if given is not None and not given.strip() and not asks_help:
             # `--tz ""` was taken as no zone given, so PITLOG_TZ or UTC (an outside review,
             # session 39): an empty value named nothing
             raise PitlogError("--tz is empty: give the casino's zone (an IANA name such as "
                               "America/New_York, UTC, or an offset such as -05:00), or leave "
                               "the option out")
     value = os.environ.get(localtime.ENV)
-    asks_help = any(a in ("--help", "-h", "--version") for a in args)
     # `pitlog` alone prints the help and `theo` shows no time: neither reads the zone
     reads_no_zone = not args or args[0] in _NO_ZONE_READ
     if value and not asks_help and not reads_no_zone \

@@ -128,7 +128,9 @@ def _warn(url: str, headers: Any) -> None:
 def server_url(given: str) -> str:
     """--server or PITLOG_SERVER as the URL to ask: `host:port` is taken as http://host:port
     (urllib read it as a URL of scheme `host`: "unknown url type"; an outside review, session
-    39); anything but an http or https URL with a host is an Error naming what to give."""
+    39). Anything but an http or https URL with a host, and no query, fragment or space (the
+    API's path is added after it: a `?` or `#` swallowed it, an internal error; session 40),
+    is an Error naming what to give."""
     from urllib.parse import urlsplit
 
     text = given.strip()
@@ -138,16 +140,19 @@ def server_url(given: str) -> str:
         parts.port  # noqa: B018 -- a port that is not a number raises here, not in urlopen
     except ValueError:
         parts = None
-    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-        raise PitlogError(f"--server {given!r} is not the URL of a server: give one such as "
-                          f"http://127.0.0.1:8750 (the address `pitlog serve` prints)")
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname \
+            or parts.netloc.endswith(":") or "?" in url or "#" in url \
+            or any(c.isspace() or not c.isprintable() for c in url):
+        raise PitlogError(f"--server (or PITLOG_SERVER) {given!r} is not the URL of a "
+                          f"server: give one such as http://127.0.0.1:8750 (the address "
+                          f"`pitlog serve` prints)")
     return url
 
 
 def find(db: Path, server: str | None) -> Client | None:
     token = os.environ.get("PITLOG_TOKEN") or None
-    if server:
-        return Client(server_url(server), token)
+    if server is not None:  # `--server ""` too: it names no server (an empty PITLOG_SERVER
+        return Client(server_url(server), token)  # is no setting, as for every option)
 
     found = read(db)
     return Client(found["url"], token, explicit=False) if found else None

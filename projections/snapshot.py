@@ -12,6 +12,7 @@ uses the real file when it is free and the snapshot when a writer holds it.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import weakref
@@ -142,7 +143,12 @@ def damaged(path: str | Path, exc: duckdb.Error) -> ProjectionError:
                            f"new file")
 
 
-_DAMAGE = "Corrupt database file"  # DuckDB's words for a block whose checksum does not match
+# DuckDB's words for a block whose checksum does not match, at the start of its message (a
+# message that only quotes them, "Could not convert string 'Corrupt database file'", is a
+# query's or a device's text: an outside review, session 40); through Arrow's reader, an
+# OSError with DuckDB's kind of error before them.
+_DAMAGE = re.compile(r"(Data Corruption Error: )?(Corrupt database file: computed checksum "
+                     r"\d+ does not match stored checksum \d+.*)")
 
 
 def damage_met(path: str | Path, exc: BaseException) -> ProjectionError | None:
@@ -154,12 +160,11 @@ def damage_met(path: str | Path, exc: BaseException) -> ProjectionError | None:
     for _ in range(8):  # a chain of causes is short; never follow a loop
         if seen is None:
             break
-        # by its words: a batch streamed out comes through Arrow's reader, which raises its
-        # own error with DuckDB's text ("Data Corruption Error: Corrupt database file ...")
-        if _DAMAGE in (text := first_line(seen)):
-            return ProjectionError(f"{path} is damaged ({text[text.index(_DAMAGE):]}): "
-                                   f"rebuild it with `pitlog project` into a new file (the log "
-                                   f"holds every event)")
+        if isinstance(seen, duckdb.Error | OSError) and (
+                found := _DAMAGE.fullmatch(first_line(seen))):
+            return ProjectionError(f"{path} is damaged ({found.group(2)}): rebuild it with "
+                                   f"`pitlog project` into a new file (the log holds every "
+                                   f"event)")
         seen = seen.__cause__ or seen.__context__
     return None
 

@@ -24,6 +24,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from events.errors import NotFoundError, PitlogError
 from projections.serve import api, console
 from projections.serve.state import ServeState
+from projections.snapshot import damage_met
 
 log_ = logging.getLogger("pitlog.serve")
 
@@ -104,14 +105,30 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 async def _pitlog_error(request: Request, exc: Exception) -> Response:
     # NotFoundError: an unknown shoe, table or round; any other PitlogError: bad parameters.
+    if (damage := _damage(request, exc)) is not None:
+        return damage
     answer = error(404 if isinstance(exc, NotFoundError) else 400, str(exc))
     answer.headers.update(api.stale_headers(request.app.state.pitlog))
     return answer
 
 
 async def _server_error(request: Request, exc: Exception) -> Response:
+    if (damage := _damage(request, exc)) is not None:
+        return damage
     log_.exception("%s %s failed", request.method, request.url.path)
     return error(500, f"internal error ({type(exc).__name__}); see the server's log")
+
+
+def _damage(request: Request, exc: Exception) -> Response | None:
+    """A damaged block of the served file met by the request's query: a 500 naming the file
+    and what to do, as the CLI says it on the file (snapshot.damage_met), not "internal
+    error" or a 400 of the request's (an outside review, session 40)."""
+    state: ServeState = request.app.state.pitlog
+    found = damage_met(state.db_path or "the served database", exc)
+    if found is None:
+        return None
+    log_.error("%s %s: %s", request.method, request.url.path, found)
+    return error(500, str(found))
 
 
 def create_app(state: ServeState, token: str | None = None) -> Starlette:

@@ -187,6 +187,8 @@ def test_an_empty_zone_is_refused_not_read_as_none_given(db: Path, given: list[s
     assert proc.stderr == ("Error: --tz is empty: give the casino's zone (an IANA name such as "
                            "America/New_York, UTC, or an offset such as -05:00), or leave the "
                            "option out\n")
+    helped = _pitlog("sql", *given, "--help")  # help reads no zone: it answers
+    assert helped.returncode == 0 and "Usage: " in helped.stdout, helped.stderr
 
 
 def test_a_time_inside_a_list_or_struct_is_shown_on_the_casinos_clock(db: Path) -> None:
@@ -646,12 +648,41 @@ def test_a_damaged_block_met_by_a_query_names_the_file(tmp_path: Path) -> None:
     with path.open("r+b") as f:  # a block of t's data, in the middle of the file
         f.seek(path.stat().st_size // 2)
         f.write(b"\xff" * 4096)
+    said = ("): rebuild it with `pitlog project` into a new file (the log holds every "
+            "event)")
     for args in (["shoes"], ["sql", "SELECT sum(i), count(DISTINCT s) FROM t"],
                  ["sql", "-f", "jsonl", "SELECT i, s FROM t"]):
         line = _one_error_line(_pitlog(*args, "--db", str(path)))
-        assert line.startswith(f"Error: {path} is damaged (Corrupt database file: "), args
-        assert line.endswith("): rebuild it with `pitlog project` into a new file (the log "
-                             "holds every event)"), args
+        assert line.startswith(f"Error: {path} is damaged (Corrupt database file: computed "
+                               "checksum "), args
+        assert line.endswith(said) and "))" not in line, args
+    # the same file served: a 500 naming it (it was "internal error", and a 400 of the
+    # request's for pitlog sql), and the CLI through the server says so
+    from console_support import running
+    from serve_support import request
+
+    with running(path) as served:
+        for api in ("/api/shoes", "/api/sql?q=SELECT%20count(DISTINCT%20s)%20FROM%20t"):
+            r = request(served.url, api)
+            assert r.status == 500, (api, r.body)
+            assert r.json()["error"].startswith(f"{path} is damaged (Corrupt database file: "
+                                                f"computed checksum "), api
+            assert r.json()["error"].endswith(said), api
+        line = _one_error_line(_pitlog("shoes", "--server", served.url, "--db",
+                                       str(tmp_path / "elsewhere.duckdb")))
+        assert line.startswith(f"Error: {path} is damaged (Corrupt database file: "), line
+        assert line.endswith(f"{said} (server {served.url})"), line
+
+
+def test_a_message_that_only_quotes_the_words_of_damage_is_not_damage(db: Path) -> None:
+    """A query's own text, or a device's, quoting DuckDB's words for a damaged block was
+    called a damaged file (an outside review, session 40): only DuckDB's own message is."""
+    words = "Corrupt database file: computed checksum 1 does not match stored checksum 2"
+    line = _one_error_line(_pitlog("sql", "--db", str(db), f"SELECT '{words}'::INT"))
+    assert line.startswith("Error: the query failed: Conversion Error: Could not convert "
+                           f"string '{words}' to INT32"), line
+    line = _one_error_line(_pitlog("shoes", "--db", str(db), "--table", words))
+    assert line.startswith(f"Error: no table '{words}' in the store"), line
 
 
 @pytest.mark.parametrize("command", ["project", "shoes", "sql", "anomalies", "report"])
