@@ -135,14 +135,24 @@ first_cards AS (
     -- A card found face up and put in the rack is none (sql/macros.sql, first_card_out), read
     -- from each card event once, as the anomaly round facts read it (a re-sent copy of the
     -- placement was taken for the first card: a second read, session 39).
+    -- A round with no card found face up has no such placement: its first card out is its
+    -- first draw, found without the list (built, in game order, for the few rounds with one:
+    -- the list for every round cost a sixth of the whole ledger's time, session 40).
     SELECT table_id, shoe_id, round_no,
-           game_order(first_out.at, first_out.seq) AS first_card_order
+           CASE WHEN face_up THEN game_order(first_out.at, first_out.seq)
+                ELSE first_draw END AS first_card_order
     FROM (SELECT table_id, shoe_id, round_no,
+                 bool_or(event_type = 'CardFoundFaceUp') AS face_up,
+                 min(game_order(occurred_at, seq))
+                     FILTER (event_type IN ('CardDrawn', 'CardDrawnInError')) AS first_draw,
                  first_card_out(list({'seq': seq, 'at': occurred_at, 'type': event_type,
                                       'rank': rank, 'suit': suit, 'dest': destination}
-                                     ORDER BY occurred_at, seq, log_offset)) AS first_out
-          FROM card_events_of(in_table, in_shoe, from_seq, to_seq)
-          WHERE (in_round IS NULL OR round_no = in_round) AND round_no IS NOT NULL
+                                     ORDER BY occurred_at, seq, log_offset)
+                                FILTER (in_face_up_round)) AS first_out
+          FROM (SELECT *, bool_or(event_type = 'CardFoundFaceUp') OVER (
+                              PARTITION BY table_id, shoe_id, round_no) AS in_face_up_round
+                FROM card_events_of(in_table, in_shoe, from_seq, to_seq)
+                WHERE (in_round IS NULL OR round_no = in_round) AND round_no IS NOT NULL)
           GROUP BY table_id, shoe_id, round_no)
 ),
 original_events AS (
@@ -163,12 +173,21 @@ original_events AS (
           AND f.round_no = e.round_no
     WHERE e.event_type IN ('WagerPlaced', 'WagerChanged', 'WagerRemoved')
 ),
-original_emptied AS (
-    -- When the area was last left empty before the first card (removed or changed to nothing):
-    -- the wager standing at the card was placed after it.
-    SELECT *, max(at_order) FILTER (before_first_card AND state <= 0) OVER (
-                  PARTITION BY table_id, shoe_id, round_no, seat, area) AS last_emptied
+emptied AS (
+    -- When an area was last left empty before the first card (removed or changed to nothing):
+    -- the wager standing at the card was placed after it. Few areas are: a join to them, not a
+    -- window over every wager event (a sixth of the ledger's time, session 40).
+    SELECT table_id, shoe_id, round_no, seat, area, max(at_order) AS last_emptied
     FROM original_events
+    WHERE before_first_card AND state <= 0
+    GROUP BY table_id, shoe_id, round_no, seat, area
+),
+original_emptied AS (
+    SELECT e.*, x.last_emptied
+    FROM original_events AS e
+    LEFT JOIN emptied AS x
+           ON x.table_id = e.table_id AND x.shoe_id IS NOT DISTINCT FROM e.shoe_id
+          AND x.round_no = e.round_no AND x.seat = e.seat AND x.area = e.area
 ),
 original_states AS (
     SELECT
