@@ -185,9 +185,12 @@ emptied AS (
 original_emptied AS (
     SELECT e.*, x.last_emptied
     FROM original_events AS e
+    -- NULL-safe as the window's partition was: money recorded outside any round has no
+    -- round_no (a second read, session 40: an area emptied there had its first placer named)
     LEFT JOIN emptied AS x
            ON x.table_id = e.table_id AND x.shoe_id IS NOT DISTINCT FROM e.shoe_id
-          AND x.round_no = e.round_no AND x.seat = e.seat AND x.area = e.area
+          AND x.round_no IS NOT DISTINCT FROM e.round_no
+          AND x.seat IS NOT DISTINCT FROM e.seat AND x.area IS NOT DISTINCT FROM e.area
 ),
 original_states AS (
     SELECT

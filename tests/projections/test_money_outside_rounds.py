@@ -14,6 +14,7 @@ from audit_scenarios import ORIGINAL, Floor, Pit
 from live_support import assert_money_exact
 
 from events.log.embedded.log import EmbeddedLog
+from events.reddog import model
 from events.reddog.model import Box, SettledAs
 from projections.projector import project
 from projections.reconcile import (
@@ -200,3 +201,22 @@ def test_round_0_is_no_round_to_count_but_its_money_is_summed(tmp_path: Path) ->
     assert outcomes == [(1,)]  # round 1's spread; round 0's consecutive cards are none
     assert stored_hold == hold_from_views
     assert starts[0] > starts[1] == stored_hold["table", ("T08",)]  # round 1's, not round 0's
+
+
+def test_a_wager_outside_any_round_removed_and_placed_again_is_the_new_players(
+        tmp_path: Path) -> None:
+    """A wager with no round number, removed and placed again by another player: the ledger
+    names the second placement's player and amount, as in a round (docs/auditing.md). A
+    second read, session 40, found ce743b8's join to the areas emptied matching no area
+    outside a round (its round_no NULL), which named the first placer."""
+    floor = Floor(tmp_path)
+    t = floor.table("T07")
+    t.open_table("nj-casino")
+    t.new_shoe("T07-S1")
+    t.wager(3, 1000, player="P-ALICE")
+    t.emit(model.WagerRemoved(seat=3, area=3))
+    t.wager(3, 2500, player="P-BOB")
+    with duckdb.connect(str(floor.build()), read_only=True) as con:
+        rows = con.execute("SELECT round_no, player_id, placed_cents, amount_cents, removed, "
+                           "status FROM ledger WHERE seat = 3").fetchall()
+    assert rows == [(None, "P-BOB", 2500, 2500, False, "IN_PLAY")]
