@@ -63,7 +63,8 @@ def child(args: argparse.Namespace) -> None:
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
         # user and system CPU apart (session 40): a busy disk's fsyncs raise the system time
         # of the code that syncs more, apart from the work it does
-        user, system = (os.times().user - times.user, os.times().system - times.system)
+        end = os.times()
+        user, system = end.user - times.user, end.system - times.system
     import events
 
     print(json.dumps({"events": n, "seconds": wall, "cpu_seconds": cpu,

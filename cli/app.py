@@ -272,7 +272,9 @@ def _check_zone_setting(args: list[str]) -> None:
     nor for help, the version, a bare `pitlog` or `theo`, which read no zone. An empty --tz
     is refused here too, before any command reads it as none given."""
     asks_help = any(a in ("--help", "-h", "--version") for a in args)
+    tz_given = False
     for n, a in enumerate(args):
+        tz_given = tz_given or a == "--tz" or a.startswith("--tz=")
         given = a[len("--tz="):] if a.startswith("--tz=") else \
             args[n + 1] if a == "--tz" and n + 1 < len(args) else None
         if given is not None and not given.strip() and not asks_help:
@@ -284,8 +286,7 @@ def _check_zone_setting(args: list[str]) -> None:
     value = os.environ.get(localtime.ENV)
     # `pitlog` alone prints the help and `theo` shows no time: neither reads the zone
     reads_no_zone = not args or args[0] in _NO_ZONE_READ
-    if value and not asks_help and not reads_no_zone \
-            and not any(a == "--tz" or a.startswith("--tz=") for a in args):
+    if value and not asks_help and not reads_no_zone and not tz_given:
         try:
             localtime.parse_zone(value)
         except PitlogError as exc:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from cli.options import db_path
-from projections.snapshot import damage_met, open_for_reading
+from projections.snapshot import damage_named, open_for_reading
 
 
 @contextmanager
@@ -19,12 +19,8 @@ def reading(db: Path | None) -> Iterator[Any]:
     path = db_path(db)
     con = open_for_reading(path)
     try:
-        con.execute("SET enable_progress_bar = false")
-        yield con
-    except Exception as exc:
-        found = damage_met(path, exc)
-        if found is None:
-            raise
-        raise found from exc
+        with damage_named(path):
+            con.execute("SET enable_progress_bar = false")
+            yield con
     finally:
         con.close()

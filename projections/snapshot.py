@@ -16,6 +16,8 @@ import re
 import subprocess
 import sys
 import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
@@ -167,6 +169,18 @@ def damage_met(path: str | Path, exc: BaseException) -> ProjectionError | None:
                                    f"event)")
         seen = seen.__cause__ or seen.__context__
     return None
+
+
+@contextmanager
+def damage_named(path: str | Path) -> Iterator[None]:
+    """Queries run inside raise damage_met's error, naming `path`, for a damaged block they
+    meet; any other error as it was."""
+    try:
+        yield
+    except Exception as exc:
+        if (found := damage_met(path, exc)) is None:
+            raise
+        raise found from exc
 
 
 def open_for_reading(db_path: str | Path) -> duckdb.DuckDBPyConnection:

@@ -46,7 +46,7 @@ from projections.export import STREAM_BATCH_ROWS, Rows, stream, stream_to_file, 
 from projections.memory import NO_SPILL, memory_bytes
 from projections.snapshot import (
     check_database_file,
-    damage_met,
+    damage_named,
     damaged,
     locked,
     snapshot_path,
@@ -378,12 +378,8 @@ def run_query_head(db_path: str | Path, query: str, keep: int,
     check_read_only(query)  # before opening anything
     con = guarded_connection(db_path, limits)
     try:
-        return _limited(con, lambda: _head(con, query, params, keep, limits), limits)
-    except ProjectionError as exc:
-        # a damaged block met by the query: the error names the file (snapshot.damage_met)
-        if (found := damage_met(db_path, exc)) is None:
-            raise
-        raise found from exc
+        with damage_named(db_path):
+            return _limited(con, lambda: _head(con, query, params, keep, limits), limits)
     finally:
         con.close()
 
@@ -406,16 +402,13 @@ def export_query(db_path: str | Path, query: str, fmt: str, out: IO[str] | Path,
         return relation.to_arrow_reader(batch_size=STREAM_BATCH_ROWS)
 
     try:
-        if isinstance(out, Path):
-            with _sigterm_as_interrupt():  # so the temporary file is removed, as on Ctrl-C
-                _limited(con, lambda: stream_to_file(batches, fmt, out, limit=limit,
-                                                     shown=shown), limits)
-        else:
-            _limited(con, lambda: stream(batches, fmt, out, limit=limit, shown=shown), limits)
-    except ProjectionError as exc:
-        # a damaged block met by the query: the error names the file (snapshot.damage_met)
-        if (found := damage_met(db_path, exc)) is None:
-            raise
-        raise found from exc
+        with damage_named(db_path):
+            if isinstance(out, Path):
+                with _sigterm_as_interrupt():  # so the temporary file is removed, as on Ctrl-C
+                    _limited(con, lambda: stream_to_file(batches, fmt, out, limit=limit,
+                                                         shown=shown), limits)
+            else:
+                _limited(con, lambda: stream(batches, fmt, out, limit=limit, shown=shown),
+                         limits)
     finally:
         con.close()

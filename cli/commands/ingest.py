@@ -71,20 +71,16 @@ def ingest_cmd(
             raise NotFoundError(f"{file} is a folder: pass a JSON lines file, or - for stdin")
         if not path.exists():
             raise NotFoundError(f"no file {file}: pass a JSON lines file, or - for stdin")
-        if not path.is_file():
-            # A pipe (`pitlog ingest <(zcat feed.gz)` passes /dev/fd/63), a FIFO or a device
-            # was "no file" (an outside review, session 39): read like standard input, lines
-            # read so far and no total, a pipe's length being unknown.
-            with path.open("rb") as stream, \
-                    progress_bar("ingesting lines", None) as update:
-                report = _ingest(stream, str(path), uri, target, report_bad, batch,
-                                 create_topic, update)
-        else:
-            # A file's total is its size: the bar counts the bytes read, lines of any length.
-            with path.open("rb") as stream, \
-                    progress_bar("ingesting (bytes read)", path.stat().st_size) as update:
-                report = _ingest(stream, str(path), uri, target, report_bad, batch,
-                                 create_topic, lambda _lines: update(stream.tell()))
+        # A file's total is its size: the bar counts the bytes read, lines of any length. A
+        # pipe (`pitlog ingest <(zcat feed.gz)` passes /dev/fd/63), a FIFO or a device was "no
+        # file" (an outside review, session 39): read like standard input, lines read so far
+        # and no total, a pipe's length being unknown.
+        regular = path.is_file()
+        with path.open("rb") as stream, \
+                progress_bar("ingesting (bytes read)" if regular else "ingesting lines",
+                             path.stat().st_size if regular else None) as update:
+            report = _ingest(stream, str(path), uri, target, report_bad, batch, create_topic,
+                             (lambda _lines: update(stream.tell())) if regular else update)
     if report.exit_code:
         # said and kept before the summary is written, which a closed pipe would cut short
         verdict.found(report.exit_code)

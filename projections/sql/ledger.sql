@@ -142,7 +142,7 @@ first_cards AS (
            CASE WHEN face_up THEN game_order(first_out.at, first_out.seq)
                 ELSE first_draw END AS first_card_order
     FROM (SELECT table_id, shoe_id, round_no,
-                 bool_or(event_type = 'CardFoundFaceUp') AS face_up,
+                 any_value(in_face_up_round) AS face_up,
                  min(game_order(occurred_at, seq))
                      FILTER (event_type IN ('CardDrawn', 'CardDrawnInError')) AS first_draw,
                  first_card_out(list({'seq': seq, 'at': occurred_at, 'type': event_type,
