@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import UTC, date, datetime, tzinfo
 from functools import cache
 from typing import Any, Protocol
 
@@ -24,6 +24,7 @@ from events.reddog.catalogue import SEVERITIES, STATISTICAL, Severity
 from projections import view_cache
 from projections.kept_at import current as kept_current
 from projections.kept_at import mark_sql, tagged
+from projections.localtime import stamp_asked
 from projections.memory import MORE_MEMORY
 from projections.queries import require_known
 from projections.queries import rows as query_rows
@@ -38,6 +39,23 @@ Row = dict[str, Any]
 
 class AnomalyQueryError(ProjectionError):
     """An anomaly filter names a code or severity that does not exist."""
+
+
+class EmptyWindow(AnomalyQueryError):
+    """`until` is not after `since`: no moment is in the window. The message is in UTC;
+    `describe(tz)` says it on the casino's clock, the one the times were asked on (the CLI's
+    --tz, the server's zone), as OutsideRound does."""
+
+    def __init__(self, since: datetime, until: datetime) -> None:
+        self.since, self.until = since, until
+        super().__init__(self.describe(UTC))
+
+    def describe(self, tz: tzinfo) -> str:
+        # stamp_asked: with the fraction of a time asked with one, so that 21:00:00.500 and
+        # 21:00:00.200 do not read as the same second
+        return (f"until {stamp_asked(self.until, tz)} is not after since "
+                f"{stamp_asked(self.since, tz)}: no moment is in that window (since is "
+                f"inclusive, until exclusive); give the earlier time as since")
 
 
 # The `anomalies` view evaluates every rule over the whole store: seconds per million events.
@@ -247,13 +265,10 @@ class AnomalyFilter:
     def __post_init__(self) -> None:
         # A window that holds no moment answered "no rows", as if nothing had happened in it
         # (an outside review, session 39): an officer who swapped the two reads that as a
-        # quiet table. Said here, so the CLI on the file, the CLI through a server and the
-        # API say it alike.
+        # quiet table. Decided here, so the CLI on the file, the CLI through a server and the
+        # API refuse it alike; each says it on its clock (EmptyWindow.describe).
         if self.since is not None and self.until is not None and self.until <= self.since:
-            raise AnomalyQueryError(
-                f"until {self.until.isoformat()} is not after since {self.since.isoformat()}: "
-                f"no moment is in that window (since is inclusive, until exclusive); give "
-                f"the earlier time as since")
+            raise EmptyWindow(self.since, self.until)
 
 
 _SELECT = """

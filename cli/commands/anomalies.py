@@ -25,8 +25,9 @@ from cli.options import (
 from cli.output import Format, render
 from cli.progress import progress_bar
 from cli.reading import reading
+from events.errors import PitlogError
 from events.reddog.catalogue import Severity
-from projections.anomalies import COLUMNS, AnomalyFilter, list_anomalies
+from projections.anomalies import COLUMNS, AnomalyFilter, EmptyWindow, list_anomalies
 from projections.localtime import casino_zone, check_gaming_day
 from projections.reconcile import Calendar, hhmm, parse_day
 
@@ -98,10 +99,13 @@ def anomalies_cmd(
     calendar = Calendar.parse(tz or "UTC", gaming_day_start, shifts)
     first = parse_time(since, tz, "--since") if since else None
     last = parse_time(until, tz, "--until") if until else None
-    f = AnomalyFilter(
-        codes=_codes(code or []), table=table, shoe=shoe, since=first, until=last,
-        severity=severity.value if severity else None, statistics=statistics,
-        day=check_gaming_day(parse_day(day)) if day is not None else None)  # type: ignore[arg-type]
+    try:
+        f = AnomalyFilter(
+            codes=_codes(code or []), table=table, shoe=shoe, since=first, until=last,
+            severity=severity.value if severity else None, statistics=statistics,
+            day=check_gaming_day(parse_day(day)) if day is not None else None)  # type: ignore[arg-type]
+    except EmptyWindow as exc:  # checked here before a --server is asked: on the --tz clock
+        raise PitlogError(exc.describe(casino_zone(tz))) from None
     found = ask(db_path(db), server, "/api/anomalies", code=list(f.codes), table=table,
                 shoe=shoe, since=f.since, until=f.until, severity=f.severity,
                 statistics=str(statistics).lower(), day=day, **_calendar_params(calendar))

@@ -23,7 +23,7 @@ from starlette.routing import BaseRoute, Route
 from events.errors import PitlogError
 from events.reddog.rules import FIRST_SEAT, MIN_ROUND_NO
 from projections.alerts import alerts_after
-from projections.anomalies import AnomalyFilter, list_anomalies
+from projections.anomalies import AnomalyFilter, EmptyWindow, list_anomalies
 from projections.dispute import dispute as rebuild
 from projections.export import Rows
 from projections.localtime import check_gaming_day, parse_local, parse_zone
@@ -205,9 +205,13 @@ def anomalies(request: Request) -> Response:
     since, until, day = as_time(p, "since", state.tz), as_time(p, "until", state.tz), None
     if "day" in p:  # as `pitlog anomalies --day`: the rows of that gaming day
         day = check_gaming_day(parse_day(p["day"]))  # type: ignore[arg-type]
-    f = AnomalyFilter(codes=tuple(many(request, "code")), table=p.get("table"),
-                      shoe=p.get("shoe"), since=since, until=until, severity=p.get("severity"),
-                      statistics=as_bool(p, "statistics", True), day=day)
+    try:
+        f = AnomalyFilter(codes=tuple(many(request, "code")), table=p.get("table"),
+                          shoe=p.get("shoe"), since=since, until=until,
+                          severity=p.get("severity"), statistics=as_bool(p, "statistics", True),
+                          day=day)
+    except EmptyWindow as exc:  # on the clock since= and until= are read on
+        raise BadRequest(exc.describe(state.tz)) from None
     with reading(request) as con:
         return reply(request, list_anomalies(con, f, calendar=groups))
 

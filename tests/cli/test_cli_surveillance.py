@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import subprocess
 import sys
 from datetime import datetime
@@ -164,17 +165,39 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
     (["anomalies", "--until", "9999-12-31T23:59:59", "--tz", "-05:00"],
      "Error: --until '9999-12-31T23:59:59' is out of range"),
     (["anomalies", "--day", "9999-12-31"], "Error: gaming day 9999-12-31 is out of range"),
-    # A window holding no moment answered "no rows", read as a quiet table.
+    # A window holding no moment answered "no rows", read as a quiet table. Its times on the
+    # casino's clock, as typed (they were said in UTC).
     (["anomalies", "--since", "2026-11-28T22:00", "--until", "2026-11-28T21:00", "--tz",
-      "-05:00"], "Error: until 2026-11-29T02:00:00+00:00 is not after since "
-                 "2026-11-29T03:00:00+00:00: no moment is in that window"),
+      "-05:00"], "Error: until 2026-11-28 21:00:00 UTC-05:00 is not after since "
+                 "2026-11-28 22:00:00 UTC-05:00: no moment is in that window"),
     (["anomalies", "--since", "2026-11-28T21:00Z", "--until", "2026-11-28T21:00:00+00:00"],
-     "Error: until 2026-11-28T21:00:00+00:00 is not after since 2026-11-28T21:00:00+00:00"),
+     "Error: until 2026-11-28 21:00:00 UTC is not after since 2026-11-28 21:00:00 UTC"),
 ])
 def test_bad_input_is_one_error_line(db: Path, args: list[str], message: str) -> None:
     proc = _run(*args, "--db", str(db))
     assert proc.returncode == 1
     assert proc.stderr.startswith(message) and len(proc.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(("zone", "env", "shown"), [
+    (["--tz", "America/New_York"], {}, "EST"),
+    ([], {"PITLOG_TZ": "America/New_York"}, "EST"),
+    ([], {"PITLOG_TZ": "+05:30"}, "UTC+05:30"),
+])
+def test_an_empty_window_is_said_on_the_casino_clock(db: Path, zone: list[str],
+                                                     env: dict[str, str], shown: str) -> None:
+    """The times as the officer typed them, on the clock the other output uses (--tz, else
+    PITLOG_TZ): said in UTC, 22:00 read as 03:00 the next day. A fraction asked stays shown."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "cli.app", "anomalies", "--since", "2026-11-28T22:00",
+         "--until", "2026-11-28T21:59:59.250", *zone, "--db", str(db)],
+        capture_output=True, text=True, cwd=REPO, timeout=120,
+        env={**os.environ, **env})
+    assert proc.returncode == 1
+    assert proc.stderr == (
+        f"Error: until 2026-11-28 21:59:59.250 {shown} is not after since 2026-11-28 22:00:00 "
+        f"{shown}: no moment is in that window (since is inclusive, until exclusive); give the "
+        f"earlier time as since\n")
 
 
 def test_a_missing_database_is_an_error_line(tmp_path: Path) -> None:

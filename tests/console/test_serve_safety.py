@@ -158,7 +158,7 @@ def test_bad_requests_get_one_json_error_with_a_4xx_code(server: Server) -> None
         ("/api/replay/NO-SUCH-SHOE", 404, "no shoe 'NO-SUCH-SHOE'"),
         ("/api/anomalies?since=yesterday", 400, "is not a time"),
         ("/api/anomalies?since=2026-11-29T03:00:00%2B00:00&until=2026-11-28T21:00:00-05:00",
-         400, "until 2026-11-29T02:00:00+00:00 is not after since 2026-11-29T03:00:00+00:00"),
+         400, "until 2026-11-29 02:00:00 UTC is not after since 2026-11-29 03:00:00 UTC"),
         ("/api/anomalies?code=NOT_A_CODE", 400, "no anomaly code NOT_A_CODE"),
         ("/api/anomalies?severity=huge", 400, "no severity"),
         ("/api/anomalies?statistics=maybe", 400, "use true or false"),
@@ -229,6 +229,32 @@ def test_bad_requests_get_one_json_error_with_a_4xx_code(server: Server) -> None
     # Nothing was written: every event is still there.
     n = server.json(query("/api/sql", q="SELECT count(*) AS n FROM events"))["rows"][0]["n"]
     assert n == sum(EmbeddedLog(server.db.parent / "log").end_offsets().values())
+
+
+def test_an_empty_window_is_said_on_the_clock_its_times_were_asked_on(
+        small: tuple[Path, Path], projected: Path, tmp_path: Path) -> None:
+    """The API reads since= and until= on the server's zone, and says an empty window's times
+    on it, as they were typed (it said them in UTC); `pitlog anomalies --server` refuses one
+    before asking, on its own --tz clock, in the words of the file's answer."""
+    _, log = small
+    alone = copy_store(projected, tmp_path / "alone.duckdb")
+    s = start_server(log, copy_store(projected, tmp_path / "served.duckdb"), tmp_path,
+                     env={"PITLOG_TZ": "America/New_York"})
+    window = ["--since", "2026-11-28T22:00", "--until", "2026-11-28T21:00", "--tz", "-05:00"]
+    try:
+        _assert_json_error(
+            s.get("/api/anomalies?since=2026-11-28T22:00&until=2026-11-28T21:00"), 400,
+            "until 2026-11-28 21:00:00 EST is not after since 2026-11-28 22:00:00 EST: no "
+            "moment is in that window")
+        served = run_cli("anomalies", "--server", s.url, *window)
+    finally:
+        assert s.stop() == 0, s.err.read_text()
+    on_file = run_cli("anomalies", "--db", str(alone), *window)
+    assert served.returncode == on_file.returncode == 1
+    assert served.stderr == on_file.stderr == (
+        "Error: until 2026-11-28 21:00:00 UTC-05:00 is not after since 2026-11-28 22:00:00 "
+        "UTC-05:00: no moment is in that window (since is inclusive, until exclusive); give "
+        "the earlier time as since\n")
 
 
 def test_sql_rows_are_capped_and_a_long_query_is_interrupted(server: Server) -> None:
