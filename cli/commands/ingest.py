@@ -96,5 +96,10 @@ def _ingest(stream: IO[bytes], source: str, uri: str, target: Path,
             create_topic: bool, progress: Callable[[int], None]) -> IngestReport:
     refuse_reading_the_quarantine(stream, source, target)  # before the log is opened (or made)
     with open_for_writing(uri, create_topic) as event_log:
-        return ingest(stream, event_log, source=source, quarantine=target, on_reject=on_reject,
-                      batch_lines=batch, progress=progress)
+        try:
+            return ingest(stream, event_log, source=source, quarantine=target,
+                          on_reject=on_reject, batch_lines=batch, progress=progress)
+        finally:
+            # Nothing recorded into a log made for it (every line refused): no empty log
+            # left, which `project` and `verify` would read as one written.
+            event_log.remove_if_made_and_empty()

@@ -127,6 +127,12 @@ class EventLog(ABC):
     def close(self) -> None:  # noqa: B027 - optional for backends with nothing to release
         """Release files, sockets and locks."""
 
+    def remove_if_made_and_empty(self) -> None:  # noqa: B027 - optional, as close
+        """Remove the log when this object created it and it holds no record, as if it had
+        never been opened: a writer that recorded nothing (`pitlog ingest` of refused lines
+        only) leaves no empty log, which readers would take for one that was written. A log
+        that was there before is never touched. Here nothing: a Kafka topic stays."""
+
     def __enter__(self) -> EventLog:
         return self
 

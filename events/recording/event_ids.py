@@ -371,3 +371,19 @@ class EventIdIndex:
 
     def close(self) -> None:
         self.db.close()
+
+    def discard(self) -> None:
+        """Close, and remove the file unless another connection has it open (another ingest
+        of the log, which would go on in a file no longer there): for an index made by a run
+        that appended nothing, so the log is left as it was. Leaving WAL needs every other
+        connection closed, so it tells; the exclusive lock, held while the file goes, keeps a
+        newcomer out until then. Quiet: a file kept is only a cache."""
+        try:
+            self.db.execute("PRAGMA busy_timeout = 0")  # another connection: keep it, at once
+            if self.db.execute("PRAGMA journal_mode = DELETE").fetchone()[0] == "delete":
+                self.db.execute("BEGIN EXCLUSIVE")
+                self.path.unlink(missing_ok=True)
+        except (OSError, sqlite3.Error):
+            pass
+        finally:
+            self.db.close()

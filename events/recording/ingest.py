@@ -35,7 +35,7 @@ from events.errors import ConcurrencyError, EncodeError, IngestError
 from events.log.base import DEFAULT_DATA_DIR, ConditionalAppend, EventLog
 from events.recording.defaults import BATCH_LINES
 from events.recording.device_line import DeviceLine, LineRejected, parse_line
-from events.recording.event_ids import EventIdIndex, derived_event_id, event_content
+from events.recording.event_ids import EventIdIndex, derived_event_id, event_content, index_path
 from events.recording.limits import ValueLimitError
 from events.recording.recorder import Recorder
 from events.wire.codec import micros
@@ -220,6 +220,9 @@ def ingest(stream: IO[bytes], log: EventLog, *, source: str, quarantine: Path,
     refuse_reading_the_quarantine(stream, source, quarantine)
     started = time.perf_counter()
     report = IngestReport(source, log.uri, str(quarantine))
+    # An id index this run makes goes again if it appends nothing (EventIdIndex.discard): an
+    # ingest of refused lines only leaves the log's folder as it was.
+    made_index, appended = not index_path(log).exists(), False
     # Flushed here, to retry conflicts. `now` None: the recorder's own clock (integer micros).
     if isinstance(log, ConditionalAppend):
         # The log's own heads first: reading them recovers the log, or refuses a damaged one
@@ -256,6 +259,7 @@ def ingest(stream: IO[bytes], log: EventLog, *, source: str, quarantine: Path,
     def commit() -> None:
         """Judge the batch's lines in file order: record those the log does not hold yet,
         refuse the rest with their reasons; then flush."""
+        nonlocal appended
         keys = [(line.table, line.event_id or "") for _, _, line, _, _ in candidates
                 if line is not None]
         known = ids.recorded_many(keys)
@@ -306,6 +310,7 @@ def ingest(stream: IO[bytes], log: EventLog, *, source: str, quarantine: Path,
             bad_lines.sync()  # the refused lines on disk before the good ones are recorded
         except OSError as exc:
             raise bad_lines.failed(exc) from exc
+        appended = appended or bool(batch)  # before: an append that fails may have landed some
         positions = _flush(recorder, batch)
         ids.catch_up([(line.table, line.event_id or "") for line in batch], positions)
         report.recorded += len(batch)
@@ -341,7 +346,10 @@ def ingest(stream: IO[bytes], log: EventLog, *, source: str, quarantine: Path,
             bad_lines.close()
         except OSError:
             pass  # raised already by add or commit, naming the file
-        ids.close()
+        if made_index and not appended:
+            ids.discard()
+        else:
+            ids.close()
     report.seconds = time.perf_counter() - started
     return report
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from cli_support import run
 from repo_paths import REPO
 
@@ -102,6 +103,52 @@ def test_ingest_of_a_missing_file_is_one_error_line(tmp_path: Path) -> None:
     assert proc.returncode == 1
     assert proc.stderr == (f"Error: no file {tmp_path / 'nope.jsonl'}: pass a JSON lines file, "
                            f"or - for stdin\n")
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def test_ingest_of_refused_lines_only_leaves_no_new_log(tmp_path: Path) -> None:
+    """Every line refused into a log not there before: an empty log was left, with its id
+    index, which `project` and `verify` read as a log written. Now none, nor the folders made
+    for it; the refused lines are quarantined, as ever."""
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"nope": 1}\n{"nope": 2}\n')
+    log = tmp_path / "data" / "new" / "log"
+    proc = run("ingest", str(bad), "--log", str(log), "--format", "json")
+    assert proc.returncode == 1
+    quarantine = tmp_path / "data" / "new" / "log-quarantine.jsonl"
+    assert proc.stderr.splitlines()[-1] == (f"Error: 2 of 2 lines rejected; they are in "
+                                            f"{quarantine} with their reasons: fix and resend "
+                                            f"them")
+    assert [json.loads(x)["raw"] for x in quarantine.read_text().splitlines()] == [
+        '{"nope": 1}', '{"nope": 2}']
+    assert not log.exists() and list(tmp_path.glob("data/new/*")) == [quarantine]
+    # with nothing to quarantine either, no folder is left at all
+    empty = run("ingest", "/dev/null", "--log", str(tmp_path / "other" / "log"))
+    assert empty.returncode == 0, empty.stderr
+    assert not (tmp_path / "other").exists()
+
+
+@pytest.mark.parametrize("made_by", ["simulate", "ingest"])
+def test_ingest_of_refused_lines_only_leaves_an_existing_log_byte_for_byte(
+        tmp_path: Path, made_by: str) -> None:
+    """A log there before stays as it was, file for file: one `simulate` made has no id index,
+    and a run that recorded nothing left one behind (a cache made for nothing)."""
+    log = tmp_path / "log"
+    made = run("simulate", "--log", str(log), "--tables", "1", "--rounds", "3") \
+        if made_by == "simulate" else run("ingest", str(EXAMPLES / "devices.jsonl"), "--log",
+                                          str(log))
+    assert made.returncode == 0, made.stderr
+    before = _files(log)
+    assert ("event-ids.sqlite" in before) == (made_by == "ingest")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"nope": 1}\n')
+    proc = run("ingest", str(bad), "--log", str(log))
+    assert proc.returncode == 1
+    assert _files(log) == before
+    assert len((tmp_path / "log-quarantine.jsonl").read_text().splitlines()) == 1
 
 
 def test_verify_of_a_clean_log_exits_0_with_a_row_per_table(tmp_path: Path) -> None:

@@ -177,3 +177,40 @@ def test_partition_count_is_fixed_at_creation(tmp_path: Path) -> None:
     EmbeddedLog(tmp_path / "log", partitions=2)
     with pytest.raises(LogError, match="has 2 partitions, not 3"):
         EmbeddedLog(tmp_path / "log", partitions=3)
+
+
+def test_only_a_log_made_and_left_empty_is_removed_and_only_whole(tmp_path: Path) -> None:
+    """remove_if_made_and_empty (`pitlog ingest` of refused lines only): the log this object
+    made goes, with the folders made for it; a log with a record, one that was there before,
+    and one beside another file stay whole."""
+    made = EmbeddedLog(tmp_path / "new" / "log", partitions=2)
+    made.last_values()  # a writer's recovery makes the partitions' files
+    made.remove_if_made_and_empty()
+    assert list(tmp_path.iterdir()) == []
+    written = EmbeddedLog(tmp_path / "written", partitions=2)
+    written.append(_items(1))
+    written.remove_if_made_and_empty()
+    assert len(_all(EmbeddedLog(tmp_path / "written"))) == 1
+    there = EmbeddedLog(tmp_path / "empty", partitions=2)
+    there.last_values()
+    before = sorted(p.name for p in (tmp_path / "empty").iterdir())
+    EmbeddedLog(tmp_path / "empty").remove_if_made_and_empty()  # opened, not made, here
+    assert sorted(p.name for p in (tmp_path / "empty").iterdir()) == before
+    (tmp_path / "empty" / "event-ids.sqlite").write_bytes(b"held by another writer")
+    there.remove_if_made_and_empty()
+    assert sorted(p.name for p in (tmp_path / "empty").iterdir()) == sorted(
+        [*before, "event-ids.sqlite"])
+
+
+def test_a_writer_that_had_a_removed_log_open_appends_nothing(tmp_path: Path) -> None:
+    """Records appended after the log's meta.json went would lie in a folder no reader takes
+    for a log: refused, naming it."""
+    made = EmbeddedLog(tmp_path / "log", partitions=2)
+    other = EmbeddedLog(tmp_path / "log")
+    made.remove_if_made_and_empty()
+    (tmp_path / "log").mkdir()  # made again by another hand, without a log in it
+    with pytest.raises(LogError, match=f"the log at {tmp_path / 'log'} was removed while this "
+                                       f"writer had it open \\(meta.json is gone\\): nothing "
+                                       f"was appended"):
+        other.append(_items(1))
+    assert [p.name for p in (tmp_path / "log").iterdir()] == ["writer.lock"]  # no segment

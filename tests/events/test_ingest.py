@@ -19,6 +19,7 @@ from repo_paths import EXAMPLES
 from events.errors import ConcurrencyError, IngestError
 from events.integrity.verify import verify_log
 from events.log.embedded.log import EmbeddedLog
+from events.recording.event_ids import EventIdIndex, index_path
 from events.recording.ingest import (
     MAX_LINE_BYTES,
     BadLine,
@@ -71,6 +72,31 @@ def test_a_quarantine_that_cannot_be_written_is_an_error_naming_it_before_any_li
     report, bad, log = run(tmp_path / "again", text)  # sent again with room: all of it
     assert report.recorded > 0 and len(bad) == report.rejected > 0
     assert len((tmp_path / "again" / "q.jsonl").read_text().splitlines()) == report.rejected
+
+
+def test_an_id_index_made_by_a_run_that_appends_nothing_goes_unless_another_holds_it(
+        tmp_path: Path) -> None:
+    """A log without an id index (one `simulate` wrote) and lines all refused: the index the
+    run made was left beside the log. It goes now, but not while another ingest of the log
+    has it open (that one would go on writing in a file no longer there)."""
+    log = EmbeddedLog(tmp_path / "log", partitions=2)
+    log.append([(b"T01", b"a record no index has read")])
+    refused = '{"nope": 1}\n'
+    report = ingest(io.BytesIO(refused.encode()), log, source="bad",
+                    quarantine=tmp_path / "q.jsonl")
+    assert (report.recorded, report.rejected) == (0, 1)
+    assert not index_path(log).exists()
+    held: list[EventIdIndex] = []  # a second ingest's, opened while this one runs
+    report = ingest(io.BytesIO(refused.encode()), log, source="bad",
+                    quarantine=tmp_path / "q.jsonl",
+                    on_reject=lambda _: held.append(EventIdIndex(log)))
+    assert report.rejected == 1 and index_path(log).exists()
+    held[0].close()
+    index_path(log).unlink()
+    # a run that records a line keeps the index it made, as before
+    report = ingest(io.BytesIO(json.dumps(card_line(1)).encode()), log, source="good",
+                    quarantine=tmp_path / "q.jsonl")
+    assert report.recorded == 1 and index_path(log).exists()
 
 
 def test_the_example_file_is_recorded_line_for_line(tmp_path: Path) -> None:

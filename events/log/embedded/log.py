@@ -36,6 +36,7 @@ import uuid
 import zlib
 from array import array
 from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
+from itertools import takewhile
 from pathlib import Path
 from typing import BinaryIO
 
@@ -101,6 +102,7 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
         self.folder = folder
         self.uri = f"file://{folder.resolve()}"
         self._meta_path = meta_path = folder / META
+        self._made: list[Path] | None = None  # a log made here: its new folders, innermost first
         if meta_path.exists():
             try:
                 meta = json.loads(meta_path.read_text())
@@ -117,9 +119,11 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
             # Logs made before log ids get one from their next writer (_recover_locked).
             self.log_id = meta.get("log_id") if isinstance(meta.get("log_id"), str) else None
         elif create:
+            made = list(takewhile(lambda p: not p.exists(), (folder, *folder.parents)))
             folder.mkdir(parents=True, exist_ok=True)
             self.n_partitions = partitions or DEFAULT_PARTITIONS
             self._write_meta(uuid.uuid4().hex)
+            self._made = made
         else:
             raise LogError(
                 f"no event log at {folder}: run `pitlog simulate` or `pitlog ingest` first"
@@ -194,6 +198,11 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
     def _ready_to_write(self) -> None:
         """Under the writer lock: recover once per process, and roll back a journal that a
         writer which crashed since has left (else our records would follow its)."""
+        if not self._meta_path.exists():
+            # removed since it was opened (remove_if_made_and_empty, by the writer that made
+            # it): records written now would lie in a folder no reader takes for a log
+            raise LogError(f"the log at {self.folder} was removed while this writer had it "
+                           f"open ({META} is gone): nothing was appended; open it again")
         if not self._recovered:
             self._recover_locked()
         elif (self.folder / JOURNAL).exists():
@@ -297,6 +306,29 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
 
     def close(self) -> None:
         self._save_tails()
+
+    def remove_if_made_and_empty(self) -> None:
+        """(EventLog's.) Under the writer lock, so no append is under way. Any other file in
+        the folder (an event id index another writer holds open, someone's file) keeps the
+        log: it goes whole or not at all. The folders made for it go while empty (the
+        quarantine beside it keeps its own). Quiet: what stays is an empty log, as before."""
+        made = self._made
+        if made is None:
+            return
+        own = [self._meta_path, self._lock_path,
+               *(path for part in self._parts for path in (part.seg_path, part.idx_path))]
+        try:
+            with self._writer_lock():
+                if any(part.count() or part.seg_size() for part in self._parts) or \
+                        {p.name for p in self.folder.iterdir()} - {p.name for p in own}:
+                    return
+                for path in own:
+                    path.unlink(missing_ok=True)
+            self._made = None
+            for folder in made:
+                folder.rmdir()
+        except OSError:
+            return
 
     def _tails_known(self) -> int:
         """Records the in-memory tails reflect, or -1 unless every partition's are known (a
