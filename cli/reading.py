@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from cli.options import db_path
-from projections.snapshot import damage_named, open_for_reading
+from projections.snapshot import damage_named, file_read, open_for_reading
 
 
 @contextmanager
@@ -19,7 +19,7 @@ def reading(db: Path | None) -> Iterator[Any]:
     path = db_path(db)
     con = open_for_reading(path)
     try:
-        with damage_named(path):
+        with damage_named(file_read(con, path)):  # the snapshot, while a writer holds it
             con.execute("SET enable_progress_bar = false")
             yield con
     finally:

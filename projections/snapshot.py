@@ -92,6 +92,14 @@ def database_path(con: duckdb.DuckDBPyConnection) -> Path:
     return Path(row[0])
 
 
+def file_read(con: duckdb.DuckDBPyConnection, db_path: str | Path) -> Path:
+    """The file `con` reads, named as the caller named the database: `db_path`, or its
+    snapshot when a writer held the database (open_for_reading, guarded_connection). What an
+    error about the file read must name (damage_named): the database may be whole."""
+    snap = snapshot_path(db_path)
+    return snap if database_path(con).name == snap.name else Path(db_path)
+
+
 def publish_snapshot(con: duckdb.DuckDBPyConnection, db_path: str | Path | None = None) -> Path:
     """Publish a read-only copy of the database `con` has open read-write; returns its path.
 
@@ -173,8 +181,8 @@ def damage_met(path: str | Path, exc: BaseException) -> ProjectionError | None:
 
 @contextmanager
 def damage_named(path: str | Path) -> Iterator[None]:
-    """Queries run inside raise damage_met's error, naming `path`, for a damaged block they
-    meet; any other error as it was."""
+    """Queries run inside raise damage_met's error, naming `path` (the file they read:
+    file_read), for a damaged block they meet; any other error as it was."""
     try:
         yield
     except Exception as exc:

@@ -48,6 +48,7 @@ from projections.snapshot import (
     check_database_file,
     damage_named,
     damaged,
+    file_read,
     locked,
     snapshot_path,
 )
@@ -378,7 +379,7 @@ def run_query_head(db_path: str | Path, query: str, keep: int,
     check_read_only(query)  # before opening anything
     con = guarded_connection(db_path, limits)
     try:
-        with damage_named(db_path):
+        with damage_named(file_read(con, db_path)):  # the snapshot, while a writer holds it
             return _limited(con, lambda: _head(con, query, params, keep, limits), limits)
     finally:
         con.close()
@@ -402,7 +403,7 @@ def export_query(db_path: str | Path, query: str, fmt: str, out: IO[str] | Path,
         return relation.to_arrow_reader(batch_size=STREAM_BATCH_ROWS)
 
     try:
-        with damage_named(db_path):
+        with damage_named(file_read(con, db_path)):
             if isinstance(out, Path):
                 with _sigterm_as_interrupt():  # so the temporary file is removed, as on Ctrl-C
                     _limited(con, lambda: stream_to_file(batches, fmt, out, limit=limit,

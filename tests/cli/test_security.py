@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from audit_scenarios import evening
 from repo_paths import REPO
 
 from events.text import visible
+from projections.snapshot import snapshot_path
 from projections.sql_console import (
     QueryLimitError,
     QueryLimits,
@@ -630,12 +632,13 @@ def test_an_empty_log_or_db_is_refused_not_taken_for_the_default(
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_damaged_block_met_by_a_query_names_the_file(tmp_path: Path) -> None:
-    """DuckDB checks a block's checksum when a query reads it, after the file opened: that
-    was "internal error (Corrupt database file ...)" from a query command, and "the query
-    failed" from `pitlog sql`, naming no file and nothing to do (an outside review, session
-    39)."""
-    path = tmp_path / "damaged.duckdb"
+# Commands whose query reads every row of _store_to_damage's table t.
+READ_EVERY_BLOCK = (["shoes"], ["sql", "SELECT sum(i), count(DISTINCT s) FROM t"],
+                    ["sql", "-f", "jsonl", "SELECT i, s FROM t"])
+
+
+def _store_to_damage(path: Path) -> None:
+    """A file whose middle is a block of t's data, which READ_EVERY_BLOCK's queries read."""
     con = duckdb.connect(str(path))
     con.execute("CREATE TABLE t AS SELECT range AS i, md5(range::VARCHAR) AS s "
                 "FROM range(2000000)")
@@ -645,13 +648,25 @@ def test_a_damaged_block_met_by_a_query_names_the_file(tmp_path: Path) -> None:
                 "count(*) AS rounds, sum(i) AS cards_dealt, count(DISTINCT s) AS burns, "
                 "NULL::TIMESTAMPTZ AS cutting_card_reached_at, [] AS dealers FROM t")
     con.close()
+
+
+def _damage_a_block(path: Path) -> None:
     with path.open("r+b") as f:  # a block of t's data, in the middle of the file
         f.seek(path.stat().st_size // 2)
         f.write(b"\xff" * 4096)
+
+
+def test_a_damaged_block_met_by_a_query_names_the_file(tmp_path: Path) -> None:
+    """DuckDB checks a block's checksum when a query reads it, after the file opened: that
+    was "internal error (Corrupt database file ...)" from a query command, and "the query
+    failed" from `pitlog sql`, naming no file and nothing to do (an outside review, session
+    39)."""
+    path = tmp_path / "damaged.duckdb"
+    _store_to_damage(path)
+    _damage_a_block(path)
     said = ("): rebuild it with `pitlog project` into a new file (the log holds every "
             "event)")
-    for args in (["shoes"], ["sql", "SELECT sum(i), count(DISTINCT s) FROM t"],
-                 ["sql", "-f", "jsonl", "SELECT i, s FROM t"]):
+    for args in READ_EVERY_BLOCK:
         line = _one_error_line(_pitlog(*args, "--db", str(path)))
         assert line.startswith(f"Error: {path} is damaged (Corrupt database file: computed "
                                "checksum "), args
@@ -672,6 +687,21 @@ def test_a_damaged_block_met_by_a_query_names_the_file(tmp_path: Path) -> None:
                                        str(tmp_path / "elsewhere.duckdb")))
         assert line.startswith(f"Error: {path} is damaged (Corrupt database file: "), line
         assert line.endswith(f"{said} (server {served.url})"), line
+
+
+def test_a_damaged_block_of_the_snapshot_read_names_the_snapshot(tmp_path: Path) -> None:
+    """While a writer holds the database, a command reads its published snapshot: a damaged
+    block met there was said of the database, which is whole."""
+    path = tmp_path / "held.duckdb"
+    _store_to_damage(path)
+    snapshot = snapshot_path(path)
+    shutil.copyfile(path, snapshot)
+    _damage_a_block(snapshot)
+    with duckdb.connect(str(path)):  # the writer: another process's reads go to the snapshot
+        for args in READ_EVERY_BLOCK:
+            line = _one_error_line(_pitlog(*args, "--db", str(path)))
+            assert line.startswith(f"Error: {snapshot} is damaged (Corrupt database file: "
+                                   f"computed checksum "), args
 
 
 def test_a_message_that_only_quotes_the_words_of_damage_is_not_damage(db: Path) -> None:
