@@ -211,6 +211,65 @@ def test_cursors_of_the_followers_connection_see_each_batch_as_it_commits(
         con.close()
 
 
+class _WrittenWhileProjected(EmbeddedLog):
+    """A real embedded log that another writer appends `more` records to right after the
+    projector has read its end offsets (the second read of a round: the follower's own is the
+    first): records that arrive while a batch runs, as a device's do."""
+
+    def __init__(self, folder: Path, more: SimConfig) -> None:
+        super().__init__(folder)
+        self.more, self.reads, self.appended = more, 0, 0
+
+    def end_offsets(self) -> dict[int, int]:
+        ends = super().end_offsets()
+        self.reads += 1
+        if self.reads == 2:
+            self.appended = simulate(EmbeddedLog(self.folder), self.more).events
+        return ends
+
+
+def test_the_lag_after_a_commit_counts_what_arrived_while_the_batch_ran(tmp_path: Path) -> None:
+    """/health, /metrics and the follower's log line take their lag from the Commit. Its end
+    offsets were those read as the round began, so records written while a batch ran were
+    counted nowhere: lag 0 with thousands waiting (an outside review, session 41). After each
+    commit and each round the lag is the log's end now minus the checkpoints."""
+    folder = tmp_path / "log"
+    simulate(EmbeddedLog(folder, partitions=3),
+             SimConfig(seed=5, tables=2, rounds=6))
+    log = _WrittenWhileProjected(folder, SimConfig(seed=6, tables=1, rounds=4))
+    con = open_store(tmp_path / "v.duckdb")
+    stop = threading.Event()
+    commits: list[tuple[dict[int, int], dict[int, int]]] = []  # (reported lag, lag now)
+    rounds: list[tuple[dict[int, int], dict[int, int]]] = []
+
+    def lag_now(c: Commit) -> dict[int, int]:
+        return {p: end - c.positions.get(p, 0)
+                for p, end in sorted(EmbeddedLog(folder).end_offsets().items())}
+
+    follower = Follower(con, log, stop_event=stop, poll_interval=0.05,
+                        on_commit=lambda c: commits.append((c.lag, lag_now(c))),
+                        on_round=lambda c: rounds.append((c.lag, lag_now(c))))
+    thread = threading.Thread(target=follower.run)
+    thread.start()
+    try:
+        deadline = time.monotonic() + HANG_S
+        while not rounds or sum(rounds[-1][1].values()) or not log.appended:
+            if time.monotonic() > deadline:
+                pytest.fail(f"stuck at {commits[-1:]}, {rounds[-1:]}")
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        thread.join(HANG_S)
+        con.close()
+    assert not thread.is_alive()
+    # The first batch held the first evening only; the second evening waited, all of it.
+    assert sum(commits[0][1].values()) == log.appended > 0
+    assert commits[0][0] == commits[0][1]
+    assert rounds[0][0] == rounds[0][1]
+    assert all(reported == now for reported, now in commits + rounds)
+    assert sum(commits[-1][0].values()) == 0 and len(commits) >= 2
+
+
 def _run_stopped_at_first_step(con: duckdb.DuckDBPyConnection, log: EmbeddedLog, **kwargs: bool
                                ) -> tuple[list[str], list[ProjectionReport]]:
     """A follower on `con` asked to stop as soon as it logs a step of a whole evaluation or
