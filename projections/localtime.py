@@ -54,9 +54,16 @@ def sql_zone(zone: tzinfo) -> str:
     return f"GMT{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
 
 
+def casino_zone_name(name: str | None = None) -> str:
+    """The casino's zone as given: the one named (--tz), else $PITLOG_TZ, else UTC. The one
+    definition of the default: a command sends this to a server (whose own default is its
+    `serve --tz`), so it answers as it would on the file."""
+    return name or os.environ.get(ENV) or "UTC"
+
+
 def casino_zone(name: str | None = None) -> tzinfo:
-    """The zone named (--tz), else $PITLOG_TZ, else UTC."""
-    return parse_zone(name or os.environ.get(ENV) or "UTC")
+    """The zone named (--tz), else $PITLOG_TZ, else UTC (casino_zone_name)."""
+    return parse_zone(casino_zone_name(name))
 
 
 def zone_name(at: datetime, tz: tzinfo) -> str:

@@ -28,7 +28,7 @@ from cli.reading import reading
 from events.errors import PitlogError
 from events.reddog.catalogue import Severity
 from projections.anomalies import COLUMNS, AnomalyFilter, EmptyWindow, list_anomalies
-from projections.localtime import casino_zone, check_gaming_day
+from projections.localtime import casino_zone, casino_zone_name, check_gaming_day
 from projections.reconcile import Calendar, hhmm, parse_day
 
 ANOMALY_SUMMARY = ["occurred_at", "code", "severity", "table_id", "shoe_id", "round_no", "seqs",
@@ -36,11 +36,10 @@ ANOMALY_SUMMARY = ["occurred_at", "code", "severity", "table_id", "shoe_id", "ro
 
 
 def _calendar_params(calendar: Calendar) -> dict[str, str]:
-    """The calendar for /api/anomalies, sent only when it is not the default: a server older
-    than the parameters answers a default calendar's request as before, and refuses (naming
-    them) one it cannot honour."""
-    if calendar == Calendar():
-        return {}
+    """The calendar for /api/anomalies, always, its zone included: a server without `tz=`
+    reads its own zone (`serve --tz`), which may not be this command's (PITLOG_TZ or UTC), and
+    the answer must be the file's. (It was sent only when not the default, so a server on New
+    York's clock judged a UTC command's HOLD_VARIANCE on New York's days: session 41.)"""
     return {"tz": calendar.tz, "gaming_day_start": hhmm(calendar.day_start),
             "shifts": ",".join(hhmm(s) for s in calendar.shift_starts)}
 
@@ -96,7 +95,7 @@ def anomalies_cmd(
     (or: pitlog anomalies --day 2026-11-28 --tz America/New_York)
     """
     statistics = not no_statistics
-    calendar = Calendar.parse(tz or "UTC", gaming_day_start, shifts)
+    calendar = Calendar.parse(casino_zone_name(tz), gaming_day_start, shifts)
     first = parse_time(since, tz, "--since") if since else None
     last = parse_time(until, tz, "--until") if until else None
     try:

@@ -9,7 +9,6 @@ texts (settlement wording, explanations) fold onto more lines instead.
 
 from __future__ import annotations
 
-import os
 from datetime import tzinfo
 from pathlib import Path
 from typing import Annotated, Any
@@ -23,7 +22,7 @@ from cli.reading import reading
 from events.errors import PitlogError
 from events.reddog.rules import FIRST_SEAT, MIN_ROUND_NO
 from projections.dispute import Dispute, dispute
-from projections.localtime import casino_zone, clock, stamp
+from projections.localtime import casino_zone, casino_zone_name, clock, stamp
 from projections.moment import OutsideRound
 from projections.money import dollars
 from projections.serve.templates.base import seqs_text
@@ -148,7 +147,7 @@ def dispute_cmd(
                 round=number, seat=seat,
                 # this command's zone, UTC included: the server's own would word an error
                 # on another clock than the file's answer does
-                tz=tz or os.environ.get("PITLOG_TZ") or "UTC")
+                tz=casino_zone_name(tz))
     if found is not None:
         d = Dispute(**found)
     else:

@@ -35,6 +35,7 @@ from cli.output import Format, render
 from cli.people import for_people
 from cli.reading import reading
 from projections.defaults import DEFAULT_SIGMA
+from projections.localtime import casino_zone_name
 from projections.reconcile import (
     Calendar,
     check_ledger_status,
@@ -72,7 +73,7 @@ def _grouped_rows(grouping: Grouping, default_by: list[str], path: str,
                   ) -> tuple[list[str], list[dict[str, Any]]]:
     """The groups and rows of a grouped money audit (projections/reconcile.py `audit`), from a
     running `pitlog serve` at `path` or the database read-only."""
-    tz = grouping.tz or "UTC"
+    tz = casino_zone_name(grouping.tz)  # sent: a server's own default is its zone
     calendar = Calendar.parse(tz, grouping.gaming_day_start, grouping.shifts)
     groups = grouping.by or default_by
     day = parse_day(grouping.day)  # refused before a server is asked, as the file refuses it
@@ -131,7 +132,7 @@ def ledger_cmd(
 
     Example: pitlog ledger --exceptions --day 2026-11-28 --format csv --out exceptions.csv
     """
-    zone = tz or "UTC"
+    zone = casino_zone_name(tz)  # sent: a server's own default is its zone
     calendar = Calendar.parse(zone, gaming_day_start)
     asked_day = parse_day(day)  # refused before a server is asked, as the file refuses it
     check_ledger_status(status)  # so is a status the ledger has not ('' too)

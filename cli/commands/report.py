@@ -12,6 +12,7 @@ from cli.options import DayOpt, DayStartOpt, DbOpt, ShiftsOpt, TzOpt, db_path, n
 from cli.progress import progress_bar
 from cli.reading import reading
 from events.errors import PitlogError
+from projections.localtime import casino_zone_name
 from projections.reconcile import Calendar, parse_day
 from projections.report import REPORT_STEPS, build_report
 
@@ -33,7 +34,7 @@ def report_cmd(
     """
     if out.suffix.lower() not in (".html", ".htm"):
         raise PitlogError(f"--out {out}: the report is HTML; name the file *.html")
-    calendar = Calendar.parse(tz or "UTC", gaming_day_start, shifts)
+    calendar = Calendar.parse(casino_zone_name(tz), gaming_day_start, shifts)
     with reading(db) as con, progress_bar("building the report", REPORT_STEPS) as update:
         report = build_report(con, calendar, day=parse_day(day), db_label=str(db_path(db)),
                               progress=update)

@@ -26,7 +26,7 @@ from projections.alerts import alerts_after
 from projections.anomalies import AnomalyFilter, EmptyWindow, list_anomalies
 from projections.dispute import dispute as rebuild
 from projections.export import Rows
-from projections.localtime import check_gaming_day, parse_local, parse_zone
+from projections.localtime import check_gaming_day, parse_local, parse_zone, sql_zone
 from projections.moment import OutsideRound
 from projections.queries import list_shoes, rows
 from projections.reconcile import DEFAULT_SIGMA, Calendar, ledger_rows, parse_day
@@ -177,8 +177,19 @@ def reading(request: Request) -> Iterator[duckdb.DuckDBPyConnection]:
         yield cur
 
 
-def calendar(p: dict[str, str]) -> Any:
-    return Calendar.parse(p.get("tz", "UTC"), p.get("gaming_day_start", "06:00"),
+def zone(request: Request, p: dict[str, str]) -> Any:
+    """The request's `tz`, else the server's zone (`serve --tz`, else PITLOG_TZ, else UTC):
+    the clock of a time given without an offset and of an error's times."""
+    state: ServeState = request.app.state.pitlog
+    return parse_zone(p["tz"]) if "tz" in p else state.tz
+
+
+def calendar(request: Request, p: dict[str, str]) -> Any:
+    """The gaming days and shifts asked for: on the request's `tz`, else on the server's zone,
+    as `pitlog serve --tz` says (they were on UTC whatever the server's zone: an outside
+    review, session 41); the CLI sends the zone it would read the file on."""
+    state: ServeState = request.app.state.pitlog
+    return Calendar.parse(p.get("tz") or sql_zone(state.tz), p.get("gaming_day_start", "06:00"),
                           p.get("shifts", "06:00,14:00,22:00"))
 
 
@@ -198,11 +209,11 @@ def replay(request: Request) -> Response:
 
 
 def anomalies(request: Request) -> Response:
-    state: ServeState = request.app.state.pitlog
     p = params(request, "code", "table", "shoe", "since", "until", "severity", "statistics",
                "tz", "gaming_day_start", "shifts", "day", several=("code",))
-    groups = calendar(p)  # HOLD_VARIANCE's gaming days and shifts, as /api/reconcile's
-    since, until, day = as_time(p, "since", state.tz), as_time(p, "until", state.tz), None
+    groups = calendar(request, p)  # HOLD_VARIANCE's gaming days and shifts, as /api/reconcile's
+    clock = zone(request, p)  # of since= and until= without an offset, as /api/dispute's at=
+    since, until, day = as_time(p, "since", clock), as_time(p, "until", clock), None
     if "day" in p:  # as `pitlog anomalies --day`: the rows of that gaming day
         day = check_gaming_day(parse_day(p["day"]))  # type: ignore[arg-type]
     try:
@@ -211,19 +222,17 @@ def anomalies(request: Request) -> Response:
                           severity=p.get("severity"), statistics=as_bool(p, "statistics", True),
                           day=day)
     except EmptyWindow as exc:  # on the clock since= and until= are read on
-        raise BadRequest(exc.describe(state.tz)) from None
+        raise BadRequest(exc.describe(clock)) from None
     with reading(request) as con:
         return reply(request, list_anomalies(con, f, calendar=groups))
 
 
 def dispute(request: Request) -> Response:
-    state: ServeState = request.app.state.pitlog
-
     p = params(request, "table", "at", "shoe", "round", "seat", "tz")
     if "table" not in p:
         raise BadRequest("give table=, and either at=TIME or shoe= and round=")
-    zone = parse_zone(p["tz"]) if "tz" in p else state.tz  # of `at` and of the error message
-    at = as_time(p, "at", zone)
+    clock = zone(request, p)  # of `at` and of the error message
+    at = as_time(p, "at", clock)
     round_no = as_int(p, "round", MIN_ROUND_NO)  # round 0 is a round the views list
     # One or the other, whole: at= with shoe= or round= beside it was answered for the moment,
     # the round asked for dropped (an outside review, session 37)
@@ -235,7 +244,7 @@ def dispute(request: Request) -> Response:
             d = rebuild(con, p["table"], at=at, shoe=p.get("shoe"), round_no=round_no,
                         seat=as_int(p, "seat", FIRST_SEAT))
         except OutsideRound as exc:
-            return reply(request, {"error": exc.describe(zone)}, 404)
+            return reply(request, {"error": exc.describe(clock)}, 404)
     return reply(request, {"round": d.round, "cards": d.cards, "announcements": d.announcements,
                            "wagers": d.wagers, "settlements": d.settlements,
                            "anomalies": d.anomalies})
@@ -251,9 +260,10 @@ def reconcile(request: Request) -> Response:
     if not sigma >= 0:
         raise BadRequest("sigma must be a number at least 0")
     with reading(request) as con:
-        return reply(request, reconcile_report(con, many(request, "by") or ["table"], calendar(p),
-                                  day=parse_day(p.get("day")), table=p.get("table"),
-                                  sigma=sigma))
+        return reply(request, reconcile_report(con, many(request, "by") or ["table"],
+                                               calendar(request, p),
+                                               day=parse_day(p.get("day")),
+                                               table=p.get("table"), sigma=sigma))
 
 
 def conservation(request: Request) -> Response:
@@ -261,7 +271,7 @@ def conservation(request: Request) -> Response:
                several=("by",))
     with reading(request) as con:
         return reply(request, conservation_report(
-            con, many(request, "by") or ["table", "day"], calendar(p),
+            con, many(request, "by") or ["table", "day"], calendar(request, p),
             day=parse_day(p.get("day")), table=p.get("table")))
 
 
@@ -272,7 +282,8 @@ def ledger(request: Request) -> Response:
         return reply(request, ledger_rows(con, table=p.get("table"), shoe=p.get("shoe"),
                                           status=p.get("status"),
                                           exceptions_only=as_bool(p, "exceptions", False),
-                                          day=parse_day(p.get("day")), calendar=calendar(p)))
+                                          day=parse_day(p.get("day")),
+                                          calendar=calendar(request, p)))
 
 
 def sql(request: Request) -> Response:

@@ -182,16 +182,18 @@ def test_the_server_judges_hold_variance_on_the_calendar_asked(losing_table: Pat
             with urllib.request.urlopen(url, timeout=60) as r:  # noqa: S310 - loopback
                 return _hold_groups(json.loads(r.read()))
 
-        assert groups("") == CALENDARS[0][2]
-        assert groups("&tz=America/New_York") == CALENDARS[1][2]
+        # no tz=: the server's zone (New York here), as `serve --tz` says (it was UTC's)
+        assert groups("") == CALENDARS[1][2]
+        assert groups("&tz=UTC") == CALENDARS[0][2]
         assert groups("&tz=%2B01:00&gaming_day_start=00:00&shifts=00:00,12:00") == \
             CALENDARS[3][2]
-        # `pitlog anomalies --server`: the CLI sends its calendar to the server
-        for args, _, expected in CALENDARS[1:2] + CALENDARS[3:]:
+        # `pitlog anomalies --server`: the CLI sends its calendar to the server, its zone
+        # always (with no --tz nor PITLOG_TZ, UTC: the file's answer, not the server's zone's)
+        for args, env, expected in CALENDARS:
             done = subprocess.run(
                 [*PITLOG, "anomalies", "--server", served.url, "--code", "HOLD_VARIANCE",
                  "--format", "json", *args], capture_output=True, text=True, cwd=REPO,
-                timeout=300, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)})
+                timeout=300, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO), **env})
             assert done.returncode == 0, done.stderr
             assert _hold_groups(json.loads(done.stdout)) == expected
         # A zone Python knows and DuckDB does not: a 400 naming it, not a 500.
