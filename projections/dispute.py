@@ -19,7 +19,14 @@ from events.errors import NotFoundError
 from projections import dispute_sql as sql
 from projections.anomalies import anomalies_touching
 from projections.lookup import taps_from
-from projections.moment import SEAT_ABSENT, UNKNOWN_TABLE, OutsideRound, locate, neighbours
+from projections.moment import (
+    SEAT_ABSENT,
+    UNKNOWN_TABLE,
+    OutsideRound,
+    RoundSpan,
+    locate,
+    neighbours,
+)
 from projections.queries import rows
 from projections.replay import (
     kept_round,
@@ -42,6 +49,9 @@ class Dispute:
     wagers: list[Row] = field(default_factory=list)
     settlements: list[Row] = field(default_factory=list)
     anomalies: list[Row] = field(default_factory=list)
+    # The other rounds in play at the moment asked (RoundSpan.as_dict): rounds overlap when
+    # the next one's first wager comes before the last one is racked (moment.neighbours).
+    also_in_play: list[Row] = field(default_factory=list)
 
 
 def dispute(con: duckdb.DuckDBPyConnection, table: str, *, at: datetime | None = None,
@@ -55,18 +65,22 @@ def dispute(con: duckdb.DuckDBPyConnection, table: str, *, at: datetime | None =
     kept (projections/replay_kept.py), else their queries (projections/dispute_sql.py): the
     same rows either way (docs/operating.md, "Kept replays").
     """
+    also: list[RoundSpan] = []
     if at is not None:
         # With a seat, the seat's round in play then first: in a whole second in which one
         # round ends and the next begins (moment.neighbours), the one the seat played.
-        mine = neighbours(con, table, at, seat)["in"] if seat is not None else None
+        mine = neighbours(con, table, at, seat) if seat is not None else None
         try:
-            span = mine or locate(con, table, at)
+            near = mine if mine is not None and mine["in"] is not None else \
+                neighbours(con, table, at)
+            span = locate(con, table, at, near)
         except OutsideRound as outside:  # in no round: offer the seat's own rounds
             if seat is None or outside.where == UNKNOWN_TABLE:
                 raise
             raise outside.for_seat(con, seat) from None
         shoe, round_no = span.shoe_id, span.round_no
         first, last = span.first_seq, span.last_seq
+        also = near["also"]
     elif shoe is None or round_no is None:
         raise NotFoundError("name the moment (--at) or the round (--round SHOE:ROUND)")
     else:
@@ -98,6 +112,7 @@ def dispute(con: duckdb.DuckDBPyConnection, table: str, *, at: datetime | None =
                      rows(con, _ONE_ROUNDS_SETTLEMENTS, {**context, "round": round_no,
                                                          "seat": seat})),
         anomalies=anomalies_touching(con, table, shoe, round_no, r["first_seq"], r["last_seq"]),
+        also_in_play=[span.as_dict() for span in also],
     )
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
-from typing import Any
+from typing import Any, TypedDict
 
 import duckdb
 
@@ -22,8 +22,10 @@ from projections.queries import known_tables, rows, unknown_table_text
 
 # Every round of the table with its span, from the three columns the span needs. The round in
 # play is the one whose first and last events bracket the moment, or begun within it when the
-# moment is a whole second ($until, `neighbours`), the one in play at its start first; the
-# neighbours are the last round begun by then and the first begun after. Round 0 is never the
+# moment is a whole second ($until, `neighbours`), the one in play at its start first, then the
+# latest begun; any other such round is also in play then (`rank` after 1: a wager for the next
+# round placed while the last is racked); the neighbours are the last round begun by then and
+# the first begun after. Round 0 is never the
 # round in play: its cards are cards outside any round (rules.MIN_ROUND_NO; 13:47-20.31(d)5,
 # (d)15), no hand, and their first and last may lie minutes apart, around real rounds. It is
 # still a neighbour, and `--round SHOE:0` still asks for it.
@@ -39,15 +41,15 @@ WITH r AS (
           AND w.event_type = 'WagerPlaced'))
     GROUP BY shoe_id, round_no
 )
-SELECT * FROM (SELECT 'in' AS place, * FROM r
-               WHERE started_at < $until AND ended_at >= $at AND round_no <> 0
-               ORDER BY started_at <= $at DESC, started_at DESC, first_seq DESC LIMIT 1)
+SELECT 'in' AS place, row_number() OVER (
+           ORDER BY started_at <= $at DESC, started_at DESC, first_seq DESC) AS rank, *
+FROM r WHERE started_at < $until AND ended_at >= $at AND round_no <> 0
 UNION ALL
-SELECT * FROM (SELECT 'before' AS place, * FROM r
+SELECT * FROM (SELECT 'before' AS place, 1 AS rank, * FROM r
                WHERE started_at <= $at AND ended_at < $at
                ORDER BY started_at DESC, first_seq DESC LIMIT 1)
 UNION ALL
-SELECT * FROM (SELECT 'after' AS place, * FROM r WHERE started_at > $at
+SELECT * FROM (SELECT 'after' AS place, 1 AS rank, * FROM r WHERE started_at > $at
                ORDER BY started_at, first_seq LIMIT 1)
 """
 
@@ -198,26 +200,41 @@ def _span(row: dict[str, Any] | None) -> RoundSpan | None:
                      int(row["first_seq"]), int(row["last_seq"]))
 
 
+# What `neighbours` finds: the round in play, the rounds either side (each None when there is
+# none), and any other round in play at the same moment.
+Near = TypedDict("Near", {"in": RoundSpan | None, "before": RoundSpan | None,
+                          "after": RoundSpan | None, "also": list[RoundSpan]})
+
+
 def neighbours(con: duckdb.DuckDBPyConnection, table: str, at: datetime,
-               seat: int | None = None) -> dict[str, RoundSpan | None]:
+               seat: int | None = None) -> Near:
     """The round in play at `at` ('in') and the last begun by then and first begun after
     ('before', 'after'), each None when there is none; with a seat, only rounds it played.
+    'also': the other rounds in play at that moment (rounds overlap when the next round's
+    first wager comes before the last one is racked): a dispute names them, so the hand shown
+    is never taken for the only one.
 
     A moment to the second (no fraction: the video's clock, or a time copied from a table,
     which shows seconds) is that whole second: a round begun within it is in play then, as
     the screen that showed its start to the second says (a round in play at the second's start
     comes first). A moment with a fraction (`.000` too: localtime.Instant) is that instant."""
     until = at + (ONE_MICROSECOND if asked_exactly(at) else ONE_SECOND)
-    found = {r["place"]: r for r in rows(con, _ROUNDS, {"table": table, "at": at, "until": until,
-                                                        "seat": seat})}
-    return {place: _span(found.get(place)) for place in ("in", "before", "after")}
+    found = sorted(rows(con, _ROUNDS, {"table": table, "at": at, "until": until, "seat": seat}),
+                   key=lambda r: r["rank"])
+    placed = {r["place"]: r for r in reversed(found)}  # each place's first (rank 1)
+    also = [span for r in found if r["place"] == "in" and r["rank"] > 1
+            if (span := _span(r)) is not None]
+    return {"in": _span(placed.get("in")), "before": _span(placed.get("before")),
+            "after": _span(placed.get("after")), "also": also}
 
 
-def locate(con: duckdb.DuckDBPyConnection, table: str, at: datetime) -> RoundSpan:
-    """The round in play at `table` at `at`; OutsideRound when the moment is in none. The
-    table's own facts are read only to say why the moment is in no round (one query fewer
-    for every dispute that names a moment in a round)."""
-    near = neighbours(con, table, at)
+def locate(con: duckdb.DuckDBPyConnection, table: str, at: datetime,
+           near: Near | None = None) -> RoundSpan:
+    """The round in play at `table` at `at` (of `near`, the table's neighbours of `at`, when
+    given); OutsideRound when the moment is in none. The table's own facts are read only to
+    say why the moment is in no round (one query fewer for every dispute that names a moment
+    in a round)."""
+    near = near or neighbours(con, table, at)
     if near["in"] is not None:
         return near["in"]
     facts = rows(con, _TABLE, {"table": table, "at": at})[0]

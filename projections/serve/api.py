@@ -247,7 +247,7 @@ def dispute(request: Request) -> Response:
             return reply(request, {"error": exc.describe(clock)}, 404)
     return reply(request, {"round": d.round, "cards": d.cards, "announcements": d.announcements,
                            "wagers": d.wagers, "settlements": d.settlements,
-                           "anomalies": d.anomalies})
+                           "anomalies": d.anomalies, "also_in_play": d.also_in_play})
 
 
 def reconcile(request: Request) -> Response:

@@ -119,5 +119,5 @@ CREATE OR REPLACE MACRO card_role(pos, dest, third_pos, kind) AS
          WHEN kind = 'consecutive'
          THEN 'drawn in a consecutive round: decides nothing (13:47-20.31(d)7)'
          WHEN kind = 'spread'
-         THEN 'exposed before "Raises closed": discarded, decides nothing (13:47-20.31(g)3)'
+         THEN 'exposed before "Raises closed": the rule discards it, so it decides nothing (13:47-20.31(g)3)'
          ELSE 'drawn out of turn: decides nothing' END;

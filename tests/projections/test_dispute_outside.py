@@ -7,6 +7,10 @@ event with sequence number n happened at 23:00:00 + n seconds.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -19,7 +23,7 @@ from projections import moment
 from projections.dispute import dispute
 from projections.localtime import parse_zone
 from projections.moment import OutsideRound
-from projections.serve.templates.dispute import outside_body
+from projections.serve.templates.dispute import dispute_sections, outside_body
 
 
 def _at(seq: int, plus: float = 0.0) -> object:
@@ -292,3 +296,68 @@ def test_a_moment_written_with_000_is_that_instant_not_the_whole_second() -> Non
     assert encoder(utc)(instant) == "2026-11-28T23:00:10.000+00:00"
     assert ">2026-11-28 23:00:10.000 UTC</time>" in time_cell(instant, utc, asked=True)
     assert ">2026-11-28 23:00:10 UTC</time>" in time_cell(whole, utc, asked=True)
+
+
+def test_a_moment_two_rounds_bracket_names_the_other_round_too(tmp_path: Path) -> None:
+    """Round 2's first wager placed before round 1 was racked (players bet while the dealer
+    racks): a moment between the two is in both rounds. The dispute rebuilt one of them and
+    said nothing of the other (an outside review, session 41); now it names the other round
+    in play, in the rows, the CLI's answer and the incident report."""
+    from table_builder import ORIGINAL
+
+    from events.reddog.model import Box, Meaning
+    from projections.serve.templates.incident import incident_page
+
+    pit = opened(tmp_path)
+    pit.begin(1)
+    w1 = pit.wager(1, 1000)
+    pit.draw("5S", Box.LEFT)
+    pit.draw("9H", Box.RIGHT)
+    pit.say(Meaning.SPREAD, 3)
+    pit.say(Meaning.RAISES_CLOSED)
+    pit.draw("7C", Box.MIDDLE)
+    pit.say(Meaning.THIRD_CARD, 7)
+    pit.settle_by_the_rules(1, ORIGINAL, 1000, "5S 9H 7C")
+    pit.begin(2)
+    w2 = pit.wager(2, 500)
+    pit.begin(1)
+    rack1 = pit.rack("5S 9H 7C")
+    pit.begin(2)
+    pit.draw("2D", Box.LEFT)
+    pit.draw("JC", Box.RIGHT)
+    pit.say(Meaning.SPREAD, 8)
+    pit.say(Meaning.RAISES_CLOSED)
+    pit.draw("4H", Box.MIDDLE)
+    pit.say(Meaning.THIRD_CARD, 4)
+    pit.settle_by_the_rules(2, ORIGINAL, 500, "2D JC 4H")
+    pit.rack("2D JC 4H")
+    pit.end()
+    db = pit.project()
+    both = _at(w2, 0.5)  # after round 2's first wager, before round 1's rack
+    assert _at(w2) < both < _at(rack1)  # type: ignore[operator]
+    with duckdb.connect(str(db), read_only=True) as con:
+        d = dispute(con, "T01", at=both)  # type: ignore[arg-type]
+        only = dispute(con, "T01", at=_at(w1, 0.5))  # type: ignore[arg-type]
+    assert (d.round["shoe_id"], d.round["round_no"]) == ("S1", 2)  # the latest begun
+    assert [(r["shoe_id"], r["round_no"], r["started_at"], r["ended_at"])
+            for r in d.also_in_play] == [("S1", 1, _at(w1), _at(rack1))]
+    assert only.round["round_no"] == 1 and only.also_in_play == []
+    # The CLI says it beside the round, and its JSON carries it.
+    environ = {**{k: v for k, v in os.environ.items() if k != "PITLOG_TZ"}, "COLUMNS": "100"}
+    shown = subprocess.run(
+        [sys.executable, "-m", "cli.app", "dispute", "--table", "T01", "--db", str(db),
+         "--at", both.isoformat()],  # type: ignore[attr-defined]
+        capture_output=True, text=True, env=environ, check=True)
+    assert (f"Also in play at that moment: shoe S1 round 1, {_at(w1):%H:%M:%S} UTC to "
+            f"{_at(rack1):%H:%M:%S} UTC (--round S1:1)") in shown.stdout, shown.stdout
+    as_json = subprocess.run(
+        [sys.executable, "-m", "cli.app", "dispute", "--table", "T01", "--db", str(db),
+         "--at", both.isoformat(), "--format", "json"],  # type: ignore[attr-defined]
+        capture_output=True, text=True, env=environ, check=True)
+    also = [r for r in json.loads(as_json.stdout) if r["section"] == "also in play"]
+    assert [(r["shoe_id"], r["round_no"]) for r in also] == [("S1", 1)]
+    page = incident_page(d, UTC, at=both)  # type: ignore[arg-type]
+    assert 'id="also-in-play"' in page and 'data-round="S1:1"' in page
+    assert 'id="also-in-play"' not in incident_page(only, UTC)
+    assert 'data-round="S1:1"' in dispute_sections(d, UTC, set())  # the console's page
+    assert 'id="also-in-play"' not in dispute_sections(only, UTC, set())

@@ -156,9 +156,24 @@ def settlements_panel(d: Dispute, tz: tzinfo, proof: set[int]) -> str:
                    "Seqs"], body, "settlements")
 
 
+def also_in_play_panel(d: Dispute, tz: tzinfo) -> str:
+    """The other rounds in play at the moment asked (Dispute.also_in_play), each a link: the
+    hand shown is not the only one the video shows then."""
+    if not d.also_in_play:
+        return ""
+    table = d.round["table_id"]
+    spans = "".join(_neighbour("Also in play", RoundSpan(**row), table, tz, None)
+                    for row in d.also_in_play)
+    return ('<section class="panel also" id="also-in-play"><h2>Also in play at this moment'
+            "</h2><p class=\"headline\">Another round's events bracket the moment asked too "
+            "(the next round's first wager placed before this one was racked, say): the video "
+            f'shows both.</p><div class="neighbours">{spans}</div></section>')
+
+
 def dispute_sections(d: Dispute, tz: tzinfo, proof: set[int], size: str = "md") -> str:
     """Everything below the form: shared by the page and the incident report."""
-    return (round_head(d, tz) + anomalies_panel(d, tz) + cards_panel(d, tz, proof, size)
+    return (round_head(d, tz) + also_in_play_panel(d, tz) + anomalies_panel(d, tz)
+            + cards_panel(d, tz, proof, size)
             + '<div class="grid2">' + settlements_panel(d, tz, proof)
             + wagers_panel(d, tz, proof) + announcements_panel(d, tz, proof) + "</div>")
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from projections.dispute import Dispute
 from projections.localtime import stamp, zone_name
+from projections.moment import RoundSpan
 from projections.serve.templates.base import STATIC, e, seqs_text, severity, time_cell
 from projections.serve.templates.dispute import (
     announcements_panel,
@@ -52,6 +53,10 @@ def incident_page(d: Dispute, tz: tzinfo, *, at: datetime | None = None, seat: i
     if alert is not None:
         asked.append(("Alert", f"#{e(alert['alert_seq'])} {e(alert['code'])}"))
     facts = "".join(f"<div><span>{k}</span><b>{v}</b></div>" for k, v in asked)
+    # The moment is in more than one round (Dispute.also_in_play): the report names the others
+    also = "".join(f'<p class="also" id="also-in-play" data-round="{e(row["shoe_id"] or "")}:'
+                   f'{e(row["round_no"])}">Also in play at that moment: '
+                   f'{e(RoundSpan(**row).describe(tz))}</p>' for row in d.also_in_play)
     findings = "".join(
         f'<li>{severity(a["severity"])} <b>{e(a["code"])}</b> — {e(a["explanation"])} '
         f'<span class="rule">(rule {e(a["rule"])}; events {e(seqs_text(a["seqs"]))})</span></li>'
@@ -79,7 +84,7 @@ def incident_page(d: Dispute, tz: tzinfo, *, at: datetime | None = None, seat: i
 <article class="report {density}">
 <header><h1>Incident report</h1><div class="rid">{e(rid)}<br>
 <span>prepared {e(stamp(prepared, tz))}</span></div></header>
-<section class="subject"><h2>Subject</h2><div class="facts">{facts}</div></section>
+<section class="subject"><h2>Subject</h2><div class="facts">{facts}</div>{also}</section>
 <section class="findings"><h2>Findings</h2><ul>{findings}</ul></section>
 <section class="evidence"><h2>Evidence</h2>
 {cards_panel(d, tz, proof, size="sm")}
