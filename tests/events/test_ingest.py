@@ -465,6 +465,82 @@ def test_two_concurrent_ingests_of_one_table_both_land_gapless(tmp_path: Path) -
     assert verify_log(log).ok
 
 
+def _same_file_worker(folder: str, name: str, batch: int, n: int, start: Any, out: Any) -> None:
+    """One of two ingests of one file (three tables, one device each) into one log."""
+    lines = "".join(json.dumps(card_line(i, table=f"T{i % 3}", actor=f"SHOE-{i % 3}")) + "\n"
+                    for i in range(1, n + 1))
+    log = EmbeddedLog(Path(folder))
+    start.wait()
+    try:
+        report = ingest(io.BytesIO(lines.encode()), log, source=name,
+                        quarantine=Path(folder).parent / f"{name}.q", batch_lines=batch)
+    except Exception as exc:  # noqa: BLE001 - reported to the test, which then fails
+        out.put((name, repr(exc), -1, -1))
+        return
+    out.put((name, report.recorded, report.already_recorded, report.rejected))
+
+
+def test_two_ingests_of_one_file_at_once_record_each_line_once(tmp_path: Path) -> None:
+    """An operator's feed sent twice at once (a device reconnecting while its first send
+    runs): each line recorded once. After a conflict with the other writer, the lines were
+    recorded again without looking whether it had just recorded them: about 40% of a 3,000-line
+    file was recorded twice (an outside review, session 41). Batches of 50 and 70 lines keep
+    the two runs out of step, as the review's were."""
+    folder = tmp_path / "log"
+    EmbeddedLog(folder, partitions=2)
+    n = 3000
+    ctx = mp.get_context("spawn")
+    start, out = ctx.Barrier(2), ctx.Queue()
+    procs = [ctx.Process(target=_same_file_worker, args=(str(folder), name, batch, n, start, out))
+             for name, batch in (("first", 50), ("second", 70))]
+    for p in procs:
+        p.start()
+    results = sorted(out.get(timeout=120) for _ in procs)
+    for p in procs:
+        p.join(timeout=60)
+    assert [r[3] for r in results] == [0, 0], results  # nothing refused
+    assert sum(r[1] for r in results) == n, results  # each line recorded by one of them
+    assert all(r[1] + r[2] == n for r in results), results  # the rest found recorded
+    events = events_of(EmbeddedLog(folder))
+    assert len(events) == n == len({(e.table_id, e.event_id) for e in events})
+    for t in range(3):  # each table's seqs gapless, in the order recorded
+        assert [e.seq for e in events if e.table_id == f"T{t}"] == list(range(1, n // 3 + 1))
+    assert verify_log(EmbeddedLog(folder)).ok
+
+
+class _AnotherIngestFirst(EmbeddedLog):
+    """A real embedded log on which another whole ingest of `text` runs (through a log object
+    of its own) just before this object's first append: the other writer records the lines
+    after this run looked them up, before it appends them."""
+
+    def __init__(self, folder: Path, text: bytes) -> None:
+        super().__init__(folder)
+        self.text, self.other = text, None
+
+    def append_expecting(self, records: Any, continues: Any) -> Any:
+        if self.other is None:
+            self.other = ingest(io.BytesIO(self.text), EmbeddedLog(self.folder), source="other",
+                                quarantine=self.folder.parent / "other.q")
+        return super().append_expecting(records, continues)
+
+
+def test_lines_another_ingest_recorded_after_the_look_up_are_not_recorded_again(
+        tmp_path: Path) -> None:
+    """The same race as above, every time: the other ingest records the whole file between
+    this run's look-up of the ids and its append. The append conflicts, the ids are looked up
+    again in the log, and every line is found recorded: none recorded twice."""
+    folder = tmp_path / "log"
+    EmbeddedLog(folder, partitions=2)
+    text = "".join(json.dumps(card_line(i, table=f"T{i % 2}", actor=f"SHOE-{i % 2}")) + "\n"
+                   for i in range(1, 41)).encode()
+    log = _AnotherIngestFirst(folder, text)
+    report = ingest(io.BytesIO(text), log, source="this", quarantine=tmp_path / "this.q")
+    assert log.other is not None and (log.other.recorded, log.other.already_recorded) == (40, 0)
+    assert (report.recorded, report.already_recorded, report.rejected) == (0, 40, 0)
+    events = events_of(EmbeddedLog(folder))
+    assert len(events) == 40 == len({(e.table_id, e.event_id) for e in events})
+
+
 _RSS_SCRIPT = """
 import io, resource, sys
 from pathlib import Path
