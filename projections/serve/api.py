@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import fields
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
@@ -245,9 +246,8 @@ def dispute(request: Request) -> Response:
                         seat=as_int(p, "seat", FIRST_SEAT))
         except OutsideRound as exc:
             return reply(request, {"error": exc.describe(clock)}, 404)
-    return reply(request, {"round": d.round, "cards": d.cards, "announcements": d.announcements,
-                           "wagers": d.wagers, "settlements": d.settlements,
-                           "anomalies": d.anomalies, "also_in_play": d.also_in_play})
+    # every field of the dispute (the CLI makes its Dispute from them)
+    return reply(request, {f.name: getattr(d, f.name) for f in fields(d)})
 
 
 def reconcile(request: Request) -> Response:

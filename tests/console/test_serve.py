@@ -129,7 +129,7 @@ def _expected(db: Path) -> dict[str, Any]:
             "anomalies": list_anomalies(con, AnomalyFilter(severity="medium")),
             "dispute": {"round": d.round, "cards": d.cards, "announcements": d.announcements,
                         "wagers": d.wagers, "settlements": d.settlements,
-                        "anomalies": d.anomalies},
+                        "anomalies": d.anomalies, "also_in_play": d.also_in_play},
             "reconcile": reconcile(con, ["table", "shift"]),
             "ledger": ledger_rows(con, exceptions_only=True),
             "conservation": conservation(con),
