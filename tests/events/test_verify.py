@@ -70,7 +70,8 @@ def test_an_untouched_log_verifies_with_a_summary_per_table(tmp_path: Path) -> N
     # Round-robin: T01 at offsets 0, 2, 4, 6 and T02 at 1, 3, 5.
     assert rows["T01"] | {"head_hash": ""} == {
         "table": "T01", "partition": 0, "events": 4, "first_seq": 1, "last_seq": 4,
-        "first_offset": 0, "last_offset": 6, "missing": 0, "anomalies": 0, "head_hash": "",
+        "first_offset": 0, "last_offset": 6, "missing": 0, "unreadable": 0, "anomalies": 0,
+        "head_hash": "",
         "status": "ok"}
     assert rows["T01"]["head_hash"] == recorder.heads["T01"].hash.hex()
     assert (rows["T02"]["events"], rows["T02"]["last_seq"], rows["T02"]["last_offset"]) == (3, 3, 5)
@@ -224,6 +225,13 @@ def test_a_truncated_segment_reports_each_missing_record_and_keeps_going(tmp_pat
     assert (f"{path}: record {ends[part] - 2} at byte {pos} is cut short: the file ends at byte "
             f"{pos}, before the record does") in report.anomalies[0].explanation
     assert report.records == 12 and not report.ok
+    # The lost records are of no known table: every table of that partition may have lost its
+    # last records, so none is `ok` (its last seq and head hash are no anchor); the other
+    # partition's tables are (an outside review, session 41: each said `ok`).
+    status = [(t.partition == part, t.unreadable, t.status) for t in report.tables]
+    assert all((lost, state) == ((2, "broken") if in_part else (0, "ok"))
+               for in_part, lost, state in status), status
+    assert any(in_part for in_part, _, _ in status) and len(status) == 3
 
 
 def test_only_the_first_limit_anomalies_are_kept_but_all_are_counted(tmp_path: Path) -> None:
