@@ -26,7 +26,7 @@ from typer.models import CommandInfo
 
 from cli.lean import LeanCommand, help_drawer, lighten
 from cli.verdict import closed_pipe_code
-from events.errors import PitlogError, Terminated, first_line
+from events.errors import NO_ROOM, PitlogError, Terminated, first_line
 from events.text import visible
 from projections import localtime
 from projections.defaults import STORAGE_VERSION
@@ -257,7 +257,6 @@ def _quiet_stdout() -> None:
         pass
 
 
-_NO_ROOM = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
 _NO_ACCESS = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT, errno.EISDIR,
               errno.ENOTDIR}
 
@@ -322,7 +321,7 @@ def main(argv: list[str] | None = None) -> None:
         if os.environ.get("PITLOG_DEBUG"):
             raise
         where = f" ({exc.filename})" if exc.filename else ""
-        todo = ("; free some space or write elsewhere" if exc.errno in _NO_ROOM else
+        todo = ("; free some space or write elsewhere" if exc.errno in NO_ROOM else
                 "; check the path and its permissions" if exc.errno in _NO_ACCESS else "")
         fail(f"{exc.strerror or exc}{where}{todo}")
         _quiet_stdout()  # the interpreter's last flush of stdout would fail again

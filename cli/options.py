@@ -56,8 +56,11 @@ def new_file(path: Path | None) -> Path | None:
         raise typer.BadParameter(f"{path} is a folder: name a file in it")
     folder = path.parent
     if not folder.is_dir():
-        what = "is not a folder" if folder.exists() else "does not exist"
-        raise typer.BadParameter(f"the folder {folder} {what}: create it first "
+        if folder.exists() or any(p.exists() and not p.is_dir() for p in folder.parents):
+            # a file where the folder would be: mkdir -p cannot make it (a review, session 41)
+            raise typer.BadParameter(f"{folder} is not a folder (a file is in its path): "
+                                     f"name a file in a folder")
+        raise typer.BadParameter(f"the folder {folder} does not exist: create it first "
                                  f"(mkdir -p {folder}) or write somewhere else")
     _refuse_pitlog_data(path)
     return path

@@ -3,6 +3,7 @@
 Every class says what went wrong; the message says where (file, line, offset) and what to do.
 """
 
+import errno
 import re
 
 
@@ -74,6 +75,10 @@ def corrupt_reason(exc: BaseException) -> str:
     """Why bytes could not be read, as `TypeName: text`, an object's repr in the text (and so
     its memory address) replaced by "the message": the same bytes give the same reason."""
     return f"{type(exc).__name__}: {_OBJECT_REPR.sub('the message', str(exc))}"
+
+
+# The machine's answers that mean no room to write: a full disk, a quota, a file too large.
+NO_ROOM = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 
 
 def first_line(exc: BaseException) -> str:

@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-from events.errors import ConcurrencyError, EncodeError, IngestError
+from events.errors import NO_ROOM, ConcurrencyError, EncodeError, IngestError
 from events.log.base import DEFAULT_DATA_DIR, ConditionalAppend, EventLog
 from events.recording.defaults import BATCH_LINES
 from events.recording.device_line import DeviceLine, LineRejected, parse_line
@@ -136,10 +136,14 @@ class _Quarantine:
     def failed(self, exc: OSError) -> IngestError:
         """A quarantine that cannot be written: said before the batch's lines are recorded
         (ingest's commit), so that nothing refused is lost and nothing good is half sent."""
+        # What to do by the machine's answer: "free some space" was said of every failure,
+        # a refused permission too (a review, session 41).
+        todo = ("free some space or pass --quarantine elsewhere" if exc.errno in NO_ROOM else
+                "pass --quarantine a file you may write")
         return IngestError(f"cannot write the quarantine file {self.path} "
                            f"({exc.strerror or exc}): this batch's lines were not recorded; "
-                           f"free some space or pass --quarantine elsewhere, then send the file "
-                           f"again (the lines recorded before are found recorded)")
+                           f"{todo}, then send the file again (the lines recorded before are "
+                           f"found recorded)")
 
     def _write(self, bad: BadLine) -> None:
         if self.file is None:

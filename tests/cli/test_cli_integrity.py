@@ -277,3 +277,34 @@ def test_project_quarantines_a_seat_0_wager_appended_around_ingest_and_names_it(
         assert con.execute("SELECT count(*) FROM ledger WHERE seat < 1").fetchall() == [(0,)]
         assert con.execute("SELECT log_partition, log_offset FROM quarantine").fetchall() == [
             (partition, offset)]
+
+
+def test_a_quarantine_in_no_folder_or_not_writable_says_what_would_help(tmp_path: Path) -> None:
+    """The errors told an operator to `mkdir -p` a path holding a file (which fails) and to
+    free some space when the write was refused (an outside review, session 41). Nothing is
+    recorded in either case."""
+    lines = tmp_path / "bad.jsonl"
+    lines.write_text('{"nope": 1}\n')
+    a_file = tmp_path / "q1.jsonl"
+    a_file.write_text("")
+    log = tmp_path / "log"
+    in_a_file = run("ingest", str(lines), "--log", str(log), "--quarantine",
+                    str(a_file / "x.jsonl"))
+    assert in_a_file.returncode == 1 and "mkdir" not in in_a_file.stderr
+    assert f"{a_file} is not a folder (a file is in its path): name a file in a folder" in \
+        in_a_file.stderr
+    deeper = run("ingest", str(lines), "--log", str(log), "--quarantine",
+                 str(a_file / "sub" / "x.jsonl"))
+    assert deeper.returncode == 1 and "mkdir" not in deeper.stderr
+    missing = run("ingest", str(lines), "--log", str(log), "--quarantine",
+                  str(tmp_path / "no" / "x.jsonl"))
+    assert f"create it first (mkdir -p {tmp_path / 'no'})" in missing.stderr
+    if Path("/sys/kernel").is_dir():  # Linux: sysfs refuses a new file, to root too
+        refused = run("ingest", str(lines), "--log", str(log), "--quarantine",
+                      "/sys/pitlog-quarantine.jsonl")
+        assert refused.returncode == 1, refused.stderr
+        assert refused.stderr.splitlines()[-1].startswith(
+            "Error: cannot write the quarantine file /sys/pitlog-quarantine.jsonl (")
+        assert "pass --quarantine a file you may write" in refused.stderr
+        assert "free some space" not in refused.stderr
+    assert not log.exists()
