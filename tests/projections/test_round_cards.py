@@ -302,3 +302,12 @@ def test_lines_from_two_devices_out_of_time_order_are_judged_in_game_order(
     assert _round(db) == ("3C", "QD", "spread", 8, "8H", new_third, "MIDDLE", "won")
     assert _ledger(db) == {(1, "ORIGINAL"): ("OK", "VOID", 0, 0, 1000),
                            (2, "ORIGINAL"): ("OK", "WON", 1000, 0, 0)}
+    # The exposed card's note says what the rule does with it, not what the dealer did: it
+    # read "discarded" beside an EARLY_EXPOSURE_MISHANDLED that says it was used (a review,
+    # session 41).
+    from projections.dispute import dispute
+
+    with duckdb.connect(str(db), read_only=True) as con:
+        roles = {c["card"]: c["role"] for c in dispute(con, "T01", shoe="S1", round_no=1).cards}
+    assert roles["9S"] == ('exposed before "Raises closed": the rule discards it, so it decides '
+                           'nothing (13:47-20.31(g)3)')
