@@ -74,10 +74,13 @@ def check_database_file(path: Path, *, may_be_missing: bool = False) -> None:
                               f"for `pitlog project` to create")
 
 
+SNAPSHOT_SUFFIX = ".snapshot.duckdb"
+
+
 def snapshot_path(db_path: str | Path) -> Path:
     """`pitlog.duckdb` -> `pitlog.snapshot.duckdb`, in the same folder (so rename is atomic)."""
     p = Path(db_path)
-    return p.with_name(f"{p.stem}.snapshot.duckdb")
+    return p.with_name(f"{p.stem}{SNAPSHOT_SUFFIX}")
 
 
 def database_path(con: duckdb.DuckDBPyConnection) -> Path:
@@ -172,6 +175,13 @@ def damage_met(path: str | Path, exc: BaseException) -> ProjectionError | None:
             break
         if isinstance(seen, duckdb.Error | OSError) and (
                 found := _DAMAGE.fullmatch(first_line(seen))):
+            if Path(path).name.endswith(SNAPSHOT_SUFFIX):
+                # the read-only copy a writer publishes: rebuilding it is that writer's job
+                # (a review, session 41: the advice was to rebuild the whole database)
+                return ProjectionError(
+                    f"{path} is damaged ({found.group(2)}): it is the read-only copy the "
+                    f"database's writer (`pitlog project --follow`) publishes, and its next "
+                    f"publish replaces it; or stop the writer and read the database itself")
             return ProjectionError(f"{path} is damaged ({found.group(2)}): rebuild it with "
                                    f"`pitlog project` into a new file (the log holds every "
                                    f"event)")

@@ -702,6 +702,10 @@ def test_a_damaged_block_of_the_snapshot_read_names_the_snapshot(tmp_path: Path)
             line = _one_error_line(_pitlog(*args, "--db", str(path)))
             assert line.startswith(f"Error: {snapshot} is damaged (Corrupt database file: "
                                    f"computed checksum "), args
+            # what helps: the writer's next publish, not a rebuild of the whole database
+            assert line.endswith("it is the read-only copy the database's writer (`pitlog "
+                                 "project --follow`) publishes, and its next publish replaces "
+                                 "it; or stop the writer and read the database itself"), line
 
 
 def test_a_message_that_only_quotes_the_words_of_damage_is_not_damage(db: Path) -> None:
