@@ -56,10 +56,15 @@ def new_file(path: Path | None) -> Path | None:
         raise typer.BadParameter(f"{path} is a folder: name a file in it")
     folder = path.parent
     if not folder.is_dir():
-        if folder.exists() or any(p.exists() and not p.is_dir() for p in folder.parents):
-            # a file where the folder would be: mkdir -p cannot make it (a review, session 41)
-            raise typer.BadParameter(f"{folder} is not a folder (a file is in its path): "
-                                     f"name a file in a folder")
+        # The nearest of the folder and its parents that is there (a link too, even to
+        # nothing): a file, or a link to no folder, is in the way, and `mkdir -p` cannot make
+        # the folder (a review, session 41: it was advised).
+        there = next((p for p in (folder, *folder.parents) if p.exists() or p.is_symlink()),
+                     None)
+        if there is not None and not there.is_dir():
+            what = "a link to no folder" if there.is_symlink() else "a file, not a folder"
+            raise typer.BadParameter(f"{there} is {what}, so the folder {folder} cannot be "
+                                     f"made there: name a file in a folder")
         raise typer.BadParameter(f"the folder {folder} does not exist: create it first "
                                  f"(mkdir -p {folder}) or write somewhere else")
     _refuse_pitlog_data(path)

@@ -80,7 +80,11 @@ def dispute(con: duckdb.DuckDBPyConnection, table: str, *, at: datetime | None =
             raise outside.for_seat(con, seat) from None
         shoe, round_no = span.shoe_id, span.round_no
         first, last = span.first_seq, span.last_seq
-        also = near["also"]
+        # Every other round in play then, the seat's or not: the video shows them all (with a
+        # seat, `near` held the seat's rounds only: a second read, session 41).
+        if near is mine:
+            near = neighbours(con, table, at)
+        also = [s for s in (near["in"], *near["also"]) if s is not None and s != span]
     elif shoe is None or round_no is None:
         raise NotFoundError("name the moment (--at) or the round (--round SHOE:ROUND)")
     else:

@@ -9,6 +9,7 @@ texts (settlement wording, explanations) fold onto more lines instead.
 
 from __future__ import annotations
 
+from dataclasses import fields
 from datetime import tzinfo
 from pathlib import Path
 from typing import Annotated, Any
@@ -151,7 +152,8 @@ def dispute_cmd(
                 # on another clock than the file's answer does
                 tz=casino_zone_name(tz))
     if found is not None:
-        d = Dispute(**found)
+        # the fields this CLI knows: a newer server may answer more (also_in_play was new once)
+        d = Dispute(**{f.name: found[f.name] for f in fields(Dispute) if f.name in found})
     else:
         with reading(db) as con:
             try:

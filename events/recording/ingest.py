@@ -224,8 +224,10 @@ def ingest(stream: IO[bytes], log: EventLog, *, source: str, quarantine: Path,
     refuse_reading_the_quarantine(stream, source, quarantine)
     started = time.perf_counter()
     report = IngestReport(source, log.uri, str(quarantine))
-    # An id index this run makes goes again if it appends nothing (EventIdIndex.discard): an
-    # ingest of refused lines only leaves the log's folder as it was.
+    # An id index this run makes goes again if it appends nothing to a log that held nothing
+    # (EventIdIndex.discard): an ingest of refused lines only leaves the log's folder as it
+    # was. One made by reading a log's records (one `simulate` wrote, a topic) is kept for the
+    # next run, which would read them all again (a second read, session 41).
     made_index, appended = not index_path(log).exists(), False
     # Flushed here, to retry conflicts. `now` None: the recorder's own clock (integer micros).
     if isinstance(log, ConditionalAppend):
@@ -242,6 +244,11 @@ def ingest(stream: IO[bytes], log: EventLog, *, source: str, quarantine: Path,
         except BaseException:
             ids.close()
             raise
+    try:
+        made_index = made_index and not any(log.end_offsets().values())
+    except BaseException:
+        ids.close()
+        raise
     # Each device's last seq accepted (recorded, or found recorded before) per table: the
     # order check runs against it, and a line refused when it is recorded (an amount beyond
     # its bound, a game rule) uses no seq, so the device can send it again corrected under the

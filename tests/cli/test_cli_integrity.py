@@ -134,8 +134,9 @@ def test_ingest_of_refused_lines_only_leaves_no_new_log(tmp_path: Path) -> None:
 @pytest.mark.parametrize("made_by", ["simulate", "ingest"])
 def test_ingest_of_refused_lines_only_leaves_an_existing_log_byte_for_byte(
         tmp_path: Path, made_by: str) -> None:
-    """A log there before stays as it was, file for file: one `simulate` made has no id index,
-    and a run that recorded nothing left one behind (a cache made for nothing)."""
+    """A log there before stays as it was, file for file. One `simulate` made has no id
+    index: the run reads the log's records to make one, and keeps it (a cache of the log; a
+    second read, session 41: discarded, every later run read the whole log again)."""
     log = tmp_path / "log"
     made = run("simulate", "--log", str(log), "--tables", "1", "--rounds", "3") \
         if made_by == "simulate" else run("ingest", str(EXAMPLES / "devices.jsonl"), "--log",
@@ -147,8 +148,19 @@ def test_ingest_of_refused_lines_only_leaves_an_existing_log_byte_for_byte(
     bad.write_text('{"nope": 1}\n')
     proc = run("ingest", str(bad), "--log", str(log))
     assert proc.returncode == 1
-    assert _files(log) == before
+    after = _files(log)
+    kept = after.pop("event-ids.sqlite", None)
+    assert after == {k: v for k, v in before.items() if k != "event-ids.sqlite"}
+    assert (kept is not None) == (made_by == "simulate" or "event-ids.sqlite" in before)
     assert len((tmp_path / "log-quarantine.jsonl").read_text().splitlines()) == 1
+    if made_by == "simulate":  # the index made is the log's: a line sent again is found in it
+        from events.recording.event_ids import EventIdIndex
+
+        ids = EventIdIndex(EmbeddedLog(log))
+        try:
+            assert ids.catch_up() == 0  # it holds every record already
+        finally:
+            ids.close()
 
 
 def test_verify_of_a_clean_log_exits_0_with_a_row_per_table(tmp_path: Path) -> None:
@@ -291,11 +303,19 @@ def test_a_quarantine_in_no_folder_or_not_writable_says_what_would_help(tmp_path
     in_a_file = run("ingest", str(lines), "--log", str(log), "--quarantine",
                     str(a_file / "x.jsonl"))
     assert in_a_file.returncode == 1 and "mkdir" not in in_a_file.stderr
-    assert f"{a_file} is not a folder (a file is in its path): name a file in a folder" in \
-        in_a_file.stderr
+    assert (f"{a_file} is a file, not a folder, so the folder {a_file} cannot be made there: "
+            f"name a file in a folder") in in_a_file.stderr
     deeper = run("ingest", str(lines), "--log", str(log), "--quarantine",
                  str(a_file / "sub" / "x.jsonl"))
     assert deeper.returncode == 1 and "mkdir" not in deeper.stderr
+    assert (f"{a_file} is a file, not a folder, so the folder {a_file / 'sub'} cannot be "
+            f"made there") in deeper.stderr  # the file in the way is named
+    dangling = tmp_path / "dangling"
+    dangling.symlink_to(tmp_path / "nowhere")
+    linked = run("ingest", str(lines), "--log", str(log), "--quarantine",
+                 str(dangling / "x.jsonl"))
+    assert linked.returncode == 1 and "mkdir" not in linked.stderr
+    assert f"{dangling} is a link to no folder" in linked.stderr
     missing = run("ingest", str(lines), "--log", str(log), "--quarantine",
                   str(tmp_path / "no" / "x.jsonl"))
     assert f"create it first (mkdir -p {tmp_path / 'no'})" in missing.stderr

@@ -214,3 +214,45 @@ def test_a_writer_that_had_a_removed_log_open_appends_nothing(tmp_path: Path) ->
                                        f"was appended"):
         other.append(_items(1))
     assert [p.name for p in (tmp_path / "log").iterdir()] == ["writer.lock"]  # no segment
+
+
+def test_a_writer_waiting_on_a_removed_logs_lock_does_not_write_into_a_log_made_again(
+        tmp_path: Path) -> None:
+    """A writer waiting for the writer lock while the log is removed (an ingest that recorded
+    nothing) and made again by a third writer got the removed lock file: holding a lock no
+    other writer takes, it could append beside the new log's writer (a second read, session
+    41). Now it finds the lock file no longer the log's and appends nothing."""
+    import os
+    import threading
+
+    folder = tmp_path / "log"
+    made = EmbeddedLog(folder, partitions=2)
+    waiting = EmbeddedLog(folder)
+    lock = folder / "writer.lock"
+    caught: list[BaseException] = []
+
+    def append() -> None:
+        try:
+            waiting.append(_items(1))
+        except BaseException as exc:  # noqa: BLE001 - handed to the test
+            caught.append(exc)
+
+    def lock_fds() -> int:
+        fds = Path("/proc/self/fd")
+        return sum(1 for fd in fds.iterdir()
+                   if os.path.realpath(fd).startswith(str(lock)))
+
+    with made._writer_lock():  # the removal holds it, as remove_if_made_and_empty does
+        thread = threading.Thread(target=append)
+        thread.start()
+        while lock_fds() < 2 and thread.is_alive():  # the waiter has the old lock file open
+            thread.join(0.01)
+        for path in folder.iterdir():
+            path.unlink()
+        again = EmbeddedLog(folder, partitions=2)  # a third writer makes the log again
+    thread.join(30)
+    assert not thread.is_alive()
+    assert len(caught) == 1 and isinstance(caught[0], LogError), caught
+    assert str(caught[0]) == (f"the log at {folder} was removed while this writer had it "
+                              f"open: nothing was appended; open it again")
+    assert again.end_offsets() == {0: 0, 1: 0}

@@ -76,12 +76,17 @@ def test_a_quarantine_that_cannot_be_written_is_an_error_naming_it_before_any_li
 
 def test_an_id_index_made_by_a_run_that_appends_nothing_goes_unless_another_holds_it(
         tmp_path: Path) -> None:
-    """A log without an id index (one `simulate` wrote) and lines all refused: the index the
-    run made was left beside the log. It goes now, but not while another ingest of the log
-    has it open (that one would go on writing in a file no longer there)."""
-    log = EmbeddedLog(tmp_path / "log", partitions=2)
-    log.append([(b"T01", b"a record no index has read")])
+    """An empty log without an id index and lines all refused: the index the run made was
+    left beside the log. It goes now, but not while another ingest of the log has it open
+    (that one would go on writing in a file no longer there). One made by reading a log's
+    records stays (a second read, session 41: else every run read the whole log again)."""
+    holding = EmbeddedLog(tmp_path / "holding", partitions=2)
+    holding.append([(b"T01", b"a record no index has read")])
     refused = '{"nope": 1}\n'
+    report = ingest(io.BytesIO(refused.encode()), holding, source="bad",
+                    quarantine=tmp_path / "q.jsonl")
+    assert (report.recorded, report.rejected) == (0, 1) and index_path(holding).exists()
+    log = EmbeddedLog(tmp_path / "log", partitions=2)
     report = ingest(io.BytesIO(refused.encode()), log, source="bad",
                     quarantine=tmp_path / "q.jsonl")
     assert (report.recorded, report.rejected) == (0, 1)

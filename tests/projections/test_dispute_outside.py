@@ -342,6 +342,13 @@ def test_a_moment_two_rounds_bracket_names_the_other_round_too(tmp_path: Path) -
     assert [(r["shoe_id"], r["round_no"], r["started_at"], r["ended_at"])
             for r in d.also_in_play] == [("S1", 1, _at(w1), _at(rack1))]
     assert only.round["round_no"] == 1 and only.also_in_play == []
+    # With a seat, the seat's round is shown and the other round in play is named all the
+    # same, whoever played it (a second read: with a seat none was named)
+    with duckdb.connect(str(db), read_only=True) as con:
+        seat1 = dispute(con, "T01", at=both, seat=1)  # type: ignore[arg-type]
+        seat2 = dispute(con, "T01", at=both, seat=2)  # type: ignore[arg-type]
+    assert (seat1.round["round_no"], [r["round_no"] for r in seat1.also_in_play]) == (1, [2])
+    assert (seat2.round["round_no"], [r["round_no"] for r in seat2.also_in_play]) == (2, [1])
     # The CLI says it beside the round, and its JSON carries it.
     environ = {**{k: v for k, v in os.environ.items() if k != "PITLOG_TZ"}, "COLUMNS": "100"}
     shown = subprocess.run(

@@ -637,13 +637,30 @@ def _ends_with(value: bytes | None, tail: bytes | None) -> bool:
 
 
 class _Flock:
+    """The writer lock: an exclusive flock on the lock file at `path`, which must still be the
+    file at `path` once held. A log removed while a writer waited (remove_if_made_and_empty)
+    and made again by another has a new lock file: holding the old one would let two writers
+    append at once (a second read, session 41)."""
+
     def __init__(self, path: Path) -> None:
         self.path = path
         self.fd = -1
 
     def __enter__(self) -> _Flock:
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        gone = LogError(f"the log at {self.path.parent} was removed while this writer had it "
+                        f"open: nothing was appended; open it again")
+        try:
+            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except FileNotFoundError:  # its folder is gone
+            raise gone from None
         fcntl.flock(self.fd, fcntl.LOCK_EX)
+        try:
+            held, now = os.fstat(self.fd), os.stat(self.path)
+            if (held.st_dev, held.st_ino) != (now.st_dev, now.st_ino):
+                raise FileNotFoundError(self.path)
+        except FileNotFoundError:
+            self.__exit__()
+            raise gone from None
         return self
 
     def __exit__(self, *exc: object) -> None:
