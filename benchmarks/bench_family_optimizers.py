@@ -5,12 +5,13 @@ what the test suite pays per batch).
 
     python benchmarks/bench_family_optimizers.py [PASSES ...]
 
-A simulated evening (seed 12, 4 tables, 150 rounds, irregularities 0.05) into an embedded
-log; its first 3,000 records projected into a new store (threads 1), then three batches of 50
-records. In the third batch's detection, each family's statement runs, one after another, once
-with DuckDB's detailed profile (its planner, optimizer, physical planner and operator CPU),
-then six times with each PASSES set (in turn, the order reversed every other time) switched off ('' = none), its thread CPU and rows compared with
-the rows of the plain run. Prints one JSON object. Not a test: nothing is asserted.
+A simulated evening (bench_small_batch.interleaved_evening: seed 12, 4 tables, 150 rounds)
+into an embedded log; its first 3,000 records projected into a new store (threads 1), then
+three batches of 50 records. In the third batch's detection, each family's statement runs, one
+after another, once with DuckDB's detailed profile (its planner, optimizer, physical planner
+and operator CPU), then six times with each PASSES set switched off ('' = none), the sets in
+turn and their order reversed every other time, its thread CPU and rows compared with the rows
+of the profiled run. Prints one JSON object. Not a test: nothing is asserted.
 """
 
 from __future__ import annotations
@@ -20,16 +21,16 @@ import json
 import sys
 import tempfile
 import time
-from itertools import zip_longest
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import duckdb  # noqa: E402
+from bench_small_batch import interleaved_evening  # noqa: E402
 
 import projections.incremental as incremental  # noqa: E402
 from events.log.embedded.log import EmbeddedLog  # noqa: E402
-from events.simulation.simulator import SimConfig, simulate  # noqa: E402
 from projections.projector import project  # noqa: E402
 
 REPEATS = 6
@@ -38,14 +39,7 @@ REPEATS = 6
 def main() -> None:
     sets = ["", *sys.argv[1:]]
     folder = Path(tempfile.mkdtemp(prefix="bench-family-optimizers-"))
-    source = EmbeddedLog(folder / "source")
-    simulate(source, SimConfig(seed=12, tables=4, rounds=150, irregularities=0.05))
-    by_part: dict[int, list[tuple[bytes, bytes]]] = collections.defaultdict(list)
-    for batch in source.read():
-        for r in batch:
-            by_part[r.partition].append((r.key, r.value))
-    source.close()
-    records = [rec for group in zip_longest(*by_part.values()) for rec in group if rec]
+    records = interleaved_evening(folder, tables=4, rounds=150)
     log = EmbeddedLog(folder / "log")
     con = duckdb.connect(str(folder / "v.duckdb"), config={"threads": 1})
     log.append(records[:3000])

@@ -54,6 +54,20 @@ def _timed(method):  # type: ignore[no-untyped-def]
     return run
 
 
+def interleaved_evening(folder: Path, tables: int, rounds: int) -> list[tuple[bytes, bytes]]:
+    """A simulated evening (seed 12, irregularities 0.05) written to `folder`/source, its
+    records with the partitions interleaved, as a live feed's tables are (each keeps its
+    order)."""
+    source = EmbeddedLog(folder / "source")
+    simulate(source, SimConfig(seed=12, tables=tables, rounds=rounds, irregularities=0.05))
+    by_part: dict[int, list[tuple[bytes, bytes]]] = collections.defaultdict(list)
+    for batch in source.read():
+        for r in batch:
+            by_part[r.partition].append((r.key, r.value))
+    source.close()
+    return [rec for group in zip_longest(*by_part.values()) for rec in group if rec]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tables", type=int, default=4)
@@ -67,16 +81,7 @@ def main() -> None:
     for name in ("execute", "sql"):
         setattr(DuckDB, name, _timed(getattr(DuckDB, name)))
     folder = Path(tempfile.mkdtemp(prefix="bench-small-batch-"))
-    source = EmbeddedLog(folder / "source")
-    simulate(source, SimConfig(seed=12, tables=args.tables, rounds=args.rounds,
-                               irregularities=0.05))
-    # the partitions interleaved, as a live feed's tables are; each keeps its order
-    by_part: dict[int, list[tuple[bytes, bytes]]] = collections.defaultdict(list)
-    for batch in source.read():
-        for r in batch:
-            by_part[r.partition].append((r.key, r.value))
-    source.close()
-    records = [rec for group in zip_longest(*by_part.values()) for rec in group if rec]
+    records = interleaved_evening(folder, args.tables, args.rounds)
     log = EmbeddedLog(folder / "log")
     config = {"threads": args.threads} if args.threads else {}
     con = duckdb.connect(str(folder / "v.duckdb"), config=config)

@@ -309,27 +309,27 @@ def test_a_moment_two_rounds_bracket_names_the_other_round_too(tmp_path: Path) -
     from projections.serve.templates.incident import incident_page
 
     pit = opened(tmp_path)
+
+    def deal_and_settle(seat: int, cents: int, cards: str, spread: int) -> None:
+        """A spread's cards, words and settlement (13:47-20.31(d)), the rack left to later."""
+        left, right, third = cards.split()
+        pit.draw(left, Box.LEFT)
+        pit.draw(right, Box.RIGHT)
+        pit.say(Meaning.SPREAD, spread)
+        pit.say(Meaning.RAISES_CLOSED)
+        pit.draw(third, Box.MIDDLE)
+        pit.say(Meaning.THIRD_CARD, int(third[:-1]))
+        pit.settle_by_the_rules(seat, ORIGINAL, cents, cards)
+
     pit.begin(1)
     w1 = pit.wager(1, 1000)
-    pit.draw("5S", Box.LEFT)
-    pit.draw("9H", Box.RIGHT)
-    pit.say(Meaning.SPREAD, 3)
-    pit.say(Meaning.RAISES_CLOSED)
-    pit.draw("7C", Box.MIDDLE)
-    pit.say(Meaning.THIRD_CARD, 7)
-    pit.settle_by_the_rules(1, ORIGINAL, 1000, "5S 9H 7C")
+    deal_and_settle(1, 1000, "5S 9H 7C", 3)
     pit.begin(2)
-    w2 = pit.wager(2, 500)
+    w2 = pit.wager(2, 500)  # round 2's first wager, before round 1 is racked
     pit.begin(1)
     rack1 = pit.rack("5S 9H 7C")
     pit.begin(2)
-    pit.draw("2D", Box.LEFT)
-    pit.draw("JC", Box.RIGHT)
-    pit.say(Meaning.SPREAD, 8)
-    pit.say(Meaning.RAISES_CLOSED)
-    pit.draw("4H", Box.MIDDLE)
-    pit.say(Meaning.THIRD_CARD, 4)
-    pit.settle_by_the_rules(2, ORIGINAL, 500, "2D JC 4H")
+    deal_and_settle(2, 500, "2D JC 4H", 8)
     pit.rack("2D JC 4H")
     pit.end()
     db = pit.project()
