@@ -193,7 +193,8 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
         return journal
 
     def _writer_lock(self) -> _Flock:
-        return _Flock(self._lock_path)
+        # made only beside a log's meta.json: not again in the folder of a log removed since
+        return _Flock(self._lock_path, create=self._meta_path.exists())
 
     def _ready_to_write(self) -> None:
         """Under the writer lock: recover once per process, and roll back a journal that a
@@ -201,8 +202,7 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
         if not self._meta_path.exists():
             # removed since it was opened (remove_if_made_and_empty, by the writer that made
             # it): records written now would lie in a folder no reader takes for a log
-            raise LogError(f"the log at {self.folder} was removed while this writer had it "
-                           f"open ({META} is gone): nothing was appended; open it again")
+            raise _removed(self.folder)
         if not self._recovered:
             self._recover_locked()
         elif (self.folder / JOURNAL).exists():
@@ -327,7 +327,7 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
             self._made = None
             for folder in made:
                 folder.rmdir()
-        except OSError:
+        except (OSError, LogError):  # quiet: what stays is an empty log, as before
             return
 
     def _tails_known(self) -> int:
@@ -636,31 +636,40 @@ def _ends_with(value: bytes | None, tail: bytes | None) -> bool:
     return value is None if tail is None else value is not None and value.endswith(tail)
 
 
+def _removed(folder: Path) -> LogError:
+    """A writer's log was removed while it had it open (remove_if_made_and_empty)."""
+    return LogError(f"the log at {folder} was removed while this writer had it open: nothing "
+                    f"was appended; open it again")
+
+
 class _Flock:
     """The writer lock: an exclusive flock on the lock file at `path`, which must still be the
     file at `path` once held. A log removed while a writer waited (remove_if_made_and_empty)
     and made again by another has a new lock file: holding the old one would let two writers
     append at once (a second read, session 41)."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self, path: Path, create: bool = True) -> None:
+        self.path, self.create = path, create
         self.fd = -1
 
     def __enter__(self) -> _Flock:
-        gone = LogError(f"the log at {self.path.parent} was removed while this writer had it "
-                        f"open: nothing was appended; open it again")
+        gone = _removed(self.path.parent)
         try:
-            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        except FileNotFoundError:  # its folder is gone
+            self.fd = os.open(self.path, os.O_RDWR | (os.O_CREAT if self.create else 0), 0o644)
+        except FileNotFoundError:  # the lock file or its folder is gone
             raise gone from None
         fcntl.flock(self.fd, fcntl.LOCK_EX)
         try:
-            held, now = os.fstat(self.fd), os.stat(self.path)
-            if (held.st_dev, held.st_ino) != (now.st_dev, now.st_ino):
-                raise FileNotFoundError(self.path)
-        except FileNotFoundError:
+            held = os.fstat(self.fd)
+            try:
+                now = os.stat(self.path)
+            except FileNotFoundError:
+                now = None
+            if now is None or (held.st_dev, held.st_ino) != (now.st_dev, now.st_ino):
+                raise gone
+        except BaseException:  # never left held: not by the check, not by its failure
             self.__exit__()
-            raise gone from None
+            raise
         return self
 
     def __exit__(self, *exc: object) -> None:
