@@ -53,6 +53,10 @@ class Dispute:
     # the next one's first wager comes before the last one is racked (moment.neighbours).
     also_in_play: list[Row] = field(default_factory=list)
 
+    def others_in_play(self) -> list[RoundSpan]:
+        """`also_in_play` as RoundSpans: what every view of the dispute names."""
+        return [RoundSpan(**row) for row in self.also_in_play]
+
 
 def dispute(con: duckdb.DuckDBPyConnection, table: str, *, at: datetime | None = None,
             shoe: str | None = None, round_no: int | None = None,
@@ -69,21 +73,18 @@ def dispute(con: duckdb.DuckDBPyConnection, table: str, *, at: datetime | None =
     if at is not None:
         # With a seat, the seat's round in play then first: in a whole second in which one
         # round ends and the next begins (moment.neighbours), the one the seat played.
-        mine = neighbours(con, table, at, seat) if seat is not None else None
+        # The table's rounds around the moment, whoever played: every other round in play
+        # then is named, the video shows them all (a second read, session 41).
+        near = neighbours(con, table, at)
+        mine = neighbours(con, table, at, seat)["in"] if seat is not None else None
         try:
-            near = mine if mine is not None and mine["in"] is not None else \
-                neighbours(con, table, at)
-            span = locate(con, table, at, near)
+            span = mine or locate(con, table, at, near)
         except OutsideRound as outside:  # in no round: offer the seat's own rounds
             if seat is None or outside.where == UNKNOWN_TABLE:
                 raise
             raise outside.for_seat(con, seat) from None
         shoe, round_no = span.shoe_id, span.round_no
         first, last = span.first_seq, span.last_seq
-        # Every other round in play then, the seat's or not: the video shows them all (with a
-        # seat, `near` held the seat's rounds only: a second read, session 41).
-        if near is mine:
-            near = neighbours(con, table, at)
         also = [s for s in (near["in"], *near["also"]) if s is not None and s != span]
     elif shoe is None or round_no is None:
         raise NotFoundError("name the moment (--at) or the round (--round SHOE:ROUND)")

@@ -24,7 +24,7 @@ from events.errors import PitlogError
 from events.reddog.rules import FIRST_SEAT, MIN_ROUND_NO
 from projections.dispute import Dispute, dispute
 from projections.localtime import casino_zone, casino_zone_name, clock, stamp
-from projections.moment import OutsideRound, RoundSpan
+from projections.moment import OutsideRound
 from projections.money import dollars
 from projections.serve.templates.base import seqs_text
 from projections.serve.templates.incident import incident_page
@@ -63,8 +63,8 @@ def render_dispute(d: Dispute, tz: tzinfo) -> None:
     shoe = r["shoe_id"] if r["shoe_id"] is not None else "(no shoe)"  # a round dealt with none
     where = f"{r['table_id']} {shoe} round {r['round_no']}"
     render(round_fields(d, tz), Format.table, title=f"dispute: {where}", tz=tz, compact=True)
-    for span in d.also_in_play:  # the moment is in more than one round: never hide the other
-        typer.echo(f"Also in play at that moment: {RoundSpan(**span).describe(tz)}")
+    for span in d.others_in_play():  # the moment is in more than one round: never hide one
+        typer.echo(f"Also in play at that moment: {span.describe(tz)}")
     render([{"rack": c["rack_position"], "card": c["card"], "box": c["box"],
              "drawn": clock(c["drawn_at"], tz), "seq": c["drawn_seq"],
              "racked": clock(c["racked_at"], tz),

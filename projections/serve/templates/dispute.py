@@ -162,8 +162,8 @@ def also_in_play_panel(d: Dispute, tz: tzinfo) -> str:
     if not d.also_in_play:
         return ""
     table = d.round["table_id"]
-    spans = "".join(_neighbour("Also in play", RoundSpan(**row), table, tz, None)
-                    for row in d.also_in_play)
+    spans = "".join(_neighbour("Also in play", span, table, tz, None)
+                    for span in d.others_in_play())
     return ('<section class="panel also" id="also-in-play"><h2>Also in play at this moment'
             "</h2><p class=\"headline\">Another round's events bracket the moment asked too "
             "(the next round's first wager placed before this one was racked, say): the video "

@@ -13,7 +13,6 @@ from typing import Any
 
 from projections.dispute import Dispute
 from projections.localtime import stamp, zone_name
-from projections.moment import RoundSpan
 from projections.serve.templates.base import STATIC, e, seqs_text, severity, time_cell
 from projections.serve.templates.dispute import (
     announcements_panel,
@@ -54,9 +53,9 @@ def incident_page(d: Dispute, tz: tzinfo, *, at: datetime | None = None, seat: i
         asked.append(("Alert", f"#{e(alert['alert_seq'])} {e(alert['code'])}"))
     facts = "".join(f"<div><span>{k}</span><b>{v}</b></div>" for k, v in asked)
     # The moment is in more than one round (Dispute.also_in_play): the report names the others
-    also = "".join(f'<p class="also" id="also-in-play" data-round="{e(row["shoe_id"] or "")}:'
-                   f'{e(row["round_no"])}">Also in play at that moment: '
-                   f'{e(RoundSpan(**row).describe(tz))}</p>' for row in d.also_in_play)
+    also = "".join(f'<p class="also" id="also-in-play" data-round="{e(span.shoe_id or "")}:'
+                   f'{e(span.round_no)}">Also in play at that moment: '
+                   f'{e(span.describe(tz))}</p>' for span in d.others_in_play())
     findings = "".join(
         f'<li>{severity(a["severity"])} <b>{e(a["code"])}</b> — {e(a["explanation"])} '
         f'<span class="rule">(rule {e(a["rule"])}; events {e(seqs_text(a["seqs"]))})</span></li>'
