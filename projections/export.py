@@ -85,12 +85,14 @@ class Rows(list[dict[str, Any]]):
 
         table = with_unique_names(table)
         try:
-            rows = table.to_pylist()
+            # A MAP as a dict, as a server sends it (Arrow's list of (key, value) pairs
+            # printed as ['k', [1, 2]] from the file, {'k': [1, 2]} through a server).
+            rows = table.to_pylist(maps_as_pydicts="strict")
         except (pa.ArrowException, OverflowError, ValueError) as exc:
             # e.g. 'infinity'::TIMESTAMP: no Python datetime holds it. Name the column.
             for name in table.column_names:
                 try:
-                    table.column(name).to_pylist()
+                    table.column(name).to_pylist(maps_as_pydicts="strict")
                 except (pa.ArrowException, OverflowError, ValueError) as col_exc:
                     raise unexportable(name, col_exc) from exc
             raise
@@ -282,11 +284,23 @@ def arrow_table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> pa.Ta
                 arr = pa.array(values, type=known)
         except (pa.ArrowException, OverflowError) as exc:  # a HUGEINT past 38 digits, a UNION
             raise unexportable(c, exc) from exc
+        if _too_wide(arr.type):  # a served HUGEINT past 38 digits in a list: DuckDB takes no
+            # wider decimal (it was an internal error; the file's rows say this)
+            raise unexportable(c, ValueError(f"{arr.type} is wider than DuckDB's 38 digits"))
         if pa.types.is_null(arr.type):
             arr = arr.cast(_fallback(c))
         arrays.append(arr)
         fields.append(pa.field(c, arr.type))
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def _too_wide(kind: pa.DataType) -> bool:
+    """True when `kind` holds a decimal of more than 38 digits, however deep."""
+    import pyarrow as pa
+
+    if pa.types.is_decimal(kind):
+        return bool(kind.precision > 38)
+    return any(_too_wide(kind.field(i).type) for i in range(kind.num_fields))
 
 
 def write(rows: Sequence[dict[str, Any]], columns: Sequence[str], fmt: str,

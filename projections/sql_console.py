@@ -52,6 +52,7 @@ from projections.snapshot import (
     locked,
     snapshot_path,
 )
+from projections.sql_text import readable
 
 ALLOWED = ("SELECT", "WITH", "FROM", "VALUES", "TABLE", "DESCRIBE", "SHOW", "SUMMARIZE",
            "EXPLAIN")
@@ -236,16 +237,17 @@ def run_guarded(con: duckdb.DuckDBPyConnection, query: str, params: list[Any] | 
 
 
 def _head(con: duckdb.DuckDBPyConnection, query: str, params: list[Any] | None, keep: int,
-          limits: QueryLimits) -> tuple[list[str], Rows, int]:
+          limits: QueryLimits, text: bool = True) -> tuple[list[str], Rows, int]:
     """(column names, the first `keep` rows (0: all), how many rows the query gave), read a
     batch at a time: the rows not kept are counted and dropped, so memory follows what is
     shown, not the result; and what is kept may not pass the memory limit, which DuckDB's own
     setting does not cover once rows leave it (an outside review, session 38: `pitlog sql
-    "SELECT * FROM range(100000000)" -n 1` was killed by the OS)."""
+    "SELECT * FROM range(100000000)" -n 1` was killed by the OS). Values Arrow misstates come
+    as DuckDB's text (sql_text.readable; with `text` false, for Parquet, only the lossy ones)."""
     relation = con.sql(query, params=params)
     if relation is None:  # a statement, not a query: check_read_only lets none through
         raise ReadOnlyQueryError("the statement returned no rows; give a query")
-    reader = relation.to_arrow_reader(batch_size=STREAM_BATCH_ROWS)
+    reader = readable(relation, text=text).to_arrow_reader(batch_size=STREAM_BATCH_ROWS)
     budget = memory_bytes(limits.memory_limit)
     kept: list[pa.RecordBatch] = []
     held = total = rows_kept = 0
@@ -371,8 +373,8 @@ def run_query(db_path: str | Path, query: str, params: list[Any] | None = None,
 
 
 def run_query_head(db_path: str | Path, query: str, keep: int,
-                   params: list[Any] | None = None, limits: QueryLimits | None = None
-                   ) -> tuple[list[str], list[dict[str, Any]], int]:
+                   params: list[Any] | None = None, limits: QueryLimits | None = None,
+                   *, text: bool = True) -> tuple[list[str], list[dict[str, Any]], int]:
     """(column names, the first `keep` rows (0: all), how many rows the query gave) of one
     read-only query on a fresh guarded connection (_head: only the rows kept are held)."""
     limits = limits or QueryLimits.from_env()
@@ -380,7 +382,7 @@ def run_query_head(db_path: str | Path, query: str, keep: int,
     con = guarded_connection(db_path, limits)
     try:
         with damage_named(file_read(con, db_path)):  # the snapshot, while a writer holds it
-            return _limited(con, lambda: _head(con, query, params, keep, limits), limits)
+            return _limited(con, lambda: _head(con, query, params, keep, limits, text), limits)
     finally:
         con.close()
 
@@ -400,7 +402,7 @@ def export_query(db_path: str | Path, query: str, fmt: str, out: IO[str] | Path,
         relation = con.sql(query)
         if relation is None:  # a statement, not a query: check_read_only lets none through
             raise ReadOnlyQueryError("the statement returned no rows; give a query")
-        return relation.to_arrow_reader(batch_size=STREAM_BATCH_ROWS)
+        return readable(relation).to_arrow_reader(batch_size=STREAM_BATCH_ROWS)
 
     try:
         with damage_named(file_read(con, db_path)):

@@ -63,7 +63,8 @@ def sql_cmd(
     if answer is None:
         # Only the rows shown are held (the rest counted): a large result within the limits.
         keep = shown_rows(limit, format is Format.table and out is None)
-        columns, rows, total = run_query_head(db_path(db), query, keep, limits=limits)
+        columns, rows, total = run_query_head(db_path(db), query, keep, limits=limits,
+                                              text=format is not Format.parquet)
         if keep and total > keep:
             tell_shown(keep, total)
     else:

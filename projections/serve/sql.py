@@ -21,6 +21,7 @@ from events.errors import PitlogError
 from projections.export import Rows, unique_names
 from projections.serve.state import ServeState
 from projections.sql_console import check_read_only, query_failure
+from projections.sql_text import readable
 
 # The Arrow bytes an answer may hold before it is cut (truncated, as at the row cap); its
 # JSON takes a few times that in the writer's process while it is built.
@@ -112,29 +113,25 @@ def _rows_that_fit(batch: pa.RecordBatch, room: int) -> pa.RecordBatch:
     return batch.slice(0, rows)
 
 
-# Types a JSON answer would otherwise carry in another form than `pitlog sql -f json` writes
-# them from the file (DuckDB's JSON writer, projections/export.py): a TIME (Python's time has
-# no JSON form: the request failed), an INTERVAL (Arrow's [months, days, nanoseconds]). Their
-# text is DuckDB's own, as its JSON writer gives it ('12:34:56.5', '3 days').
-_AS_TEXT = ("TIME", "TIME WITH TIME ZONE", "TIME_NS", "INTERVAL")
 # Integers Arrow holds as decimals.
-_WHOLE = ("HUGEINT", "UHUGEINT")
+_WHOLE = ("HUGEINT",)  # a UHUGEINT comes as text (sql_text.LOSSY)
 
 
 def _as_the_file_writes(relation: duckdb.DuckDBPyRelation
                         ) -> tuple[duckdb.DuckDBPyRelation, list[int]]:
-    """The query's columns as the file's JSON has them: the _AS_TEXT types as DuckDB's text,
-    a MAP as its JSON object (Arrow's list of key/value pairs could not be written out by the
-    client: the answer failed). Returns the relation and the positions of the columns sent as
-    JSON text, which the caller parses. Columns are named by position: names may repeat."""
+    """The query's columns as `pitlog sql` reads them from the file: what Arrow misstates as
+    DuckDB's text (sql_text.readable, the file's rule), and a MAP as its JSON object (Arrow's
+    list of key/value pairs could not be written out by the client: the answer failed).
+    Returns the relation and the positions of the columns sent as JSON text, which the caller
+    parses. Columns are named by position: names may repeat."""
+    relation = readable(relation)
     kinds = [str(kind) for kind in relation.types]
     as_json = [i for i, kind in enumerate(kinds) if kind.startswith("MAP(")]
-    if not as_json and not any(kind in _AS_TEXT for kind in kinds):
+    if not as_json:
         return relation, []
     picks = []
-    for i, (name, kind) in enumerate(zip(relation.columns, kinds, strict=True)):
-        value = (f"CAST(#{i + 1} AS VARCHAR)" if kind in _AS_TEXT else
-                 f"CAST(to_json(#{i + 1}) AS VARCHAR)" if i in as_json else f"#{i + 1}")
+    for i, name in enumerate(relation.columns):
+        value = f"CAST(to_json(#{i + 1}) AS VARCHAR)" if i in as_json else f"#{i + 1}"
         alias = '"' + name.replace('"', '""') + '"'
         picks.append(f"{value} AS {alias}")
     return relation.project(", ".join(picks)), as_json
