@@ -24,6 +24,8 @@ from events.errors import PitlogError
 from projections.export import Rows
 from projections.serve.discovery import (
     DECIMALS_HEADER,
+    FLOATS_HEADER,
+    NON_FINITE,
     STALE_HEADER,
     TYPES_HEADER,
     WALL_CLOCKS_HEADER,
@@ -67,10 +69,11 @@ class Client:
             request.add_header("Authorization", f"Bearer {self.token}")
         try:
             with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
-                decimals, clocks = (_named_keys(response.headers.get(name))
-                                    for name in (DECIMALS_HEADER, WALL_CLOCKS_HEADER))
+                decimals, clocks, floats = (
+                    _named_keys(response.headers.get(name))
+                    for name in (DECIMALS_HEADER, WALL_CLOCKS_HEADER, FLOATS_HEADER))
                 _warn(self.url, response.headers)
-                body = revive(json.load(response), decimals, clocks=clocks)
+                body = revive(json.load(response), decimals, clocks=clocks, floats=floats)
                 return _typed(body, response.headers.get(TYPES_HEADER))
         except urllib.error.HTTPError as exc:
             _warn(self.url, exc.headers)
@@ -174,11 +177,12 @@ def ask(db: Path, server: str | None, path: str, **params: Any) -> Any:
 
 
 def revive(value: Any, decimals: frozenset[str] = frozenset(), key: str | None = None, *,
-           clocks: frozenset[str] = frozenset()) -> Any:
+           clocks: frozenset[str] = frozenset(), floats: frozenset[str] = frozenset()) -> Any:
     """JSON back to the library's values: times with an offset become datetimes in this
     machine's zone (as DuckDB returns them); strings under a key the server listed in
     X-Pitlog-Decimals become exact Decimals, and those under one it listed in
-    X-Pitlog-Wall-Clocks datetimes without a zone (a wall clock, shown as written)."""
+    X-Pitlog-Wall-Clocks datetimes without a zone (a wall clock, shown as written), and
+    `nan`, `inf` or `-inf` under one it listed in X-Pitlog-Floats the float."""
     if isinstance(value, str):
         if key in decimals:
             try:
@@ -189,11 +193,14 @@ def revive(value: Any, decimals: frozenset[str] = frozenset(), key: str | None =
             return datetime.fromisoformat(value).astimezone()
         if key in clocks and _WALL_CLOCK.fullmatch(value):
             return datetime.fromisoformat(value)
+        if key in floats and value in NON_FINITE:
+            return float(value)
         return value
     if isinstance(value, list):
-        return [revive(v, decimals, key, clocks=clocks) for v in value]
+        return [revive(v, decimals, key, clocks=clocks, floats=floats) for v in value]
     if isinstance(value, dict):
-        return {k: revive(v, decimals, k, clocks=clocks) for k, v in value.items()}
+        return {k: revive(v, decimals, k, clocks=clocks, floats=floats)
+                for k, v in value.items()}
     return value
 
 

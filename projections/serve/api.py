@@ -9,6 +9,7 @@ money stays in integer cents; decimals are strings (exact); fractions are "n/d".
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import fields
@@ -37,6 +38,7 @@ from projections.replay import replay_shoe
 from projections.serve import sse
 from projections.serve.discovery import (
     DECIMALS_HEADER,
+    FLOATS_HEADER,
     STALE_HEADER,
     TYPES_HEADER,
     WALL_CLOCKS_HEADER,
@@ -86,6 +88,10 @@ def _is_decimal(value: Any) -> bool:
     return isinstance(value, Decimal)
 
 
+def _is_non_finite(value: Any) -> bool:
+    return isinstance(value, float) and not math.isfinite(value)
+
+
 def _is_wall_clock(value: Any) -> bool:
     return isinstance(value, datetime) and value.tzinfo is None
 
@@ -100,7 +106,8 @@ def reply(request: Request, body: Any, status: int = 200) -> Response:
     # with a comma or a newline in its name, is written escaped and read back whole).
     headers = {name: json.dumps(sorted(keys)) for name, keys in (
         (DECIMALS_HEADER, keys_holding(body, _is_decimal)),
-        (WALL_CLOCKS_HEADER, keys_holding(body, _is_wall_clock))) if keys}
+        (WALL_CLOCKS_HEADER, keys_holding(body, _is_wall_clock)),
+        (FLOATS_HEADER, keys_holding(body, _is_non_finite))) if keys}
     if isinstance(body, Rows) and (types := body.duckdb_types()):
         headers[TYPES_HEADER] = json.dumps(types)  # ASCII: escaped as the keys above
     return Response(to_json(state, body), status_code=status, media_type="application/json",

@@ -24,6 +24,11 @@ STALE_HEADER = "X-Pitlog-Stale"
 # (a TIMESTAMP without a zone): serve/api.py reply names them, cli/client.py revive reads them.
 DECIMALS_HEADER = "X-Pitlog-Decimals"
 WALL_CLOCKS_HEADER = "X-Pitlog-Wall-Clocks"
+# The keys of an answer whose strings NON_FINITE names are floats JSON cannot carry (NaN,
+# infinity): sent as DuckDB's text of them, read back as the floats, so a table or CSV of a
+# served answer prints `nan` as the file's does (it printed an empty cell, or None).
+FLOATS_HEADER = "X-Pitlog-Floats"
+NON_FINITE = ("nan", "inf", "-inf")  # Python's str() of them, and DuckDB's VARCHAR
 # The DuckDB type of each column of an answer that is a query's rows (export.Rows), as a JSON
 # list of [column, type]: the CLI's exports of a served answer then have the file's types.
 TYPES_HEADER = "X-Pitlog-Types"

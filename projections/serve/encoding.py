@@ -35,8 +35,9 @@ def encoder(tz: Any) -> Callable[[Any], Any]:
 
 
 def to_json(state: ServeState, body: Any) -> str:
-    """JSON has no NaN or infinity (a `pitlog sql` query can make them): such a float is null,
-    as in the CLI's JSON (projections/export.py); only a body that holds one is walked."""
+    """JSON has no NaN or infinity (a `pitlog sql` query can make them): such a float is sent
+    as its text (discovery.NON_FINITE: `nan`, `inf`, `-inf`), its key named in FLOATS_HEADER
+    (api.reply), so the CLI reads the float back; only a body that holds one is walked."""
     try:
         return json.dumps(body, default=encoder(state.tz), allow_nan=False)
     except ValueError:
@@ -44,9 +45,9 @@ def to_json(state: ServeState, body: Any) -> str:
 
 
 def _finite(value: Any) -> Any:
-    """`value` with every NaN or infinite float, however deep, made None."""
+    """`value` with every NaN or infinite float, however deep, made its text."""
     if isinstance(value, float):
-        return value if math.isfinite(value) else None
+        return value if math.isfinite(value) else str(value)
     if isinstance(value, dict):
         return {k: _finite(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
