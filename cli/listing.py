@@ -7,6 +7,9 @@ The note goes to stderr, so a machine format on stdout stays exactly the rows.
 
 from __future__ import annotations
 
+import os
+import shutil
+import sys
 from typing import Annotated, Any
 
 import typer
@@ -43,6 +46,20 @@ def limited(rows: list[dict[str, Any]], limit: int | None, fmt: Format,
 
 
 def tell_shown(n: int, total: int, what: str = "rows") -> None:
-    """On stderr: n of the total are shown (a machine format on stdout stays exactly rows)."""
-    typer.echo(f"{n:,} of {total:,} {what} shown: --limit N for more, --limit 0 for all",
-               err=True)
+    """On stderr: n of the total are shown (a machine format on stdout stays exactly rows). One
+    line, or the count and the hint on two when one would not fit the terminal (62 characters
+    or more: it wrapped mid-word at 60 columns, an outside review)."""
+    counted = f"{n:,} of {total:,} {what} shown"
+    hint = "--limit N for more, --limit 0 for all"
+    line = f"{counted}: {hint}"
+    width = _stderr_width()
+    typer.echo(line if width is None or len(line) <= width else f"{counted}\n{hint}", err=True)
+
+
+def _stderr_width() -> int | None:
+    """The width of the terminal stderr writes to: $COLUMNS when set (as for the tables,
+    cli/output.py), else the terminal's; None when stderr is no terminal (one line for a log)."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    return shutil.get_terminal_size().columns if sys.stderr.isatty() else None

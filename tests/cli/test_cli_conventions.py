@@ -19,6 +19,7 @@ from simulated import simulated_db
 from typer.testing import CliRunner
 
 from cli.app import COMMANDS, PANELS, app
+from cli.listing import tell_shown
 from cli.options import Grouping
 from events.log.embedded.log import EmbeddedLog
 from events.simulation.simulator import SimConfig, simulate
@@ -536,3 +537,21 @@ def test_kafka_clients_chatter_stays_out_of_the_log_below_debug(
         root.setLevel(saved[0])
         root.handlers[:] = saved[1]
         kafka.setLevel(saved[2])
+
+
+def test_the_rows_left_out_note_fits_a_narrow_terminal(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """'N of M shown' is 65 characters with its hint: at 60 columns it wrapped mid-word (an
+    outside review). Where it does not fit, the count and the hint are two lines; where it
+    does, and on a stderr that is no terminal, one."""
+    monkeypatch.setenv("COLUMNS", "60")
+    tell_shown(100, 12_345, "anomalies")
+    assert capsys.readouterr().err == ("100 of 12,345 anomalies shown\n"
+                                       "--limit N for more, --limit 0 for all\n")
+    monkeypatch.setenv("COLUMNS", "80")
+    tell_shown(100, 12_345, "anomalies")
+    assert capsys.readouterr().err == (
+        "100 of 12,345 anomalies shown: --limit N for more, --limit 0 for all\n")
+    monkeypatch.delenv("COLUMNS")
+    tell_shown(1, 2)  # captured: no terminal
+    assert capsys.readouterr().err == "1 of 2 rows shown: --limit N for more, --limit 0 for all\n"
