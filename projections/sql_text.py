@@ -3,8 +3,9 @@ to DuckDB's own text before they leave DuckDB: one rule for the file and the ser
 
 Arrow carries an INTERVAL as (months, days, nanoseconds), which Python printed as
 `0 0 27000000000`; a UHUGEINT as a 128-bit decimal, which wraps (its largest value was -1);
-a BIT as the bytes DuckDB stores (a padding byte first), never its `0101`; and a TIME as a
-Python `time`, whose repr showed inside a struct (`datetime.time(1, 2, 3)`). Each is cast to
+a BIT as the bytes DuckDB stores (a padding byte first), never its `0101`; a TIME as a
+Python `time`, whose repr showed inside a struct (`datetime.time(1, 2, 3)`); and a
+TIMESTAMP_NS with nanoseconds not at all (Python's datetime holds microseconds). Each is cast to
 VARCHAR wherever it is, inside lists, structs, maps and unions too, so every format and both
 paths print DuckDB's text (`00:00:27.236787`, `3 days`, `0101`, `01:02:03`), as DuckDB's JSON
 writer already wrote an INTERVAL or a TIME from the file. Parquet keeps the types it can hold
@@ -17,8 +18,10 @@ from typing import Any
 
 import duckdb
 
-# Arrow's form of these is wrong, not only unreadable: cast for every format, Parquet too.
-LOSSY = frozenset({"uhugeint", "bit"})
+# Arrow's form of these is wrong, not only unreadable: cast for every format, Parquet too (its
+# rows pass through Python). A TIMESTAMP_NS with nanoseconds is no Python datetime at all:
+# pyarrow refused it, and the Error quoted its advice to install pandas.
+LOSSY = frozenset({"uhugeint", "bit", "timestamp_ns"})
 # Arrow's form of these is exact but no text format prints it as DuckDB does.
 AS_TEXT = LOSSY | {"interval", "time", "time_ns", "time with time zone"}
 

@@ -127,6 +127,18 @@ def test_a_bit_string_is_duckdbs_text(store: tuple[Path, Path, Path], server: Se
         [{"b": "0101", "bl": ["1"], "s": {"b": "110"}}])
 
 
+def test_a_nanosecond_timestamp_is_duckdbs_text(
+        store: tuple[Path, Path, Path], server: Server) -> None:
+    # Was an Error quoting pyarrow's advice to install pandas, in every format from the file
+    # (Python's datetime holds no nanoseconds).
+    at = "2020-01-01 00:00:00.123456789"
+    _every_format(
+        store, server, f"SELECT '{at}'::TIMESTAMP_NS AS t, ['{at}'::TIMESTAMP_NS] AS l",
+        [at, at],
+        f"t,l\n{at},['{at}']\n",
+        [{"t": at, "l": [at]}])
+
+
 def test_a_time_inside_a_struct_or_list_is_duckdbs_text(
         store: tuple[Path, Path, Path], server: Server) -> None:
     # Was `{'t': datetime.time(1, 2, 3)}` in the file's table.
@@ -161,3 +173,11 @@ def test_parquet_keeps_an_interval_and_a_time_and_writes_a_uhugeint_exactly(
         rel = con.sql(f"SELECT i, t, u FROM '{out}'")
         assert [str(t) for t in rel.types] == ["INTERVAL", "TIME", "VARCHAR"]
         assert rel.fetchall()[0][2] == "340282366920938463463374607431768211455"
+    # A nanosecond timestamp passes through Python on its way to Parquet: its text, whole
+    # (was an Error advising pandas)
+    done = run_cli("sql", "SELECT '2020-01-01 00:00:00.123456789'::TIMESTAMP_NS AS n",
+                   "--db", str(tmp / "alone.duckdb"), "-f", "parquet", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    with duckdb.connect() as con:
+        assert con.sql(f"SELECT n FROM '{out}'").fetchall() == [
+            ("2020-01-01 00:00:00.123456789",)]
