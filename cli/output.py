@@ -313,10 +313,26 @@ def _cell(value: Any, zone: tzinfo, line_breaks: bool = False) -> str:
         # offset (it was shown on the machine's: an outside review, session 39)
         value = _on_clock(value, zone)
     value = plain(value)
-    text = " ".join(str(v) for v in value) if isinstance(value, list) else str(value)
+    if isinstance(value, list):
+        text = " ".join(_nested(v, top=True) for v in value)
+    else:
+        text = _nested(value, top=True)
     if line_breaks:  # each line's control characters still escaped, a line's end kept
         return "\n".join(visible(line) for line in text.split("\n"))
     return visible(text)
+
+
+def _nested(value: Any, top: bool = False) -> str:
+    """A value in a table cell as Python writes a list or a dict, but a NULL inside one as
+    `NULL`, as the CSV and DuckDB write it (Python's `None` showed: an outside review). `top`:
+    the cell's own value or an item of its list, a string as it is, not quoted."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, list):
+        return "[" + ", ".join(_nested(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: {_nested(v)}" for k, v in value.items()) + "}"
+    return str(value) if top else repr(value)
 
 
 def _on_clock(value: Any, zone: tzinfo) -> Any:

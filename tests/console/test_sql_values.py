@@ -33,7 +33,8 @@ def _printed(store: tuple[Path, Path, Path], sql: str, fmt: str) -> dict[str, st
     tmp, _, db = store
     out = {}
     for path, where in (("file", tmp / "alone.duckdb"), ("server", db)):
-        done = run_cli("sql", sql, "--db", str(where), "-f", fmt)
+        # as wide as any row here, whatever $COLUMNS a test before left in this process
+        done = run_cli("sql", sql, "--db", str(where), "-f", fmt, env={"COLUMNS": "300"})
         assert done.returncode == 0, (path, fmt, done.stderr)
         assert done.stderr == "", (path, fmt)  # answered by the server when it runs: no warning
         out[path] = done.stdout
@@ -80,6 +81,17 @@ def test_nan_and_infinity_print_as_values_and_are_null_in_json(
         "n,p,m,l,s,z,t\nnan,inf,-inf,\"[nan, 1.5]\",{'x': -inf},,nan\n",
         [{"n": None, "p": None, "m": None, "l": [None, 1.5], "s": {"x": None}, "z": None,
           "t": "nan"}])
+
+
+def test_a_null_inside_a_list_or_struct_is_null_in_the_table(
+        store: tuple[Path, Path, Path], server: Server) -> None:
+    # Was Python's `None` in the table (`1 None`, `{'a': None}`), where the CSV says NULL.
+    _every_format(
+        store, server, "SELECT [1, NULL] AS l, {'a': NULL, 'b': [NULL, 'x']} AS s, "
+                       "[[2, NULL]] AS ll, NULL::INTEGER AS n",
+        ["1 NULL", "{'a': NULL, 'b': [NULL, 'x']}", "[2, NULL]", ""],
+        "l,s,ll,n\n\"[1, NULL]\",\"{'a': NULL, 'b': [NULL, x]}\",\"[[2, NULL]]\",\n",
+        [{"l": [1, None], "s": {"a": None, "b": [None, "x"]}, "ll": [[2, None]], "n": None}])
 
 
 def test_the_widest_integers_print_exactly(store: tuple[Path, Path, Path],
