@@ -41,6 +41,12 @@ class LogCorruptError(LogError):
         self.partition = partition
 
 
+class LogGoneError(LogError):
+    """The log this reader opened is no longer at its address: its folder was moved away or
+    removed, or another log was made there (another log id). A follower waits for it to come
+    back rather than read the other log (docs/operating.md, "Health and metrics")."""
+
+
 class ConcurrencyError(PitlogError):
     """Another writer appended to the same table first: the expected sequence number is taken.
     Reload the table's head and retry.

@@ -25,11 +25,12 @@ from types import FrameType
 
 import duckdb
 
-from events.errors import LogError, ProjectionError
+from events.errors import LogError, LogGoneError, ProjectionError
 from events.log.base import EventLog
 from projections.alerts import create_tables as create_alert_tables
 from projections.anomalies import STORED, anomaly_source, refresh_stored_anomalies
 from projections.incremental import close_detector
+from projections.log_checks import check_log_holds
 from projections.projector import ProjectionReport, checkpoints, project
 from projections.replay_kept import IDLE_BUDGET_S, LIVE_BUDGET_S, ReplayKeeper
 from projections.snapshot import publish_snapshot
@@ -201,7 +202,9 @@ class Follower:
     once it has read the log's end offsets, `on_ends(ends)`: a caller's lag then counts the
     records that arrived during the last round while the next one's first batch runs (seconds
     at 1M), instead of showing 0 from the ends read before them. `ready` is set once the first
-    round has reached the log's end as of the start.
+    round has reached the log's end as of the start. `on_error(message, gone)` after each
+    failed round (`gone`: the log is no longer at its address, LogGoneError, rather than not
+    answering) and `on_error(None, False)` after each good one.
     """
 
     def __init__(self, con: duckdb.DuckDBPyConnection, log: EventLog, *,
@@ -209,7 +212,7 @@ class Follower:
                  poll_interval: float = 0.5,
                  on_commit: Callable[[Commit], None] | None = None,
                  on_round: Callable[[Commit], None] | None = None,
-                 on_error: Callable[[str | None], None] | None = None,
+                 on_error: Callable[[str | None, bool], None] | None = None,
                  on_ends: Callable[[dict[int, int]], None] | None = None,
                  publisher: Publisher | None = None, publish_alerts: bool = True) -> None:
         self.con = con
@@ -268,8 +271,15 @@ class Follower:
 
         projected: dict[int, int] | None = None  # next offset per partition after the last round
         failures = 0
+        away = False  # the last round found the log gone from its address (LogGoneError)
         while not flag.is_set():
             try:
+                # The log must still be the one this store was projected from: a folder moved
+                # away reads as an empty log (lag 0, "ready"), and one made anew at its path
+                # would be projected at the old one's offsets. LogGoneError until it is back;
+                # once back, its records at the checkpoints are compared again.
+                if log.check_same_log():
+                    check_log_holds(con, log)
                 ends = log.end_offsets()
                 if self.on_ends is not None:
                     self.on_ends(ends)
@@ -287,6 +297,10 @@ class Follower:
                     # what arrived while the round ran: its lag, and no wait below
                     ends = _ends_after(log, ends, projected)
                 failures = 0
+                if away:
+                    away = False
+                    log_.info("the log %s (log id %s) is back at its address: following it "
+                                 "again", log.uri, log.log_id)
             except _Stopped:
                 break
             except LogError as exc:
@@ -294,13 +308,18 @@ class Follower:
                     raise  # never reached the log: most likely a wrong address, so report it
                 failures += 1
                 wait = min(MAX_RETRY_WAIT_S, 2.0 ** (failures - 1))
-                log_.warning("%s; retrying in %.0fs (projected rows are safe)", exc, wait)
+                gone = away = isinstance(exc, LogGoneError)
+                if gone:
+                    log_.warning("not following: %s (looking again in %.0fs; projected rows "
+                                 "are safe)", exc, wait)
+                else:
+                    log_.warning("%s; retrying in %.0fs (projected rows are safe)", exc, wait)
                 if self.on_error is not None:
-                    self.on_error(str(exc))
+                    self.on_error(str(exc), gone)
                 flag.sleep(wait)
                 continue
             if self.on_error is not None and failures == 0:
-                self.on_error(None)
+                self.on_error(None, False)
             self.ready.set()
             if self.on_round is not None:
                 self.on_round(Commit(datetime.now(UTC), 0, dict(projected), ends))

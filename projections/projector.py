@@ -287,6 +287,11 @@ def _project_batches(con: duckdb.DuckDBPyConnection, log: EventLog, loader: _Bat
 
     def load(batch: Batch) -> None:
         nonlocal report
+        # Read, not yet committed: the log must still be the one the round began on. A log
+        # made anew at its path since would have its records committed at the old one's
+        # offsets (EventLog.check_same_log; an outside review, session 42).
+        if log.check_same_log():
+            check_log_holds(con, log)
         projected, quarantined, after = loader.load(batch)
         start.update(after)
         report = replace(report, events=report.events + projected,
@@ -329,6 +334,10 @@ def _project_batches(con: duckdb.DuckDBPyConnection, log: EventLog, loader: _Bat
             flush()
             break
         except LogCorruptError as exc:
+            # A segment missing because the whole log went from its path (moved away) is not a
+            # damaged partition: LogGoneError, which a follower waits out (check_same_log).
+            if log.check_same_log():
+                check_log_holds(con, log)
             flush()  # the records read before the damage are good: committed first
             p = exc.partition
             if p is None or p in damaged:

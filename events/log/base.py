@@ -110,6 +110,14 @@ class EventLog(ABC):
                         return rec if rec.offset == offset else None
         return None
 
+    def check_same_log(self) -> bool:
+        """Raise LogGoneError when the log at this address is no longer the one this object
+        opened (moved away, removed, or made anew: another log id); return True when it is, but
+        its identity was looked at anew since the last call (it came back, or was given its id
+        by a writer), so a reader checks its checkpoints against it again. Cheap enough for
+        every round of a follower. Here: a backend with no identity (Kafka) checks nothing."""
+        return False
+
     @classmethod
     def from_uri(cls, uri: str, *, partitions: int | None = None,
                  create: bool = True) -> EventLog:

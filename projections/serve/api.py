@@ -115,18 +115,22 @@ def reply(request: Request, body: Any, status: int = 200) -> Response:
 
 
 def stale_headers(state: ServeState) -> dict[str, str]:
-    """STALE_HEADER, when the follower has stopped: with every answer, an error's too (a
-    table added to the log since is "no table" to a stale server)."""
-    if not state.status.failed:
+    """STALE_HEADER, when the follower has stopped or its log is gone from its address (not
+    following until it is back): with every answer, an error's too (a table added to the log
+    since is "no table" to a stale server)."""
+    if not state.status.failed and not state.status.gone:
         return {}
     health = state.health()
     since = (f"as of its last commit at {health['last_commit']}" if health["last_commit"]
              else "the store's as it was when the server started")
+    if state.status.failed:
+        why = (f"the server stopped following the log ({health['error']}); answers are "
+               f"{since}, {health['lag_total']:,} records behind: restart `pitlog serve`")
+    else:  # the log is not at its address: what it holds now is unknown, so no lag is given
+        why = (f"the server is not following the log ({health['error']}); answers are "
+               f"{since}")
     # latin-1 only in a header: an error text with other characters is escaped
-    return {STALE_HEADER: (f"the server stopped following the log ({health['error']}); "
-                           f"answers are {since}, {health['lag_total']:,} records behind: "
-                           f"restart `pitlog serve`").encode("ascii", "backslashreplace")
-            .decode("ascii")}
+    return {STALE_HEADER: why.encode("ascii", "backslashreplace").decode("ascii")}
 
 
 # --- parameters -----------------------------------------------------------------------------

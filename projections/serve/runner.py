@@ -134,8 +134,9 @@ class Tracker:
         s.status.ends = dict(ends)
         s.metrics.set_lag(s.status.lag())
 
-    def on_error(self, message: str | None) -> None:
+    def on_error(self, message: str | None, gone: bool) -> None:
         self.state.status.error = message
+        self.state.status.gone = gone
 
     def _new_alert_latencies(self, committed: datetime) -> list[float]:
         """Seconds from the newest proving event's recorded_at to this commit, per alert the

@@ -37,6 +37,9 @@ class FollowerStatus:
     ends: dict[int, int] = field(default_factory=dict)  # the log's end offsets, last read
     error: str | None = None  # the last error talking to the log, cleared by a success
     failed: bool = False  # the follower stopped on an error: only a restart resumes following
+    # The log the store was projected from is not at its address (moved away, removed, or
+    # another log made there: events.errors.LogGoneError): not ready until it is back.
+    gone: bool = False
 
     def lag(self) -> dict[int, int]:
         """Records per partition in the log but not yet committed (end offset - checkpoint)."""
@@ -118,8 +121,9 @@ class ServeState:
     def health(self) -> dict[str, Any]:
         s = self.status
         lag = s.lag()
-        status = "failed" if s.failed else "ready" if s.ready else "starting"
-        return {"ready": s.ready and not s.failed, "status": status,
+        status = ("failed" if s.failed else "log_gone" if s.gone else "ready" if s.ready
+                  else "starting")
+        return {"ready": status == "ready", "status": status,
                 "source": self.source,
                 "last_commit": s.last_commit.astimezone(self.tz).isoformat()
                 if s.last_commit else None,

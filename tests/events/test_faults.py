@@ -25,12 +25,12 @@ from repo_paths import REPO
 from simulated import records_by_table
 from table_builder import record_events
 
-from events.errors import LogError, ProjectionError
+from events.errors import LogError, LogGoneError, ProjectionError
 from events.integrity.verify import verify_log
 from events.log.embedded.log import EmbeddedLog
 from events.log.embedded.segment import JOURNAL
 from projections.projector import project
-from projections.store import CHECKPOINTS_DDL
+from projections.store import CHECKPOINTS_DDL, open_store
 
 ROOT = REPO
 PITLOG = str(ROOT / ".venv" / "bin" / "pitlog")
@@ -107,6 +107,57 @@ def test_a_log_made_anew_at_the_same_path_is_refused_by_its_log_id(tmp_path: Pat
     assert EmbeddedLog(folder).log_id != first_id
     with pytest.raises(ProjectionError, match="is not the log this database was projected"):
         project(EmbeddedLog(folder), db)
+
+
+def test_a_log_replaced_under_an_open_reader_is_gone_and_none_of_it_is_projected(
+        tmp_path: Path) -> None:
+    """One connection and one opened log, as `pitlog serve` keeps them: the checkpoints are
+    checked against the log once per connection, so until session 42 a log made anew at the
+    path had its records projected at the first one's offsets (docs/integrity.md, "Log identity
+    and checkpoints")."""
+    folder, db = tmp_path / "log", tmp_path / "db.duckdb"
+    record_events(EmbeddedLog(folder, partitions=1), {"T01": 10})
+    reader = EmbeddedLog(folder, create=False)
+    first_id = reader.log_id
+    con = open_store(db)
+    try:
+        assert project(reader, con).events == 10
+        assert reader.check_same_log() is False  # unchanged: one stat, no read
+        folder.rename(tmp_path / "away")
+        with pytest.raises(LogGoneError) as gone:
+            reader.check_same_log()
+        assert str(gone.value) == (
+            f"the log {reader.uri} (log id {first_id}) is gone: {folder}/meta.json is missing "
+            f"(the folder was moved away or removed); put it back at that path (a follower goes "
+            f"on by itself once it is back)")
+        record_events(EmbeddedLog(folder, partitions=1), {"T01": 12})
+        second_id = EmbeddedLog(folder).log_id
+        with pytest.raises(LogGoneError, match=f"its log id is {second_id}, not {first_id}"):
+            project(reader, con)
+        assert con.execute("SELECT count(*), max(seq) FROM events").fetchall() == [(10, 10)]
+        shutil.rmtree(folder)
+        (tmp_path / "away").rename(folder)
+        assert reader.check_same_log() is True  # back: the caller checks its checkpoints again
+        assert reader.check_same_log() is False
+        record_events(EmbeddedLog(folder), {"T01": 3})
+        assert project(reader, con).events == 3
+        assert con.execute("SELECT count(*), max(seq) FROM events").fetchall() == [(13, 13)]
+    finally:
+        con.close()
+
+
+def test_a_log_opened_before_it_had_an_id_takes_the_one_its_writer_gives(tmp_path: Path) -> None:
+    folder = tmp_path / "log"
+    record_events(EmbeddedLog(folder, partitions=1), {"T01": 4})
+    meta = json.loads((folder / "meta.json").read_text())
+    del meta["log_id"]  # as a log made before log ids
+    (folder / "meta.json").write_text(json.dumps(meta))
+    reader = EmbeddedLog(folder, create=False)
+    assert reader.log_id is None
+    record_events(EmbeddedLog(folder), {"T01": 1})  # its writer gives it an id
+    given = json.loads((folder / "meta.json").read_text())["log_id"]
+    assert reader.check_same_log() is True
+    assert reader.log_id == given
 
 
 def test_a_database_from_before_log_identity_still_opens_and_gains_it(tmp_path: Path) -> None:

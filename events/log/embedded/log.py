@@ -40,7 +40,7 @@ from itertools import takewhile
 from pathlib import Path
 from typing import BinaryIO
 
-from events.errors import ConcurrencyError, LogCorruptError, LogError
+from events.errors import ConcurrencyError, LogCorruptError, LogError, LogGoneError
 from events.files import remove_quietly
 from events.log.alerts import AlertSink
 from events.log.base import (
@@ -103,8 +103,10 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
         self.uri = f"file://{folder.resolve()}"
         self._meta_path = meta_path = folder / META
         self._made: list[Path] | None = None  # a log made here: its new folders, innermost first
+        self._meta_seen: tuple[int, ...] | None = None  # meta.json as check_same_log last saw it
         if meta_path.exists():
             try:
+                self._meta_seen = _stat_key(meta_path)
                 meta = json.loads(meta_path.read_text())
                 self.n_partitions = int(meta["partitions"])
             except (ValueError, KeyError, TypeError) as exc:
@@ -148,6 +150,42 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
                                    "log_id": log_id}))
         os.replace(tmp, self._meta_path)
         self.log_id = log_id
+        self._meta_seen = _stat_key(self._meta_path)
+
+    def check_same_log(self) -> bool:
+        """(EventLog's.) One stat of meta.json while it is unchanged; read again when it
+        changed. A folder moved away or removed, or a log made anew at this path (another log
+        id: _write_meta), is LogGoneError: the partitions' paths would read the other log's
+        records as this one's offsets (an outside review, session 42). A log without an id when
+        opened (made before ids) takes the one its next writer gave it, and returns True: the
+        caller then compares its checkpoints' records with it (log_checks.check_log_holds)."""
+        back = "put it back at that path (a follower goes on by itself once it is back)"
+        try:
+            seen = _stat_key(self._meta_path)
+        except OSError:
+            self._meta_seen = None  # when it is back, its id is read again
+            raise LogGoneError(f"the log {self.uri} (log id {self.log_id}) is gone: "
+                               f"{self._meta_path} is missing (the folder was moved away or "
+                               f"removed); {back}") from None
+        if seen == self._meta_seen:
+            return False
+        try:
+            meta = json.loads(self._meta_path.read_text())
+            now = meta.get("log_id") if isinstance(meta, dict) else None
+        except (OSError, ValueError) as exc:
+            self._meta_seen = None
+            raise LogGoneError(f"{self._meta_path}: unreadable ({exc}), so whether it is still "
+                               f"the log {self.log_id} is unknown; {back}") from None
+        if now != self.log_id and (self.log_id is not None or not isinstance(now, str)):
+            self._meta_seen = None
+            raise LogGoneError(f"{self.uri} is another log now: its log id is {now}, not "
+                               f"{self.log_id}, the one opened (a new log was made at "
+                               f"{self.folder} after that one was moved away or removed); "
+                               f"{back}, or project the new log into a new database file "
+                               f"(--db)")
+        self.log_id = now
+        self._meta_seen = seen
+        return True
 
     # --- writing --------------------------------------------------------------------------------
 
@@ -558,6 +596,12 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
         """Where a record's frame starts on disk (for error messages and tamper tests)."""
         part = self._parts[partition]
         return part.seg_path, part.positions(offset, offset + 1)[0]
+
+
+def _stat_key(path: Path) -> tuple[int, ...]:
+    """What tells one meta.json from another, or from itself rewritten (os.replace)."""
+    st = os.stat(path)
+    return st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size
 
 
 def _position_after(part: Partition, offset: int) -> int | None:
