@@ -341,15 +341,22 @@ def _limited(con: duckdb.DuckDBPyConnection, work: Callable[[], T], limits: Quer
                 f"stopped; narrow it, or raise the limit with --timeout or PITLOG_SQL_TIMEOUT")
     error = outcome.get("error")
     if isinstance(error, duckdb.OutOfMemoryException):
-        raise ProjectionError(
-            f"the query ran out of memory ({first_line(error)}); narrow it, or raise the limit "
-            f"with --memory-limit or PITLOG_SQL_MEMORY_LIMIT (now {limits.memory_limit}); it "
-            f"never spills to disk") from error
+        raise ProjectionError(out_of_memory(
+            error, f"with --memory-limit or PITLOG_SQL_MEMORY_LIMIT (now {limits.memory_limit}); "
+                   f"it never spills to disk")) from error
     if isinstance(error, duckdb.Error):
         raise ProjectionError(query_failure(error)) from error
     if error is not None:
         raise error
     return outcome["result"]
+
+
+def out_of_memory(error: BaseException, raise_it: str) -> str:
+    """What `pitlog sql` and /api/sql say of a query that ran out of memory: DuckDB's first
+    line, and what the user can do. Never DuckDB's own advice (SET threads, SET memory_limit),
+    which the read-only guard refuses (an outside review, session 42)."""
+    return (f"the query ran out of memory ({first_line(error)}); narrow it, or raise the limit "
+            f"{raise_it}")
 
 
 def query_failure(error: BaseException) -> str:

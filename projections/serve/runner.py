@@ -24,6 +24,7 @@ from events.log.base import EventLog
 from projections.alerts import create_tables as create_alert_tables
 from projections.follow import Commit, Follower, Publisher, open_when_free
 from projections.incremental import close_detector, take_recorded
+from projections.memory import DEFAULT_MEMORY_LIMIT, chosen_limit
 from projections.serve import discovery
 from projections.serve.app import create_app
 from projections.serve.state import ServeState
@@ -183,7 +184,9 @@ def _run(log: EventLog, db_path: Path, sock: socket.socket, stop: threading.Even
         seal_writer(con)  # /api/sql reads the views, never a file or URL (docs/integrity.md)
         create_alert_tables(con)  # so /alerts answers before the first batch
         state = ServeState(con, tz=tz, db_path=db_path, source=log.uri,
-                           sql_timeout=sql_timeout, sql_max_rows=sql_max_rows)
+                           sql_timeout=sql_timeout, sql_max_rows=sql_max_rows,
+                           memory_limit=chosen_limit(memory_limit, DEFAULT_MEMORY_LIMIT)
+                           or DEFAULT_MEMORY_LIMIT)
         tracker = Tracker(state)
         publisher = Publisher(con, db_path, snapshot_every) if snapshot_every > 0 else None
         follower = Follower(con, log, stop_event=stop, poll_interval=poll_interval,

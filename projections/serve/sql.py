@@ -20,7 +20,7 @@ import pyarrow as pa
 from events.errors import PitlogError
 from projections.export import Rows, unique_names
 from projections.serve.state import ServeState
-from projections.sql_console import check_read_only, query_failure
+from projections.sql_console import check_read_only, out_of_memory, query_failure
 from projections.sql_text import readable
 
 # The Arrow bytes an answer may hold before it is cut (truncated, as at the row cap); its
@@ -85,6 +85,8 @@ def bounded_query(state: ServeState, query: str) -> tuple[list[str], list[dict[s
                         row[name] = int(row[name])
         except duckdb.InterruptException:
             raise _timed_out(state) from None
+        except duckdb.OutOfMemoryException as exc:
+            raise _out_of_memory(state, exc) from exc
         except duckdb.Error as exc:
             raise PitlogError(query_failure(exc)) from exc
         except OSError as exc:
@@ -92,10 +94,25 @@ def bounded_query(state: ServeState, query: str) -> tuple[list[str], list[dict[s
             # OSError, the interruption too: it was a 500 on a busy machine (session 39).
             if stopped.is_set():
                 raise _timed_out(state) from None
+            if str(exc).lstrip().startswith(_OUT_OF_MEMORY):
+                raise _out_of_memory(state, exc) from exc
             raise PitlogError(query_failure(exc)) from exc
         finally:
             timer.cancel()
         return columns, got[:state.sql_max_rows], truncated
+
+
+# How DuckDB's OutOfMemoryException begins, also when Arrow's stream hands it over as OSError.
+_OUT_OF_MEMORY = "Out of Memory Error"
+
+
+def _out_of_memory(state: ServeState, exc: BaseException) -> PitlogError:
+    """As `pitlog sql` on the file says it (sql_console.out_of_memory), with the server's limit:
+    its queries run on the writer's database, under `pitlog serve --memory-limit`, which no
+    query can change (docs/operating.md, `/api/sql`)."""
+    return PitlogError(out_of_memory(
+        exc, f"of the server: restart `pitlog serve` with a larger --memory-limit or "
+             f"PITLOG_MEMORY_LIMIT (now {state.memory_limit})"))
 
 
 def _timed_out(state: ServeState) -> QueryTimeout:

@@ -24,6 +24,7 @@ from zoneinfo import ZoneInfo
 
 import duckdb
 
+from projections.memory import DEFAULT_MEMORY_LIMIT
 from projections.serve.metrics import Metrics
 
 
@@ -51,8 +52,10 @@ class ServeState:
 
     def __init__(self, con: duckdb.DuckDBPyConnection, *, tz: tzinfo | None = None,
                  db_path: Path | None = None, source: str = "",
-                 sql_timeout: float = 10.0, sql_max_rows: int = 10_000) -> None:
+                 sql_timeout: float = 10.0, sql_max_rows: int = 10_000,
+                 memory_limit: str = DEFAULT_MEMORY_LIMIT) -> None:
         self.con = con
+        self.memory_limit = memory_limit  # the database's (--memory-limit), /api/sql's too
         self.tz = tz or ZoneInfo("UTC")
         self.db_path = db_path
         self.source = source  # the log's uri

@@ -8,6 +8,7 @@ from __future__ import annotations
 import html
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -330,6 +331,36 @@ def test_sql_columns_named_alike_keep_their_own_values_through_the_server(
     # A value no JSON can carry is a 400 naming its column, as `pitlog sql` says it (was a 500).
     _assert_json_error(server.get(query("/api/sql", q="SELECT 'infinity'::TIMESTAMP AS t")),
                        400, "column 't' holds a value that cannot be written out")
+
+
+def test_a_query_out_of_memory_through_the_server_names_what_the_user_can_change(
+        small: tuple[Path, Path], projected: Path) -> None:
+    """DuckDB's own advice (SET threads, SET memory_limit) is what the read-only guard refuses:
+    the answer says, as `pitlog sql` on the file does (tests/cli/test_cli_read_only.py), to
+    narrow the query or raise the limit, here the server's (an outside review, session 42)."""
+    tmp, log = small
+    s = start_server(log, copy_store(projected, tmp / "small_memory.duckdb"), tmp,
+                     "--memory-limit", "64MB")
+    try:
+        big = "SELECT list(i) AS l FROM range(30000000) t(i)"  # a list aggregate never spills
+        r = s.get(query("/api/sql", q=big))
+        assert r.status == 400, r.body
+        error = r.json()["error"]
+        assert re.fullmatch(
+            r"the query ran out of memory \(Out of Memory Error: [^\n]*used\)\); narrow it, or "
+            r"raise the limit of the server: restart `pitlog serve` with a larger "
+            r"--memory-limit or PITLOG_MEMORY_LIMIT \(now 64MB\)", error), error
+        assert "SET " not in error
+        cli = run_cli("sql", "--server", s.url, big)
+        assert (cli.returncode, cli.stdout) == (1, "")
+        (line,) = cli.stderr.splitlines()
+        assert re.fullmatch(r"Error: the query ran out of memory \(Out of Memory Error: [^\n]*"
+                            r"used\)\); narrow it, or raise the limit of the server: restart "
+                            r"`pitlog serve` with a larger --memory-limit or PITLOG_MEMORY_LIMIT "
+                            r"\(now 64MB\) \(server " + re.escape(s.url) + r"\)", line), line
+        assert s.health()["ready"] is True  # the follower keeps projecting
+    finally:
+        assert s.stop() == 0, s.err.read_text()
 
 
 def test_sql_through_the_server_reads_no_file_url_or_setting(server: Server) -> None:
