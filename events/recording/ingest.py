@@ -104,7 +104,11 @@ def default_quarantine(log_uri: str) -> Path:
 
 
 def _lines(stream: IO[bytes]) -> Iterator[tuple[int, bytes, bool]]:
-    """(line number, bytes without the newline, too long?), one line in memory at a time."""
+    """(line number, the line's bytes without the LF that ends it, too long?), one line in
+    memory at a time. A CR before the LF is the line's own and stays: the quarantine keeps the
+    line as sent (docs/ingest.md, "The quarantine file"). Stripping every trailing CR and LF
+    made a line of only a CR (the second line of the bytes a CR LF CR LF b) an entry with raw ""
+    (an outside review, session 42)."""
     n = 0
     while True:
         raw = stream.readline(MAX_LINE_BYTES + 1)
@@ -117,7 +121,7 @@ def _lines(stream: IO[bytes]) -> Iterator[tuple[int, bytes, bool]]:
                 rest = stream.readline(MAX_LINE_BYTES)
                 if not rest or rest.endswith(b"\n"):
                     break
-        yield n, raw.rstrip(b"\r\n"), too_long
+        yield n, raw[:-1] if raw.endswith(b"\n") else raw, too_long
 
 
 class _Quarantine:
@@ -371,7 +375,9 @@ def ingest(stream: IO[bytes], log: EventLog, *, source: str, quarantine: Path,
                     # The line's own `id`, else one derived from its device, table and device
                     # seq: a line re-sent in a later run then has the same id, and is found
                     # recorded.
-                    candidates.append((n, raw, parse_line(raw, derived_event_id), "", ""))
+                    # parsed without the \r of a CRLF line end, as before; quarantined with it
+                    line = parse_line(raw.rstrip(b"\r"), derived_event_id)
+                    candidates.append((n, raw, line, "", ""))
                 except LineRejected as exc:
                     if _is_quarantine_entry(raw):
                         commit()  # the lines before it judged, recorded or quarantined

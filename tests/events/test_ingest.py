@@ -386,6 +386,24 @@ def test_an_overlong_a_non_utf8_and_an_empty_line_are_quarantined_exactly(tmp_pa
     assert base64.b64decode(q[1]["raw_base64"]) == latin1
 
 
+def test_a_line_of_only_a_carriage_return_is_quarantined_with_it(tmp_path: Path) -> None:
+    """A line's raw text is the line as sent without the LF that ends it, a CR before the LF
+    included (docs/ingest.md, "The quarantine file"): until session 42 every trailing CR went,
+    so a line of only a CR was quarantined with raw "" (an outside review)."""
+    good = json.dumps(card_line(1)).encode() + b"\r\n"  # a CRLF line: parsed, recorded
+    data = good + b"\r\n" + b"a\r\r\n" + b"\r"  # the last one ends the file, no LF
+    report, bad, log = run(tmp_path, data)
+    assert [(b.line, b.reason, b.raw) for b in bad] == [
+        (2, "empty line", b"\r"),
+        (3, "malformed JSON (Expecting value at column 1)", b"a\r\r"),
+        (4, "empty line", b"\r")]
+    assert [e.seq for e in events_of(log)] == [1]
+    q = [json.loads(x) for x in (tmp_path / "q.jsonl").read_text().splitlines()]
+    assert [(e["line"], e["raw"]) for e in q] == [(2, "\r"), (3, "a\r\r"), (4, "\r")]
+    assert all("raw_base64" not in e for e in q)  # UTF-8: raw alone is the exact text
+    assert (report.lines, report.recorded, report.rejected) == (4, 1, 3)
+
+
 @pytest.mark.parametrize(("encoding", "reason"), [
     ("utf-16", "the line is not UTF-8 text"), ("utf-32", "the line is not UTF-8 text"),
     # Without a byte order mark the bytes are UTF-8, every other one NUL: no JSON.
