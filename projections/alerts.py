@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import weakref
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import duckdb
@@ -234,6 +235,44 @@ def _set_cursor(con: duckdb.DuckDBPyConnection, sink: str, seq: int,
 _SINKS: weakref.WeakKeyDictionary[EventLog, AlertSink | None] = weakref.WeakKeyDictionary()
 
 
+@dataclass
+class SinkStatus:
+    """How publishing to a log's sink goes, for `pitlog serve`'s /health (sink_health): a
+    sink that cannot take the alerts leaves them in the outbox while the projection goes on,
+    and the log's lag alone would then read as all well."""
+    name: str
+    error: str | None = None  # the last publish's failure; None once one succeeds
+    failing_since: datetime | None = None  # the first failure since the last success
+    publishing_since: datetime | None = None  # a publish under way (it may wait for the sink)
+
+    def failed(self, exc: BaseException) -> None:
+        self.error = first_line(exc)
+        self.failing_since = self.failing_since or datetime.now(UTC)
+
+
+_STATUS: weakref.WeakKeyDictionary[EventLog, SinkStatus] = weakref.WeakKeyDictionary()
+
+
+def sink_health(con: duckdb.DuckDBPyConnection, log: EventLog) -> dict[str, Any]:
+    """`alerts_pending` (raised, not yet in the sink) and `alert_sink` (its name and `state`:
+    ok, publishing (a publish under way, `since` when it began), failing (`error`, `since`
+    the first failure), or None before the first publish) of the sink beside `log`."""
+    status = _STATUS.get(log)
+    if status is None:
+        return {"alerts_pending": None, "alert_sink": None}
+    ((pending,),) = con.execute(
+        "SELECT count(*) FROM alerts WHERE alert_seq > coalesce((SELECT max(published_seq) "
+        "FROM alerts_outbox WHERE sink = $s), 0) AND alert_id NOT IN (SELECT alert_id FROM "
+        "alerts_held WHERE sink = $s)", {"s": status.name}).fetchall()
+    since = status.publishing_since
+    state = "publishing" if since is not None else "failing" if status.error else "ok"
+    if state == "failing":
+        since = status.failing_since
+    return {"alerts_pending": int(pending),
+            "alert_sink": {"name": status.name, "state": state, "error": status.error,
+                           "since": since.isoformat() if since else None}}
+
+
 class Publisher:
     """Called after each commit: the alerts past the outbox cursor to the sink beside `log`
     (None: publish nothing). A sink that cannot take them (a broker down) leaves them in the
@@ -242,19 +281,27 @@ class Publisher:
     def __init__(self, con: duckdb.DuckDBPyConnection, log: EventLog | None) -> None:
         self.con = con
         self.sink = None
+        self.status: SinkStatus | None = None
         if log is not None:
             if log not in _SINKS:
                 _SINKS[log] = log.alert_sink()
             self.sink = _SINKS[log]
+            if self.sink is not None:
+                self.status = _STATUS.setdefault(log, SinkStatus(self.sink.name))
 
     def __call__(self) -> None:
-        if self.sink is None:
+        if self.sink is None or self.status is None:
             return
+        status = self.status
+        status.publishing_since = datetime.now(UTC)
         try:
             publish_pending(self.con, self.sink)
+            status.error = status.failing_since = None
         except (LogError, duckdb.OutOfMemoryException) as exc:  # a broker down; no memory
+            status.failed(exc)
             _LOG.warning("alerts not published yet: %s", first_line(exc))
         except duckdb.Error as exc:
+            status.failed(exc)
             # The store itself refused the outbox cursor (a folder where DuckDB cannot create
             # <db>.wal, a full disk): the batches would be refused the same way, so this is
             # the run's one Error line, not a warning before it.
@@ -263,4 +310,17 @@ class Publisher:
                 f"database's folder can be written (DuckDB keeps <db>.wal beside the file), "
                 f"then run again to continue from the checkpoint") from exc
         except Exception as exc:  # noqa: BLE001 - whatever a sink does, projecting goes on
+            status.failed(exc)
             _LOG.warning("alerts not published yet: %s: %s", type(exc).__name__, first_line(exc))
+        finally:
+            status.publishing_since = None
+
+
+def publish_again(con: duckdb.DuckDBPyConnection, log: EventLog) -> None:
+    """Publish again when the last publish to the sink beside `log` failed (its broker was
+    down longer than the sink's timeout): a follower with nothing new to project calls this
+    at each poll, so the alerts reach the sink once it is back, not with the next batch, which
+    a quiet floor may not send for a while. A sink that has not failed costs nothing."""
+    status = _STATUS.get(log)
+    if status is not None and status.error is not None:
+        Publisher(con, log)()

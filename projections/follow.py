@@ -28,6 +28,7 @@ import duckdb
 from events.errors import LogError, LogGoneError, ProjectionError
 from events.log.base import EventLog
 from projections.alerts import create_tables as create_alert_tables
+from projections.alerts import publish_again
 from projections.anomalies import STORED, anomaly_source, refresh_stored_anomalies
 from projections.incremental import close_detector
 from projections.log_checks import check_log_holds
@@ -296,6 +297,8 @@ class Follower:
                         _keep_replays(replays, LIVE_BUDGET_S, since=since)
                     # what arrived while the round ran: its lag, and no wait below
                     ends = _ends_after(log, ends, projected)
+                elif self.publish_alerts:
+                    publish_again(con, log)  # a failed publish waits for no next batch
                 failures = 0
                 if away:
                     away = False

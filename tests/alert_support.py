@@ -83,6 +83,30 @@ class LostReply:
         self.sink.close()
 
 
+class Unreachable:
+    """A real sink that cannot be reached while `down`: each append then fails before anything
+    lands, as a publish to a broker that stays down longer than the sink's timeout."""
+
+    def __init__(self, sink: AlertSink) -> None:
+        self.sink, self.name, self.down, self.refused = sink, sink.name, True, 0
+
+    def append(self, alerts: Sequence[Alert],
+               after: tuple[int, str | None] | None = None) -> None:
+        if self.down:
+            self.refused += 1
+            raise LogError("the broker is down")
+        self.sink.append(alerts, after)
+
+    def last(self) -> tuple[int, str | None]:
+        return self.sink.last()
+
+    def ids(self) -> set[str]:
+        return self.sink.ids()
+
+    def close(self) -> None:
+        self.sink.close()
+
+
 def sinks(request: pytest.FixtureRequest, folder: Path) -> Iterator[SinkAndReader]:
     """For a fixture parametrized "embedded" / "kafka": (make, read), `make()` a new sink of
     the one alert log (alerts.jsonl in `folder`, or the test's Kafka alert topic), `read()`

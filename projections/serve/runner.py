@@ -186,7 +186,7 @@ def _run(log: EventLog, db_path: Path, sock: socket.socket, stop: threading.Even
         state = ServeState(con, tz=tz, db_path=db_path, source=log.uri,
                            sql_timeout=sql_timeout, sql_max_rows=sql_max_rows,
                            memory_limit=chosen_limit(memory_limit, DEFAULT_MEMORY_LIMIT)
-                           or DEFAULT_MEMORY_LIMIT)
+                           or DEFAULT_MEMORY_LIMIT, log=log)
         tracker = Tracker(state)
         publisher = Publisher(con, db_path, snapshot_every) if snapshot_every > 0 else None
         follower = Follower(con, log, stop_event=stop, poll_interval=poll_interval,

@@ -24,6 +24,8 @@ from zoneinfo import ZoneInfo
 
 import duckdb
 
+from events.log.base import EventLog
+from projections.alerts import sink_health
 from projections.memory import DEFAULT_MEMORY_LIMIT
 from projections.serve.metrics import Metrics
 
@@ -53,9 +55,10 @@ class ServeState:
     def __init__(self, con: duckdb.DuckDBPyConnection, *, tz: tzinfo | None = None,
                  db_path: Path | None = None, source: str = "",
                  sql_timeout: float = 10.0, sql_max_rows: int = 10_000,
-                 memory_limit: str = DEFAULT_MEMORY_LIMIT) -> None:
+                 memory_limit: str = DEFAULT_MEMORY_LIMIT, log: EventLog | None = None) -> None:
         self.con = con
         self.memory_limit = memory_limit  # the database's (--memory-limit), /api/sql's too
+        self.log = log  # the followed log: /health tells how publishing to its alert sink goes
         self.tz = tz or ZoneInfo("UTC")
         self.db_path = db_path
         self.source = source  # the log's uri
@@ -131,4 +134,21 @@ class ServeState:
                 "last_commit": s.last_commit.astimezone(self.tz).isoformat()
                 if s.last_commit else None,
                 "lag": {str(p): n for p, n in lag.items()}, "lag_total": sum(lag.values()),
-                "error": s.error}
+                "error": s.error, **self._alert_sink()}
+
+    def _alert_sink(self) -> dict[str, Any]:
+        """Lag 0 says the alerts were raised, not that they reached the sink (a broker down, or
+        a publish waiting for it): how many are still to publish, and the sink's state."""
+        if self.log is None:
+            return {"alerts_pending": None, "alert_sink": None}
+        cur = self.cursor()
+        try:
+            health = sink_health(cur, self.log)
+        except duckdb.Error:  # the alert tables not made yet: nothing raised, nothing pending
+            return {"alerts_pending": None, "alert_sink": None}
+        finally:
+            cur.close()
+        sink = health["alert_sink"]
+        if sink is not None and sink["since"] is not None:
+            sink["since"] = datetime.fromisoformat(sink["since"]).astimezone(self.tz).isoformat()
+        return health

@@ -11,10 +11,14 @@ from typing import Any
 
 import duckdb
 import pytest
+from alert_support import raise_in_db
 
+import projections.alerts as alerts_module
+from events.errors import LogError
+from events.log.embedded.alerts import EmbeddedAlertLog
 from events.log.embedded.log import EmbeddedLog
 from events.simulation.simulator import SimConfig, simulate
-from projections.alerts import create_tables
+from projections.alerts import Publisher, create_tables
 from projections.follow import Commit, Follower
 from projections.serve.metrics import Metrics
 from projections.serve.runner import Tracker
@@ -119,3 +123,72 @@ def test_health_counts_what_arrived_during_a_round_while_the_next_rounds_batch_r
         assert state.health()["lag_total"] == 0
     finally:
         con.close()
+
+
+class _Held:
+    """A real sink (alerts.jsonl) whose appends wait while `held` is set and fail while `down`,
+    as a publish to a broker that is restarting or gone."""
+
+    def __init__(self, sink: Any) -> None:
+        self.sink, self.name = sink, sink.name
+        self.down, self.held, self.waiting = False, threading.Event(), threading.Event()
+
+    def append(self, alerts: Any, after: Any = None) -> None:
+        if self.held.is_set():
+            self.waiting.set()
+            while self.held.is_set():
+                time.sleep(0.01)
+        if self.down:
+            raise LogError("the broker is down")
+        self.sink.append(alerts, after)
+
+    def last(self) -> tuple[int, str | None]:
+        return self.sink.last()
+
+    def ids(self) -> set[str]:
+        return self.sink.ids()
+
+    def close(self) -> None:
+        self.sink.close()
+
+
+def test_health_tells_the_alerts_a_sink_has_not_taken_while_publishing_waits_or_fails(
+        tmp_path: Path) -> None:
+    """Lag 0 says the alerts were raised, not that they reached the sink: while a publish
+    waits for the sink (a broker restarting) or after it failed (the broker down), /health
+    counts the alerts still to publish and says why (session 42)."""
+    log = EmbeddedLog(tmp_path / "log")
+    sink = _Held(log.alert_sink())
+    alerts_module._SINKS[log] = sink  # noqa: SLF001 - the sink the publisher takes
+    con = duckdb.connect()
+    create_tables(con)
+    state = ServeState(con, log=log)
+    assert {k: state.health()[k] for k in ("alerts_pending", "alert_sink")} == \
+        {"alerts_pending": None, "alert_sink": None}  # nothing published yet
+    publisher = Publisher(con, log)
+    publisher()
+    assert state.health()["alert_sink"]["state"] == "ok"
+    raise_in_db(con, range(1, 4))
+    sink.held.set()
+    thread = threading.Thread(target=publisher)
+    thread.start()
+    try:
+        assert sink.waiting.wait(HANG_S)
+        health = state.health()
+        assert health["alerts_pending"] == 3
+        assert health["alert_sink"]["state"] == "publishing"
+        assert health["alert_sink"]["since"] is not None
+        sink.down = True
+    finally:
+        sink.held.clear()
+        thread.join(HANG_S)
+    health = state.health()
+    assert health["alerts_pending"] == 3
+    assert (health["alert_sink"]["state"], health["alert_sink"]["error"]) == \
+        ("failing", "the broker is down")
+    sink.down = False
+    publisher()
+    health = state.health()
+    assert (health["alerts_pending"], health["alert_sink"]["state"],
+            health["alert_sink"]["error"]) == (0, "ok", None)
+    assert [a["alert_seq"] for a in EmbeddedAlertLog(log.folder).read()] == [1, 2, 3]

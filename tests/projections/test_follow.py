@@ -15,7 +15,10 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from alert_support import Unreachable
 
+import projections.alerts as alerts_module
+from events.log.embedded.alerts import EmbeddedAlertLog
 from events.log.embedded.log import EmbeddedLog
 from events.simulation.simulator import SimConfig, simulate
 from projections.follow import Commit, Follower, follow
@@ -209,6 +212,42 @@ def test_cursors_of_the_followers_connection_see_each_batch_as_it_commits(
         assert con.execute("SELECT count(*) FROM events").fetchall() == [(first + second,)]
     finally:
         con.close()
+
+
+def test_alerts_a_failed_publish_left_reach_the_sink_once_it_is_back_with_no_new_batch(
+        tmp_path: Path) -> None:
+    """A publish fails (the broker down longer than the sink's timeout) at the follower's last
+    batch; the sink is back, and no event comes: the follower, idle, publishes them at its
+    next poll (projections.alerts.publish_again), each once. Until session 42 they waited for
+    the next batch, which a quiet floor may not send for a long while."""
+    log = EmbeddedLog(tmp_path / "log", partitions=3)
+    simulate(log, SimConfig(seed=5, tables=2, rounds=12, irregularities=0.05,
+                            per_code={"LATE_RAISE": 0.5}))
+    sink = Unreachable(log.alert_sink())
+    alerts_module._SINKS[log] = sink  # noqa: SLF001 - the sink the follower's publisher takes
+    con = open_store(tmp_path / "served.duckdb")
+    stop = threading.Event()
+    follower = Follower(con, log, stop_event=stop, poll_interval=0.05)
+    thread = threading.Thread(target=follower.run)
+    thread.start()
+    try:
+        assert follower.ready.wait(HANG_S)  # every batch committed, each publish refused
+        assert sink.refused > 0
+        sink.down = False  # back; the log gets nothing new
+        stored = [a for (a,) in con.cursor().execute(
+            "SELECT alert_id FROM alerts ORDER BY alert_seq").fetchall()]
+        deadline = time.monotonic() + HANG_S
+        while len(published := [a["alert_id"] for a in EmbeddedAlertLog(log.folder).read()]) \
+                < len(stored):
+            if time.monotonic() > deadline:
+                pytest.fail(f"{len(published)} of {len(stored)} alerts published")
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        thread.join(HANG_S)
+        con.close()
+    assert not thread.is_alive()
+    assert stored and published == stored
 
 
 class _WrittenWhileProjected(EmbeddedLog):

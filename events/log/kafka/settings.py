@@ -10,7 +10,16 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from kafka.errors import KafkaConnectionError
+from kafka.net.compat import KafkaNetClient
+
 DEFAULT_TIMEOUT_S = 120.0
+# The longest wait between two attempts to reach a broker that refused or dropped a connection.
+# kafka-python 3.0.12's default (30 s) doubles the wait per failure, so a broker back after a
+# restart of half a minute or more was reached up to 30 s later: each producer, the alert
+# topic's too, then sent nothing meanwhile (benchmarks/bench_alert_restart.py). The Java
+# client's default; a refused connect costs the broker nothing.
+RECONNECT_BACKOFF_MAX_MS = 1000
 # Topic settings of an audit log: keep everything forever, never compact.
 TOPIC_CONFIG = {"retention.ms": "-1", "cleanup.policy": "delete"}
 
@@ -52,6 +61,29 @@ def security_settings(env: Mapping[str, str] | None = None) -> dict[str, Any]:
     return settings
 
 
+class ReconnectingClient(KafkaNetClient):
+    """kafka-python's network client, except that `await_ready` answers False for a broker it
+    cannot reach, as the producer's sender expects (kafka/producer/sender.py,
+    _maybe_send_pending_request), instead of raising. Raised, the sender's handler of the error
+    looks the transaction coordinator up again but drops the request it was sending: after a
+    broker restart, a transaction's AddPartitionsToTxn was never sent again, its records never
+    became sendable, and each publish or fenced append begun while the broker was down waited
+    out delivery_timeout_ms (60 s for the alert topic) although the broker was back in
+    seconds. Answered False, the sender looks the coordinator up and re-queues the request (the
+    Java client's Sender does both)."""
+
+    def await_ready(self, node_id: Any, timeout_ms: int = 30000) -> bool:
+        try:
+            return bool(super().await_ready(node_id, timeout_ms=timeout_ms))
+        except KafkaConnectionError:
+            return False
+
+
+def reconnect_settings() -> dict[str, Any]:
+    """How every producer and reader reconnects to a broker that went away."""
+    return {"reconnect_backoff_max_ms": RECONNECT_BACKOFF_MAX_MS}
+
+
 def producer_settings(timeout_s: float = DEFAULT_TIMEOUT_S) -> dict[str, Any]:
     """The producer's delivery settings; the benchmark gives bare kafka-python the same ones."""
     linger_ms = 100  # flush() at the end of append sends at once anyway
@@ -71,6 +103,9 @@ def producer_settings(timeout_s: float = DEFAULT_TIMEOUT_S) -> dict[str, Any]:
         # less often, which doubled send() throughput here (it contends for the GIL).
         "batch_size": 256 * 1024,
         "linger_ms": linger_ms,
+        **reconnect_settings(),
+        # The sender re-sends a transaction's request after a broker restart (ReconnectingClient).
+        "kafka_client": ReconnectingClient,
     }
 
 
@@ -90,4 +125,5 @@ def consumer_settings() -> dict[str, Any]:
         # Records of aborted transactions (a writer fenced by another writer of its table,
         # events/log/kafka/fencing.py) are never read; reading stops at the last stable offset.
         "isolation_level": "read_committed",
+        **reconnect_settings(),
     }
