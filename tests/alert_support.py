@@ -58,13 +58,31 @@ def alert_ids(ks: range | list[int]) -> list[str]:
     return [alert(k)["alert_id"] for k in ks]
 
 
-class LostReply:
+class FaultySink:
+    """A real sink, reached through a fault its subclass's `append` adds: everything else
+    is the sink's own."""
+
+    def __init__(self, sink: AlertSink) -> None:
+        self.sink, self.name = sink, sink.name
+
+    def last(self) -> tuple[int, str | None]:
+        return self.sink.last()
+
+    def ids(self) -> set[str]:
+        return self.sink.ids()
+
+    def close(self) -> None:
+        self.sink.close()
+
+
+class LostReply(FaultySink):
     """A real sink whose append number `lost` lands and then reports a failure, as when the
     broker's reply (or the fsync's return) is lost: the alerts are in the sink, the publisher
     does not know it."""
 
     def __init__(self, sink: AlertSink, lost: int = 1) -> None:
-        self.sink, self.name, self.lost, self.calls = sink, sink.name, lost, 0
+        super().__init__(sink)
+        self.lost, self.calls = lost, 0
 
     def append(self, alerts: Sequence[Alert],
                after: tuple[int, str | None] | None = None) -> None:
@@ -73,22 +91,14 @@ class LostReply:
         if self.calls == self.lost:
             raise LogError("the reply was lost")
 
-    def last(self) -> tuple[int, str | None]:
-        return self.sink.last()
 
-    def ids(self) -> set[str]:
-        return self.sink.ids()
-
-    def close(self) -> None:
-        self.sink.close()
-
-
-class Unreachable:
+class Unreachable(FaultySink):
     """A real sink that cannot be reached while `down`: each append then fails before anything
     lands, as a publish to a broker that stays down longer than the sink's timeout."""
 
     def __init__(self, sink: AlertSink) -> None:
-        self.sink, self.name, self.down, self.refused = sink, sink.name, True, 0
+        super().__init__(sink)
+        self.down, self.refused = True, 0
 
     def append(self, alerts: Sequence[Alert],
                after: tuple[int, str | None] | None = None) -> None:
@@ -96,15 +106,6 @@ class Unreachable:
             self.refused += 1
             raise LogError("the broker is down")
         self.sink.append(alerts, after)
-
-    def last(self) -> tuple[int, str | None]:
-        return self.sink.last()
-
-    def ids(self) -> set[str]:
-        return self.sink.ids()
-
-    def close(self) -> None:
-        self.sink.close()
 
 
 def sinks(request: pytest.FixtureRequest, folder: Path) -> Iterator[SinkAndReader]:

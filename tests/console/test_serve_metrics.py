@@ -11,7 +11,7 @@ from typing import Any
 
 import duckdb
 import pytest
-from alert_support import raise_in_db
+from alert_support import FaultySink, raise_in_db
 
 import projections.alerts as alerts_module
 from events.errors import LogError
@@ -125,12 +125,12 @@ def test_health_counts_what_arrived_during_a_round_while_the_next_rounds_batch_r
         con.close()
 
 
-class _Held:
+class _Held(FaultySink):
     """A real sink (alerts.jsonl) whose appends wait while `held` is set and fail while `down`,
     as a publish to a broker that is restarting or gone."""
 
     def __init__(self, sink: Any) -> None:
-        self.sink, self.name = sink, sink.name
+        super().__init__(sink)
         self.down, self.held, self.waiting = False, threading.Event(), threading.Event()
 
     def append(self, alerts: Any, after: Any = None) -> None:
@@ -141,15 +141,6 @@ class _Held:
         if self.down:
             raise LogError("the broker is down")
         self.sink.append(alerts, after)
-
-    def last(self) -> tuple[int, str | None]:
-        return self.sink.last()
-
-    def ids(self) -> set[str]:
-        return self.sink.ids()
-
-    def close(self) -> None:
-        self.sink.close()
 
 
 def test_health_tells_the_alerts_a_sink_has_not_taken_while_publishing_waits_or_fails(
