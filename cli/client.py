@@ -69,9 +69,9 @@ class Client:
             request.add_header("Authorization", f"Bearer {self.token}")
         try:
             with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
-                decimals, clocks, floats = (
-                    _named_keys(response.headers.get(name))
-                    for name in (DECIMALS_HEADER, WALL_CLOCKS_HEADER, FLOATS_HEADER))
+                decimals, clocks = (_named_keys(response.headers.get(name))
+                                    for name in (DECIMALS_HEADER, WALL_CLOCKS_HEADER))
+                floats = _named_paths(response.headers.get(FLOATS_HEADER))
                 _warn(self.url, response.headers)
                 body = revive(json.load(response), decimals, clocks=clocks, floats=floats)
                 return _typed(body, response.headers.get(TYPES_HEADER))
@@ -176,13 +176,26 @@ def ask(db: Path, server: str | None, path: str, **params: Any) -> Any:
         return None
 
 
+def _named_paths(header: str | None) -> frozenset[tuple[str, ...]]:
+    """The paths a server names in X-Pitlog-Floats: a JSON list of lists of keys."""
+    try:
+        paths = json.loads(header) if header else []
+    except ValueError:
+        return frozenset()
+    return frozenset(tuple(p) for p in paths if isinstance(p, list)
+                     and all(isinstance(k, str) for k in p)) if isinstance(paths, list) \
+        else frozenset()
+
+
 def revive(value: Any, decimals: frozenset[str] = frozenset(), key: str | None = None, *,
-           clocks: frozenset[str] = frozenset(), floats: frozenset[str] = frozenset()) -> Any:
+           clocks: frozenset[str] = frozenset(),
+           floats: frozenset[tuple[str, ...]] = frozenset(), at: tuple[str, ...] = ()) -> Any:
     """JSON back to the library's values: times with an offset become datetimes in this
     machine's zone (as DuckDB returns them); strings under a key the server listed in
     X-Pitlog-Decimals become exact Decimals, and those under one it listed in
     X-Pitlog-Wall-Clocks datetimes without a zone (a wall clock, shown as written), and
-    `nan`, `inf` or `-inf` under one it listed in X-Pitlog-Floats the float."""
+    `nan`, `inf` or `-inf` at a path (`at`: the keys from the top) it listed in
+    X-Pitlog-Floats the float."""
     if isinstance(value, str):
         if key in decimals:
             try:
@@ -193,13 +206,13 @@ def revive(value: Any, decimals: frozenset[str] = frozenset(), key: str | None =
             return datetime.fromisoformat(value).astimezone()
         if key in clocks and _WALL_CLOCK.fullmatch(value):
             return datetime.fromisoformat(value)
-        if key in floats and value in NON_FINITE:
+        if at in floats and value in NON_FINITE:
             return float(value)
         return value
     if isinstance(value, list):
-        return [revive(v, decimals, key, clocks=clocks, floats=floats) for v in value]
+        return [revive(v, decimals, key, clocks=clocks, floats=floats, at=at) for v in value]
     if isinstance(value, dict):
-        return {k: revive(v, decimals, k, clocks=clocks, floats=floats)
+        return {k: revive(v, decimals, k, clocks=clocks, floats=floats, at=(*at, k))
                 for k, v in value.items()}
     return value
 

@@ -80,6 +80,24 @@ def keys_holding(body: Any, kind: Callable[[Any], bool],
     return found
 
 
+def paths_holding(body: Any, kind: Callable[[Any], bool], at: tuple[str, ...] = (),
+                  found: set[tuple[str, ...]] | None = None) -> set[tuple[str, ...]]:
+    """The paths (the object keys from the top, a list's items at its own path) whose values
+    are of `kind` somewhere in `body`: unlike keys_holding, a string under a key of the same
+    name elsewhere is not named with them (a VARCHAR 'inf' beside a struct field `note` holding
+    an infinite float was read back as the float: a second read, session 42)."""
+    found = set() if found is None else found
+    if isinstance(body, dict):
+        for k, v in body.items():
+            paths_holding(v, kind, (*at, k), found)
+    elif isinstance(body, list | tuple):
+        for v in body:
+            paths_holding(v, kind, at, found)
+    elif kind(body):
+        found.add(at)
+    return found
+
+
 def _list_of(values: list[Any], kind: Callable[[Any], bool]) -> bool:
     return any(kind(v) or (isinstance(v, list) and _list_of(v, kind)) for v in values)
 
@@ -106,8 +124,9 @@ def reply(request: Request, body: Any, status: int = 200) -> Response:
     # with a comma or a newline in its name, is written escaped and read back whole).
     headers = {name: json.dumps(sorted(keys)) for name, keys in (
         (DECIMALS_HEADER, keys_holding(body, _is_decimal)),
-        (WALL_CLOCKS_HEADER, keys_holding(body, _is_wall_clock)),
-        (FLOATS_HEADER, keys_holding(body, _is_non_finite))) if keys}
+        (WALL_CLOCKS_HEADER, keys_holding(body, _is_wall_clock))) if keys}
+    if floats := paths_holding(body, _is_non_finite):  # by path: a list of lists of keys
+        headers[FLOATS_HEADER] = json.dumps(sorted(list(p) for p in floats))
     if isinstance(body, Rows) and (types := body.duckdb_types()):
         headers[TYPES_HEADER] = json.dumps(types)  # ASCII: escaped as the keys above
     return Response(to_json(state, body), status_code=status, media_type="application/json",

@@ -24,9 +24,10 @@ STALE_HEADER = "X-Pitlog-Stale"
 # (a TIMESTAMP without a zone): serve/api.py reply names them, cli/client.py revive reads them.
 DECIMALS_HEADER = "X-Pitlog-Decimals"
 WALL_CLOCKS_HEADER = "X-Pitlog-Wall-Clocks"
-# The keys of an answer whose strings NON_FINITE names are floats JSON cannot carry (NaN,
-# infinity): sent as DuckDB's text of them, read back as the floats, so a table or CSV of a
-# served answer prints `nan` as the file's does (it printed an empty cell, or None).
+# The paths (lists of the object keys from the answer's top; a list's items share its path)
+# whose strings NON_FINITE names are floats JSON cannot carry (NaN, infinity): sent as DuckDB's
+# text of them, read back as the floats, so a table or CSV of a served answer prints `nan` as
+# the file's does (it printed an empty cell, or None); a string elsewhere stays a string.
 FLOATS_HEADER = "X-Pitlog-Floats"
 NON_FINITE = ("nan", "inf", "-inf")  # Python's str() of them, and DuckDB's VARCHAR
 # The DuckDB type of each column of an answer that is a query's rows (export.Rows), as a JSON

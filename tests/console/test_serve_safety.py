@@ -532,7 +532,7 @@ def test_a_following_server_sends_no_stale_warning(server: Server) -> None:
 def test_the_sql_endpoint_answers_nan_and_infinity_as_text_it_names(server: Server) -> None:
     """JSON has no NaN: `SELECT 'NaN'::DOUBLE` through the server was an internal error (500),
     and the CLI asks a running server by itself. Then null, which the CLI printed as an empty
-    cell; now DuckDB's text of it, however deep, its keys named in X-Pitlog-Floats so the CLI
+    cell; now DuckDB's text of it, however deep, its paths named in X-Pitlog-Floats so the CLI
     reads the float back (tests/console/test_sql_values.py); the string 'nan' is no float."""
     r = request(server.url, query("/api/sql", q="SELECT 'NaN'::DOUBLE AS n, "
                                                 "[1.5, 'inf'::DOUBLE] AS l, 2.5::DOUBLE AS x, "
@@ -541,4 +541,4 @@ def test_the_sql_endpoint_answers_nan_and_infinity_as_text_it_names(server: Serv
     body = json.loads(r.body)
     assert body["columns"] == ["n", "l", "x", "s"]
     assert body["rows"] == [{"n": "nan", "l": [1.5, "inf"], "x": 2.5, "s": "nan"}]
-    assert json.loads(r.headers["x-pitlog-floats"]) == ["l", "n"]
+    assert json.loads(r.headers["x-pitlog-floats"]) == [["rows", "l"], ["rows", "n"]]
