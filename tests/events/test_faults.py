@@ -18,6 +18,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
@@ -142,6 +143,60 @@ def test_a_log_replaced_under_an_open_reader_is_gone_and_none_of_it_is_projected
         record_events(EmbeddedLog(folder), {"T01": 3})
         assert project(reader, con).events == 3
         assert con.execute("SELECT count(*), max(seq) FROM events").fetchall() == [(13, 13)]
+    finally:
+        con.close()
+
+
+class _MovedAfterFirstBatch(EmbeddedLog):
+    """A reader whose log folder is moved away once it has handed over its first batch of a
+    read that began past offset 0 (a round reading a backlog in batches)."""
+
+    def __init__(self, folder: Path, away: Path) -> None:
+        super().__init__(folder, create=False)
+        self.folder, self.away, self.moved = folder, away, False
+
+    def _move(self) -> None:
+        if not self.moved:
+            self.moved = True
+            self.folder.rename(self.away)
+
+    def read(self, start: Any = None, *, max_batch: int = 5000) -> Any:
+        for batch in super().read(start, max_batch=max_batch):
+            yield batch
+            if start and any(start.values()):
+                self._move()
+
+    def read_frames(self, partition: int, start: int, stop: int, **kw: Any) -> Any:
+        for batch in super().read_frames(partition, start, stop, **kw):
+            yield batch
+            if start:
+                self._move()
+
+
+@pytest.mark.parametrize("batch_size", [500, 5_000])
+def test_a_log_moved_away_while_a_round_reads_it_in_batches_is_gone_not_a_crash(
+        tmp_path: Path, batch_size: int) -> None:
+    """A second read (session 42): the segment's open file survives the move, but each batch
+    opens the .idx again by its path, and FileNotFoundError was neither a LogError nor a
+    LogCorruptError: the follower stopped (`failed`, a restart needed) instead of waiting for
+    the log (`log_gone`). Now LogGoneError, the batches read before the move committed, and the
+    rest projected once the log is back."""
+    folder, away, db = tmp_path / "log", tmp_path / "away", tmp_path / "db.duckdb"
+    record_events(EmbeddedLog(folder, partitions=1), {"T01": 20})
+    reader = _MovedAfterFirstBatch(folder, away)
+    con = open_store(db)
+    try:
+        assert project(reader, con, batch_size=batch_size).events == 20
+        record_events(EmbeddedLog(folder), {"T01": 2_000})  # a backlog read in batches
+        with pytest.raises(LogGoneError, match="is gone: .*meta.json is missing"):
+            project(reader, con, batch_size=batch_size)
+        ((kept,),) = con.execute("SELECT count(*) FROM events").fetchall()
+        assert 20 <= kept < 2_020
+        away.rename(folder)
+        assert reader.check_same_log() is True
+        assert project(reader, con, batch_size=batch_size).events == 2_020 - kept
+        assert con.execute("SELECT count(*), count(DISTINCT seq), max(seq) FROM events"
+                           ).fetchall() == [(2_020, 2_020, 2_020)]
     finally:
         con.close()
 

@@ -52,7 +52,16 @@ class Partition:
         if self.override is not None:
             return self.override[start:stop]
         pos = array("Q")
-        with self.idx_path.open("rb") as f:
+        try:
+            f = self.idx_path.open("rb")
+        except FileNotFoundError:
+            # Opened again by path for each batch: gone while a read was under way (the log
+            # moved away, which the caller tells by EventLog.check_same_log, or the .idx
+            # removed), this partition's damage, never a bare OSError that stops a follower.
+            raise LogCorruptError(f"{self.idx_path} is missing, though records of it were being "
+                                  f"read: restore the log folder (or this index from a backup)",
+                                  self.number) from None
+        with f:
             f.seek(start * 8)
             pos.frombytes(f.read((stop - start) * 8))
         return pos
