@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 import weakref
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import duckdb
@@ -244,10 +244,32 @@ class SinkStatus:
     error: str | None = None  # the last publish's failure; None once one succeeds
     failing_since: datetime | None = None  # the first failure since the last success
     publishing_since: datetime | None = None  # a publish under way (it may wait for the sink)
+    failures: int = 0  # in a row, since the last success
+    retry_at: datetime | None = None  # publish_again's next try, after a failure
 
     def failed(self, exc: BaseException) -> None:
+        now = _now()
         self.error = first_line(exc)
-        self.failing_since = self.failing_since or datetime.now(UTC)
+        self.failing_since = self.failing_since or now
+        self.failures += 1
+        self.retry_at = now + timedelta(
+            seconds=min(PUBLISH_RETRY_MAX_S, 2.0 ** (self.failures - 1)))
+
+    def published(self) -> None:
+        self.error = self.failing_since = self.retry_at = None
+        self.failures = 0
+
+
+# The longest an idle follower waits between tries at a failing sink (publish_again): each
+# try may log a warning and block the follower up to the sink's timeout, so a sink that keeps
+# failing fast (a permission, an authorization) is not tried at every poll (twice a second,
+# a second read, session 42); short, so a broker back after a restart still gets the alerts
+# within seconds on a quiet floor. A batch's own publish is never held back.
+PUBLISH_RETRY_MAX_S = 5.0
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
 
 
 _STATUS: weakref.WeakKeyDictionary[EventLog, SinkStatus] = weakref.WeakKeyDictionary()
@@ -264,13 +286,21 @@ def sink_health(con: duckdb.DuckDBPyConnection, log: EventLog) -> dict[str, Any]
         "SELECT count(*) FROM alerts WHERE alert_seq > coalesce((SELECT max(published_seq) "
         "FROM alerts_outbox WHERE sink = $s), 0) AND alert_id NOT IN (SELECT alert_id FROM "
         "alerts_held WHERE sink = $s)", {"s": status.name}).fetchall()
+    return {"alerts_pending": int(pending), "alert_sink": sink_state(log)}
+
+
+def sink_state(log: EventLog) -> dict[str, Any] | None:
+    """sink_health's `alert_sink` alone, from memory (no query): None before the first
+    publish."""
+    status = _STATUS.get(log)
+    if status is None:
+        return None
     since = status.publishing_since
     state = "publishing" if since is not None else "failing" if status.error else "ok"
     if state == "failing":
         since = status.failing_since
-    return {"alerts_pending": int(pending),
-            "alert_sink": {"name": status.name, "state": state, "error": status.error,
-                           "since": since.isoformat() if since else None}}
+    return {"name": status.name, "state": state, "error": status.error,
+            "since": since.isoformat() if since else None}
 
 
 class Publisher:
@@ -293,10 +323,10 @@ class Publisher:
         if self.sink is None or self.status is None:
             return
         status = self.status
-        status.publishing_since = datetime.now(UTC)
+        status.publishing_since = _now()
         try:
             publish_pending(self.con, self.sink)
-            status.error = status.failing_since = None
+            status.published()
         except (LogError, duckdb.OutOfMemoryException) as exc:  # a broker down; no memory
             status.failed(exc)
             _LOG.warning("alerts not published yet: %s", first_line(exc))
@@ -320,7 +350,10 @@ def publish_again(con: duckdb.DuckDBPyConnection, log: EventLog) -> None:
     """Publish again when the last publish to the sink beside `log` failed (its broker was
     down longer than the sink's timeout): a follower with nothing new to project calls this
     at each poll, so the alerts reach the sink once it is back, not with the next batch, which
-    a quiet floor may not send for a while. A sink that has not failed costs nothing."""
+    a quiet floor may not send for a while: each failure in a row doubles the wait before the
+    next try, from a second up to PUBLISH_RETRY_MAX_S. A sink that has not failed costs
+    nothing."""
     status = _STATUS.get(log)
-    if status is not None and status.error is not None:
+    if status is not None and status.error is not None and (
+            status.retry_at is None or _now() >= status.retry_at):
         Publisher(con, log)()

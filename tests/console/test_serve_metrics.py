@@ -183,3 +183,28 @@ def test_health_tells_the_alerts_a_sink_has_not_taken_while_publishing_waits_or_
     assert (health["alerts_pending"], health["alert_sink"]["state"],
             health["alert_sink"]["error"]) == (0, "ok", None)
     assert [a["alert_seq"] for a in EmbeddedAlertLog(log.folder).read()] == [1, 2, 3]
+
+
+def test_health_answers_with_the_sinks_state_when_its_count_cannot_be_read(
+        tmp_path: Path) -> None:
+    """A second read (session 42): the count of alerts to publish is a query, and /health
+    raised (a 500 to the healthcheck, and to every API answer of a stale server, which reads
+    /health for its header) when the connection could not run it. The state the publisher
+    keeps in memory is still told, the count unknown."""
+    log = EmbeddedLog(tmp_path / "log")
+    sink = _Held(log.alert_sink())
+    sink.down = True
+    alerts_module._SINKS[log] = sink  # noqa: SLF001 - the sink the publisher takes
+    con = duckdb.connect()
+    create_tables(con)
+    raise_in_db(con, range(1, 3))
+    Publisher(con, log)()
+    state = ServeState(con, log=log)
+    state.status.failed = True  # as a follower that stopped: the header asks /health too
+    assert state.health()["alerts_pending"] == 2
+    con.close()
+    health = state.health()
+    assert health["alerts_pending"] is None
+    assert (health["alert_sink"]["state"], health["alert_sink"]["error"]) == \
+        ("failing", "the broker is down")
+    assert health["status"] == "failed" and health["ready"] is False

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import duckdb
@@ -22,7 +23,7 @@ from events.log.embedded.alerts import EmbeddedAlertLog
 from events.log.embedded.log import EmbeddedLog
 from events.simulation.simulator import SimConfig, simulate
 from projections.follow import Commit, Follower, follow
-from projections.projector import ProjectionReport
+from projections.projector import ProjectionReport, project
 from projections.snapshot import database_path, open_for_reading, snapshot_path
 from projections.store import open_store
 
@@ -248,6 +249,43 @@ def test_alerts_a_failed_publish_left_reach_the_sink_once_it_is_back_with_no_new
         con.close()
     assert not thread.is_alive()
     assert stored and published == stored
+
+
+def test_an_idle_follower_tries_a_failing_sink_again_less_and_less_often(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A second read (session 42): publish_again tried a sink that keeps failing at every poll,
+    each try a warning (18 in 10 s at a 0.5 s poll). Each failure in a row now doubles the wait
+    before the next try, up to PUBLISH_RETRY_MAX_S; a success starts again from none. The clock
+    is the test's own: no timing."""
+    log = EmbeddedLog(tmp_path / "log", partitions=1)
+    simulate(log, SimConfig(seed=5, tables=1, rounds=6, irregularities=0.05,
+                            per_code={"LATE_RAISE": 0.5}))
+    sink = Unreachable(log.alert_sink())
+    alerts_module._SINKS[log] = sink  # noqa: SLF001 - the sink the publisher takes
+    clock = [datetime(2026, 12, 6, 21, 0, tzinfo=UTC)]
+    monkeypatch.setattr(alerts_module, "_now", lambda: clock[0])
+    con = open_store(tmp_path / "served.duckdb")
+    try:
+        project(log, con)  # its batch's own publish: refused
+        assert sink.refused == 1
+        tried = []
+        for tick in range(200):  # 20 s of polls every 0.1 s
+            clock[0] += timedelta(seconds=0.1)
+            before = sink.refused
+            alerts_module.publish_again(con, log)
+            if sink.refused > before:
+                tried.append(tick)
+        # after 1, 2, 4, 5, 5 s: ticks 9, 29, 69, 119, 169 (each 0.1 s, the first at 0.1 s)
+        assert tried == [9, 29, 69, 119, 169], tried
+        sink.down = False
+        clock[0] += timedelta(seconds=5)
+        alerts_module.publish_again(con, log)
+        ((raised,),) = con.execute("SELECT count(*) FROM alerts").fetchall()
+        assert raised > 0 and len(list(EmbeddedAlertLog(log.folder).read())) == raised
+        status = alerts_module._STATUS[log]  # noqa: SLF001
+        assert (status.error, status.failures, status.retry_at) == (None, 0, None)
+    finally:
+        con.close()
 
 
 class _WrittenWhileProjected(EmbeddedLog):
