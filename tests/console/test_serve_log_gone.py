@@ -10,8 +10,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from serve_support import Server, query, run_cli, start_server, wait_until
+
 from events.log.embedded.log import EmbeddedLog
-from tests.serve_support import Server, query, run_cli, start_server, wait_until
 
 
 def _log_id(log: Path) -> str:

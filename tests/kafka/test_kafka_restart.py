@@ -131,13 +131,16 @@ def test_every_client_tries_a_gone_broker_again_within_a_second_however_long_it_
         fenced_recorder.record("T02", model.DealerTappedIn(dealer_id="D2"), shoe_id=None,
                                round_no=None, actor="pit", occurred_at=START)
         fenced_recorder.flush()
+        alert_reader, _ = sink._reader()  # noqa: SLF001 - as it reads the topic back
         clients = {"alert producer": sink._opened(),  # noqa: SLF001 - its producer
+                   "alert reader": alert_reader,
                    "event producer": log._producer,  # noqa: SLF001
                    "event reader": log._consumer,  # noqa: SLF001
                    **{f"fenced writer {k!r}": w.producer  # noqa: SLF001
                       for k, w in fenced._fencing._writers.items()}}  # noqa: SLF001
         waits = {name: longest_wait_ms(c) for name, c in clients.items()}
+        alert_reader.close()
     sink.close()
-    assert len(waits) == 4
+    assert len(waits) == 5
     # A second (events/log/kafka/settings.RECONNECT_BACKOFF_MAX_MS) and kafka-python's jitter
     assert all(ms <= 1000 * 1.2 for ms in waits.values()), waits

@@ -37,7 +37,12 @@ from events.log.kafka.fencing import (
     end_transaction,
     stays_fenced,
 )
-from events.log.kafka.settings import producer_settings, security_settings, topic_config
+from events.log.kafka.settings import (
+    producer_settings,
+    reconnect_settings,
+    security_settings,
+    topic_config,
+)
 
 
 @cache
@@ -69,7 +74,8 @@ class KafkaAlertTopic:
     def _ensure_topic(self) -> None:
         try:
             admin = KafkaAdminClient(bootstrap_servers=self.bootstrap.split(","),
-                                     client_id="pitlog-alerts-admin", **self._settings)
+                                     client_id="pitlog-alerts-admin",
+                                     **reconnect_settings(), **self._settings)
             try:
                 if self.topic not in admin.list_topics():
                     try:
@@ -134,7 +140,7 @@ class KafkaAlertTopic:
         tp = TopicPartition(self.topic, 0)
         consumer = KafkaConsumer(bootstrap_servers=self.bootstrap.split(","), group_id=None,
                                  enable_auto_commit=False, isolation_level="read_committed",
-                                 **self._settings)
+                                 **reconnect_settings(), **self._settings)
         consumer.assign([tp])
         return consumer, tp
 

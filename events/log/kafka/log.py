@@ -33,6 +33,7 @@ from events.log.kafka.settings import (
     DEFAULT_TIMEOUT_S,
     consumer_settings,
     producer_settings,
+    reconnect_settings,
     security_settings,
     topic_config,
 )
@@ -184,7 +185,8 @@ class KafkaLog(EventLog):
             admin = KafkaAdminClient(bootstrap_servers=self.bootstrap.split(","),
                                      client_id=f"{self.client_id}-admin",
                                      bootstrap_timeout_ms=min(timeout_ms, 30_000),
-                                     request_timeout_ms=30_000, **self._settings)
+                                     request_timeout_ms=30_000, **reconnect_settings(),
+                                     **self._settings)
         except KafkaError as exc:
             raise LogError(f"cannot reach Kafka at {self.bootstrap} for topic {self.topic}: "
                            f"{exc}; is the broker running and the address right?") from exc

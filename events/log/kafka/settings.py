@@ -70,7 +70,8 @@ class ReconnectingClient(KafkaNetClient):
     became sendable, and each publish or fenced append begun while the broker was down waited
     out delivery_timeout_ms (60 s for the alert topic) although the broker was back in
     seconds. Answered False, the sender looks the coordinator up and re-queues the request (the
-    Java client's Sender does both)."""
+    Java client's Sender does both). Only the producers are given it (producer_settings): the
+    client's own send_and_receive, which nothing in a producer calls, relies on the raise."""
 
     def await_ready(self, node_id: Any, timeout_ms: int = 30000) -> bool:
         try:
