@@ -529,7 +529,7 @@ for target in (io.StringIO(), out):
     for fmt in ("jsonl", "csv"):
         try:  # the bad value is in the last of many batches: the reader stops part way
             export_query(db, "SELECT CASE WHEN i = 250000 THEN "
-                             "TIMESTAMP_NS '2020-01-01 00:00:00.123456789' END "
+                             "170141183460469231731687303715884105727::HUGEINT END "
                              "AS t FROM range(250001) r(i)", fmt, target)
         except ProjectionError as exc:
             print(str(exc).split(" (")[0])
