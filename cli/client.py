@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -69,9 +70,8 @@ class Client:
             request.add_header("Authorization", f"Bearer {self.token}")
         try:
             with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
-                decimals, clocks = (_named_keys(response.headers.get(name))
-                                    for name in (DECIMALS_HEADER, WALL_CLOCKS_HEADER))
-                floats = _named_paths(response.headers.get(FLOATS_HEADER))
+                decimals, clocks, floats = (Named.of(response.headers.get(name)) for name in
+                                            (DECIMALS_HEADER, WALL_CLOCKS_HEADER, FLOATS_HEADER))
                 _warn(self.url, response.headers)
                 body = revive(json.load(response), decimals, clocks=clocks, floats=floats)
                 return _typed(body, response.headers.get(TYPES_HEADER))
@@ -109,17 +109,32 @@ def _typed(body: Any, header: str | None) -> Any:
     return Rows.of_types(body, types)
 
 
-def _named_keys(header: str | None) -> frozenset[str]:
-    """The keys a server names in X-Pitlog-Decimals or X-Pitlog-Wall-Clocks: a JSON list (a
-    server before it: the keys joined by commas)."""
-    if not header:
-        return frozenset()
-    try:
-        keys = json.loads(header)
-    except ValueError:
-        return frozenset(filter(None, header.split(",")))
-    return frozenset(k for k in keys if isinstance(k, str)) if isinstance(keys, list) \
-        else frozenset()
+@dataclass(frozen=True)
+class Named:
+    """Where a server's header says a string is to be read back as another value: paths, each
+    the keys from the answer's top (a list's items at the list's own path), as a server since
+    session 43 names them; or bare keys, anywhere, as one before it did (a JSON list of keys,
+    or the keys joined by commas)."""
+
+    paths: frozenset[tuple[str, ...]] = frozenset()
+    keys: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, header: str | None) -> Named:
+        if not header:
+            return cls()
+        try:
+            named = json.loads(header)
+        except ValueError:
+            return cls(keys=frozenset(filter(None, header.split(","))))
+        if not isinstance(named, list):
+            return cls()
+        return cls(paths=frozenset(tuple(p) for p in named if isinstance(p, list)
+                                   and all(isinstance(k, str) for k in p)),
+                   keys=frozenset(k for k in named if isinstance(k, str)))
+
+    def holds(self, at: tuple[str, ...]) -> bool:
+        return at in self.paths or bool(at) and at[-1] in self.keys
 
 
 def _warn(url: str, headers: Any) -> None:
@@ -176,43 +191,30 @@ def ask(db: Path, server: str | None, path: str, **params: Any) -> Any:
         return None
 
 
-def _named_paths(header: str | None) -> frozenset[tuple[str, ...]]:
-    """The paths a server names in X-Pitlog-Floats: a JSON list of lists of keys."""
-    try:
-        paths = json.loads(header) if header else []
-    except ValueError:
-        return frozenset()
-    return frozenset(tuple(p) for p in paths if isinstance(p, list)
-                     and all(isinstance(k, str) for k in p)) if isinstance(paths, list) \
-        else frozenset()
-
-
-def revive(value: Any, decimals: frozenset[str] = frozenset(), key: str | None = None, *,
-           clocks: frozenset[str] = frozenset(),
-           floats: frozenset[tuple[str, ...]] = frozenset(), at: tuple[str, ...] = ()) -> Any:
+def revive(value: Any, decimals: Named = Named(), *, clocks: Named = Named(),
+           floats: Named = Named(), at: tuple[str, ...] = ()) -> Any:
     """JSON back to the library's values: times with an offset become datetimes in this
-    machine's zone (as DuckDB returns them); strings under a key the server listed in
-    X-Pitlog-Decimals become exact Decimals, and those under one it listed in
-    X-Pitlog-Wall-Clocks datetimes without a zone (a wall clock, shown as written), and
-    `nan`, `inf` or `-inf` at a path (`at`: the keys from the top) it listed in
+    machine's zone (as DuckDB returns them); strings at a path (`at`: the keys from the top)
+    the server named in X-Pitlog-Decimals become exact Decimals, in X-Pitlog-Wall-Clocks
+    datetimes without a zone (a wall clock, shown as written), and `nan`, `inf` or `-inf` in
     X-Pitlog-Floats the float."""
     if isinstance(value, str):
-        if key in decimals:
+        if decimals.holds(at):
             try:
                 return Decimal(value)
-            except InvalidOperation:  # another field of that name (a column called `columns`)
+            except InvalidOperation:  # an older server's bare key: another field of that name
                 return value
         if _TIME.fullmatch(value):
             return datetime.fromisoformat(value).astimezone()
-        if key in clocks and _WALL_CLOCK.fullmatch(value):
+        if clocks.holds(at) and _WALL_CLOCK.fullmatch(value):
             return datetime.fromisoformat(value)
-        if at in floats and value in NON_FINITE:
+        if floats.holds(at) and value in NON_FINITE:
             return float(value)
         return value
     if isinstance(value, list):
-        return [revive(v, decimals, key, clocks=clocks, floats=floats, at=at) for v in value]
+        return [revive(v, decimals, clocks=clocks, floats=floats, at=at) for v in value]
     if isinstance(value, dict):
-        return {k: revive(v, decimals, k, clocks=clocks, floats=floats, at=(*at, k))
+        return {k: revive(v, decimals, clocks=clocks, floats=floats, at=(*at, k))
                 for k, v in value.items()}
     return value
 

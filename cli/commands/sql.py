@@ -3,6 +3,7 @@ memory limit (projections/sql_console.py)."""
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Annotated
 
@@ -54,7 +55,16 @@ def sql_cmd(
             raise PitlogError("pitlog sql -: standard input held no query")
     limits = QueryLimits.from_env(timeout, memory_limit)  # bad limits: an error before asking
     check_read_only(query)  # so is a query the guard refuses ('' too: the same words either way)
-    answer = ask(db_path(db), server, "/api/sql", q=query)
+    # A time limit given (--timeout, PITLOG_SQL_TIMEOUT) is sent: a server stops the query at
+    # it or at its own, whichever is less. A memory limit cannot be: the server's queries share
+    # its database's (`pitlog serve --memory-limit`), which no query changes.
+    asked = limits.timeout_seconds if timeout is not None or os.environ.get(
+        "PITLOG_SQL_TIMEOUT") else None
+    answer = ask(db_path(db), server, "/api/sql", q=query, timeout=asked)
+    if answer is not None and memory_limit is not None:
+        typer.echo("Warning: --memory-limit was not applied: the server's queries run within "
+                   "its own memory limit (pitlog serve --memory-limit); stop the server to "
+                   "query the file within yours", err=True)
     if answer is None and format in STREAMED:
         # Written as the rows come, a batch at a time: memory does not follow the result.
         export_query(db_path(db), query, format.value, sys.stdout if out is None else out,

@@ -63,29 +63,13 @@ def routes() -> list[BaseRoute]:
 
 # --- encoding -------------------------------------------------------------------------------
 
-def keys_holding(body: Any, kind: Callable[[Any], bool],
-                 found: set[str] | None = None) -> set[str]:
-    """The object keys whose values are of `kind` somewhere in `body`, or lists of them (the
-    client reads a key's list item by item)."""
-    found = set() if found is None else found
-    if isinstance(body, dict):
-        for k, v in body.items():
-            if kind(v) or (isinstance(v, list) and _list_of(v, kind)):
-                found.add(k)
-            if isinstance(v, dict | list):
-                keys_holding(v, kind, found)
-    elif isinstance(body, list):
-        for v in body:
-            keys_holding(v, kind, found)
-    return found
-
-
 def paths_holding(body: Any, kind: Callable[[Any], bool], at: tuple[str, ...] = (),
                   found: set[tuple[str, ...]] | None = None) -> set[tuple[str, ...]]:
     """The paths (the object keys from the top, a list's items at its own path) whose values
-    are of `kind` somewhere in `body`: unlike keys_holding, a string under a key of the same
-    name elsewhere is not named with them (a VARCHAR 'inf' beside a struct field `note` holding
-    an infinite float was read back as the float: a second read, session 42)."""
+    are of `kind` somewhere in `body`. By path, not by key: a string under a key of the same
+    name elsewhere is not named with them (the headers named bare keys, and a VARCHAR 'inf',
+    or '1.50', beside a struct field of that name holding an infinite float, or a DECIMAL, was
+    read back as the float or the Decimal: a second read, session 42)."""
     found = set() if found is None else found
     if isinstance(body, dict):
         for k, v in body.items():
@@ -96,10 +80,6 @@ def paths_holding(body: Any, kind: Callable[[Any], bool], at: tuple[str, ...] = 
     elif kind(body):
         found.add(at)
     return found
-
-
-def _list_of(values: list[Any], kind: Callable[[Any], bool]) -> bool:
-    return any(kind(v) or (isinstance(v, list) and _list_of(v, kind)) for v in values)
 
 
 def _is_decimal(value: Any) -> bool:
@@ -115,18 +95,19 @@ def _is_wall_clock(value: Any) -> bool:
 
 
 def reply(request: Request, body: Any, status: int = 200) -> Response:
-    """JSON, with the keys a client reads back as other than strings named in headers:
-    X-Pitlog-Decimals (exact Decimals) and X-Pitlog-Wall-Clocks (a TIMESTAMP without a zone,
-    `AT TIME ZONE` in `pitlog sql`: a wall-clock time, never moved to a zone), so the CLI
-    prints the rows a server gives as it prints the file's."""
+    """JSON, with the paths a client reads back as other than strings named in headers:
+    X-Pitlog-Decimals (exact Decimals), X-Pitlog-Wall-Clocks (a TIMESTAMP without a zone,
+    `AT TIME ZONE` in `pitlog sql`: a wall-clock time, never moved to a zone) and
+    X-Pitlog-Floats (NaN and infinity, which JSON cannot carry, sent as "nan", "inf" and
+    "-inf"), so the CLI prints the rows a server gives as it prints the file's."""
     state: ServeState = request.app.state.pitlog
-    # A JSON list of the keys, ASCII (a header is Latin-1: a column named in Cyrillic, or
-    # with a comma or a newline in its name, is written escaped and read back whole).
-    headers = {name: json.dumps(sorted(keys)) for name, keys in (
-        (DECIMALS_HEADER, keys_holding(body, _is_decimal)),
-        (WALL_CLOCKS_HEADER, keys_holding(body, _is_wall_clock))) if keys}
-    if floats := paths_holding(body, _is_non_finite):  # by path: a list of lists of keys
-        headers[FLOATS_HEADER] = json.dumps(sorted(list(p) for p in floats))
+    # Each a JSON list of paths, a path a list of keys from the answer's top: ASCII (a header
+    # is Latin-1: a column named in Cyrillic, or with a comma or a newline in its name, is
+    # written escaped and read back whole).
+    headers = {name: json.dumps(sorted(list(p) for p in paths)) for name, paths in (
+        (DECIMALS_HEADER, paths_holding(body, _is_decimal)),
+        (WALL_CLOCKS_HEADER, paths_holding(body, _is_wall_clock)),
+        (FLOATS_HEADER, paths_holding(body, _is_non_finite))) if paths}
     if isinstance(body, Rows) and (types := body.duckdb_types()):
         headers[TYPES_HEADER] = json.dumps(types)  # ASCII: escaped as the keys above
     return Response(to_json(state, body), status_code=status, media_type="application/json",
@@ -176,6 +157,18 @@ def as_int(p: dict[str, str], name: str, low: int | None = None) -> int | None:
     if low is not None and n < low:
         raise BadRequest(f"{name} must be at least {low}")
     return n
+
+
+def as_seconds(p: dict[str, str], name: str) -> float | None:
+    if name not in p:
+        return None
+    try:
+        seconds = float(p[name])
+    except ValueError:
+        raise BadRequest(f"{name}={p[name]!r} is not a number of seconds") from None
+    if not 0 < seconds <= 86_400:  # NaN fails this too
+        raise BadRequest(f"{name} must be more than 0 seconds and at most 86400")
+    return seconds
 
 
 def as_bool(p: dict[str, str], name: str, default: bool) -> bool:
@@ -318,10 +311,10 @@ def ledger(request: Request) -> Response:
 
 def sql(request: Request) -> Response:
     state: ServeState = request.app.state.pitlog
-    p = params(request, "q")
+    p = params(request, "q", "timeout")
     if "q" not in p:
         raise BadRequest("give the query as q=SELECT ...")
-    columns, rows, truncated = bounded_query(state, p["q"])
+    columns, rows, truncated = bounded_query(state, p["q"], as_seconds(p, "timeout"))
     return reply(request, {"columns": columns, "rows": rows, "truncated": truncated,
                            "max_rows": state.sql_max_rows})
 

@@ -3,9 +3,10 @@
 The guard is sql_console.check_read_only (the same check as `pitlog sql`); the query then runs
 inside a READ ONLY transaction on its own cursor (ServeState.snapshot, as every request reads),
 so DuckDB itself refuses any write even if the guard missed one. A timer interrupts the cursor
-after `state.sql_timeout` seconds, and at most `state.sql_max_rows` rows, holding at most
-MAX_BYTES as Arrow, are fetched: a row cap alone let ten thousand rows of 100 kB each become a
-1 GB answer built in the writer's memory (an outside review, session 38).
+after `state.sql_timeout` seconds (or fewer, asked with `timeout`), and at most
+`state.sql_max_rows` rows, holding at most MAX_BYTES as Arrow, are fetched: a row cap alone
+let ten thousand rows of 100 kB each become a 1 GB answer built in the writer's memory (an
+outside review, session 38).
 """
 
 from __future__ import annotations
@@ -33,9 +34,13 @@ class QueryTimeout(PitlogError):
     """The query ran past the server's time limit (answered 400)."""
 
 
-def bounded_query(state: ServeState, query: str) -> tuple[list[str], list[dict[str, Any]], bool]:
-    """(columns, rows, truncated) of one read-only query, at most sql_max_rows rows."""
+def bounded_query(state: ServeState, query: str, timeout: float | None = None
+                  ) -> tuple[list[str], list[dict[str, Any]], bool]:
+    """(columns, rows, truncated) of one read-only query, at most sql_max_rows rows, stopped
+    after `timeout` seconds (`pitlog sql --timeout`) or the server's own limit, whichever is
+    less: a client may ask for less time, never more."""
     check_read_only(query)
+    seconds = state.sql_timeout if timeout is None else min(timeout, state.sql_timeout)
     with state.snapshot() as cur:
         stopped = threading.Event()
 
@@ -43,7 +48,7 @@ def bounded_query(state: ServeState, query: str) -> tuple[list[str], list[dict[s
             stopped.set()
             cur.interrupt()
 
-        timer = threading.Timer(state.sql_timeout, stop)
+        timer = threading.Timer(seconds, stop)
         timer.start()
         try:
             relation = cur.sql(query)
@@ -84,7 +89,7 @@ def bounded_query(state: ServeState, query: str) -> tuple[list[str], list[dict[s
                     if row[name] is not None:
                         row[name] = int(row[name])
         except duckdb.InterruptException:
-            raise _timed_out(state) from None
+            raise _timed_out(seconds, timeout is None or seconds < timeout) from None
         except duckdb.OutOfMemoryException as exc:
             raise _out_of_memory(state, exc) from exc
         except duckdb.Error as exc:
@@ -93,7 +98,7 @@ def bounded_query(state: ServeState, query: str) -> tuple[list[str], list[dict[s
             # DuckDB's errors while the batches stream come through Arrow's C stream as an
             # OSError, the interruption too: it was a 500 on a busy machine (session 39).
             if stopped.is_set():
-                raise _timed_out(state) from None
+                raise _timed_out(seconds, timeout is None or seconds < timeout) from None
             if str(exc).lstrip().startswith(_OUT_OF_MEMORY):
                 raise _out_of_memory(state, exc) from exc
             raise PitlogError(query_failure(exc)) from exc
@@ -115,9 +120,12 @@ def _out_of_memory(state: ServeState, exc: BaseException) -> PitlogError:
              f"PITLOG_MEMORY_LIMIT (now {state.memory_limit})"))
 
 
-def _timed_out(state: ServeState) -> QueryTimeout:
-    return QueryTimeout(f"the query ran past {state.sql_timeout:g} s and was stopped; narrow it "
-                        "(WHERE, LIMIT)")
+def _timed_out(seconds: float, servers_limit: bool) -> QueryTimeout:
+    """Worded as `pitlog sql` on the file words it (sql_console), with what raises the limit."""
+    more = ("restart `pitlog serve` with a larger --sql-timeout" if servers_limit
+            else "raise the limit with --timeout or PITLOG_SQL_TIMEOUT")
+    return QueryTimeout(f"the query ran past its time limit of {seconds:g} s and was stopped; "
+                        f"narrow it (WHERE, LIMIT), or {more}")
 
 
 def _rows_that_fit(batch: pa.RecordBatch, room: int) -> pa.RecordBatch:

@@ -284,6 +284,47 @@ def roomy_server(small: tuple[Path, Path], projected: Path) -> Any:
     yield from _bounded(small, projected, "roomy", "600")
 
 
+_ENDLESS = ("SELECT count(*) AS n FROM range(100000000) AS a, range(100000000) AS b "
+            "WHERE a.range + b.range = -1")
+
+
+def test_pitlog_sql_through_a_server_keeps_its_own_time_limit_and_says_what_it_cannot_keep(
+        server: Server, roomy_server: Server) -> None:
+    """`pitlog sql --timeout` was not sent to a server: a query asked to stop after 1 s ran to
+    the server's limit (600 s here), and --memory-limit was dropped without a word (noticed in
+    session 42). A server stops the query at the client's limit or its own, whichever is less,
+    and says which one to raise, as `pitlog sql` on the file does."""
+    asked = run_cli("sql", "--server", roomy_server.url, "--timeout", "1", _ENDLESS)
+    assert (asked.returncode, asked.stdout) == (1, "")
+    assert asked.stderr == (
+        "Error: the query ran past its time limit of 1 s and was stopped; narrow it (WHERE, "
+        f"LIMIT), or raise the limit with --timeout or PITLOG_SQL_TIMEOUT (server "
+        f"{roomy_server.url})\n")
+    by_env = run_cli("sql", "--server", roomy_server.url, _ENDLESS,
+                     env={"PITLOG_SQL_TIMEOUT": "1.5"})
+    assert by_env.returncode == 1 and "time limit of 1.5 s" in by_env.stderr
+    more = run_cli("sql", "--server", server.url, "--timeout", "100", _ENDLESS)
+    assert (more.returncode, more.stdout) == (1, "")
+    assert more.stderr == (
+        "Error: the query ran past its time limit of 0.5 s and was stopped; narrow it (WHERE, "
+        f"LIMIT), or restart `pitlog serve` with a larger --sql-timeout (server "
+        f"{server.url})\n")
+    for bad, why in (("0", "more than 0 seconds"), ("nan", "more than 0 seconds"),
+                     ("soon", "not a number of seconds"), ("86401", "at most 86400")):
+        _assert_json_error(server.get(query("/api/sql", q="SELECT 1", timeout=bad)), 400, why)
+    assert server.json(query("/api/sql", q="SELECT 1 AS one", timeout="5"))["rows"] == [
+        {"one": 1}]
+    # A memory limit cannot be kept: the server's queries share its database's.
+    memory = run_cli("sql", "--server", server.url, "--memory-limit", "2GB", "SELECT 1 AS one",
+                     "-f", "json")
+    assert memory.returncode == 0 and json.loads(memory.stdout) == [{"one": 1}]
+    assert memory.stderr == (
+        "Warning: --memory-limit was not applied: the server's queries run within its own "
+        "memory limit (pitlog serve --memory-limit); stop the server to query the file within "
+        "yours\n")
+    assert roomy_server.health()["ready"] is True and server.health()["ready"] is True
+
+
 def test_sql_answers_are_capped_by_their_bytes_too(roomy_server: Server) -> None:
     """Five rows of 20 MB each are 100 MB: the answer holds the rows that fit in 64 MiB (three)
     and says it was cut (an outside review, session 38: a row cap alone let one request build

@@ -106,6 +106,21 @@ def test_a_string_nan_beside_a_float_of_the_same_name_stays_a_string(
         [{"s": {"note": None}, "note": "inf", "x": None, "t": {"x": "nan"}}])
 
 
+def test_a_string_beside_a_decimal_or_wall_clock_of_the_same_name_stays_a_string(
+        store: tuple[Path, Path, Path], server: Server) -> None:
+    # A second read (session 42), mended in session 43: X-Pitlog-Decimals and
+    # X-Pitlog-Wall-Clocks named bare keys, so a VARCHAR under a key a struct's DECIMAL or
+    # TIMESTAMP also had was read back as a Decimal or a datetime: the text '1.50' was the
+    # number 1.5 in JSON through a server.
+    _every_format(
+        store, server, "SELECT {'amt': 1.50::DECIMAL(6,2)} AS s, '1.50' AS amt, "
+                       "TIMESTAMP '2026-11-28 18:01:29' AS at, {'at': '2026-11-28T18:01:29'} AS t",
+        ["{'amt': '1.50'}", "1.50", "2026-11-28 18:01:29", "{'at': '2026-11-28T18:01:29'}"],
+        "s,amt,at,t\n{'amt': 1.50},1.50,2026-11-28T18:01:29.000000,{'at': '2026-11-28T18:01:29'}\n",
+        [{"s": {"amt": 1.5}, "amt": "1.50", "at": "2026-11-28T18:01:29.000000",
+          "t": {"at": "2026-11-28T18:01:29"}}])
+
+
 def test_the_widest_integers_print_exactly(store: tuple[Path, Path, Path],
                                            server: Server) -> None:
     # The largest UHUGEINT printed -1 (Arrow's 128-bit decimal wraps): now DuckDB's text.
