@@ -183,7 +183,11 @@ def test_a_log_address_with_a_short_timeout_appends_and_publishes(
         with duckdb.connect() as con:
             create_tables(con)
             raise_in_db(con, range(1, 3))
-            sink = KafkaAlertTopic(bootstrap, f"{topic}.alerts", timeout_s=timeout_s)
+            # The log's own sink, as a follower opens it: it took neither the address's
+            # timeout nor the log's settings (session 43); this test built the sink by hand.
+            sink = log.alert_sink()
+            assert isinstance(sink, KafkaAlertTopic)
+            assert (sink.topic, sink.timeout_s) == (f"{topic}.alerts", timeout_s)
             assert publish_pending(con, sink) == 2
             sink.close()
         assert [a["alert_seq"] for _, a in read_alerts(bootstrap, f"{topic}.alerts")] == [1, 2]

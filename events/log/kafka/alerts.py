@@ -21,7 +21,7 @@ from __future__ import annotations
 import io
 import json
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from functools import cache
 from typing import Any
 
@@ -61,13 +61,21 @@ def decode(data: bytes) -> Alert:
     return alert
 
 
+# The longest a publish, or a read of the topic's tail, waits for the broker: a follower
+# publishes between its batches, so an unreachable broker holds projection back at most this
+# long (the alerts stay in the outbox); a log's shorter `?timeout_s=` shortens it.
+ALERT_TIMEOUT_S = 60.0
+
+
 class KafkaAlertTopic:
-    def __init__(self, bootstrap: str, topic: str, timeout_s: float = 60.0) -> None:
+    def __init__(self, bootstrap: str, topic: str, timeout_s: float = ALERT_TIMEOUT_S,
+                 settings: Mapping[str, Any] | None = None) -> None:
         self.bootstrap = bootstrap
         self.topic = topic
         self.name = f"kafka://{bootstrap}/{topic}"
         self.timeout_s = timeout_s
-        self._settings = security_settings()
+        # the event log's own connection settings (KafkaLog's `settings`), else PITLOG_KAFKA_*
+        self._settings = dict(security_settings() if settings is None else settings)
         self._producer: KafkaProducer | None = None
         self._ensure_topic()
 

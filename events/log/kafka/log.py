@@ -27,7 +27,7 @@ from kafka.errors import KafkaError, TopicAlreadyExistsError
 from events.errors import LogError
 from events.log.alerts import AlertSink
 from events.log.base import ConditionalAppend, EventLog, LogRecord
-from events.log.kafka.alerts import KafkaAlertTopic
+from events.log.kafka.alerts import ALERT_TIMEOUT_S, KafkaAlertTopic
 from events.log.kafka.fencing import TableFencing
 from events.log.kafka.settings import (
     DEFAULT_TIMEOUT_S,
@@ -172,7 +172,10 @@ class KafkaLog(EventLog):
         name = f"{self.topic}.alerts"
         if self.assigned != list(range(self.n_partitions)):
             name += "." + share_name(self.assigned)
-        return KafkaAlertTopic(self.bootstrap, name)
+        # The log's connection settings and, when shorter, its `?timeout_s=` (both were left
+        # out: a sink on a secured cluster, or asked to give up sooner, used the defaults).
+        return KafkaAlertTopic(self.bootstrap, name, min(self.timeout_s, ALERT_TIMEOUT_S),
+                               self._settings)
 
     # --- topic ----------------------------------------------------------------------------------
 
