@@ -7,7 +7,8 @@ Wraps the projector's phases (decode, the detector's plan / evaluate / apply, th
 event ids' appends and searches, the stored round money's evaluate / apply, and each batch's
 load as a whole) and sums each one's wall and process CPU seconds (DuckDB's threads included)
 and calls. Prints one JSON line: the run's wall, user and system seconds, peak RSS, and
-`phases` as {name: [wall s, CPU s, calls]}. Nested phases are inside "load (whole batch)".
+`phases` as {name: [wall s, CPU s, calls]}. Nested phases are inside "load (whole batch)";
+"whole: ..." inside "whole evaluation".
 """
 
 from __future__ import annotations
@@ -54,6 +55,12 @@ def main() -> None:
     _wrap(round_money.Keeper, "apply", "round_money.apply")
     _wrap(projector._BatchLoader, "decode", "decode")
     _wrap(projector._BatchLoader, "load", "load (whole batch)")
+    # The load-first path's whole evaluation (session 31 on): the stored rows a table group at
+    # a time, the detection state and alerts inside it, the round money, the index of ids.
+    _wrap(incremental, "refresh_stored_anomalies", "whole evaluation (refresh_stored_anomalies)")
+    _wrap(incremental, "rebuild_state", "whole: detection state (rebuild_state)")
+    _wrap(round_money, "build_whole", "whole: round money (build_whole)")
+    _wrap(id_index.Index, "open", "index open (build or catch up)")
     log, db = sys.argv[1], sys.argv[2]
     before = resource.getrusage(resource.RUSAGE_SELF)
     wall = time.perf_counter()
