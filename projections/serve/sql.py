@@ -41,6 +41,9 @@ def bounded_query(state: ServeState, query: str, timeout: float | None = None
     less: a client may ask for less time, never more."""
     check_read_only(query)
     seconds = state.sql_timeout if timeout is None else min(timeout, state.sql_timeout)
+    # Which limit to raise: the server's whenever it stopped the query, a client's equal to it
+    # too (the server caps a larger one at its own: raising --timeout would change nothing).
+    servers_limit = timeout is None or timeout >= state.sql_timeout
     with state.snapshot() as cur:
         stopped = threading.Event()
 
@@ -89,7 +92,7 @@ def bounded_query(state: ServeState, query: str, timeout: float | None = None
                     if row[name] is not None:
                         row[name] = int(row[name])
         except duckdb.InterruptException:
-            raise _timed_out(seconds, timeout is None or seconds < timeout) from None
+            raise _timed_out(seconds, servers_limit) from None
         except duckdb.OutOfMemoryException as exc:
             raise _out_of_memory(state, exc) from exc
         except duckdb.Error as exc:
@@ -98,7 +101,7 @@ def bounded_query(state: ServeState, query: str, timeout: float | None = None
             # DuckDB's errors while the batches stream come through Arrow's C stream as an
             # OSError, the interruption too: it was a 500 on a busy machine (session 39).
             if stopped.is_set():
-                raise _timed_out(seconds, timeout is None or seconds < timeout) from None
+                raise _timed_out(seconds, servers_limit) from None
             if str(exc).lstrip().startswith(_OUT_OF_MEMORY):
                 raise _out_of_memory(state, exc) from exc
             raise PitlogError(query_failure(exc)) from exc

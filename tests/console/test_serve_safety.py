@@ -325,6 +325,20 @@ def test_pitlog_sql_through_a_server_keeps_its_own_time_limit_and_says_what_it_c
     assert roomy_server.health()["ready"] is True and server.health()["ready"] is True
 
 
+def test_a_time_limit_as_long_as_the_servers_says_to_raise_the_servers(server: Server) -> None:
+    """A client's limit equal to the server's --sql-timeout (0.5 s here): both stopped the
+    query, and the Error: said to raise --timeout or PITLOG_SQL_TIMEOUT, which the server caps
+    at its own, so the same query stopped again (a review of session 43). Only a larger
+    --sql-timeout helps, and the line says so."""
+    for args, env in ((("--timeout", "0.5"), None), ((), {"PITLOG_SQL_TIMEOUT": "0.5"})):
+        done = run_cli("sql", "--server", server.url, *args, _ENDLESS, env=env)
+        assert (done.returncode, done.stdout) == (1, ""), args
+        assert done.stderr == (
+            "Error: the query ran past its time limit of 0.5 s and was stopped; narrow it "
+            "(WHERE, LIMIT), or restart `pitlog serve` with a larger --sql-timeout (server "
+            f"{server.url})\n"), args
+
+
 def test_sql_answers_are_capped_by_their_bytes_too(roomy_server: Server) -> None:
     """Five rows of 20 MB each are 100 MB: the answer holds the rows that fit in 64 MiB (three)
     and says it was cut (an outside review, session 38: a row cap alone let one request build
