@@ -191,3 +191,23 @@ def test_a_log_address_with_a_short_timeout_appends_and_publishes(
             assert publish_pending(con, sink) == 2
             sink.close()
         assert [a["alert_seq"] for _, a in read_alerts(bootstrap, f"{topic}.alerts")] == [1, 2]
+
+
+def test_a_logs_alert_topic_clients_carry_the_addresss_client_id(kafka_uri: str) -> None:
+    """`?client_id=` names every Kafka client of the log (docs/operating.md: broker logs,
+    quotas, ACLs), but the log's alert sink named its producer `pitlog-alerts` and its reader
+    kafka-python's default whatever the address said (a review of session 43: alert_sink
+    passed the timeout and settings, not the client id)."""
+    with open_log(f"{kafka_uri}?client_id=floor7", partitions=1) as log:
+        sink = log.alert_sink()
+        assert isinstance(sink, KafkaAlertTopic)
+        try:
+            reader, _ = sink._reader()  # noqa: SLF001 - as it reads the topic's tail
+            try:
+                ids = {"producer": sink._opened().config["client_id"],  # noqa: SLF001
+                       "reader": reader.config["client_id"]}
+            finally:
+                reader.close()
+        finally:
+            sink.close()
+    assert ids == {"producer": "floor7-alerts", "reader": "floor7-alerts-reader"}

@@ -69,11 +69,14 @@ ALERT_TIMEOUT_S = 60.0
 
 class KafkaAlertTopic:
     def __init__(self, bootstrap: str, topic: str, timeout_s: float = ALERT_TIMEOUT_S,
-                 settings: Mapping[str, Any] | None = None) -> None:
+                 settings: Mapping[str, Any] | None = None, client_id: str = "pitlog") -> None:
         self.bootstrap = bootstrap
         self.topic = topic
         self.name = f"kafka://{bootstrap}/{topic}"
         self.timeout_s = timeout_s
+        # the prefix of its clients' ids, as the event log's (`?client_id=`: broker logs,
+        # quotas, ACLs): `<client_id>-alerts`, `-alerts-admin`, `-alerts-reader`
+        self.client_id = client_id
         # the event log's own connection settings (KafkaLog's `settings`), else PITLOG_KAFKA_*
         self._settings = dict(security_settings() if settings is None else settings)
         self._producer: KafkaProducer | None = None
@@ -82,7 +85,7 @@ class KafkaAlertTopic:
     def _ensure_topic(self) -> None:
         try:
             admin = KafkaAdminClient(bootstrap_servers=self.bootstrap.split(","),
-                                     client_id="pitlog-alerts-admin",
+                                     client_id=f"{self.client_id}-alerts-admin",
                                      **reconnect_settings(), **self._settings)
             try:
                 if self.topic not in admin.list_topics():
@@ -103,7 +106,7 @@ class KafkaAlertTopic:
         """The transactional producer, opened (and the previous publisher fenced) on first use."""
         if self._producer is None:
             producer = stays_fenced(KafkaProducer(
-                bootstrap_servers=self.bootstrap.split(","), client_id="pitlog-alerts",
+                bootstrap_servers=self.bootstrap.split(","), client_id=f"{self.client_id}-alerts",
                 transactional_id=f"pitlog.{self.topic}",
                 transaction_timeout_ms=TRANSACTION_TIMEOUT_MS,
                 **{**producer_settings(self.timeout_s), "max_block_ms": int(self.timeout_s * 1000)},
@@ -147,6 +150,7 @@ class KafkaAlertTopic:
         self._opened()
         tp = TopicPartition(self.topic, 0)
         consumer = KafkaConsumer(bootstrap_servers=self.bootstrap.split(","), group_id=None,
+                                 client_id=f"{self.client_id}-alerts-reader",
                                  enable_auto_commit=False, isolation_level="read_committed",
                                  **reconnect_settings(), **self._settings)
         consumer.assign([tp])

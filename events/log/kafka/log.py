@@ -172,10 +172,11 @@ class KafkaLog(EventLog):
         name = f"{self.topic}.alerts"
         if self.assigned != list(range(self.n_partitions)):
             name += "." + share_name(self.assigned)
-        # The log's connection settings and, when shorter, its `?timeout_s=` (both were left
-        # out: a sink on a secured cluster, or asked to give up sooner, used the defaults).
+        # The log's connection settings, client id and, when shorter, its `?timeout_s=` (they
+        # were left out: a sink on a secured cluster, or asked to give up sooner, used the
+        # defaults; its clients were `pitlog-alerts` whatever `?client_id=` said).
         return KafkaAlertTopic(self.bootstrap, name, min(self.timeout_s, ALERT_TIMEOUT_S),
-                               self._settings)
+                               self._settings, client_id=self.client_id)
 
     # --- topic ----------------------------------------------------------------------------------
 
