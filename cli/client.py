@@ -38,7 +38,10 @@ ServerOpt = Annotated[str | None, typer.Option(
     help="URL of a running `pitlog serve` to ask (default: the one serving --db, if any; "
          "else the file is opened directly).")]
 
+# How long the client waits for an answer; a query asked to run longer (`pitlog sql
+# --timeout`) is waited for that long and READ_MARGIN_S more, for the server's own answer.
 TIMEOUT_S = 120.0
+READ_MARGIN_S = 30.0
 # An ISO 8601 time with an offset, as the server writes them: nothing else looks like this.
 _TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?[+-]\d\d:\d\d")
 _WALL_CLOCK = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?")
@@ -54,8 +57,9 @@ class Client:
         self.token = token
         self.explicit = explicit  # named by the user: unreachable is an error, not a fallback
 
-    def get(self, path: str, **params: Any) -> Any:
-        """GET url/path?params as decoded JSON; PitlogError with the server's message."""
+    def get(self, path: str, wait_s: float | None = None, **params: Any) -> Any:
+        """GET url/path?params as decoded JSON; PitlogError with the server's message.
+        `wait_s`: how long an answer may take (default TIMEOUT_S)."""
         # Imported here: urllib.request pulls in http.client and email, which every other
         # command (and a command with no server to ask) should not pay for at start-up.
         import urllib.error
@@ -69,7 +73,7 @@ class Client:
         if self.token:
             request.add_header("Authorization", f"Bearer {self.token}")
         try:
-            with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
+            with urllib.request.urlopen(request, timeout=wait_s or TIMEOUT_S) as response:
                 decimals, clocks, floats = (Named.of(response.headers.get(name)) for name in
                                             (DECIMALS_HEADER, WALL_CLOCKS_HEADER, FLOATS_HEADER))
                 _warn(self.url, response.headers)
@@ -180,11 +184,17 @@ def ask(db: Path, server: str | None, path: str, **params: Any) -> Any:
     """The server's answer to GET path?params, or None when no server serves `db` (the caller
     then opens the file). A discovered server that does not answer counts as none; one named
     with --server or PITLOG_SERVER must answer."""
+    return ask_waiting(db, server, path, None, **params)
+
+
+def ask_waiting(db: Path, server: str | None, path: str, wait_s: float | None,
+                **params: Any) -> Any:
+    """`ask`, waiting `wait_s` for the answer (Client.get)."""
     client = find(db, server)
     if client is None:
         return None
     try:
-        return client.get(path, **{k: plain_param(v) for k, v in params.items()})
+        return client.get(path, wait_s, **{k: plain_param(v) for k, v in params.items()})
     except Unreachable:
         if client.explicit:
             raise

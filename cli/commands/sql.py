@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from cli.client import ServerOpt, ask
+from cli.client import READ_MARGIN_S, TIMEOUT_S, ServerOpt, ask_waiting
 from cli.listing import LimitOpt, limited, shown_rows, tell_shown
 from cli.options import DbOpt, FormatOpt, OutOpt, TzOpt, db_path
 from cli.output import Format, render
@@ -60,7 +60,11 @@ def sql_cmd(
     # its database's (`pitlog serve --memory-limit`), which no query changes.
     asked = limits.timeout_seconds if timeout is not None or os.environ.get(
         "PITLOG_SQL_TIMEOUT") else None
-    answer = ask(db_path(db), server, "/api/sql", q=query, timeout=asked)
+    # ... and waited for: a query asked to run past the client's own wait (TIMEOUT_S) was given
+    # up as "cannot reach the server" (a discovered one's then run again on the file).
+    answer = ask_waiting(db_path(db), server, "/api/sql",
+                         None if asked is None else max(TIMEOUT_S, asked + READ_MARGIN_S),
+                         q=query, timeout=asked)
     if answer is not None and memory_limit is not None:
         typer.echo("Warning: --memory-limit was not applied: the server's queries run within "
                    "its own memory limit (pitlog serve --memory-limit); stop the server to "

@@ -339,6 +339,32 @@ def test_a_time_limit_as_long_as_the_servers_says_to_raise_the_servers(server: S
             f"{server.url})\n"), args
 
 
+def test_a_query_asked_to_run_past_the_clients_wait_is_waited_for(
+        roomy_server: Server, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The client gave up after TIMEOUT_S (120 s) whatever --timeout asked, as "cannot reach
+    the server" (an outside review, session 43). Here the client's wait is 1 s, in process,
+    and the query is asked to stop after 3 s: the server's answer is waited for."""
+    from typer.testing import CliRunner
+
+    from cli import client
+    from cli.app import app
+    from cli.commands import sql
+    from events.errors import PitlogError
+
+    monkeypatch.setattr(client, "TIMEOUT_S", 1.0)
+    # (the command's copies: raising=False, so the code before it, which had none, is tried)
+    monkeypatch.setattr(sql, "TIMEOUT_S", 1.0, raising=False)
+    monkeypatch.setattr(sql, "READ_MARGIN_S", 5.0, raising=False)
+    done = CliRunner().invoke(app, ["sql", "--server", roomy_server.url, "--timeout", "3",
+                                    _ENDLESS])
+    # (in process, the error is raised to the caller: cli.app.main prints it as `Error: ...`)
+    assert (done.exit_code, done.output) == (1, "")
+    assert isinstance(done.exception, PitlogError)
+    assert str(done.exception) == (
+        "the query ran past its time limit of 3 s and was stopped; narrow it (WHERE, LIMIT), "
+        f"or raise the limit with --timeout or PITLOG_SQL_TIMEOUT (server {roomy_server.url})")
+
+
 def test_sql_answers_are_capped_by_their_bytes_too(roomy_server: Server) -> None:
     """Five rows of 20 MB each are 100 MB: the answer holds the rows that fit in 64 MiB (three)
     and says it was cut (an outside review, session 38: a row cap alone let one request build
