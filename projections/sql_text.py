@@ -5,8 +5,9 @@ Arrow carries an INTERVAL as (months, days, nanoseconds), which Python printed a
 `0 0 27000000000`; a UHUGEINT as a 128-bit decimal, which wraps (its largest value was -1);
 a BIT as the bytes DuckDB stores (a padding byte first), never its `0101`; a TIME as a
 Python `time`, whose repr showed inside a struct (`datetime.time(1, 2, 3)`); and a
-TIMESTAMP_NS with nanoseconds not at all (Python's datetime holds microseconds). Each is cast to
-VARCHAR wherever it is, inside lists, structs, maps and unions too, so every format and both
+TIMESTAMP_NS with nanoseconds not at all (Python's datetime holds microseconds); a UNION is a
+sparse union, which no export could write (only the table showed it). Each is cast to
+VARCHAR wherever it is, inside lists, structs and maps too, so every format and both
 paths print DuckDB's text (`00:00:27.236787`, `3 days`, `0101`, `01:02:03`), as DuckDB's JSON
 writer already wrote an INTERVAL or a TIME from the file. Parquet keeps the types it can hold
 exactly (TIME, INTERVAL): only the lossy ones are cast for it.
@@ -20,8 +21,10 @@ import duckdb
 
 # Arrow's form of these is wrong, not only unreadable: cast for every format, Parquet too (its
 # rows pass through Python). A TIMESTAMP_NS with nanoseconds is no Python datetime at all:
-# pyarrow refused it, and the Error quoted its advice to install pandas.
-LOSSY = frozenset({"uhugeint", "bit", "timestamp_ns"})
+# pyarrow refused it, and the Error quoted its advice to install pandas. A UNION is Arrow's
+# sparse union, which pyarrow cannot write out: every export from the file refused it (`cannot
+# be written out`) while the table and a server's answers showed its value.
+LOSSY = frozenset({"uhugeint", "bit", "timestamp_ns", "union"})
 # Arrow's form of these is exact but no text format prints it as DuckDB does.
 AS_TEXT = LOSSY | {"interval", "time", "time_ns", "time with time zone"}
 
@@ -48,14 +51,14 @@ def _shown_type(kind: Any, leaves: frozenset[str]) -> str | None:
             return None
         k, v = (new or str(t) for new, (_, t) in zip((key, value), kind.children, strict=True))
         return f"MAP({k}, {v})"
-    if kid in ("struct", "union"):
-        members = kind.children[1:] if kid == "union" else kind.children  # the union's tag
+    if kid == "struct":  # (a union is a leaf: LOSSY)
+        members = kind.children
         shown = [_shown_type(t, leaves) for _, t in members]
         if all(s is None for s in shown):
             return None
         fields = ", ".join(f"{_quoted(n)} {s or str(t)}"
                            for (n, t), s in zip(members, shown, strict=True))
-        return f"{kid.upper()}({fields})"
+        return f"STRUCT({fields})"
     return None
 
 

@@ -121,6 +121,24 @@ def test_a_string_beside_a_decimal_or_wall_clock_of_the_same_name_stays_a_string
           "t": {"at": "2026-11-28T18:01:29"}}])
 
 
+def test_a_union_is_its_values_text_in_every_format_and_path(
+        store: tuple[Path, Path, Path], server: Server, tmp_path: Path) -> None:
+    # From the file, CSV, JSON and Parquet refused a UNION (`sparse_union`: "cannot be written
+    # out") where the table and a server's answers showed its value (noticed in session 42).
+    _every_format(
+        store, server, "SELECT union_value(k := 5) AS u, [union_value(k := 'x')] AS ul, "
+                       "union_value(s := {'a': 1.50::DECIMAL(4,2)}) AS us",
+        ["5", "x", "{'a': 1.50}"],
+        "u,ul,us\n5,[x],{'a': 1.50}\n",
+        [{"u": "5", "ul": ["x"], "us": "{'a': 1.50}"}])
+    tmp, _, _ = store
+    out = tmp_path / "u.parquet"
+    done = run_cli("sql", "SELECT union_value(k := 5) AS u", "--db",
+                   str(tmp / "alone.duckdb"), "-f", "parquet", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert duckdb.sql(f"SELECT u, typeof(u) FROM '{out}'").fetchall() == [("5", "VARCHAR")]
+
+
 def test_the_widest_integers_print_exactly(store: tuple[Path, Path, Path],
                                            server: Server) -> None:
     # The largest UHUGEINT printed -1 (Arrow's 128-bit decimal wraps): now DuckDB's text.

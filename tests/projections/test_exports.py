@@ -157,7 +157,6 @@ def test_a_query_to_stdout_writes_no_file_not_even_a_temporary_one(sim_db: Path,
 # now one Error line naming the column and the cast that shows it, and the cast works.
 @pytest.mark.parametrize(("select", "column", "formats"), [
     ("170141183460469231731687303715884105727::HUGEINT AS h", "h", ["json", "jsonl", "csv"]),
-    ("union_value(k := 1) AS u", "u", ["json", "jsonl", "csv"]),
     ("'infinity'::TIMESTAMP AS \"when it was\"", "when it was", ["table", "json", "csv"]),
     ("'-infinity'::DATE AS d", "d", ["table", "json", "jsonl"]),
 ])
@@ -180,8 +179,10 @@ def test_a_value_no_export_can_hold_is_an_error_naming_its_column_and_the_cast(
         assert "internal error" not in line
     shown = _ok("sql", "--db", str(sim_db), "-f", "json",
                 f"SELECT CAST({cast} AS VARCHAR) AS v FROM (SELECT 1 AS a, {select})")
-    assert json.loads(shown)[0]["v"] in ("170141183460469231731687303715884105727", "1",
+    assert json.loads(shown)[0]["v"] in ("170141183460469231731687303715884105727",
                                          "infinity", "-infinity")
+    # (A UNION was one of these until session 43: it is now written as its value's text,
+    # tests/console/test_sql_values.py.)
 
 
 # Stdout exports stream a batch at a time (export.stream): 3M rows, 212 MB of JSON lines,
