@@ -211,3 +211,26 @@ def test_a_logs_alert_topic_clients_carry_the_addresss_client_id(kafka_uri: str)
         finally:
             sink.close()
     assert ids == {"producer": "floor7-alerts", "reader": "floor7-alerts-reader"}
+
+
+def test_a_logs_alert_topic_is_made_with_the_event_topics_replicas(
+        kafka_uri: str, request: pytest.FixtureRequest) -> None:
+    """The alert topic was made with one replica whatever the event topic had (noticed in
+    session 43): on a three-broker cluster the alerts were the one unreplicated record.
+    This broker is one node, so a topic of one replica is all it can make: the log reads its
+    event topic's replicas from the broker, and a sink asked for two is refused by it, which
+    shows the count reaches the broker (before, the sink took no such count)."""
+    with open_log(kafka_uri, partitions=1) as log:
+        # as the broker describes the event topic (kafka-python's `replica_nodes`: read as
+        # `replicas` at first, a key it does not have, the count was 0 and one replica made)
+        assert log.replicas == 1
+        sink = log.alert_sink()
+        assert isinstance(sink, KafkaAlertTopic) and sink.replication_factor == 1
+        sink.close()
+    bootstrap = kafka_uri.removeprefix("kafka://").split("/", 1)[0]
+    topic = f"{topic_for(request.node.name)}.alerts-two"
+    with pytest.raises(LogError) as refused:
+        KafkaAlertTopic(bootstrap, topic, timeout_s=10, replication_factor=2)
+    assert str(refused.value).startswith(f"cannot create the alert topic {topic} on "
+                                         f"{bootstrap}: ")
+    assert "InvalidReplicationFactor" in str(refused.value), refused.value

@@ -69,7 +69,8 @@ ALERT_TIMEOUT_S = 60.0
 
 class KafkaAlertTopic:
     def __init__(self, bootstrap: str, topic: str, timeout_s: float = ALERT_TIMEOUT_S,
-                 settings: Mapping[str, Any] | None = None, client_id: str = "pitlog") -> None:
+                 settings: Mapping[str, Any] | None = None, client_id: str = "pitlog",
+                 replication_factor: int = 1) -> None:
         self.bootstrap = bootstrap
         self.topic = topic
         self.name = f"kafka://{bootstrap}/{topic}"
@@ -79,6 +80,9 @@ class KafkaAlertTopic:
         self.client_id = client_id
         # the event log's own connection settings (KafkaLog's `settings`), else PITLOG_KAFKA_*
         self._settings = dict(security_settings() if settings is None else settings)
+        # replicas of the topic when this makes it: the event topic's (KafkaLog.alert_sink),
+        # with min.insync.replicas=2 from three on (settings.topic_config), as for the events
+        self.replication_factor = replication_factor
         self._producer: KafkaProducer | None = None
         self._ensure_topic()
 
@@ -91,8 +95,9 @@ class KafkaAlertTopic:
                 if self.topic not in admin.list_topics():
                     try:
                         admin.create_topics({self.topic: {
-                            "num_partitions": 1, "replication_factor": 1,
-                            "configs": topic_config(1)}}, timeout_ms=30_000)
+                            "num_partitions": 1, "replication_factor": self.replication_factor,
+                            "configs": topic_config(self.replication_factor)}},
+                            timeout_ms=30_000)
                     except TopicAlreadyExistsError:
                         pass
                     admin.wait_for_topics([self.topic], timeout_ms=int(self.timeout_s * 1000))

@@ -115,6 +115,9 @@ class KafkaLog(EventLog):
         self._visible = VisibleEnds(
             lambda: self._new_consumer("peek", fetch_max_wait_ms=SHORT_FETCH_WAIT_MS),
             self._read_ranges)
+        # The topic's replicas as the broker describes it (set by _ensure_topic): the alert
+        # topic is made with as many, whatever this address's replication_factor says.
+        self.replicas = 0
         self.n_partitions = self._ensure_topic(partitions, replication_factor, create)
         # Reading only some partitions: one projector (and one DuckDB file) per share of the
         # tables, assigned statically (docs/operating.md). Appends still go to any partition.
@@ -172,11 +175,13 @@ class KafkaLog(EventLog):
         name = f"{self.topic}.alerts"
         if self.assigned != list(range(self.n_partitions)):
             name += "." + share_name(self.assigned)
-        # The log's connection settings, client id and, when shorter, its `?timeout_s=` (they
-        # were left out: a sink on a secured cluster, or asked to give up sooner, used the
-        # defaults; its clients were `pitlog-alerts` whatever `?client_id=` said).
+        # The log's connection settings, client id, replicas and, when shorter, its
+        # `?timeout_s=` (they were left out: a sink on a secured cluster, or asked to give up
+        # sooner, used the defaults; its clients were `pitlog-alerts` whatever `?client_id=`
+        # said; and the alert topic had one replica on a cluster whose events had three).
         return KafkaAlertTopic(self.bootstrap, name, min(self.timeout_s, ALERT_TIMEOUT_S),
-                               self._settings, client_id=self.client_id)
+                               self._settings, client_id=self.client_id,
+                               replication_factor=max(1, self.replicas))
 
     # --- topic ----------------------------------------------------------------------------------
 
@@ -227,6 +232,7 @@ class KafkaLog(EventLog):
     def _partition_count(self, admin: KafkaAdminClient) -> int | None:
         for t in admin.describe_topics([self.topic]):
             if t.get("name") == self.topic and t.get("error_code", 0) == 0 and t["partitions"]:
+                self.replicas = min(len(p.get("replica_nodes") or ()) for p in t["partitions"])
                 return len(t["partitions"])
         return None
 
