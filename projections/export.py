@@ -258,7 +258,8 @@ def _plain(value: Any) -> Any:
 
 def unexportable(column: str, exc: BaseException) -> ProjectionError:
     """The error for a column whose values Arrow or Python cannot hold (a HUGEINT past 38
-    digits, a UNION, an infinite timestamp): name it and how to get it as text."""
+    digits, an infinite timestamp; a UNION is text before it gets here, sql_text.LOSSY): name
+    it and how to get it as text."""
     name = column if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", column) else (
         '"' + column.replace('"', '""') + '"')
     return ProjectionError(
@@ -282,7 +283,7 @@ def arrow_table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> pa.Ta
                 arr = pa.array(values)  # the precision and scale the values need
             else:
                 arr = pa.array(values, type=known)
-        except (pa.ArrowException, OverflowError) as exc:  # a HUGEINT past 38 digits, a UNION
+        except (pa.ArrowException, OverflowError) as exc:  # a HUGEINT past 38 digits
             raise unexportable(c, exc) from exc
         if _too_wide(arr.type):  # a served HUGEINT past 38 digits in a list: DuckDB takes no
             # wider decimal (it was an internal error; the file's rows say this)
@@ -334,7 +335,7 @@ def stream(batches: Callable[[], pa.RecordBatchReader], fmt: str, out: IO[str], 
     `batches()` runs the query; it is called twice unless the first pass kept the whole
     result (`STREAM_KEEP_BYTES`), which the second then writes from memory. The first pass
     reads every batch, checks each value of a column whose type can hold one no export can
-    (`unexportable`: an infinite timestamp, a HUGEINT past 38 digits, a UNION) and counts the
+    (`unexportable`: an infinite timestamp, a HUGEINT past 38 digits) and counts the
     rows: a value that cannot be written, or a query that fails, is then an error before the
     first byte, as when the whole output was held until COPY succeeded. The second pass
     writes the first `limit` rows (0: all); `shown(limit, total)` is told first when rows are
