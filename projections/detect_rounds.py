@@ -48,6 +48,32 @@ CARD_TYPES = (*CARD_OUT, "BurnDisclosed")
 CARD_SQL = "('" + "', '".join(CARD_TYPES) + "')"
 CARD_OUT_SQL = "('" + "', '".join(CARD_OUT) + "')"
 CARD_FAMILIES = ("anomalies_found_shoes",)
+# Money recorded with neither a shoe nor a round: the ledger keys it by table, seat, area and
+# kind alone (sql/ledger.sql `keyed`), so one ledger row may pair a wager and its settlement, or
+# two settlements, any number of shoes apart. Every such event of a table is context
+# (incremental.detect_context, read into the windows by copy_windows), and its rows are found
+# again whole at every batch of the table (incremental.Detector, loose_money_row).
+MONEY_TYPES = ("WagerPlaced", "WagerChanged", "WagerRemoved", "RaisePlaced", "WagerSettled")
+_MONEY_SQL = "('" + "', '".join(MONEY_TYPES) + "')"
+
+
+def loose_money(alias: str = "") -> str:
+    """Whether an event (of the relation `alias`, when given) is money with no shoe or round."""
+    e = f"{alias}." if alias else ""
+    return f"{e}shoe_id IS NULL AND {e}round_no IS NULL AND {e}event_type IN {_MONEY_SQL}"
+
+
+# The codes the money family (sql/anomalies_money.sql) can give such a ledger row: no hand
+# decides it, so never WRONG_PAYOUT or BELOW_MINIMUM_ODDS, and no other family gives these.
+_LOOSE_MONEY_CODES = "('WRONG_SETTLEMENT', 'RAISE_NOT_ALLOWED', 'RAISE_OVER_LIMIT')"
+
+
+def loose_money_row(alias: str) -> str:
+    """Whether an anomaly row of the relation `alias` is one of such a ledger row's."""
+    return (f"{alias}.shoe_id IS NULL AND {alias}.round_no IS NULL "
+            f"AND {alias}.code IN {_LOOSE_MONEY_CODES}")
+
+
 # A batch with one of these keeps its table's shoe-level stretch (see above).
 SHOE_CHANGES = ("CardsLoaded", "ShoeClosed", "ShuffleStarted", "ShuffleCompleted", "TableOpened")
 
@@ -165,7 +191,8 @@ def copy_windows(s: duckdb.DuckDBPyConnection, db: str, cards: str, context: str
         UNION ALL BY NAME
         SELECT c.* FROM {db}.main.{context} AS c JOIN scope AS sc USING (table_id)
         WHERE sc.w IS NOT NULL AND c.seq < sc.w
-          AND (c.event_type = 'TableOpened' OR list_contains(sc.state_seqs, c.seq))
+          AND (c.event_type = 'TableOpened' OR list_contains(sc.state_seqs, c.seq)
+               OR ({loose_money("c")}))
         UNION ALL BY NAME
         SELECT * FROM pitlog_new""")
     # The other families' window: the same, less the cards before K_r but the next card

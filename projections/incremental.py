@@ -70,11 +70,14 @@ INTRUDER_CARDS = "('CardDrawn', 'CardDrawnInError', 'CardBurned')"
 # no shoe is one span of its events (_stretch_start).
 # And the shuffle events of a shoe: its last one decides whether its load owes a burn
 # (13:69F-6.9, anomalies_shoes.sql burn_exempt_loads), read with the load (_with_state_seqs).
+# And the money with no shoe and no round, every event of it (detect_rounds.loose_money): one
+# ledger row pairs such events any number of shoes apart.
 SHUFFLE_TYPES = "('ShuffleStarted', 'ShuffleCompleted')"
 _CONTEXT_ROWS = ("event_type IN ('" + "', '".join(CONTEXT_TYPES) + "') "
                  f"OR (shoe_id IS NULL AND (event_type IN {INTRUDER_CARDS} "
                  "OR round_no IS NOT NULL)) "
-                 f"OR (shoe_id IS NOT NULL AND event_type IN {SHUFFLE_TYPES})")
+                 f"OR (shoe_id IS NOT NULL AND event_type IN {SHUFFLE_TYPES}) "
+                 f"OR ({detect_rounds.loose_money()})")
 BIG = 2**62
 
 # card_us, last_us: the occurred_at of the shoe's earliest card (INTRUDER_CARDS) and of its
@@ -344,7 +347,10 @@ class Detector:
                 f"INSERT INTO {SCRATCH}.found_{i} SELECT f.* FROM "
                 f"({FAMILY_ROWS.format(family=family)}) AS f "
                 f"JOIN {SCRATCH}.scope AS sc USING (table_id) "
-                f"WHERE sc.k IS NULL OR coalesce(list_max(f.seqs), {BIG}) >= sc.k")
+                f"WHERE sc.k IS NULL OR coalesce(list_max(f.seqs), {BIG}) >= sc.k "
+                # the window holds every event of money with no shoe or round (detect_context),
+                # so its rows are found whole, however old (_replace replaces them all)
+                f"OR ({detect_rounds.loose_money_row('f')})")
         self.pool = ThreadPoolExecutor(max_workers=len(self.families),
                                        thread_name_prefix="pitlog-detect")
         self.scratch = scratch
@@ -692,7 +698,8 @@ class Detector:
         sc = f"{SCRATCH}.scope"
         con.execute(f"""DELETE FROM {STORED} AS a USING {sc} AS s
                         WHERE a.table_id = s.table_id
-                          AND (s.k IS NULL OR coalesce(list_max(a.seqs), {BIG}) >= s.k)""")
+                          AND (s.k IS NULL OR coalesce(list_max(a.seqs), {BIG}) >= s.k
+                               OR ({detect_rounds.loose_money_row('a')}))""")
         # A new copy of an event id makes its row [a, b] into [a, b, c]; [a, b] may lie wholly
         # before the stretch, so it is deleted by the seqs it shares with a found row (one
         # seq is one event, of one id).

@@ -64,6 +64,7 @@ import pyarrow as pa
 from events.errors import ProjectionError
 from projections import running_sums, view_cache
 from projections.anomalies import GROUP_EVENTS, table_groups
+from projections.detect_rounds import MONEY_TYPES
 from projections.incremental import ROUND_LEVEL_STRETCH, SCRATCH
 from projections.kept_at import CHECKPOINTS, mark_sql
 from projections.memory import threads_at_most
@@ -178,7 +179,7 @@ WHERE sc.k IS NULL OR (m.first_seq >= sc.k AND r.redo)
 # batch brings one to a table and shoe, that table and shoe's outside rows are computed again
 # from all their outside events, stored and new: the few events of an irregularity, read from
 # the store by a filter, never the window's rounds.
-_LEDGER_TYPE_NAMES = ("WagerPlaced", "WagerChanged", "WagerRemoved", "RaisePlaced", "WagerSettled")
+_LEDGER_TYPE_NAMES = MONEY_TYPES
 _LEDGER_TYPES = "('" + "', '".join(_LEDGER_TYPE_NAMES) + "')"
 OUTSIDE = f"""
 CREATE OR REPLACE TABLE {WINDOW}.main.outside AS

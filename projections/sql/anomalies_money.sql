@@ -82,12 +82,16 @@ money AS (
             -- cutting card (ROUND_ABANDONED_AT_CUT_CARD) or a dealing-shoe fault (DEVICE_FAULT_
             -- NOT_VOIDED, which judges a round of a shoe only), before or after the return.
             -- Handed back in a round with a card recorded and none of those, it is flagged:
-            -- (d)6 fixes the wager once the first card is out.
-            WHEN b.status = 'SETTLED_BEFORE_DECISION' AND b.hand IS NULL AND f.finished
+            -- (d)6 fixes the wager once the first card is out. A wager recorded with no round
+            -- and settled with none (the ledger's one row, ledger.sql `keyed`) was settled on
+            -- no hand too, and handed back whole, is a removal by another name.
+            WHEN b.status = 'SETTLED_BEFORE_DECISION' AND b.hand IS NULL
+                 AND (f.finished OR b.round_no IS NULL)
                  AND NOT (b.actual_paid_cents = 0 AND b.actual_collected_cents = 0
                           AND b.actual_returned_cents = b.amount_cents
                           AND b.settlement_count = 1
-                          AND (len(f.card_seqs) = 0 OR f.voided OR f.cut_seq IS NOT NULL
+                          AND (b.round_no IS NULL OR len(f.card_seqs) = 0 OR f.voided
+                               OR f.cut_seq IS NOT NULL
                                OR (f.shoe_faulted AND b.shoe_id IS NOT NULL)))
                 THEN 'WRONG_SETTLEMENT'
         END AS money_code,
@@ -138,11 +142,14 @@ SELECT * FROM (
                           WHEN 'NOT_OWED' THEN printf('was settled as %s, but no wager was on area %d',
                                                       m.actual_outcome, m.area)
                           WHEN 'SETTLED_BEFORE_DECISION' THEN printf(
-                              'was settled %s (paid %s, collected %s, returned %s) in a round whose first two cards were never recorded (%s): only the cards decide a wager',
+                              'was settled %s (paid %s, collected %s, returned %s) %s: only the cards decide a wager',
                               m.actual_outcome, dollars(m.actual_paid_cents),
                               dollars(m.actual_collected_cents), dollars(m.actual_returned_cents),
-                              CASE WHEN len(m.card_seqs) = 0 THEN 'no card of the round'
-                                   ELSE 'only ' || m.left_card END)
+                              CASE WHEN m.round_no IS NULL
+                                   THEN 'outside any round (no round number)'
+                                   ELSE printf('in a round whose first two cards were never recorded (%s)',
+                                               CASE WHEN len(m.card_seqs) = 0 THEN 'no card of the round'
+                                                    ELSE 'only ' || m.left_card END) END)
                           ELSE printf('was settled %s (paid %s, collected %s, returned %s); it should have ',
                                       m.actual_outcome, dollars(m.actual_paid_cents),
                                       dollars(m.actual_collected_cents), dollars(m.actual_returned_cents))

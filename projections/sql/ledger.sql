@@ -275,7 +275,7 @@ raises AS (
     FROM round_events AS e
     LEFT JOIN placers AS p
            ON p.table_id = e.table_id AND p.shoe_id IS NOT DISTINCT FROM e.shoe_id
-          AND p.round_no = e.round_no AND p.seat = e.seat AND p.area = e.area
+          AND p.round_no IS NOT DISTINCT FROM e.round_no AND p.seat = e.seat AND p.area = e.area
     WHERE e.event_type = 'RaisePlaced'
     GROUP BY e.table_id, e.shoe_id, e.round_no, e.seat, e.area, p.player_id
 ),
@@ -339,9 +339,12 @@ keyed AS (
         coalesce(s.won_settlements, 0) AS won_settlements, s.settled_at,
         coalesce(s.settlement_seqs, []::BIGINT[]) AS settlement_seqs
     FROM wagered AS w
+    -- NULL-safe on the round too: a wager and its settlement both recorded with no round are
+    -- one row, as in a round (matched with `=`, they were two: the stake set aside as open
+    -- and collected too, and the settlement NOT_OWED; a second read, session 44).
     FULL OUTER JOIN settled AS s
          ON s.table_id = w.table_id AND s.shoe_id IS NOT DISTINCT FROM w.shoe_id
-        AND s.round_no = w.round_no AND s.seat = w.seat AND s.area = w.area
+        AND s.round_no IS NOT DISTINCT FROM w.round_no AND s.seat = w.seat AND s.area = w.area
         AND s.wager_kind = w.wager_kind
 ),
 round_context AS (

@@ -11,11 +11,12 @@ from pathlib import Path
 import duckdb
 import pytest
 from audit_scenarios import ORIGINAL, Floor, Pit
-from live_support import assert_money_exact
+from live_support import assert_money_exact, differences
 
 from events.log.embedded.log import EmbeddedLog
 from events.reddog import model
 from events.reddog.model import Box, SettledAs
+from projections.anomalies import STORED
 from projections.projector import project
 from projections.reconcile import (
     OUTCOME_COUNTS,
@@ -220,3 +221,120 @@ def test_a_wager_outside_any_round_removed_and_placed_again_is_the_new_players(
         rows = con.execute("SELECT round_no, player_id, placed_cents, amount_cents, removed, "
                            "status FROM ledger WHERE seat = 3").fetchall()
     assert rows == [(None, "P-BOB", 2500, 2500, False, "IN_PLAY")]
+
+
+def _paired_evening(floor: Floor) -> tuple[Pit, dict[str, int]]:
+    """T09: a round by the rules, then money with no round: seat 5's $20.00 wager and its
+    collection, seat 6's $10.00 wager handed back whole, then a second round. Returns the
+    table and the seqs of the money with no round."""
+    t = floor.table("T09")
+    opened = t.open_table("nj-casino")  # the table's first event
+    t.new_shoe("T09-S1")
+    t.play("3C 9H 5D", {1: 1000})  # spread 5, 5D inside: won, paid 1000
+    seqs = {"opened": opened, "wager 5": t.wager(5, 2000), "wager 6": t.wager(6, 1000),
+            "settled 5": t.settle(5, ORIGINAL, SettledAs.LOST, 2000),
+            "settled 6": t.settle(6, ORIGINAL, SettledAs.VOID, 1000)}
+    t.play("2C 8D 4H", {2: 3000})  # spread 5, 4H inside: won, paid 3000
+    return t, seqs
+
+
+def test_a_wager_with_no_round_and_its_settlement_are_one_ledger_row(tmp_path: Path) -> None:
+    """A wager and its settlement both recorded with no round are one ledger row, as in a
+    round: the stake collected is the stake placed, so conservation balances. They were two
+    rows (the ledger's join of wagers to settlements matched no NULL round): the stake set
+    aside as open and collected too, a difference of -$20.00 invented, and WRONG_SETTLEMENT
+    saying no wager was on the area. Collected outside any round, it is still settled on no
+    hand (13:47-20.31(d)14: only the third card decides): WRONG_SETTLEMENT says so; handed
+    back whole, it is a removal by another name ((d)3) and raises nothing."""
+    floor = Floor(tmp_path)
+    _, seqs = _paired_evening(floor)
+    with duckdb.connect(str(floor.build()), read_only=True) as con:
+        rows = con.execute(
+            "SELECT seat, status, amount_cents, actual_collected_cents, actual_returned_cents, "
+            "wager_seqs, settlement_seqs FROM ledger WHERE round_no IS NULL "
+            "ORDER BY seat").fetchall()
+        (balance,) = conservation(con, ["table"])
+        found = con.execute("SELECT code, seqs, explanation FROM anomalies WHERE table_id = "
+                            "'T09' AND round_no IS NULL ORDER BY code").fetchall()
+        assert_money_exact(con)
+    assert rows == [
+        (5, "SETTLED_BEFORE_DECISION", 2000, 2000, 0, [seqs["wager 5"]], [seqs["settled 5"]]),
+        (6, "SETTLED_BEFORE_DECISION", 1000, 0, 1000, [seqs["wager 6"]], [seqs["settled 6"]]),
+    ]
+    assert (balance["open_cents"], balance["difference_cents"]) == (0, 0)
+    assert balance["net_win_cents"] == 2000 - 1000 - 3000
+    assert found == [(
+        "WRONG_SETTLEMENT", [seqs["wager 5"], seqs["settled 5"]],
+        "Seat 5 wager of $20.00 was settled LOST (paid $0.00, collected $20.00, returned $0.00) "
+        "outside any round (no round number): only the cards decide a wager")]
+
+
+def test_the_stored_rows_stay_exact_with_a_wager_and_its_settlement_in_different_batches(
+        tmp_path: Path) -> None:
+    """The writer's anomaly and money rows, batch by batch, split between the wager with no
+    round and its settlement, are the full evaluation's (projections/incremental.py: the
+    table is evaluated from its shoe's start, which holds both)."""
+    source = Floor(tmp_path / "source")
+    t, seqs = _paired_evening(source)
+    t.flush()
+    records = [(r.key, r.value) for batch in source.log.read() for r in batch]
+    first = seqs["opened"]  # records[i] is the event of seq first + i: T09's alone, in order
+    log = EmbeddedLog(tmp_path / "log")
+    with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
+        start = 0
+        for name in ("wager 5", "wager 6", "settled 5", "settled 6"):
+            stop = seqs[name] - first + 1
+            log.append(records[start:stop])
+            start = stop
+            project(log, con, publish_alerts=False)
+            assert differences(con) == (0, 0), name
+            assert_money_exact(con)
+        log.append(records[start:])
+        project(log, con, publish_alerts=False)
+        assert differences(con) == (0, 0)
+        assert_money_exact(con)
+        stored = con.execute(f"SELECT code, seqs FROM {STORED} WHERE table_id = 'T09' "
+                             "AND round_no IS NULL").fetchall()
+    assert stored == [("WRONG_SETTLEMENT", [seqs["wager 5"], seqs["settled 5"]])]
+
+
+@pytest.mark.parametrize("wager_first", [True, False])
+def test_money_with_no_shoe_and_no_round_pairs_across_batches_and_shoes(
+        tmp_path: Path, wager_first: bool) -> None:
+    """Money with no shoe and no round at one seat, two shoes played between its two events,
+    each in its own batch: the stored anomaly and money rows are the full evaluation's. With
+    the wager first, they are one ledger row (collected on no hand: WRONG_SETTLEMENT on both
+    seqs); with two settlements, one NOT_OWED row of both, which replaces the first's. The
+    detector's window for the second starts after the first of those shoes, so the first event
+    reaches it as context (projections/incremental.py, detect_context), and the first's stored
+    row is replaced though it lies before the stretch."""
+    source = Floor(tmp_path / "source")
+    t = source.table("T10")
+    opened = t.open_table("nj-casino")
+    t.new_shoe("T10-S1")
+    t.play("3C 9H 5D", {1: 1000})
+    t.shoe_id = None
+    first = (t.wager(5, 2000) if wager_first
+             else t.settle(5, ORIGINAL, SettledAs.WON, 2000, 1))
+    t.new_shoe("T10-S2")
+    t.play("2C 8D 4H", {2: 3000})
+    t.new_shoe("T10-S3")
+    t.play("5C 9D KH", {1: 1000})
+    t.shoe_id = None
+    second = t.settle(5, ORIGINAL, SettledAs.LOST, 2000)
+    t.flush()
+    records = [(r.key, r.value) for batch in source.log.read() for r in batch]
+    log = EmbeddedLog(tmp_path / "log")
+    with duckdb.connect(str(tmp_path / "v.duckdb")) as con:
+        start = 0
+        for stop in (first - opened + 1, second - opened, len(records)):
+            log.append(records[start:stop])
+            start = stop
+            project(log, con, publish_alerts=False)
+            assert differences(con) == (0, 0), stop
+            assert_money_exact(con)
+        stored = con.execute(f"SELECT code, seqs FROM {STORED} WHERE table_id = 'T10' "
+                             "AND round_no IS NULL AND shoe_id IS NULL").fetchall()
+        status = con.execute("SELECT status FROM ledger WHERE round_no IS NULL").fetchall()
+    assert stored == [("WRONG_SETTLEMENT", [first, second])]
+    assert status == ([("SETTLED_BEFORE_DECISION",)] if wager_first else [("NOT_OWED",)])
