@@ -8,8 +8,12 @@ money stays in integer cents; decimals are strings (exact); fractions are "n/d".
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import math
+import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import fields
@@ -18,6 +22,7 @@ from decimal import Decimal
 from typing import Any
 
 import duckdb
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
@@ -45,8 +50,10 @@ from projections.serve.discovery import (
 )
 from projections.serve.encoding import to_json
 from projections.serve.params import BadRequest, params
-from projections.serve.sql import bounded_query
+from projections.serve.sql import QueryAbandoned, bounded_query
 from projections.serve.state import ServeState
+
+log_ = logging.getLogger("pitlog.serve")
 
 
 def routes() -> list[BaseRoute]:
@@ -309,12 +316,34 @@ def ledger(request: Request) -> Response:
                                           calendar=calendar(request, p)))
 
 
-def sql(request: Request) -> Response:
+async def sql(request: Request) -> Response:
+    """The query runs on a worker thread while this waits for the client's disconnect: a
+    client that goes away (a `pitlog sql` stopped with Ctrl-C, a dropped connection) stops
+    its query (sql.bounded_query), which else ran on to the server's time limit."""
     state: ServeState = request.app.state.pitlog
     p = params(request, "q", "timeout")
     if "q" not in p:
         raise BadRequest("give the query as q=SELECT ...")
-    columns, rows, truncated = bounded_query(state, p["q"], as_seconds(p, "timeout"))
+    abandoned = threading.Event()
+
+    async def client_gone() -> None:
+        # A GET's one message is its (empty) body; the next is the disconnect, whenever the
+        # client goes (or the server has answered: this is cancelled first).
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+        abandoned.set()
+
+    started = time.monotonic()
+    watching = asyncio.ensure_future(client_gone())
+    try:
+        columns, rows, truncated = await run_in_threadpool(
+            bounded_query, state, p["q"], as_seconds(p, "timeout"), abandoned)
+    except QueryAbandoned:
+        log_.warning("an /api/sql query was stopped after %.1f s: its client went away",
+                     time.monotonic() - started)
+        raise
+    finally:
+        watching.cancel()
     return reply(request, {"columns": columns, "rows": rows, "truncated": truncated,
                            "max_rows": state.sql_max_rows})
 

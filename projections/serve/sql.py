@@ -2,8 +2,10 @@
 
 The guard is sql_console.check_read_only (the same check as `pitlog sql`); the query then runs
 inside a READ ONLY transaction on its own cursor (ServeState.snapshot, as every request reads),
-so DuckDB itself refuses any write even if the guard missed one. A timer interrupts the cursor
-after `state.sql_timeout` seconds (or fewer, asked with `timeout`), and at most
+so DuckDB itself refuses any write even if the guard missed one. A watcher interrupts the
+cursor after `state.sql_timeout` seconds (or fewer, asked with `timeout`), or as soon as the
+client has gone away (`abandoned`: the writer's cores are not spent on an answer no one
+reads; a client that gave up once went on costing the server up to its limit), and at most
 `state.sql_max_rows` rows, holding at most MAX_BYTES as Arrow, are fetched: a row cap alone
 let ten thousand rows of 100 kB each become a 1 GB answer built in the writer's memory (an
 outside review, session 38).
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from typing import Any
 
 import duckdb
@@ -30,29 +33,46 @@ MAX_BYTES = 64 * 1024 * 1024
 BATCH_ROWS = 16
 
 
+# How often the watcher looks whether the client went away (seconds).
+WATCH_S = 0.25
+
+
 class QueryTimeout(PitlogError):
-    """The query ran past the server's time limit (answered 400)."""
+    """The query ran past its time limit, the server's or the client's (answered 400)."""
 
 
-def bounded_query(state: ServeState, query: str, timeout: float | None = None
+class QueryAbandoned(PitlogError):
+    """The client went away before its answer: the query was stopped (no one reads it)."""
+
+
+def bounded_query(state: ServeState, query: str, timeout: float | None = None,
+                  abandoned: threading.Event | None = None
                   ) -> tuple[list[str], list[dict[str, Any]], bool]:
     """(columns, rows, truncated) of one read-only query, at most sql_max_rows rows, stopped
     after `timeout` seconds (`pitlog sql --timeout`) or the server's own limit, whichever is
-    less: a client may ask for less time, never more."""
+    less: a client may ask for less time, never more; or stopped once `abandoned` is set (the
+    client went away), raising QueryAbandoned."""
     check_read_only(query)
     seconds = state.sql_timeout if timeout is None else min(timeout, state.sql_timeout)
     # Which limit to raise: the server's whenever it stopped the query, a client's equal to it
     # too (the server caps a larger one at its own: raising --timeout would change nothing).
     servers_limit = timeout is None or timeout >= state.sql_timeout
     with state.snapshot() as cur:
-        stopped = threading.Event()
+        finished = threading.Event()
+        stopped: list[str] = []  # why the watcher interrupted the query: "time" or "client"
+        deadline = time.monotonic() + seconds
 
-        def stop() -> None:
-            stopped.set()
-            cur.interrupt()
+        def watch() -> None:
+            while not finished.wait(min(WATCH_S, max(0.0, deadline - time.monotonic()))):
+                why = ("client" if abandoned is not None and abandoned.is_set()
+                       else "time" if time.monotonic() >= deadline else None)
+                if why is not None:
+                    stopped.append(why)
+                    cur.interrupt()
+                    return
 
-        timer = threading.Timer(seconds, stop)
-        timer.start()
+        watcher = threading.Thread(target=watch, name="pitlog-sql-watch", daemon=True)
+        watcher.start()
         try:
             relation = cur.sql(query)
             if relation is None:  # a statement, not a query: the guard lets none through
@@ -92,7 +112,7 @@ def bounded_query(state: ServeState, query: str, timeout: float | None = None
                     if row[name] is not None:
                         row[name] = int(row[name])
         except duckdb.InterruptException:
-            raise _timed_out(seconds, servers_limit) from None
+            raise _interrupted(stopped, seconds, servers_limit) from None
         except duckdb.OutOfMemoryException as exc:
             raise _out_of_memory(state, exc) from exc
         except duckdb.Error as exc:
@@ -100,13 +120,14 @@ def bounded_query(state: ServeState, query: str, timeout: float | None = None
         except OSError as exc:
             # DuckDB's errors while the batches stream come through Arrow's C stream as an
             # OSError, the interruption too: it was a 500 on a busy machine (session 39).
-            if stopped.is_set():
-                raise _timed_out(seconds, servers_limit) from None
+            if stopped:
+                raise _interrupted(stopped, seconds, servers_limit) from None
             if str(exc).lstrip().startswith(_OUT_OF_MEMORY):
                 raise _out_of_memory(state, exc) from exc
             raise PitlogError(query_failure(exc)) from exc
         finally:
-            timer.cancel()
+            finished.set()
+            watcher.join()  # it interrupts nothing once the cursor is closed
         return columns, got[:state.sql_max_rows], truncated
 
 
@@ -121,6 +142,13 @@ def _out_of_memory(state: ServeState, exc: BaseException) -> PitlogError:
     return PitlogError(out_of_memory(
         exc, f"of the server: restart `pitlog serve` with a larger --memory-limit or "
              f"PITLOG_MEMORY_LIMIT (now {state.memory_limit})"))
+
+
+def _interrupted(stopped: list[str], seconds: float, servers_limit: bool) -> PitlogError:
+    """Why the watcher stopped the query, as its error."""
+    if stopped == ["client"]:
+        return QueryAbandoned("the client went away before its answer; the query was stopped")
+    return _timed_out(seconds, servers_limit)
 
 
 def _timed_out(seconds: float, servers_limit: bool) -> QueryTimeout:

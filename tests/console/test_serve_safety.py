@@ -17,7 +17,15 @@ from typing import Any
 
 import duckdb
 import pytest
-from serve_support import Server, query, request, run_cli, sse_events, start_server
+from serve_support import (
+    Server,
+    query,
+    request,
+    run_cli,
+    sse_events,
+    start_server,
+    wait_until,
+)
 from store_template import copy_store
 
 from events.log.embedded.log import EmbeddedLog
@@ -286,6 +294,26 @@ def roomy_server(small: tuple[Path, Path], projected: Path) -> Any:
 
 _ENDLESS = ("SELECT count(*) AS n FROM range(100000000) AS a, range(100000000) AS b "
             "WHERE a.range + b.range = -1")
+
+
+def test_a_query_whose_client_went_away_is_stopped(roomy_server: Server) -> None:
+    """A client that gives up (a `pitlog sql` stopped with Ctrl-C, a dropped connection)
+    stops its query: the server went on running it to its time limit (here 600 s), spending
+    the writer's cores on an answer no one would read (a closing note's finding, session 43).
+    The server logs the stop and goes on answering."""
+    import http.client
+    import urllib.parse
+
+    parts = urllib.parse.urlsplit(roomy_server.url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+    conn.request("GET", query("/api/sql", q=_ENDLESS))
+    conn.close()  # gone before any answer
+    wait_until(lambda: "its client went away" in roomy_server.err.read_text(),
+               "the server's log line of the stopped query", roomy_server.proc, roomy_server.err)
+    (line,) = [x for x in roomy_server.err.read_text().splitlines() if "its client went away" in x]
+    assert "an /api/sql query was stopped after" in line
+    assert roomy_server.json(query("/api/sql", q="SELECT 1 AS one"))["rows"] == [{"one": 1}]
+    assert roomy_server.health()["ready"] is True
 
 
 def test_pitlog_sql_through_a_server_keeps_its_own_time_limit_and_says_what_it_cannot_keep(
@@ -559,7 +587,6 @@ def test_a_follower_that_stops_turns_health_red_and_reads_go_on(
     events.close()
     s = start_server(other, db, tmp_path, wait_ready=False)
     try:
-        from serve_support import wait_until
 
         health = wait_until(lambda: (h := s.health())["error"] and h, "the follower's error",
                             s.proc, s.err)
