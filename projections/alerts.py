@@ -32,6 +32,7 @@ import duckdb
 from events.errors import LogError, ProjectionError, first_line
 from events.log.alerts import AlertSink
 from events.log.base import EventLog
+from projections.backoff import retry_wait
 from projections.queries import rows as query_rows
 from projections.transaction import roll_back
 
@@ -252,20 +253,18 @@ class SinkStatus:
         self.error = first_line(exc)
         self.failing_since = self.failing_since or now
         self.failures += 1
-        self.retry_at = now + timedelta(
-            seconds=min(PUBLISH_RETRY_MAX_S, 2.0 ** (self.failures - 1)))
+        self.retry_at = now + timedelta(seconds=retry_wait(self.failures))
 
     def published(self) -> None:
         self.error = self.failing_since = self.retry_at = None
         self.failures = 0
 
 
-# The longest an idle follower waits between tries at a failing sink (publish_again): each
-# try may log a warning and block the follower up to the sink's timeout, so a sink that keeps
-# failing fast (a permission, an authorization) is not tried at every poll (twice a second,
-# a second read, session 42); short, so a broker back after a restart still gets the alerts
-# within seconds on a quiet floor. A batch's own publish is never held back.
-PUBLISH_RETRY_MAX_S = 5.0
+# An idle follower waits between tries at a failing sink (publish_again: projections/backoff.py):
+# each try may log a warning and block the follower up to the sink's timeout, so a sink that
+# keeps failing fast (a permission, an authorization) is not tried at every poll (twice a
+# second, a second read, session 42); short, so a broker back after a restart still gets the
+# alerts within seconds on a quiet floor. A batch's own publish is never held back.
 
 
 def _now() -> datetime:
@@ -351,7 +350,7 @@ def publish_again(con: duckdb.DuckDBPyConnection, log: EventLog) -> None:
     down longer than the sink's timeout): a follower with nothing new to project calls this
     at each poll, so the alerts reach the sink once it is back, not with the next batch, which
     a quiet floor may not send for a while: each failure in a row doubles the wait before the
-    next try, from a second up to PUBLISH_RETRY_MAX_S. A sink that has not failed costs
+    next try, from a second up to backoff.RETRY_MAX_S. A sink that has not failed costs
     nothing."""
     status = _STATUS.get(log)
     if status is not None and status.error is not None and (

@@ -30,6 +30,7 @@ from events.log.base import EventLog
 from projections.alerts import create_tables as create_alert_tables
 from projections.alerts import publish_again
 from projections.anomalies import STORED, anomaly_source, refresh_stored_anomalies
+from projections.backoff import retry_wait
 from projections.incremental import close_detector
 from projections.log_checks import check_log_holds
 from projections.projector import ProjectionReport, checkpoints, project
@@ -45,8 +46,6 @@ SNAPSHOT_DUTY = 0.25
 SNAPSHOT_EVERY_S = 10.0
 # How long to wait for a reader to let go of the database file before giving up.
 LOCK_WAIT_S = 30.0
-# Backoff while the log is unreachable (a broker restart): from 1 s, doubling, up to this.
-MAX_RETRY_WAIT_S = 30.0
 
 
 class _Stopped(Exception):
@@ -310,7 +309,7 @@ class Follower:
                 if projected is None:
                     raise  # never reached the log: most likely a wrong address, so report it
                 failures += 1
-                wait = min(MAX_RETRY_WAIT_S, 2.0 ** (failures - 1))
+                wait = retry_wait(failures)  # projections/backoff.py: 1, 2, 4, then 5 s
                 gone = away = isinstance(exc, LogGoneError)
                 if gone:
                     log_.warning("not following: %s (looking again in %.0fs; projected rows "

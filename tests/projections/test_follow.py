@@ -19,6 +19,7 @@ import pytest
 from alert_support import Unreachable
 
 import projections.alerts as alerts_module
+from events.errors import LogError
 from events.log.embedded.alerts import EmbeddedAlertLog
 from events.log.embedded.log import EmbeddedLog
 from events.simulation.simulator import SimConfig, simulate
@@ -255,7 +256,7 @@ def test_an_idle_follower_tries_a_failing_sink_again_less_and_less_often(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A second read (session 42): publish_again tried a sink that keeps failing at every poll,
     each try a warning (18 in 10 s at a 0.5 s poll). Each failure in a row now doubles the wait
-    before the next try, up to PUBLISH_RETRY_MAX_S; a success starts again from none. The clock
+    before the next try, up to backoff.RETRY_MAX_S; a success starts again from none. The clock
     is the test's own: no timing."""
     log = EmbeddedLog(tmp_path / "log", partitions=1)
     simulate(log, SimConfig(seed=5, tables=1, rounds=6, irregularities=0.05,
@@ -286,6 +287,52 @@ def test_an_idle_follower_tries_a_failing_sink_again_less_and_less_often(
         assert (status.error, status.failures, status.retry_at) == (None, 0, None)
     finally:
         con.close()
+
+
+class _DownAWhile(EmbeddedLog):
+    """A real embedded log whose end offsets fail `down` times in a row (a LogError, as a
+    broker restart's) once `armed`."""
+
+    def __init__(self, folder: Path, down: int) -> None:
+        super().__init__(folder)
+        self.down, self.armed, self.failed = down, False, 0
+
+    def end_offsets(self) -> dict[int, int]:
+        if self.armed and self.failed < self.down:
+            self.failed += 1
+            raise LogError("the broker is restarting (the test's)")
+        return super().end_offsets()
+
+
+def test_a_follower_tries_an_unreachable_log_again_within_five_seconds(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After failures in a row the follower waits 1, 2, 4, then 5 s between tries
+    (projections/backoff.py): it waited up to 30 s (8, 16, 30 after the third), so a broker
+    back from a rolling restart left it asleep up to 16 s more. Its sleeps are recorded, not
+    slept: no timing."""
+    folder = tmp_path / "log"
+    simulate(EmbeddedLog(folder), SimConfig(seed=5, tables=1, rounds=3))
+    log = _DownAWhile(folder, down=7)
+    con = open_store(tmp_path / "v.duckdb")
+    waits: list[float] = []
+    stop = threading.Event()
+    monkeypatch.setattr("projections.follow._StopFlag.sleep",
+                        lambda _self, seconds: waits.append(seconds))
+
+    def after_round(_c: Commit) -> None:
+        if not log.armed:
+            log.armed = True  # the first round read the log: it "goes away" now
+        elif log.failed == log.down:
+            stop.set()  # a round after the last failure: it is back and followed again
+
+    try:
+        Follower(con, log, stop_event=stop, poll_interval=0.01, on_round=after_round).run()
+    finally:
+        con.close()
+    assert log.failed == 7
+    # the first failure is the idle round's look for news (replay_kept's backlog check), which
+    # waits the poll; the next six are the loop's reads, each followed by its backoff
+    assert [w for w in waits if w != 0.01] == [1, 2, 4, 5, 5, 5]
 
 
 class _WrittenWhileProjected(EmbeddedLog):
