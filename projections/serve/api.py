@@ -344,8 +344,11 @@ async def sql(request: Request) -> Response:
         raise
     finally:
         watching.cancel()
-    return reply(request, {"columns": columns, "rows": rows, "truncated": truncated,
-                           "max_rows": state.sql_max_rows})
+    # Off the event loop too, as the endpoint ran before: an answer of up to 64 MiB of rows
+    # takes a while to write as JSON, and the loop serves every other request and stream.
+    return await run_in_threadpool(reply, request, {
+        "columns": columns, "rows": rows, "truncated": truncated,
+        "max_rows": state.sql_max_rows})
 
 
 # One pass over the events (a few columns), not the rounds view, which rebuilds every round of
