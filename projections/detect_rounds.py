@@ -187,6 +187,8 @@ def copy_windows(s: duckdb.DuckDBPyConnection, db: str, cards: str, context: str
         LEFT JOIN later AS l ON l.table_id = src.table_id AND l.event_id = src.event_id
         WHERE src.pitlog_k IS NULL OR src.seq >= src.pitlog_k
            OR src.event_type IN {CONTEXT_SQL}
+           -- money with no shoe or round between W and K too (before W: detect_context below)
+           OR ({loose_money("src")})
            OR p.seq IS NOT NULL OR l.event_id IS NOT NULL
         UNION ALL BY NAME
         SELECT c.* FROM {db}.main.{context} AS c JOIN scope AS sc USING (table_id)
