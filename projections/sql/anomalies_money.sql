@@ -14,7 +14,8 @@ WITH
 --     whose first two cards were never recorded, so no hand decided it, or handed the wager
 --     back after a card with nothing to own it (below; 13:47-20.31(d)7, 10, 14);
 --   RAISE_OVER_LIMIT: raises on an area above its original wager (13:47-20.31(d)12);
---   RAISE_NOT_ALLOWED: a raise on a consecutive or pair round, or with no original wager.
+--   RAISE_NOT_ALLOWED: a raise on a consecutive or pair round, with no original wager, or
+--   recorded with no round.
 -- Other settlements made before any decision are left to the code that owns the round: a pair
 -- or spread with no third card (PAIR_WITHOUT_THIRD_CARD, SPREAD_WITHOUT_THIRD_CARD), a round
 -- abandoned at the cutting card (ROUND_ABANDONED_AT_CUT_CARD), a RoundVoided (one the rules
@@ -97,6 +98,9 @@ money AS (
         END AS money_code,
         CASE
             WHEN b.wager_kind <> 'RAISE' OR b.status = 'NOT_OWED' THEN NULL
+            -- (d)12: a raise only on a spread, and money recorded with no round has none,
+            -- whatever wager is under it (one mishap, one code: not also over its limit)
+            WHEN b.round_no IS NULL THEN 'RAISE_NOT_ALLOWED'
             WHEN b.hand IN ('consecutive', 'pair') THEN 'RAISE_NOT_ALLOWED'
             WHEN coalesce(o.original_cents, 0) = 0 THEN 'RAISE_NOT_ALLOWED'
             WHEN b.amount_cents > o.original_cents THEN 'RAISE_OVER_LIMIT'
@@ -178,6 +182,9 @@ SELECT * FROM (
                WHEN m.raise_code = 'RAISE_OVER_LIMIT' THEN printf(
                    'Seat %d raised %s on area %d, more than the original wager of %s',
                    m.seat, dollars(m.amount_cents), m.area, dollars(m.original_cents))
+               WHEN m.round_no IS NULL THEN printf(
+                   'Seat %d raised %s on area %d outside any round (no round number): raises are for a spread only',
+                   m.seat, dollars(m.amount_cents), m.area)
                WHEN m.hand IN ('consecutive', 'pair') THEN printf(
                    'Seat %d raised %s on area %d in a %s round (%s and %s): raises are for a spread only',
                    m.seat, dollars(m.amount_cents), m.area, m.hand, m.left_card, m.right_card)
