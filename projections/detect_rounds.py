@@ -64,8 +64,9 @@ def loose_money(alias: str = "") -> str:
 
 
 # The codes the money family (sql/anomalies_money.sql) can give such a ledger row: no hand
-# decides it, so never WRONG_PAYOUT or BELOW_MINIMUM_ODDS, and no other family gives these.
-_LOOSE_MONEY_CODES = "('WRONG_SETTLEMENT', 'RAISE_NOT_ALLOWED', 'RAISE_OVER_LIMIT')"
+# decides it, so never WRONG_PAYOUT or BELOW_MINIMUM_ODDS, and a raise with no round is
+# RAISE_NOT_ALLOWED, never RAISE_OVER_LIMIT; no other family gives these two.
+_LOOSE_MONEY_CODES = "('WRONG_SETTLEMENT', 'RAISE_NOT_ALLOWED')"
 
 
 def loose_money_row(alias: str) -> str:
