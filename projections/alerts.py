@@ -253,18 +253,14 @@ class SinkStatus:
         self.error = first_line(exc)
         self.failing_since = self.failing_since or now
         self.failures += 1
+        # publish_again waits (backoff.py): each try may log a warning and block the follower
+        # up to the sink's timeout, so a sink failing fast (a permission, an authorization) is
+        # not tried at every poll (a second read, session 42). A batch's own publish never waits.
         self.retry_at = now + timedelta(seconds=retry_wait(self.failures))
 
     def published(self) -> None:
         self.error = self.failing_since = self.retry_at = None
         self.failures = 0
-
-
-# An idle follower waits between tries at a failing sink (publish_again: projections/backoff.py):
-# each try may log a warning and block the follower up to the sink's timeout, so a sink that
-# keeps failing fast (a permission, an authorization) is not tried at every poll (twice a
-# second, a second read, session 42); short, so a broker back after a restart still gets the
-# alerts within seconds on a quiet floor. A batch's own publish is never held back.
 
 
 def _now() -> datetime:

@@ -54,13 +54,13 @@ CARD_FAMILIES = ("anomalies_found_shoes",)
 # (incremental.detect_context, read into the windows by copy_windows), and its rows are found
 # again whole at every batch of the table (incremental.Detector, loose_money_row).
 MONEY_TYPES = ("WagerPlaced", "WagerChanged", "WagerRemoved", "RaisePlaced", "WagerSettled")
-_MONEY_SQL = "('" + "', '".join(MONEY_TYPES) + "')"
+MONEY_SQL = "('" + "', '".join(MONEY_TYPES) + "')"
 
 
 def loose_money(alias: str = "") -> str:
     """Whether an event (of the relation `alias`, when given) is money with no shoe or round."""
     e = f"{alias}." if alias else ""
-    return f"{e}shoe_id IS NULL AND {e}round_no IS NULL AND {e}event_type IN {_MONEY_SQL}"
+    return f"{e}shoe_id IS NULL AND {e}round_no IS NULL AND {e}event_type IN {MONEY_SQL}"
 
 
 # The codes the money family (sql/anomalies_money.sql) can give such a ledger row: no hand

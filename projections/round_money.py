@@ -64,7 +64,7 @@ import pyarrow as pa
 from events.errors import ProjectionError
 from projections import running_sums, view_cache
 from projections.anomalies import GROUP_EVENTS, table_groups
-from projections.detect_rounds import MONEY_TYPES
+from projections.detect_rounds import MONEY_SQL, MONEY_TYPES
 from projections.incremental import ROUND_LEVEL_STRETCH, SCRATCH
 from projections.kept_at import CHECKPOINTS, mark_sql
 from projections.memory import threads_at_most
@@ -179,23 +179,21 @@ WHERE sc.k IS NULL OR (m.first_seq >= sc.k AND r.redo)
 # batch brings one to a table and shoe, that table and shoe's outside rows are computed again
 # from all their outside events, stored and new: the few events of an irregularity, read from
 # the store by a filter, never the window's rounds.
-_LEDGER_TYPE_NAMES = MONEY_TYPES
-_LEDGER_TYPES = "('" + "', '".join(_LEDGER_TYPE_NAMES) + "')"
 OUTSIDE = f"""
 CREATE OR REPLACE TABLE {WINDOW}.main.outside AS
 SELECT DISTINCT b.table_id, b.shoe_id
 FROM {_BATCH} AS b JOIN {SCRATCH}.main.scope AS sc USING (table_id)
-WHERE sc.k IS NOT NULL AND b.round_no IS NULL AND b.event_type IN {_LEDGER_TYPES}
+WHERE sc.k IS NOT NULL AND b.round_no IS NULL AND b.event_type IN {MONEY_SQL}
 """
 OUTSIDE_EVENTS = f"""
 INSERT INTO {WINDOW}.main.events BY NAME
 SELECT e.* FROM {{db}}.main.events AS e SEMI JOIN {WINDOW}.main.outside AS o
     ON o.table_id = e.table_id AND o.shoe_id IS NOT DISTINCT FROM e.shoe_id
-WHERE e.round_no IS NULL AND e.event_type IN {_LEDGER_TYPES}
+WHERE e.round_no IS NULL AND e.event_type IN {MONEY_SQL}
 UNION ALL BY NAME
 SELECT b.* FROM {_BATCH} AS b SEMI JOIN {WINDOW}.main.outside AS o
     ON o.table_id = b.table_id AND o.shoe_id IS NOT DISTINCT FROM b.shoe_id
-WHERE b.round_no IS NULL AND b.event_type IN {_LEDGER_TYPES}
+WHERE b.round_no IS NULL AND b.event_type IN {MONEY_SQL}
 """
 # Over those events alone the query has no round, so its rows are the outside rows asked for.
 OUTSIDE_FOUND = (f"INSERT INTO {WINDOW}.main.found "
@@ -348,7 +346,7 @@ def _money_with_no_round(batch: pa.Table) -> bool:
     import pyarrow.compute as pc
 
     found = pc.any(pc.and_(pc.is_null(batch["round_no"]),
-                           pc.is_in(batch["event_type"], pa.array(_LEDGER_TYPE_NAMES))))
+                           pc.is_in(batch["event_type"], pa.array(MONEY_TYPES))))
     return bool(found.as_py())
 
 
