@@ -3,7 +3,7 @@ an older pitlog's, in one run on one store (issue 19 item 4; projections/dispute
 projections/replay_kept.py).
 
     PYTHONPATH=. python benchmarks/bench_dispute_kept.py STORE.duckdb --workdir W \
-        [--rounds 40] [--repeats 2] [--old-repo OLD]
+        [--rounds 40] [--repeats 2] [--old-repo OLD] [--open]
 
 Samples `--rounds` rounds of closed shoes (seed 3) and asks for each the dispute at the middle
 of the round (`dispute(con, table, at=...)`, the moment a surveillance officer gives). Copies
@@ -15,6 +15,11 @@ reversed every other repeat), every lookup on one read-only connection:
 - `queries`: this pitlog on plain.duckdb;
 - `kept`: this pitlog on kept.duckdb;
 - `old`: the pitlog at OLD (a `git archive` of an older commit) on plain.duckdb, if given.
+
+With `--open`, the rounds are of open shoes (the follower keeps them only while idle, session
+45). A simulated store closes every shoe at its end, so both copies first lose each table's
+last ShoeClosed (a table still dealing its last shoe); their stored anomaly rows then still
+hold that event's rows, which only `anomalies` in the answers reads, alike both ways.
 
 Each lookup's wall and CPU (the child's process time: DuckDB's threads included); p50, p95 (the
 38th of 40) and max over the repeats. Every child's answers are digested per lookup; the kept
@@ -76,16 +81,22 @@ _CLOSED_SHOES_ROUNDS = (
     "FROM round_money AS r SEMI JOIN (SELECT DISTINCT table_id, shoe_id FROM events "
     "WHERE event_type = 'ShoeClosed') USING (table_id, shoe_id) "
     "ORDER BY r.table_id, r.shoe_id, r.round_no")
+_OPEN_SHOES_ROUNDS = _CLOSED_SHOES_ROUNDS.replace("SEMI JOIN", "ANTI JOIN")
+# Each table's last ShoeClosed (by seq) removed: its shoe is open again (--open).
+_REOPEN = ("DELETE FROM events WHERE event_type = 'ShoeClosed' AND (table_id, seq) IN "
+           "(SELECT (table_id, max(seq)) FROM events WHERE event_type = 'ShoeClosed' "
+           "GROUP BY table_id)")
 _ANY_SHOES_ROUNDS = ("SELECT table_id, shoe_id, round_no, first_seq, last_seq FROM round_money "
                      "WHERE shoe_id IS NOT NULL ORDER BY ALL")
 
 
-def _picks(db: Path, n: int, *, closed: bool = True, seed: int = 3
+def _picks(db: Path, n: int, *, closed: bool = True, seed: int = 3, open_only: bool = False
            ) -> list[tuple[str, str, str, str]]:
-    """`n` rounds of closed shoes (or, not `closed`, of any shoe): (table, moment in the middle
-    of the round, shoe, round)."""
+    """`n` rounds of closed shoes (or, not `closed`, of any shoe; `open_only`, of open shoes):
+    (table, moment in the middle of the round, shoe, round)."""
     with duckdb.connect(str(db), read_only=True) as con:
-        found = con.execute(_CLOSED_SHOES_ROUNDS if closed else _ANY_SHOES_ROUNDS).fetchall()
+        found = con.execute(_OPEN_SHOES_ROUNDS if open_only else _CLOSED_SHOES_ROUNDS if closed
+                            else _ANY_SHOES_ROUNDS).fetchall()
         picks = []
         for t, s, r, first, last in random.Random(seed).sample(found, n):
             ((a, b),) = con.execute(
@@ -113,6 +124,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=40)
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--old-repo")
+    ap.add_argument("--open", action="store_true", help="rounds of open shoes")
     a = ap.parse_args()
     from projections import replay_kept
 
@@ -121,14 +133,17 @@ def main() -> None:
     plain, kept = work / "plain.duckdb", work / "kept.duckdb"
     for target in (plain, kept):
         shutil.copy(a.store, target)
-    picks = _picks(plain, a.rounds)
+        if a.open:
+            with duckdb.connect(str(target)) as con:
+                con.execute(_REOPEN)
+    picks = _picks(plain, a.rounds, open_only=a.open)
     shoes = sorted({(t, s) for t, _at, s, _r in picks})
     costs = []
     with duckdb.connect(str(kept)) as con:
         replay_kept.ensure_tables(con)
         for table, shoe in shoes:
             cpu = time.process_time()
-            assert replay_kept.keep(con, table, shoe) == 1, (table, shoe)
+            assert replay_kept.keep(con, table, shoe, open_too=a.open) == 1, (table, shoe)
             costs.append((time.process_time() - cpu) * 1000)
     print(json.dumps({"measure": "keep", "shoes": len(shoes),
                       "cpu_ms_per_shoe": _stats(costs)}), flush=True)
@@ -145,7 +160,8 @@ def main() -> None:
     digests = {w: [str(x[2]) for x in v] for w, v in got.items()}
     if digests["kept"] != digests["queries"]:
         raise SystemExit("kept disputes differ from their queries' answers")
-    summary: dict[str, object] = {"measure": "summary", "store": a.store, "rounds": len(picks),
+    summary: dict[str, object] = {"measure": "summary", "store": a.store, "open": a.open,
+                                  "rounds": len(picks),
                                   "shoes": len(shoes), "repeats": a.repeats,
                                   "load": [round(x, 2) for x in load]}
     for way, values in got.items():

@@ -65,10 +65,9 @@ def dispute(con: duckdb.DuckDBPyConnection, table: str, *, at: datetime | None =
 
     A moment in no round, an unknown table, or a seat with no wager in the round raises
     OutsideRound (moment.py), naming the rounds just before and after: never another hand.
-    The round's row and settlements are the writer's kept rows when its shoe is closed and
-    kept (projections/replay_kept.py), else their queries (projections/dispute_sql.py): the
-    same rows either way (docs/operating.md, "Kept replays").
-    """
+    The round's row and settlements are the writer's kept rows when its shoe is kept and
+    they hold (projections/replay_kept.py), else their queries (projections/dispute_sql.py):
+    the same rows either way (docs/operating.md, "Kept replays")."""
     also: list[RoundSpan] = []
     if at is not None:
         # With a seat, the seat's round in play then first: in a whole second in which one

@@ -352,7 +352,7 @@ def _ends_after(log: EventLog, last: dict[int, int], positions: dict[int, int]
 
 
 def _replay_keeper(con: duckdb.DuckDBPyConnection) -> ReplayKeeper | None:
-    """The keeper of closed shoes' replays (projections/replay_kept.py), or None when its
+    """The keeper of shoes' replays (projections/replay_kept.py), or None when its
     tables cannot be made (a tiny memory limit, a user's table of their name): they only speed
     replays up."""
     try:

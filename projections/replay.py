@@ -3,14 +3,14 @@
 A replay is three queries over the shoe's events through the views' macros (shoes_of,
 card_events_of, rounds_of, rack_of, hands_of), and nearly all of its time is DuckDB planning
 those macros (about 115 of 130 ms of CPU on a 292,769-event store;
-benchmarks/results.md, session 23), not reading rows. So the writer keeps each closed shoe's
+benchmarks/results.md, session 23), not reading rows. So the writer keeps each shoe's
 replay as rows (projections/replay_kept.py: tables `replay_shoes`, `replay_events`,
 `replay_hands`), and a replay reads them when they still say what the queries would
 (`stored`), through plain scans that plan in a millisecond or two. Otherwise it runs the
 queries. Either way the answer is the same rows (docs/architecture.md, principle 6: the writer
 serves the reads).
 
-The writer keeps, with a closed shoe's replay, its rounds' rows and settlements as a dispute
+The writer keeps, with a shoe's replay, its rounds' rows and settlements as a dispute
 reads them (projections/dispute_sql.py ROUNDS and SETTLEMENTS, in the same context as the
 replay: tables `replay_rounds`, `replay_settlements`), so a dispute about a round of a kept shoe
 plans neither the rounds nor the ledger macros (`kept_round`, `kept_settlements`).
@@ -71,7 +71,7 @@ class ShoeReplay:
 # and events are stored in log order, so the queries below read the shoe's events through that
 # range and DuckDB skips the row groups outside it (shoes_of, rack_of, hands_of and rounds_of
 # of projections/sql/ are those views' rows of one shoe). `closed`: the shoe has a ShoeClosed
-# (replay_kept keeps closed shoes only).
+# (replay_kept keeps open shoes only while its follower is idle).
 SHOE_SPAN = """
 SELECT table_id, min(seq) AS first_seq, max(seq) AS last_seq,
        bool_or(event_type = 'ShoeClosed') AS closed

@@ -1,23 +1,32 @@
-"""The writer keeps each closed shoe's replay as rows (projections/replay.py says why and when a
-reader may use them), so that `pitlog replay` and `GET /api/replay` read a few stored rows
-instead of planning the views' macros.
+"""The writer keeps each shoe's replay as rows (projections/replay.py says why and when a reader
+may use them), so that `pitlog replay` and `GET /api/replay` read a few stored rows instead of
+planning the views' macros.
 
 The follower (`project --follow`, `pitlog serve`) keeps them between its rounds, off the path
 from an event to its alert (projections/follow.py):
 
 - after a round that committed events, first the shoes those events closed (a ShoeClosed) and
-  the kept shoes whose replay they changed (an event of the shoe's table at a seq the replay
-  read, or an event of the shoe itself): one shoe a round while behind the log, for
+  the kept closed shoes whose replay they changed (an event of the shoe's table at a seq the
+  replay read, or an event of the shoe itself): one shoe a round while behind the log, for
   IDLE_BUDGET_S seconds once idle (below);
 - once idle (the log's end offsets read again after a round are the ones it projected to, so
   no event waits for it), then, the closed shoes with no kept replay yet, newest first (a store
   projected before this existed: 1,944 shoes at 2.1M events, each costing about what one
-  replay costs, 0.2 s of CPU).
+  replay costs, 0.2 s of CPU);
+- once idle, last, the open shoes: those with no kept replay of their current span (the
+  backlog's) and those a round gave events since (`idle`). An open shoe's kept rows hold until
+  its next event (its span moves), so a replay of it, or a dispute about one of its rounds,
+  reads rows once its table has been quiet since the follower was last idle (the end of a
+  shift, the night's close, a store restored for an inquiry), and computes them while its
+  table deals: keeping a shoe costs 0.74-0.97 s of CPU at 9.9M events (benchmarks/results.md,
+  session 45), so keeping each open shoe after every round would cost 13-17 s of CPU a second
+  at 300 events a second (about 18 rounds a second), which the follower spends only while
+  nothing waits.
 
 Each shoe's rows are replaced in one transaction, computed in it by the replay's own queries:
 a kill at any instant leaves the shoe's old rows or its new ones, and a reader checks them
 against the events anyway. `pitlog project` without --follow keeps none (a rebuild pays only
-for the views); nor is an open shoe kept, since each batch would change it.
+for the views).
 """
 
 from __future__ import annotations
@@ -64,66 +73,75 @@ IDLE_BUDGET_S = 0.5
 
 _KEY_COLUMNS = "table_id VARCHAR NOT NULL, shoe_id VARCHAR NOT NULL"
 
-# The closed shoes without a kept replay of their current span, and the kept shoes whose
+# The shoes without a kept replay of their current span, and the kept shoes whose
 # table has another number of events in the span the replay read, or of openings up to it, than
 # when it was kept (a late event among its seqs, which a round queued but a stop left unkept:
 # replay.kept_shoe_row's check, for every kept shoe at once), newest first (by first seq across
 # tables: the evening's order).
 _BACKLOG = f"""
 WITH spans AS (
-    SELECT table_id, shoe_id, min(seq) AS first_seq, max(seq) AS last_seq
+    SELECT table_id, shoe_id, min(seq) AS first_seq, max(seq) AS last_seq,
+           bool_or(event_type = 'ShoeClosed') AS closed
     FROM events WHERE shoe_id IS NOT NULL
     GROUP BY table_id, shoe_id
-    HAVING bool_or(event_type = 'ShoeClosed')
 ),
 unkept AS (
-    SELECT s.table_id, s.shoe_id, s.first_seq FROM spans AS s
+    SELECT s.table_id, s.shoe_id, s.first_seq, s.closed FROM spans AS s
     ANTI JOIN {SHOES} AS k USING (table_id, shoe_id, first_seq, last_seq)
 ),
 stale AS (
-    SELECT k.table_id, k.shoe_id, k.first_seq FROM {SHOES} AS k
+    SELECT k.table_id, k.shoe_id, k.first_seq, k.closed_at IS NOT NULL FROM {SHOES} AS k
     JOIN events AS e ON e.table_id = k.table_id
                     AND e.seq BETWEEN coalesce(k.taps_from, 0) AND k.last_seq
-    GROUP BY k.table_id, k.shoe_id, k.first_seq, k.span_events
+    GROUP BY k.table_id, k.shoe_id, k.first_seq, k.closed_at, k.span_events
     HAVING count(*) <> k.span_events
     UNION
     -- the openings apart: joined with every event up to the shoe, the table's history would be
     -- read once per kept shoe
-    SELECT k.table_id, k.shoe_id, k.first_seq FROM {SHOES} AS k
+    SELECT k.table_id, k.shoe_id, k.first_seq, k.closed_at IS NOT NULL FROM {SHOES} AS k
     LEFT JOIN (SELECT table_id, seq FROM events WHERE event_type = 'TableOpened') AS o
            ON o.table_id = k.table_id AND o.seq <= k.last_seq
-    GROUP BY k.table_id, k.shoe_id, k.first_seq, k.openings
+    GROUP BY k.table_id, k.shoe_id, k.first_seq, k.closed_at, k.openings
     HAVING count(o.seq) <> k.openings
 )
-SELECT table_id, shoe_id FROM (SELECT * FROM unkept UNION SELECT * FROM stale)
+SELECT table_id, shoe_id, closed FROM (SELECT * FROM unkept UNION SELECT * FROM stale)
 ORDER BY first_seq DESC, table_id, shoe_id
 """
 
 # The shoes a round's new events (log positions at or after `since`) can have changed: the
-# shoes they closed, and the kept shoes they belong to, whose replay read a seq of theirs, or
-# whose settlements read the paytable of an opening among them.
+# shoes they closed, the kept shoes they belong to, whose replay read a seq of theirs, or
+# whose settlements read the paytable of an opening among them, and the other shoes they
+# belong to; `closed` (bool_or over a shoe's reasons): known closed, to keep while behind the
+# log. The others (open shoes, or a closed shoe's late line while it has no kept replay) wait
+# for the follower to be idle.
 _CHANGED = f"""
 WITH new AS (
     SELECT table_id, shoe_id, seq, event_type FROM events
     WHERE {{since}}
+),
+changed AS (
+    SELECT table_id, shoe_id, event_type = 'ShoeClosed' AS closed FROM new
+    WHERE shoe_id IS NOT NULL
+    UNION ALL
+    SELECT k.table_id, k.shoe_id, k.closed_at IS NOT NULL FROM {SHOES} AS k JOIN new AS n
+        ON n.table_id = k.table_id
+       AND (n.shoe_id = k.shoe_id OR n.seq BETWEEN coalesce(k.taps_from, 0) AND k.last_seq
+            OR (n.event_type = 'TableOpened' AND n.seq <= k.last_seq))
 )
-SELECT DISTINCT table_id, shoe_id FROM new WHERE event_type = 'ShoeClosed' AND shoe_id IS NOT NULL
-UNION
-SELECT DISTINCT k.table_id, k.shoe_id FROM {SHOES} AS k JOIN new AS n
-    ON n.table_id = k.table_id
-   AND (n.shoe_id = k.shoe_id OR n.seq BETWEEN coalesce(k.taps_from, 0) AND k.last_seq
-        OR (n.event_type = 'TableOpened' AND n.seq <= k.last_seq))
+SELECT table_id, shoe_id, bool_or(closed) FROM changed GROUP BY table_id, shoe_id
 """
 
 
 class ReplayKeeper:
-    """Keeps closed shoes' replays current on the writer's connection (module docstring)."""
+    """Keeps shoes' replays current on the writer's connection (module docstring)."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
         self.con = con
         # Shoes to keep, next first: those a round changed before the backlog's.
         self.queue: deque[tuple[str, str]] = deque()
         self.queued: set[tuple[str, str]] = set()  # what the queue holds, each once
+        # Shoes kept only once idle (open ones), newest first when taken (a dict: ordered).
+        self.idle: dict[tuple[str, str], None] = {}
         self.backlog_read = False  # the backlog is read once, when first idle
         self.kept = 0  # replays written by this keeper
         ensure_tables(con)
@@ -131,32 +149,49 @@ class ReplayKeeper:
     def note_new(self, since: dict[int, int]) -> None:
         """Queue first the shoes that the events from the log positions `since` on (the next
         offset per partition before a round; a partition not in it: all its events) closed or
-        changed."""
+        changed; the other shoes they belong to wait for the follower to be idle."""
         known = " OR ".join(f"(log_partition = {int(p)} AND log_offset >= {int(o)})"
                             for p, o in sorted(since.items()))
         others = (f"log_partition NOT IN ({', '.join(str(int(p)) for p in sorted(since))})"
                   if since else "true")
         where = f"({known}) OR {others}" if known else others
-        found = {(str(t), str(s)) for t, s in
-                 self.con.execute(_CHANGED.format(since=where)).fetchall()}
+        changed = self.con.execute(_CHANGED.format(since=where)).fetchall()
+        found = {(str(t), str(s)) for t, s, closed in changed if closed}
         for shoe in sorted(found - self.queued, reverse=True):
             self.queue.appendleft(shoe)
+            self.idle.pop(shoe, None)  # noted open by an earlier round, closed since
         self.queued |= found
+        for shoe in sorted({(str(t), str(s)) for t, s, closed in changed if not closed}):
+            self.idle.pop(shoe, None)
+            self.idle[shoe] = None  # the newest last: taken from the end
 
     def keep_some(self, budget_s: float, *, backlog: bool) -> int:
         """Keep queued shoes until `budget_s` has passed (at least one, if any), reading the
-        backlog into the queue first when `backlog`; the number kept."""
+        backlog into the queue first when `backlog` (the follower is idle), and then, still
+        within the budget, the open shoes waiting for it (`idle`); the number kept."""
         if backlog and not self.backlog_read:
-            for t, s in self.con.execute(_BACKLOG).fetchall():
-                if (str(t), str(s)) not in self.queued:
-                    self.queue.append((str(t), str(s)))
-                    self.queued.add((str(t), str(s)))
+            opened: list[tuple[str, str]] = []
+            for t, s, closed in self.con.execute(_BACKLOG).fetchall():  # newest first
+                key = (str(t), str(s))
+                if not closed:
+                    opened.append(key)
+                elif key not in self.queued:
+                    self.queue.append(key)
+                    self.queued.add(key)
+            # taken from the end: those a round noted first, then the backlog's, newest first
+            noted, self.idle = self.idle, dict.fromkeys(reversed(opened))
+            for key in noted:
+                self.idle.pop(key, None)
+                self.idle[key] = None
             self.backlog_read = True
         done, started = 0, time.perf_counter()
         while self.queue and (done == 0 or time.perf_counter() - started < budget_s):
             table, shoe = self.queue.popleft()
             self.queued.discard((table, shoe))
             done += keep(self.con, table, shoe)
+        while backlog and self.idle and (done == 0 or time.perf_counter() - started < budget_s):
+            table, shoe = self.idle.popitem()[0]
+            done += keep(self.con, table, shoe, open_too=True)
         self.kept += done
         return done
 
@@ -212,13 +247,15 @@ def _columns(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, object]
     return ", ".join(f'"{c}" {t}' for c, t in zip(rel.columns, rel.types, strict=True))
 
 
-def keep(con: duckdb.DuckDBPyConnection, table: str, shoe: str) -> int:
+def keep(con: duckdb.DuckDBPyConnection, table: str, shoe: str, *,
+         open_too: bool = False) -> int:
     """Replace the shoe's kept replay with one computed now, in one transaction; 1 when kept,
-    0 when the shoe is not closed (or gone: never, events only grow)."""
+    0 when its kept rows hold already or the shoe is open and not `open_too` (the follower
+    keeps open shoes only while idle, module docstring)."""
     con.execute("BEGIN TRANSACTION")
     try:
         span = shoe_span(con, shoe, table)
-        if not span.closed or kept_shoe_row(con, span) is not None:  # open, or kept already
+        if (not span.closed and not open_too) or kept_shoe_row(con, span) is not None:
             roll_back(con)
             return 0
         _replace(con, span)

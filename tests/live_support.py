@@ -222,13 +222,18 @@ def fill(uri: str, records: list[tuple[bytes, bytes]]) -> None:
 def assert_kept_replays_hold(con: duckdb.DuckDBPyConnection) -> int:
     """Every kept replay of the store (projections/replay_kept.py) is read and is the replay its
     queries give, and its kept rounds and settlements (for disputes) are the rows their queries
-    give; the number of kept replays (0 when the store keeps none)."""
+    give, but an open shoe's dealt since it was kept, which is not read; the number of kept
+    replays (0 when the store keeps none)."""
     if not replay.kept_tables_current(con):
         return 0
     kept = con.execute(f"SELECT table_id, shoe_id FROM {replay.SHOES}").fetchall()
     for table, shoe in kept:
         span = replay.shoe_span(con, shoe, table)
         stored = replay.stored(con, span)
+        if stored is None and not span.closed:
+            # an open shoe kept while the follower was idle, dealt since: not read (a closed
+            # shoe's kept rows must hold once the follower caught up)
+            continue
         assert stored is not None and stored == replay.computed(con, span), (table, shoe)
         params = replay.query_params(con, span)
         key = {"table": table, "shoe": shoe}

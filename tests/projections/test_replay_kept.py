@@ -113,8 +113,8 @@ def test_the_follower_keeps_every_closed_shoe_as_its_queries_give_it(
         follower.run()
         closed = _closed_shoes(con)
         assert len(closed) > 5 and (("TX", CLOSED_TX)) in closed
-        assert _kept(con) == closed  # every closed shoe, and no open one
-        assert ("TX", OPEN_TX) in _all_shoes(con) - _kept(con)
+        # every shoe once idle: the closed ones, then the open ones (TX's second among them)
+        assert _kept(con) == _all_shoes(con) and ("TX", OPEN_TX) in _kept(con) - closed
         assert_kept_replays_hold(con)
         # The kept rows are the whole replay: a single-deck shoe's every event and hand.
         counts = dict(((str(t), str(s)), (int(e), int(h))) for t, s, e, h in con.execute(
@@ -138,7 +138,7 @@ def _tamper(con: duckdb.DuckDBPyConnection, shoe: str) -> None:
 
 def test_a_replay_reads_the_kept_rows_until_a_late_tap_inside_the_shoe(store: Path) -> None:
     with duckdb.connect(str(store)) as con:
-        assert _keep_all(con) == len(_closed_shoes(con))
+        assert _keep_all(con) == len(_all_shoes(con))
         _tamper(con, CLOSED_TX)  # only a replay that reads the kept rows says TAMPERED
         assert replay_shoe(con, CLOSED_TX).events[0]["description"] == "TAMPERED"
         before = replay.computed(con, replay.shoe_span(con, CLOSED_TX, "TX"))
@@ -159,7 +159,8 @@ def test_a_replay_reads_the_kept_rows_until_a_late_tap_inside_the_shoe(store: Pa
         assert after.shoe["dealers"] == ["DX1", "DX9"]  # the late tap is read
         # A keeper started afterwards (the one that saw the tap was stopped first) finds it in
         # its backlog: kept again, it is read again.
-        assert replay_kept.ReplayKeeper(con).keep_some(float("inf"), backlog=True) == 1
+        # (and TX's open shoe, whose dealer it is now: the taps it read changed too)
+        assert replay_kept.ReplayKeeper(con).keep_some(float("inf"), backlog=True) == 2
         assert replay_kept.keep(con, "TX", CLOSED_TX) == 0  # kept already: not made twice
         _tamper(con, CLOSED_TX)
         assert replay_shoe(con, CLOSED_TX).events[0]["description"] == "TAMPERED"
@@ -218,7 +219,7 @@ def test_kept_replays_of_another_definition_are_never_read_and_are_made_again(
         replay_kept.ensure_tables(con)  # a follower's start: made again, empty
         assert replay.kept_tables_current(con) is True
         assert _kept(con) == set()
-        assert _keep_all(con) == len(_closed_shoes(con))
+        assert _keep_all(con) == len(_all_shoes(con))
         assert_kept_replays_hold(con)
 
 
@@ -246,7 +247,7 @@ while keeper.keep_some(0.0, backlog=True):
 
 def test_a_keeper_killed_in_the_middle_leaves_every_kept_replay_whole(store: Path) -> None:
     with duckdb.connect(str(store)) as con:
-        closed = _closed_shoes(con)
+        shoes = _all_shoes(con)
     proc = subprocess.Popen([sys.executable, "-c", _KEEPER, str(store)], cwd=REPO,
                             stdout=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONPATH": str(REPO)})
@@ -257,7 +258,7 @@ def test_a_keeper_killed_in_the_middle_leaves_every_kept_replay_whole(store: Pat
     assert [int(n) for n in lines] == [1, 2, 3]
     with duckdb.connect(str(store)) as con:
         kept = _kept(con)
-        assert 3 <= len(kept) <= len(closed)
+        assert 3 <= len(kept) <= len(shoes)
         assert_kept_replays_hold(con)
         # No rows of a shoe without its kept row (a half-written shoe).
         ((orphans,),) = con.execute(
@@ -266,25 +267,26 @@ def test_a_keeper_killed_in_the_middle_leaves_every_kept_replay_whole(store: Pat
             "USING (table_id, shoe_id)").fetchall()
         assert orphans == 0
         # A restarted keeper finishes the rest.
-        assert _keep_all(con) == len(closed) - len(kept)
-        assert _kept(con) == closed
+        assert _keep_all(con) == len(shoes) - len(kept)
+        assert _kept(con) == shoes
 
 
 def test_a_served_replay_of_a_kept_shoe_answers_what_the_queries_answer(tmp_path: Path) -> None:
     log, db = _evening(tmp_path)
     with duckdb.connect(str(db), read_only=True) as con:
-        closed = _closed_shoes(con)
+        shoes = _all_shoes(con)
         want = {}
-        for table, shoe in sorted(closed):
+        for table, shoe in sorted(shoes):
             r = replay.computed(con, replay.shoe_span(con, shoe, table))
             want[shoe] = json.loads(json.dumps(
                 {"shoe": r.shoe, "events": r.events, "hands": r.hands}, default=encoder(UTC)))
     server = start_server(log, db, tmp_path)
     try:
-        # The server's follower keeps every closed shoe once it has caught up with the log.
+        # The server's follower keeps every shoe once it has caught up with the log (the open
+        # ones last).
         wait_until(lambda: server.json(query("/api/sql", q="SELECT count(*) AS n FROM "
                                                            "replay_shoes"))["rows"][0]["n"]
-                   == len(closed), "every closed shoe kept", server.proc, server.err)
+                   == len(shoes), "every shoe kept", server.proc, server.err)
         for shoe, expected in want.items():
             assert server.json(f"/api/replay/{shoe}") == expected, shoe
     finally:
@@ -312,7 +314,57 @@ def test_the_backlog_waits_while_records_are_arriving(tmp_path: Path,
         stop = threading.Event()
         Follower(con, log, stop_event=stop, poll_interval=0.01,
                  on_round=lambda commit: stop.set()).run()
-        assert _kept(con) == _closed_shoes(con)  # idle: the whole backlog
+        assert _kept(con) == _all_shoes(con)  # idle: the whole backlog, open shoes last
+
+
+def test_an_open_shoe_is_kept_once_idle_and_read_until_its_next_event(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log_dir, db = _evening(tmp_path)
+    log = EmbeddedLog(log_dir)
+    with duckdb.connect(str(db)) as con:
+        closed, shoes = _closed_shoes(con), _all_shoes(con)
+        keeper = replay_kept.ReplayKeeper(con)
+        keeper.note_new({})  # every event new: a first round's notes
+        # Behind the log, a round keeps the closed shoes only; the open ones wait for idle.
+        assert keeper.keep_some(float("inf"), backlog=False) == len(closed)
+        assert _kept(con) == closed
+        assert shoes - closed == {("TX", OPEN_TX)}  # the simulated tables closed their last
+        assert keeper.keep_some(float("inf"), backlog=True) == 1
+        assert _kept(con) == shoes
+        assert_kept_replays_hold(con)
+        # Only a replay or dispute that reads the kept rows says TAMPERED.
+        _tamper(con, OPEN_TX)
+        con.execute("UPDATE replay_rounds SET dealer = 'TAMPERED' WHERE shoe_id = $s",
+                    {"s": OPEN_TX})
+        assert replay_shoe(con, OPEN_TX).events[0]["description"] == "TAMPERED"
+        assert dispute(con, "TX", shoe=OPEN_TX, round_no=1).round["dealer"] == "TAMPERED"
+    # The open shoe deals a second round (TX's builder again, after its last seq).
+    ids = itertools.count(10**6)
+    recorder = Recorder(log, new_id=lambda: str(uuid.UUID(int=next(ids))), now=lambda: EVENING)
+    tx = TableBuilder(recorder, "TX", clock=EVENING + timedelta(days=31))
+    tx.shoe_id, tx.round_no = OPEN_TX, 2
+    tx.deal_round("4C 9D 6H", {1: 500})
+    tx.flush()
+    monkeypatch.setattr(follow, "LIVE_BUDGET_S", 0.0)
+    monkeypatch.setattr(follow, "IDLE_BUDGET_S", float("inf"))
+    stop = threading.Event()
+    seen: list[Any] = []
+    with duckdb.connect(str(db)) as con:
+        def on_round(commit: Any) -> None:  # after the round's keep, before the idle one
+            span = replay.shoe_span(con, OPEN_TX, "TX")
+            seen.append((replay.stored(con, span), dispute(con, "TX", shoe=OPEN_TX, round_no=1),
+                         replay.computed(con, span)))
+            stop.set()
+        Follower(con, log, stop_event=stop, poll_interval=0.01, on_round=on_round).run()
+        (stored, asked, computed), = seen
+        # Dealt since it was kept: not read, and not kept again while behind the log.
+        assert stored is None and asked.round["dealer"] == "DX1"
+        assert [r["round_no"] for r in computed.hands if r["source"] == "round"] == [1, 2]
+        # Once idle, kept again with the new round, and read.
+        kept = replay.stored(con, replay.shoe_span(con, OPEN_TX, "TX"))
+        assert kept == computed and kept.events[0]["description"] != "TAMPERED"
+        assert _rounds_of(con, "TX", OPEN_TX) == [1, 2]
+        assert_kept_replays_hold(con)
 
 
 # --- the kept rounds and settlements a dispute reads ---------------------------------------------
@@ -330,7 +382,7 @@ def test_every_dispute_about_a_kept_shoe_is_the_one_its_queries_give(
     over three minutes of CI), against the same dispute on the store before anything was kept
     (evening[1]: its queries)."""
     with duckdb.connect(str(store)) as con:
-        assert _keep_all(con) == len(_closed_shoes(con))
+        assert _keep_all(con) == len(_all_shoes(con))
     asked = 0
     seats_asked: set[int] = set()
     seen_seats: set[int] = set()
@@ -380,8 +432,9 @@ def test_a_dispute_reads_the_kept_rows_until_an_opening_recorded_late_before_the
         assert replay.shoe_span(con, CLOSED_TX, "TX") == span
         assert replay.kept_shoe_row(con, span) is None
         assert dispute(con, "TX", shoe=CLOSED_TX, round_no=2) == want
-        # A keeper started afterwards finds the shoe in its backlog and keeps it again.
-        assert replay_kept.ReplayKeeper(con).keep_some(float("inf"), backlog=True) == 1
+        # A keeper started afterwards finds the shoe in its backlog and keeps it again (and TX's
+        # open shoe, whose settlements read the openings too).
+        assert replay_kept.ReplayKeeper(con).keep_some(float("inf"), backlog=True) == 2
         assert replay.kept_shoe_row(con, span) is not None
         assert_kept_replays_hold(con)
 
@@ -409,7 +462,7 @@ def test_of_two_openings_at_one_seq_the_later_in_the_log_is_in_force_kept_or_not
                            {"s": CLOSED_TX}).fetchall() == [(3, 3000)]
         asked = dispute(con, "TX", shoe=CLOSED_TX, round_no=1, seat=1)
         assert [s["required"] for s in asked.settlements] == ["WON: pay $30.00 at 3 to 1"]
-        assert _keep_all(con) == len(_closed_shoes(con))
+        assert _keep_all(con) == len(_all_shoes(con))
         assert replay.kept_shoe_row(con, replay.shoe_span(con, CLOSED_TX, "TX")) is not None
         assert dispute(con, "TX", shoe=CLOSED_TX, round_no=1, seat=1) == asked
         assert_kept_replays_hold(con)
