@@ -587,7 +587,6 @@ def test_a_follower_that_stops_turns_health_red_and_reads_go_on(
     events.close()
     s = start_server(other, db, tmp_path, wait_ready=False)
     try:
-
         health = wait_until(lambda: (h := s.health())["error"] and h, "the follower's error",
                             s.proc, s.err)
         r = request(s.url, "/health")

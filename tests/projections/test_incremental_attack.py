@@ -1224,7 +1224,7 @@ def test_rounds_with_no_shoe_are_judged_on_their_own_events_in_any_batches(
 # round is finished (13:47-20.31(d)7, (d)10, (d)14: no hand decided it), in the third batch,
 # whose dealer change finishes it.
 @pytest.mark.parametrize("round_no", [0, None, 1])
-def test_a_wager_with_no_shoe_meets_its_settlement_batches_later_only_in_a_round(
+def test_a_wager_with_no_shoe_meets_its_settlement_batches_later_in_a_round_or_none(
         tmp_path: Path, round_no: int | None) -> None:
     log, t = _table(tmp_path)
     t.new_shoe("S0")
