@@ -32,7 +32,7 @@ import duckdb
 from events.errors import LogError, ProjectionError, first_line
 from events.log.alerts import AlertSink
 from events.log.base import EventLog
-from projections.backoff import retry_wait
+from projections.backoff import failure_level, retry_wait
 from projections.queries import rows as query_rows
 from projections.transaction import roll_back
 
@@ -248,8 +248,10 @@ class SinkStatus:
     failures: int = 0  # in a row, since the last success
     retry_at: datetime | None = None  # publish_again's next try, after a failure
 
-    def failed(self, exc: BaseException) -> None:
+    def failed(self, exc: BaseException) -> int:
+        """Note the failure; the level to log it at (backoff.warns)."""
         now = _now()
+        new_error = first_line(exc) != self.error
         self.error = first_line(exc)
         self.failing_since = self.failing_since or now
         self.failures += 1
@@ -257,6 +259,7 @@ class SinkStatus:
         # up to the sink's timeout, so a sink failing fast (a permission, an authorization) is
         # not tried at every poll (a second read, session 42). A batch's own publish never waits.
         self.retry_at = now + timedelta(seconds=retry_wait(self.failures))
+        return failure_level(self.failures, new_error=new_error)
 
     def published(self) -> None:
         self.error = self.failing_since = self.retry_at = None
@@ -321,10 +324,14 @@ class Publisher:
         status.publishing_since = _now()
         try:
             publish_pending(self.con, self.sink)
+            if status.failures:
+                _LOG.info("alerts published to %s again after %d failures in a row",
+                          status.name, status.failures)
             status.published()
         except (LogError, duckdb.OutOfMemoryException) as exc:  # a broker down; no memory
-            status.failed(exc)
-            _LOG.warning("alerts not published yet: %s", first_line(exc))
+            # a warning for the first failure, each twelfth and a new one (backoff.warns)
+            _LOG.log(status.failed(exc), "alerts not published yet (failure %d in a row): %s",
+                     status.failures, first_line(exc))
         except duckdb.Error as exc:
             status.failed(exc)
             # The store itself refused the outbox cursor (a folder where DuckDB cannot create
@@ -335,8 +342,8 @@ class Publisher:
                 f"database's folder can be written (DuckDB keeps <db>.wal beside the file), "
                 f"then run again to continue from the checkpoint") from exc
         except Exception as exc:  # noqa: BLE001 - whatever a sink does, projecting goes on
-            status.failed(exc)
-            _LOG.warning("alerts not published yet: %s: %s", type(exc).__name__, first_line(exc))
+            _LOG.log(status.failed(exc), "alerts not published yet (failure %d in a row): %s: "
+                     "%s", status.failures, type(exc).__name__, first_line(exc))
         finally:
             status.publishing_since = None
 

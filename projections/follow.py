@@ -30,7 +30,7 @@ from events.log.base import EventLog
 from projections.alerts import create_tables as create_alert_tables
 from projections.alerts import publish_again
 from projections.anomalies import STORED, anomaly_source, refresh_stored_anomalies
-from projections.backoff import retry_wait
+from projections.backoff import failure_level, retry_wait
 from projections.incremental import close_detector
 from projections.log_checks import check_log_holds
 from projections.projector import ProjectionReport, checkpoints, project
@@ -271,6 +271,7 @@ class Follower:
 
         projected: dict[int, int] | None = None  # next offset per partition after the last round
         failures = 0
+        last_error: str | None = None  # the last failure's text, while failing
         away = False  # the last round found the log gone from its address (LogGoneError)
         while not flag.is_set():
             try:
@@ -298,11 +299,14 @@ class Follower:
                     ends = _ends_after(log, ends, projected)
                 elif self.publish_alerts:
                     publish_again(con, log)  # a failed publish waits for no next batch
-                failures = 0
                 if away:
                     away = False
                     log_.info("the log %s (log id %s) is back at its address: following it "
-                                 "again", log.uri, log.log_id)
+                              "again after %d failures in a row", log.uri, log.log_id, failures)
+                elif failures:
+                    log_.info("the log %s answers again after %d failures in a row: following "
+                              "it", log.uri, failures)
+                failures, last_error = 0, None
             except _Stopped:
                 break
             except LogError as exc:
@@ -311,11 +315,16 @@ class Follower:
                 failures += 1
                 wait = retry_wait(failures)  # projections/backoff.py: 1, 2, 4, then 5 s
                 gone = away = isinstance(exc, LogGoneError)
+                # a warning for the first failure, each twelfth and a new one (backoff.warns),
+                # not for each try
+                level = failure_level(failures, new_error=str(exc) != last_error)
+                last_error = str(exc)
                 if gone:
-                    log_.warning("not following: %s (looking again in %.0fs; projected rows "
-                                 "are safe)", exc, wait)
+                    log_.log(level, "not following: %s (looking again in %.0fs; failure %d in a "
+                             "row; projected rows are safe)", exc, wait, failures)
                 else:
-                    log_.warning("%s; retrying in %.0fs (projected rows are safe)", exc, wait)
+                    log_.log(level, "%s; retrying in %.0fs (failure %d in a row; projected rows "
+                             "are safe)", exc, wait, failures)
                 if self.on_error is not None:
                     self.on_error(str(exc), gone)
                 flag.sleep(wait)

@@ -336,6 +336,54 @@ def test_a_follower_tries_an_unreachable_log_again_within_five_seconds(
     assert [w for w in waits if w != 0.01] == [1, 2, 4, 5, 5, 5]
 
 
+def test_an_outage_logs_a_warning_a_minute_not_one_a_try(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """Every 5 s try of an unreachable log logged a warning: 720 lines an hour of outage. Now
+    the first failure in a row, every twelfth (a minute of 5 s waits) and one saying something
+    new are warnings, the others DEBUG, each with its count; the return is an INFO line.
+    Sleeps recorded, not slept: no timing."""
+    folder = tmp_path / "log"
+    simulate(EmbeddedLog(folder), SimConfig(seed=5, tables=1, rounds=3))
+    log = _DownAWhile(folder, down=30)
+    con = open_store(tmp_path / "v.duckdb")
+    stop = threading.Event()
+    monkeypatch.setattr("projections.follow._StopFlag.sleep", lambda _self, seconds: None)
+
+    def after_round(_c: Commit) -> None:
+        if not log.armed:
+            log.armed = True
+        elif log.failed == log.down:
+            stop.set()
+
+    caplog.set_level(logging.DEBUG, logger="pitlog.follow")
+    try:
+        Follower(con, log, stop_event=stop, poll_interval=0.01, on_round=after_round).run()
+    finally:
+        con.close()
+    tries = [(r.levelno, r.getMessage()) for r in caplog.records
+             if "the broker is restarting (the test's)" in r.getMessage()]
+    # the first failure is the idle round's look for news, which logs nothing of its own
+    assert [m.split("(failure ")[1].split(" ")[0] for _l, m in tries] == \
+        [str(n) for n in range(1, 30)]
+    assert [level for level, _m in tries] == [
+        logging.WARNING if n in (1, 12, 24) else logging.DEBUG for n in range(1, 30)]
+    assert tries[0][1] == ("the broker is restarting (the test's); retrying in 1s (failure 1 "
+                           "in a row; projected rows are safe)")
+    back = [r.getMessage() for r in caplog.records if "answers again" in r.getMessage()]
+    assert back == [f"the log {log.uri} answers again after 29 failures in a row: following it"]
+
+
+def test_a_failing_sink_warns_at_the_first_failure_each_twelfth_and_a_new_error() -> None:
+    status = alerts_module.SinkStatus("the test's sink")
+    levels = [status.failed(LogError("the broker is down")) for _ in range(24)]
+    assert levels == [logging.WARNING if n in (1, 12, 24) else logging.DEBUG
+                      for n in range(1, 25)]
+    assert status.failed(LogError("not authorized")) == logging.WARNING  # something new
+    assert status.failed(LogError("not authorized")) == logging.DEBUG
+    status.published()
+    assert status.failed(LogError("not authorized")) == logging.WARNING  # a new outage
+
+
 class _WrittenWhileProjected(EmbeddedLog):
     """A real embedded log that another writer appends `more` records to right after the
     projector has read its end offsets (the second read of a round: the follower's own is the
