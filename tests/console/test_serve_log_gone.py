@@ -62,7 +62,7 @@ def test_a_log_moved_away_or_replaced_is_not_followed_and_health_says_why(
         assert gone["error"] == (
             f"the log {uri} (log id {first_id}) is gone: {log.resolve()}/meta.json is missing "
             f"(the folder was moved away or removed); put it back at that path (a follower "
-            f"goes on by itself once it is back)")
+            f"goes on by itself once it is back; run any other command again then)")
         r = s.get("/health")
         assert r.status == 503
         assert r.headers["x-pitlog-stale"].startswith(
@@ -80,7 +80,8 @@ def test_a_log_moved_away_or_replaced_is_not_followed_and_health_says_why(
             f"{uri} is another log now: its log id is {second_id}, not {first_id}, the one "
             f"opened (a new log was made at {log.resolve()} after that one was moved away or "
             f"removed); put it back at that path (a follower goes on by itself once it is "
-            f"back), or project the new log into a new database file (--db)")
+            f"back; run any other command again then), or project the new log into a new "
+            f"database file (--db)")
         assert _events(s) == first  # nothing of the other log was projected
         err = s.err.read_text()
         assert f"WARNING pitlog.follow: not following: {other['error']} (looking again in " in err

@@ -130,7 +130,7 @@ def test_a_log_replaced_under_an_open_reader_is_gone_and_none_of_it_is_projected
         assert str(gone.value) == (
             f"the log {reader.uri} (log id {first_id}) is gone: {folder}/meta.json is missing "
             f"(the folder was moved away or removed); put it back at that path (a follower goes "
-            f"on by itself once it is back)")
+            f"on by itself once it is back; run any other command again then)")
         record_events(EmbeddedLog(folder, partitions=1), {"T01": 12})
         second_id = EmbeddedLog(folder).log_id
         with pytest.raises(LogGoneError, match=f"its log id is {second_id}, not {first_id}"):

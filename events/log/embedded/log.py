@@ -159,7 +159,9 @@ class EmbeddedLog(ConditionalAppend, FramedRead, IndexedLog, LocalFolder):
         records as this one's offsets (an outside review, session 42). A log without an id when
         opened (made before ids) takes the one its next writer gave it, and returns True: the
         caller then compares its checkpoints' records with it (log_checks.check_log_holds)."""
-        back = "put it back at that path (a follower goes on by itself once it is back)"
+        # a follower waits for the log; a one-shot command has stopped and is run again
+        back = ("put it back at that path (a follower goes on by itself once it is back; run "
+                "any other command again then)")
         try:
             seen = _stat_key(self._meta_path)
         except OSError:
