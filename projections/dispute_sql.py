@@ -1,5 +1,5 @@
 """The dispute's queries (projections/dispute.py runs them; projections/replay_kept.py keeps two
-of them for each closed shoe, so a dispute about a round of a closed shoe reads stored rows).
+of them for each shoe it keeps, so a dispute about a round of a kept shoe reads stored rows).
 
 Each round is read in its *context*: the events of its shoe's table between the shoe's first
 and last seq, and the table's dealer taps from the latest one at or before them
@@ -169,6 +169,6 @@ WHERE l.shoe_id IS NOT DISTINCT FROM $shoe
 ORDER BY round_no, seat, area, wager_kind
 """
 
-# What the writer keeps of a closed shoe for its rounds' disputes (replay_kept.py), by name.
+# What the writer keeps of a shoe for its rounds' disputes (replay_kept.py), by name.
 KEPT_QUERIES = (ROUNDS, SETTLEMENTS)
 

@@ -66,15 +66,19 @@ class ShoeReplay:
     hands: list[Row] = field(default_factory=list)
 
 
+# Whether a shoe's events (aggregated) close it: a ShoeClosed after its last CardsLoaded (a shoe
+# id loaded again after its close, as sql/macros.sql shoe_loads_of allows, is open again).
+CLOSED = ("coalesce(max(seq) FILTER (event_type = 'ShoeClosed') > "
+          "coalesce(max(seq) FILTER (event_type = 'CardsLoaded'), -1), false)")
+
 # Which table used the shoe, and the first and last seq of its events there (the shoes view's
 # first_seq and last_seq): one scan of three columns. Every event of the shoe lies between them,
 # and events are stored in log order, so the queries below read the shoe's events through that
 # range and DuckDB skips the row groups outside it (shoes_of, rack_of, hands_of and rounds_of
-# of projections/sql/ are those views' rows of one shoe). `closed`: the shoe has a ShoeClosed
+# of projections/sql/ are those views' rows of one shoe). `closed`: CLOSED
 # (replay_kept keeps open shoes only while its follower is idle).
-SHOE_SPAN = """
-SELECT table_id, min(seq) AS first_seq, max(seq) AS last_seq,
-       bool_or(event_type = 'ShoeClosed') AS closed
+SHOE_SPAN = f"""
+SELECT table_id, min(seq) AS first_seq, max(seq) AS last_seq, {CLOSED} AS closed
 FROM events
 WHERE shoe_id = $shoe AND ($table IS NULL OR table_id = $table)
 GROUP BY table_id ORDER BY table_id

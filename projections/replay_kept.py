@@ -13,15 +13,17 @@ from an event to its alert (projections/follow.py):
   no event waits for it), then, the closed shoes with no kept replay yet, newest first (a store
   projected before this existed: 1,944 shoes at 2.1M events, each costing about what one
   replay costs, 0.2 s of CPU);
-- once idle, last, the open shoes: those with no kept replay of their current span (the
-  backlog's) and those a round gave events since (`idle`). An open shoe's kept rows hold until
-  its next event (its span moves), so a replay of it, or a dispute about one of its rounds,
-  reads rows once its table has been quiet since the follower was last idle (the end of a
-  shift, the night's close, a store restored for an inquiry), and computes them while its
-  table deals: keeping a shoe costs 0.74-0.97 s of CPU at 9.9M events (benchmarks/results.md,
-  session 45), so keeping each open shoe after every round would cost 13-17 s of CPU a second
-  at 300 events a second (about 18 rounds a second), which the follower spends only while
-  nothing waits.
+- once idle, last, the open shoes (replay.CLOSED: no ShoeClosed after the shoe's last load)
+  that have had no event for QUIET_S: those with no kept replay of their current span when
+  the keeper started (the backlog's), newest first, then those a round gave events since
+  (`idle`), the longest quiet first. An open shoe's kept rows hold until its next event (its
+  span moves; or a late line among what they read, as a closed shoe's), so a replay of it, or
+  a dispute about one of its rounds, reads rows once its table has been quiet while the
+  follower was idle (the end of a shift, the night's close, a store restored for an inquiry),
+  and computes them while its table deals: keeping a shoe costs 0.74-0.97 s of CPU at 9.9M
+  events (benchmarks/results.md, session 45), so keeping each open shoe after every round
+  would cost 13-17 s of CPU a second at 300 events a second (about 18 rounds a second), which
+  the follower spends only while nothing waits.
 
 Each shoe's rows are replaced in one transaction, computed in it by the replay's own queries:
 a kill at any instant leaves the shoe's old rows or its new ones, and a reader checks them
@@ -44,6 +46,7 @@ from projections.dispute_sql import ROUNDS as ROUNDS_QUERY
 from projections.dispute_sql import SETTLEMENTS as SETTLEMENTS_QUERY
 from projections.kept_at import tagged
 from projections.replay import (
+    CLOSED,
     EVENTS,
     HANDS,
     KEPT,
@@ -70,6 +73,11 @@ from projections.transaction import roll_back
 # (plus one shoe).
 LIVE_BUDGET_S = 0.0
 IDLE_BUDGET_S = 0.5
+# Seconds an open shoe must have had no event before an idle follower keeps it: a table still
+# dealing (a line every few seconds) would make its kept rows stale at its next line, each keep
+# then wasted and delaying that line by up to a keep's time (0.7-1 s of CPU at 9.9M events).
+QUIET_S = 5.0
+_clock = time.monotonic  # what QUIET_S is measured by (a test sets its own)
 
 _KEY_COLUMNS = "table_id VARCHAR NOT NULL, shoe_id VARCHAR NOT NULL"
 
@@ -80,8 +88,7 @@ _KEY_COLUMNS = "table_id VARCHAR NOT NULL, shoe_id VARCHAR NOT NULL"
 # tables: the evening's order).
 _BACKLOG = f"""
 WITH spans AS (
-    SELECT table_id, shoe_id, min(seq) AS first_seq, max(seq) AS last_seq,
-           bool_or(event_type = 'ShoeClosed') AS closed
+    SELECT table_id, shoe_id, min(seq) AS first_seq, max(seq) AS last_seq, {CLOSED} AS closed
     FROM events WHERE shoe_id IS NOT NULL
     GROUP BY table_id, shoe_id
 ),
@@ -140,11 +147,18 @@ class ReplayKeeper:
         # Shoes to keep, next first: those a round changed before the backlog's.
         self.queue: deque[tuple[str, str]] = deque()
         self.queued: set[tuple[str, str]] = set()  # what the queue holds, each once
-        # Shoes kept only once idle (open ones), newest first when taken (a dict: ordered).
-        self.idle: dict[tuple[str, str], None] = {}
+        # Open shoes, kept only once idle and quiet for QUIET_S: each with the _clock() a round
+        # last noted an event of it (-inf: the backlog's, quiet since before this keeper), the
+        # longest quiet first (a dict keeps the order they were put in).
+        self.idle: dict[tuple[str, str], float] = {}
         self.backlog_read = False  # the backlog is read once, when first idle
         self.kept = 0  # replays written by this keeper
         ensure_tables(con)
+
+    def _note_open(self, key: tuple[str, str]) -> None:
+        """`key` had an event now: last in the idle order, quiet from now."""
+        self.idle.pop(key, None)
+        self.idle[key] = _clock()
 
     def note_new(self, since: dict[int, int]) -> None:
         """Queue first the shoes that the events from the log positions `since` on (the next
@@ -162,13 +176,13 @@ class ReplayKeeper:
             self.idle.pop(shoe, None)  # noted open by an earlier round, closed since
         self.queued |= found
         for shoe in sorted({(str(t), str(s)) for t, s, closed in changed if not closed}):
-            self.idle.pop(shoe, None)
-            self.idle[shoe] = None  # the newest last: taken from the end
+            self._note_open(shoe)
 
     def keep_some(self, budget_s: float, *, backlog: bool) -> int:
         """Keep queued shoes until `budget_s` has passed (at least one, if any), reading the
         backlog into the queue first when `backlog` (the follower is idle), and then, still
-        within the budget, the open shoes waiting for it (`idle`); the number kept."""
+        within the budget, the open shoes waiting for it (`idle`) that have been quiet for
+        QUIET_S, the longest quiet first; the number kept."""
         if backlog and not self.backlog_read:
             opened: list[tuple[str, str]] = []
             for t, s, closed in self.con.execute(_BACKLOG).fetchall():  # newest first
@@ -178,20 +192,31 @@ class ReplayKeeper:
                 elif key not in self.queued:
                     self.queue.append(key)
                     self.queued.add(key)
-            # taken from the end: those a round noted first, then the backlog's, newest first
-            noted, self.idle = self.idle, dict.fromkeys(reversed(opened))
-            for key in noted:
+            # the backlog's open shoes first (quiet since before this keeper), newest first,
+            # then those rounds noted, in the order they were noted
+            noted, self.idle = self.idle, dict.fromkeys(opened, float("-inf"))
+            for key, at in noted.items():
                 self.idle.pop(key, None)
-                self.idle[key] = None
+                self.idle[key] = at
             self.backlog_read = True
         done, started = 0, time.perf_counter()
         while self.queue and (done == 0 or time.perf_counter() - started < budget_s):
             table, shoe = self.queue.popleft()
             self.queued.discard((table, shoe))
-            done += keep(self.con, table, shoe)
+            kept = keep(self.con, table, shoe)
+            if kept is None:  # open after all (its id loaded again): when idle
+                self._note_open((table, shoe))
+            done += kept or 0
         while backlog and self.idle and (done == 0 or time.perf_counter() - started < budget_s):
-            table, shoe = self.idle.popitem()[0]
-            done += keep(self.con, table, shoe, open_too=True)
+            key, noted_at = next(iter(self.idle.items()))
+            if _clock() - noted_at < QUIET_S:
+                break  # the longest quiet is not quiet yet: nor is any other
+            del self.idle[key]
+            try:
+                done += keep(self.con, *key, open_too=True) or 0
+            except BaseException:
+                self._note_open(key)  # tried again later, after the others
+                raise
         self.kept += done
         return done
 
@@ -248,14 +273,17 @@ def _columns(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, object]
 
 
 def keep(con: duckdb.DuckDBPyConnection, table: str, shoe: str, *,
-         open_too: bool = False) -> int:
+         open_too: bool = False) -> int | None:
     """Replace the shoe's kept replay with one computed now, in one transaction; 1 when kept,
-    0 when its kept rows hold already or the shoe is open and not `open_too` (the follower
-    keeps open shoes only while idle, module docstring)."""
+    0 when its kept rows hold already, None when the shoe is open and not `open_too` (the
+    follower keeps open shoes only while idle, module docstring)."""
     con.execute("BEGIN TRANSACTION")
     try:
         span = shoe_span(con, shoe, table)
-        if (not span.closed and not open_too) or kept_shoe_row(con, span) is not None:
+        if not span.closed and not open_too:
+            roll_back(con)
+            return None
+        if kept_shoe_row(con, span) is not None:
             roll_back(con)
             return 0
         _replace(con, span)
