@@ -102,7 +102,7 @@ def _keep_all(con: duckdb.DuckDBPyConnection) -> int:
     return replay_kept.ReplayKeeper(con).keep_some(float("inf"), backlog=True)
 
 
-def test_the_follower_keeps_every_closed_shoe_as_its_queries_give_it(
+def test_the_follower_keeps_every_shoe_as_its_queries_give_it(
         evening: tuple[Path, Path], store: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(follow, "IDLE_BUDGET_S", float("inf"))  # the whole backlog in a round
