@@ -341,7 +341,7 @@ def test_an_outage_logs_a_warning_a_minute_not_one_a_try(
     """Every 5 s try of an unreachable log logged a warning: 720 lines an hour of outage. Now
     the first failure in a row, every twelfth (a minute of 5 s waits) and one saying something
     new are warnings, the others DEBUG, each with its count; the return is an INFO line.
-    Sleeps recorded, not slept: no timing."""
+    Sleeps skipped (a no-op), not slept: no timing."""
     folder = tmp_path / "log"
     simulate(EmbeddedLog(folder), SimConfig(seed=5, tables=1, rounds=3))
     log = _DownAWhile(folder, down=30)
