@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -32,7 +32,7 @@ import duckdb
 from events.errors import LogError, ProjectionError, first_line
 from events.log.alerts import AlertSink
 from events.log.base import EventLog
-from projections.backoff import failure_level, retry_wait
+from projections.backoff import FailureStreak
 from projections.queries import rows as query_rows
 from projections.transaction import roll_back
 
@@ -242,28 +242,35 @@ class SinkStatus:
     sink that cannot take the alerts leaves them in the outbox while the projection goes on,
     and the log's lag alone would then read as all well."""
     name: str
-    error: str | None = None  # the last publish's failure; None once one succeeds
     failing_since: datetime | None = None  # the first failure since the last success
     publishing_since: datetime | None = None  # a publish under way (it may wait for the sink)
-    failures: int = 0  # in a row, since the last success
     retry_at: datetime | None = None  # publish_again's next try, after a failure
+    streak: FailureStreak = field(default_factory=FailureStreak)
+
+    @property
+    def error(self) -> str | None:
+        """The last publish's failure; None once one succeeds."""
+        return self.streak.error
+
+    @property
+    def failures(self) -> int:
+        """In a row, since the last success."""
+        return self.streak.count
 
     def failed(self, exc: BaseException) -> int:
-        """Note the failure; the level to log it at (backoff.warns)."""
+        """Note the failure; the level to log it at (backoff.FailureStreak)."""
         now = _now()
-        new_error = first_line(exc) != self.error
-        self.error = first_line(exc)
+        level = self.streak.failed(first_line(exc))
         self.failing_since = self.failing_since or now
-        self.failures += 1
         # publish_again waits (backoff.py): each try may log a warning and block the follower
         # up to the sink's timeout, so a sink failing fast (a permission, an authorization) is
         # not tried at every poll (a second read, session 42). A batch's own publish never waits.
-        self.retry_at = now + timedelta(seconds=retry_wait(self.failures))
-        return failure_level(self.failures, new_error=new_error)
+        self.retry_at = now + timedelta(seconds=self.streak.wait())
+        return level
 
     def published(self) -> None:
-        self.error = self.failing_since = self.retry_at = None
-        self.failures = 0
+        self.failing_since = self.retry_at = None
+        self.streak.reset()
 
 
 def _now() -> datetime:
@@ -329,7 +336,7 @@ class Publisher:
                           status.name, status.failures)
             status.published()
         except (LogError, duckdb.OutOfMemoryException) as exc:  # a broker down; no memory
-            # a warning for the first failure, each twelfth and a new one (backoff.warns)
+            # a warning for the first failure, each twelfth and a new one (backoff.FailureStreak)
             _LOG.log(status.failed(exc), "alerts not published yet (failure %d in a row): %s",
                      status.failures, first_line(exc))
         except duckdb.Error as exc:

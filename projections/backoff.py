@@ -22,13 +22,29 @@ def retry_wait(failures: int) -> float:
     return min(RETRY_MAX_S, 2.0 ** (failures - 1))
 
 
-def warns(failures: int, *, new_error: bool = False) -> bool:
-    """Whether the `failures`-th failure in a row (from 1) is logged as a warning: the first,
-    every WARN_EVERY-th, and one that says something the one before did not (`new_error`: the
-    log came back as another log, say); the others at DEBUG."""
-    return failures == 1 or failures % WARN_EVERY == 0 or new_error
+class FailureStreak:
+    """Failures in a row of one thing (the follower's reads of its log, a sink's publishes):
+    their count, the last one's text, and the level each is logged at, so an hour of one
+    outage is 61 warnings, not 720."""
 
+    def __init__(self) -> None:
+        self.count = 0  # in a row, since the last success
+        self.error: str | None = None  # the last failure's text; None once one succeeds
 
-def failure_level(failures: int, *, new_error: bool = False) -> int:
-    """The logging level of the `failures`-th failure in a row (warns)."""
-    return logging.WARNING if warns(failures, new_error=new_error) else logging.DEBUG
+    def failed(self, error: str) -> int:
+        """Note a failure; the level to log it at: WARNING for the first in a row, every
+        WARN_EVERY-th, and one that says something the one before did not (the log came back
+        as another log, say); DEBUG for the others."""
+        new_error = error != self.error
+        self.count += 1
+        self.error = error
+        warns = self.count == 1 or self.count % WARN_EVERY == 0 or new_error
+        return logging.WARNING if warns else logging.DEBUG
+
+    def wait(self) -> float:
+        """Seconds to wait before the next try (retry_wait)."""
+        return retry_wait(self.count)
+
+    def reset(self) -> None:
+        """A success: the next failure starts a new streak."""
+        self.count, self.error = 0, None

@@ -30,7 +30,7 @@ from events.log.base import EventLog
 from projections.alerts import create_tables as create_alert_tables
 from projections.alerts import publish_again
 from projections.anomalies import STORED, anomaly_source, refresh_stored_anomalies
-from projections.backoff import failure_level, retry_wait
+from projections.backoff import FailureStreak
 from projections.incremental import close_detector
 from projections.log_checks import check_log_holds
 from projections.projector import ProjectionReport, checkpoints, project
@@ -270,8 +270,7 @@ class Follower:
             return on_step
 
         projected: dict[int, int] | None = None  # next offset per partition after the last round
-        failures = 0
-        last_error: str | None = None  # the last failure's text, while failing
+        failures = FailureStreak()  # reading the log
         away = False  # the last round found the log gone from its address (LogGoneError)
         while not flag.is_set():
             try:
@@ -302,34 +301,33 @@ class Follower:
                 if away:
                     away = False
                     log_.info("the log %s (log id %s) is back at its address: following it "
-                              "again after %d failures in a row", log.uri, log.log_id, failures)
-                elif failures:
+                              "again after %d failures in a row", log.uri, log.log_id,
+                              failures.count)
+                elif failures.count:
                     log_.info("the log %s answers again after %d failures in a row: following "
-                              "it", log.uri, failures)
-                failures, last_error = 0, None
+                              "it", log.uri, failures.count)
+                failures.reset()
             except _Stopped:
                 break
             except LogError as exc:
                 if projected is None:
                     raise  # never reached the log: most likely a wrong address, so report it
-                failures += 1
-                wait = retry_wait(failures)  # projections/backoff.py: 1, 2, 4, then 5 s
+                # a warning for the first failure, each twelfth and a new one, not for each
+                # try (backoff.FailureStreak)
+                level = failures.failed(str(exc))
+                wait = failures.wait()  # projections/backoff.py: 1, 2, 4, then 5 s
                 gone = away = isinstance(exc, LogGoneError)
-                # a warning for the first failure, each twelfth and a new one (backoff.warns),
-                # not for each try
-                level = failure_level(failures, new_error=str(exc) != last_error)
-                last_error = str(exc)
                 if gone:
                     log_.log(level, "not following: %s (looking again in %.0fs; failure %d in a "
-                             "row; projected rows are safe)", exc, wait, failures)
+                             "row; projected rows are safe)", exc, wait, failures.count)
                 else:
                     log_.log(level, "%s; retrying in %.0fs (failure %d in a row; projected rows "
-                             "are safe)", exc, wait, failures)
+                             "are safe)", exc, wait, failures.count)
                 if self.on_error is not None:
                     self.on_error(str(exc), gone)
                 flag.sleep(wait)
                 continue
-            if self.on_error is not None and failures == 0:
+            if self.on_error is not None:
                 self.on_error(None, False)
             self.ready.set()
             if self.on_round is not None:

@@ -155,10 +155,10 @@ class ReplayKeeper:
         self.kept = 0  # replays written by this keeper
         ensure_tables(con)
 
-    def _note_open(self, key: tuple[str, str]) -> None:
-        """`key` had an event now: last in the idle order, quiet from now."""
+    def _note_open(self, key: tuple[str, str], at: float | None = None) -> None:
+        """`key` last in the idle order, quiet since `at` (None: it had an event now)."""
         self.idle.pop(key, None)
-        self.idle[key] = _clock()
+        self.idle[key] = _clock() if at is None else at
 
     def note_new(self, since: dict[int, int]) -> None:
         """Queue first the shoes that the events from the log positions `since` on (the next
@@ -196,8 +196,7 @@ class ReplayKeeper:
             # then those rounds noted, in the order they were noted
             noted, self.idle = self.idle, dict.fromkeys(opened, float("-inf"))
             for key, at in noted.items():
-                self.idle.pop(key, None)
-                self.idle[key] = at
+                self._note_open(key, at)
             self.backlog_read = True
         done, started = 0, time.perf_counter()
         while self.queue and (done == 0 or time.perf_counter() - started < budget_s):
