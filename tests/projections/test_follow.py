@@ -253,7 +253,7 @@ def test_alerts_a_failed_publish_left_reach_the_sink_once_it_is_back_with_no_new
 
 
 def test_an_idle_follower_tries_a_failing_sink_again_less_and_less_often(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     """A second read (session 42): publish_again tried a sink that keeps failing at every poll,
     each try a warning (18 in 10 s at a 0.5 s poll). Each failure in a row now doubles the wait
     before the next try, up to backoff.RETRY_MAX_S; a success starts again from none. The clock
@@ -280,7 +280,12 @@ def test_an_idle_follower_tries_a_failing_sink_again_less_and_less_often(
         assert tried == [9, 29, 69, 119, 169], tried
         sink.down = False
         clock[0] += timedelta(seconds=5)
-        alerts_module.publish_again(con, log)
+        caplog.clear()  # the failures' warnings
+        with caplog.at_level(logging.INFO, logger="pitlog.alerts"):
+            alerts_module.publish_again(con, log)
+        # its return is said once, with the outage's count: the batch's own and the five tries
+        assert [(r.levelno, r.getMessage()) for r in caplog.records] == [
+            (logging.INFO, f"alerts published to {sink.name} again after 6 failures in a row")]
         ((raised,),) = con.execute("SELECT count(*) FROM alerts").fetchall()
         assert raised > 0 and len(list(EmbeddedAlertLog(log.folder).read())) == raised
         status = alerts_module._STATUS[log]  # noqa: SLF001

@@ -424,6 +424,37 @@ def test_an_idle_keeper_keeps_the_longest_quiet_open_shoe_and_none_still_dealing
         assert_kept_replays_hold(con)
 
 
+def test_an_open_shoe_whose_keep_raised_is_kept_at_a_later_idle_look(
+        store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A keep of an open shoe that raises (the store out of memory, say) ends the idle look
+    but puts the shoe back, last and quiet from then: were it dropped, it would wait for its
+    table's next event to be noted again, all night for a table closed for it."""
+    now = [1000.0]
+    monkeypatch.setattr(replay_kept, "_clock", lambda: now[0])
+    real_keep = replay_kept.keep
+
+    def keep_open_fails(con: duckdb.DuckDBPyConnection, table: str, shoe: str,
+                        **how: bool) -> int | None:
+        if how.get("open_too"):
+            raise duckdb.OutOfMemoryException("the test's: no memory for an open shoe")
+        return real_keep(con, table, shoe, **how)
+
+    with duckdb.connect(str(store)) as con:
+        keeper = replay_kept.ReplayKeeper(con)
+        monkeypatch.setattr(replay_kept, "keep", keep_open_fails)
+        with pytest.raises(duckdb.OutOfMemoryException, match="the test's"):
+            keeper.keep_some(float("inf"), backlog=True)
+        assert keeper.idle == {("TX", OPEN_TX): 1000.0}  # back, quiet from the failure
+        assert _kept(con) == _closed_shoes(con) != _all_shoes(con)
+        monkeypatch.setattr(replay_kept, "keep", real_keep)
+        now[0] += replay_kept.QUIET_S - 0.1
+        assert keeper.keep_some(float("inf"), backlog=True) == 0  # not quiet long enough yet
+        now[0] += 0.1
+        assert keeper.keep_some(float("inf"), backlog=True) == 1
+        assert _kept(con) == _all_shoes(con) and not keeper.idle
+        assert_kept_replays_hold(con)
+
+
 def test_a_shoe_id_loaded_again_after_its_close_is_open(store: Path) -> None:
     """A shoe id closed and loaded again (sql/macros.sql shoe_loads_of) deals again: open, so
     kept only while idle, not after each round (an outside review, session 45: it counted as
