@@ -14,7 +14,8 @@ reversed every other repeat), every lookup on one read-only connection:
 
 - `queries`: this pitlog on plain.duckdb;
 - `kept`: this pitlog on kept.duckdb;
-- `old`: the pitlog at OLD (a `git archive` of an older commit) on plain.duckdb, if given.
+- `old` and `old_kept`: the pitlog at OLD (a `git archive` of an older commit) on
+  plain.duckdb and on kept.duckdb, if given.
 
 With `--open`, the rounds are of open shoes (the follower keeps them only while idle, session
 45). A simulated store closes every shoe at its end, so both copies first lose each table's
@@ -148,8 +149,9 @@ def main() -> None:
     print(json.dumps({"measure": "keep", "shoes": len(shoes),
                       "cpu_ms_per_shoe": _stats(costs)}), flush=True)
     ways = {"queries": (REPO, plain), "kept": (REPO, kept)}
-    if a.old_repo:
+    if a.old_repo:  # the older pitlog both ways
         ways["old"] = (Path(a.old_repo), plain)
+        ways["old_kept"] = (Path(a.old_repo), kept)
     got: dict[str, list[list[object]]] = {w: [] for w in ways}
     load = [os.getloadavg()[0]]
     for repeat in range(a.repeats):
@@ -172,6 +174,8 @@ def main() -> None:
     if "old" in digests:
         summary["old_equals_new"] = sum(
             o == n for o, n in zip(digests["old"], digests["queries"], strict=True))
+        summary["old_kept_equals_new"] = sum(
+            o == n for o, n in zip(digests["old_kept"], digests["kept"], strict=True))
     cpu50 = {w: statistics.median(float(str(x[1])) for x in v) for w, v in got.items()}
     summary["kept_over_queries_cpu_p50"] = round(cpu50["kept"] / cpu50["queries"], 3)
     print(json.dumps(summary), flush=True)

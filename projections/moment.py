@@ -34,11 +34,7 @@ WITH r AS (
     SELECT shoe_id, round_no, min(occurred_at) AS started_at, max(occurred_at) AS ended_at,
            min(seq) AS first_seq, max(seq) AS last_seq
     FROM events
-    WHERE table_id = $table AND round_no IS NOT NULL AND ($seat IS NULL OR round_no IN (
-        SELECT w.round_no FROM events AS w
-        WHERE w.table_id = $table AND w.shoe_id IS NOT DISTINCT FROM events.shoe_id
-          AND w.seat = $seat
-          AND w.event_type = 'WagerPlaced'))
+    WHERE table_id = $table AND round_no IS NOT NULL{seat}
     GROUP BY shoe_id, round_no
 )
 SELECT 'in' AS place, row_number() OVER (
@@ -52,6 +48,16 @@ UNION ALL
 SELECT * FROM (SELECT 'after' AS place, 1 AS rank, * FROM r WHERE started_at > $at
                ORDER BY started_at, first_seq LIMIT 1)
 """
+
+# With a seat, only the rounds it placed a wager in. A query of its own, not `$seat IS NULL
+# OR ...` in one: DuckDB plans the subquery either way, a second scan of the table's events
+# for every dispute that names no seat.
+_ROUNDS_OF_ANY_SEAT = _ROUNDS.format(seat="")
+_ROUNDS_OF_SEAT = _ROUNDS.format(seat=""" AND round_no IN (
+        SELECT w.round_no FROM events AS w
+        WHERE w.table_id = $table AND w.shoe_id IS NOT DISTINCT FROM events.shoe_id
+          AND w.seat = $seat
+          AND w.event_type = 'WagerPlaced')""")
 
 # The table's own events around the moment: when it first opened, and the last opening,
 # closing and shoe closing at or before the moment.
@@ -219,8 +225,9 @@ def neighbours(con: duckdb.DuckDBPyConnection, table: str, at: datetime,
     the screen that showed its start to the second says (a round in play at the second's start
     comes first). A moment with a fraction (`.000` too: localtime.Instant) is that instant."""
     until = at + (ONE_MICROSECOND if asked_exactly(at) else ONE_SECOND)
-    found = sorted(rows(con, _ROUNDS, {"table": table, "at": at, "until": until, "seat": seat}),
-                   key=lambda r: r["rank"])
+    params: dict[str, object] = {"table": table, "at": at, "until": until}
+    found = sorted(rows(con, _ROUNDS_OF_ANY_SEAT, params) if seat is None else
+                   rows(con, _ROUNDS_OF_SEAT, {**params, "seat": seat}), key=lambda r: r["rank"])
     placed = {r["place"]: r for r in reversed(found)}  # each place's first (rank 1)
     also = [span for r in found if r["place"] == "in" and r["rank"] > 1
             if (span := _span(r)) is not None]
