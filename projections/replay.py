@@ -19,15 +19,17 @@ When kept rows still hold: the queries read only the events of the shoe's table 
 lies between the shoe's first and last (`SHOE_SPAN`), its dealer taps from `taps_from`
 (projections/lookup.py: the table's latest tap at or before the shoe's first event, None when
 there is none, then from the table's start) to the shoe's last, and (the settlements) the
-table's TableOpened at or before the shoe's last, for the paytable in force. The events table
-only grows, so those events are the ones the rows were made from exactly when their number is
-the same, the number of openings is the same, and the shoe's span is the same; a late line of
-the shoe outside it moves the span, a late tap inside it (or any event of the table there)
-moves the number, a tap later than `taps_from` but before the shoe is inside it too, and a
-late opening earlier than the span moves the openings. The kept rows also carry the definition
-they were made by (`replay_tag`: the views as the store holds them, with their SQL and DuckDB's
-version, and the kept queries), so neither an upgraded pitlog nor a store whose views another
-pitlog made again since reads rows made by other definitions.
+table's TableOpened for the paytable in force at each round, which is never one before the
+opening in force at the shoe's first seq (OPENED_FROM): the openings from that one's seq to the
+shoe's last. The events table only grows, so those events are the ones the rows were made from
+exactly when their number is the same, the number of those openings is the same, and the
+shoe's span is the same; a late line of the shoe outside it moves the span, a late tap inside
+it (or any event of the table there) moves the number, a tap later than `taps_from` but before
+the shoe is inside it too, and a late opening at or after the one in force at the shoe's start
+moves the openings (one before it is in force for none of the shoe's rounds). The kept rows
+also carry the definition they were made by (`replay_tag`: the views as the store holds them,
+with their SQL and DuckDB's version, and the kept queries), so neither an upgraded pitlog nor a
+store whose views another pitlog made again since reads rows made by other definitions.
 """
 
 from __future__ import annotations
@@ -145,15 +147,23 @@ ORDER BY k.first_position
 SPAN_EVENTS = "SELECT count(*) FROM events WHERE table_id = $table AND seq BETWEEN $lo AND $last"
 
 
-# The table's paytables a kept shoe's settlements read (sql/ledger.sql paytables_of: its
-# TableOpened at or before the shoe's last seq, however early; module docstring).
-OPENINGS = ("SELECT count(*) FROM events WHERE table_id = $table AND seq <= $last "
-            "AND event_type = 'TableOpened'")
+# The openings a kept shoe's settlements can read (module docstring): each round's paytable is
+# the table's latest TableOpened at or before its first card (sql/ledger.sql, an ASOF join on
+# seq; of two at one seq, the later in the log), so none before the one in force at the shoe's
+# first seq (OPENED_FROM; none: every opening from the table's start) is ever read. Counted
+# from that one's seq, not from the table's start: a count from the start read every row group
+# of the table's history for each kept lookup (5.1 ms p50 at 10M, benchmarks/results.md,
+# session 46), and grew with it.
+OPENED_FROM = ("SELECT max(seq) FROM events WHERE table_id = $table AND seq <= $first "
+               "AND event_type = 'TableOpened'")
+OPENINGS = ("SELECT count(*) FROM events WHERE table_id = $table "
+            "AND seq BETWEEN $opened_from AND $last AND event_type = 'TableOpened'")
 
 
 @cache
 def _queries_digest() -> str:
-    return hashlib.sha256("\0".join((SHOE_ROW, REPLAY_EVENTS, REPLAY_HANDS, OPENINGS)
+    return hashlib.sha256("\0".join((SHOE_ROW, REPLAY_EVENTS, REPLAY_HANDS, OPENED_FROM,
+                                      OPENINGS)
                                     + KEPT_QUERIES).encode()).hexdigest()
 
 
@@ -258,10 +268,19 @@ def span_events(con: duckdb.DuckDBPyConnection, table: str, taps_from: int | Non
     return int(n)
 
 
-def openings(con: duckdb.DuckDBPyConnection, table: str, last: int) -> int:
-    """How many TableOpened of `table` lie at or before seq `last` (OPENINGS). Kept with the
-    rows; equal again only while no opening has come among them (module docstring)."""
-    ((n,),) = con.execute(OPENINGS, {"table": table, "last": last}).fetchall()
+def opened_from(con: duckdb.DuckDBPyConnection, span: Span) -> int | None:
+    """The seq of the opening in force at the shoe's first seq (OPENED_FROM); None when the
+    table has no opening at or before it."""
+    ((seq,),) = con.execute(OPENED_FROM, {"table": span.table, "first": span.first}).fetchall()
+    return None if seq is None else int(seq)
+
+
+def openings(con: duckdb.DuckDBPyConnection, table: str, since: int | None, last: int) -> int:
+    """How many TableOpened of `table` lie between seq `since` (opened_from; None: the table's
+    start) and `last` (OPENINGS). Kept with the rows; equal again only while no opening has
+    come among them (module docstring)."""
+    ((n,),) = con.execute(OPENINGS, {"table": table, "opened_from": 0 if since is None
+                                     else since, "last": last}).fetchall()
     return int(n)
 
 
@@ -275,7 +294,8 @@ def kept_shoe_row(con: duckdb.DuckDBPyConnection, span: Span) -> Row | None:
     span, the number of events they read and of the table's openings; None otherwise."""
     if not kept_tables_current(con):
         return None
-    found = rows(con, f"SELECT taps_from, span_events, openings, {', '.join(SHOE_COLUMNS)} "
+    found = rows(con, f"SELECT taps_from, span_events, openings_from, openings, "
+                      f"{', '.join(SHOE_COLUMNS)} "
                       f"FROM {SHOES} WHERE table_id = $table AND shoe_id = $shoe AND "
                       "first_seq = $first AND last_seq = $last",
                  {"table": span.table, "shoe": span.shoe, "first": span.first,
@@ -284,7 +304,9 @@ def kept_shoe_row(con: duckdb.DuckDBPyConnection, span: Span) -> Row | None:
         return None
     shoe = dict(found[0])
     lo, expected, opened = shoe.pop("taps_from"), shoe.pop("span_events"), shoe.pop("openings")
+    since = shoe.pop("openings_from")
     ((n, now_opened),) = con.execute(_NOW, {"table": span.table, "lo": 0 if lo is None else lo,
+                                            "opened_from": 0 if since is None else since,
                                             "last": span.last}).fetchall()
     return shoe if (n, now_opened) == (expected, opened) else None
 

@@ -58,6 +58,7 @@ from projections.replay import (
     SHOES,
     Span,
     kept_shoe_row,
+    opened_from,
     openings,
     query_params,
     replay_tag,
@@ -82,7 +83,8 @@ _clock = time.monotonic  # what QUIET_S is measured by (a test sets its own)
 _KEY_COLUMNS = "table_id VARCHAR NOT NULL, shoe_id VARCHAR NOT NULL"
 
 # The shoes without a kept replay of their current span, and the kept shoes whose
-# table has another number of events in the span the replay read, or of openings up to it, than
+# table has another number of events in the span the replay read, or of the openings its
+# settlements can read (from the one in force at its start, replay.OPENINGS) up to it, than
 # when it was kept (a late event among its seqs, which a round queued but a stop left unkept:
 # replay.kept_shoe_row's check, for every kept shoe at once), newest first (by first seq across
 # tables: the evening's order).
@@ -107,7 +109,8 @@ stale AS (
     -- read once per kept shoe
     SELECT k.table_id, k.shoe_id, k.first_seq, k.closed_at IS NOT NULL FROM {SHOES} AS k
     LEFT JOIN (SELECT table_id, seq FROM events WHERE event_type = 'TableOpened') AS o
-           ON o.table_id = k.table_id AND o.seq <= k.last_seq
+           ON o.table_id = k.table_id
+          AND o.seq BETWEEN coalesce(k.openings_from, 0) AND k.last_seq
     GROUP BY k.table_id, k.shoe_id, k.first_seq, k.closed_at, k.openings
     HAVING count(o.seq) <> k.openings
 )
@@ -133,7 +136,8 @@ changed AS (
     SELECT k.table_id, k.shoe_id, k.closed_at IS NOT NULL FROM {SHOES} AS k JOIN new AS n
         ON n.table_id = k.table_id
        AND (n.shoe_id = k.shoe_id OR n.seq BETWEEN coalesce(k.taps_from, 0) AND k.last_seq
-            OR (n.event_type = 'TableOpened' AND n.seq <= k.last_seq))
+            OR (n.event_type = 'TableOpened'
+                AND n.seq BETWEEN coalesce(k.openings_from, 0) AND k.last_seq))
 )
 SELECT table_id, shoe_id, bool_or(closed) FROM changed GROUP BY table_id, shoe_id
 """
@@ -250,7 +254,7 @@ def ensure_tables(con: duckdb.DuckDBPyConnection) -> None:
         # shoe_cols: the shoes row, table_id and shoe_id first (queries.SHOE_COLUMNS)
         con.execute(f"CREATE TABLE {SHOES} ({shoe_cols}, first_seq BIGINT NOT NULL, "
                     f"last_seq BIGINT NOT NULL, taps_from BIGINT, span_events BIGINT NOT NULL, "
-                    f"openings BIGINT NOT NULL)")
+                    f"openings_from BIGINT, openings BIGINT NOT NULL)")
         for name, sql in _ROWS:
             con.execute(f"CREATE TABLE {name} ({_KEY_COLUMNS}, ord INTEGER NOT NULL, "
                         f"{_columns(con, sql, every if sql in KEPT_QUERIES else probe)})")
@@ -303,10 +307,12 @@ def _replace(con: duckdb.DuckDBPyConnection, span: Span) -> None:
     n = span_events(con, span.table, cast(int | None, params["taps_from"]), span.last)
     for name in KEPT:
         con.execute(f"DELETE FROM {name} WHERE table_id = $table AND shoe_id = $shoe", key)
+    since = opened_from(con, span)
     con.execute(f"INSERT INTO {SHOES} BY NAME SELECT *, $first AS first_seq, $last AS "
-                f"last_seq, $taps_from AS taps_from, $n AS span_events, $opened AS openings "
-                f"FROM ({SHOE_ROW})",
-                {**params, "n": n, "opened": openings(con, span.table, span.last)})
+                f"last_seq, $taps_from AS taps_from, $n AS span_events, $since AS "
+                f"openings_from, $opened AS openings FROM ({SHOE_ROW})",
+                {**params, "n": n, "since": since,
+                 "opened": openings(con, span.table, since, span.last)})
     for name, sql in (*_ROWS, (ROUNDS, ROUNDS_QUERY)):
         # the dispute queries (KEPT_QUERIES) for every round of the shoe: $round NULL
         found = con.sql(sql, params={**params, "round": None} if sql in KEPT_QUERIES
