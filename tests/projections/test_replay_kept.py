@@ -384,6 +384,18 @@ def _positions(con: duckdb.DuckDBPyConnection) -> dict[int, int]:
         "SELECT log_partition, max(log_offset) FROM events GROUP BY 1").fetchall()}
 
 
+def _copy_open_shoe_to_ty(con: duckdb.DuckDBPyConnection) -> tuple[int, int]:
+    """A second open shoe: TY-S1 at table TY, a copy of TX's open shoe line by line (TY's seqs
+    from 1); TX's open shoe's first and last seq."""
+    ((first, last),) = con.execute("SELECT min(seq), max(seq) FROM events WHERE "
+                                   "shoe_id = $s", {"s": OPEN_TX}).fetchall()
+    for seq in range(first, last + 1):
+        _add_line(con, "TY", "TY-S1", seq - first + 1, con.execute(
+            "SELECT round_no FROM events WHERE table_id = 'TX' AND seq = $q",
+            {"q": seq}).fetchall()[0][0], seq)
+    return first, last
+
+
 def test_an_idle_keeper_keeps_the_longest_quiet_open_shoe_and_none_still_dealing(
         store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The open shoes waiting for idle were taken last noted first (an outside review, session
@@ -393,12 +405,7 @@ def test_an_idle_keeper_keeps_the_longest_quiet_open_shoe_and_none_still_dealing
     now = [1000.0]
     monkeypatch.setattr(replay_kept, "_clock", lambda: now[0])
     with duckdb.connect(str(store)) as con:
-        ((first, last),) = con.execute("SELECT min(seq), max(seq) FROM events WHERE "
-                                       "shoe_id = $s", {"s": OPEN_TX}).fetchall()
-        for seq in range(first, last + 1):  # TY: a copy of TX's open shoe
-            _add_line(con, "TY", "TY-S1", seq - first + 1, con.execute(
-                "SELECT round_no FROM events WHERE table_id = 'TX' AND seq = $q",
-                {"q": seq}).fetchall()[0][0], seq)
+        first, last = _copy_open_shoe_to_ty(con)
         keeper = replay_kept.ReplayKeeper(con)
         assert keeper.keep_some(float("inf"), backlog=True) == len(_all_shoes(con))
 
@@ -428,7 +435,8 @@ def test_an_open_shoe_whose_keep_raised_is_kept_at_a_later_idle_look(
         store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A keep of an open shoe that raises (the store out of memory, say) ends the idle look
     but puts the shoe back, last and quiet from then: were it dropped, it would wait for its
-    table's next event to be noted again, all night for a table closed for it."""
+    table's next event to be noted again, all night for a table closed for it; put back
+    first, a shoe whose keep keeps failing would be tried before every other at each look."""
     now = [1000.0]
     monkeypatch.setattr(replay_kept, "_clock", lambda: now[0])
     real_keep = replay_kept.keep
@@ -440,15 +448,19 @@ def test_an_open_shoe_whose_keep_raised_is_kept_at_a_later_idle_look(
         return real_keep(con, table, shoe, **how)
 
     with duckdb.connect(str(store)) as con:
+        _copy_open_shoe_to_ty(con)
         keeper = replay_kept.ReplayKeeper(con)
         monkeypatch.setattr(replay_kept, "keep", keep_open_fails)
         with pytest.raises(duckdb.OutOfMemoryException, match="the test's"):
-            keeper.keep_some(float("inf"), backlog=True)
-        assert keeper.idle == {("TX", OPEN_TX): 1000.0}  # back, quiet from the failure
+            keeper.keep_some(float("inf"), backlog=True)  # TX's first: the newer of the two
+        # back, last, quiet from the failure; TY's, quiet since before the keeper, first
+        assert list(keeper.idle.items()) == [(("TY", "TY-S1"), float("-inf")),
+                                             (("TX", OPEN_TX), 1000.0)]
         assert _kept(con) == _closed_shoes(con) != _all_shoes(con)
         monkeypatch.setattr(replay_kept, "keep", real_keep)
         now[0] += replay_kept.QUIET_S - 0.1
-        assert keeper.keep_some(float("inf"), backlog=True) == 0  # not quiet long enough yet
+        assert keeper.keep_some(float("inf"), backlog=True) == 1  # TY's; TX's not quiet yet
+        assert list(keeper.idle) == [("TX", OPEN_TX)]
         now[0] += 0.1
         assert keeper.keep_some(float("inf"), backlog=True) == 1
         assert _kept(con) == _all_shoes(con) and not keeper.idle
