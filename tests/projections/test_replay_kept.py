@@ -563,38 +563,52 @@ def test_an_opening_recorded_late_before_the_one_in_force_leaves_the_kept_rows_r
     """A kept shoe's settlements read the paytable in force at each round (the table's latest
     TableOpened at or before it), so only openings from the one in force at the shoe's first
     seq on can change them; the count from the table's start read every row group of its
-    history for each kept lookup (session 46). TX is opened again at its second shoe's first
-    seq; then a copy of its first opening is recorded late at that one's seq 1: in force for the
-    first shoe (of two at one seq, the later in the log), for no round of the second."""
+    history for each kept lookup (session 46). TX opens again at its second shoe's first seq,
+    paying 2 to 1 on a spread of 4 to 11 (its first opening: 1 to 1); then an opening paying 5
+    to 1 is recorded late at the first one's seq 1: in force for the first shoe (of two at one
+    seq, the later in the log), for no round of the second."""
+    def required(shoe: str) -> list[str]:  # round 1's seat 1, a spread of 4 to 11 won
+        return [s["required"] for s in dispute(con, "TX", shoe=shoe, round_no=1,
+                                               seat=1).settlements]
+
     with duckdb.connect(str(store)) as con:
         ((first_opening, reopened),) = con.execute(
             "SELECT (SELECT seq FROM events WHERE table_id = 'TX' AND event_type = "
             "'TableOpened'), (SELECT min(seq) FROM events WHERE shoe_id = $s)",
             {"s": OPEN_TX}).fetchall()
         copy = ("INSERT INTO events SELECT * REPLACE ((SELECT max(log_offset) + 1 FROM events) "
-                "AS log_offset, NULL AS event_id, {seq} AS seq) FROM events WHERE table_id = "
-                "'TX' AND event_type = 'TableOpened' AND seq = 1")
-        con.execute(copy.format(seq=reopened))  # the second shoe's paytable from here
+                "AS log_offset, NULL AS event_id, {seq} AS seq, {odds} AS pays_spread_4_to_11) "
+                "FROM events WHERE table_id = 'TX' AND event_type = 'TableOpened' AND seq = 1")
+        con.execute(copy.format(seq=reopened, odds=2))  # the second shoe's paytable
         assert _keep_all(con) == len(_all_shoes(con))
         assert_kept_replays_hold(con)
-        assert dict(((str(s), f) for s, f in con.execute(
-            "SELECT shoe_id, openings_from FROM replay_shoes WHERE table_id = 'TX'"
-        ).fetchall())) == {CLOSED_TX: first_opening, OPEN_TX: reopened}
+        assert required(CLOSED_TX) == ["WON: pay $10.00 at 1 to 1"]  # 3S QH 7C, $10
+        assert required(OPEN_TX) == ["WON: pay $10.00 at 2 to 1"]  # 2H 9S 6D, $5
         closed, opened = (replay.shoe_span(con, s, "TX") for s in (CLOSED_TX, OPEN_TX))
         since = {p: o for p, o in con.execute(
             "SELECT log_partition, max(log_offset) + 1 FROM events GROUP BY ALL").fetchall()}
-        con.execute(copy.format(seq=first_opening))  # recorded late, before the reopening
-        # The second shoe's kept rows are read, and are what its queries give; the first's
-        # are not (its paytable may be the copy now).
+        con.execute(copy.format(seq=first_opening, odds=5))  # late, before the reopening
+        # The second shoe's kept rows are read (and, below, are what its queries give); the
+        # first's are not: its paytable is the copy now, and its kept rows say otherwise.
+        assert replay.kept_shoe_row(con, opened) is not None
         assert replay.stored(con, opened) == replay.computed(con, opened)
+        assert required(OPEN_TX) == ["WON: pay $10.00 at 2 to 1"]
         assert replay.kept_shoe_row(con, closed) is None
+        assert required(CLOSED_TX) == ["WON: pay $50.00 at 5 to 1"]
+        assert con.execute("SELECT required FROM replay_settlements WHERE shoe_id = $s AND "
+                           "round_no = 1 AND seat = 1", {"s": CLOSED_TX}).fetchall() == [
+            ("WON: pay $10.00 at 1 to 1",)]
         keeper = replay_kept.ReplayKeeper(con)  # a round that noted the copy queues the first
         keeper.note_new(since)
         assert list(keeper.queue) == [("TX", CLOSED_TX)] and not keeper.idle
         # A keeper started now finds only the first shoe in its backlog.
         assert replay_kept.ReplayKeeper(con).keep_some(float("inf"), backlog=True) == 1
         assert replay.kept_shoe_row(con, closed) is not None
-        assert_kept_replays_hold(con)
+        assert required(CLOSED_TX) == ["WON: pay $50.00 at 5 to 1"]
+        assert_kept_replays_hold(con)  # the second shoe's kept settlements too
+        assert dict(((str(s), f) for s, f in con.execute(
+            "SELECT shoe_id, openings_from FROM replay_shoes WHERE table_id = 'TX'"
+        ).fetchall())) == {CLOSED_TX: first_opening, OPEN_TX: reopened}
 
 
 def test_of_two_openings_at_one_seq_the_later_in_the_log_is_in_force_kept_or_not(
