@@ -23,8 +23,9 @@ last ShoeClosed (a table still dealing its last shoe); their stored anomaly rows
 hold that event's rows, which only `anomalies` in the answers reads, alike both ways.
 
 Each lookup's wall and CPU (the child's process time: DuckDB's threads included); p50, p95 (of
-the lookups of every repeat, sorted: the 114th of 120 at 40 rounds and 3 repeats) and max. Every child's answers are digested per lookup; the kept
-answers must equal the queries' (the run stops if not), and old against new is reported.
+the lookups of every repeat, sorted: the 114th of 120 at 40 rounds and 3 repeats) and max.
+Every child's answers are digested per lookup; the kept answers must equal the queries' (the
+run stops if not), and old against new is reported.
 One JSON line per measure, and a summary line.
 """
 
@@ -69,7 +70,9 @@ print(json.dumps(out))
 """
 
 
-def _stats(values: list[float]) -> dict[str, float]:
+def stats(values: list[float]) -> dict[str, float]:
+    """p50, p95 (the value at 95% of the sorted values) and max, to 0.01 (the benches of
+    session 46 import it)."""
     ordered = sorted(values)
     return {"p50": round(statistics.median(ordered), 2),
             "p95": round(ordered[max(0, round(0.95 * len(ordered)) - 1)], 2),
@@ -147,7 +150,7 @@ def main() -> None:
             assert replay_kept.keep(con, table, shoe, open_too=a.open) == 1, (table, shoe)
             costs.append((time.process_time() - cpu) * 1000)
     print(json.dumps({"measure": "keep", "shoes": len(shoes),
-                      "cpu_ms_per_shoe": _stats(costs)}), flush=True)
+                      "cpu_ms_per_shoe": stats(costs)}), flush=True)
     ways = {"queries": (REPO, plain), "kept": (REPO, kept)}
     if a.old_repo:  # the older pitlog both ways
         ways["old"] = (Path(a.old_repo), plain)
@@ -167,8 +170,8 @@ def main() -> None:
                                   "shoes": len(shoes), "repeats": a.repeats,
                                   "load": [round(x, 2) for x in load]}
     for way, values in got.items():
-        line = {"measure": way, "wall_ms": _stats([float(str(x[0])) for x in values]),
-                "cpu_ms": _stats([float(str(x[1])) for x in values])}
+        line = {"measure": way, "wall_ms": stats([float(str(x[0])) for x in values]),
+                "cpu_ms": stats([float(str(x[1])) for x in values])}
         print(json.dumps(line), flush=True)
         summary[way] = line
     if "old" in digests:

@@ -4,8 +4,8 @@ timer, in one process on one store (issue 19 item 4; benchmarks/results.md, sess
     PYTHONPATH=. python benchmarks/bench_dispute_parts.py STORE.duckdb PICKS.json [--repeats 3]
 
 PICKS.json: a list of [table, moment, ...] (bench_dispute_kept.py's picks: `_picks`). Each
-lookup is `dispute(con, table, at=moment)` on one read-only connection; per part, the wall p50
-and p95 over every lookup, printed one JSON line per part, the whole lookup first.
+lookup is `dispute(con, table, at=moment)` on one read-only connection; per part, the wall p50,
+p95 and max over every lookup, printed one JSON line per part, the whole lookup first.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+from bench_dispute_kept import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -69,10 +70,7 @@ def main() -> None:
                 for part, seconds in now.items():
                     spent[part].append(seconds * 1000)
     for part, values in sorted(spent.items(), key=lambda kv: -statistics.median(kv[1])):
-        values.sort()
-        print(json.dumps({"part": part, "n": len(values),
-                          "p50_ms": round(statistics.median(values), 2),
-                          "p95_ms": round(values[max(0, round(0.95 * len(values)) - 1)], 2)}))
+        print(json.dumps({"part": part, "n": len(values), "wall_ms": stats(values)}))
 
 
 if __name__ == "__main__":

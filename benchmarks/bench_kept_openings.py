@@ -23,12 +23,12 @@ import argparse
 import json
 import random
 import shutil
-import statistics
 import sys
 import time
 from pathlib import Path
 
 import duckdb
+from bench_dispute_kept import stats
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -83,11 +83,7 @@ def main() -> None:
                                   "reopened": bool(a.reopen_in), "shoes": len(picks),
                                   "repeats": a.repeats, "counts": counts}
     for way, values in times.items():
-        values.sort()
-        line = {"measure": way, "n": len(values),
-                "wall_ms": {"p50": round(statistics.median(values), 2),
-                            "p95": round(values[max(0, round(0.95 * len(values)) - 1)], 2),
-                            "max": round(values[-1], 2)}}
+        line = {"measure": way, "n": len(values), "wall_ms": stats(values)}
         print(json.dumps(line), flush=True)
         summary[way] = line
     print(json.dumps(summary), flush=True)

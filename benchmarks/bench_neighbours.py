@@ -6,7 +6,7 @@ answer alike with no seat and with a seat (issue 19 item 4; benchmarks/results.m
 
 PICKS.json: a list of [table, moment, ...] (bench_dispute_kept.py's picks); OLD: a `git archive`
 of an older commit, whose projections/moment.py is loaded beside this one. One JSON line per
-way (wall p50 / p95), then one with the number of picks answered alike with no seat and with
+way (wall p50 / p95 / max), then one with the number of picks answered alike with no seat and with
 seat 2 (the run stops at the first that differs).
 """
 
@@ -15,13 +15,13 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import statistics
 import sys
 import time
 from datetime import datetime
 from pathlib import Path
 
 import duckdb
+from bench_dispute_kept import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -59,10 +59,7 @@ def main() -> None:
                 if str(got) != str(want):
                     raise SystemExit(f"{table} at {at} seat {seat}: {got} != {want}")
     for way, values in times.items():
-        values.sort()
-        print(json.dumps({"measure": way, "n": len(values),
-                          "p50_ms": round(statistics.median(values), 2),
-                          "p95_ms": round(values[max(0, round(0.95 * len(values)) - 1)], 2)}))
+        print(json.dumps({"measure": way, "n": len(values), "wall_ms": stats(values)}))
     print(json.dumps({"measure": "alike", "picks": len(picks), "seats": [None, 2]}))
 
 

@@ -150,12 +150,13 @@ SPAN_EVENTS = "SELECT count(*) FROM events WHERE table_id = $table AND seq BETWE
 # The openings a kept shoe's settlements can read (module docstring): each round's paytable is
 # the table's latest TableOpened at or before its first card (sql/ledger.sql, an ASOF join on
 # seq; of two at one seq, the later in the log), so none before the one in force at the shoe's
-# first seq (OPENED_FROM; none: every opening from the table's start) is ever read. Counted
+# first seq (OPENED_FROM; 0 when none: seqs start at 1, events/wire/codec.py, so then every
+# opening from the table's start) is ever read. Counted
 # from that one's seq, not from the table's start: a count from the start read every row group
 # of the table's history for each kept lookup (5.1 ms p50 at 10M, benchmarks/results.md,
 # session 46), and grew with it.
-OPENED_FROM = ("SELECT max(seq) FROM events WHERE table_id = $table AND seq <= $first "
-               "AND event_type = 'TableOpened'")
+OPENED_FROM = ("SELECT coalesce(max(seq), 0) FROM events WHERE table_id = $table "
+               "AND seq <= $first AND event_type = 'TableOpened'")
 OPENINGS = ("SELECT count(*) FROM events WHERE table_id = $table "
             "AND seq BETWEEN $opened_from AND $last AND event_type = 'TableOpened'")
 
@@ -268,19 +269,19 @@ def span_events(con: duckdb.DuckDBPyConnection, table: str, taps_from: int | Non
     return int(n)
 
 
-def opened_from(con: duckdb.DuckDBPyConnection, span: Span) -> int | None:
-    """The seq of the opening in force at the shoe's first seq (OPENED_FROM); None when the
-    table has no opening at or before it."""
+def opened_from(con: duckdb.DuckDBPyConnection, span: Span) -> int:
+    """The seq of the opening in force at the shoe's first seq (OPENED_FROM); 0 when the table
+    has no opening at or before it."""
     ((seq,),) = con.execute(OPENED_FROM, {"table": span.table, "first": span.first}).fetchall()
-    return None if seq is None else int(seq)
+    return int(seq)
 
 
-def openings(con: duckdb.DuckDBPyConnection, table: str, since: int | None, last: int) -> int:
-    """How many TableOpened of `table` lie between seq `since` (opened_from; None: the table's
-    start) and `last` (OPENINGS). Kept with the rows; equal again only while no opening has
-    come among them (module docstring)."""
-    ((n,),) = con.execute(OPENINGS, {"table": table, "opened_from": 0 if since is None
-                                     else since, "last": last}).fetchall()
+def openings(con: duckdb.DuckDBPyConnection, table: str, since: int, last: int) -> int:
+    """How many TableOpened of `table` lie between seq `since` (opened_from) and `last`
+    (OPENINGS). Kept with the rows; equal again only while no opening has come among them
+    (module docstring)."""
+    ((n,),) = con.execute(OPENINGS, {"table": table, "opened_from": since,
+                                     "last": last}).fetchall()
     return int(n)
 
 
@@ -304,9 +305,8 @@ def kept_shoe_row(con: duckdb.DuckDBPyConnection, span: Span) -> Row | None:
         return None
     shoe = dict(found[0])
     lo, expected, opened = shoe.pop("taps_from"), shoe.pop("span_events"), shoe.pop("openings")
-    since = shoe.pop("openings_from")
     ((n, now_opened),) = con.execute(_NOW, {"table": span.table, "lo": 0 if lo is None else lo,
-                                            "opened_from": 0 if since is None else since,
+                                            "opened_from": shoe.pop("openings_from"),
                                             "last": span.last}).fetchall()
     return shoe if (n, now_opened) == (expected, opened) else None
 

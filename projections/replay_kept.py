@@ -110,7 +110,7 @@ stale AS (
     SELECT k.table_id, k.shoe_id, k.first_seq, k.closed_at IS NOT NULL FROM {SHOES} AS k
     LEFT JOIN (SELECT table_id, seq FROM events WHERE event_type = 'TableOpened') AS o
            ON o.table_id = k.table_id
-          AND o.seq BETWEEN coalesce(k.openings_from, 0) AND k.last_seq
+          AND o.seq BETWEEN k.openings_from AND k.last_seq
     GROUP BY k.table_id, k.shoe_id, k.first_seq, k.closed_at, k.openings
     HAVING count(o.seq) <> k.openings
 )
@@ -137,7 +137,7 @@ changed AS (
         ON n.table_id = k.table_id
        AND (n.shoe_id = k.shoe_id OR n.seq BETWEEN coalesce(k.taps_from, 0) AND k.last_seq
             OR (n.event_type = 'TableOpened'
-                AND n.seq BETWEEN coalesce(k.openings_from, 0) AND k.last_seq))
+                AND n.seq BETWEEN k.openings_from AND k.last_seq))
 )
 SELECT table_id, shoe_id, bool_or(closed) FROM changed GROUP BY table_id, shoe_id
 """
@@ -254,7 +254,7 @@ def ensure_tables(con: duckdb.DuckDBPyConnection) -> None:
         # shoe_cols: the shoes row, table_id and shoe_id first (queries.SHOE_COLUMNS)
         con.execute(f"CREATE TABLE {SHOES} ({shoe_cols}, first_seq BIGINT NOT NULL, "
                     f"last_seq BIGINT NOT NULL, taps_from BIGINT, span_events BIGINT NOT NULL, "
-                    f"openings_from BIGINT, openings BIGINT NOT NULL)")
+                    f"openings_from BIGINT NOT NULL, openings BIGINT NOT NULL)")
         for name, sql in _ROWS:
             con.execute(f"CREATE TABLE {name} ({_KEY_COLUMNS}, ord INTEGER NOT NULL, "
                         f"{_columns(con, sql, every if sql in KEPT_QUERIES else probe)})")
