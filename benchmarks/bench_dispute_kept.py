@@ -3,7 +3,7 @@ an older pitlog's, in one run on one store (issue 19 item 4; projections/dispute
 projections/replay_kept.py).
 
     PYTHONPATH=. python benchmarks/bench_dispute_kept.py STORE.duckdb --workdir W \
-        [--rounds 40] [--repeats 2] [--old-repo OLD] [--open]
+        [--rounds 40] [--repeats 2] [--old-repo OLD] [--open] [--seat]
 
 Samples `--rounds` rounds of closed shoes (seed 3) and asks for each the dispute at the middle
 of the round (`dispute(con, table, at=...)`, the moment a surveillance officer gives). Copies
@@ -21,6 +21,8 @@ With `--open`, the rounds are of open shoes (the follower keeps them only while 
 45). A simulated store closes every shoe at its end, so both copies first lose each table's
 last ShoeClosed (a table still dealing its last shoe); their stored anomaly rows then still
 hold that event's rows, which only `anomalies` in the answers reads, alike both ways.
+With `--seat`, each dispute is asked for the lowest seat that placed a wager in its round (the
+surveillance officer's "table 7, seat 3, at 21:14"; session 47).
 
 Each lookup's wall and CPU (the child's process time: DuckDB's threads included); p50, p95 (of
 the lookups of every repeat, sorted: the 114th of 120 at 40 rounds and 3 repeats) and max.
@@ -58,10 +60,10 @@ db, picks = sys.argv[1], json.loads(sys.argv[2])
 out = []
 with duckdb.connect(db, read_only=True) as con:
     con.execute("SELECT count(*) FROM events").fetchall()  # open and warm the file once
-    for table, at in picks:
+    for table, at, *seat in picks:
         moment = datetime.fromisoformat(at)
         wall, cpu = time.perf_counter(), time.process_time()
-        d = dispute(con, table, at=moment)
+        d = dispute(con, table, at=moment, seat=seat[0] if seat else None)
         took = ((time.perf_counter() - wall) * 1000, (time.process_time() - cpu) * 1000)
         text = json.dumps([d.round, d.cards, d.announcements, d.wagers, d.settlements,
                            d.anomalies], default=str, sort_keys=True)
@@ -111,10 +113,24 @@ def _picks(db: Path, n: int, *, closed: bool = True, seed: int = 3, open_only: b
     return picks
 
 
-def _child(repo: Path, db: Path, picks: list[tuple[str, str, str, str]]) -> list[list[object]]:
+def _seats(db: Path, picks: list[tuple[str, str, str, str]]) -> list[int]:
+    """Each pick's seat to ask about (--seat): the lowest that placed a wager in the round."""
+    with duckdb.connect(str(db), read_only=True) as con:
+        return [int(con.execute(
+            "SELECT min(seat) FROM events WHERE table_id = $t AND shoe_id = $s "
+            "AND round_no = $r AND event_type = 'WagerPlaced'",
+            {"t": t, "s": s, "r": int(r)}).fetchall()[0][0]) for t, _at, s, r in picks]
+
+
+def _child(repo: Path, db: Path, picks: list[tuple[str, str, str, str]],
+           seats: list[int] | None = None) -> list[list[object]]:
+    """Each pick's dispute (for its seat in `seats`, when given) in a child process at `repo`:
+    [wall ms, CPU ms, answer digest] each."""
     env = {**os.environ, "PYTHONPATH": str(repo)}
-    done = subprocess.run([sys.executable, "-c", _CHILD, str(db),
-                           json.dumps([(t, at) for t, at, _s, _r in picks])],
+    asked = [[t, at] for t, at, _s, _r in picks]
+    for ask, seat in zip(asked, seats or [], strict=False):
+        ask.append(seat)
+    done = subprocess.run([sys.executable, "-c", _CHILD, str(db), json.dumps(asked)],
                           cwd=repo, env=env, capture_output=True, text=True, check=False)
     if done.returncode:
         raise SystemExit(f"child at {repo} on {db} failed: {done.stderr[-2000:]}")
@@ -129,6 +145,8 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--old-repo")
     ap.add_argument("--open", action="store_true", help="rounds of open shoes")
+    ap.add_argument("--seat", action="store_true",
+                    help="ask each dispute for the lowest seat that played the round")
     a = ap.parse_args()
     from projections import replay_kept
 
@@ -141,6 +159,7 @@ def main() -> None:
             with duckdb.connect(str(target)) as con:
                 con.execute(_REOPEN)
     picks = _picks(plain, a.rounds, open_only=a.open)
+    seats = _seats(plain, picks) if a.seat else None
     shoes = sorted({(t, s) for t, _at, s, _r in picks})
     costs = []
     with duckdb.connect(str(kept)) as con:
@@ -160,12 +179,13 @@ def main() -> None:
     for repeat in range(a.repeats):
         order = list(ways) if repeat % 2 == 0 else list(reversed(ways))
         for way in order:
-            got[way].extend(_child(*ways[way], picks))
+            got[way].extend(_child(*ways[way], picks, seats))
         load.append(os.getloadavg()[0])
     digests = {w: [str(x[2]) for x in v] for w, v in got.items()}
     if digests["kept"] != digests["queries"]:
         raise SystemExit("kept disputes differ from their queries' answers")
     summary: dict[str, object] = {"measure": "summary", "store": a.store, "open": a.open,
+                                  "seat": a.seat,
                                   "rounds": len(picks),
                                   "shoes": len(shoes), "repeats": a.repeats,
                                   "load": [round(x, 2) for x in load]}

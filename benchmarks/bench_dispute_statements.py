@@ -38,7 +38,7 @@ from urllib.parse import quote
 import duckdb
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_dispute_kept import _child, _picks, _stats  # noqa: E402
+from bench_dispute_kept import _child, _picks, stats  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -122,8 +122,8 @@ def main() -> None:
     load.append(os.getloadavg()[0])
     for way, values in got.items():
         print(json.dumps({"measure": "in_process", "way": way, "calls": len(values),
-                          "wall_ms": _stats([float(str(x[0])) for x in values]),
-                          "cpu_ms": _stats([float(str(x[1])) for x in values]),
+                          "wall_ms": stats([float(str(x[0])) for x in values]),
+                          "cpu_ms": stats([float(str(x[1])) for x in values]),
                           "load": [round(x, 2) for x in load]}), flush=True)
     if [x[2] for x in got["old"]] != [x[2] for x in got["new"]]:
         raise SystemExit("old and new disputes differ")
@@ -135,7 +135,7 @@ def main() -> None:
         if answers.setdefault(way, digests) != digests:
             raise SystemExit(f"{way}: the server answered differently in another run")
         print(json.dumps({"measure": "served", "run": run, "way": way, "calls": len(walls),
-                          "wall_ms": _stats(walls), "server_cpu_ms_per_call": round(cpu_ms, 1),
+                          "wall_ms": stats(walls), "server_cpu_ms_per_call": round(cpu_ms, 1),
                           "load": round(os.getloadavg()[0], 2)}), flush=True)
     if answers["old"] != answers["new"]:
         raise SystemExit("old and new served disputes differ")

@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_dispute_kept import _child, _picks, _stats  # noqa: E402
+from bench_dispute_kept import _child, _picks, stats  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -49,8 +49,8 @@ def main() -> None:
             digests.setdefault(way, [str(d) for _w, _c, d in got])
     for way, rows in calls.items():
         print(json.dumps({"way": way, "calls": len(rows),
-                          "wall_ms": _stats([float(w) for w, _c, _d in rows]),  # type: ignore[arg-type]
-                          "cpu_ms": _stats([float(c) for _w, c, _d in rows])}))  # type: ignore[arg-type]
+                          "wall_ms": stats([float(w) for w, _c, _d in rows]),  # type: ignore[arg-type]
+                          "cpu_ms": stats([float(c) for _w, c, _d in rows])}))  # type: ignore[arg-type]
     same = sum(o == n for o, n in zip(digests["old"], digests["new"], strict=True))
     print(json.dumps({"summary": True, "picks": len(picks), "answers_equal_old_new": same}))
 

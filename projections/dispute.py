@@ -26,6 +26,7 @@ from projections.moment import (
     RoundSpan,
     locate,
     neighbours,
+    neighbours_of,
 )
 from projections.queries import rows
 from projections.replay import (
@@ -74,14 +75,14 @@ def dispute(con: duckdb.DuckDBPyConnection, table: str, *, at: datetime | None =
         # round ends and the next begins (moment.neighbours), the one the seat played.
         # The table's rounds around the moment, whoever played: every other round in play
         # then is named, the video shows them all (a second read, session 41).
-        near = neighbours(con, table, at)
-        mine = neighbours(con, table, at, seat)["in"] if seat is not None else None
+        near, of_seat = neighbours_of(con, table, at, seat)
+        mine = of_seat["in"]  # None with no seat
         try:
             span = mine or locate(con, table, at, near)
         except OutsideRound as outside:  # in no round: offer the seat's own rounds
             if seat is None or outside.where == UNKNOWN_TABLE:
                 raise
-            raise outside.for_seat(con, seat) from None
+            raise outside.for_seat(con, seat, of_seat) from None
         shoe, round_no = span.shoe_id, span.round_no
         first, last = span.first_seq, span.last_seq
         also = [s for s in (near["in"], *near["also"]) if s is not None and s != span]

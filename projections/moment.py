@@ -20,7 +20,11 @@ from events.errors import NotFoundError
 from projections.localtime import asked_exactly, clock, clock_exact, local, stamp, stamp_asked
 from projections.queries import known_tables, rows, unknown_table_text
 
-# Every round of the table with its span, from the three columns the span needs. The round in
+# Every round of the table with its span, from the three columns the span needs. Each place is
+# found twice (`who`): among all the table's rounds ('table') and among the rounds $seat placed
+# a wager in ('seat'; none when $seat is NULL), from one scan of the table's events: a dispute
+# about a seat names the seat's round and every other round in play (dispute.py), which took
+# two scans of the table's history before. The round in
 # play is the one whose first and last events bracket the moment, or begun within it when the
 # moment is a whole second ($until, `neighbours`), the one in play at its start first, then the
 # latest begun; any other such round is also in play then (`rank` after 1: a wager for the next
@@ -32,32 +36,27 @@ from projections.queries import known_tables, rows, unknown_table_text
 _ROUNDS = """
 WITH r AS (
     SELECT shoe_id, round_no, min(occurred_at) AS started_at, max(occurred_at) AS ended_at,
-           min(seq) AS first_seq, max(seq) AS last_seq
+           min(seq) AS first_seq, max(seq) AS last_seq,
+           coalesce(bool_or(seat = $seat AND event_type = 'WagerPlaced'), false) AS played
     FROM events
-    WHERE table_id = $table AND round_no IS NOT NULL{seat}
+    WHERE table_id = $table AND round_no IS NOT NULL
     GROUP BY shoe_id, round_no
+), s AS (
+    SELECT 'table' AS who, * EXCLUDE (played) FROM r
+    UNION ALL
+    SELECT 'seat' AS who, * EXCLUDE (played) FROM r WHERE played
 )
 SELECT 'in' AS place, row_number() OVER (
-           ORDER BY started_at <= $at DESC, started_at DESC, first_seq DESC) AS rank, *
-FROM r WHERE started_at < $until AND ended_at >= $at AND round_no <> 0
+           PARTITION BY who ORDER BY started_at <= $at DESC, started_at DESC, first_seq DESC)
+       AS rank, *
+FROM s WHERE started_at < $until AND ended_at >= $at AND round_no <> 0
 UNION ALL
-SELECT * FROM (SELECT 'before' AS place, 1 AS rank, * FROM r
-               WHERE started_at <= $at AND ended_at < $at
-               ORDER BY started_at DESC, first_seq DESC LIMIT 1)
+SELECT 'before' AS place, 1 AS rank, * FROM s WHERE started_at <= $at AND ended_at < $at
+QUALIFY row_number() OVER (PARTITION BY who ORDER BY started_at DESC, first_seq DESC) = 1
 UNION ALL
-SELECT * FROM (SELECT 'after' AS place, 1 AS rank, * FROM r WHERE started_at > $at
-               ORDER BY started_at, first_seq LIMIT 1)
+SELECT 'after' AS place, 1 AS rank, * FROM s WHERE started_at > $at
+QUALIFY row_number() OVER (PARTITION BY who ORDER BY started_at, first_seq) = 1
 """
-
-# With a seat, only the rounds it placed a wager in. A query of its own, not `$seat IS NULL
-# OR ...` in one: DuckDB plans the subquery either way, a second scan of the table's events
-# for every dispute that names no seat.
-_ROUNDS_OF_ANY_SEAT = _ROUNDS.format(seat="")
-_ROUNDS_OF_SEAT = _ROUNDS.format(seat=""" AND round_no IN (
-        SELECT w.round_no FROM events AS w
-        WHERE w.table_id = $table AND w.shoe_id IS NOT DISTINCT FROM events.shoe_id
-          AND w.seat = $seat
-          AND w.event_type = 'WagerPlaced')""")
 
 # The table's own events around the moment: when it first opened, and the last opening,
 # closing and shoe closing at or before the moment.
@@ -137,11 +136,13 @@ class OutsideRound(NotFoundError):
         self.seat, self.seats, self.known_tables = seat, seats, known_tables
         super().__init__(self.describe(UTC))
 
-    def for_seat(self, con: duckdb.DuckDBPyConnection, seat: int) -> OutsideRound:
+    def for_seat(self, con: duckdb.DuckDBPyConnection, seat: int,
+                 near: Near | None = None) -> OutsideRound:
         """The same moment outside any round, offering the seat's own rounds before and after
         (the table's, which the seat may not have played, sent it to an error: an outside
-        review, session 37); the headline still names the table's rounds either side."""
-        near = neighbours(con, self.table, self.at, seat)
+        review, session 37); the headline still names the table's rounds either side. `near`:
+        the seat's neighbours of the moment, when already found."""
+        near = near or neighbours(con, self.table, self.at, seat)
         return OutsideRound(self.table, self.at, self.where, before=near["before"],
                             after=near["after"], since=self.since, seat=seat,
                             between=(self.before, self.after))
@@ -224,10 +225,23 @@ def neighbours(con: duckdb.DuckDBPyConnection, table: str, at: datetime,
     which shows seconds) is that whole second: a round begun within it is in play then, as
     the screen that showed its start to the second says (a round in play at the second's start
     comes first). A moment with a fraction (`.000` too: localtime.Instant) is that instant."""
+    of_table, of_seat = neighbours_of(con, table, at, seat)
+    return of_table if seat is None else of_seat
+
+
+def neighbours_of(con: duckdb.DuckDBPyConnection, table: str, at: datetime,
+                  seat: int | None) -> tuple[Near, Near]:
+    """`neighbours` among all the table's rounds and among the seat's (all None with no
+    seat), from one scan of the table's events."""
     until = at + (ONE_MICROSECOND if asked_exactly(at) else ONE_SECOND)
-    params: dict[str, object] = {"table": table, "at": at, "until": until}
-    found = sorted(rows(con, _ROUNDS_OF_ANY_SEAT, params) if seat is None else
-                   rows(con, _ROUNDS_OF_SEAT, {**params, "seat": seat}), key=lambda r: r["rank"])
+    found = sorted(rows(con, _ROUNDS, {"table": table, "at": at, "until": until, "seat": seat}),
+                   key=lambda r: r["rank"])
+    return _near([r for r in found if r["who"] == "table"]), \
+        _near([r for r in found if r["who"] == "seat"])
+
+
+def _near(found: list[dict[str, Any]]) -> Near:
+    """Near from one `who`'s rows of _ROUNDS, in rank order."""
     placed = {r["place"]: r for r in reversed(found)}  # each place's first (rank 1)
     also = [span for r in found if r["place"] == "in" and r["rank"] > 1
             if (span := _span(r)) is not None]

@@ -21,7 +21,7 @@ from surveillance_pit import EVENING, opened
 from events.reddog import model
 from projections import moment
 from projections.dispute import dispute
-from projections.localtime import parse_zone
+from projections.localtime import asked_exactly, parse_zone
 from projections.moment import OutsideRound
 from projections.serve.templates.dispute import dispute_sections, outside_body
 
@@ -368,3 +368,84 @@ def test_a_moment_two_rounds_bracket_names_the_other_round_too(tmp_path: Path) -
     assert 'id="also-in-play"' not in incident_page(only, UTC)
     assert 'data-round="S1:1"' in dispute_sections(d, UTC, set())  # the console's page
     assert 'id="also-in-play"' not in dispute_sections(only, UTC, set())
+
+
+def _neighbours_by_hand(events: list[tuple[str | None, int, int | None, str, int, datetime]],
+                        at: datetime, seat: int | None) -> dict[str, object]:
+    """moment.neighbours' definition worked out in Python over (shoe, round, seat, type, seq,
+    time) rows: the rounds (of the seat, when given) with their spans, then the round in play,
+    the others in play, and the last begun before and the first begun after."""
+    spans: dict[tuple[str | None, int], list[object]] = {}
+    played: set[tuple[str | None, int]] = set()
+    for shoe, round_no, s, kind, seq, when in events:
+        key = (shoe, round_no)
+        span = spans.setdefault(key, [when, when, seq, seq])
+        span[:] = [min(span[0], when), max(span[1], when), min(span[2], seq), max(span[3], seq)]
+        if kind == "WagerPlaced" and s == seat:
+            played.add(key)
+    rounds = [moment.RoundSpan(k[0], k[1], *v) for k, v in spans.items()  # type: ignore[arg-type]
+              if seat is None or k in played]
+    until = at + (timedelta(microseconds=1) if asked_exactly(at) else timedelta(seconds=1))
+    in_play = sorted((r for r in rounds if r.started_at < until and r.ended_at >= at
+                      and r.round_no != 0),
+                     key=lambda r: (r.started_at <= at, r.started_at, r.first_seq), reverse=True)
+    before = max((r for r in rounds if r.started_at <= at and r.ended_at < at),
+                 key=lambda r: (r.started_at, r.first_seq), default=None)
+    after = min((r for r in rounds if r.started_at > at),
+                key=lambda r: (r.started_at, r.first_seq), default=None)
+    return {"in": in_play[0] if in_play else None, "before": before, "after": after,
+            "also": in_play[1:]}
+
+
+def test_the_tables_and_the_seats_neighbours_from_one_scan_are_those_of_their_definition(
+        ) -> None:
+    """neighbours_of finds the table's neighbours and the seat's in one query (a seat's dispute
+    read the table's history twice before, session 47): each half equals the definition worked
+    out by hand, for moments at, inside, between and around rounds that overlap, rounds of no
+    shoe, round 0, and every seat that played, none, and one that never did."""
+    import random
+
+    rng = random.Random(47)
+    con = duckdb.connect()
+    con.execute("CREATE TABLE events (table_id VARCHAR, shoe_id VARCHAR, round_no INTEGER, "
+                "seat INTEGER, event_type VARCHAR, seq BIGINT, occurred_at TIMESTAMPTZ)")
+    rows: list[tuple[str | None, int, int | None, str, int, datetime]] = []
+    seq, clock = 0, EVENING
+    for n in range(40):
+        shoe = None if n % 13 == 5 else f"S{n // 10 + 1}"
+        round_no = 0 if n % 11 == 3 else n % 10 + 1
+        clock += timedelta(seconds=rng.choice([1, 2, 30]), microseconds=rng.choice([0, 400_000]))
+        when = clock
+        for _ in range(rng.randint(2, 6)):
+            seq += 1
+            seat = rng.randint(1, 4) if rng.random() < 0.6 else None
+            # A seat's other events (a raise, a settlement) do not make it a seat that played
+            kind = rng.choice(["WagerPlaced", "RaisePlaced", "WagerSettled"]) if seat else \
+                "CardDrawn"
+            rows.append((shoe, round_no, seat, kind, seq, when))
+            # A round's events a second or less apart, so that the next round may begin
+            # before this one's last event (rounds overlap)
+            when += timedelta(microseconds=rng.choice([0, 300_000, 1_000_000]))
+        if n % 7 == 6:  # the same round number of the same shoe, dealt again later
+            seq += 1
+            rows.append((shoe, round_no, None, "CardDrawn", seq, when + timedelta(seconds=90)))
+    con.executemany("INSERT INTO events VALUES ('T01', ?, ?, ?, ?, ?, ?)", rows)
+    con.execute("INSERT INTO events VALUES ('T02', 'S1', 1, 1, 'WagerPlaced', 1, ?)", [EVENING])
+    moments = sorted({t + d for *_, t in rows for d in (
+        timedelta(0), timedelta(microseconds=1), timedelta(microseconds=-1),
+        timedelta(seconds=1), timedelta(seconds=-1), timedelta(milliseconds=500))})
+    compared = 0
+    for at in moments[::3]:
+        for seat in (None, 1, 2, 3, 4, 7):
+            of_table, of_seat = moment.neighbours_of(con, "T01", at, seat)
+            assert of_table == _neighbours_by_hand(rows, at, None), (at, seat)
+            if seat is None:
+                assert of_seat == {"in": None, "before": None, "after": None, "also": []}
+            else:
+                assert of_seat == _neighbours_by_hand(rows, at, seat), (at, seat)
+                assert moment.neighbours(con, "T01", at, seat) == of_seat
+            compared += 1
+    assert compared > 300
+    # Seat 7 never played: nothing of its own anywhere; the table's rounds are found regardless.
+    assert moment.neighbours_of(con, "T01", moments[-1], 7)[1]["before"] is None
+    assert moment.neighbours_of(con, "T01", moments[-1], 7)[0]["before"] is not None
