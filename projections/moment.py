@@ -20,11 +20,13 @@ from events.errors import NotFoundError
 from projections.localtime import asked_exactly, clock, clock_exact, local, stamp, stamp_asked
 from projections.queries import known_tables, rows, unknown_table_text
 
-# Every round of the table with its span, from the three columns the span needs. Each place is
-# found twice (`who`): among all the table's rounds ('table') and among the rounds $seat placed
-# a wager in ('seat'; none when $seat is NULL), from one scan of the table's events: a dispute
-# about a seat names the seat's round and every other round in play (dispute.py), which took
-# two scans of the table's history before. The round in
+# Every round of the table with its span, from the three columns the span needs (`s`), each
+# with `who` it is a round of: 'table' (every round), or also 'seat' (a round $seat placed a
+# wager in). With a seat, both from one scan of the table's events: a dispute about a seat names
+# the seat's round and every other round in play (dispute.py), which took two scans of the
+# table's history before (session 47); with none, no flag and no second half, so a dispute that
+# names no seat pays for neither (an outside review found them slowing such a lookup). The
+# places are found per `who` (`_places`). The round in
 # play is the one whose first and last events bracket the moment, or begun within it when the
 # moment is a whole second ($until, `neighbours`), the one in play at its start first, then the
 # latest begun; any other such round is also in play then (`rank` after 1: a wager for the next
@@ -33,10 +35,37 @@ from projections.queries import known_tables, rows, unknown_table_text
 # round in play: its cards are cards outside any round (rules.MIN_ROUND_NO; 13:47-20.31(d)5,
 # (d)15), no hand, and their first and last may lie minutes apart, around real rounds. It is
 # still a neighbour, and `--round SHOE:0` still asks for it.
-_ROUNDS = """
+_SPANS = """shoe_id, round_no, min(occurred_at) AS started_at, max(occurred_at) AS ended_at,
+           min(seq) AS first_seq, max(seq) AS last_seq"""
+
+
+def _places(*whos: str) -> str:
+    """The places of each `who`'s rounds in `s`: those in play ranked, the last begun by then
+    and the first begun after (each a sorted LIMIT 1, DuckDB's top-N, as before session 47)."""
+    sides = [f"""SELECT * FROM (SELECT '{place}' AS place, 1 AS rank, * FROM s
+                       WHERE who = '{who}' AND {where} ORDER BY {order} LIMIT 1)"""
+             for who in whos for place, where, order in (
+                 ("before", "started_at <= $at AND ended_at < $at",
+                  "started_at DESC, first_seq DESC"),
+                 ("after", "started_at > $at", "started_at, first_seq"))]
+    return "\nUNION ALL\n".join([
+        """SELECT 'in' AS place, row_number() OVER (
+                   PARTITION BY who ORDER BY started_at <= $at DESC, started_at DESC,
+                   first_seq DESC) AS rank, *
+        FROM s WHERE started_at < $until AND ended_at >= $at AND round_no <> 0""", *sides])
+
+
+_ROUNDS_OF_TABLE = f"""
+WITH s AS (
+    SELECT 'table' AS who, {_SPANS}
+    FROM events
+    WHERE table_id = $table AND round_no IS NOT NULL
+    GROUP BY shoe_id, round_no
+)
+{_places("table")}"""
+_ROUNDS_OF_TABLE_AND_SEAT = f"""
 WITH r AS (
-    SELECT shoe_id, round_no, min(occurred_at) AS started_at, max(occurred_at) AS ended_at,
-           min(seq) AS first_seq, max(seq) AS last_seq,
+    SELECT {_SPANS},
            coalesce(bool_or(seat = $seat AND event_type = 'WagerPlaced'), false) AS played
     FROM events
     WHERE table_id = $table AND round_no IS NOT NULL
@@ -46,17 +75,7 @@ WITH r AS (
     UNION ALL
     SELECT 'seat' AS who, * EXCLUDE (played) FROM r WHERE played
 )
-SELECT 'in' AS place, row_number() OVER (
-           PARTITION BY who ORDER BY started_at <= $at DESC, started_at DESC, first_seq DESC)
-       AS rank, *
-FROM s WHERE started_at < $until AND ended_at >= $at AND round_no <> 0
-UNION ALL
-SELECT 'before' AS place, 1 AS rank, * FROM s WHERE started_at <= $at AND ended_at < $at
-QUALIFY row_number() OVER (PARTITION BY who ORDER BY started_at DESC, first_seq DESC) = 1
-UNION ALL
-SELECT 'after' AS place, 1 AS rank, * FROM s WHERE started_at > $at
-QUALIFY row_number() OVER (PARTITION BY who ORDER BY started_at, first_seq) = 1
-"""
+{_places("table", "seat")}"""
 
 # The table's own events around the moment: when it first opened, and the last opening,
 # closing and shoe closing at or before the moment.
@@ -234,14 +253,16 @@ def neighbours_of(con: duckdb.DuckDBPyConnection, table: str, at: datetime,
     """`neighbours` among all the table's rounds and among the seat's (all None with no
     seat), from one scan of the table's events."""
     until = at + (ONE_MICROSECOND if asked_exactly(at) else ONE_SECOND)
-    found = sorted(rows(con, _ROUNDS, {"table": table, "at": at, "until": until, "seat": seat}),
+    params: dict[str, object] = {"table": table, "at": at, "until": until}
+    found = sorted(rows(con, _ROUNDS_OF_TABLE, params) if seat is None else
+                   rows(con, _ROUNDS_OF_TABLE_AND_SEAT, {**params, "seat": seat}),
                    key=lambda r: r["rank"])
     return _near([r for r in found if r["who"] == "table"]), \
         _near([r for r in found if r["who"] == "seat"])
 
 
 def _near(found: list[dict[str, Any]]) -> Near:
-    """Near from one `who`'s rows of _ROUNDS, in rank order."""
+    """Near from one `who`'s rows of _ROUNDS_OF_TABLE(_AND_SEAT), in rank order."""
     placed = {r["place"]: r for r in reversed(found)}  # each place's first (rank 1)
     also = [span for r in found if r["place"] == "in" and r["rank"] > 1
             if (span := _span(r)) is not None]

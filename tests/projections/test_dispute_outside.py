@@ -21,7 +21,7 @@ from surveillance_pit import EVENING, opened
 from events.reddog import model
 from projections import moment
 from projections.dispute import dispute
-from projections.localtime import asked_exactly, parse_zone
+from projections.localtime import parse_zone
 from projections.moment import OutsideRound
 from projections.serve.templates.dispute import dispute_sections, outside_body
 
@@ -385,7 +385,8 @@ def _neighbours_by_hand(events: list[tuple[str | None, int, int | None, str, int
             played.add(key)
     rounds = [moment.RoundSpan(k[0], k[1], *v) for k, v in spans.items()  # type: ignore[arg-type]
               if seat is None or k in played]
-    until = at + (timedelta(microseconds=1) if asked_exactly(at) else timedelta(seconds=1))
+    # A moment with a fraction is that instant; one without is its whole second
+    until = at + (timedelta(microseconds=1) if at.microsecond else timedelta(seconds=1))
     in_play = sorted((r for r in rounds if r.started_at < until and r.ended_at >= at
                       and r.round_no != 0),
                      key=lambda r: (r.started_at <= at, r.started_at, r.first_seq), reverse=True)
@@ -401,8 +402,9 @@ def test_the_tables_and_the_seats_neighbours_from_one_scan_are_those_of_their_de
         ) -> None:
     """neighbours_of finds the table's neighbours and the seat's in one query (a seat's dispute
     read the table's history twice before, session 47): each half equals the definition worked
-    out by hand, for moments at, inside, between and around rounds that overlap, rounds of no
-    shoe, round 0, and every seat that played, none, and one that never did."""
+    out by hand, for moments at, inside, between and around rounds that overlap or begin at the
+    same instant, rounds of no shoe, round 0, wagers with no seat, and every seat that played
+    (seat 0 too), none, and one that never did."""
     import random
 
     rng = random.Random(47)
@@ -414,14 +416,17 @@ def test_the_tables_and_the_seats_neighbours_from_one_scan_are_those_of_their_de
     for n in range(40):
         shoe = None if n % 13 == 5 else f"S{n // 10 + 1}"
         round_no = 0 if n % 11 == 3 else n % 10 + 1
-        clock += timedelta(seconds=rng.choice([1, 2, 30]), microseconds=rng.choice([0, 400_000]))
+        # A round begun at the very instant the one before began (0 s): the two are told apart
+        # by their first seq
+        clock += timedelta(seconds=rng.choice([0, 1, 2, 30]),
+                           microseconds=rng.choice([0, 400_000]))
         when = clock
         for _ in range(rng.randint(2, 6)):
             seq += 1
-            seat = rng.randint(1, 4) if rng.random() < 0.6 else None
+            seat = rng.randint(0, 4) if rng.random() < 0.6 else None
             # A seat's other events (a raise, a settlement) do not make it a seat that played
-            kind = rng.choice(["WagerPlaced", "RaisePlaced", "WagerSettled"]) if seat else \
-                "CardDrawn"
+            kind = rng.choice(["WagerPlaced", "RaisePlaced", "WagerSettled"]) \
+                if seat is not None or rng.random() < 0.1 else "CardDrawn"
             rows.append((shoe, round_no, seat, kind, seq, when))
             # A round's events a second or less apart, so that the next round may begin
             # before this one's last event (rounds overlap)
@@ -435,8 +440,8 @@ def test_the_tables_and_the_seats_neighbours_from_one_scan_are_those_of_their_de
         timedelta(0), timedelta(microseconds=1), timedelta(microseconds=-1),
         timedelta(seconds=1), timedelta(seconds=-1), timedelta(milliseconds=500))})
     compared = 0
-    for at in moments[::3]:
-        for seat in (None, 1, 2, 3, 4, 7):
+    for at in moments[::5]:
+        for seat in (None, 0, 1, 2, 3, 4, 7):
             of_table, of_seat = moment.neighbours_of(con, "T01", at, seat)
             assert of_table == _neighbours_by_hand(rows, at, None), (at, seat)
             if seat is None:
