@@ -22,6 +22,7 @@ from projections.lookup import taps_from
 from projections.moment import (
     SEAT_ABSENT,
     UNKNOWN_TABLE,
+    Near,
     OutsideRound,
     RoundSpan,
     locate,
@@ -70,6 +71,7 @@ def dispute(con: duckdb.DuckDBPyConnection, table: str, *, at: datetime | None =
     they hold (projections/replay_kept.py), else their queries (projections/dispute_sql.py):
     the same rows either way (docs/operating.md, "Kept replays")."""
     also: list[RoundSpan] = []
+    of_seat: Near | None = None  # the seat's neighbours of `at`, once found
     if at is not None:
         # With a seat, the seat's round in play then first: in a whole second in which one
         # round ends and the next begins (moment.neighbours), the one the seat played.
@@ -104,7 +106,7 @@ def dispute(con: duckdb.DuckDBPyConnection, table: str, *, at: datetime | None =
     in_round = {**key, "round_first": r["first_seq"], "round_last": r["last_seq"]}
     wagers = rows(con, sql.WAGERS, {**in_round, "seat": seat})
     if seat is not None and not any(w["action"] == "wager placed" for w in wagers):
-        _seat_absent(con, table, r, seat, at)
+        _seat_absent(con, table, r, seat, at, of_seat)
     return Dispute(
         round=r,
         cards=rows(con, sql.CARDS, {**in_round, "first": context["first"],
@@ -159,14 +161,14 @@ def _context(con: duckdb.DuckDBPyConnection, table: str, shoe: str | None, first
 
 
 def _seat_absent(con: duckdb.DuckDBPyConnection, table: str, r: Row, seat: int,
-                 at: datetime | None) -> NoReturn:
+                 at: datetime | None, near: Near | None) -> NoReturn:
     """The seat placed no wager in round `r`: say so, with the seats that did and the seat's
-    own rounds just before and after."""
+    own rounds just before and after (`near`: the seat's neighbours of `at`, when found)."""
     seats = tuple(sorted({int(w["seat"]) for w in rows(con, sql.WAGERS, {
         "table": table, "shoe": r["shoe_id"], "round": r["round_no"],
         "round_first": r["first_seq"], "round_last": r["last_seq"], "seat": None})
         if w["seat"] is not None}))
     moment = at or r["started_at"]
-    near = neighbours(con, table, moment, seat)
+    near = near or neighbours(con, table, moment, seat)
     raise OutsideRound(table, moment, SEAT_ABSENT, before=near["before"], after=near["after"],
                        seat=seat, seats=seats)
